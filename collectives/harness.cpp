@@ -1,0 +1,263 @@
+#include "collectives/harness.hpp"
+
+#include <algorithm>
+#include <chrono>
+#include <cstring>
+#include <map>
+#include <numeric>
+#include <sstream>
+#include <thread>
+
+#include "collectives/check.hpp"
+#include "collectives/sizes.hpp"
+#include "collectives/stats.hpp"
+
+namespace ibt {
+
+RankAggregation parse_rank_aggregation(std::string_view name) {
+  if (name == "avg" || name == "1") return RankAggregation::avg;
+  if (name == "min" || name == "2") return RankAggregation::min;
+  if (name == "max" || name == "3") return RankAggregation::max;
+  throw UsageError("unknown rank aggregation '" + std::string(name) + "' (expected avg, min or max)");
+}
+
+std::string_view to_string(RankAggregation a) {
+  switch (a) {
+    case RankAggregation::avg: return "avg";
+    case RankAggregation::min: return "min";
+    case RankAggregation::max: return "max";
+  }
+  return "?";
+}
+
+namespace {
+
+constexpr std::size_t kSlotAlignment = 256;
+
+// Backend memory, released on scope exit.
+class BackendBuffer {
+ public:
+  BackendBuffer(Backend& backend, std::size_t bytes) : backend_(backend), bytes_(bytes) {
+    ptr_ = static_cast<unsigned char*>(backend_.allocate(bytes));
+  }
+  ~BackendBuffer() { backend_.release(ptr_); }
+  BackendBuffer(const BackendBuffer&) = delete;
+  BackendBuffer& operator=(const BackendBuffer&) = delete;
+  unsigned char* data() const { return ptr_; }
+
+ private:
+  Backend& backend_;
+  std::size_t bytes_;
+  unsigned char* ptr_;
+};
+
+// A buffer role (send, receive, or the single in-place buffer) repeated in `slots`
+// copies; iteration i uses slot i % slots.
+struct Pool {
+  Pool(Backend& backend, std::size_t bytes, std::size_t rotate_bytes, int iters)
+      : stride((std::max<std::size_t>(bytes, 1) + kSlotAlignment - 1) / kSlotAlignment * kSlotAlignment),
+        slots(bytes < rotate_bytes ? static_cast<int>(std::clamp<std::size_t>(rotate_bytes / stride, 1, iters)) : 1),
+        memory(backend, stride * slots) {}
+  unsigned char* slot(int i) const { return memory.data() + (i % slots) * stride; }
+  std::size_t stride;
+  int slots;
+  BackendBuffer memory;
+};
+
+// "all_reduce (scope world, float32, 32 B[, in-place])": names a measurement in messages.
+std::string describe(const Collective& op, Scope scope, DType t, std::size_t bytes,
+                     std::optional<Placement> p = std::nullopt) {
+  std::ostringstream s;
+  s << op.name() << " (scope " << to_string(scope) << ", " << to_string(t) << ", " << bytes << " B";
+  if (p) s << (*p == Placement::in_place ? ", in-place" : ", out-of-place");
+  s << ")";
+  return s.str();
+}
+
+struct ScopeGroup {
+  Scope scope;
+  std::unique_ptr<Communicator> comm;
+  int groups;
+};
+
+struct MeasureRequest {
+  const Collective* op;
+  Scope scope;
+  int groups;
+  OpShape shape;
+  DType dtype;
+  Placement placement;
+};
+
+Measurement measure(Backend& backend, Communicator& comm, MPI_Comm control, const MeasureRequest& req,
+                    const HarnessOptions& opt, Watchdog* watchdog) {
+  const Collective& op = *req.op;
+  const std::size_t elem = size_of(req.dtype);
+  const bool in_place = req.placement == Placement::in_place;
+  const std::size_t recv_bytes = (in_place ? std::max(req.shape.send_elems, req.shape.recv_elems)
+                                           : req.shape.recv_elems) * elem;
+  const std::size_t send_bytes = in_place ? 0 : req.shape.send_elems * elem;
+  Pool recv_pool(backend, recv_bytes, opt.rotate_bytes, opt.iters);
+  Pool send_pool(backend, send_bytes, opt.rotate_bytes, opt.iters);
+  const int root = std::min(opt.root, comm.size() - 1);
+  const std::size_t send_off = in_place ? op.in_place_send_offset(req.shape, comm.rank()) * elem : 0;
+  const std::size_t recv_off = in_place ? op.in_place_recv_offset(req.shape, comm.rank()) * elem : 0;
+  auto run_on_slot = [&](int i) {
+    unsigned char* recv = recv_pool.slot(i);
+    const unsigned char* send = in_place ? recv + send_off : send_pool.slot(i);
+    op.run(comm, send, recv + recv_off, req.shape, req.dtype, opt.reduce_op, root);
+  };
+
+  WatchdogScope guard(watchdog, opt.timeout_seconds, describe(op, req.scope, req.dtype, req.shape.bytes, req.placement));
+  for (int i = 0; i < opt.warmup_iters; ++i) run_on_slot(i);
+  comm.synchronize();
+  comm.barrier();
+
+  auto timer = backend.make_timer(comm, opt.iters);
+  for (int i = 0; i < opt.iters; ++i) {
+    if (opt.blocking) comm.barrier();
+    timer->begin(i);
+    run_on_slot(i);
+    timer->end(i);
+  }
+  const std::vector<double> durations = timer->durations();
+  double local_total = timer->total();
+  if (opt.blocking) local_total = std::accumulate(durations.begin(), durations.end(), 0.0);
+
+  std::uint64_t wrong = 0;
+  if (opt.check) {
+    CheckContext ctx{&op, req.shape, req.dtype, opt.reduce_op, req.placement, comm.rank(), comm.size(), root};
+    HostImages img = make_inputs(ctx);
+    backend.upload(recv_pool.slot(0), img.recv.data(), img.recv.size());
+    if (!in_place) backend.upload(send_pool.slot(0), img.send.data(), img.send.size());
+    comm.barrier();
+    run_on_slot(0);
+    comm.synchronize();
+    backend.download(img.recv.data(), recv_pool.slot(0), img.recv.size());
+    int world_rank = 0;
+    MPI_Comm_rank(control, &world_rank);
+    if (world_rank == opt.corrupt_rank && req.shape.recv_elems > 0) {
+      const double good = load_element(img.recv.data(), recv_off / elem, req.dtype);
+      store_element(img.recv.data(), recv_off / elem, req.dtype, good + 64);
+    }
+    wrong = count_wrong(ctx, img.recv.data());
+  }
+
+  // Combine over every rank of the job (all groups of the scope ran concurrently).
+  int world_size = 1;
+  MPI_Comm_size(control, &world_size);
+  double local_avg = opt.iters > 0 ? local_total / opt.iters : 0.0;
+  double combined = 0;
+  const MPI_Op reduce = opt.aggregation == RankAggregation::max   ? MPI_MAX
+                        : opt.aggregation == RankAggregation::min ? MPI_MIN
+                                                                  : MPI_SUM;
+  MPI_Allreduce(&local_avg, &combined, 1, MPI_DOUBLE, reduce, control);
+  if (opt.aggregation == RankAggregation::avg) combined /= world_size;
+  std::vector<double> slowest(durations.size());
+  MPI_Allreduce(durations.data(), slowest.data(), static_cast<int>(durations.size()), MPI_DOUBLE, MPI_MAX, control);
+  std::uint64_t wrong_total = 0;
+  MPI_Allreduce(&wrong, &wrong_total, 1, MPI_UINT64_T, MPI_SUM, control);
+
+  Measurement m;
+  m.op = std::string(op.name());
+  m.scope = std::string(to_string(req.scope));
+  m.dtype = std::string(to_string(req.dtype));
+  m.reduce_op = op.reduces() ? std::string(to_string(opt.reduce_op)) : "-";
+  m.placement = req.placement;
+  m.group_size = comm.size();
+  m.groups = req.groups;
+  m.bytes = req.shape.bytes;
+  m.count = req.shape.count;
+  m.iters = opt.iters;
+  const double divisor = op.time_divisor();
+  m.time_us = combined / divisor * 1e6;
+  m.p50_us = quantile(slowest, 0.50) / divisor * 1e6;
+  m.p99_us = quantile(slowest, 0.99) / divisor * 1e6;
+  const double seconds = m.time_us * 1e-6;
+  m.algbw_GBps = seconds > 0 ? static_cast<double>(m.bytes) / seconds / 1e9 : 0.0;
+  m.busbw_GBps = m.algbw_GBps * op.bus_factor(comm.size());
+  m.wrong = wrong_total;
+  m.checked = opt.check;
+  return m;
+}
+
+}  // namespace
+
+void run_harness(Backend& backend, MPI_Comm control, const DomainLayout& layout, const HarnessOptions& opt,
+                 ArrivalGate& gate, Watchdog* watchdog, const HarnessEvents& events) {
+  int world_rank = 0;
+  MPI_Comm_rank(control, &world_rank);
+  const bool reporter = world_rank == 0;
+  auto note = [&](const std::string& text) {
+    if (reporter && events.on_note) events.on_note(text);
+  };
+
+  std::vector<ScopeGroup> groups;
+  for (Scope scope : opt.scopes) {
+    if (scope == Scope::intra && !layout.uniform()) {
+      note("scope intra skipped: domains have different sizes (" + layout.method + ")");
+      continue;
+    }
+    const GroupKey key = group_key(scope, layout);
+    groups.push_back({scope, backend.split(key.color, key.key), group_count(scope, layout)});
+  }
+
+  int measurement = 0;
+  std::map<std::string, bool> noted;
+  for (const Collective* op : opt.ops) {
+    for (ScopeGroup& group : groups) {
+      const int n = group.comm->size();
+      if (op->required_group_size() && op->required_group_size() != n) {
+        note(std::string(op->name()) + " needs groups of " + std::to_string(op->required_group_size()) +
+             " ranks; scope " + std::string(to_string(group.scope)) + " has " + std::to_string(n) + ": skipped");
+        continue;
+      }
+      for (DType dtype : opt.dtypes) {
+        std::size_t last_bytes = 0;
+        for (std::size_t requested : opt.sizes) {
+          const OpShape shape = op->shape(requested, n, size_of(dtype));
+          const std::string key = std::string(op->name()) + "/" + std::to_string(n) + "/" + std::string(to_string(dtype));
+          if (shape.bytes == 0) {
+            if (!noted[key + "/small"])
+              note(std::string(op->name()) + " on " + std::to_string(n) + " ranks: sizes below " +
+                   std::to_string(n * size_of(dtype)) + " B (one " + std::string(to_string(dtype)) +
+                   " per rank) are skipped");
+            noted[key + "/small"] = true;
+            continue;
+          }
+          if (shape.bytes == last_bytes) continue;  // rounding mapped two sizes onto one
+          last_bytes = shape.bytes;
+          if (shape.bytes != requested) {
+            if (!noted[key]) {
+              note(std::string(op->name()) + " on " + std::to_string(n) + " ranks rounds sizes down to whole " +
+                   std::string(to_string(dtype)) + " elements per rank (e.g. " + std::to_string(requested) +
+                   " B -> " + std::to_string(shape.bytes) + " B)");
+              noted[key] = true;
+            }
+          }
+          const std::string what = describe(*op, group.scope, dtype, shape.bytes);
+          // Testing hook: this rank stops, as a hung or lost rank would, before the gate
+          // (it never arrives) or after it (the others wait inside the op).
+          const bool stall_here = world_rank == opt.stall_rank && measurement == opt.stall_at_measurement;
+          const auto stall = [&] { std::this_thread::sleep_for(std::chrono::duration<double>(opt.timeout_seconds * 20 + 60)); };
+          if (stall_here && !opt.stall_inside) stall();
+          gate.pass(what, opt.timeout_seconds);
+          if (stall_here && opt.stall_inside) stall();
+          ++measurement;
+          if (reporter && events.on_progress) events.on_progress(what);
+
+          SizeResult result{op, group.scope, dtype, shape.bytes, shape.count, n, {}, {}};
+          for (Placement placement : opt.placements) {
+            if (!op->supports(placement)) continue;
+            Measurement m = measure(backend, *group.comm, control,
+                                    {op, group.scope, group.groups, shape, dtype, placement}, opt, watchdog);
+            (placement == Placement::in_place ? result.in_place : result.out_of_place) = m;
+          }
+          if (reporter && events.on_size) events.on_size(result);
+        }
+      }
+    }
+  }
+}
+
+}  // namespace ibt

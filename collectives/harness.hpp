@@ -1,0 +1,88 @@
+#pragma once
+// The microbenchmark driver: for each op, scope, dtype and size, every scope group runs
+// the op concurrently (all intra groups at once, all inter groups at once), timed like
+// nccl-tests, then checked in a separate pass. Results come back to the caller one size
+// at a time (both placements together) so rank 0 can print and store them as they finish.
+#include <mpi.h>
+
+#include <functional>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "collectives/arrival_gate.hpp"
+#include "collectives/backend.hpp"
+#include "collectives/collective.hpp"
+#include "collectives/domains.hpp"
+#include "collectives/watchdog.hpp"
+
+namespace ibt {
+
+// How per-rank times are combined into the reported time (nccl-tests' -a).
+enum class RankAggregation { avg, min, max };
+RankAggregation parse_rank_aggregation(std::string_view name);
+std::string_view to_string(RankAggregation a);
+
+struct HarnessOptions {
+  std::vector<const Collective*> ops;
+  std::vector<Scope> scopes;
+  std::vector<DType> dtypes;
+  ReduceOp reduce_op = ReduceOp::sum;
+  std::vector<std::size_t> sizes;
+  std::vector<Placement> placements{Placement::out_of_place, Placement::in_place};
+  int iters = 20;
+  int warmup_iters = 5;
+  bool check = true;
+  bool blocking = false;  // barrier (untimed) between iterations, as nccl-tests' -z
+  RankAggregation aggregation = RankAggregation::max;
+  int root = 0;
+  double timeout_seconds = 60;
+  // Buffers for messages smaller than this are rotated through a pool this large, so
+  // successive iterations touch different memory and caches do not flatter small sizes.
+  std::size_t rotate_bytes = 64u << 20;
+  // Testing hooks (see `ibt collectives --help`): a rank that stops arriving before the
+  // given measurement, and a rank whose checked result is perturbed.
+  int stall_rank = -1;
+  int stall_at_measurement = 0;
+  bool stall_inside = false;  // stall after the gate, inside the op (exercises the watchdog)
+  int corrupt_rank = -1;
+};
+
+struct Measurement {
+  std::string op, scope, dtype, reduce_op;
+  Placement placement = Placement::out_of_place;
+  int group_size = 0;
+  int groups = 0;
+  std::size_t bytes = 0;
+  std::size_t count = 0;
+  int iters = 0;
+  double time_us = 0, p50_us = 0, p99_us = 0;
+  double algbw_GBps = 0, busbw_GBps = 0;
+  std::uint64_t wrong = 0;
+  bool checked = false;
+};
+
+// One line of the table: the placements measured at one size.
+struct SizeResult {
+  const Collective* op = nullptr;
+  Scope scope = Scope::world;
+  DType dtype = DType::float32;
+  std::size_t bytes = 0;
+  std::size_t count = 0;
+  int group_size = 0;
+  std::optional<Measurement> out_of_place, in_place;
+};
+
+struct HarnessEvents {
+  std::function<void(const SizeResult&)> on_size;  // rank 0 only
+  std::function<void(const std::string&)> on_note;  // rank 0 only: skipped or rounded sizes
+  std::function<void(const std::string&)> on_progress;  // rank 0 only: before each measurement
+};
+
+// Runs every measurement. Collective over `control` (the world communicator). Throws
+// TimeoutError when a rank stops arriving; the watchdog covers stalls inside an op.
+void run_harness(Backend& backend, MPI_Comm control, const DomainLayout& layout,
+                 const HarnessOptions& options, ArrivalGate& gate, Watchdog* watchdog,
+                 const HarnessEvents& events);
+
+}  // namespace ibt

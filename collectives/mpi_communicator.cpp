@@ -1,0 +1,140 @@
+#include "collectives/mpi_communicator.hpp"
+
+#include <climits>
+#include <cstring>
+#include <numeric>
+#include <string>
+
+#include "collectives/errors.hpp"
+#include "collectives/mpi_types.hpp"
+
+namespace ibt {
+namespace {
+
+// MPI counts are int: refuse what does not fit rather than truncate silently.
+int checked_count(std::size_t count) {
+  if (count > static_cast<std::size_t>(INT_MAX))
+    throw UsageError("element count " + std::to_string(count) +
+                     " exceeds the MPI int count limit (2^31-1); use a larger dtype or smaller size");
+  return static_cast<int>(count);
+}
+
+void check(int rc, const char* what) {
+  if (rc == MPI_SUCCESS) return;
+  char text[MPI_MAX_ERROR_STRING];
+  int len = 0;
+  MPI_Error_string(rc, text, &len);
+  throw RuntimeError(std::string(what) + " failed: " + std::string(text, len));
+}
+
+std::vector<int> to_int_vector(const std::vector<std::size_t>& v) {
+  std::vector<int> out(v.size());
+  for (std::size_t i = 0; i < v.size(); ++i) out[i] = checked_count(v[i]);
+  return out;
+}
+
+constexpr int kPointToPointTag = 7001;
+
+}  // namespace
+
+MpiCommunicator::MpiCommunicator(MPI_Comm comm) : comm_(comm) {
+  MPI_Comm_rank(comm_, &rank_);
+  MPI_Comm_size(comm_, &size_);
+  // Errors come back as codes (turned into exceptions) rather than aborting the job,
+  // so a failure can be recorded before the job ends.
+  MPI_Comm_set_errhandler(comm_, MPI_ERRORS_RETURN);
+  MPI_Group group, world_group;
+  MPI_Comm_group(comm_, &group);
+  MPI_Comm_group(MPI_COMM_WORLD, &world_group);
+  std::vector<int> mine(size_);
+  std::iota(mine.begin(), mine.end(), 0);
+  world_ranks_.resize(size_);
+  MPI_Group_translate_ranks(group, size_, mine.data(), world_group, world_ranks_.data());
+  MPI_Group_free(&group);
+  MPI_Group_free(&world_group);
+}
+
+MpiCommunicator::~MpiCommunicator() {
+  if (comm_ != MPI_COMM_WORLD && comm_ != MPI_COMM_NULL) {
+    int finalized = 0;
+    MPI_Finalized(&finalized);
+    if (!finalized) MPI_Comm_free(&comm_);
+  }
+}
+
+int MpiCommunicator::world_rank_of(int group_rank) const { return world_ranks_.at(group_rank); }
+
+void MpiCommunicator::all_reduce(const void* send, void* recv, std::size_t count, DType t, ReduceOp op) {
+  const void* in = send == recv ? MPI_IN_PLACE : send;
+  check(MPI_Allreduce(in, recv, checked_count(count), mpi_datatype(t), mpi_op(t, op), comm_),
+        "MPI_Allreduce");
+}
+
+void MpiCommunicator::all_gather(const void* send, void* recv, std::size_t count, DType t) {
+  // In place as NCCL defines it: this rank's contribution already sits at its slot.
+  const auto* slot = static_cast<const char*>(recv) + rank_ * count * size_of(t);
+  const void* in = send == slot ? MPI_IN_PLACE : send;
+  check(MPI_Allgather(in, checked_count(count), mpi_datatype(t), recv, checked_count(count),
+                      mpi_datatype(t), comm_),
+        "MPI_Allgather");
+}
+
+void MpiCommunicator::reduce_scatter(const void* send, void* recv, std::size_t count, DType t, ReduceOp op) {
+  const std::size_t bytes = count * size_of(t);
+  const auto* slot = static_cast<const char*>(send) + rank_ * bytes;
+  if (recv == slot) {
+    // NCCL's in-place reduce-scatter leaves the result in this rank's slot of the input;
+    // MPI's leaves it at the start of the buffer, so move it (part of the timed op).
+    check(MPI_Reduce_scatter_block(MPI_IN_PLACE, const_cast<void*>(send), checked_count(count),
+                                   mpi_datatype(t), mpi_op(t, op), comm_),
+          "MPI_Reduce_scatter_block");
+    if (rank_ != 0) std::memmove(recv, send, bytes);
+    return;
+  }
+  check(MPI_Reduce_scatter_block(send, recv, checked_count(count), mpi_datatype(t), mpi_op(t, op), comm_),
+        "MPI_Reduce_scatter_block");
+}
+
+void MpiCommunicator::all_to_all(const void* send, void* recv, std::size_t count, DType t) {
+  const void* in = send == recv ? MPI_IN_PLACE : send;
+  check(MPI_Alltoall(in, checked_count(count), mpi_datatype(t), recv, checked_count(count),
+                     mpi_datatype(t), comm_),
+        "MPI_Alltoall");
+}
+
+void MpiCommunicator::all_to_allv(const void* send, const std::vector<std::size_t>& send_counts,
+                                  const std::vector<std::size_t>& send_displs, void* recv,
+                                  const std::vector<std::size_t>& recv_counts,
+                                  const std::vector<std::size_t>& recv_displs, DType t) {
+  const auto sc = to_int_vector(send_counts), sd = to_int_vector(send_displs);
+  const auto rc = to_int_vector(recv_counts), rd = to_int_vector(recv_displs);
+  check(MPI_Alltoallv(send, sc.data(), sd.data(), mpi_datatype(t), recv, rc.data(), rd.data(),
+                      mpi_datatype(t), comm_),
+        "MPI_Alltoallv");
+}
+
+void MpiCommunicator::broadcast(void* buf, std::size_t count, DType t, int root) {
+  check(MPI_Bcast(buf, checked_count(count), mpi_datatype(t), root, comm_), "MPI_Bcast");
+}
+
+void MpiCommunicator::send_recv(const void* send, std::size_t send_count, int dst, void* recv,
+                                std::size_t recv_count, int src, DType t) {
+  check(MPI_Sendrecv(send, checked_count(send_count), mpi_datatype(t), dst, kPointToPointTag, recv,
+                     checked_count(recv_count), mpi_datatype(t), src, kPointToPointTag, comm_,
+                     MPI_STATUS_IGNORE),
+        "MPI_Sendrecv");
+}
+
+void MpiCommunicator::send(const void* buf, std::size_t count, DType t, int dst) {
+  check(MPI_Send(buf, checked_count(count), mpi_datatype(t), dst, kPointToPointTag, comm_), "MPI_Send");
+}
+
+void MpiCommunicator::recv(void* buf, std::size_t count, DType t, int src) {
+  check(MPI_Recv(buf, checked_count(count), mpi_datatype(t), src, kPointToPointTag, comm_,
+                 MPI_STATUS_IGNORE),
+        "MPI_Recv");
+}
+
+void MpiCommunicator::barrier() { check(MPI_Barrier(comm_), "MPI_Barrier"); }
+
+}  // namespace ibt

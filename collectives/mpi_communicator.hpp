@@ -1,0 +1,48 @@
+#pragma once
+// The MPI backend's communicator: each collective maps onto one standard MPI call, so
+// any MPI library (MPICH by default, Open MPI with -DIBT_MPI_FLAVOR_OPENMPI=ON) runs it.
+#include <mpi.h>
+
+#include "collectives/communicator.hpp"
+
+namespace ibt {
+
+class MpiCommunicator final : public Communicator {
+ public:
+  // Takes ownership of comm (freed on destruction) unless it is MPI_COMM_WORLD.
+  explicit MpiCommunicator(MPI_Comm comm);
+  ~MpiCommunicator() override;
+  MpiCommunicator(const MpiCommunicator&) = delete;
+  MpiCommunicator& operator=(const MpiCommunicator&) = delete;
+
+  MPI_Comm handle() const { return comm_; }
+
+  int rank() const override { return rank_; }
+  int size() const override { return size_; }
+  int world_rank_of(int group_rank) const override;
+
+  void all_reduce(const void* send, void* recv, std::size_t count, DType t, ReduceOp op) override;
+  void all_gather(const void* send, void* recv, std::size_t count, DType t) override;
+  void reduce_scatter(const void* send, void* recv, std::size_t count, DType t, ReduceOp op) override;
+  void all_to_all(const void* send, void* recv, std::size_t count, DType t) override;
+  void all_to_allv(const void* send, const std::vector<std::size_t>& send_counts,
+                   const std::vector<std::size_t>& send_displs, void* recv,
+                   const std::vector<std::size_t>& recv_counts,
+                   const std::vector<std::size_t>& recv_displs, DType t) override;
+  void broadcast(void* buf, std::size_t count, DType t, int root) override;
+  void send_recv(const void* send, std::size_t send_count, int dst, void* recv,
+                 std::size_t recv_count, int src, DType t) override;
+  void send(const void* buf, std::size_t count, DType t, int dst) override;
+  void recv(void* buf, std::size_t count, DType t, int src) override;
+  void barrier() override;
+  double now() const override { return MPI_Wtime(); }
+  std::string backend_name() const override { return "mpi"; }
+
+ private:
+  MPI_Comm comm_;
+  int rank_ = 0;
+  int size_ = 1;
+  std::vector<int> world_ranks_;
+};
+
+}  // namespace ibt

@@ -1,0 +1,62 @@
+#include "collectives/provenance.hpp"
+
+#include <algorithm>
+#include <chrono>
+#include <cstring>
+#include <ctime>
+
+namespace ibt {
+
+bool environment_allowed(const std::string& name) {
+  return std::any_of(kEnvironmentAllowList.begin(), kEnvironmentAllowList.end(),
+                     [&](const std::string& prefix) { return name.rfind(prefix, 0) == 0; });
+}
+
+std::vector<std::pair<std::string, std::string>> allowed_environment(char** env) {
+  std::vector<std::pair<std::string, std::string>> out;
+  for (char** e = env; e && *e; ++e) {
+    const char* eq = std::strchr(*e, '=');
+    if (!eq) continue;
+    std::string name(*e, eq - *e);
+    if (environment_allowed(name)) out.emplace_back(std::move(name), std::string(eq + 1));
+  }
+  std::sort(out.begin(), out.end());
+  return out;
+}
+
+JobFacts gather_job_facts(MPI_Comm world) {
+  int rank = 0, size = 1;
+  MPI_Comm_rank(world, &rank);
+  MPI_Comm_size(world, &size);
+  char name[MPI_MAX_PROCESSOR_NAME] = {};
+  int len = 0;
+  MPI_Get_processor_name(name, &len);
+  std::vector<char> all(static_cast<std::size_t>(size) * MPI_MAX_PROCESSOR_NAME);
+  MPI_Gather(name, MPI_MAX_PROCESSOR_NAME, MPI_CHAR, all.data(), MPI_MAX_PROCESSOR_NAME, MPI_CHAR, 0, world);
+  JobFacts facts;
+  if (rank != 0) return facts;
+  for (int r = 0; r < size; ++r) {
+    std::string host(&all[static_cast<std::size_t>(r) * MPI_MAX_PROCESSOR_NAME]);
+    auto it = std::find(facts.hosts.begin(), facts.hosts.end(), host);
+    if (it == facts.hosts.end()) {
+      facts.hosts.push_back(host);
+      facts.ranks_per_host.push_back(1);
+    } else {
+      ++facts.ranks_per_host[it - facts.hosts.begin()];
+    }
+    facts.host_of_rank_list += (r ? "," : "") + std::string("r") + std::to_string(r) + "=" + host;
+  }
+  return facts;
+}
+
+std::string utc_now_iso8601() {
+  const auto now = std::chrono::system_clock::now();
+  const std::time_t t = std::chrono::system_clock::to_time_t(now);
+  std::tm tm{};
+  gmtime_r(&t, &tm);
+  char buf[32];
+  std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%SZ", &tm);
+  return buf;
+}
+
+}  // namespace ibt

@@ -1,0 +1,30 @@
+#pragma once
+// Facts about the job recorded beside every run: where it ran and with what.
+#include <mpi.h>
+
+#include <string>
+#include <utility>
+#include <vector>
+
+namespace ibt {
+
+// Environment variables worth recording: they change how communication libraries behave.
+// Only these prefixes are ever stored, never the whole environment (which holds secrets).
+inline const std::vector<std::string> kEnvironmentAllowList = {
+    "NCCL_", "CUDA_", "UCX_", "MPIR_CVAR_", "OMPI_", "SLURM_", "HYDRA_", "I_MPI_", "FI_", "OPENBLAS_", "OMP_"};
+
+bool environment_allowed(const std::string& name);
+// The allowed variables of an environment (as in `environ`), sorted by name.
+std::vector<std::pair<std::string, std::string>> allowed_environment(char** environ_entries);
+
+struct JobFacts {
+  std::vector<std::string> hosts;        // distinct host names, in rank order of first appearance
+  std::vector<int> ranks_per_host;       // parallel to hosts
+  std::string host_of_rank_list;         // "r0=host-a,r1=host-a,..." (compact per-rank map)
+};
+// Collective over world; the result is complete on rank 0.
+JobFacts gather_job_facts(MPI_Comm world);
+
+std::string utc_now_iso8601();
+
+}  // namespace ibt

@@ -1,0 +1,37 @@
+#pragma once
+// The columns of the "collectives" table of a collectives run in the HDF5 store.
+// Sizes follow nccl-tests: `bytes` is the total buffer of the op as nccl-tests counts it
+// (all_gather: the gathered output; reduce_scatter and all_to_all: the whole input).
+// GB/s means 1e9 bytes per second. Times are per iteration, in microseconds.
+#include <vector>
+
+#include "reports/store.hpp"
+
+namespace ibt {
+
+inline const char* kCollectivesTable = "collectives";
+
+inline std::vector<store::Column> collectives_columns() {
+  using store::ColumnType;
+  return {
+      {"op", ColumnType::str, "", 16},
+      {"scope", ColumnType::str, "", 8},
+      {"backend", ColumnType::str, "", 8},
+      {"dtype", ColumnType::str, "", 12},
+      {"reduce_op", ColumnType::str, "", 8},
+      {"placement", ColumnType::str, "", 4},   // "out" (out-of-place) or "in" (in-place)
+      {"group_size", ColumnType::i64, "ranks"},
+      {"groups", ColumnType::i64, "groups"},   // groups measured concurrently
+      {"bytes", ColumnType::u64, "B"},
+      {"count", ColumnType::u64, "elements"},
+      {"iters", ColumnType::i64, "iterations"},
+      {"time_us", ColumnType::f64, "us"},      // mean per iteration, aggregated over ranks
+      {"p50_us", ColumnType::f64, "us"},       // per-iteration percentiles of the slowest rank
+      {"p99_us", ColumnType::f64, "us"},
+      {"algbw_GBps", ColumnType::f64, "GB/s"},
+      {"busbw_GBps", ColumnType::f64, "GB/s"},
+      {"wrong", ColumnType::u64, "elements"},  // wrong values summed over ranks
+  };
+}
+
+}  // namespace ibt

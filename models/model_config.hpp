@@ -1,0 +1,67 @@
+#pragma once
+// A transformer's shape, as read from a model file in models/catalog/*.json
+// (models/model_file.hpp loads and validates one; the JSON keys are the field names).
+// Dense models leave the MoE fields at their defaults (num_experts == 0).
+//
+// Conventions every consumer relies on:
+// - No biases anywhere (Llama-style). GPT-3 had biases; they are < 0.1% of its
+//   parameters and FLOPs, and Megatron's FLOP formula ignores them too.
+// - Standard attention: heads query heads of head_dim() = hidden / heads and kv_heads
+//   key/value heads of the same size (GQA when kv_heads < heads).
+// - attention == mla (DeepSeek-V3, Kimi K2): multi-head latent attention, modelled by
+//   its projections exactly (q down/up, kv down/up, output; see accounting.hpp), with
+//   per-head query/key size qk_nope_head_dim + qk_rope_head_dim and value size
+//   v_head_dim. The CPU engine does not implement MLA; accounting and the step program do.
+#include <cstdint>
+#include <string>
+
+namespace ibt::models {
+
+enum class Norm { rmsnorm, layernorm };
+enum class Activation { gelu, swiglu };
+enum class RoutingBalance { none, aux_loss, aux_loss_free };  // aux_loss_free: DeepSeek-V3 bias
+enum class Attention { standard, mla };
+
+struct ModelConfig {
+  std::string name;
+  std::string source;          // where the shape comes from (paper, config file URL)
+  int layers = 0;
+  int hidden = 0;
+  int heads = 0;
+  int kv_heads = 0;            // == heads without GQA
+  int ffn_hidden = 0;          // dense MLP inner size
+  int vocab = 0;
+  int seq_len = 0;
+  Norm norm = Norm::rmsnorm;
+  Activation activation = Activation::swiglu;
+  bool tied_embeddings = false;
+  // Multi-head latent attention (attention == mla only; 0 otherwise).
+  Attention attention = Attention::standard;
+  int q_lora_rank = 0;         // 0 with mla = queries projected directly from hidden
+  int kv_lora_rank = 0;
+  int qk_nope_head_dim = 0;
+  int qk_rope_head_dim = 0;
+  int v_head_dim = 0;
+  // Mixture of experts.
+  int num_experts = 0;         // routed experts per MoE layer; 0 = dense model
+  int top_k = 0;               // experts per token
+  int shared_experts = 0;
+  int expert_ffn_hidden = 0;
+  int first_dense_layers = 0;  // leading layers that use the dense MLP
+  RoutingBalance balance = RoutingBalance::none;
+  double aux_loss_coeff = 0.0;      // classic auxiliary loss weight
+  double bias_update_rate = 0.0;    // aux-loss-free: bias step per training step
+
+  bool is_moe() const { return num_experts > 0; }
+  int head_dim() const { return hidden / heads; }
+  bool layer_is_moe(int layer) const { return is_moe() && layer >= first_dense_layers; }
+  int moe_layers() const { return is_moe() ? layers - first_dense_layers : 0; }
+  // Per-head sizes of the attention core (query.key and value); equal to head_dim()
+  // for standard attention.
+  int qk_head_dim() const {
+    return attention == Attention::mla ? qk_nope_head_dim + qk_rope_head_dim : head_dim();
+  }
+  int value_head_dim() const { return attention == Attention::mla ? v_head_dim : head_dim(); }
+};
+
+}  // namespace ibt::models

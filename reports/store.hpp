@@ -1,0 +1,99 @@
+#pragma once
+// The HDF5 results store. One file holds many runs; each invocation of a suite appends
+// a new group /runs/<id> and never touches earlier ones. Layout (schema version 1):
+//
+//   /                        attrs: ibt_schema ("ibt-results"), ibt_schema_version (1)
+//   /runs/<id>               one run; <id> is a zero-padded sequence number "000001"
+//       attrs                kind, status, command_line, ibt_version, git_commit,
+//                            start_time, end_time (ISO 8601 UTC), world_size, ... (see README)
+//   /runs/<id>/environment   attrs: the allow-listed environment variables, verbatim
+//   /runs/<id>/<table>       compound dataset, one row per measurement, chunked and
+//                            extendible, flushed after every append; each column's unit
+//                            is an attribute "unit:<column>" of the dataset
+//
+// Only rank 0 writes. Every failure to open, validate or write throws UsageError (a
+// file that is not ibt's, a path that is a directory) or RuntimeError (I/O), with a
+// message that names the file and the problem.
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+#include <variant>
+#include <vector>
+
+namespace ibt::store {
+
+inline constexpr int kSchemaVersion = 1;
+inline constexpr const char* kSchemaName = "ibt-results";
+
+enum class ColumnType { i64, u64, f64, str };
+struct Column {
+  std::string name;
+  ColumnType type;
+  std::string unit;            // "" when dimensionless
+  std::size_t str_bytes = 32;  // fixed length of a str column (NUL-padded)
+};
+using Value = std::variant<std::int64_t, std::uint64_t, double, std::string>;
+using Row = std::vector<Value>;
+using AttrValue = std::variant<std::int64_t, double, std::string>;
+
+enum class RunStatus { running, complete, partial, failed };
+const char* to_string(RunStatus s);
+
+class Table {
+ public:
+  virtual ~Table() = default;
+  // Appends one row (values in column order, types matching) and flushes the file.
+  virtual void append(const Row& row) = 0;
+  virtual const std::vector<Column>& columns() const = 0;
+};
+
+class Run {
+ public:
+  virtual ~Run() = default;
+  virtual std::string id() const = 0;
+  virtual void set_attr(const std::string& name, const AttrValue& value) = 0;
+  virtual void set_environment(const std::vector<std::pair<std::string, std::string>>& vars) = 0;
+  // Creates (once) and returns the named table of this run.
+  virtual Table& table(const std::string& name, const std::vector<Column>& columns) = 0;
+  // Stores a dense float64 array (e.g. gathered parameters) under this run.
+  virtual void write_array(const std::string& path, const std::vector<std::uint64_t>& shape,
+                           const double* data) = 0;
+  // Sets status, end_time and (when not empty) the "error" attribute, and flushes.
+  virtual void finish(RunStatus status, const std::string& message = "") = 0;
+};
+
+class Store {
+ public:
+  virtual ~Store() = default;
+  // Starts a new run of the given kind with status "running" and start_time now.
+  virtual std::unique_ptr<Run> begin_run(const std::string& kind) = 0;
+};
+
+// Opens path for appending, creating it if missing. Refuses a directory, an unwritable
+// location, a non-HDF5 file and an HDF5 file without ibt's schema attributes; in every
+// such case the existing file is left untouched.
+std::unique_ptr<Store> open_for_append(const std::string& path);
+// Performs the same checks as open_for_append without creating or changing anything,
+// so a job can refuse bad output paths before it measures.
+void check_appendable(const std::string& path);
+
+// ---- Reading (ibt show, ibt export, reports, calibration) ----
+struct RunInfo {
+  std::string id;
+  std::vector<std::pair<std::string, AttrValue>> attrs;  // every attribute of the run group
+  std::vector<std::pair<std::string, std::string>> environment;
+  std::vector<std::string> tables;
+  std::optional<AttrValue> attr(const std::string& name) const;
+  std::string attr_string(const std::string& name) const;  // "" when absent
+};
+struct TableData {
+  std::vector<Column> columns;
+  std::vector<Row> rows;
+  int column_index(const std::string& name) const;  // -1 when absent
+};
+// Throws UsageError when the file is missing, not HDF5 or not ibt's schema.
+std::vector<RunInfo> list_runs(const std::string& path);
+TableData read_table(const std::string& path, const std::string& run_id, const std::string& table);
+
+}  // namespace ibt::store

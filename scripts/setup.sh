@@ -1,0 +1,31 @@
+#!/usr/bin/env bash
+# Installs what ibt needs from Debian's packages (idempotent: only what is missing) and
+# configures and builds it in ./build. Used by both README commands and by CI.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+packages=(
+  build-essential cmake git pkg-config
+  mpich libmpich-dev                      # MPI (the default flavour)
+  libhdf5-dev hdf5-tools                  # the results store, h5dump
+  libboost-program-options-dev nlohmann-json3-dev
+  libopenblas-dev                         # GEMMs of the CPU training engine
+  libgtest-dev libgmock-dev libbenchmark-dev
+  python3-h5py python3-numpy              # h5py example in the README, schema checks
+)
+missing=()
+for p in "${packages[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+if ((${#missing[@]})); then
+  echo "setup: installing ${missing[*]}" >&2
+  sudo_cmd=()
+  [[ $(id -u) -eq 0 ]] || sudo_cmd=(sudo)
+  "${sudo_cmd[@]}" apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive "${sudo_cmd[@]}" apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+fi
+
+build_type=${IBT_BUILD_TYPE:-RelWithDebInfo}
+# shellcheck disable=SC2086  # IBT_CMAKE_ARGS is a list of -D flags
+cmake -S . -B build -DCMAKE_BUILD_TYPE="$build_type" ${IBT_CMAKE_ARGS:-} >/dev/null
+cmake --build build -j"$(nproc)"

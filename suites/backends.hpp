@@ -1,0 +1,16 @@
+#pragma once
+// Chooses the communication backend a suite runs on.
+#include <mpi.h>
+
+#include <memory>
+#include <string>
+
+#include "collectives/backend.hpp"
+
+namespace ibt::suites {
+
+// "mpi" always; "nccl" when this build has CUDA and NCCL (otherwise a UsageError that
+// says so). Throws UsageError with the CUDA error text when there is no usable GPU.
+std::unique_ptr<Backend> make_backend(const std::string& name, MPI_Comm world);
+
+}  // namespace ibt::suites

@@ -1,0 +1,100 @@
+// `ibt export FILE.h5 --csv|--json [--run ID] [--table NAME] [--output PATH]`.
+#include <boost/program_options.hpp>
+#include <filesystem>
+#include <fstream>
+#include <iostream>
+#include <sstream>
+#include <string>
+
+#include "collectives/errors.hpp"
+#include "reports/export.hpp"
+#include "suites/suites.hpp"
+
+namespace po = boost::program_options;
+
+namespace ibt::suites {
+
+namespace {
+
+const char* kExportUsage =
+    "usage: ibt export FILE.h5 --csv|--json [--run ID] [--table NAME] [--output PATH]\n"
+    "\n"
+    "Writes runs of an ibt results file as CSV or JSON (to stdout unless --output).\n"
+    "  CSV:  one header line (run_id, kind, then the table's columns) and one line per\n"
+    "        table row. Several runs are concatenated when their table has the same\n"
+    "        columns; a CSV holds one table, so name it with --table when runs hold several.\n"
+    "  JSON: every selected run with its attributes, environment and tables; each table\n"
+    "        has its columns (name, type, unit) and its rows as objects.\n"
+    "Numbers are exact (they read back to the stored values). Runs are named by id\n"
+    "(000003), by number (3) or as 'last'.\n"
+    "\n"
+    "examples:\n"
+    "  ibt export results.h5 --csv --table collectives > collectives.csv\n"
+    "  ibt export results.h5 --json --run last --output last-run.json\n"
+    "  python3 -c 'import pandas as pd; print(pd.read_csv(\"collectives.csv\"))'\n"
+    "\n"
+    "options";
+
+// Refuses to write the export over the results file it reads.
+void require_distinct(const std::string& output, const std::string& input) {
+  std::error_code ec;
+  if (std::filesystem::exists(output, ec) && std::filesystem::equivalent(output, input, ec))
+    throw UsageError(output + ": is the results file being exported; choose another --output");
+}
+
+}  // namespace
+
+int export_main(int argc, char** argv) {
+  po::options_description visible(kExportUsage);
+  visible.add_options()
+      ("help,h", "print this help and exit")
+      ("csv", "write CSV (one table)")
+      ("json", "write JSON")
+      ("run,r", po::value<std::string>()->value_name("ID"), "export only this run: its id, its number, or 'last'")
+      ("table,t", po::value<std::string>()->value_name("NAME"), "export only this table (e.g. collectives)")
+      ("output,o", po::value<std::string>()->value_name("PATH"), "write here instead of stdout (replaced if present)");
+  po::options_description all;
+  all.add(visible).add_options()("file", po::value<std::string>());
+  po::positional_options_description positional;
+  positional.add("file", 1);
+
+  po::variables_map vm;
+  try {
+    po::store(po::command_line_parser(argc, argv).options(all).positional(positional).run(), vm);
+    po::notify(vm);
+  } catch (const po::error& e) {
+    throw UsageError(std::string(e.what()) + " (see `ibt export --help`)");
+  }
+  if (vm.count("help")) {
+    std::cout << visible << '\n';
+    return kExitOk;
+  }
+  if (!vm.count("file")) throw UsageError("no results file given (usage: ibt export FILE.h5 --csv|--json)");
+  const bool csv = vm.count("csv") > 0, json = vm.count("json") > 0;
+  if (csv == json) throw UsageError("choose one format: --csv or --json");
+
+  const std::string path = vm["file"].as<std::string>();
+  reports::ExportSelection selection;
+  if (vm.count("run")) selection.run = vm["run"].as<std::string>();
+  if (vm.count("table")) selection.table = vm["table"].as<std::string>();
+
+  // Build the whole export first: a refused or failed export leaves no partial output.
+  std::ostringstream text;
+  if (csv) reports::write_csv(text, path, selection);
+  else text << reports::export_json(path, selection).dump(2) << '\n';
+
+  if (!vm.count("output")) {
+    std::cout << text.str();
+    return kExitOk;
+  }
+  const std::string output = vm["output"].as<std::string>();
+  require_distinct(output, path);
+  std::ofstream file(output, std::ios::binary | std::ios::trunc);
+  if (!file) throw UsageError(output + ": cannot open for writing");
+  file << text.str();
+  file.close();
+  if (!file) throw RuntimeError(output + ": write failed");
+  return kExitOk;
+}
+
+}  // namespace ibt::suites

@@ -1,0 +1,72 @@
+// ibt: one binary, one subcommand per suite.
+#include <cstdio>
+#include <cstring>
+#include <exception>
+#include <string>
+#include <vector>
+
+#include "collectives/errors.hpp"
+#include "ibt/version.hpp"
+#include "suites/suites.hpp"
+
+namespace {
+
+struct Suite {
+  const char* name;
+  const char* summary;
+  int (*main)(int, char**);
+};
+
+const std::vector<Suite>& suites() {
+  static const std::vector<Suite> list = {
+      {"collectives", "microbenchmarks of collectives per scope (run under mpiexec or srun)",
+       ibt::suites::collectives_main},
+      {"show", "list the runs in a results file, or print one run", ibt::suites::show_main},
+      {"export", "export runs from a results file as CSV or JSON", ibt::suites::export_main},
+  };
+  return list;
+}
+
+void print_usage(std::FILE* out) {
+  std::fprintf(out,
+               "ibt %s (%s): a benchmark and conformance suite for interconnect-bound LLM training\n\n"
+               "usage: ibt <command> [options]     (ibt <command> --help for its options)\n\n"
+               "commands:\n",
+               ibt::kVersion, ibt::kGitCommit);
+  for (const auto& s : suites()) std::fprintf(out, "  %-13s %s\n", s.name, s.summary);
+  std::fprintf(out,
+               "\nMulti-rank commands run under an MPI launcher, e.g.\n"
+               "  mpiexec -n 4 ibt collectives --scope all --domain-size 2 --out results.h5\n"
+               "Results go to HDF5 files (one file, many runs); `ibt show FILE` lists them.\n"
+               "Exit status: 0 success, 1 failure or wrong results, 2 bad input, 3 timeout.\n");
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  if (argc < 2 || !std::strcmp(argv[1], "--help") || !std::strcmp(argv[1], "-h") || !std::strcmp(argv[1], "help")) {
+    print_usage(stdout);
+    return argc < 2 ? ibt::kExitUsage : ibt::kExitOk;
+  }
+  if (!std::strcmp(argv[1], "--version")) {
+    std::printf("ibt %s (%s)\n", ibt::kVersion, ibt::kGitCommit);
+    return ibt::kExitOk;
+  }
+  for (const auto& s : suites()) {
+    if (std::strcmp(argv[1], s.name) != 0) continue;
+    std::string name = std::string("ibt ") + s.name;
+    std::vector<char*> args(argv + 1, argv + argc);
+    args[0] = name.data();
+    try {
+      return s.main(static_cast<int>(args.size()), args.data());
+    } catch (const ibt::UsageError& e) {
+      std::fprintf(stderr, "ibt %s: error: %s\n", s.name, e.what());
+      return ibt::kExitUsage;
+    } catch (const std::exception& e) {
+      std::fprintf(stderr, "ibt %s: error: %s\n", s.name, e.what());
+      return ibt::kExitFailure;
+    }
+  }
+  std::fprintf(stderr, "ibt: unknown command '%s' (run `ibt --help` for the list)\n", argv[1]);
+  return ibt::kExitUsage;
+}

@@ -1,0 +1,42 @@
+#include "suites/run_recorder.hpp"
+
+namespace ibt::suites {
+
+RunRecorder::RunRecorder(const std::string& path, const std::string& kind) {
+  if (path.empty()) return;
+  store_ = store::open_for_append(path);
+  run_ = store_->begin_run(kind);
+}
+
+RunRecorder::~RunRecorder() {
+  // A run never finished explicitly ended by an exception: say so rather than leave
+  // it "running".
+  finish(store::RunStatus::failed, "ended without completing (an error was reported on stderr)");
+}
+
+std::string RunRecorder::run_id() const { return run_ ? run_->id() : ""; }
+
+void RunRecorder::set_attr(const std::string& name, const store::AttrValue& value) {
+  std::lock_guard lock(mutex_);
+  if (run_ && !finished_) run_->set_attr(name, value);
+}
+
+void RunRecorder::set_environment(const std::vector<std::pair<std::string, std::string>>& vars) {
+  std::lock_guard lock(mutex_);
+  if (run_ && !finished_) run_->set_environment(vars);
+}
+
+void RunRecorder::append(const std::string& table, const std::vector<store::Column>& columns,
+                         const store::Row& row) {
+  std::lock_guard lock(mutex_);
+  if (run_ && !finished_) run_->table(table, columns).append(row);
+}
+
+void RunRecorder::finish(store::RunStatus status, const std::string& message) {
+  std::lock_guard lock(mutex_);
+  if (!run_ || finished_) return;
+  finished_ = true;
+  run_->finish(status, message);
+}
+
+}  // namespace ibt::suites

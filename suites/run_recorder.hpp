@@ -1,0 +1,35 @@
+#pragma once
+// Rank 0's handle on the run it is recording. Thread-safe: the main thread appends rows
+// while the watchdog or signal thread may have to mark the run failed or partial and end
+// the process. The first finish() wins; later ones are ignored.
+#include <memory>
+#include <mutex>
+#include <string>
+
+#include "reports/store.hpp"
+
+namespace ibt::suites {
+
+class RunRecorder {
+ public:
+  // Opens (or creates) the file and starts a run of this kind. Empty path: record
+  // nothing (every call is then a no-op).
+  RunRecorder(const std::string& path, const std::string& kind);
+  ~RunRecorder();
+
+  bool active() const { return run_ != nullptr; }
+  std::string run_id() const;
+  void set_attr(const std::string& name, const store::AttrValue& value);
+  void set_environment(const std::vector<std::pair<std::string, std::string>>& vars);
+  void append(const std::string& table, const std::vector<store::Column>& columns, const store::Row& row);
+  // Marks the run finished with this status, once.
+  void finish(store::RunStatus status, const std::string& message = "");
+
+ private:
+  std::mutex mutex_;
+  std::unique_ptr<store::Store> store_;
+  std::unique_ptr<store::Run> run_;
+  bool finished_ = false;
+};
+
+}  // namespace ibt::suites

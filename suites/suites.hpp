@@ -1,0 +1,11 @@
+#pragma once
+// Every `ibt` subcommand is a function taking the arguments after the subcommand name
+// (argv[0] is "ibt <name>") and returning the process exit status. Each parses its own
+// options with Boost.Program_options and documents them in its --help.
+namespace ibt::suites {
+
+int collectives_main(int argc, char** argv);
+int show_main(int argc, char** argv);
+int export_main(int argc, char** argv);
+
+}  // namespace ibt::suites
