@@ -1,0 +1,179 @@
+#include "models/accounting.hpp"
+
+#include <algorithm>
+
+#include "models/schedule.hpp"
+
+namespace ibt::models {
+
+namespace {
+
+double norm_params(const ModelConfig& m, double width) {
+  return m.norm == Norm::layernorm ? 2 * width : width;
+}
+// Weights of one MLP of inner size f: SwiGLU has gate, up and down; GELU up and down.
+double mlp_params(const ModelConfig& m, double f) {
+  return (m.activation == Activation::swiglu ? 3.0 : 2.0) * m.hidden * f;
+}
+
+}  // namespace
+
+ParamCounts count_parameters(const ModelConfig& m) {
+  ParamCounts c;
+  const double h = m.hidden, H = m.heads, G = m.kv_heads;
+  c.embedding = static_cast<double>(m.vocab) * h;
+  c.lm_head = m.tied_embeddings ? 0.0 : static_cast<double>(m.vocab) * h;
+  c.final_norm = norm_params(m, h);
+  if (m.attention == Attention::standard) {
+    const double d = m.head_dim();
+    c.attention_per_layer = h * (H * d + 2 * G * d) + H * d * h;
+  } else {
+    const double dqk = m.qk_head_dim(), dv = m.value_head_dim();
+    double q = m.q_lora_rank > 0 ? h * m.q_lora_rank + m.q_lora_rank * H * dqk : h * H * dqk;
+    double kv_down = h * (m.kv_lora_rank + m.qk_rope_head_dim);
+    double kv_up = m.kv_lora_rank * H * (m.qk_nope_head_dim + dv);
+    // The latent norms (q_a and kv_a layernorm) belong to the attention block.
+    c.attention_norms_per_layer =
+        (m.q_lora_rank > 0 ? norm_params(m, m.q_lora_rank) : 0.0) + norm_params(m, m.kv_lora_rank);
+    c.attention_per_layer = q + kv_down + kv_up + H * dv * h + c.attention_norms_per_layer;
+    // Down projections and latent norms are not split by TP.
+    c.attention_tp_replicated_per_layer =
+        (m.q_lora_rank > 0 ? h * m.q_lora_rank : 0.0) + kv_down + c.attention_norms_per_layer;
+  }
+  c.norms_per_layer = 2 * norm_params(m, h);
+  c.moe_layers = m.moe_layers();
+  c.dense_layers = m.layers - c.moe_layers;
+  c.dense_mlp_per_layer = mlp_params(m, m.ffn_hidden);
+  if (m.is_moe()) {
+    c.router_per_layer = h * m.num_experts;
+    c.per_expert = mlp_params(m, m.expert_ffn_hidden);
+    c.shared_per_layer = m.shared_experts * c.per_expert;
+  }
+  const double layer_common = c.attention_per_layer + c.norms_per_layer;
+  const double moe_all = c.router_per_layer + m.num_experts * c.per_expert + c.shared_per_layer;
+  const double moe_active = c.router_per_layer + m.top_k * c.per_expert + c.shared_per_layer;
+  c.total = c.embedding + c.lm_head + c.final_norm + m.layers * layer_common +
+            c.dense_layers * c.dense_mlp_per_layer + c.moe_layers * moe_all;
+  c.active = c.total - c.moe_layers * (m.num_experts - m.top_k) * c.per_expert;
+  // Matmul weights a token meets: everything active but the embedding lookup and norms
+  // (a tied head still multiplies by the embedding matrix).
+  c.matmul_active = m.layers * (c.attention_per_layer - c.attention_norms_per_layer) +
+                    c.dense_layers * c.dense_mlp_per_layer +
+                    c.moe_layers * moe_active + static_cast<double>(m.vocab) * h;
+  return c;
+}
+
+double attention_forward_flops_per_token(const ModelConfig& m) {
+  return 2.0 * m.layers * m.seq_len * m.heads * (m.qk_head_dim() + m.value_head_dim());
+}
+
+double model_flops_per_token(const ModelConfig& m) {
+  return 6.0 * count_parameters(m).matmul_active + 3.0 * attention_forward_flops_per_token(m);
+}
+
+double model_flops_per_step(const ModelConfig& m, double sequences) {
+  return model_flops_per_token(m) * sequences * m.seq_len;
+}
+
+double recompute_flops_per_token(const ModelConfig& m, Recompute r) {
+  switch (r) {
+    case Recompute::none: return 0.0;
+    case Recompute::selective: return attention_forward_flops_per_token(m);
+    case Recompute::full: {
+      const ParamCounts c = count_parameters(m);
+      const double layer_matmul = c.matmul_active - static_cast<double>(m.vocab) * m.hidden;
+      return 2.0 * layer_matmul + attention_forward_flops_per_token(m);
+    }
+  }
+  return 0.0;
+}
+
+double hardware_flops_per_step(const ModelConfig& m, double sequences, Recompute r) {
+  return (model_flops_per_token(m) + recompute_flops_per_token(m, r)) * sequences * m.seq_len;
+}
+
+double megatron_model_flops(double B, double s, double l, double h, double V) {
+  return 72.0 * B * s * l * h * h * (1.0 + s / (6.0 * h) + V / (12.0 * l * h));
+}
+
+double megatron_full_recompute_flops(double B, double s, double l, double h, double V) {
+  return 96.0 * B * s * l * h * h * (1.0 + s / (6.0 * h) + V / (16.0 * l * h));
+}
+
+Precision fp32_adam() { return {"fp32", 4, 4, 8, 4, true}; }
+Precision bf16_mixed_adam() { return {"bf16-mixed", 2, 2, 12, 2, false}; }
+
+double activation_bytes_per_layer(const ModelConfig& m, const ParallelSplit& s,
+                                  const Precision& p) {
+  const double sbh = static_cast<double>(m.seq_len) * s.micro_batch_size * m.hidden;
+  const double t = s.tp, sq = m.seq_len, h = m.hidden;
+  const double a = p.stores_attention_scores ? m.heads : 0.0;  // drops the 5·a·s/h term
+  double coeff = 0;  // bytes per s*b*h element position, in Korthikanti's 2-byte units
+  switch (s.recompute) {
+    case Recompute::none:
+      coeff = s.sequence_parallel ? (34.0 + 5.0 * a * sq / h) / t
+                                  : 10.0 + 24.0 / t + 5.0 * a * sq / (h * t);
+      break;
+    case Recompute::selective:
+      coeff = s.sequence_parallel ? 34.0 / t : 10.0 + 24.0 / t;
+      break;
+    case Recompute::full:
+      coeff = s.sequence_parallel ? 2.0 / t : 2.0;
+      break;
+  }
+  return sbh * coeff * (p.activation_bytes / 2.0);
+}
+
+RankMemory memory_per_rank(const ModelConfig& m, const ParallelSplit& s, const Precision& p,
+                           int stage) {
+  return memory_per_rank(m, s, p, stage, build_schedule(s));
+}
+
+RankMemory memory_per_rank(const ModelConfig& m, const ParallelSplit& s, const Precision& p,
+                           int stage, const PipelineSchedule& sched) {
+  const ParamCounts c = count_parameters(m);
+  const int V = s.pp * s.vpp;
+  const double t = s.tp;
+  RankMemory r;
+  r.stage = stage;
+  for (int chunk = 0; chunk < s.vpp; ++chunk) {
+    const int vs = chunk * s.pp + stage;
+    const LayerRange range = stage_layers(m, V, vs);
+    if (vs == 0) r.params += c.embedding / t;
+    if (vs == V - 1) r.params += c.lm_head / t + c.final_norm;
+    for (int l = range.first; l < range.end(); ++l) {
+      r.params += (c.attention_per_layer - c.attention_tp_replicated_per_layer) / t +
+                  c.attention_tp_replicated_per_layer + c.norms_per_layer;
+      if (m.layer_is_moe(l)) {
+        r.params += c.router_per_layer + c.shared_per_layer / t;
+        const double experts = (m.num_experts / s.ep) * c.per_expert / t;
+        r.params += experts;
+        r.expert_params += experts;
+      } else {
+        r.params += c.dense_mlp_per_layer / t;
+      }
+    }
+  }
+  r.weights = r.params * p.weight_bytes;
+  r.grads = r.params * p.grad_bytes;
+  const double dense = r.params - r.expert_params;
+  r.optimizer = s.zero1 ? p.optimizer_bytes * (dense / s.dp + r.expert_params / s.expert_dp())
+                        : p.optimizer_bytes * r.params;
+  r.chunks_in_flight = max_chunks_in_flight(sched, stage);
+  r.layers_in_flight = max_layers_in_flight(sched, m, stage);
+  r.activations = activation_bytes_per_layer(m, s, p) * r.layers_in_flight;
+  return r;
+}
+
+RankMemory peak_memory_per_rank(const ModelConfig& m, const ParallelSplit& s,
+                                const Precision& p) {
+  const PipelineSchedule sched = build_schedule(s);
+  RankMemory best;
+  for (int st = 0; st < s.pp; ++st) {
+    RankMemory r = memory_per_rank(m, s, p, st, sched);
+    if (st == 0 || r.total() > best.total()) best = r;
+  }
+  return best;
+}
+
+}  // namespace ibt::models

@@ -1,0 +1,128 @@
+#pragma once
+// Parameter, FLOP and memory accounting for a model and a split: the figures MFU, HFU
+// and memory feasibility are computed from. Pure arithmetic on doubles (counts for
+// 1T-parameter models exceed 2^31).
+//
+// Conventions (design.md "Definitions"; these are ibt's, stated once here):
+// - Parameters: weights of every linear layer, embedding, LM head (unless tied) and
+//   norms (RMSNorm: h; LayerNorm: 2h). No biases (model_config.hpp).
+// - matmul_active (the N of "6N"): weights a token is multiplied with: attention
+//   projections, the dense MLP or the MoE router + top_k routed experts + shared
+//   experts, and the LM head. Not the input embedding (a lookup) nor the norms.
+// - Model FLOPs per token, training (forward + backward):
+//       6 * matmul_active + attention,
+//   attention = 6 * layers * seq * heads * (qk_head_dim + value_head_dim)
+//   i.e. QK^T and AV over the FULL sequence (causal masking NOT discounted); for
+//   standard attention this is 12 * layers * hidden * seq. For a GPT block (ffn 4h,
+//   MHA, untied head) the total equals Megatron's 72·B·s·l·h²·(1 + s/6h + V/12lh)
+//   exactly (megatron_model_flops() is kept as the cross-check).
+// - Hardware FLOPs (HFU) add recompute: full = one more forward of every transformer
+//   layer (not the LM head), selective = one more forward of the attention core.
+// - MLA (DeepSeek-V3, Kimi K2) is counted by its real projections (q down/up, kv
+//   down/up, out), not approximated by MHA; its attention core uses qk_head_dim = 192
+//   and value_head_dim = 128 per head. Their multi-token-prediction module is not
+//   modelled.
+// - Memory per rank: weights + gradients + optimizer states (bytes per parameter from
+//   Precision; zero1 shards the optimizer states over dp, expert ones over expert_dp)
+//   + activations. Activations per layer and microbatch follow Korthikanti et al. 2022
+//   (Table 2; a GPT block in 2-byte precision with 1-byte dropout masks):
+//       no recompute:       s·b·h·(10 + 24/t + 5·a·s/(h·t))   (SP: s·b·h·(34 + 5·a·s/h)/t)
+//       selective:          s·b·h·(10 + 24/t)                 (SP: 34·s·b·h/t)
+//       full:               2·s·b·h                           (SP: 2·s·b·h/t)
+//   without the 5·a·s/h term when the engine does not keep attention scores
+//   (Precision::stores_attention_scores), scaled by activation_bytes/2 for other
+//   precisions, times the most layers the
+//   schedule holds in flight on the stage (schedule.hpp max_layers_in_flight). This is an
+//   approximation for SwiGLU, GQA and MoE blocks (it is the GPT block's figure), and
+//   ignores the embedding and logits buffers.
+#include <string>
+
+#include "models/model_config.hpp"
+#include "models/parallel_split.hpp"
+#include "models/schedule.hpp"
+
+namespace ibt::models {
+
+struct ParamCounts {
+  // Per component (whole model, not sharded).
+  double embedding = 0;
+  double lm_head = 0;             // 0 when tied_embeddings
+  double final_norm = 0;
+  double attention_per_layer = 0;          // projections (+ MLA latent norms)
+  double attention_norms_per_layer = 0;    // MLA latent norms (q_a, kv_a); 0 for standard
+  double attention_tp_replicated_per_layer = 0;  // MLA down projections + latent norms: not split by TP
+  double norms_per_layer = 0;              // attn_norm + mlp_norm
+  double dense_mlp_per_layer = 0;          // dense layers only
+  double router_per_layer = 0;             // MoE layers only
+  double per_expert = 0;                   // one routed (or shared) expert
+  double shared_per_layer = 0;             // shared experts of one MoE layer
+  int dense_layers = 0;
+  int moe_layers = 0;
+  // Totals.
+  double total = 0;
+  double active = 0;          // total minus the routed experts a token does not use
+  double matmul_active = 0;   // N in 6N (see above)
+};
+ParamCounts count_parameters(const ModelConfig& m);
+
+// Attention-core FLOPs per token, forward only: 2 * layers * seq * heads * (dqk + dv).
+double attention_forward_flops_per_token(const ModelConfig& m);
+// Model FLOPs per token, training (forward + backward), no recompute.
+double model_flops_per_token(const ModelConfig& m);
+// Model FLOPs of one step of `sequences` sequences of m.seq_len tokens.
+double model_flops_per_step(const ModelConfig& m, double sequences);
+// The FLOPs recompute adds per token (0 for none).
+double recompute_flops_per_token(const ModelConfig& m, Recompute r);
+double hardware_flops_per_step(const ModelConfig& m, double sequences, Recompute r);
+
+// Megatron's closed forms for a GPT (Korthikanti et al. 2022; Narayanan et al. 2021):
+// 72·B·s·l·h²·(1 + s/6h + V/12lh) and, with full recompute, 96·B·s·l·h²·(1 + s/6h + V/16lh).
+double megatron_model_flops(double B, double s, double l, double h, double V);
+double megatron_full_recompute_flops(double B, double s, double l, double h, double V);
+
+// How an engine stores its state: bytes per parameter and per activation element, and
+// whether the attention core keeps its a*s*s score matrices for the backward pass
+// (Korthikanti's 5·a·s/h term) or recomputes them (fused / FlashAttention kernels).
+struct Precision {
+  std::string name;
+  double weight_bytes = 4;
+  double grad_bytes = 4;
+  double optimizer_bytes = 8;   // Adam m and v (+ fp32 master weights in mixed precision)
+  double activation_bytes = 4;
+  bool stores_attention_scores = true;
+};
+// CPU engine: 4 + 4 + 8 (m, v) = 16 bytes per parameter, naive attention (scores kept).
+Precision fp32_adam();
+// GPUs: 2 + 2 + 12 (fp32 master, m, v) = 16 bytes per parameter, FlashAttention-style
+// core (no score matrices kept: the 5·a·s/h term is dropped).
+Precision bf16_mixed_adam();
+
+// Activation bytes one microbatch leaves per transformer layer (formula above).
+double activation_bytes_per_layer(const ModelConfig& m, const ParallelSplit& s,
+                                  const Precision& p);
+
+struct RankMemory {
+  int stage = 0;
+  double params = 0;          // parameters held by the rank
+  double expert_params = 0;   // of which routed-expert weights
+  double weights = 0;         // bytes
+  double grads = 0;
+  double optimizer = 0;
+  double activations = 0;
+  int chunks_in_flight = 0;   // from the schedule (schedule.hpp max_chunks_in_flight)
+  int layers_in_flight = 0;   // the same in layers (max_layers_in_flight)
+  double total() const { return weights + grads + optimizer + activations; }
+};
+// Memory of a rank of pipeline stage `stage` (all TP/DP/EP peers of a stage are equal
+// up to rounding). The split must be valid for the model.
+RankMemory memory_per_rank(const ModelConfig& m, const ParallelSplit& s, const Precision& p,
+                           int stage);
+// Same with the split's schedule built once by the caller (build_schedule(s)): what a
+// search over thousands of splits should call.
+RankMemory memory_per_rank(const ModelConfig& m, const ParallelSplit& s, const Precision& p,
+                           int stage, const PipelineSchedule& schedule);
+// The stage with the largest total.
+RankMemory peak_memory_per_rank(const ModelConfig& m, const ParallelSplit& s,
+                                const Precision& p);
+
+}  // namespace ibt::models

@@ -1,0 +1,190 @@
+#include "models/parallel_split.hpp"
+
+#include <sstream>
+
+#include "collectives/errors.hpp"
+
+namespace ibt::models {
+
+std::string_view to_string(ScheduleKind k) {
+  switch (k) {
+    case ScheduleKind::afab: return "afab";
+    case ScheduleKind::one_f_one_b: return "1f1b";
+    case ScheduleKind::interleaved: return "interleaved";
+  }
+  return "?";
+}
+
+std::string_view to_string(Recompute r) {
+  switch (r) {
+    case Recompute::none: return "none";
+    case Recompute::selective: return "selective";
+    case Recompute::full: return "full";
+  }
+  return "?";
+}
+
+ScheduleKind parse_schedule(std::string_view name) {
+  for (auto k : {ScheduleKind::afab, ScheduleKind::one_f_one_b, ScheduleKind::interleaved})
+    if (name == to_string(k)) return k;
+  throw UsageError("unknown schedule '" + std::string(name) +
+                   "' (expected afab, 1f1b or interleaved)");
+}
+
+Recompute parse_recompute(std::string_view name) {
+  for (auto r : {Recompute::none, Recompute::selective, Recompute::full})
+    if (name == to_string(r)) return r;
+  throw UsageError("unknown recompute '" + std::string(name) +
+                   "' (expected none, selective or full)");
+}
+
+std::string describe(const ParallelSplit& s) {
+  std::ostringstream o;
+  o << "dp" << s.dp << " tp" << s.tp << " pp" << s.pp << " ep" << s.ep << " vpp" << s.vpp
+    << " m" << s.microbatches << " b" << s.micro_batch_size << " " << to_string(s.schedule);
+  if (s.sequence_parallel) o << " sp";
+  if (s.zero1) o << " zero1";
+  o << " recompute=" << to_string(s.recompute);
+  return o.str();
+}
+
+namespace {
+
+// "<what> (<a>) not divisible by <by> (<b>)", or empty.
+std::string divides(const char* what, long long a, const char* by, long long b) {
+  if (b > 0 && a % b == 0) return {};
+  std::ostringstream o;
+  o << what << " (" << a << ") not divisible by " << by << " (" << b << ")";
+  return o.str();
+}
+
+std::string first_failure(const ParallelSplit& s, const ModelConfig& m, int world) {
+  auto positive = [](const char* name, int v) -> std::string {
+    return v >= 1 ? std::string() : std::string(name) + " must be >= 1 (got " + std::to_string(v) + ")";
+  };
+  for (auto [name, v] : {std::pair{"dp", s.dp}, {"tp", s.tp}, {"pp", s.pp}, {"ep", s.ep},
+                         {"vpp", s.vpp}, {"microbatches", s.microbatches},
+                         {"micro_batch_size", s.micro_batch_size}})
+    if (auto e = positive(name, v); !e.empty()) return e;
+  if (static_cast<long long>(s.dp) * s.tp * s.pp != world)
+    return "dp*tp*pp (" + std::to_string(static_cast<long long>(s.dp) * s.tp * s.pp) +
+           ") != world size (" + std::to_string(world) + ")";
+  // Tensor parallelism.
+  if (auto e = divides("heads", m.heads, "tp", s.tp); !e.empty()) return e;
+  if (auto e = divides("kv_heads", m.kv_heads, "tp", s.tp); !e.empty()) return e;
+  if (auto e = divides("ffn_hidden", m.ffn_hidden, "tp", s.tp); !e.empty()) return e;
+  if (auto e = divides("vocab", m.vocab, "tp", s.tp); !e.empty()) return e;
+  if (m.is_moe())
+    if (auto e = divides("expert_ffn_hidden", m.expert_ffn_hidden, "tp", s.tp); !e.empty())
+      return e;
+  if (s.sequence_parallel) {
+    if (s.tp == 1) return "sequence_parallel needs tp > 1";
+    if (auto e = divides("seq_len", m.seq_len, "tp", s.tp); !e.empty())
+      return e + " (sequence parallel)";
+  }
+  // Pipeline parallelism and schedules.
+  if (static_cast<long long>(s.pp) * s.vpp > m.layers)
+    return "pp*vpp (" + std::to_string(static_cast<long long>(s.pp) * s.vpp) +
+           ") exceeds layers (" + std::to_string(m.layers) + ")";
+  switch (s.schedule) {
+    case ScheduleKind::afab:
+    case ScheduleKind::one_f_one_b:
+      if (s.vpp != 1)
+        return std::string("vpp (") + std::to_string(s.vpp) + ") > 1 needs the interleaved schedule";
+      if (s.schedule == ScheduleKind::one_f_one_b && s.microbatches < s.pp)
+        return "1f1b needs microbatches (" + std::to_string(s.microbatches) + ") >= pp (" +
+               std::to_string(s.pp) + ")";
+      break;
+    case ScheduleKind::interleaved:
+      if (s.pp < 2) return "interleaved schedule needs pp >= 2";
+      if (s.vpp < 2) return "interleaved schedule needs vpp >= 2";
+      if (auto e = divides("microbatches", s.microbatches, "pp", s.pp); !e.empty())
+        return e + " (interleaved schedule)";
+      break;
+  }
+  // Expert parallelism: EP drawn from DP.
+  if (s.ep > 1 && !m.is_moe()) return "ep > 1 needs an MoE model (" + m.name + " is dense)";
+  if (auto e = divides("dp", s.dp, "ep", s.ep); !e.empty()) return e + " (EP is drawn from DP)";
+  if (m.is_moe())
+    if (auto e = divides("num_experts", m.num_experts, "ep", s.ep); !e.empty()) return e;
+  if (s.zero1 && s.dp == 1) return "zero1 needs dp > 1";
+  return {};
+}
+
+}  // namespace
+
+std::string check(const ParallelSplit& split, const ModelConfig& model, int world_size) {
+  return first_failure(split, model, world_size);
+}
+
+void validate(const ParallelSplit& split, const ModelConfig& model, int world_size) {
+  if (auto e = first_failure(split, model, world_size); !e.empty())
+    throw UsageError("split " + describe(split) + " invalid for " + model.name + ": " + e);
+}
+
+std::vector<int> divisors(int n) {
+  std::vector<int> small, large;
+  for (int d = 1; static_cast<long long>(d) * d <= n; ++d)
+    if (n % d == 0) {
+      small.push_back(d);
+      if (d != n / d) large.push_back(n / d);
+    }
+  small.insert(small.end(), large.rbegin(), large.rend());
+  return small;
+}
+
+std::vector<ParallelSplit> enumerate_splits(const ModelConfig& model, int world_size,
+                                            const SplitSearch& q) {
+  std::vector<ParallelSplit> out;
+  if (world_size < 1) return out;
+  const auto within = [](int v, int limit) { return limit <= 0 || v <= limit; };
+  for (int pp : divisors(world_size)) {
+    if (pp < q.min_pp || !within(pp, q.max_pp) || pp > model.layers) continue;
+    for (int tp : divisors(world_size / pp)) {
+      if (!within(tp, q.max_tp) || model.heads % tp || model.kv_heads % tp) continue;
+      const int dp = world_size / pp / tp;
+      for (int ep : divisors(dp)) {
+        if (!within(ep, q.max_ep) || (ep > 1 && (!model.is_moe() || model.num_experts % ep)))
+          continue;
+        // Schedules and their chunk counts.
+        std::vector<std::pair<ScheduleKind, int>> scheds;
+        for (auto k : q.schedules) {
+          if (pp == 1 && k != ScheduleKind::one_f_one_b) continue;
+          if (k == ScheduleKind::interleaved)
+            for (int v : q.interleave_chunks) scheds.push_back({k, v});
+          else
+            scheds.push_back({k, 1});
+        }
+        if (pp == 1 && scheds.empty()) scheds.push_back({ScheduleKind::one_f_one_b, 1});
+        std::vector<bool> sps = {false};
+        if (tp > 1) {
+          if (q.only_sequence_parallel) sps = {true};
+          else if (q.try_sequence_parallel) sps = {false, true};
+        }
+        std::vector<bool> zeros = {false};
+        if (q.try_zero1 && dp > 1) zeros.push_back(true);
+        for (int mbs : q.micro_batch_sizes) {
+          std::vector<int> ms;
+          if (q.global_batch > 0) {
+            const long long per = static_cast<long long>(dp) * mbs;
+            if (mbs < 1 || q.global_batch % per) continue;
+            ms.push_back(static_cast<int>(q.global_batch / per));
+          } else {
+            ms = q.microbatch_counts;
+          }
+          for (int m : ms)
+            for (auto [kind, v] : scheds)
+              for (bool sp : sps)
+                for (bool z : zeros)
+                  for (auto rc : q.recomputes) {
+                    ParallelSplit s{dp, tp, pp, ep, v, m, mbs, kind, sp, z, rc};
+                    if (first_failure(s, model, world_size).empty()) out.push_back(s);
+                  }
+        }
+      }
+    }
+  }
+  return out;
+}
+
+}  // namespace ibt::models

@@ -1,0 +1,126 @@
+#include "models/rank_groups.hpp"
+
+#include <string>
+
+#include "collectives/errors.hpp"
+
+namespace ibt::models {
+
+std::string_view to_string(Group g) {
+  switch (g) {
+    case Group::none: return "none";
+    case Group::tp: return "tp";
+    case Group::dp: return "dp";
+    case Group::pp: return "pp";
+    case Group::ep: return "ep";
+    case Group::expert_dp: return "expert_dp";
+  }
+  return "?";
+}
+
+RankLayout::RankLayout(int tp, int dp, int pp, int ep) : tp_(tp), dp_(dp), pp_(pp), ep_(ep) {
+  if (tp < 1 || dp < 1 || pp < 1 || ep < 1)
+    throw UsageError("rank layout: tp, dp, pp and ep must be >= 1");
+  if (dp % ep != 0)
+    throw UsageError("rank layout: dp (" + std::to_string(dp) + ") not divisible by ep (" +
+                     std::to_string(ep) + ") (EP is drawn from DP)");
+}
+
+int RankLayout::group_size(Group g) const {
+  switch (g) {
+    case Group::none: return 1;
+    case Group::tp: return tp_;
+    case Group::dp: return dp_;
+    case Group::pp: return pp_;
+    case Group::ep: return ep_;
+    case Group::expert_dp: return dp_ / ep_;
+  }
+  return 1;
+}
+
+int RankLayout::group_count(Group g) const { return world_size() / group_size(g); }
+
+RankCoord RankLayout::coord(int rank) const {
+  if (rank < 0 || rank >= world_size())
+    throw UsageError("rank " + std::to_string(rank) + " out of range for world size " +
+                     std::to_string(world_size()));
+  RankCoord c;
+  c.tp = rank % tp_;
+  c.dp = (rank / tp_) % dp_;
+  c.pp = rank / (tp_ * dp_);
+  c.ep = c.dp % ep_;
+  c.expert_dp = c.dp / ep_;
+  return c;
+}
+
+int RankLayout::rank_of(const RankCoord& c) const { return c.tp + tp_ * (c.dp + dp_ * c.pp); }
+
+int RankLayout::index_in_group(Group g, int rank) const {
+  const RankCoord c = coord(rank);
+  switch (g) {
+    case Group::none: return 0;
+    case Group::tp: return c.tp;
+    case Group::dp: return c.dp;
+    case Group::pp: return c.pp;
+    case Group::ep: return c.ep;
+    case Group::expert_dp: return c.expert_dp;
+  }
+  return 0;
+}
+
+// The color enumerates the coordinates the group does NOT vary, densely.
+int RankLayout::group_color(Group g, int rank) const {
+  const RankCoord c = coord(rank);
+  switch (g) {
+    case Group::none: return rank;
+    case Group::tp: return c.dp + dp_ * c.pp;
+    case Group::dp: return c.tp + tp_ * c.pp;
+    case Group::pp: return c.tp + tp_ * c.dp;
+    case Group::ep: return c.tp + tp_ * (c.expert_dp + (dp_ / ep_) * c.pp);
+    case Group::expert_dp: return c.tp + tp_ * (c.ep + ep_ * c.pp);
+  }
+  return 0;
+}
+
+std::vector<int> RankLayout::members(Group g, int rank) const {
+  const RankCoord c = coord(rank);
+  const int n = group_size(g);
+  std::vector<int> out;
+  out.reserve(n);
+  for (int i = 0; i < n; ++i) {
+    RankCoord m = c;
+    switch (g) {
+      case Group::none: return {rank};
+      case Group::tp: m.tp = i; break;
+      case Group::dp: m.dp = i; break;
+      case Group::pp: m.pp = i; break;
+      case Group::ep: m.dp = c.expert_dp * ep_ + i; break;
+      case Group::expert_dp: m.dp = i * ep_ + c.ep; break;
+    }
+    out.push_back(rank_of(m));
+  }
+  return out;
+}
+
+int RankLayout::next_stage_rank(int rank) const {
+  RankCoord c = coord(rank);
+  c.pp = (c.pp + 1) % pp_;
+  return rank_of(c);
+}
+
+int RankLayout::rank_at_stage(int rank, int stage) const {
+  if (stage < 0 || stage >= pp_)
+    throw UsageError("pipeline stage " + std::to_string(stage) + " out of range for pp " +
+                     std::to_string(pp_));
+  RankCoord c = coord(rank);
+  c.pp = stage;
+  return rank_of(c);
+}
+
+int RankLayout::prev_stage_rank(int rank) const {
+  RankCoord c = coord(rank);
+  c.pp = (c.pp + pp_ - 1) % pp_;
+  return rank_of(c);
+}
+
+}  // namespace ibt::models

@@ -1,0 +1,310 @@
+#include "models/schedule.hpp"
+
+#include <algorithm>
+#include <map>
+#include <string>
+#include <tuple>
+
+#include "collectives/errors.hpp"
+
+namespace ibt::models {
+
+namespace {
+
+struct Task {
+  Pass pass;
+  int microbatch;
+  int chunk;
+};
+
+// The order in which stage s runs its forwards and backwards (see schedule.hpp).
+std::vector<Task> compute_order(ScheduleKind kind, int p, int v, int m, int s) {
+  std::vector<Task> order;
+  order.reserve(2 * static_cast<size_t>(m) * v);
+  switch (kind) {
+    case ScheduleKind::afab:
+      for (int mb = 0; mb < m; ++mb) order.push_back({Pass::forward, mb, 0});
+      for (int mb = 0; mb < m; ++mb) order.push_back({Pass::backward, mb, 0});
+      break;
+    case ScheduleKind::one_f_one_b: {
+      const int warmup = std::min(p - s - 1, m);
+      for (int mb = 0; mb < warmup; ++mb) order.push_back({Pass::forward, mb, 0});
+      for (int i = 0; i < m - warmup; ++i) {
+        order.push_back({Pass::forward, warmup + i, 0});
+        order.push_back({Pass::backward, i, 0});
+      }
+      for (int mb = m - warmup; mb < m; ++mb) order.push_back({Pass::backward, mb, 0});
+      break;
+    }
+    case ScheduleKind::interleaved: {
+      // Task k of a direction visits microbatches in groups of p per chunk.
+      const int total = m * v;
+      auto mb_of = [&](int k) { return (k / (p * v)) * p + k % p; };
+      auto fwd = [&](int k) { return Task{Pass::forward, mb_of(k), (k / p) % v}; };
+      auto bwd = [&](int k) { return Task{Pass::backward, mb_of(k), v - 1 - (k / p) % v}; };
+      const int warmup = (m == p) ? total : std::min((p - s - 1) * 2 + (v - 1) * p, total);
+      for (int k = 0; k < warmup; ++k) order.push_back(fwd(k));
+      for (int i = 0; i < total - warmup; ++i) {
+        order.push_back(fwd(warmup + i));
+        order.push_back(bwd(i));
+      }
+      for (int k = total - warmup; k < total; ++k) order.push_back(bwd(k));
+      break;
+    }
+  }
+  return order;
+}
+
+void check_parameters(ScheduleKind kind, int p, int v, int m) {
+  auto fail = [&](const std::string& why) {
+    throw UsageError("pipeline schedule " + std::string(to_string(kind)) + " with pp " +
+                     std::to_string(p) + ", vpp " + std::to_string(v) + ", microbatches " +
+                     std::to_string(m) + ": " + why);
+  };
+  if (p < 1 || v < 1 || m < 1) fail("pp, vpp and microbatches must be >= 1");
+  if (kind != ScheduleKind::interleaved && v != 1) fail("vpp > 1 needs the interleaved schedule");
+  if (kind == ScheduleKind::one_f_one_b && m < p) fail("1f1b needs microbatches >= pp");
+  if (kind == ScheduleKind::interleaved) {
+    if (p < 2 || v < 2) fail("interleaved needs pp >= 2 and vpp >= 2");
+    if (m % p != 0) fail("interleaved needs microbatches divisible by pp");
+  }
+}
+
+}  // namespace
+
+PipelineSchedule build_schedule(ScheduleKind kind, int p, int v, int m) {
+  check_parameters(kind, p, v, m);
+  PipelineSchedule out;
+  out.kind = kind;
+  out.stages = p;
+  out.chunks = v;
+  out.microbatches = m;
+  out.per_stage.resize(p);
+  // At most 2*m*v computes and 4*m*v exchanges per stage (2*m*v messages sent and as
+  // many received, at worst one per exchange): reserving avoids reallocation.
+  for (auto& list : out.per_stage) list.reserve(6 * static_cast<size_t>(m) * v);
+  const int V = p * v;
+
+  std::vector<std::vector<Task>> order(p);
+  for (int s = 0; s < p; ++s) order[s] = compute_order(kind, p, v, m, s);
+  std::vector<size_t> next(p, 0);
+  // Round in which activation / gradient (mb, destination virtual stage) arrived;
+  // -1 = not yet. A message delivered in round r can be used from round r+1.
+  std::vector<int> act_arrival(static_cast<size_t>(m) * V, -1);
+  std::vector<int> grad_arrival(static_cast<size_t>(m) * V, -1);
+  auto at = [V](int mb, int vs) { return static_cast<size_t>(mb) * V + vs; };
+
+  size_t remaining = 0;
+  for (auto& o : order) remaining += o.size();
+  // Outgoing message of each stage in the current round, per phase.
+  std::vector<std::optional<Transfer>> act_out(p), grad_out(p);
+  std::vector<PipeAction> phase(p);
+  for (int round = 0; remaining > 0; ++round) {
+    std::fill(act_out.begin(), act_out.end(), std::nullopt);
+    std::fill(grad_out.begin(), grad_out.end(), std::nullopt);
+    bool progress = false;
+    for (int s = 0; s < p; ++s) {
+      if (next[s] == order[s].size()) continue;
+      const Task t = order[s][next[s]];
+      const int vs = t.chunk * p + s;
+      const bool ready =
+          t.pass == Pass::forward
+              ? (vs == 0 || (act_arrival[at(t.microbatch, vs)] >= 0 &&
+                             act_arrival[at(t.microbatch, vs)] < round))
+              : (vs == V - 1 || (grad_arrival[at(t.microbatch, vs)] >= 0 &&
+                                 grad_arrival[at(t.microbatch, vs)] < round));
+      if (!ready) continue;
+      PipeAction a;
+      a.kind = t.pass == Pass::forward ? ActionKind::forward : ActionKind::backward;
+      a.microbatch = t.microbatch;
+      a.chunk = t.chunk;
+      a.round = round;
+      out.per_stage[s].push_back(a);
+      ++next[s];
+      --remaining;
+      progress = true;
+      if (t.pass == Pass::forward && vs < V - 1) {
+        const int dst = vs + 1;
+        act_out[s] = Transfer{Payload::activation, dst % p, t.microbatch, vs, dst, dst / p};
+      } else if (t.pass == Pass::backward && vs > 0) {
+        const int dst = vs - 1;
+        grad_out[s] = Transfer{Payload::gradient, dst % p, t.microbatch, vs, dst, dst / p};
+      }
+    }
+    if (!progress)
+      throw RuntimeError("pipeline schedule construction stalled (internal error) in round " +
+                         std::to_string(round));
+    // Phase A (activations downstream), then phase B (gradients upstream).
+    for (auto* outgoing : {&act_out, &grad_out}) {
+      std::fill(phase.begin(), phase.end(), PipeAction{});
+      for (int s = 0; s < p; ++s) {
+        if (!(*outgoing)[s]) continue;
+        Transfer send = *(*outgoing)[s];
+        const int dst_stage = send.peer_stage;
+        Transfer recv = send;
+        recv.peer_stage = s;
+        phase[s].send = send;
+        phase[dst_stage].recv = recv;
+        auto& arrival = send.payload == Payload::activation ? act_arrival : grad_arrival;
+        arrival[at(send.microbatch, send.dst_virtual_stage)] = round;
+      }
+      for (int s = 0; s < p; ++s) {
+        if (!phase[s].send && !phase[s].recv) continue;
+        phase[s].kind = ActionKind::exchange;
+        phase[s].round = round;
+        out.per_stage[s].push_back(phase[s]);
+      }
+    }
+    out.rounds = round + 1;
+  }
+  return out;
+}
+
+PipelineSchedule build_schedule(const ParallelSplit& split) {
+  return build_schedule(split.schedule, split.pp, split.vpp, split.microbatches);
+}
+
+std::string_view to_string(Pass p) { return p == Pass::forward ? "forward" : "backward"; }
+std::string_view to_string(Payload p) {
+  return p == Payload::activation ? "activation" : "gradient";
+}
+std::string_view to_string(ActionKind k) {
+  switch (k) {
+    case ActionKind::forward: return "forward";
+    case ActionKind::backward: return "backward";
+    case ActionKind::exchange: return "exchange";
+  }
+  return "?";
+}
+
+int message_tag(const Transfer& t, const PipelineSchedule& s) {
+  const int kind = t.payload == Payload::activation ? 0 : 1;
+  return (kind * s.virtual_stages() + t.src_virtual_stage) * s.microbatches + t.microbatch;
+}
+
+LayerRange stage_layers(const ModelConfig& model, int virtual_stages, int virtual_stage) {
+  if (virtual_stages < 1 || virtual_stages > model.layers || virtual_stage < 0 ||
+      virtual_stage >= virtual_stages)
+    throw UsageError("model " + model.name + ": " + std::to_string(model.layers) +
+                     " layers cannot be split into " + std::to_string(virtual_stages) +
+                     " virtual stages (asked for stage " + std::to_string(virtual_stage) + ")");
+  const int per = model.layers / virtual_stages;
+  const int extra = model.layers % virtual_stages;
+  const int extra_begin = (virtual_stages - extra) / 2;  // [extra_begin, +extra) get per+1
+  auto first_of = [&](int vs) {
+    const int extras_before = std::clamp(vs - extra_begin, 0, extra);
+    return vs * per + extras_before;
+  };
+  const int first = first_of(virtual_stage);
+  return {first, first_of(virtual_stage + 1) - first};
+}
+
+int max_layers_in_flight(const PipelineSchedule& s, const ModelConfig& model, int stage) {
+  int held = 0, peak = 0;
+  for (const auto& a : s.per_stage.at(stage)) {
+    if (a.kind == ActionKind::exchange) continue;
+    const int n = stage_layers(model, s.virtual_stages(), s.virtual_stage(stage, a.chunk)).count;
+    if (a.kind == ActionKind::forward) peak = std::max(peak, held += n);
+    else held -= n;
+  }
+  return peak;
+}
+
+int max_chunks_in_flight(const PipelineSchedule& s, int stage) {
+  int held = 0, peak = 0;
+  for (const auto& a : s.per_stage.at(stage)) {
+    if (a.kind == ActionKind::forward) peak = std::max(peak, ++held);
+    if (a.kind == ActionKind::backward) --held;
+  }
+  return peak;
+}
+
+PipelineTiming simulate_pipeline(const PipelineSchedule& s, double fc, double bc, double cc) {
+  const size_t n = static_cast<size_t>(s.stages) * s.chunks;
+  return simulate_pipeline(s, PipelineCosts{std::vector<double>(n, fc), std::vector<double>(n, bc), cc});
+}
+
+PipelineTiming simulate_pipeline(const PipelineSchedule& s, const PipelineCosts& costs) {
+  const int p = s.stages;
+  const size_t n = static_cast<size_t>(p) * s.chunks;
+  if (costs.forward.size() != n || costs.backward.size() != n)
+    throw UsageError("simulate_pipeline: need " + std::to_string(n) +
+                     " forward and backward costs (stages x chunks)");
+  const double cc = costs.exchange;
+  // Where each message is sent and received: (payload, microbatch, src vs) -> (stage, index).
+  using Key = std::tuple<int, int, int>;
+  std::map<Key, std::pair<int, int>> sender, receiver;
+  for (int st = 0; st < p; ++st)
+    for (int i = 0; i < static_cast<int>(s.per_stage[st].size()); ++i) {
+      const auto& a = s.per_stage[st][i];
+      if (a.send)
+        sender[{int(a.send->payload), a.send->microbatch, a.send->src_virtual_stage}] = {st, i};
+      if (a.recv)
+        receiver[{int(a.recv->payload), a.recv->microbatch, a.recv->src_virtual_stage}] = {st, i};
+    }
+  auto partner = [&](const Transfer& t, bool i_send) {
+    const Key k{int(t.payload), t.microbatch, t.src_virtual_stage};
+    auto& map = i_send ? receiver : sender;
+    auto it = map.find(k);
+    if (it == map.end())
+      throw RuntimeError("pipeline schedule: message of microbatch " +
+                         std::to_string(t.microbatch) + " from virtual stage " +
+                         std::to_string(t.src_virtual_stage) + " has no matching " +
+                         (i_send ? "receive" : "send"));
+    return it->second;
+  };
+
+  std::vector<size_t> cursor(p, 0);
+  std::vector<double> clock(p, 0.0);
+  std::vector<std::vector<double>> arrive(p);
+  for (int st = 0; st < p; ++st) arrive[st].assign(s.per_stage[st].size() + 1, 0.0);
+  PipelineTiming t;
+  t.busy.assign(p, 0.0);
+  for (bool progress = true; progress;) {
+    progress = false;
+    for (int st = 0; st < p; ++st) {
+      const auto& list = s.per_stage[st];
+      while (cursor[st] < list.size()) {
+        const size_t i = cursor[st];
+        arrive[st][i] = clock[st];
+        const auto& a = list[i];
+        if (a.kind != ActionKind::exchange) {
+          const size_t k = static_cast<size_t>(st) * s.chunks + a.chunk;
+          const double c = a.kind == ActionKind::forward ? costs.forward[k] : costs.backward[k];
+          clock[st] += c;
+          t.busy[st] += c;
+        } else {
+          double end = clock[st];
+          bool blocked = false;
+          for (bool is_send : {true, false}) {
+            const auto& part = is_send ? a.send : a.recv;
+            if (!part) continue;
+            auto [ps, pi] = partner(*part, is_send);
+            if (cursor[ps] < static_cast<size_t>(pi)) {
+              blocked = true;
+              break;
+            }
+            end = std::max(end, std::max(clock[st], arrive[ps][pi]) + cc);
+          }
+          if (blocked) break;
+          clock[st] = end;
+        }
+        ++cursor[st];
+        progress = true;
+      }
+    }
+  }
+  std::string stuck;
+  for (int st = 0; st < p; ++st)
+    if (cursor[st] < s.per_stage[st].size())
+      stuck += (stuck.empty() ? "" : ", ") + std::to_string(st) + " at action " +
+               std::to_string(cursor[st]);
+  if (!stuck.empty()) throw RuntimeError("pipeline schedule deadlocks: stages " + stuck);
+  t.makespan = *std::max_element(clock.begin(), clock.end());
+  t.finish = clock;
+  t.ideal = *std::max_element(t.busy.begin(), t.busy.end());
+  t.bubble_fraction = t.ideal > 0 ? (t.makespan - t.ideal) / t.ideal : 0.0;
+  return t;
+}
+
+}  // namespace ibt::models

@@ -1,0 +1,148 @@
+#pragma once
+// Pipeline schedules as data: for each pipeline stage (pipeline rank), the ordered
+// list of actions of one training step. Executors (cpu, cuda, sim) walk the list.
+//
+// Vocabulary:
+// - p stages, v chunks per stage (vpp), m microbatches. Virtual stage
+//   vs = chunk * p + stage runs layers stage_layers(vs); data flows
+//   vs -> vs+1 forward and vs+1 -> vs backward. With v > 1 the last stage sends its
+//   chunk c output to stage 0 chunk c+1, so the pipeline is a ring.
+// - forward(mb, chunk) / backward(mb, chunk): compute of one chunk for one microbatch.
+// - exchange: ONE blocking combined send-receive (MPI_Sendrecv-like: both halves may
+//   be in flight at once; it returns when both completed). It carries an optional
+//   send and an optional receive, to/from the next or previous stage.
+//
+// How the order is made deadlock-free (and why it is): the schedule is built by a
+// lock-step simulation with unit-time compute. In round r each stage runs at most one
+// compute action (its next one in the schedule's compute order, if its input arrived
+// in an earlier round). Each round ends with two communication phases:
+//   phase A: activations move downstream (stage s sends to s+1, receives from s-1),
+//   phase B: gradients move upstream (stage s sends to s-1, receives from s+1),
+// and a stage's list holds, per round: [compute] [exchange A] [exchange B], each only
+// when it has something to do. Every send of round r phase X is matched by a receive
+// of the same round and phase, so by induction on (round, phase) the earliest
+// incomplete exchange always finds all its partners waiting in it: no deadlock even
+// with rendezvous (unbuffered) sends. simulate_pipeline() checks this mechanically.
+// Execute an exchange as MPI_Sendrecv (or Isend + Irecv + Waitall), never as a
+// blocking Send followed by a Recv. Collectives inside compute actions (TP, EP, DP
+// gradient reduction) involve only ranks of one stage, which run identical lists, so
+// they do not break the argument.
+//
+// Compute orders (per stage s, 0-based):
+// - afab: F(0..m-1) then B(0..m-1).
+// - 1f1b: min(p-s-1, m) warm-up forwards, then alternate F,B, then the remaining B:
+//   at most p-s microbatches in flight on stage s.
+// - interleaved (Megatron, Narayanan et al. 2021): forwards visit (mb, chunk) in groups
+//   of p microbatches per chunk; warm-up (p-s-1)*2 + (v-1)*p forwards (all m*v when
+//   m == p), then 1F1B, backwards visit chunks in reverse order.
+#include <cstdint>
+#include <optional>
+#include <string_view>
+#include <vector>
+
+#include "models/model_config.hpp"
+#include "models/parallel_split.hpp"
+
+namespace ibt::models {
+
+enum class Pass : std::uint8_t { forward, backward };
+
+// What a pipeline message holds: the output activation of a forward (sent to the next
+// virtual stage) or the input gradient of a backward (sent to the previous one).
+enum class Payload : std::uint8_t { activation, gradient };
+
+// One half of an exchange. The message is identified by (payload, microbatch,
+// src_virtual_stage): unique within a step, use it as the MPI tag's source.
+struct Transfer {
+  Payload payload = Payload::activation;
+  int peer_stage = 0;         // pipeline rank of the other side
+  int microbatch = 0;
+  int src_virtual_stage = 0;  // virtual stage that produced the data
+  int dst_virtual_stage = 0;  // virtual stage that consumes it
+  int dst_chunk = 0;          // chunk index on the receiving stage
+};
+
+enum class ActionKind : std::uint8_t { forward, backward, exchange };
+
+std::string_view to_string(Pass p);         // "forward", "backward"
+std::string_view to_string(Payload p);      // "activation", "gradient"
+std::string_view to_string(ActionKind k);   // "forward", "backward", "exchange"
+
+struct PipelineSchedule;
+// A tag unique to the message within one step, < 2 * m * p * v (fits MPI's
+// guaranteed tag range, 32767, for p * v * m <= 16383).
+int message_tag(const Transfer& t, const PipelineSchedule& s);
+
+struct PipeAction {
+  ActionKind kind = ActionKind::forward;
+  int microbatch = -1;  // forward/backward
+  int chunk = -1;       // forward/backward: model chunk on this stage (0..v-1)
+  int round = 0;        // lock-step round it was placed in (for tracing/tests)
+  std::optional<Transfer> send;  // exchange only; at least one of send/recv is set
+  std::optional<Transfer> recv;
+};
+
+struct PipelineSchedule {
+  ScheduleKind kind = ScheduleKind::one_f_one_b;
+  int stages = 1;        // p
+  int chunks = 1;        // v
+  int microbatches = 1;  // m
+  int rounds = 0;        // lock-step rounds the schedule spans
+  std::vector<std::vector<PipeAction>> per_stage;  // [stage][action]
+
+  int virtual_stages() const { return stages * chunks; }
+  int virtual_stage(int stage, int chunk) const { return chunk * stages + stage; }
+};
+
+// Builds the schedule for split.schedule with p = split.pp, v = split.vpp,
+// m = split.microbatches. Throws UsageError on impossible parameters (the same rules
+// as validate(): m >= p for 1f1b, m % p == 0 and v >= 2 for interleaved ...).
+// A schedule depends on (kind, p, v, m) only, not on dp/tp/ep or the model: a search
+// over many splits should build each distinct one once and reuse it (a 16-stage,
+// 128-microbatch 1F1B schedule takes about 2 ms here).
+PipelineSchedule build_schedule(ScheduleKind kind, int stages, int chunks, int microbatches);
+PipelineSchedule build_schedule(const ParallelSplit& split);
+
+// Layers [first, first+count) held by a virtual stage: layers / (p*v) each, the
+// remainder r spread one each over the r virtual stages starting at (p*v - r) / 2
+// (middle stages; parallel_split.hpp says why). Throws UsageError when p*v > layers.
+struct LayerRange {
+  int first = 0;
+  int count = 0;
+  int end() const { return first + count; }
+};
+LayerRange stage_layers(const ModelConfig& model, int virtual_stages, int virtual_stage);
+
+// The largest number of (microbatch, chunk) forwards held (forward done, backward not
+// yet started) at any point of a stage's action list: what activation memory scales
+// with (in chunks).
+int max_chunks_in_flight(const PipelineSchedule& s, int stage);
+// The same weighted by the layers each chunk holds: the most transformer layers'
+// activations the stage keeps at once.
+int max_layers_in_flight(const PipelineSchedule& s, const ModelConfig& model, int stage);
+
+// Dependency-respecting execution of a schedule with given costs: compute of one
+// chunk-forward costs forward_cost, of a chunk-backward backward_cost; an exchange
+// completes (rendezvous semantics) when every partner has reached its matching
+// exchange, plus comm_cost. Throws RuntimeError naming the stuck stages if the
+// schedule deadlocks. This is both the schedule's self-check and the simplest "sim".
+struct PipelineTiming {
+  double makespan = 0;            // time the last stage finishes
+  double ideal = 0;               // the busiest stage's compute time
+  double bubble_fraction = 0;     // (makespan - ideal) / ideal
+  std::vector<double> busy;       // compute time per stage
+  std::vector<double> finish;     // time each stage finishes
+};
+PipelineTiming simulate_pipeline(const PipelineSchedule& s, double forward_cost = 1.0,
+                                 double backward_cost = 1.0, double comm_cost = 0.0);
+
+// The same with a cost per (stage, chunk) and pass, e.g. from pricing
+// build_chunk_ops() (step_program.hpp), and one cost per exchange.
+struct PipelineCosts {
+  std::vector<double> forward;   // [stage * chunks + chunk]
+  std::vector<double> backward;  // [stage * chunks + chunk]
+  double exchange = 0.0;
+};
+PipelineTiming simulate_pipeline(const PipelineSchedule& s, const PipelineCosts& costs);
+
+}  // namespace ibt::models

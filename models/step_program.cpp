@@ -1,0 +1,634 @@
+#include "models/step_program.hpp"
+
+#include <cstdio>
+#include <string>
+
+#include "collectives/errors.hpp"
+#include "models/accounting.hpp"
+
+namespace ibt::models {
+
+std::string_view to_string(OpKind k) {
+  switch (k) {
+    case OpKind::embedding: return "embedding";
+    case OpKind::attn_norm: return "attn_norm";
+    case OpKind::qkv_gemm: return "qkv_gemm";
+    case OpKind::q_down_gemm: return "q_down_gemm";
+    case OpKind::q_up_gemm: return "q_up_gemm";
+    case OpKind::kv_down_gemm: return "kv_down_gemm";
+    case OpKind::kv_up_gemm: return "kv_up_gemm";
+    case OpKind::attention_core: return "attention_core";
+    case OpKind::out_proj_gemm: return "out_proj_gemm";
+    case OpKind::mlp_norm: return "mlp_norm";
+    case OpKind::mlp_up_gemm: return "mlp_up_gemm";
+    case OpKind::mlp_down_gemm: return "mlp_down_gemm";
+    case OpKind::router_gemm: return "router_gemm";
+    case OpKind::expert_up_gemm: return "expert_up_gemm";
+    case OpKind::expert_down_gemm: return "expert_down_gemm";
+    case OpKind::shared_up_gemm: return "shared_up_gemm";
+    case OpKind::shared_down_gemm: return "shared_down_gemm";
+    case OpKind::final_norm: return "final_norm";
+    case OpKind::lm_head_gemm: return "lm_head_gemm";
+    case OpKind::loss: return "loss";
+    case OpKind::optimizer: return "optimizer";
+    case OpKind::tp_all_reduce: return "tp_all_reduce";
+    case OpKind::sp_all_gather: return "sp_all_gather";
+    case OpKind::sp_reduce_scatter: return "sp_reduce_scatter";
+    case OpKind::ep_dispatch: return "ep_dispatch";
+    case OpKind::ep_combine: return "ep_combine";
+    case OpKind::pp_exchange: return "pp_exchange";
+    case OpKind::grad_all_reduce: return "grad_all_reduce";
+    case OpKind::grad_reduce_scatter: return "grad_reduce_scatter";
+    case OpKind::param_all_gather: return "param_all_gather";
+  }
+  return "?";
+}
+
+bool is_comm(OpKind k) { return k >= OpKind::tp_all_reduce; }
+
+std::string_view to_string(Phase p) {
+  switch (p) {
+    case Phase::forward: return "forward";
+    case Phase::backward: return "backward";
+    case Phase::recompute: return "recompute";
+    case Phase::optimizer: return "optimizer";
+  }
+  return "?";
+}
+
+std::string_view to_string(Stream s) {
+  switch (s) {
+    case Stream::compute: return "compute";
+    case Stream::comm: return "comm";
+    case Stream::grad_comm: return "grad_comm";
+  }
+  return "?";
+}
+
+std::string describe(const Op& op, int index) {
+  char buf[256];
+  std::snprintf(buf, sizeof buf, "#%d %s mb%d c%d L%d %s %s%s%s flops=%.4g bytes=%.4g waits=%d,%d",
+                index, std::string(to_string(op.phase)).c_str(), op.microbatch, op.chunk,
+                op.layer, std::string(to_string(op.kind)).c_str(),
+                std::string(to_string(op.stream)).c_str(), op.group == Group::none ? "" : " group=",
+                op.group == Group::none ? "" : std::string(to_string(op.group)).c_str(), op.flops,
+                op.bytes, op.waits[0], op.waits[1]);
+  return buf;
+}
+
+namespace {
+
+// Builds one rank's program. Member functions emit the ops of one block; the
+// bookkeeping (which op a new op waits for) lives in compute() and collective().
+class Builder {
+ public:
+  Builder(const ModelConfig& m, const ParallelSplit& s, const PipelineSchedule& sched, int rank,
+          const StepProgramOptions& o)
+      : m_(m), s_(s), o_(o), layout_(s), c_(count_parameters(m)) {
+    prog_.rank = rank;
+    prog_.coord = layout_.coord(rank);
+    prog_.stage = prog_.coord.pp;
+    prog_.actions = sched.per_stage.at(prog_.stage);
+    t_ = s.tp;
+    T_ = static_cast<double>(s.micro_batch_size) * m.seq_len;
+    e_ = o.activation_bytes;
+    V_ = s.pp * s.vpp;
+    const size_t slots = static_cast<size_t>(s.microbatches) * s.vpp;
+    recv_act_.assign(slots, -1);
+    recv_grad_.assign(slots, -1);
+  }
+
+  StepProgram build() {
+    // The last backward action of each chunk: where overlapped grad reduction goes.
+    std::vector<int> last_backward(s_.vpp, -1);
+    for (int i = 0; i < static_cast<int>(prog_.actions.size()); ++i)
+      if (prog_.actions[i].kind == ActionKind::backward) last_backward[prog_.actions[i].chunk] = i;
+    prog_.ops.reserve(estimate_ops());
+    for (int i = 0; i < static_cast<int>(prog_.actions.size()); ++i) {
+      action_ = i;
+      const PipeAction& a = prog_.actions[i];
+      mb_ = a.microbatch;
+      chunk_ = a.chunk;
+      switch (a.kind) {
+        case ActionKind::forward: forward_chunk(); break;
+        case ActionKind::backward:
+          backward_chunk(o_.overlap_grad_reduce && last_backward[chunk_] == i);
+          break;
+        case ActionKind::exchange: exchange(a); break;
+      }
+    }
+    action_ = -1;
+    mb_ = -1;
+    chunk_ = -1;
+    if (!o_.overlap_grad_reduce) all_grad_buckets();
+    optimizer_step();
+    for (const Op& op : prog_.ops) prog_.flops_by_phase[static_cast<int>(op.phase)] += op.flops;
+    return std::move(prog_);
+  }
+
+  // One forward or backward of `chunk` for any microbatch (build_chunk_ops).
+  std::vector<Op> chunk_ops(int chunk, Pass pass) {
+    mb_ = -1;
+    action_ = -1;
+    chunk_ = chunk;
+    if (pass == Pass::forward) forward_chunk();
+    else backward_chunk(false);
+    return std::move(prog_.ops);
+  }
+
+  // The gradient reduction and optimizer tail (build_gradient_ops).
+  std::vector<Op> gradient_ops() {
+    all_grad_buckets();
+    optimizer_step();
+    return std::move(prog_.ops);
+  }
+
+ private:
+  int vstage() const { return chunk_ * s_.pp + prog_.stage; }
+  bool sp() const { return s_.sequence_parallel; }
+  double norm_tokens() const { return sp() ? T_ / t_ : T_; }
+
+  size_t estimate_ops() const {
+    const size_t per_layer = 40;
+    const size_t layers = static_cast<size_t>(m_.layers / s_.pp);
+    return static_cast<size_t>(s_.microbatches) * layers * per_layer + prog_.actions.size() + 64;
+  }
+
+  int push(Op op) {
+    op.layer = op.layer == kNoLayer ? layer_ : op.layer;
+    op.microbatch = mb_;
+    op.chunk = chunk_;
+    op.action = action_;
+    prog_.ops.push_back(op);
+    return static_cast<int>(prog_.ops.size()) - 1;
+  }
+
+  // Index of the op whose output the next op consumes: the data dependency chain of
+  // the current action. An op waits for it only when it runs on another stream (ops of
+  // one stream run in order anyway).
+  int wait_for_producer(Stream mine) const {
+    return producer_ >= 0 && prog_.ops[producer_].stream != mine ? producer_ : -1;
+  }
+
+  // A compute op of the current action's chain.
+  void compute(OpKind kind, double flops, double bytes, bool tp_sharded = true) {
+    Op op;
+    op.kind = kind;
+    op.phase = phase_;
+    op.stream = Stream::compute;
+    op.tp_sharded = tp_sharded;
+    op.flops = flops;
+    op.bytes = bytes;
+    op.waits[0] = wait_for_producer(Stream::compute);
+    last_compute_ = producer_ = push(op);
+  }
+
+  // A GEMM of [rows x k] x [k x n] (n already this rank's share); backward does both
+  // the input and the weight gradient (twice the FLOPs, twice the traffic).
+  void gemm(OpKind kind, double rows, double k, double n, bool tp_sharded = true) {
+    const double mult = phase_ == Phase::backward ? 2.0 : 1.0;
+    compute(kind, mult * 2.0 * rows * k * n, mult * e_ * (rows * k + k * n + rows * n),
+            tp_sharded);
+  }
+
+  void norm(OpKind kind) { compute(kind, 0.0, 2.0 * norm_tokens() * m_.hidden * e_, sp()); }
+
+  // A collective on the comm stream, next in the action's chain: it waits for its
+  // producer when that is a compute op, and the next compute op waits for it.
+  // Omitted when the group has one rank.
+  void collective(OpKind kind, Group g, double bytes) {
+    if (layout_.group_size(g) == 1) return;
+    Op op;
+    op.kind = kind;
+    op.phase = phase_;
+    op.group = g;
+    op.stream = Stream::comm;
+    op.bytes = bytes;
+    op.waits[0] = wait_for_producer(Stream::comm);
+    producer_ = push(op);
+  }
+
+  // TP operators (Megatron's f and g): "gather" precedes a column-parallel block,
+  // "reduce" follows a row-parallel one; in backward their roles swap.
+  void tp_gather_fwd() {
+    if (sp()) collective(OpKind::sp_all_gather, Group::tp, T_ * m_.hidden * e_);
+  }
+  void tp_reduce_fwd() {
+    collective(sp() ? OpKind::sp_reduce_scatter : OpKind::tp_all_reduce, Group::tp,
+               T_ * m_.hidden * e_);
+  }
+  // Backward of tp_reduce_fwd: identity without SP, all-gather with SP.
+  void tp_reduce_bwd() {
+    if (sp()) collective(OpKind::sp_all_gather, Group::tp, T_ * m_.hidden * e_);
+  }
+  // Backward of the (implicit) copy before a column-parallel block: all-reduce, or
+  // reduce-scatter with SP.
+  void tp_gather_bwd() {
+    collective(sp() ? OpKind::sp_reduce_scatter : OpKind::tp_all_reduce, Group::tp,
+               T_ * m_.hidden * e_);
+  }
+
+  void attention_fwd() {
+    norm(OpKind::attn_norm);
+    tp_gather_fwd();
+    attention_projections();
+    attention_core();
+    gemm(OpKind::out_proj_gemm, T_, m_.heads * static_cast<double>(m_.value_head_dim()) / t_,
+         m_.hidden);
+    tp_reduce_fwd();
+  }
+
+  void attention_projections() {
+    const double h = m_.hidden, H = m_.heads, G = m_.kv_heads;
+    if (m_.attention == Attention::standard) {
+      const double d = m_.head_dim();
+      gemm(OpKind::qkv_gemm, T_, h, (H + 2 * G) * d / t_);
+      return;
+    }
+    const double dqk = m_.qk_head_dim(), dv = m_.value_head_dim();
+    if (m_.q_lora_rank > 0) {
+      gemm(OpKind::q_down_gemm, T_, h, m_.q_lora_rank, false);
+      gemm(OpKind::q_up_gemm, T_, m_.q_lora_rank, H * dqk / t_);
+    } else {
+      gemm(OpKind::q_up_gemm, T_, h, H * dqk / t_);
+    }
+    gemm(OpKind::kv_down_gemm, T_, h, m_.kv_lora_rank + m_.qk_rope_head_dim, false);
+    gemm(OpKind::kv_up_gemm, T_, m_.kv_lora_rank, H * (m_.qk_nope_head_dim + dv) / t_);
+  }
+
+  void attention_projections_bwd() {
+    // Reverse order of attention_projections().
+    const double h = m_.hidden, H = m_.heads, G = m_.kv_heads;
+    if (m_.attention == Attention::standard) {
+      gemm(OpKind::qkv_gemm, T_, h, (H + 2 * G) * m_.head_dim() / t_);
+      return;
+    }
+    const double dqk = m_.qk_head_dim(), dv = m_.value_head_dim();
+    gemm(OpKind::kv_up_gemm, T_, m_.kv_lora_rank, H * (m_.qk_nope_head_dim + dv) / t_);
+    gemm(OpKind::kv_down_gemm, T_, h, m_.kv_lora_rank + m_.qk_rope_head_dim, false);
+    if (m_.q_lora_rank > 0) {
+      gemm(OpKind::q_up_gemm, T_, m_.q_lora_rank, H * dqk / t_);
+      gemm(OpKind::q_down_gemm, T_, h, m_.q_lora_rank, false);
+    } else {
+      gemm(OpKind::q_up_gemm, T_, h, H * dqk / t_);
+    }
+  }
+
+  // softmax(QK^T)V over the full causal sequence (not discounted, accounting.hpp).
+  void attention_core() {
+    const double mult = phase_ == Phase::backward ? 2.0 : 1.0;
+    const double H = m_.heads / static_cast<double>(s_.tp);
+    const double dqk = m_.qk_head_dim(), dv = m_.value_head_dim();
+    compute(OpKind::attention_core, mult * 2.0 * T_ * m_.seq_len * H * (dqk + dv),
+            mult * e_ * T_ * H * (2 * dqk + 2 * dv));
+  }
+
+  double gated() const { return m_.activation == Activation::swiglu ? 2.0 : 1.0; }
+
+  void mlp_fwd(int layer) {
+    const double h = m_.hidden;
+    norm(OpKind::mlp_norm);
+    tp_gather_fwd();
+    if (!m_.layer_is_moe(layer)) {
+      gemm(OpKind::mlp_up_gemm, T_, h, gated() * m_.ffn_hidden / t_);
+      gemm(OpKind::mlp_down_gemm, T_, m_.ffn_hidden / static_cast<double>(t_), h);
+    } else {
+      const double routed = T_ * m_.top_k, fe = m_.expert_ffn_hidden;
+      gemm(OpKind::router_gemm, T_, h, m_.num_experts, false);
+      collective(OpKind::ep_dispatch, Group::ep, routed * h * e_);
+      gemm(OpKind::expert_up_gemm, routed, h, gated() * fe / t_);
+      gemm(OpKind::expert_down_gemm, routed, fe / t_, h);
+      collective(OpKind::ep_combine, Group::ep, routed * h * e_);
+      if (m_.shared_experts > 0) {
+        const double fs = fe * m_.shared_experts;
+        gemm(OpKind::shared_up_gemm, T_, h, gated() * fs / t_);
+        gemm(OpKind::shared_down_gemm, T_, fs / t_, h);
+      }
+    }
+    tp_reduce_fwd();
+  }
+
+  void mlp_bwd(int layer) {
+    const double h = m_.hidden;
+    tp_reduce_bwd();
+    if (!m_.layer_is_moe(layer)) {
+      gemm(OpKind::mlp_down_gemm, T_, m_.ffn_hidden / static_cast<double>(t_), h);
+      gemm(OpKind::mlp_up_gemm, T_, h, gated() * m_.ffn_hidden / t_);
+    } else {
+      const double routed = T_ * m_.top_k, fe = m_.expert_ffn_hidden;
+      if (m_.shared_experts > 0) {
+        const double fs = fe * m_.shared_experts;
+        gemm(OpKind::shared_down_gemm, T_, fs / t_, h);
+        gemm(OpKind::shared_up_gemm, T_, h, gated() * fs / t_);
+      }
+      collective(OpKind::ep_combine, Group::ep, routed * h * e_);
+      gemm(OpKind::expert_down_gemm, routed, fe / t_, h);
+      gemm(OpKind::expert_up_gemm, routed, h, gated() * fe / t_);
+      collective(OpKind::ep_dispatch, Group::ep, routed * h * e_);
+      gemm(OpKind::router_gemm, T_, h, m_.num_experts, false);
+    }
+    tp_gather_bwd();
+    norm(OpKind::mlp_norm);
+  }
+
+  void attention_bwd() {
+    tp_reduce_bwd();
+    gemm(OpKind::out_proj_gemm, T_, m_.heads * static_cast<double>(m_.value_head_dim()) / t_,
+         m_.hidden);
+    if (s_.recompute == Recompute::selective) {
+      const Phase saved = phase_;
+      phase_ = Phase::recompute;
+      attention_core();
+      phase_ = saved;
+    }
+    attention_core();
+    attention_projections_bwd();
+    tp_gather_bwd();
+    norm(OpKind::attn_norm);
+  }
+
+  void layer_fwd(int layer) {
+    layer_ = layer;
+    attention_fwd();
+    mlp_fwd(layer);
+  }
+
+  void layer_bwd(int layer) {
+    layer_ = layer;
+    if (s_.recompute == Recompute::full) {
+      // Re-run the layer's forward from its saved input; the backward then continues
+      // from the incoming gradient, not from the recomputed output.
+      const int gradient = producer_;
+      phase_ = Phase::recompute;
+      attention_fwd();
+      mlp_fwd(layer);
+      phase_ = Phase::backward;
+      producer_ = gradient;
+    }
+    mlp_bwd(layer);
+    attention_bwd();
+  }
+
+  void embedding_fwd() {
+    layer_ = kEmbeddingLayer;
+    compute(OpKind::embedding, 0.0, T_ * m_.hidden * e_);
+    tp_reduce_fwd();  // vocab-parallel lookup: partial rows summed over TP
+  }
+  void embedding_bwd() {
+    layer_ = kEmbeddingLayer;
+    tp_reduce_bwd();
+    compute(OpKind::embedding, 0.0, T_ * m_.hidden * e_);
+  }
+
+  void head_fwd() {
+    layer_ = m_.layers;
+    norm(OpKind::final_norm);
+    tp_gather_fwd();
+    gemm(OpKind::lm_head_gemm, T_, m_.hidden, m_.vocab / static_cast<double>(t_));
+    compute(OpKind::loss, 0.0, T_ * m_.vocab / static_cast<double>(t_) * e_);
+    // Vocab-parallel cross-entropy: max, sum of exp and target logit per token (fp32).
+    collective(OpKind::tp_all_reduce, Group::tp, 3.0 * T_ * 4.0);
+  }
+  void head_bwd() {
+    layer_ = m_.layers;
+    compute(OpKind::loss, 0.0, T_ * m_.vocab / static_cast<double>(t_) * e_);
+    gemm(OpKind::lm_head_gemm, T_, m_.hidden, m_.vocab / static_cast<double>(t_));
+    tp_gather_bwd();
+    norm(OpKind::final_norm);
+  }
+
+  void forward_chunk() {
+    phase_ = Phase::forward;
+    const int vs = vstage();
+    // mb_ < 0: a chunk template (build_chunk_ops), no exchange to wait for.
+    producer_ = vs > 0 && mb_ >= 0 ? recv_act_.at(slot()) : -1;
+    if (vs == 0) embedding_fwd();
+    const LayerRange r = stage_layers(m_, V_, vs);
+    for (int l = r.first; l < r.end(); ++l) layer_fwd(l);
+    if (vs == V_ - 1) head_fwd();
+    layer_ = kNoLayer;
+  }
+
+  void backward_chunk(bool reduce_grads_now) {
+    phase_ = Phase::backward;
+    const int vs = vstage();
+    // The last virtual stage starts from its own loss (same stream, in order).
+    producer_ = vs < V_ - 1 && mb_ >= 0 ? recv_grad_.at(slot()) : -1;
+    if (vs == V_ - 1) {
+      head_bwd();
+      if (reduce_grads_now) grad_buckets(m_.layers);
+    }
+    const LayerRange r = stage_layers(m_, V_, vs);
+    for (int l = r.end() - 1; l >= r.first; --l) {
+      layer_bwd(l);
+      if (reduce_grads_now) grad_buckets(l);
+    }
+    if (vs == 0) {
+      embedding_bwd();
+      if (reduce_grads_now) grad_buckets(kEmbeddingLayer);
+    }
+    layer_ = kNoLayer;
+  }
+
+  size_t slot() const { return static_cast<size_t>(mb_) * s_.vpp + chunk_; }
+
+  // Every bucket of the stage, in backward order (last chunk's head first).
+  void all_grad_buckets() {
+    for (int chunk = s_.vpp - 1; chunk >= 0; --chunk) {
+      chunk_ = chunk;
+      const int vs = vstage();
+      const LayerRange r = stage_layers(m_, V_, vs);
+      if (vs == V_ - 1) grad_buckets(m_.layers);
+      for (int l = r.end() - 1; l >= r.first; --l) grad_buckets(l);
+      if (vs == 0) grad_buckets(kEmbeddingLayer);
+    }
+    chunk_ = -1;
+  }
+
+  void exchange(const PipeAction& a) {
+    Op op;
+    op.kind = OpKind::pp_exchange;
+    op.phase = a.send ? (a.send->payload == Payload::activation ? Phase::forward : Phase::backward)
+                      : (a.recv->payload == Payload::activation ? Phase::forward : Phase::backward);
+    op.group = Group::pp;
+    op.stream = Stream::comm;
+    // With SP each TP rank holds (and sends) its sequence shard.
+    op.bytes = (sp() ? T_ / t_ : T_) * m_.hidden * e_;
+    // The data sent is the output of the action just before this exchange (the
+    // exchange does not change producer_: a later exchange of the same round may
+    // send it).
+    if (a.send) op.waits[0] = wait_for_producer(Stream::comm);
+    // mb_/chunk_ describe the message received (or sent when there is no receive).
+    const Transfer& t = a.recv ? *a.recv : *a.send;
+    mb_ = t.microbatch;
+    chunk_ = a.recv ? t.dst_chunk : (t.src_virtual_stage / s_.pp);
+    layer_ = kNoLayer;
+    const int idx = push(op);
+    if (a.recv) {
+      auto& table = a.recv->payload == Payload::activation ? recv_act_ : recv_grad_;
+      table.at(static_cast<size_t>(a.recv->microbatch) * s_.vpp + a.recv->dst_chunk) = idx;
+    }
+  }
+
+  // This rank's share of the parameters of `layer` (kEmbeddingLayer, m.layers = head):
+  // non-expert weights (reduced over dp), of which tp_partial are TP-replicated weights
+  // whose gradients are partial sums over the TP group (reduced over tp first), and
+  // expert weights (reduced over expert_dp).
+  struct Bucket {
+    double dense = 0, tp_partial = 0, expert = 0;
+  };
+  Bucket bucket(int layer) const {
+    Bucket b;
+    if (layer == kEmbeddingLayer) {
+      b.dense = c_.embedding / t_;
+    } else if (layer == m_.layers) {
+      b.dense = c_.lm_head / t_ + c_.final_norm;
+      b.tp_partial = sp() ? c_.final_norm : 0.0;
+    } else {
+      const double replicated = c_.attention_tp_replicated_per_layer;
+      b.dense = (c_.attention_per_layer - replicated) / t_ + replicated + c_.norms_per_layer;
+      b.tp_partial = replicated + (sp() ? c_.norms_per_layer : 0.0);
+      if (m_.layer_is_moe(layer)) {
+        b.dense += c_.router_per_layer + c_.shared_per_layer / t_;
+        b.tp_partial += c_.router_per_layer;
+        b.expert = (m_.num_experts / s_.ep) * c_.per_expert / t_;
+      } else {
+        b.dense += c_.dense_mlp_per_layer / t_;
+      }
+    }
+    return b;
+  }
+
+  void grad_op(OpKind kind, Group g, double bytes, bool expert, int wait) {
+    if (layout_.group_size(g) == 1 || bytes <= 0) return;
+    Op op;
+    op.kind = kind;
+    op.phase = Phase::optimizer;
+    op.group = g;
+    op.stream = Stream::grad_comm;
+    op.expert = expert;
+    op.bytes = bytes;
+    op.waits[0] = wait;
+    last_grad_ = push(op);
+    // Per-step op: it belongs to a layer's bucket, not to a microbatch.
+    Op& pushed = prog_.ops.back();
+    pushed.layer = pending_bucket_layer_;
+    pushed.microbatch = -1;
+    pushed.chunk = -1;
+  }
+
+  // Gradient reduction of one layer's bucket (after its last backward).
+  void grad_buckets(int layer) {
+    pending_bucket_layer_ = layer;
+    const Bucket b = bucket(layer);
+    const double gb = o_.gradient_bytes;
+    const OpKind kind = s_.zero1 ? OpKind::grad_reduce_scatter : OpKind::grad_all_reduce;
+    // TP-replicated weights with partial gradients: the router and the MLA down
+    // projections (their output gradients come from TP-split consumers) and, with SP,
+    // the norms (each TP rank sees only its sequence shard).
+    grad_op(OpKind::grad_all_reduce, Group::tp, b.tp_partial * gb, false, last_compute_);
+    grad_op(kind, Group::dp, b.dense * gb, false, last_compute_);
+    grad_op(kind, Group::expert_dp, b.expert * gb, true, last_compute_);
+    buckets_.push_back(layer);
+  }
+
+  void optimizer_step() {
+    double dense = 0, expert = 0;
+    for (int l : buckets_) {
+      const Bucket b = bucket(l);
+      dense += b.dense;
+      expert += b.expert;
+    }
+    if (buckets_.empty()) {  // no reduction emitted buckets (never happens; defensive)
+      return;
+    }
+    const double shard = s_.zero1 ? dense / s_.dp + expert / s_.expert_dp() : dense + expert;
+    Op op;
+    op.kind = OpKind::optimizer;
+    op.phase = Phase::optimizer;
+    op.stream = Stream::compute;
+    op.flops = o_.optimizer_flops_per_param * shard;
+    op.bytes = shard * (2.0 * o_.param_bytes + o_.gradient_bytes + 16.0);  // w, g, fp32 m, v
+    op.waits[0] = last_grad_;  // the grad_comm stream is in order: its last op covers all
+    layer_ = kNoLayer;
+    mb_ = chunk_ = action_ = -1;
+    const int opt = push(op);
+    last_compute_ = opt;
+    if (!s_.zero1) return;
+    for (int l : buckets_) {
+      pending_bucket_layer_ = l;
+      const Bucket b = bucket(l);
+      grad_op(OpKind::param_all_gather, Group::dp, b.dense * o_.param_bytes, false, opt);
+      grad_op(OpKind::param_all_gather, Group::expert_dp, b.expert * o_.param_bytes, true, opt);
+    }
+  }
+
+  const ModelConfig& m_;
+  const ParallelSplit& s_;
+  const StepProgramOptions& o_;
+  RankLayout layout_;
+  ParamCounts c_;
+  StepProgram prog_;
+  double t_ = 1, T_ = 0, e_ = 4;
+  int V_ = 1;
+  Phase phase_ = Phase::forward;
+  int layer_ = kNoLayer, mb_ = -1, chunk_ = -1, action_ = -1;
+  int last_compute_ = -1, producer_ = -1, last_grad_ = -1;
+  int pending_bucket_layer_ = kNoLayer;
+  std::vector<int> recv_act_, recv_grad_;
+  std::vector<int> buckets_;
+};
+
+}  // namespace
+
+StepProgram build_step_program(const ModelConfig& model, const ParallelSplit& split,
+                               const PipelineSchedule& schedule, int rank,
+                               const StepProgramOptions& options) {
+  validate(split, model, split.world_size());
+  if (schedule.stages != split.pp || schedule.chunks != split.vpp ||
+      schedule.microbatches != split.microbatches || schedule.kind != split.schedule)
+    throw UsageError("step program: the schedule does not match split " + describe(split));
+  return Builder(model, split, schedule, rank, options).build();
+}
+
+StepProgram build_step_program(const ModelConfig& model, const ParallelSplit& split, int rank,
+                               const StepProgramOptions& options) {
+  validate(split, model, split.world_size());
+  const PipelineSchedule schedule = build_schedule(split);
+  return Builder(model, split, schedule, rank, options).build();
+}
+
+namespace {
+// The rank (0, 0, stage) stands for its stage; the schedule is not consulted by the
+// template builders, so an empty one with the split's shape is enough.
+PipelineSchedule shape_only(const ParallelSplit& split) {
+  PipelineSchedule s;
+  s.kind = split.schedule;
+  s.stages = split.pp;
+  s.chunks = split.vpp;
+  s.microbatches = split.microbatches;
+  s.per_stage.resize(split.pp);
+  return s;
+}
+}  // namespace
+
+std::vector<Op> build_chunk_ops(const ModelConfig& model, const ParallelSplit& split, int stage,
+                                int chunk, Pass pass, const StepProgramOptions& options) {
+  validate(split, model, split.world_size());
+  if (stage < 0 || stage >= split.pp || chunk < 0 || chunk >= split.vpp)
+    throw UsageError("step program: no stage " + std::to_string(stage) + " chunk " +
+                     std::to_string(chunk) + " in split " + describe(split));
+  const PipelineSchedule shape = shape_only(split);
+  const int rank = RankLayout(split).rank_of({0, 0, stage, 0, 0});
+  return Builder(model, split, shape, rank, options).chunk_ops(chunk, pass);
+}
+
+std::vector<Op> build_gradient_ops(const ModelConfig& model, const ParallelSplit& split, int stage,
+                                   const StepProgramOptions& options) {
+  validate(split, model, split.world_size());
+  const PipelineSchedule shape = shape_only(split);
+  const int rank = RankLayout(split).rank_of({0, 0, stage, 0, 0});
+  return Builder(model, split, shape, rank, options).gradient_ops();
+}
+
+}  // namespace ibt::models

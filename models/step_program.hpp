@@ -1,0 +1,212 @@
+#pragma once
+// The step program: everything ONE rank does in one training step, as a flat list of
+// ops in issue order (design.md, "One schedule, several executors"). The cpu executor
+// runs it with real math and MPI; the sim executor prices it. It is plain data: no
+// function pointers, no per-op allocation, so a 1T-parameter MoE stage with ~100
+// microbatches is generated in milliseconds.
+//
+// Structure. The program expands each PipeAction of the rank's pipeline stage
+// (schedule.hpp) into ops; op.action is the index of that action in
+// program.actions, so an executor can walk actions and ops together.
+//   forward(mb, chunk): [embedding (+ TP reduce) on virtual stage 0]
+//     per layer of the chunk:
+//       attn_norm, [sp_all_gather], qkv_gemm (mla: q_down_gemm, q_up_gemm,
+//       kv_down_gemm, kv_up_gemm), attention_core, out_proj_gemm,
+//       tp_all_reduce | sp_reduce_scatter,
+//       mlp_norm, [sp_all_gather],
+//       dense:  mlp_up_gemm, mlp_down_gemm
+//       MoE:    router_gemm, [ep_dispatch], expert_up_gemm, expert_down_gemm,
+//               [ep_combine], [shared_up_gemm, shared_down_gemm]
+//       tp_all_reduce | sp_reduce_scatter
+//     [final_norm, lm_head_gemm, loss (+ tp_all_reduce of the softmax statistics)
+//      on the last virtual stage]
+//   backward(mb, chunk): the same compute ops in reverse order with phase backward
+//     (GEMMs and attention at twice the forward FLOPs: input and weight gradients;
+//     norms, embedding and loss appear once each). TP collectives sit at the
+//     conjugate positions (Megatron's f/g operators): per block, without SP,
+//       [block GEMMs backward], tp_all_reduce (of the input gradient), norm
+//     and with SP
+//       sp_all_gather (of the output gradient), [block GEMMs backward],
+//       sp_reduce_scatter (of the input gradient), norm.
+//     The embedding backward is preceded by an sp_all_gather with SP; the head
+//     backward (loss, lm_head_gemm) is followed by the input-gradient tp_all_reduce
+//     (SP: sp_reduce_scatter) and the final norm. MoE: ep_combine and ep_dispatch
+//     again, in reverse order. With recompute=full each layer's forward ops are
+//     re-run (phase recompute, with their collectives) just before its backward;
+//     with selective, the attention core is re-run before its backward.
+//   exchange: one pp_exchange op (the PipeAction holds the peers and messages).
+//   After the schedule (or, with overlap_grad_reduce, right after the layer's last
+//   backward): per layer ("bucket"), gradient ops on the grad_comm stream:
+//     - tp all-reduce of TP-replicated weights whose gradients are partial sums over
+//       TP: the MoE router and MLA down projections + latent norms (their output
+//       gradients come from TP-split consumers) and, with SP, the norms (each TP rank
+//       sees only its sequence shard);
+//     - dp all-reduce of the non-expert weights, expert_dp all-reduce of the expert
+//       weights (zero1: reduce-scatter instead);
+//   then optimizer (compute, on the rank's shard with zero1), then with zero1 one
+//   param_all_gather per bucket and group.
+// MoE layers under TP and EP (what the cpu executor must implement to match): the
+// MoE input is the full sequence on every TP rank (after the SP all-gather with SP);
+// the router runs replicated on it; each TP rank dispatches its copy of the tokens to
+// the EP peers with the same tp coordinate (ep_dispatch, routed = tokens * top_k
+// rows of hidden); the experts' weights are TP-split like a dense MLP (up
+// column-split, down row-split), so expert outputs are partial sums over TP; the
+// combine all-to-all returns them, they are weighted by the gate and added to the
+// shared experts' (also partial) output, and the block's TP all-reduce (or SP
+// reduce-scatter) completes the sums. FLOPs of expert GEMMs assume perfect balance
+// (every EP rank processes tokens * top_k rows).
+// Comm ops on a group of size 1 are omitted (tp == 1 has no TP ops, ep == 1 no
+// all-to-all, dp == 1 no gradient reduction).
+//
+// Streams and waits. Ops on one stream run in program order. An op may also wait for
+// up to two ops on other streams (waits[], indices into program.ops, -1 = none). A
+// collective on the comm stream waits for the compute op that produced its input; the
+// compute op that consumes its output waits for it. The first op of a forward
+// (backward) waits for the pp_exchange that received its activation (gradient); a
+// pp_exchange that sends waits for the op that produced the data. Gradient
+// reductions run on their own grad_comm stream so that they can overlap compute; the
+// optimizer waits for the last of them. pp_exchange ops are on the comm stream: a
+// blocking executor simply runs every op in list order, which is always valid.
+//
+// FLOPs and bytes are per rank (this rank's share). flops are floating-point ops the
+// rank executes (a multiply-add = 2). For compute ops, bytes = the operands read and
+// written once (a memory-bound op's cost; GEMM: A, B and C). For comm ops, bytes =
+// the buffer size as nccl-tests counts it (all-reduce: the buffer; all-gather: the
+// gathered output; reduce-scatter: the input; all-to-all: what one rank sends in total;
+// pp_exchange: the larger of the two halves). Elements are activation_bytes wide
+// except gradient reductions (gradient_bytes) and param all-gathers (param_bytes).
+//
+// Model FLOPs identity (tested): summing flops over ops with phase forward/backward
+// of every stage's program, multiplying the ops with tp_sharded == true by tp, gives
+// accounting's model_flops_per_step() / dp (one model replica's share).
+#include <array>
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "models/model_config.hpp"
+#include "models/parallel_split.hpp"
+#include "models/rank_groups.hpp"
+#include "models/schedule.hpp"
+
+namespace ibt::models {
+
+enum class OpKind : std::uint8_t {
+  // compute
+  embedding,         // token lookup (vocab-parallel: this rank's vocab slice)
+  attn_norm,
+  qkv_gemm,          // standard attention: fused Q, K, V projection (column-parallel)
+  q_down_gemm,       // MLA: hidden -> q_lora_rank (replicated over TP)
+  q_up_gemm,         // MLA: q_lora_rank -> heads*qk_head_dim (column-parallel)
+  kv_down_gemm,      // MLA: hidden -> kv_lora_rank + qk_rope_head_dim (replicated)
+  kv_up_gemm,        // MLA: kv_lora_rank -> heads*(qk_nope + v) (column-parallel)
+  attention_core,    // softmax(QK^T)V, causal, heads/tp heads
+  out_proj_gemm,     // row-parallel
+  mlp_norm,
+  mlp_up_gemm,       // dense MLP up (SwiGLU: gate and up fused), column-parallel
+  mlp_down_gemm,     // row-parallel
+  router_gemm,       // hidden -> num_experts scores + top-k (replicated over TP)
+  expert_up_gemm,    // this rank's experts on the tokens routed to them
+  expert_down_gemm,
+  shared_up_gemm,    // shared experts (a dense MLP of shared_experts*expert_ffn)
+  shared_down_gemm,
+  final_norm,
+  lm_head_gemm,      // vocab-parallel logits
+  loss,              // cross-entropy (vocab-parallel)
+  optimizer,         // AdamW on this rank's parameters (its shard with zero1)
+  // communication
+  tp_all_reduce,
+  sp_all_gather,
+  sp_reduce_scatter,
+  ep_dispatch,       // all-to-all, tokens to their experts' ranks
+  ep_combine,        // all-to-all, expert outputs back
+  pp_exchange,       // blocking combined send/recv between pipeline stages
+  grad_all_reduce,   // dp (non-expert) or expert_dp (expert) gradient all-reduce
+  grad_reduce_scatter,  // zero1
+  param_all_gather,     // zero1, after the optimizer
+};
+std::string_view to_string(OpKind k);
+bool is_comm(OpKind k);
+
+enum class Phase : std::uint8_t { forward, backward, recompute, optimizer };
+std::string_view to_string(Phase p);
+enum class Stream : std::uint8_t { compute, comm, grad_comm };
+std::string_view to_string(Stream s);
+
+// Special layer indices for ops outside the transformer layers.
+inline constexpr int kEmbeddingLayer = -1;
+inline constexpr int kNoLayer = -2;  // exchanges, optimizer
+// The head (final norm, LM head, loss) uses layer == model.layers.
+
+struct Op {
+  OpKind kind = OpKind::attn_norm;
+  Phase phase = Phase::forward;
+  Group group = Group::none;     // communicator of a comm op
+  Stream stream = Stream::compute;
+  bool tp_sharded = true;        // false: replicated on every TP rank (norms, router, MLA down)
+  bool expert = false;           // grad ops: expert weights (expert_dp group)
+  int layer = kNoLayer;
+  int microbatch = -1;           // -1 for per-step ops (grad reduction, optimizer)
+  int chunk = -1;                // -1 for per-step ops
+  // Index into StepProgram::actions of the action the op belongs to; overlapped grad
+  // reductions carry the backward action they are issued in; -1 after the schedule.
+  int action = -1;
+  double flops = 0;
+  double bytes = 0;
+  std::array<int, 2> waits{-1, -1};
+};
+
+struct StepProgramOptions {
+  int activation_bytes = 4;     // 4: fp32 CPU engine; 2: bf16 on GPUs
+  int gradient_bytes = 4;       // element size of gradient reductions
+  int param_bytes = 4;          // element size of the zero1 parameter all-gather
+  bool overlap_grad_reduce = false;  // reduce each layer's grads after its last backward
+  double optimizer_flops_per_param = 12;  // AdamW, roughly; not model FLOPs
+};
+
+// Element sizes of the two engines: the CPU engine runs everything in fp32; GPUs in
+// bf16 mixed precision (bf16 activations, gradients reduced in bf16 and parameters
+// gathered in bf16, as design.md's 2 + 2 + 12 bytes per parameter assumes).
+inline StepProgramOptions cpu_fp32_options() { return {4, 4, 4, false, 12}; }
+inline StepProgramOptions gpu_bf16_options() { return {2, 2, 2, true, 12}; }
+
+struct StepProgram {
+  int rank = 0;
+  RankCoord coord;
+  int stage = 0;                          // == coord.pp
+  std::vector<PipeAction> actions;        // this stage's schedule
+  std::vector<Op> ops;
+  // Sums, by phase, of this rank's flops (index by static_cast<int>(Phase)).
+  std::array<double, 4> flops_by_phase{};
+};
+
+// One line per op for traces and debugging, e.g.
+// "#12 fwd mb0 c0 L1 qkv_gemm compute flops=1.2e+06 bytes=3.4e+04 waits=11".
+std::string describe(const Op& op, int index);
+
+// The program of `rank` for (model, split): validates the split first (UsageError).
+StepProgram build_step_program(const ModelConfig& model, const ParallelSplit& split, int rank,
+                               const StepProgramOptions& options = {});
+// Same, with a schedule built once and shared across ranks (the sim calls this for one
+// rank per stage).
+StepProgram build_step_program(const ModelConfig& model, const ParallelSplit& split,
+                               const PipelineSchedule& schedule, int rank,
+                               const StepProgramOptions& options = {});
+
+// Fast path for pricing. Every forward (backward) action of a chunk expands to the
+// same ops whatever its microbatch, so a sim can price each (stage, chunk, pass) once
+// and walk the schedule with those costs:
+// - build_chunk_ops: the ops one forward or backward action of `chunk` on `stage`
+//   expands to in build_step_program (same kinds, flops, bytes, groups and order;
+//   microbatch and action are -1; waits index this list; the wait on the received
+//   activation/gradient is omitted; no gradient reduction even with
+//   overlap_grad_reduce);
+// - build_gradient_ops: the gradient reduction and optimizer tail of the stage in
+//   the non-overlapped order (waits index this list).
+std::vector<Op> build_chunk_ops(const ModelConfig& model, const ParallelSplit& split, int stage,
+                                int chunk, Pass pass, const StepProgramOptions& options = {});
+std::vector<Op> build_gradient_ops(const ModelConfig& model, const ParallelSplit& split, int stage,
+                                   const StepProgramOptions& options = {});
+
+}  // namespace ibt::models

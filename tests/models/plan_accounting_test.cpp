@@ -1,0 +1,143 @@
+// FLOP, parameter and memory accounting against values computed by hand for the tiny
+// models (arithmetic in the comments), Megatron's closed forms, and published totals.
+#include <gtest/gtest.h>
+
+#include "models/accounting.hpp"
+#include "models/model_file.hpp"
+
+namespace ibt::models {
+namespace {
+
+// tiny-dense: L=4, h=64, H=4 heads, G=2 kv heads, d=16, F=128 (SwiGLU), V=256, s=32,
+// RMSNorm, untied head.
+TEST(PlanAccounting, TinyDenseParametersByHand) {
+  const ParamCounts c = count_parameters(load_model("tiny-dense"));
+  EXPECT_EQ(c.attention_per_layer, 12288);  // 64*(4*16 + 2*2*16) + 4*16*64 = 8192 + 4096
+  EXPECT_EQ(c.norms_per_layer, 128);        // 2 RMSNorms of 64
+  EXPECT_EQ(c.dense_mlp_per_layer, 24576);  // 3 * 64 * 128
+  EXPECT_EQ(c.embedding, 16384);            // 256 * 64
+  EXPECT_EQ(c.lm_head, 16384);
+  EXPECT_EQ(c.final_norm, 64);
+  EXPECT_EQ(c.total, 180800);          // 4*(12288+128+24576) + 2*16384 + 64
+  EXPECT_EQ(c.active, 180800);
+  EXPECT_EQ(c.matmul_active, 163840);  // 4*(12288+24576) + 16384 (head)
+}
+
+TEST(PlanAccounting, TinyDenseFlopsByHand) {
+  const ModelConfig m = load_model("tiny-dense");
+  // Attention core, forward, per token: 2 * L * s * H * (d + d) = 2*4*32*4*32.
+  EXPECT_EQ(attention_forward_flops_per_token(m), 32768);
+  // 6 * 163840 + 3 * 32768; the attention term equals 12 * L * h * s = 98304.
+  EXPECT_EQ(model_flops_per_token(m), 1081344);
+  // 8 sequences of 32 tokens.
+  EXPECT_EQ(model_flops_per_step(m, 8), 1081344.0 * 256);
+  EXPECT_EQ(recompute_flops_per_token(m, Recompute::none), 0);
+  EXPECT_EQ(recompute_flops_per_token(m, Recompute::selective), 32768);
+  // Full: the layers' forward again, 2 * 147456 + 32768 (no LM head).
+  EXPECT_EQ(recompute_flops_per_token(m, Recompute::full), 327680);
+  EXPECT_EQ(hardware_flops_per_step(m, 8, Recompute::full), (1081344.0 + 327680) * 256);
+}
+
+// tiny-moe: as tiny-dense, layer 0 dense, layers 1-3 MoE with 8 experts (top-2),
+// 1 shared expert, expert FFN 64.
+TEST(PlanAccounting, TinyMoeParametersByHand) {
+  const ParamCounts c = count_parameters(load_model("tiny-moe"));
+  EXPECT_EQ(c.per_expert, 12288);       // 3 * 64 * 64
+  EXPECT_EQ(c.router_per_layer, 512);   // 64 * 8
+  EXPECT_EQ(c.shared_per_layer, 12288);
+  EXPECT_EQ(c.dense_layers, 1);
+  EXPECT_EQ(c.moe_layers, 3);
+  // Dense layer 36992; MoE layer 12288 + 128 + 512 + 8*12288 + 12288 = 123520.
+  EXPECT_EQ(c.total, 440384);  // 36992 + 3*123520 + 2*16384 + 64
+  EXPECT_EQ(c.active, 219200);  // minus 3 layers * 6 unused experts * 12288
+  // 4*12288 + 24576 + 3*(512 + 2*12288 + 12288) + 16384
+  EXPECT_EQ(c.matmul_active, 202240);
+}
+
+// For a GPT block (LayerNorm, GELU MLP of 4h, MHA) ibt's count equals Megatron's
+// 72·B·s·l·h²(1 + s/6h + V/12lh) exactly, and 96·(...) with full recompute.
+TEST(PlanAccounting, MatchesMegatronFormulaForGpt) {
+  const ModelConfig gpt = parse_model(R"({"name": "gpt-test", "source": "test",
+      "layers": 6, "hidden": 256, "heads": 8, "ffn_hidden": 1024, "vocab": 1000,
+      "seq_len": 512, "norm": "layernorm", "activation": "gelu"})",
+                                      "inline");
+  const double B = 16;
+  EXPECT_DOUBLE_EQ(model_flops_per_step(gpt, B), megatron_model_flops(B, 512, 6, 256, 1000));
+  EXPECT_DOUBLE_EQ(hardware_flops_per_step(gpt, B, Recompute::full),
+                   megatron_full_recompute_flops(B, 512, 6, 256, 1000));
+  // The real GPT-3 shape.
+  const ModelConfig g3 = load_model("gpt3-175b");
+  EXPECT_DOUBLE_EQ(model_flops_per_step(g3, 1536),
+                   megatron_model_flops(1536, 2048, 96, 12288, 50304));
+}
+
+TEST(PlanAccounting, PublishedTotalsOfRealShapes) {
+  struct Expect {
+    const char* name;
+    double total, active, rel;
+  };
+  // Published totals (model cards / papers); our counts omit biases and MTP modules.
+  for (const Expect& e : {Expect{"gpt3-175b", 175e9, 175e9, 0.01},
+                          Expect{"llama3-8b", 8.03e9, 8.03e9, 0.01},
+                          Expect{"llama3-70b", 70.6e9, 70.6e9, 0.01},
+                          Expect{"llama3-405b", 405.9e9, 405.9e9, 0.01},
+                          Expect{"mixtral-8x7b", 46.7e9, 12.9e9, 0.01},
+                          Expect{"deepseek-v3", 671e9, 37e9, 0.02},
+                          Expect{"kimi-k2", 1.04e12, 32.6e9, 0.02}}) {
+    const ParamCounts c = count_parameters(load_model(e.name));
+    EXPECT_NEAR(c.total / e.total, 1.0, e.rel) << e.name << " total " << c.total;
+    EXPECT_NEAR(c.active / e.active, 1.0, e.rel) << e.name << " active " << c.active;
+  }
+}
+
+// Memory of tiny-dense at dp2 tp2 pp2, 4 microbatches 1F1B, fp32 (16 bytes/param).
+TEST(PlanAccounting, TinyDenseMemoryByHand) {
+  const ModelConfig m = load_model("tiny-dense");
+  ParallelSplit s{2, 2, 2, 1, 1, 4, 1, ScheduleKind::one_f_one_b};
+  // Stage 0: embedding/2 + 2 layers of (12288/2 + 128 + 24576/2) = 8192 + 2*18560.
+  RankMemory r0 = memory_per_rank(m, s, fp32_adam(), 0);
+  EXPECT_EQ(r0.params, 45312);
+  EXPECT_EQ(r0.weights, 45312 * 4);
+  EXPECT_EQ(r0.grads, 45312 * 4);
+  EXPECT_EQ(r0.optimizer, 45312 * 8);
+  // Activations: s*b*h = 2048; 10 + 24/t + 5*a*s/(h*t) = 10 + 12 + 5 = 27 (2-byte units),
+  // x2 for fp32 = 110592 bytes per layer; stage 0 holds 2 microbatches x 2 layers.
+  EXPECT_EQ(activation_bytes_per_layer(m, s, fp32_adam()), 110592);
+  EXPECT_EQ(r0.chunks_in_flight, 2);
+  EXPECT_EQ(r0.layers_in_flight, 4);
+  EXPECT_EQ(r0.activations, 4 * 110592);
+  // Stage 1: head/2 + final norm + 2 layers; one microbatch in flight.
+  RankMemory r1 = memory_per_rank(m, s, fp32_adam(), 1);
+  EXPECT_EQ(r1.params, 45376);
+  EXPECT_EQ(r1.activations, 2 * 110592);
+  EXPECT_EQ(peak_memory_per_rank(m, s, fp32_adam()).stage, 0);
+  // ZeRO-1 shards the optimizer over dp = 2.
+  s.zero1 = true;
+  EXPECT_EQ(memory_per_rank(m, s, fp32_adam(), 0).optimizer, 45312 * 4);
+  // Sequence parallel + selective recompute: 34 * s*b*h / t, x2 for fp32.
+  s.sequence_parallel = true;
+  s.recompute = Recompute::selective;
+  EXPECT_EQ(activation_bytes_per_layer(m, s, fp32_adam()), 34.0 * 2048 / 2 * 2);
+  s.recompute = Recompute::full;
+  EXPECT_EQ(activation_bytes_per_layer(m, s, bf16_mixed_adam()), 2.0 * 2048 / 2);
+  // FlashAttention-style engines keep no scores: SP without recompute is then 34·sbh/t.
+  s.recompute = Recompute::none;
+  EXPECT_EQ(activation_bytes_per_layer(m, s, bf16_mixed_adam()), 34.0 * 2048 / 2);
+  EXPECT_EQ(activation_bytes_per_layer(m, s, fp32_adam()), (34.0 + 5.0 * 4 * 32 / 64) * 2048 / 2 * 2);
+}
+
+TEST(PlanAccounting, MoeMemoryShardsExpertsOverEp) {
+  const ModelConfig m = load_model("tiny-moe");
+  ParallelSplit s{4, 1, 1, 4, 1, 1, 1, ScheduleKind::one_f_one_b};
+  s.zero1 = true;
+  const RankMemory r = memory_per_rank(m, s, bf16_mixed_adam(), 0);
+  // 3 MoE layers x 2 local experts x 12288.
+  EXPECT_EQ(r.expert_params, 73728);
+  // Everything else: 440384 - 3*8*12288 = 145472 non-expert parameters.
+  EXPECT_EQ(r.params, 145472 + 73728);
+  // ZeRO-1: non-expert optimizer over dp 4, expert optimizer over expert_dp 1.
+  EXPECT_DOUBLE_EQ(r.optimizer, 12.0 * (145472.0 / 4 + 73728.0));
+}
+
+}  // namespace
+}  // namespace ibt::models

@@ -1,0 +1,284 @@
+// Step programs: op counts per layer for TP / SP / EP, the model-FLOPs identity with
+// the accounting, well-formed waits, and generation speed for a 1T MoE.
+#include <gtest/gtest.h>
+
+#include <chrono>
+#include <map>
+
+#include "models/accounting.hpp"
+#include "models/model_file.hpp"
+#include "models/step_program.hpp"
+
+namespace ibt::models {
+namespace {
+
+// Ops of one layer for one microbatch and phase, by kind.
+std::map<OpKind, int> ops_of(const StepProgram& p, int layer, Phase phase, int mb = 0) {
+  std::map<OpKind, int> n;
+  for (const Op& op : p.ops)
+    if (op.layer == layer && op.phase == phase && op.microbatch == mb) ++n[op.kind];
+  return n;
+}
+
+int comm_ops(const std::map<OpKind, int>& n) {
+  int c = 0;
+  for (auto [k, v] : n)
+    if (is_comm(k)) c += v;
+  return c;
+}
+
+TEST(PlanStepProgram, TensorParallelOpsPerLayer) {
+  const ModelConfig m = load_model("tiny-dense");
+  ParallelSplit s{1, 2, 1, 1, 1, 1, 1, ScheduleKind::one_f_one_b};
+  const StepProgram p = build_step_program(m, s, 0);
+  auto f = ops_of(p, 1, Phase::forward);
+  EXPECT_EQ(f[OpKind::tp_all_reduce], 2);  // after out-proj and after mlp-down
+  EXPECT_EQ(f[OpKind::qkv_gemm], 1);
+  EXPECT_EQ(f[OpKind::attention_core], 1);
+  EXPECT_EQ(f[OpKind::mlp_up_gemm], 1);
+  EXPECT_EQ(comm_ops(f), 2);
+  auto b = ops_of(p, 1, Phase::backward);
+  EXPECT_EQ(b[OpKind::tp_all_reduce], 2);  // after qkv and mlp-up input gradients
+  EXPECT_EQ(comm_ops(b), 2);
+  // Sequence parallel: an all-gather and a reduce-scatter per block instead.
+  s.sequence_parallel = true;
+  const StepProgram q = build_step_program(m, s, 1);
+  f = ops_of(q, 1, Phase::forward);
+  EXPECT_EQ(f[OpKind::sp_all_gather], 2);
+  EXPECT_EQ(f[OpKind::sp_reduce_scatter], 2);
+  EXPECT_EQ(f[OpKind::tp_all_reduce], 0);
+  b = ops_of(q, 1, Phase::backward);
+  EXPECT_EQ(b[OpKind::sp_all_gather], 2);
+  EXPECT_EQ(b[OpKind::sp_reduce_scatter], 2);
+  // No TP: no collectives inside layers at all.
+  const StepProgram r = build_step_program(m, {1, 1, 1, 1, 1, 1, 1, ScheduleKind::one_f_one_b}, 0);
+  EXPECT_EQ(comm_ops(ops_of(r, 1, Phase::forward)), 0);
+  EXPECT_EQ(comm_ops(ops_of(r, 1, Phase::backward)), 0);
+}
+
+TEST(PlanStepProgram, ExpertParallelOpsPerLayer) {
+  const ModelConfig m = load_model("tiny-moe");
+  const ParallelSplit s{2, 1, 1, 2, 1, 2, 1, ScheduleKind::one_f_one_b};
+  const StepProgram p = build_step_program(m, s, 1);
+  for (int mb : {0, 1}) {
+    auto f = ops_of(p, 2, Phase::forward, mb);  // an MoE layer
+    EXPECT_EQ(f[OpKind::ep_dispatch], 1);
+    EXPECT_EQ(f[OpKind::ep_combine], 1);
+    EXPECT_EQ(f[OpKind::router_gemm], 1);
+    EXPECT_EQ(f[OpKind::expert_up_gemm], 1);
+    EXPECT_EQ(f[OpKind::shared_up_gemm], 1);
+    auto b = ops_of(p, 2, Phase::backward, mb);
+    EXPECT_EQ(b[OpKind::ep_dispatch], 1);
+    EXPECT_EQ(b[OpKind::ep_combine], 1);
+    auto d = ops_of(p, 0, Phase::forward, mb);  // the leading dense layer
+    EXPECT_EQ(d[OpKind::ep_dispatch], 0);
+    EXPECT_EQ(d[OpKind::mlp_up_gemm], 1);
+  }
+  // Gradient reduction: dp all-reduce per layer, plus expert_dp for expert weights when
+  // expert_dp > 1 (here dp 2 / ep 2 = 1: none).
+  int dp_grads = 0, edp_grads = 0;
+  for (const Op& op : p.ops) {
+    if (op.kind != OpKind::grad_all_reduce) continue;
+    (op.group == Group::dp ? dp_grads : edp_grads) += 1;
+  }
+  EXPECT_EQ(dp_grads, m.layers + 2);  // layers + embedding + head
+  EXPECT_EQ(edp_grads, 0);
+  const ParallelSplit s4{4, 1, 1, 2, 1, 1, 1, ScheduleKind::one_f_one_b};
+  edp_grads = 0;
+  for (const Op& op : build_step_program(m, s4, 0).ops)
+    if (op.group == Group::expert_dp) ++edp_grads;
+  EXPECT_EQ(edp_grads, m.moe_layers());
+}
+
+TEST(PlanStepProgram, TensorParallelGradientReductions) {
+  // Router gradients are partial over TP (the gate multiplies TP-partial expert
+  // outputs): one tp all-reduce per MoE layer. Dense norms need it only with SP.
+  const ModelConfig moe = load_model("tiny-moe");
+  auto tp_grads = [](const StepProgram& p) {
+    int n = 0;
+    for (const Op& op : p.ops) n += op.kind == OpKind::grad_all_reduce && op.group == Group::tp;
+    return n;
+  };
+  ParallelSplit s{1, 2, 1, 1, 1, 1, 1, ScheduleKind::one_f_one_b};
+  EXPECT_EQ(tp_grads(build_step_program(moe, s, 0)), moe.moe_layers());
+  EXPECT_EQ(tp_grads(build_step_program(load_model("tiny-dense"), s, 0)), 0);
+  s.sequence_parallel = true;  // every layer's norms + the final norm
+  EXPECT_EQ(tp_grads(build_step_program(moe, s, 0)), moe.layers + 1);
+  // MLA down projections are replicated over TP: every layer needs it.
+  const ModelConfig ds = load_model("deepseek-v3");
+  ParallelSplit d{1, 8, 1, 1, 1, 1, 1, ScheduleKind::one_f_one_b};
+  EXPECT_EQ(tp_grads(build_step_program(ds, d, 0)), ds.layers);
+}
+
+// One model replica's FLOPs of a phase: Σ over stages of its ops' flops, TP-sharded ops
+// x tp (every TP rank does a 1/tp share), replicated ops (router, MLA down projections,
+// run identically on each TP rank) counted once. Forward + backward == model FLOPs / dp.
+double replica_model_flops(const ModelConfig& m, const ParallelSplit& s, Phase phase) {
+  RankLayout layout(s);
+  double total = 0;
+  for (int stage = 0; stage < s.pp; ++stage) {
+    const int rank = layout.rank_of({0, 0, stage, 0, 0});
+    const StepProgram p = build_step_program(m, s, rank);
+    for (const Op& op : p.ops)
+      if (op.phase == phase) total += op.tp_sharded ? op.flops * s.tp : op.flops;
+  }
+  return total;
+}
+
+TEST(PlanStepProgram, FlopsMatchAccounting) {
+  struct Case {
+    const char* model;
+    ParallelSplit split;
+  };
+  using S = ScheduleKind;
+  const std::vector<Case> cases = {
+      {"tiny-dense", {1, 1, 1, 1, 1, 1, 1, S::one_f_one_b}},
+      {"tiny-dense", {2, 2, 2, 1, 1, 4, 1, S::one_f_one_b, true}},
+      {"tiny-dense", {1, 1, 2, 1, 2, 4, 2, S::interleaved}},
+      {"tiny-dense", {2, 2, 1, 1, 1, 3, 1, S::afab}},
+      {"tiny-moe", {4, 1, 1, 4, 1, 2, 1, S::one_f_one_b}},
+      {"tiny-moe", {2, 2, 2, 2, 1, 2, 1, S::one_f_one_b, true, true}},
+      {"deepseek-v3", {8, 8, 4, 8, 1, 8, 1, S::one_f_one_b, true}},
+      {"mixtral-8x7b", {8, 4, 4, 8, 2, 8, 1, S::interleaved}},
+  };
+  for (const auto& c : cases) {
+    const ModelConfig m = load_model(c.model);
+    const double sequences_per_replica = c.split.microbatches * c.split.micro_batch_size;
+    const double want = model_flops_per_step(m, sequences_per_replica);
+    const double got = replica_model_flops(m, c.split, Phase::forward) +
+                       replica_model_flops(m, c.split, Phase::backward);
+    EXPECT_NEAR(got / want, 1.0, 1e-12) << c.model << " " << describe(c.split);
+  }
+}
+
+TEST(PlanStepProgram, RecomputeFlopsMatchAccounting) {
+  const ModelConfig m = load_model("tiny-dense");
+  for (auto rc : {Recompute::selective, Recompute::full}) {
+    ParallelSplit s{1, 2, 2, 1, 1, 2, 1, ScheduleKind::one_f_one_b};
+    s.recompute = rc;
+    const double tokens = 2.0 * m.seq_len;
+    EXPECT_NEAR(replica_model_flops(m, s, Phase::recompute) / (recompute_flops_per_token(m, rc) * tokens),
+                1.0, 1e-12)
+        << to_string(rc);
+  }
+}
+
+TEST(PlanStepProgram, WaitsPointBackwardsAcrossStreams) {
+  const ModelConfig m = load_model("tiny-moe");
+  StepProgramOptions o;
+  for (bool overlap : {false, true}) {
+    o.overlap_grad_reduce = overlap;
+    ParallelSplit s{2, 2, 2, 2, 1, 4, 1, ScheduleKind::one_f_one_b, true, true};
+    for (int rank = 0; rank < 8; ++rank) {
+      const StepProgram p = build_step_program(m, s, rank, o);
+      int exchanges = 0;
+      for (int i = 0; i < static_cast<int>(p.ops.size()); ++i) {
+        const Op& op = p.ops[i];
+        EXPECT_EQ(is_comm(op.kind), op.group != Group::none) << to_string(op.kind);
+        EXPECT_EQ(is_comm(op.kind), op.stream != Stream::compute) << to_string(op.kind);
+        for (int w : op.waits) {
+          if (w < 0) continue;
+          ASSERT_LT(w, i);
+          EXPECT_NE(p.ops[w].stream, op.stream) << "op " << i << " " << to_string(op.kind);
+        }
+        if (op.kind == OpKind::pp_exchange) {
+          ++exchanges;
+          ASSERT_GE(op.action, 0);
+          EXPECT_EQ(p.actions[op.action].kind, ActionKind::exchange);
+        }
+      }
+      int want = 0;
+      for (const auto& a : p.actions) want += a.kind == ActionKind::exchange;
+      EXPECT_EQ(exchanges, want);
+      EXPECT_EQ(p.ops.back().kind, OpKind::param_all_gather);  // zero1 ends with the gathers
+    }
+  }
+}
+
+TEST(PlanStepProgram, ForwardConsumesTheReceivedActivation) {
+  const ModelConfig m = load_model("tiny-dense");
+  const StepProgram p = build_step_program(m, {1, 1, 2, 1, 1, 2, 1, ScheduleKind::one_f_one_b}, 1);
+  // Stage 1's first compute op of each forward waits for the exchange that received it.
+  for (int i = 0; i < static_cast<int>(p.ops.size()); ++i) {
+    const Op& op = p.ops[i];
+    if (op.kind != OpKind::attn_norm || op.phase != Phase::forward || op.layer != 2) continue;
+    ASSERT_GE(op.waits[0], 0);
+    const Op& x = p.ops[op.waits[0]];
+    EXPECT_EQ(x.kind, OpKind::pp_exchange);
+    ASSERT_TRUE(p.actions[x.action].recv.has_value());
+    EXPECT_EQ(p.actions[x.action].recv->microbatch, op.microbatch);
+  }
+}
+
+TEST(PlanStepProgram, ChunkTemplatesMatchTheFullProgram) {
+  const ModelConfig m = load_model("tiny-moe");
+  const ParallelSplit s{2, 2, 2, 2, 2, 4, 1, ScheduleKind::interleaved, true, true, Recompute::full};
+  RankLayout layout(s);
+  for (int stage = 0; stage < s.pp; ++stage) {
+    const StepProgram p = build_step_program(m, s, layout.rank_of({1, 1, stage, 1, 0}));
+    for (int i = 0; i < static_cast<int>(p.actions.size()); ++i) {
+      const PipeAction& a = p.actions[i];
+      if (a.kind == ActionKind::exchange) continue;
+      const Pass pass = a.kind == ActionKind::forward ? Pass::forward : Pass::backward;
+      const std::vector<Op> t = build_chunk_ops(m, s, stage, a.chunk, pass);
+      std::vector<const Op*> full;
+      for (const Op& op : p.ops)
+        if (op.action == i) full.push_back(&op);
+      ASSERT_EQ(full.size(), t.size()) << "stage " << stage << " action " << i;
+      for (size_t k = 0; k < t.size(); ++k) {
+        EXPECT_EQ(full[k]->kind, t[k].kind);
+        EXPECT_EQ(full[k]->group, t[k].group);
+        EXPECT_EQ(full[k]->layer, t[k].layer);
+        EXPECT_DOUBLE_EQ(full[k]->flops, t[k].flops);
+        EXPECT_DOUBLE_EQ(full[k]->bytes, t[k].bytes);
+      }
+    }
+    // The tail: everything after the last action's ops.
+    const std::vector<Op> g = build_gradient_ops(m, s, stage);
+    ASSERT_GE(p.ops.size(), g.size());
+    for (size_t k = 0; k < g.size(); ++k) {
+      const Op& full = p.ops[p.ops.size() - g.size() + k];
+      EXPECT_EQ(full.kind, g[k].kind);
+      EXPECT_DOUBLE_EQ(full.bytes, g[k].bytes);
+      EXPECT_EQ(full.action, -1);
+    }
+  }
+}
+
+TEST(PlanStepProgram, GradientBucketsHoldTheRanksParameters) {
+  // The dp and expert_dp reductions together move every parameter of the rank once:
+  // the same count memory_per_rank() gives (fp32: 4 bytes per gradient element).
+  for (const char* name : {"tiny-moe", "deepseek-v3"}) {
+    const ModelConfig m = load_model(name);
+    const ParallelSplit s{4, 2, 2, 2, 1, 2, 1, ScheduleKind::one_f_one_b, true};
+    RankLayout layout(s);
+    for (int stage = 0; stage < s.pp; ++stage) {
+      double dense = 0, expert = 0;
+      for (const Op& op : build_step_program(m, s, layout.rank_of({0, 0, stage, 0, 0})).ops) {
+        if (op.kind != OpKind::grad_all_reduce) continue;
+        if (op.group == Group::dp) dense += op.bytes / 4;
+        if (op.group == Group::expert_dp) expert += op.bytes / 4;
+      }
+      const RankMemory r = memory_per_rank(m, s, fp32_adam(), stage);
+      EXPECT_NEAR(dense + expert, r.params, 1e-6 * r.params) << name << " stage " << stage;
+      EXPECT_NEAR(expert, r.expert_params, 1e-6 * r.params) << name << " stage " << stage;
+    }
+  }
+}
+
+TEST(PlanStepProgram, GeneratesATrillionParameterStageInMilliseconds) {
+  const ModelConfig m = load_model("kimi-k2");
+  // 16,384 GPUs: tp 8, pp 16 (61 layers: uneven stages), dp 128 with ep 64, 128 microbatches.
+  ParallelSplit s{128, 8, 16, 64, 1, 128, 1, ScheduleKind::one_f_one_b, true, true, Recompute::selective};
+  const PipelineSchedule sched = build_schedule(s);
+  const auto t0 = std::chrono::steady_clock::now();
+  const StepProgram p = build_step_program(m, s, sched, 8 * 128 * 7, {});
+  const double ms =
+      std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+  std::printf("kimi-k2 stage 7 of 16, 128 microbatches: %zu ops in %.2f ms\n", p.ops.size(), ms);
+  EXPECT_GT(p.ops.size(), 10000u);
+  EXPECT_LT(ms, 250.0);
+}
+
+}  // namespace
+}  // namespace ibt::models
