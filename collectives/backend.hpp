@@ -44,6 +44,9 @@ class Backend {
   virtual std::unique_ptr<IterationTimer> make_timer(Communicator& comm, int iterations) = 0;
   // Element types this backend can move and reduce.
   virtual bool supports(DType t) const = 0;
+  // True when the backend ends stuck operations itself within the harness timeout (NCCL
+  // aborts its communicators); the harness's watchdog then waits longer, as a last resort.
+  virtual bool enforces_timeouts() const { return false; }
   // Key/value facts for the run's provenance (library versions, devices).
   virtual std::vector<std::pair<std::string, std::string>> provenance() const = 0;
 };

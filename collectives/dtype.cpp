@@ -1,5 +1,6 @@
 #include "collectives/dtype.hpp"
 
+#include <algorithm>
 #include <array>
 #include <bit>
 #include <cmath>
@@ -160,20 +161,36 @@ float fp8_to_float(std::uint8_t v, int exp_bits, int bias, bool e4m3) {
     out = std::ldexp(1.0f + static_cast<float>(mant) / (1 << mant_bits), exp - bias);
   return sign ? -out : out;
 }
-std::uint8_t float_to_fp8(float f, int exp_bits, int bias, bool e4m3) {
-  // Exhaustive nearest search over the 256 codes: simple and exact.
-  std::uint8_t best = 0;
-  float best_err = INFINITY;
-  for (int c = 0; c < 256; ++c) {
-    const float v = fp8_to_float(static_cast<std::uint8_t>(c), exp_bits, bias, e4m3);
-    if (std::isnan(v) || std::isinf(v)) continue;
-    const float err = std::fabs(v - f);
-    if (err < best_err || (err == best_err && (c & 1) == 0)) {
-      best_err = err;
-      best = static_cast<std::uint8_t>(c);
+// Nearest fp8 code to f (ties to the even code), by binary search over the finite
+// codes sorted by value: checks of large fp8 buffers convert millions of elements.
+std::uint8_t float_to_fp8(float f, bool e4m3) {
+  if (std::isnan(f)) return e4m3 ? 0x7F : 0x7E;
+  struct Code {
+    float value;
+    std::uint8_t code;
+  };
+  static const auto tables = [] {
+    std::array<std::vector<Code>, 2> t;
+    for (int variant = 0; variant < 2; ++variant) {
+      const bool is_e4m3 = variant == 0;
+      for (int c = 0; c < 256; ++c) {
+        const float v = fp8_to_float(static_cast<std::uint8_t>(c), is_e4m3 ? 4 : 5, is_e4m3 ? 7 : 15, is_e4m3);
+        if (std::isnan(v) || std::isinf(v) || (v == 0 && (c & 0x80))) continue;  // one zero, no -0
+        t[variant].push_back({v, static_cast<std::uint8_t>(c)});
+      }
+      std::sort(t[variant].begin(), t[variant].end(), [](const Code& a, const Code& b) { return a.value < b.value; });
     }
-  }
-  return best;
+    return t;
+  }();
+  const auto& table = tables[e4m3 ? 0 : 1];
+  auto hi = std::lower_bound(table.begin(), table.end(), f, [](const Code& c, float v) { return c.value < v; });
+  if (hi == table.begin()) return hi->code;   // below the most negative value: saturate
+  if (hi == table.end()) return table.back().code;  // above the largest: saturate
+  auto lo = hi - 1;
+  const float down = f - lo->value, up = hi->value - f;
+  if (down < up) return lo->code;
+  if (up < down) return hi->code;
+  return (lo->code & 1) == 0 ? lo->code : hi->code;
 }
 }  // namespace
 
@@ -197,8 +214,8 @@ void store_element(void* buf, std::size_t i, DType t, double v) {
     case DType::int32: static_cast<std::int32_t*>(buf)[i] = static_cast<std::int32_t>(std::lround(v)); break;
     case DType::bfloat16: static_cast<std::uint16_t*>(buf)[i] = float_to_bf16(static_cast<float>(v)); break;
     case DType::float16: static_cast<std::uint16_t*>(buf)[i] = float_to_fp16(static_cast<float>(v)); break;
-    case DType::fp8_e4m3: static_cast<std::uint8_t*>(buf)[i] = float_to_fp8(static_cast<float>(v), 4, 7, true); break;
-    case DType::fp8_e5m2: static_cast<std::uint8_t*>(buf)[i] = float_to_fp8(static_cast<float>(v), 5, 15, false); break;
+    case DType::fp8_e4m3: static_cast<std::uint8_t*>(buf)[i] = float_to_fp8(static_cast<float>(v), true); break;
+    case DType::fp8_e5m2: static_cast<std::uint8_t*>(buf)[i] = float_to_fp8(static_cast<float>(v), false); break;
   }
 }
 

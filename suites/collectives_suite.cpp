@@ -33,7 +33,8 @@ struct CollectivesArgs {
   std::string min_bytes = "8", max_bytes = "4M", step_bytes = "0";
   double step_factor = 2.0;
   std::string ops = "all", dtypes = "float32", reduce_op = "sum", scopes = "all", placement = "both";
-  std::string aggregation = "max", backend = "mpi", out, rotate = "64M", inject_stall;
+  std::string aggregation = "max", backend = "mpi", out, rotate = "64M", inject_stall, nccl_comm = "split";
+  int cuda_graph = 0;
   int iters = 20, warmup = 5, check = 1, blocking = 0, root = 0, domain_size = 0, inject_wrong = -1;
   double timeout = 60;
 };
@@ -79,7 +80,12 @@ po::options_description describe_options(CollectivesArgs& a) {
       ("rotate-bytes", po::value(&a.rotate)->default_value(a.rotate),
        "rotate smaller messages through a pool of this size so caches do not flatter them "
        "(0: reuse one buffer, as OSU and IMB do by default)")
-      ("backend", po::value(&a.backend)->default_value(a.backend), "mpi or nccl");
+      ("backend", po::value(&a.backend)->default_value(a.backend),
+       "mpi (host buffers) or nccl (one GPU per rank, device buffers, CUDA-event timing)")
+      ("cuda-graph,G", po::value(&a.cuda_graph)->default_value(a.cuda_graph),
+       "nccl: 1 captures each call once as a CUDA graph and replays it (as nccl-tests -G)")
+      ("nccl-comm", po::value(&a.nccl_comm)->default_value(a.nccl_comm),
+       "nccl: build group communicators by ncclCommSplit (split) or a fresh init per group (init)");
   po::options_description output("Output");
   output.add_options()
       ("out", po::value(&a.out), "append this run to an HDF5 results file (created if missing)");
@@ -211,7 +217,9 @@ int run(int argc, char** argv, MpiSession& mpi) {
   }
   po::notify(vm);
 
-  auto backend = make_backend(args.backend, MPI_COMM_WORLD);
+  if (args.cuda_graph != 0 && args.cuda_graph != 1) throw UsageError("--cuda-graph must be 0 or 1");
+  auto backend = make_backend(args.backend, MPI_COMM_WORLD,
+                              {args.timeout, args.cuda_graph == 1, args.nccl_comm});
   const HarnessOptions base = to_harness_options(args, *backend);
   const DomainLayout layout = detect_domains(MPI_COMM_WORLD, args.domain_size);
   std::vector<std::string> notes;
@@ -259,7 +267,8 @@ int run(int argc, char** argv, MpiSession& mpi) {
                              {"blocking", args.blocking}, {"average", args.aggregation},
                              {"timeout_s", args.timeout}, {"rotate_bytes", args.rotate},
                              {"placement", args.placement}, {"root", args.root},
-                             {"domain_size", args.domain_size}};
+                             {"domain_size", args.domain_size}, {"backend", args.backend},
+                             {"cuda_graph", args.cuda_graph}, {"nccl_comm", args.nccl_comm}};
     recorder->set_attr("config", config.dump());
     recorder->set_environment(allowed_environment(environ));
 
@@ -298,6 +307,12 @@ int run(int argc, char** argv, MpiSession& mpi) {
     run_harness(*backend, MPI_COMM_WORLD, layout, harness, gate, guard.watchdog(), events);
   } catch (const TimeoutError& e) {
     guard.fail_and_exit(e.what(), kExitTimeout);
+  } catch (const UsageError&) {
+    throw;
+  } catch (const std::exception& e) {
+    // A backend error on this rank (an aborted NCCL op, an MPI error): record it and end
+    // the job, since the other ranks may be waiting for this one.
+    guard.fail_and_exit(e.what(), kExitFailure);
   }
 
   if (mpi.rank() != 0) return kExitOk;

@@ -11,6 +11,14 @@
 
 namespace {
 
+#ifdef IBT_HAVE_CUDA
+int gemm_entry(int argc, char** argv) { return ibt::suites::gemm_main(argc, argv); }
+#else
+int gemm_entry(int, char**) {
+  throw ibt::UsageError("this ibt was built without CUDA: rebuild where the CUDA toolkit is found");
+}
+#endif
+
 struct Suite {
   const char* name;
   const char* summary;
@@ -23,6 +31,7 @@ const std::vector<Suite>& suites() {
        ibt::suites::collectives_main},
       {"show", "list the runs in a results file, or print one run", ibt::suites::show_main},
       {"export", "export runs from a results file as CSV or JSON", ibt::suites::export_main},
+      {"gemm", "GEMM throughput on this GPU over training-shaped problems (cuBLASLt)", gemm_entry},
   };
   return list;
 }

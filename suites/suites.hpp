@@ -7,5 +7,6 @@ namespace ibt::suites {
 int collectives_main(int argc, char** argv);
 int show_main(int argc, char** argv);
 int export_main(int argc, char** argv);
+int gemm_main(int argc, char** argv);  // needs a build with CUDA (IBT_HAVE_CUDA)
 
 }  // namespace ibt::suites
