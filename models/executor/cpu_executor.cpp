@@ -1,0 +1,405 @@
+#include "models/executor/cpu_executor.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <stdexcept>
+
+#include "collectives/errors.hpp"
+
+namespace ibt::models {
+
+namespace {
+
+// Megatron's TP reductions as MPI all-reduces, timed.
+class MpiTpReducer final : public TpReducer {
+ public:
+  MpiTpReducer(Communicator& comm, bool sequence_parallel, double& seconds)
+      : comm_(comm), sp_(sequence_parallel), seconds_(seconds) {}
+  bool sequence_parallel() const override { return sp_; }
+  void all_gather_rows(const Tensor& local, Tensor& full) override {
+    const double start = MPI_Wtime();
+    full.reset({local.rows() * comm_.size(), local.row_size()});
+    comm_.all_gather(local.ptr(), full.ptr(), static_cast<size_t>(local.numel()), DType::float32);
+    seconds_ += MPI_Wtime() - start;
+  }
+  void reduce_scatter_rows(const Tensor& full, Tensor& local) override {
+    const double start = MPI_Wtime();
+    if (full.rows() % comm_.size() != 0) throw std::logic_error("sequence parallel: rows not divisible by tp");
+    local.reset({full.rows() / comm_.size(), full.row_size()});
+    comm_.reduce_scatter(full.ptr(), local.ptr(), static_cast<size_t>(local.numel()), DType::float32, ReduceOp::sum);
+    seconds_ += MPI_Wtime() - start;
+  }
+  void sum(Tensor& t) override { reduce(t.ptr(), t.numel(), ReduceOp::sum); }
+  void sum(std::vector<float>& v) override { reduce(v.data(), static_cast<int64_t>(v.size()), ReduceOp::sum); }
+  void max(std::vector<float>& v) override { reduce(v.data(), static_cast<int64_t>(v.size()), ReduceOp::max); }
+
+ private:
+  void reduce(float* data, int64_t n, ReduceOp op) {
+    if (comm_.size() == 1 || n == 0) return;
+    const double start = MPI_Wtime();
+    comm_.all_reduce(data, data, static_cast<size_t>(n), DType::float32, op);
+    seconds_ += MPI_Wtime() - start;
+  }
+  Communicator& comm_;
+  bool sp_;
+  double& seconds_;
+};
+
+// The EP all-to-alls on the ep communicator, timed.
+class MpiExpertExchange final : public ExpertExchange {
+ public:
+  MpiExpertExchange(Communicator& comm, double& seconds) : comm_(comm), seconds_(seconds) {}
+  int size() const override { return comm_.size(); }
+  void exchange_counts(const std::vector<int64_t>& send, std::vector<int64_t>& recv) override {
+    const double start = MPI_Wtime();
+    std::vector<double> s(send.begin(), send.end()), r(send.size());
+    comm_.all_to_all(s.data(), r.data(), send.size() / comm_.size(), DType::float64);
+    recv.assign(r.begin(), r.end());
+    seconds_ += MPI_Wtime() - start;
+  }
+  void exchange_rows(const Tensor& send, const std::vector<int64_t>& send_rows, Tensor& recv,
+                     const std::vector<int64_t>& recv_rows) override {
+    const double start = MPI_Wtime();
+    const int64_t h = send.row_size() > 0 ? send.row_size() : recv.row_size();
+    const int n = comm_.size();
+    std::vector<size_t> sc(n), sd(n), rc(n), rd(n);
+    int64_t total = 0;
+    for (int j = 0; j < n; ++j) {
+      sc[j] = static_cast<size_t>(send_rows[j] * h);
+      rc[j] = static_cast<size_t>(recv_rows[j] * h);
+      if (j > 0) sd[j] = sd[j - 1] + sc[j - 1], rd[j] = rd[j - 1] + rc[j - 1];
+      total += recv_rows[j];
+    }
+    recv.reset({total, h});
+    comm_.all_to_allv(send.ptr(), sc, sd, recv.ptr(), rc, rd, DType::float32);
+    seconds_ += MPI_Wtime() - start;
+  }
+
+ private:
+  Communicator& comm_;
+  double& seconds_;
+};
+
+// Weights whose TP shards are identical copies (norms, the MoE router): counted once
+// in norms, and never sliced.
+bool tp_replicated(const Param& p) {
+  return p.name.find("norm.") != std::string::npos || p.name.find("router") != std::string::npos;
+}
+// Routed-expert weights: sharded over ep, replicated (and reduced) over expert_dp.
+bool is_expert(const Param& p) { return p.name.find(".experts.") != std::string::npos; }
+
+using MessageKey = std::tuple<Payload, int, int>;  // payload, microbatch, chunk or virtual stage
+
+}  // namespace
+
+std::string cpu_executor_check(const ParallelSplit& split, const ModelConfig& model, int world_size) {
+  std::string why = check(split, model, world_size);
+  if (!why.empty()) return why;
+  const std::string prefix = "split " + describe(split) + ": ";
+  if (split.recompute != Recompute::none) return prefix + "the cpu executor does not implement recompute";
+  if (model.tied_embeddings && split.pp > 1)
+    return prefix + "tied embeddings across pipeline stages are not implemented in the cpu executor";
+  return "";
+}
+
+CpuExecutor::CpuExecutor(const ModelConfig& m, const ParallelSplit& split, const TrainConfig& train,
+                         const DataSource& data, MPI_Comm world)
+    : model_(m), split_(split), train_(train), data_(data) {
+  int size = 0;
+  MPI_Comm_size(world, &size);
+  const std::string why = cpu_executor_check(split, m, size);
+  if (!why.empty()) throw UsageError(why);
+  train_.microbatches = split.microbatches;
+  train_.micro_batch_size = split.micro_batch_size;
+  train_.data_parallel = split.dp;
+  groups_ = std::make_unique<ProcessGroups>(split, world);
+  schedule_ = build_schedule(split);
+  const int vstages = split.pp * split.vpp;
+  const RankCoord& me = groups_->coord;
+  for (int c = 0; c < split.vpp; ++c) {
+    const int vs = schedule_.virtual_stage(me.pp, c);
+    const LayerRange layers = stage_layers(m, vstages, vs);
+    ModelPart part;
+    part.first_layer = layers.first;
+    part.end_layer = layers.end();
+    part.has_embedding = vs == 0;
+    part.has_head = vs == vstages - 1;
+    part.tp = Shard{me.tp, split.tp};
+    part.ep = Shard{me.ep, split.ep};
+    chunks_.push_back(std::make_unique<Transformer>(m, train.seed, part));
+  }
+  Bucket dense, experts;
+  dense.comm = groups_->dp.get();
+  experts.comm = groups_->expert_dp.get();
+  for (Param* p : params()) (is_expert(*p) ? experts : dense).params.push_back(p);
+  for (Bucket* b : {&dense, &experts}) {
+    if (b->params.empty()) continue;
+    for (Param* p : b->params) b->total += p->value.data.size();
+    const size_t d = static_cast<size_t>(b->comm->size());
+    b->shard = (b->total + d - 1) / d;
+    if (split.zero1) {
+      b->m.assign(b->shard, 0.0f);
+      b->v.assign(b->shard, 0.0f);
+    }
+    buckets_.push_back(std::move(*b));
+  }
+  if (!split.zero1) optimizer_ = std::make_unique<AdamW>(train.adam, params());
+}
+
+double CpuExecutor::zero1_reduce_and_update(double& dp_seconds, double& compute_seconds) {
+  const RankCoord& me = groups_->coord;
+  double sum_sq = 0;
+  for (Bucket& b : buckets_) {
+    const size_t d = static_cast<size_t>(b.comm->size());
+    const size_t rank = static_cast<size_t>(b.comm->rank());
+    const size_t lo = rank * b.shard, hi = std::min(lo + b.shard, b.total);
+    double t0 = MPI_Wtime();
+    std::vector<float> flat(b.shard * d, 0.0f);
+    size_t at = 0;
+    for (Param* p : b.params) {
+      std::copy(p->grad.data.begin(), p->grad.data.end(), flat.begin() + at);
+      at += p->grad.data.size();
+    }
+    b.grad_shard.assign(b.shard, 0.0f);
+    b.comm->reduce_scatter(flat.data(), b.grad_shard.data(), b.shard, DType::float32, ReduceOp::sum);
+    dp_seconds += MPI_Wtime() - t0;
+
+    // Update the slice [lo, hi) of the flat weights, param by param (decay differs).
+    t0 = MPI_Wtime();
+    std::vector<float> values(b.shard * d, 0.0f);
+    at = 0;
+    for (Param* p : b.params) {
+      const size_t n = p->value.data.size();
+      const size_t a = std::max(at, lo), e = std::min(at + n, hi);
+      if (a < e) {
+        float* g = b.grad_shard.data() + (a - lo);
+        if (!(tp_replicated(*p) && me.tp != 0))
+          for (size_t i = 0; i < e - a; ++i) sum_sq += static_cast<double>(g[i]) * g[i];
+        adamw_update(p->value.ptr() + (a - at), g, b.m.data() + (a - lo), b.v.data() + (a - lo),
+                     static_cast<int64_t>(e - a), step_ + 1, train_.adam, p->decay);
+        std::copy_n(p->value.ptr() + (a - at), e - a, values.begin() + a);
+      }
+      at += n;
+    }
+    compute_seconds += MPI_Wtime() - t0;
+    t0 = MPI_Wtime();
+    std::vector<float> gathered(b.shard * d);
+    b.comm->all_gather(values.data() + lo, gathered.data(), b.shard, DType::float32);
+    at = 0;
+    for (Param* p : b.params) {
+      std::copy_n(gathered.begin() + at, p->value.data.size(), p->value.data.begin());
+      at += p->value.data.size();
+    }
+    dp_seconds += MPI_Wtime() - t0;
+  }
+  return sum_sq;
+}
+
+std::vector<Param*> CpuExecutor::params() {
+  std::vector<Param*> out;
+  for (auto& c : chunks_)
+    for (Param* p : c->params()) out.push_back(p);
+  return out;
+}
+
+double CpuExecutor::model_state_bytes() {
+  double elements = 0;
+  for (Param* p : params()) elements += static_cast<double>(p->value.numel());
+  double adam_elements = elements;  // m and v for every weight, or a 1/d slice with ZeRO-1
+  if (split_.zero1) {
+    adam_elements = 0;
+    for (const Bucket& b : buckets_) adam_elements += static_cast<double>(b.shard);
+  }
+  return elements * 4.0 * 2.0 + adam_elements * 4.0 * 2.0;  // fp32 value, grad, Adam m, v
+}
+
+void CpuExecutor::reduce_gradients(double& dp_seconds) {
+  if (split_.dp == 1) return;
+  const double start = MPI_Wtime();
+  for (Bucket& b : buckets_)
+    if (b.comm->size() > 1) all_reduce_grads(b.params, *b.comm);
+  dp_seconds += MPI_Wtime() - start;
+}
+
+void CpuExecutor::all_reduce_grads(const std::vector<Param*>& ps, Communicator& comm) {
+  if (ps.empty()) return;
+  // One flat buffer: a single all-reduce instead of one per tensor.
+  size_t total = 0;
+  for (Param* p : ps) total += p->grad.data.size();
+  std::vector<float> flat(total);
+  size_t at = 0;
+  for (Param* p : ps) {
+    std::copy(p->grad.data.begin(), p->grad.data.end(), flat.begin() + at);
+    at += p->grad.data.size();
+  }
+  comm.all_reduce(flat.data(), flat.data(), flat.size(), DType::float32, ReduceOp::sum);
+  at = 0;
+  for (Param* p : ps) {
+    std::copy_n(flat.begin() + at, p->grad.data.size(), p->grad.data.begin());
+    at += p->grad.data.size();
+  }
+}
+
+double CpuExecutor::global_sum_squares(bool grads) {
+  const RankCoord& me = groups_->coord;
+  double local = 0;
+  // Count each weight once: DP replicas hold identical copies (expert weights: the
+  // expert_dp replicas; EP peers hold different experts), TP peers identical copies of
+  // the replicated weights.
+  for (Param* p : params()) {
+    if (is_expert(*p) ? me.expert_dp != 0 : me.dp != 0) continue;
+    if (tp_replicated(*p) && me.tp != 0) continue;
+    local += sum_squares(grads ? p->grad : p->value);
+  }
+  groups_->world->all_reduce(&local, &local, 1, DType::float64, ReduceOp::sum);
+  return local;
+}
+
+StepStats CpuExecutor::step(TimeBreakdown* time) {
+  const double start = MPI_Wtime();
+  TimeBreakdown t;
+  const RankCoord& me = groups_->coord;
+  const int m = split_.microbatches, b = split_.micro_batch_size;
+  const int vstages = split_.pp * split_.vpp;
+  const Batch local = data_.batch(step_, me.dp * m * b, m * b);
+  const int global_sequences = split_.dp * m * b;
+  LossScale scale;
+  scale.ce_per_token = 1.0f / static_cast<float>(static_cast<int64_t>(global_sequences) * model_.seq_len);
+  scale.aux_per_sequence = model_.aux_loss_coeff / global_sequences;
+
+  MpiTpReducer tp(*groups_->tp, split_.sequence_parallel, t.tp);
+  MpiExpertExchange ep(*groups_->ep, t.ep);
+  for (Param* p : params()) p->grad.zero();
+  std::map<std::pair<int, int>, StageCache> caches;  // (microbatch, chunk)
+  std::map<MessageKey, Tensor> inbox;                // keyed by (payload, microbatch, chunk)
+  std::map<MessageKey, Tensor> outbox;               // keyed by (payload, microbatch, source virtual stage)
+  double ce_sum = 0, balance_sum = 0;
+  std::vector<std::vector<std::vector<int64_t>>> loads(chunks_.size());  // [chunk][moe layer][expert]
+  // Activations between stages: [b*seq, hidden], or this rank's 1/tp of the rows with SP.
+  const int64_t act_rows = static_cast<int64_t>(b) * model_.seq_len / (split_.sequence_parallel ? split_.tp : 1);
+  const int64_t act_elems = act_rows * model_.hidden;
+
+  for (const PipeAction& a : schedule_.per_stage[me.pp]) {
+    if (a.kind == ActionKind::exchange) {
+      const double t0 = MPI_Wtime();
+      const float* send = nullptr;
+      Tensor* recv = nullptr;
+      if (a.send) {
+        auto it = outbox.find({a.send->payload, a.send->microbatch, a.send->src_virtual_stage});
+        if (it == outbox.end()) throw std::logic_error("pipeline: nothing to send for a scheduled transfer");
+        send = it->second.ptr();
+      }
+      if (a.recv) {
+        recv = &inbox[{a.recv->payload, a.recv->microbatch, a.recv->dst_chunk}];
+        recv->reset({act_rows, model_.hidden});
+      }
+      if (a.send && a.recv) {
+        groups_->pp->send_recv(send, act_elems, a.send->peer_stage, recv->ptr(), act_elems, a.recv->peer_stage,
+                               DType::float32);
+      } else if (a.send) {
+        groups_->pp->send(send, act_elems, DType::float32, a.send->peer_stage);
+      } else {
+        groups_->pp->recv(recv->ptr(), act_elems, DType::float32, a.recv->peer_stage);
+      }
+      if (a.send) outbox.erase({a.send->payload, a.send->microbatch, a.send->src_virtual_stage});
+      t.pp += MPI_Wtime() - t0;
+      continue;
+    }
+    const double t0 = MPI_Wtime();
+    const double comm0 = t.tp + t.ep;
+    Transformer& chunk = *chunks_[a.chunk];
+    const int vs = schedule_.virtual_stage(me.pp, a.chunk);
+    StageCache& cache = caches[{a.microbatch, a.chunk}];
+    if (a.kind == ActionKind::forward) {
+      const Batch mb = local.slice(a.microbatch * b, b);
+      const Tensor* input = nullptr;
+      if (vs > 0) {
+        auto it = inbox.find({Payload::activation, a.microbatch, a.chunk});
+        if (it == inbox.end()) throw std::logic_error("pipeline: forward before its activation arrived");
+        input = &it->second;
+      }
+      Tensor output;
+      const MicrobatchLoss l = chunk.forward(mb, input, output, cache, tp, &ep);
+      if (input) inbox.erase({Payload::activation, a.microbatch, a.chunk});
+      ce_sum += l.ce_sum;
+      balance_sum += l.balance_sum;
+      auto& acc = loads[a.chunk];
+      if (acc.empty()) acc = l.moe_load;
+      else
+        for (size_t i = 0; i < acc.size(); ++i)
+          for (size_t e = 0; e < acc[i].size(); ++e) acc[i][e] += l.moe_load[i][e];
+      if (vs < vstages - 1) outbox[{Payload::activation, a.microbatch, vs}] = std::move(output);
+    } else {
+      const Tensor* d_output = nullptr;
+      if (vs < vstages - 1) {
+        auto it = inbox.find({Payload::gradient, a.microbatch, a.chunk});
+        if (it == inbox.end()) throw std::logic_error("pipeline: backward before its gradient arrived");
+        d_output = &it->second;
+      }
+      Tensor d_input;
+      chunk.backward(cache, d_output, scale, d_input, tp, &ep);
+      if (d_output) inbox.erase({Payload::gradient, a.microbatch, a.chunk});
+      caches.erase({a.microbatch, a.chunk});
+      if (vs > 0) outbox[{Payload::gradient, a.microbatch, vs}] = std::move(d_input);
+    }
+    t.compute += (MPI_Wtime() - t0) - (t.tp + t.ep - comm0);
+  }
+
+  if (split_.sequence_parallel) {
+    // Norm weights saw only this rank's rows: their gradients are partial over TP.
+    const double t0 = MPI_Wtime();
+    for (Param* p : params())
+      if (p->name.find("norm.") != std::string::npos)
+        groups_->tp->all_reduce(p->grad.ptr(), p->grad.ptr(), p->grad.data.size(), DType::float32, ReduceOp::sum);
+    t.tp += MPI_Wtime() - t0;
+  }
+  double zero1_grad_sq = 0;
+  if (split_.zero1) {
+    zero1_grad_sq = zero1_reduce_and_update(t.dp, t.compute);  // also updates the weights
+  } else {
+    reduce_gradients(t.dp);
+  }
+
+  // Step statistics, identical on every rank. Loss terms: the head's CE once per
+  // (dp, pp-last) rank, i.e. from tp rank 0; balance terms likewise from tp rank 0.
+  const double t_other = MPI_Wtime();
+  double sums[2] = {me.tp == 0 ? ce_sum : 0.0, me.tp == 0 ? balance_sum : 0.0};
+  groups_->world->all_reduce(sums, sums, 2, DType::float64, ReduceOp::sum);
+  StepStats stats;
+  stats.step = step_;
+  stats.tokens = static_cast<int64_t>(global_sequences) * model_.seq_len;
+  stats.loss = sums[0] / static_cast<double>(stats.tokens);
+  stats.aux_loss = scale.aux_per_sequence * sums[1];
+  if (split_.zero1) {
+    groups_->world->all_reduce(&zero1_grad_sq, &zero1_grad_sq, 1, DType::float64, ReduceOp::sum);
+    stats.grad_norm = std::sqrt(zero1_grad_sq);
+  } else {
+    stats.grad_norm = std::sqrt(global_sum_squares(true));
+  }
+  t.other += MPI_Wtime() - t_other;
+
+  const double t_opt = MPI_Wtime();
+  if (optimizer_) optimizer_->step();
+  // Aux-loss-free balancing: the load over the whole global batch (sum over dp; TP
+  // peers route identically and are not summed).
+  for (size_t c = 0; c < chunks_.size(); ++c) {
+    std::vector<MoeLayer*> moe = chunks_[c]->moe_layers();
+    for (size_t i = 0; i < moe.size(); ++i) {
+      std::vector<double> l(loads[c][i].begin(), loads[c][i].end());
+      groups_->dp->all_reduce(l.data(), l.data(), l.size(), DType::float64, ReduceOp::sum);
+      std::vector<int64_t> total(l.begin(), l.end());
+      moe[i]->update_bias(total);
+    }
+  }
+  t.compute += MPI_Wtime() - t_opt;
+  const double t_norm = MPI_Wtime();
+  stats.param_norm = std::sqrt(global_sum_squares(false));
+  t.other += MPI_Wtime() - t_norm;
+  t.total = MPI_Wtime() - start;
+  stats.seconds = t.total;
+  if (time) *time = t;
+  ++step_;
+  return stats;
+}
+
+}  // namespace ibt::models

@@ -1,0 +1,105 @@
+#pragma once
+// The cpu executor: one training step of a (model, split) over MPI ranks, with real
+// fp32 math (ibt_engine) and real MPI collectives, walking the pipeline schedule of
+// schedule.hpp action by action.
+//
+// What each split does here:
+//  - TP: every layer built as shard (tp_rank, tp); the Megatron reductions of block.hpp
+//    are MPI all-reduces on the tp communicator (MpiTpReducer).
+//  - PP: this rank holds chunks c = 0..vpp-1 = virtual stages c*pp + stage
+//    (stage_layers()); forward/backward/exchange actions run in the schedule's order,
+//    each exchange as one send, one receive or one MPI_Sendrecv on the pp communicator.
+//  - DP: rank dp_rank takes sequences [dp_rank*m*b, (dp_rank+1)*m*b) of the global batch;
+//    after the last backward, gradients are summed over dp in one flat all-reduce
+//    (the loss is scaled by the GLOBAL token count, so the sum is the global gradient).
+//  - EP: routed experts sharded over the ep group (carved out of dp, rank_groups.hpp);
+//    dispatched rows travel by all-to-allv to the expert's owner and back
+//    (MpiExpertExchange); expert gradients are summed over expert_dp, the rest over dp.
+//  - Microbatches: m per DP replica, gradients accumulate.
+//  - ZeRO-1: instead of the all-reduce, gradients are reduce-scattered over dp (expert
+//    ones over expert_dp) in one padded flat buffer; each rank keeps AdamW states for
+//    its 1/d slice only, updates that slice, and the updated weights are all-gathered.
+//  - Sequence parallelism (with tp > 1): between TP regions each TP rank keeps 1/tp of
+//    the token rows; all-gather before and reduce-scatter after each TP region
+//    (block.hpp), norm gradients summed over tp; pipeline messages are 1/tp as large.
+// Not implemented here (rejected with a UsageError naming the option): recompute, tied embeddings with pp > 1.
+//
+// Step statistics (loss, grad/param norms, MoE loads) are reduced over the world so
+// every rank returns the same numbers as ReferenceTrainer::step().
+#include <map>
+#include <memory>
+#include <tuple>
+#include <vector>
+
+#include <mpi.h>
+
+#include "models/data.hpp"
+#include "models/executor/process_groups.hpp"
+#include "models/layers/transformer.hpp"
+#include "models/model_config.hpp"
+#include "models/optimizer.hpp"
+#include "models/parallel_split.hpp"
+#include "models/reference_trainer.hpp"
+#include "models/schedule.hpp"
+
+namespace ibt::models {
+
+// Seconds of one step on this rank, by what the rank was doing.
+struct TimeBreakdown {
+  double total = 0;
+  double compute = 0;   // forward/backward math, optimizer (TP all-reduces excluded)
+  double tp = 0;        // TP all-reduces inside forward/backward
+  double pp = 0;        // pipeline exchanges, including waiting for the peer (bubble)
+  double dp = 0;        // gradient all-reduce over dp
+  double ep = 0;        // expert all-to-alls (dispatch and combine, forward and backward)
+  double other = 0;     // step statistics reductions, bookkeeping
+};
+
+// Why a split cannot run on this executor (empty when it can). Checks validate()
+// first, then the executor's own limits.
+std::string cpu_executor_check(const ParallelSplit& split, const ModelConfig& model, int world_size);
+
+class CpuExecutor {
+ public:
+  CpuExecutor(const ModelConfig& m, const ParallelSplit& split, const TrainConfig& train,
+              const DataSource& data, MPI_Comm world);
+  // train.microbatches/micro_batch_size/data_parallel are taken from the split.
+  StepStats step(TimeBreakdown* time = nullptr);
+  const ProcessGroups& groups() const { return *groups_; }
+  const PipelineSchedule& schedule() const { return schedule_; }
+  // Parameters this rank holds (all chunks).
+  std::vector<Param*> params();
+  // Bytes of parameters, gradients and AdamW states this rank holds.
+  double model_state_bytes();
+
+ private:
+  // A set of weights whose gradients are reduced over one communicator (dense over dp,
+  // experts over expert_dp) and, with ZeRO-1, whose optimizer states are sharded there.
+  struct Bucket {
+    std::vector<Param*> params;
+    Communicator* comm = nullptr;
+    size_t total = 0;   // elements
+    size_t shard = 0;   // ZeRO-1: padded total / comm size
+    std::vector<float> m, v, grad_shard;
+  };
+  void reduce_gradients(double& dp_seconds);
+  // ZeRO-1 step: reduce-scatter, sharded AdamW, all-gather. Returns this rank's share
+  // of the squared gradient norm (each weight counted once over the world).
+  double zero1_reduce_and_update(double& dp_seconds, double& compute_seconds);
+  void all_reduce_grads(const std::vector<Param*>& params, Communicator& comm);
+  // Whole-model sum of squares of values or grads, each parameter counted once.
+  double global_sum_squares(bool grads);
+
+  ModelConfig model_;
+  ParallelSplit split_;
+  TrainConfig train_;
+  const DataSource& data_;
+  std::unique_ptr<ProcessGroups> groups_;
+  PipelineSchedule schedule_;
+  std::vector<std::unique_ptr<Transformer>> chunks_;  // chunk c = virtual stage c*pp + stage
+  std::unique_ptr<AdamW> optimizer_;  // without ZeRO-1
+  std::vector<Bucket> buckets_;
+  int64_t step_ = 0;
+};
+
+}  // namespace ibt::models

@@ -1,0 +1,33 @@
+#include "models/executor/process_groups.hpp"
+
+#include "collectives/errors.hpp"
+
+namespace ibt::models {
+
+namespace {
+std::unique_ptr<MpiCommunicator> split_group(MPI_Comm world, const RankLayout& layout, Group g, int rank) {
+  MPI_Comm comm = MPI_COMM_NULL;
+  MPI_Comm_split(world, layout.group_color(g, rank), layout.index_in_group(g, rank), &comm);
+  return std::make_unique<MpiCommunicator>(comm);
+}
+}  // namespace
+
+ProcessGroups::ProcessGroups(const ParallelSplit& split, MPI_Comm world_comm) : layout(split) {
+  int size = 0;
+  MPI_Comm_rank(world_comm, &world_rank);
+  MPI_Comm_size(world_comm, &size);
+  if (size != layout.world_size())
+    throw UsageError("split " + describe(split) + " needs " + std::to_string(layout.world_size()) +
+                     " ranks, the job has " + std::to_string(size));
+  coord = layout.coord(world_rank);
+  MPI_Comm dup = MPI_COMM_NULL;
+  MPI_Comm_dup(world_comm, &dup);
+  world = std::make_unique<MpiCommunicator>(dup);
+  tp = split_group(world_comm, layout, Group::tp, world_rank);
+  dp = split_group(world_comm, layout, Group::dp, world_rank);
+  pp = split_group(world_comm, layout, Group::pp, world_rank);
+  ep = split_group(world_comm, layout, Group::ep, world_rank);
+  expert_dp = split_group(world_comm, layout, Group::expert_dp, world_rank);
+}
+
+}  // namespace ibt::models

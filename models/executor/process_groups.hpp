@@ -1,0 +1,23 @@
+#pragma once
+// The MPI communicators of one rank for a split: tp, dp, pp, ep and expert_dp, made by
+// MPI_Comm_split with the colours and keys of rank_groups.hpp, so member i of each
+// communicator is the member with index_in_group() == i (for pp: the stage).
+#include <memory>
+
+#include <mpi.h>
+
+#include "collectives/mpi_communicator.hpp"
+#include "models/parallel_split.hpp"
+#include "models/rank_groups.hpp"
+
+namespace ibt::models {
+
+struct ProcessGroups {
+  ProcessGroups(const ParallelSplit& split, MPI_Comm world);
+  RankLayout layout;
+  int world_rank = 0;
+  RankCoord coord;
+  std::unique_ptr<MpiCommunicator> world, tp, dp, pp, ep, expert_dp;
+};
+
+}  // namespace ibt::models

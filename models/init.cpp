@@ -1,0 +1,53 @@
+#include "models/init.hpp"
+
+#include <cmath>
+#include <numbers>
+
+namespace ibt::models {
+
+uint64_t mix64(uint64_t x) {
+  x += 0x9e3779b97f4a7c15ULL;
+  x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ULL;
+  x = (x ^ (x >> 27)) * 0x94d049bb133111ebULL;
+  return x ^ (x >> 31);
+}
+
+uint64_t hash_name(const std::string& name) {
+  uint64_t h = 0xcbf29ce484222325ULL;
+  for (unsigned char c : name) {
+    h ^= c;
+    h *= 0x100000001b3ULL;
+  }
+  return h;
+}
+
+double uniform01(uint64_t key, uint64_t counter) {
+  const uint64_t bits = mix64(key ^ mix64(counter));
+  // 53 random bits, shifted off zero so log() in Box-Muller stays finite.
+  return (static_cast<double>(bits >> 11) + 0.5) * (1.0 / 9007199254740992.0);
+}
+
+double standard_normal(uint64_t key, uint64_t counter) {
+  const double u1 = uniform01(key, 2 * counter);
+  const double u2 = uniform01(key, 2 * counter + 1);
+  return std::sqrt(-2.0 * std::log(u1)) * std::cos(2.0 * std::numbers::pi * u2);
+}
+
+Tensor init_normal(uint64_t seed, const std::string& name, std::vector<int64_t> shape, double std) {
+  Tensor t(std::move(shape));
+  const uint64_t key = mix64(seed) ^ hash_name(name);
+  for (int64_t i = 0; i < t.numel(); ++i)
+    t.data[i] = static_cast<float>(std * standard_normal(key, static_cast<uint64_t>(i)));
+  return t;
+}
+
+Tensor init_constant(std::vector<int64_t> shape, float value) {
+  Tensor t(std::move(shape));
+  std::fill(t.data.begin(), t.data.end(), value);
+  return t;
+}
+
+double init_std(const ModelConfig&) { return 0.02; }
+double residual_init_std(const ModelConfig& m) { return 0.02 / std::sqrt(2.0 * m.layers); }
+
+}  // namespace ibt::models

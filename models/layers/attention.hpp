@@ -1,0 +1,45 @@
+#pragma once
+// Causal self-attention with grouped-query attention (kv_heads <= heads), Megatron
+// tensor-parallel: shard r of t holds query heads [r*H/t, (r+1)*H/t) and KV heads
+// [r*KV/t, (r+1)*KV/t) (column-parallel Wq, Wk, Wv: rows of the full weights) and the
+// matching input columns of Wo (row-parallel). Query head i uses KV head
+// i / (H/KV), which stays inside the shard because both counts are split by t.
+//
+// Communication points: forward() returns a PARTIAL SUM of the output (the caller
+// all-reduces it over TP, or reduce-scatters it with sequence parallelism);
+// backward() takes the FULL output gradient and returns a PARTIAL input gradient
+// (all-reduced by the caller). No positional encoding is applied: the causal mask
+// alone makes positions distinguishable (documented limitation: no RoPE).
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "models/model_config.hpp"
+#include "models/tensor.hpp"
+
+namespace ibt::models {
+
+struct AttentionCache {
+  Tensor x;        // input [T, hidden]
+  Tensor q, k, v;  // [T, H_local*d], [T, KV_local*d], [T, KV_local*d]
+  Tensor probs;    // softmax rows [B, H_local, S, S]
+  Tensor context;  // P·V per head, [T, H_local*d]
+};
+
+class SelfAttention {
+ public:
+  SelfAttention(const ModelConfig& m, uint64_t seed, int layer, Shard tp);
+  // x: [batch*seq, hidden] (replicated over TP). out: [batch*seq, hidden], partial.
+  void forward(const Tensor& x, int batch, int seq, Tensor& out, AttentionCache& cache) const;
+  // d_out: full output gradient. dx: partial input gradient (overwritten).
+  void backward(const AttentionCache& cache, int batch, int seq, const Tensor& d_out, Tensor& dx);
+  std::vector<Param*> params() { return {&wq, &wk, &wv, &wo}; }
+
+  Param wq, wk, wv;  // [H_local*d, hidden], [KV_local*d, hidden] x 2
+  Param wo;          // [hidden, H_local*d]
+
+ private:
+  int64_t hidden_, head_dim_, heads_, kv_heads_;  // heads_/kv_heads_: local counts
+};
+
+}  // namespace ibt::models

@@ -1,0 +1,97 @@
+#include "models/layers/mlp.hpp"
+
+#include <cmath>
+
+#include "models/blas.hpp"
+#include "models/init.hpp"
+
+namespace ibt::models {
+
+namespace {
+constexpr float kSqrt2OverPi = 0.7978845608028654f;
+constexpr float kGeluCubic = 0.044715f;
+}  // namespace
+
+float gelu(float x) {
+  return 0.5f * x * (1.0f + std::tanh(kSqrt2OverPi * (x + kGeluCubic * x * x * x)));
+}
+
+float gelu_grad(float x) {
+  const float u = kSqrt2OverPi * (x + kGeluCubic * x * x * x);
+  const float th = std::tanh(u);
+  const float du = kSqrt2OverPi * (1.0f + 3.0f * kGeluCubic * x * x);
+  return 0.5f * (1.0f + th) + 0.5f * x * (1.0f - th * th) * du;
+}
+
+float silu(float x) { return x / (1.0f + std::exp(-x)); }
+
+float silu_grad(float x) {
+  const float s = 1.0f / (1.0f + std::exp(-x));
+  return s * (1.0f + x * (1.0f - s));
+}
+
+Mlp::Mlp(const MlpShape& shape, uint64_t seed, const std::string& prefix, Shard tp, double std,
+         double out_std)
+    : shape_(shape) {
+  ffn_local_ = tp.size_of(shape.ffn, prefix + "ffn size");
+  const int64_t begin = tp.begin_of(shape.ffn, prefix + "ffn size");
+  const int64_t h = shape.hidden, f = shape.ffn;
+  if (shape.activation == Activation::swiglu)
+    w_gate = make_param(prefix + "w_gate",
+                        slice_rows(init_normal(seed, prefix + "w_gate", {f, h}, std), begin, ffn_local_), true);
+  w_up = make_param(prefix + "w_up",
+                    slice_rows(init_normal(seed, prefix + "w_up", {f, h}, std), begin, ffn_local_), true);
+  w_down = make_param(prefix + "w_down",
+                      slice_cols(init_normal(seed, prefix + "w_down", {h, f}, out_std), begin, ffn_local_), true);
+}
+
+std::vector<Param*> Mlp::params() {
+  if (shape_.activation == Activation::swiglu) return {&w_gate, &w_up, &w_down};
+  return {&w_up, &w_down};
+}
+
+void Mlp::forward(const Tensor& x, Tensor& out, MlpCache& c) const {
+  const int64_t n = x.rows(), h = shape_.hidden, f = ffn_local_;
+  c.x = x;
+  c.gate.reset({n, f});
+  c.act.reset({n, f});
+  if (shape_.activation == Activation::swiglu) {
+    c.up.reset({n, f});
+    linear_forward(x.ptr(), w_gate.value.ptr(), c.gate.ptr(), n, h, f);
+    linear_forward(x.ptr(), w_up.value.ptr(), c.up.ptr(), n, h, f);
+    for (int64_t i = 0; i < n * f; ++i) c.act.data[i] = silu(c.gate.data[i]) * c.up.data[i];
+  } else {
+    linear_forward(x.ptr(), w_up.value.ptr(), c.gate.ptr(), n, h, f);
+    for (int64_t i = 0; i < n * f; ++i) c.act.data[i] = gelu(c.gate.data[i]);
+  }
+  out.reset({n, h});
+  linear_forward(c.act.ptr(), w_down.value.ptr(), out.ptr(), n, f, h);
+}
+
+void Mlp::backward(const MlpCache& c, const Tensor& d_out, Tensor& dx) {
+  const int64_t n = c.x.rows(), h = shape_.hidden, f = ffn_local_;
+  Tensor d_act({n, f});
+  linear_backward_weight(d_out.ptr(), c.act.ptr(), w_down.grad.ptr(), n, f, h);
+  linear_backward_input(d_out.ptr(), w_down.value.ptr(), d_act.ptr(), n, f, h, false);
+  dx.reset({n, h});
+  if (shape_.activation == Activation::swiglu) {
+    Tensor d_gate({n, f}), d_up({n, f});
+    for (int64_t i = 0; i < n * f; ++i) {
+      // One exp per element: silu(g) = g*s and silu'(g) = s*(1 + g*(1-s)), s = sigmoid(g).
+      const float g = c.gate.data[i];
+      const float sig = 1.0f / (1.0f + std::exp(-g));
+      d_gate.data[i] = d_act.data[i] * c.up.data[i] * sig * (1.0f + g * (1.0f - sig));
+      d_up.data[i] = d_act.data[i] * g * sig;
+    }
+    linear_backward_weight(d_gate.ptr(), c.x.ptr(), w_gate.grad.ptr(), n, h, f);
+    linear_backward_weight(d_up.ptr(), c.x.ptr(), w_up.grad.ptr(), n, h, f);
+    linear_backward_input(d_gate.ptr(), w_gate.value.ptr(), dx.ptr(), n, h, f, false);
+    linear_backward_input(d_up.ptr(), w_up.value.ptr(), dx.ptr(), n, h, f, true);
+  } else {
+    for (int64_t i = 0; i < n * f; ++i) d_act.data[i] *= gelu_grad(c.gate.data[i]);
+    linear_backward_weight(d_act.ptr(), c.x.ptr(), w_up.grad.ptr(), n, h, f);
+    linear_backward_input(d_act.ptr(), w_up.value.ptr(), dx.ptr(), n, h, f, false);
+  }
+}
+
+}  // namespace ibt::models

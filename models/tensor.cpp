@@ -1,0 +1,78 @@
+#include "models/tensor.hpp"
+
+#include <algorithm>
+#include <functional>
+#include <numeric>
+#include <stdexcept>
+
+#include "collectives/errors.hpp"
+
+namespace ibt::models {
+
+namespace {
+int64_t product(const std::vector<int64_t>& dims) {
+  return std::accumulate(dims.begin(), dims.end(), int64_t{1}, std::multiplies<>());
+}
+}  // namespace
+
+Tensor::Tensor(std::vector<int64_t> dims) : shape(std::move(dims)), data(product(shape), 0.0f) {}
+
+int64_t Tensor::row_size() const {
+  if (shape.empty()) return 0;
+  return product(std::vector<int64_t>(shape.begin() + 1, shape.end()));
+}
+
+void Tensor::zero() { std::fill(data.begin(), data.end(), 0.0f); }
+
+void Tensor::reset(std::vector<int64_t> dims) {
+  shape = std::move(dims);
+  data.assign(product(shape), 0.0f);
+}
+
+Param make_param(std::string name, Tensor value, bool decay) {
+  Param p;
+  p.name = std::move(name);
+  p.grad = Tensor(value.shape);
+  p.value = std::move(value);
+  p.decay = decay;
+  return p;
+}
+
+Tensor slice_rows(const Tensor& t, int64_t begin, int64_t count) {
+  if (begin < 0 || begin + count > t.rows()) throw std::out_of_range("slice_rows: rows out of range");
+  std::vector<int64_t> dims = t.shape;
+  dims[0] = count;
+  Tensor out(dims);
+  std::copy_n(t.row(begin), count * t.row_size(), out.ptr());
+  return out;
+}
+
+Tensor slice_cols(const Tensor& t, int64_t begin, int64_t count) {
+  if (t.shape.size() != 2 || begin < 0 || begin + count > t.shape[1])
+    throw std::out_of_range("slice_cols: needs a 2-D tensor and columns in range");
+  Tensor out({t.shape[0], count});
+  for (int64_t r = 0; r < t.shape[0]; ++r) std::copy_n(t.row(r) + begin, count, out.row(r));
+  return out;
+}
+
+void add_into(Tensor& dst, const Tensor& src) {
+  if (dst.numel() != src.numel()) throw std::invalid_argument("add_into: size mismatch");
+  for (int64_t i = 0; i < dst.numel(); ++i) dst.data[i] += src.data[i];
+}
+
+double sum_squares(const Tensor& t) {
+  double s = 0;
+  for (float v : t.data) s += static_cast<double>(v) * v;
+  return s;
+}
+
+int64_t Shard::size_of(int64_t n, const std::string& what) const {
+  if (count < 1 || index < 0 || index >= count)
+    throw UsageError("shard " + std::to_string(index) + " of " + std::to_string(count) + " is not a valid shard");
+  if (n % count != 0)
+    throw UsageError(what + " (" + std::to_string(n) + ") is not divisible by the shard count " +
+                     std::to_string(count));
+  return n / count;
+}
+
+}  // namespace ibt::models

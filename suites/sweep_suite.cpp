@@ -1,0 +1,143 @@
+// `ibt sweep`: every valid split of the model for the job's world size (and each
+// microbatch count asked for), trained for a few steps with the cpu executor, each
+// recorded as its own run in the HDF5 file, then printed ranked by MFU with the
+// pipeline-parallel ones marked, and the best without and with PP named.
+#include <boost/program_options.hpp>
+
+#include <algorithm>
+#include <cstdio>
+#include <iostream>
+#include <memory>
+#include <sstream>
+
+#include "collectives/errors.hpp"
+#include "models/executor/cpu_executor.hpp"
+#include "models/model_file.hpp"
+#include "suites/mpi_session.hpp"
+#include "suites/run_recorder.hpp"
+#include "suites/train_runner.hpp"
+
+namespace po = boost::program_options;
+
+namespace ibt::suites {
+
+namespace {
+
+constexpr const char* kHelp =
+    "usage: mpiexec -n N ibt sweep --model NAME [--steps S] [--microbatches 1,2,4] [--out FILE.h5]\n\n"
+    "Runs every split (dp, tp, pp, ep, schedule, microbatches) the cpu executor can run on N\n"
+    "ranks for --steps steps and ranks them by MFU (mean over the steps after the first).\n";
+
+std::vector<int> parse_int_list(const std::string& csv, const char* option) {
+  std::vector<int> out;
+  std::stringstream in(csv);
+  std::string item;
+  while (std::getline(in, item, ',')) {
+    try {
+      out.push_back(std::stoi(item));
+    } catch (const std::exception&) {
+      throw UsageError(std::string("--") + option + ": '" + item + "' is not an integer");
+    }
+    if (out.back() < 1) throw UsageError(std::string("--") + option + ": values must be at least 1");
+  }
+  if (out.empty()) throw UsageError(std::string("--") + option + " is empty");
+  return out;
+}
+
+struct Ranked {
+  models::ParallelSplit split;
+  TrainOutcome outcome;
+  std::string run_id;
+};
+
+}  // namespace
+
+int sweep_main(int argc, char** argv) {
+  MpiSession mpi(&argc, &argv);
+  std::string model_name = "tiny-dense", microbatches = "1,2,4", out;
+  TrainOptions options;
+  int max_runs = 0;
+  po::options_description o("Options");
+  o.add_options()("help,h", "this text")
+      ("model", po::value(&model_name)->default_value(model_name), "catalog name or path to a model .json")
+      ("steps", po::value(&options.steps)->default_value(3), "training steps per split (the first is not timed)")
+      ("microbatches", po::value(&microbatches)->default_value(microbatches), "microbatch counts to try")
+      ("lr", po::value(&options.lr)->default_value(3e-3), "AdamW learning rate")
+      ("peak-gflops", po::value(&options.peak_gflops)->default_value(0),
+       "per-rank peak for MFU (default: measure single-thread sgemm once)")
+      ("max-runs", po::value(&max_runs)->default_value(0), "stop after this many splits (0: all)")
+      ("out", po::value(&out), "append one run per split to this HDF5 results file");
+  po::variables_map vm;
+  try {
+    po::store(po::command_line_parser(argc, argv).options(o).run(), vm);
+    po::notify(vm);
+  } catch (const po::error& e) {
+    throw UsageError(e.what());
+  }
+  if (vm.count("help")) {
+    if (mpi.rank() == 0) std::cout << kHelp << "\n" << o << "\n";
+    return kExitOk;
+  }
+  if (options.steps < 2) throw UsageError("--steps must be at least 2 (the first step is not timed)");
+  const models::ModelConfig model = models::load_model(model_name);
+  check_output_on_all_ranks(out, MPI_COMM_WORLD);
+
+  models::SplitSearch search;
+  search.microbatch_counts = parse_int_list(microbatches, "microbatches");
+  search.try_sequence_parallel = true;  // every valid split, SP variants included
+  std::vector<models::ParallelSplit> splits;
+  int skipped = 0;
+  for (const auto& s : models::enumerate_splits(model, mpi.size(), search)) {
+    if (models::cpu_executor_check(s, model, mpi.size()).empty()) splits.push_back(s);
+    else ++skipped;
+  }
+  if (max_runs > 0 && static_cast<int>(splits.size()) > max_runs) splits.resize(static_cast<size_t>(max_runs));
+  if (splits.empty()) throw UsageError("no split of " + model.name + " runs on " + std::to_string(mpi.size()) + " ranks");
+  if (options.peak_gflops <= 0) options.peak_gflops = measure_sgemm_peak_gflops(MPI_COMM_WORLD);
+  options.print_steps = false;
+  if (mpi.rank() == 0)
+    std::printf("# sweep of %s on %d ranks: %zu splits (%d valid ones skipped: not supported by the cpu executor), "
+                "%d steps each, peak %.1f GFLOP/s per rank\n",
+                model.name.c_str(), mpi.size(), splits.size(), skipped, options.steps, options.peak_gflops);
+
+  std::vector<Ranked> results;
+  for (size_t i = 0; i < splits.size(); ++i) {
+    options.split = splits[i];
+    std::unique_ptr<RunRecorder> recorder;
+    if (mpi.rank() == 0) recorder = std::make_unique<RunRecorder>(out, "train");
+    record_provenance(recorder.get(), argc, argv, MPI_COMM_WORLD);
+    if (recorder && recorder->active()) recorder->set_attr("sweep_index", static_cast<std::int64_t>(i));
+    Ranked r{splits[i], run_training(model, options, MPI_COMM_WORLD, recorder.get()), ""};
+    if (recorder) {
+      r.run_id = recorder->active() ? recorder->run_id() : "-";
+      recorder->finish(store::RunStatus::complete);
+      std::printf("  [%zu/%zu] %-48s %8.4f s/step  MFU %6.3f%%\n", i + 1, splits.size(),
+                  models::describe(splits[i]).c_str(), r.outcome.mean_step_s, 100 * r.outcome.mfu);
+      std::fflush(stdout);
+    }
+    results.push_back(r);
+  }
+  if (mpi.rank() == 0) {
+    std::stable_sort(results.begin(), results.end(),
+                     [](const Ranked& a, const Ranked& b) { return a.outcome.mfu > b.outcome.mfu; });
+    std::printf("\n# ranked by MFU (PP = uses pipeline parallelism)\n");
+    std::printf("# %4s %-56s %3s %10s %10s %8s %8s %7s\n", "rank", "split", "PP", "s/step", "tokens/s", "MFU",
+                "pp+idle", "run");
+    for (size_t i = 0; i < results.size(); ++i) {
+      const Ranked& r = results[i];
+      std::printf("  %4zu %-56s %3s %10.4f %10.1f %7.3f%% %7.1f%% %7s\n", i + 1,
+                  models::describe(r.split).c_str(), r.split.pp > 1 ? "PP" : "", r.outcome.mean_step_s,
+                  r.outcome.tokens_per_s, 100 * r.outcome.mfu, 100 * r.outcome.bubble_fraction, r.run_id.c_str());
+    }
+    for (bool with_pp : {false, true}) {
+      auto it = std::find_if(results.begin(), results.end(), [&](const Ranked& r) { return (r.split.pp > 1) == with_pp; });
+      if (it != results.end())
+        std::printf("# best %s PP: %s, MFU %.3f%%\n", with_pp ? "with" : "without", models::describe(it->split).c_str(),
+                    100 * it->outcome.mfu);
+    }
+    if (!out.empty()) std::printf("# results: %s (%zu runs)\n", out.c_str(), results.size());
+  }
+  return kExitOk;
+}
+
+}  // namespace ibt::suites

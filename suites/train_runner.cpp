@@ -1,0 +1,334 @@
+#include "suites/train_runner.hpp"
+
+#include <mpi.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <fstream>
+#include <memory>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "collectives/errors.hpp"
+#include "collectives/provenance.hpp"
+#include "ibt/version.hpp"
+#include "models/accounting.hpp"
+#include "models/blas.hpp"
+#include "models/data.hpp"
+#include "models/executor/cpu_executor.hpp"
+#include "models/reference_trainer.hpp"
+#include "reports/store.hpp"
+#include "suites/cli.hpp"
+
+extern char** environ;
+
+namespace ibt::suites {
+
+namespace {
+
+using namespace ibt::models;
+
+// Relative tolerances of --check (fp32; see tests/models/engine_train_check.cpp for
+// why these values): loss 2e-5, gradient norm 1e-4, parameter norm 1e-5.
+constexpr double kLossRtol = 2e-5;
+constexpr double kGradNormRtol = 1e-4;
+constexpr double kParamNormRtol = 1e-5;
+
+// Peak resident memory of this process (VmHWM), bytes; 0 when unknown.
+double peak_rss_bytes() {
+  std::ifstream status("/proc/self/status");
+  std::string key;
+  while (status >> key) {
+    if (key == "VmHWM:") {
+      double kib = 0;
+      status >> kib;
+      return kib * 1024.0;
+    }
+    std::getline(status, key);
+  }
+  return 0;
+}
+
+std::vector<store::Column> step_columns() {
+  using store::ColumnType;
+  return {{"step", ColumnType::i64, ""},          {"loss", ColumnType::f64, "nats"},
+          {"aux_loss", ColumnType::f64, ""},      {"grad_norm", ColumnType::f64, ""},
+          {"param_norm", ColumnType::f64, ""},    {"step_time", ColumnType::f64, "s"},
+          {"tokens_per_s", ColumnType::f64, "1/s"}, {"model_tflops", ColumnType::f64, "TFLOP/s"},
+          {"mfu", ColumnType::f64, ""},           {"compute", ColumnType::f64, "s"},
+          {"tp_comm", ColumnType::f64, "s"},      {"pp_comm_and_bubble", ColumnType::f64, "s"},
+          {"dp_comm", ColumnType::f64, "s"},      {"ep_comm", ColumnType::f64, "s"},
+          {"other", ColumnType::f64, "s"},        {"ref_loss", ColumnType::f64, "nats"},
+          {"ref_grad_norm", ColumnType::f64, ""}, {"ref_param_norm", ColumnType::f64, ""}};
+}
+
+std::vector<store::Column> memory_columns() {
+  using store::ColumnType;
+  return {{"rank", ColumnType::i64, ""},
+          {"stage", ColumnType::i64, ""},
+          {"peak_rss", ColumnType::f64, "B"},
+          {"model_state", ColumnType::f64, "B"},
+          {"accounting_model_state", ColumnType::f64, "B"},
+          {"accounting_activations", ColumnType::f64, "B"}};
+}
+
+bool close(double got, double want, double rtol) { return std::abs(got - want) <= rtol * std::abs(want); }
+
+}  // namespace
+
+double measure_sgemm_peak_gflops(MPI_Comm world) {
+  const int prev = blas_threads();
+  set_blas_threads(1);
+  const int n = 1024;
+  std::vector<float> a(static_cast<size_t>(n) * n, 0.5f), b(a.size(), 0.25f), c(a.size());
+  double best = 1e30;
+  for (int i = 0; i < 5; ++i) {
+    const auto t0 = std::chrono::steady_clock::now();
+    gemm(false, false, n, n, n, 1.0f, a.data(), n, b.data(), n, 0.0f, c.data(), n);
+    best = std::min(best, std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
+  }
+  set_blas_threads(prev);
+  double gflops = 2.0 * n * n * n / best * 1e-9;
+  int size = 1;
+  MPI_Comm_size(world, &size);
+  std::vector<double> all(size);
+  MPI_Allgather(&gflops, 1, MPI_DOUBLE, all.data(), 1, MPI_DOUBLE, world);
+  std::sort(all.begin(), all.end());
+  return all[size / 2];
+}
+
+void check_output_on_all_ranks(const std::string& path, MPI_Comm world) {
+  int rank = 0;
+  MPI_Comm_rank(world, &rank);
+  std::string error;
+  if (rank == 0 && !path.empty()) {
+    try {
+      store::check_appendable(path);
+    } catch (const std::exception& e) {
+      error = e.what();
+    }
+  }
+  int len = static_cast<int>(error.size());
+  MPI_Bcast(&len, 1, MPI_INT, 0, world);
+  error.resize(static_cast<size_t>(len));
+  MPI_Bcast(error.data(), len, MPI_CHAR, 0, world);
+  if (!error.empty()) throw UsageError(error);
+}
+
+void record_provenance(RunRecorder* rec, int argc, char** argv, MPI_Comm world) {
+  const JobFacts facts = gather_job_facts(world);
+  if (!rec || !rec->active()) return;
+  RunRecorder& recorder = *rec;
+  int size = 1;
+  MPI_Comm_size(world, &size);
+  recorder.set_attr("command_line", joined_command_line(argc, argv));
+  recorder.set_attr("ibt_version", std::string(kVersion));
+  recorder.set_attr("git_commit", std::string(kGitCommit));
+  recorder.set_attr("world_size", static_cast<std::int64_t>(size));
+  std::string hosts;
+  for (size_t i = 0; i < facts.hosts.size(); ++i) hosts += (i ? "," : "") + facts.hosts[i];
+  recorder.set_attr("hosts", hosts);
+  recorder.set_attr("rank_hosts", facts.host_of_rank_list);
+  recorder.set_attr("backend", std::string("mpi"));
+  char version[MPI_MAX_LIBRARY_VERSION_STRING];
+  int len = 0;
+  MPI_Get_library_version(version, &len);
+  recorder.set_attr("mpi_library", std::string(version, static_cast<size_t>(len)));
+  recorder.set_environment(allowed_environment(environ));
+}
+
+TrainOutcome run_training(const ModelConfig& model, const TrainOptions& o, MPI_Comm world,
+                          RunRecorder* recorder) {
+  int rank = 0, size = 1;
+  MPI_Comm_rank(world, &rank);
+  MPI_Comm_size(world, &size);
+  const std::string why = cpu_executor_check(o.split, model, size);
+  if (!why.empty()) throw UsageError(why);
+  set_blas_threads(1);  // ranks share the cores
+
+  std::unique_ptr<DataSource> data;
+  if (o.data_file.empty()) {
+    data = std::make_unique<SyntheticData>(model.vocab, model.seq_len, o.seed);
+  } else {
+    data = std::make_unique<TokenFileData>(o.data_file, o.token_bytes, model.vocab, model.seq_len,
+                                           static_cast<int>(o.split.global_batch()));
+  }
+  TrainConfig train;
+  train.seed = o.seed;
+  train.adam.lr = o.lr;
+  train.microbatches = o.split.microbatches;
+  train.micro_batch_size = o.split.micro_batch_size;
+  train.data_parallel = o.split.dp;
+
+  const double peak = o.peak_gflops > 0 ? o.peak_gflops : measure_sgemm_peak_gflops(world);
+  const std::string peak_source = o.peak_gflops > 0 ? "given (--peak-gflops)" : "measured single-thread sgemm 1024^3, median over ranks";
+  const double flops_per_step = model_flops_per_step(model, static_cast<double>(o.split.global_batch()));
+
+  CpuExecutor exec(model, o.split, train, *data, world);
+  std::unique_ptr<ReferenceTrainer> reference;
+  if ((o.check || !o.dump_path.empty()) && rank == 0)
+    reference = std::make_unique<ReferenceTrainer>(model, train, *data);
+  std::unique_ptr<store::Store> dump_store;
+  std::unique_ptr<store::Run> dump;
+  auto dump_tensors = [&](const std::string& group, bool grads) {
+    for (Param* p : reference->model().params()) {
+      const Tensor& t = grads ? p->grad : p->value;
+      std::vector<double> d(t.data.begin(), t.data.end());
+      std::vector<std::uint64_t> shape(t.shape.begin(), t.shape.end());
+      dump->write_array(group + "/" + p->name, shape, d.data());
+    }
+  };
+  if (!o.dump_path.empty() && rank == 0) {
+    dump_store = store::open_for_append(o.dump_path);
+    dump = dump_store->begin_run("train_dump");
+    dump->set_attr("model", model.name);
+    dump->set_attr("split", describe(o.split));
+    dump->set_attr("seed", static_cast<std::int64_t>(o.seed));
+    dump->set_attr("data", data->describe());
+    dump->set_attr("layout", std::string("params/<name> initial weights, grads/<name> step-0 gradients (full, "
+                                         "float64, [out,in] row-major: y = x W^T); batch/step<k>/{inputs,targets} "
+                                         "[sequences, seq_len]; losses [steps] mean cross-entropy per step"));
+    dump_tensors("params", false);
+  }
+  std::vector<double> losses;
+
+  if (recorder && recorder->active()) {
+    recorder->set_attr("model", model.name);
+    recorder->set_attr("split", describe(o.split));
+    recorder->set_attr("uses_pp", static_cast<std::int64_t>(o.split.pp > 1));
+    recorder->set_attr("data", data->describe());
+    recorder->set_attr("peak_gflops_per_rank", peak);
+    recorder->set_attr("peak_source", peak_source);
+    recorder->set_attr("model_flops_per_step", flops_per_step);
+    recorder->set_attr("flops_convention", std::string("model FLOPs = 6*matmul_active + attention over the full "
+                                                       "sequence (causal masking not discounted), models/accounting.hpp"));
+    nlohmann::json cfg = {{"dp", o.split.dp},   {"tp", o.split.tp}, {"pp", o.split.pp},
+                          {"ep", o.split.ep},   {"vpp", o.split.vpp}, {"microbatches", o.split.microbatches},
+                          {"micro_batch_size", o.split.micro_batch_size},
+                          {"schedule", std::string(to_string(o.split.schedule))},
+                          {"steps", o.steps},   {"lr", o.lr},       {"seed", o.seed},
+                          {"check", o.check},   {"precision", "fp32"}, {"executor", "cpu"}};
+    recorder->set_attr("config", cfg.dump());
+    if (o.check)
+      recorder->set_attr("check_tolerance", std::string("relative: loss 2e-5, grad_norm 1e-4, param_norm 1e-5"));
+  }
+  if (rank == 0 && o.print_steps) {
+    std::printf("# %s on %d ranks: %s; global batch %lld x %d tokens; peak %.1f GFLOP/s per rank (%s)\n",
+                model.name.c_str(), size, describe(o.split).c_str(), o.split.global_batch(), model.seq_len, peak,
+                peak_source.c_str());
+    std::printf("# %4s %10s %9s %10s %9s %7s | %8s %8s %8s %8s %8s  (seconds, mean over ranks)\n", "step", "loss",
+                "time_s", "tokens/s", "TFLOP/s", "MFU", "compute", "tp", "pp+idle", "dp", "ep");
+  }
+
+  TrainOutcome out;
+  double timed = 0, bubble = 0;
+  int timed_steps = 0;
+  for (int s = 0; s < o.steps; ++s) {
+    TimeBreakdown t;
+    const StepStats st = exec.step(&t);
+    // Breakdown averaged over ranks; step time = the slowest rank.
+    double parts[7] = {t.compute, t.tp, t.pp, t.dp, t.ep, t.other, t.total};
+    MPI_Allreduce(MPI_IN_PLACE, parts, 7, MPI_DOUBLE, MPI_SUM, world);
+    double step_time = t.total;
+    MPI_Allreduce(MPI_IN_PLACE, &step_time, 1, MPI_DOUBLE, MPI_MAX, world);
+    for (double& p : parts) p /= size;
+    const double tokens_per_s = static_cast<double>(st.tokens) / step_time;
+    const double tflops = flops_per_step / step_time * 1e-12;
+    const double mfu = flops_per_step / (step_time * size * peak * 1e9);
+    StepStats ref;
+    int bad = 0;
+    std::string mismatch;
+    if (dump) {
+      const Batch batch = reference->global_batch(s);
+      std::vector<double> in(batch.inputs.begin(), batch.inputs.end()), tg(batch.targets.begin(), batch.targets.end());
+      const std::vector<std::uint64_t> shape{static_cast<std::uint64_t>(batch.sequences),
+                                             static_cast<std::uint64_t>(batch.seq_len)};
+      dump->write_array("batch/step" + std::to_string(s) + "/inputs", shape, in.data());
+      dump->write_array("batch/step" + std::to_string(s) + "/targets", shape, tg.data());
+    }
+    losses.push_back(st.loss);
+    if (reference) {
+      ref = reference->step();
+      if (dump && s == 0) dump_tensors("grads", true);
+      const char* what = !o.check ? nullptr
+                         : !close(st.loss, ref.loss, kLossRtol)                ? "loss"
+                         : !close(st.grad_norm, ref.grad_norm, kGradNormRtol)  ? "grad_norm"
+                         : !close(st.param_norm, ref.param_norm, kParamNormRtol) ? "param_norm"
+                                                                                 : nullptr;
+      if (what) {
+        bad = 1;
+        char buf[256];
+        std::snprintf(buf, sizeof buf, "step %d: %s %.9g differs from the serial reference's %.9g", s, what,
+                      std::string(what) == "loss" ? st.loss : std::string(what) == "grad_norm" ? st.grad_norm : st.param_norm,
+                      std::string(what) == "loss" ? ref.loss : std::string(what) == "grad_norm" ? ref.grad_norm : ref.param_norm);
+        mismatch = buf;
+      }
+    }
+    MPI_Bcast(&bad, 1, MPI_INT, 0, world);
+    if (rank == 0 && o.print_steps) {
+      std::printf("  %4d %10.6f %9.4f %10.1f %9.5f %6.2f%% | %8.4f %8.4f %8.4f %8.4f %8.4f", s, st.loss, step_time,
+                  tokens_per_s, tflops, 100 * mfu, parts[0], parts[1], parts[2], parts[3], parts[4]);
+      if (o.check) std::printf("  ref %.6f %s", ref.loss, bad ? "MISMATCH" : "ok");
+      std::printf("\n");
+      std::fflush(stdout);
+    }
+    if (recorder && recorder->active()) {
+      const double nan = std::nan("");
+      recorder->append("steps", step_columns(),
+                       {static_cast<std::int64_t>(s), st.loss, st.aux_loss, st.grad_norm, st.param_norm, step_time,
+                        tokens_per_s, tflops, mfu, parts[0], parts[1], parts[2], parts[3], parts[4], parts[5],
+                        reference ? ref.loss : nan, reference ? ref.grad_norm : nan,
+                        reference ? ref.param_norm : nan});
+    }
+    if (s > 0 || o.steps == 1) {
+      timed += step_time;
+      bubble += parts[2] / step_time;
+      ++timed_steps;
+    }
+    out.final_loss = st.loss;
+    if (bad) {
+      out.check_ok = false;
+      out.mismatch = mismatch;
+      break;
+    }
+  }
+  if (dump) {
+    dump->write_array("losses", {static_cast<std::uint64_t>(losses.size())}, losses.data());
+    dump->finish(out.check_ok ? store::RunStatus::complete : store::RunStatus::failed, out.mismatch);
+  }
+  out.mean_step_s = timed / std::max(timed_steps, 1);
+  out.tokens_per_s = static_cast<double>(o.split.global_batch()) * model.seq_len / out.mean_step_s;
+  out.model_tflops = flops_per_step / out.mean_step_s * 1e-12;
+  out.mfu = flops_per_step / (out.mean_step_s * size * peak * 1e9);
+  out.bubble_fraction = bubble / std::max(timed_steps, 1);
+
+  // Memory: measured peak RSS and model state per rank against the accounting (fp32
+  // AdamW: 16 bytes per parameter).
+  const int stage = exec.groups().coord.pp;
+  const RankMemory acc = memory_per_rank(model, o.split, fp32_adam(), stage);
+  double mine[4] = {peak_rss_bytes(), exec.model_state_bytes(), acc.weights + acc.grads + acc.optimizer,
+                    acc.activations};
+  std::vector<double> all(4 * static_cast<size_t>(size));
+  MPI_Gather(mine, 4, MPI_DOUBLE, all.data(), 4, MPI_DOUBLE, 0, world);
+  std::vector<int> stages(size);
+  MPI_Gather(&stage, 1, MPI_INT, stages.data(), 1, MPI_INT, 0, world);
+  if (rank == 0) {
+    if (o.print_steps) std::printf("# memory per rank (MiB): peak RSS | model state (params+grads+Adam) vs accounting\n");
+    for (int r = 0; r < size; ++r) {
+      const double* v = &all[4 * static_cast<size_t>(r)];
+      if (o.print_steps)
+        std::printf("#   rank %d stage %d: %8.1f | %8.3f vs %8.3f\n", r, stages[r], v[0] / 1048576.0,
+                    v[1] / 1048576.0, v[2] / 1048576.0);
+      if (recorder && recorder->active())
+        recorder->append("memory", memory_columns(),
+                         {static_cast<std::int64_t>(r), static_cast<std::int64_t>(stages[r]), v[0], v[1], v[2], v[3]});
+    }
+  }
+  return out;
+}
+
+}  // namespace ibt::suites

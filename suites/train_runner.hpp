@@ -1,0 +1,69 @@
+#pragma once
+// One training run of a (model, split) with the cpu executor, as `ibt train` and
+// `ibt sweep` do it: steps, per-step figures (loss, time, tokens/s, model TFLOP/s, MFU,
+// time breakdown), the optional --check against the serial reference, memory per rank,
+// and the rows of the HDF5 run (rank 0's RunRecorder).
+#include <cstdint>
+#include <mpi.h>
+
+#include <string>
+
+#include "models/model_config.hpp"
+#include "models/parallel_split.hpp"
+#include "suites/run_recorder.hpp"
+
+namespace ibt::suites {
+
+struct TrainOptions {
+  models::ParallelSplit split;
+  int steps = 5;
+  double lr = 3e-3;
+  std::uint64_t seed = 1234;
+  bool check = false;           // compare with the serial reference every step
+  double peak_gflops = 0;       // per rank; 0 = measure (single-thread sgemm)
+  std::string data_file;        // raw token ids; empty = synthetic data
+  int token_bytes = 2;
+  bool print_steps = true;
+  // --dump: an HDF5 file (ibt store, run kind "train_dump") with, under /runs/<id>/:
+  //   params/<name>       initial weights, full (unsharded) float64 [out, in] or [n]
+  //   grads/<name>        step 0's full gradients (of the global-batch objective)
+  //   batch/step<k>/inputs, batch/step<k>/targets   [global sequences, seq_len] token ids
+  //   losses              [steps] the executor's per-step mean cross-entropy
+  // Weights and gradients are the serial reference's (rank 0 runs it in-process): the
+  // executor's shards are slices of exactly these tensors (init.hpp), and --check
+  // holds its numbers to them.
+  std::string dump_path;
+};
+
+struct TrainOutcome {
+  double mean_step_s = 0;       // over steps after the first (the first warms caches)
+  double tokens_per_s = 0;
+  double model_tflops = 0;      // model TFLOP/s of the whole job
+  double mfu = 0;
+  double bubble_fraction = 0;   // pp exchange time / step time, averaged over ranks
+  double final_loss = 0;
+  bool check_ok = true;
+  std::string mismatch;         // "step 3: loss ..." when check failed
+};
+
+// Single-thread OpenBLAS sgemm throughput (1024^3, best of 5), GFLOP/s: the per-rank
+// peak MFU is measured against when no --peak-gflops is given. Collective: every rank
+// measures at once (so oversubscribed ranks measure their share), the job uses the
+// median over ranks.
+double measure_sgemm_peak_gflops(MPI_Comm world);
+
+// Runs the steps. recorder: rank 0's (may be inactive); the caller has set the run's
+// provenance attributes, this adds model/split/config attributes and the tables
+// "steps" and "memory". Throws UsageError for a split the executor cannot run.
+TrainOutcome run_training(const models::ModelConfig& model, const TrainOptions& options, MPI_Comm world,
+                          RunRecorder* recorder);
+
+// Provenance shared by train and sweep runs (command line, version, hosts, MPI library,
+// environment). Collective; recorder is rank 0's (nullptr elsewhere).
+void record_provenance(RunRecorder* recorder, int argc, char** argv, MPI_Comm world);
+
+// Rank 0 checks that `path` can take a new run; every rank throws the same UsageError
+// when it cannot (so no rank is left waiting in a collective).
+void check_output_on_all_ranks(const std::string& path, MPI_Comm world);
+
+}  // namespace ibt::suites

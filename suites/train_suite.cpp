@@ -1,0 +1,130 @@
+// `ibt train`: trains a catalog model at one DP/TP/PP/EP split with the cpu executor
+// over MPI, printing per step the loss, step time, tokens/s, model TFLOP/s, MFU and the
+// time breakdown, and recording the run in an HDF5 file. --check compares every step
+// with the serial reference (run in-process on rank 0) and fails on a mismatch.
+#include <boost/program_options.hpp>
+
+#include <cstdio>
+#include <iostream>
+#include <memory>
+
+#include "collectives/errors.hpp"
+#include "models/model_file.hpp"
+#include "reports/store.hpp"
+#include "suites/mpi_session.hpp"
+#include "suites/run_recorder.hpp"
+#include "suites/train_runner.hpp"
+
+namespace po = boost::program_options;
+
+namespace ibt::suites {
+
+namespace {
+
+constexpr const char* kHelp =
+    "usage: mpiexec -n N ibt train --model NAME [split options] [--check] [--out FILE.h5]\n\n"
+    "Trains the model for --steps steps at the split (dp * tp * pp must equal N; ep divides dp)\n"
+    "on the CPU (fp32, OpenBLAS, one thread per rank) and prints per step: loss, step time,\n"
+    "tokens/s, model TFLOP/s, MFU against the per-rank sgemm peak, and the time breakdown\n"
+    "(compute; exposed communication per group tp, pp (incl. pipeline idle), dp, ep).\n"
+    "With --check, rank 0 also runs the serial reference between steps, so the other ranks'\n"
+    "communication times include waiting for it: take timings from runs without --check.\n";
+
+struct TrainArgs {
+  std::string model = "tiny-dense";
+  int dp = 1, tp = 1, pp = 1, ep = 1, vpp = 1, microbatches = 1, micro_batch_size = 1;
+  std::string schedule = "1f1b";
+  bool zero1 = false;
+  std::string out;
+  TrainOptions options;
+};
+
+po::options_description describe_options(TrainArgs& a) {
+  po::options_description o("Options");
+  o.add_options()("help,h", "this text")
+      ("model", po::value(&a.model)->default_value(a.model), "catalog name or path to a model .json")
+      ("dp", po::value(&a.dp)->default_value(1), "data-parallel degree")
+      ("tp", po::value(&a.tp)->default_value(1), "tensor-parallel degree")
+      ("pp", po::value(&a.pp)->default_value(1), "pipeline stages")
+      ("ep", po::value(&a.ep)->default_value(1), "expert-parallel degree (divides dp)")
+      ("vpp", po::value(&a.vpp)->default_value(1), "model chunks per stage (interleaved)")
+      ("microbatches", po::value(&a.microbatches)->default_value(1), "microbatches per DP replica")
+      ("micro-batch-size", po::value(&a.micro_batch_size)->default_value(1), "sequences per microbatch")
+      ("schedule", po::value(&a.schedule)->default_value(a.schedule), "afab, 1f1b or interleaved")
+      ("zero1", po::bool_switch(&a.zero1), "shard AdamW states over dp (reduce-scatter + all-gather)")
+      ("steps", po::value(&a.options.steps)->default_value(5), "training steps")
+      ("lr", po::value(&a.options.lr)->default_value(3e-3), "AdamW learning rate")
+      ("seed", po::value(&a.options.seed)->default_value(1234), "seed of weights and synthetic data")
+      ("check", po::bool_switch(&a.options.check), "compare every step with the serial reference")
+      ("peak-gflops", po::value(&a.options.peak_gflops)->default_value(0),
+       "per-rank peak for MFU (default: measure single-thread sgemm)")
+      ("data", po::value(&a.options.data_file), "raw token-id file instead of synthetic data")
+      ("token-bytes", po::value(&a.options.token_bytes)->default_value(2), "2 (uint16) or 4 (uint32)")
+      ("out", po::value(&a.out), "append the run to this HDF5 results file")
+      ("dump", po::value(&a.options.dump_path),
+       "write initial weights, batches, losses and step-0 gradients to this HDF5 file (layout: suites/train_runner.hpp)");
+  return o;
+}
+
+models::ParallelSplit split_from(int dp, int tp, int pp, int ep, int vpp, int m, int b, const std::string& schedule) {
+  models::ParallelSplit s;
+  s.dp = dp;
+  s.tp = tp;
+  s.pp = pp;
+  s.ep = ep;
+  s.vpp = vpp;
+  s.microbatches = m;
+  s.micro_batch_size = b;
+  s.schedule = models::parse_schedule(schedule);
+  return s;
+}
+
+}  // namespace
+
+int train_main(int argc, char** argv) {
+  MpiSession mpi(&argc, &argv);
+  TrainArgs a;
+  const auto options = describe_options(a);
+  po::variables_map vm;
+  try {
+    po::store(po::command_line_parser(argc, argv).options(options).run(), vm);
+    po::notify(vm);
+  } catch (const po::error& e) {
+    throw UsageError(e.what());
+  }
+  if (vm.count("help")) {
+    if (mpi.rank() == 0) std::cout << kHelp << "\n" << options << "\n";
+    return kExitOk;
+  }
+  if (a.options.steps < 1) throw UsageError("--steps must be at least 1");
+  const models::ModelConfig model = models::load_model(a.model);
+  a.options.split = split_from(a.dp, a.tp, a.pp, a.ep, a.vpp, a.microbatches, a.micro_batch_size, a.schedule);
+  a.options.split.zero1 = a.zero1;
+  check_output_on_all_ranks(a.out, MPI_COMM_WORLD);
+  check_output_on_all_ranks(a.options.dump_path, MPI_COMM_WORLD);
+
+  std::unique_ptr<RunRecorder> recorder;
+  if (mpi.rank() == 0) recorder = std::make_unique<RunRecorder>(a.out, "train");
+  record_provenance(recorder.get(), argc, argv, MPI_COMM_WORLD);
+  TrainOutcome outcome;
+  try {
+    outcome = run_training(model, a.options, MPI_COMM_WORLD, recorder.get());
+  } catch (const std::exception& e) {
+    if (recorder) recorder->finish(store::RunStatus::failed, e.what());
+    throw;
+  }
+  if (mpi.rank() == 0) {
+    std::printf("# mean over steps 1..%d: %.4f s/step, %.1f tokens/s, %.5f model TFLOP/s, MFU %.2f%%\n",
+                a.options.steps - 1, outcome.mean_step_s, outcome.tokens_per_s, outcome.model_tflops,
+                100 * outcome.mfu);
+    if (recorder->active()) std::printf("# results: %s, run %s\n", a.out.c_str(), recorder->run_id().c_str());
+    if (a.options.check)
+      std::printf(outcome.check_ok ? "# check: every step matches the serial reference\n"
+                                   : "# check FAILED: %s\n",
+                  outcome.mismatch.c_str());
+    recorder->finish(outcome.check_ok ? store::RunStatus::complete : store::RunStatus::failed, outcome.mismatch);
+  }
+  return outcome.check_ok ? kExitOk : kExitFailure;
+}
+
+}  // namespace ibt::suites
