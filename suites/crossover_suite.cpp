@@ -1,0 +1,156 @@
+// ibt crossover: sweep a grid of fabrics (scale-up domain size x scale-out bandwidth) and
+// report, per cell, the best projected MFU without and with pipeline parallelism, the
+// gain, the winning splits, and a one-line verdict (topologies/crossover.hpp).
+#include <boost/program_options.hpp>
+#include <cmath>
+#include <cstdio>
+#include <iostream>
+#include <sstream>
+
+#include "collectives/errors.hpp"
+#include "ibt/version.hpp"
+#include "models/model_file.hpp"
+#include "suites/cli.hpp"
+#include "suites/run_recorder.hpp"
+#include "suites/suites.hpp"
+#include "topologies/crossover.hpp"
+#include "topologies/projection_report.hpp"
+#include "topologies/sim_pricer.hpp"
+
+namespace ibt::suites {
+namespace {
+
+template <typename T>
+std::vector<T> parse_list(const std::string& text, const char* option) {
+  std::vector<T> out;
+  std::stringstream ss(text);
+  std::string item;
+  while (std::getline(ss, item, ',')) {
+    std::stringstream is(item);
+    T v{};
+    if (!(is >> v) || !is.eof() || !(v > 0))
+      throw UsageError(std::string(option) + ": '" + item + "' is not a positive number");
+    out.push_back(v);
+  }
+  if (out.empty()) throw UsageError(std::string(option) + " is empty");
+  return out;
+}
+
+std::vector<store::Column> cell_columns() {
+  using store::ColumnType;
+  return {{"domain_size", ColumnType::i64, "devices"},
+          {"scale_out_gbps", ColumnType::f64, "Gb/s"},
+          {"mfu_no_pp", ColumnType::f64, ""},
+          {"mfu_with_pp", ColumnType::f64, ""},
+          {"step_no_pp_s", ColumnType::f64, "s"},
+          {"step_with_pp_s", ColumnType::f64, "s"},
+          {"gain", ColumnType::f64, ""},
+          {"pp_needed", ColumnType::i64, ""},
+          {"split_no_pp", ColumnType::str, "", 80},
+          {"split_with_pp", ColumnType::str, "", 80}};
+}
+
+}  // namespace
+
+int crossover_main(int argc, char** argv) {
+  namespace po = boost::program_options;
+  std::string model_name, base = "dgx-h100", domains = "8,16,32,64,72,128,256",
+                          gbps = "100,200,400,800,1600", out, dtype;
+  long gpus = 0;
+  long long global_batch = 0, global_batch_tokens = 16LL * 1024 * 1024;
+  double threshold = 0.05;
+  po::options_description opts(
+      "ibt crossover: when does pipeline parallelism stop being needed?\n"
+      "For each cell of a grid of fabrics derived from --base-topology (devices per scale-up\n"
+      "domain x scale-out Gb/s per device; every other figure is the base's), every valid split\n"
+      "is projected and the best MFU with PP = 1 and with PP > 1 are compared:\n"
+      "  gain = MFU(PP>1) / MFU(PP=1) - 1 (infinite when no PP = 1 split fits in memory);\n"
+      "  PP needed = gain > --threshold.\n"
+      "Assumptions: the global batch is fixed (--global-batch-tokens / sequence length), micro\n"
+      "batch size 1, microbatches = global batch / dp; searched: 1f1b and interleaved (v=2),\n"
+      "recompute none/selective/full, ZeRO-1 on/off, sequence parallelism when tp > 1,\n"
+      "tp <= domain size; bf16 mixed-precision Adam memory; DP gradient reduction overlapped.\n"
+      "Options");
+  opts.add_options()
+      ("help,h", "show this help")
+      ("model", po::value(&model_name), "model: catalog name or .json path")
+      ("gpus", po::value(&gpus), "number of devices")
+      ("domain-sizes", po::value(&domains)->default_value(domains), "comma list of devices per scale-up domain")
+      ("scale-out-gbps", po::value(&gbps)->default_value(gbps), "comma list of scale-out Gb/s per device")
+      ("base-topology", po::value(&base)->default_value(base), "topology giving the device and the other figures")
+      ("global-batch", po::value(&global_batch), "global batch in sequences (overrides --global-batch-tokens)")
+      ("global-batch-tokens", po::value(&global_batch_tokens)->default_value(global_batch_tokens), "global batch in tokens")
+      ("threshold", po::value(&threshold)->default_value(threshold), "relative MFU gain above which PP counts as needed")
+      ("dtype", po::value(&dtype), "dtype of the peak MFU refers to (default bf16)")
+      ("out", po::value(&out), "HDF5 results file to append a run of kind 'crossover' to");
+  po::variables_map vm;
+  try {
+    po::store(po::command_line_parser(argc, argv).options(opts).run(), vm);
+    po::notify(vm);
+  } catch (const po::error& e) {
+    throw UsageError(e.what());
+  }
+  if (vm.count("help")) {
+    std::cout << opts << "\n";
+    return kExitOk;
+  }
+  if (model_name.empty()) throw UsageError("--model is required");
+  require_positive(gpus, "--gpus");
+  if (!(threshold >= 0)) throw UsageError("--threshold must be >= 0");
+  const auto domain_list = parse_list<int>(domains, "--domain-sizes");
+  const auto gbps_list = parse_list<double>(gbps, "--scale-out-gbps");
+  if (!out.empty()) store::check_appendable(out);
+  const models::ModelConfig model = models::load_model(model_name);
+  const topo::Topology topology = topo::load_topology(base);
+  topo::ProjectionOptions options;
+  options.dtype = dtype.empty() ? topo::default_dtype(topology) : dtype;
+  topology.device.peak(options.dtype);
+  if (options.dtype == "fp32") options.precision = models::fp32_adam();
+  const long long gb = global_batch > 0 ? global_batch : std::max<long long>(1, global_batch_tokens / model.seq_len);
+
+  std::printf("ibt crossover: %s on %ld x %s, global batch %lld sequences x %d tokens, threshold %.0f%%\n",
+              model.name.c_str(), gpus, topology.device.name.c_str(), gb, model.seq_len, 100 * threshold);
+  topo::keep_freed_memory_for_reuse();
+  const topo::CrossoverResult r = topo::crossover(model, topology, static_cast<int>(gpus), domain_list,
+                                                  gbps_list, gb, threshold, options);
+  std::printf("%7s %9s %8s %8s %8s %6s  %-52s %s\n", "domain", "Gb/s", "MFU pp1", "MFU pp>1", "gain", "PP?",
+              "best PP=1 split", "best PP>1 split");
+  for (const auto& c : r.cells) {
+    char gain[16];
+    if (std::isinf(c.gain)) std::snprintf(gain, sizeof gain, "inf");
+    else std::snprintf(gain, sizeof gain, "%+.1f%%", 100 * c.gain);
+    std::printf("%7d %9g %7.1f%% %7.1f%% %8s %6s  %-52s %s\n", c.domain_size, c.scale_out_gbps,
+                c.best_no_pp.feasible ? 100 * c.best_no_pp.mfu : 0.0,
+                c.best_with_pp.feasible ? 100 * c.best_with_pp.mfu : 0.0, gain, c.pp_needed ? "yes" : "no",
+                c.best_no_pp.feasible ? topo::split_label(c.best_no_pp.split).c_str() : "(none fits)",
+                c.best_with_pp.feasible ? topo::split_label(c.best_with_pp.split).c_str() : "(none fits)");
+  }
+  std::printf("verdict: %s\n", r.verdict.c_str());
+
+  RunRecorder recorder(out, "crossover");
+  recorder.set_attr("command_line", joined_command_line(argc, argv));
+  recorder.set_attr("ibt_version", std::string(kVersion));
+  recorder.set_attr("git_commit", std::string(kGitCommit));
+  recorder.set_attr("model", model.name);
+  recorder.set_attr("model_json", topo::model_file_text(model_name));
+  recorder.set_attr("topology", topology.name);
+  recorder.set_attr("topology_json", topo::to_json(topology));
+  recorder.set_attr("world_size", static_cast<std::int64_t>(gpus));
+  recorder.set_attr("backend", std::string("sim"));
+  recorder.set_attr("global_batch", static_cast<std::int64_t>(gb));
+  recorder.set_attr("threshold", threshold);
+  recorder.set_attr("verdict", r.verdict);
+  for (const auto& c : r.cells)
+    recorder.append("crossover", cell_columns(),
+                    {static_cast<std::int64_t>(c.domain_size), c.scale_out_gbps,
+                     c.best_no_pp.feasible ? c.best_no_pp.mfu : 0.0, c.best_with_pp.feasible ? c.best_with_pp.mfu : 0.0,
+                     c.best_no_pp.step_s, c.best_with_pp.step_s, std::isinf(c.gain) ? 1e300 : c.gain,
+                     static_cast<std::int64_t>(c.pp_needed),
+                     c.best_no_pp.feasible ? topo::split_label(c.best_no_pp.split) : std::string("(none fits)"),
+                     c.best_with_pp.feasible ? topo::split_label(c.best_with_pp.split) : std::string("(none fits)")});
+  recorder.finish(store::RunStatus::complete);
+  if (recorder.active()) std::printf("run %s written to %s\n", recorder.run_id().c_str(), out.c_str());
+  return kExitOk;
+}
+
+}  // namespace ibt::suites

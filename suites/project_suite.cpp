@@ -1,0 +1,182 @@
+// ibt project: projected step time, MFU, breakdown and memory of a model on a topology,
+// for one split or (--all) every valid split, ranked. The sim executor prices the same
+// step programs the cpu and cuda executors run (design.md, "One schedule, several
+// executors").
+#include <boost/program_options.hpp>
+#include <cstdio>
+#include <iostream>
+
+#include "collectives/errors.hpp"
+#include "ibt/version.hpp"
+#include "models/model_file.hpp"
+#include "models/parallel_split.hpp"
+#include "suites/cli.hpp"
+#include "suites/run_recorder.hpp"
+#include "suites/suites.hpp"
+#include "topologies/projection.hpp"
+#include "topologies/projection_report.hpp"
+#include "topologies/sim_pricer.hpp"
+#include "topologies/topology.hpp"
+
+namespace ibt::suites {
+namespace {
+
+namespace po = boost::program_options;
+
+struct ProjectArgs {
+  std::string model, topology, schedule = "1f1b", recompute = "none", dtype, out;
+  long gpus = 0, dp = 0, tp = 1, pp = 1, ep = 1, vpp = 0, microbatches = 0, mbs = 1;
+  long long global_batch = 0, global_batch_tokens = 16LL * 1024 * 1024;
+  bool zero1 = false, sp = false, no_sp = false, all = false, no_overlap = false;
+  long top = 20;
+  double memory_fraction = 0.9;
+};
+
+const char* kConventions =
+    "MFU = model FLOPs per step / (step time x devices x peak FLOP/s of --dtype); model FLOPs "
+    "= 6 x matmul-active parameters + full-sequence attention per token (causal masking not "
+    "discounted, recompute not counted; models/accounting.hpp). HFU adds recompute. Memory: "
+    "bf16 mixed-precision Adam (fp32 Adam when --dtype fp32), 16 bytes per parameter before ZeRO-1, Korthikanti et al. "
+    "activations; a split above the usable memory fraction is infeasible.";
+
+}  // namespace
+
+int project_main(int argc, char** argv) {
+  ProjectArgs a;
+  po::options_description opts(
+      "ibt project: project a training step of a model on a topology with the sim executor.\n"
+      "Prints step time, MFU and HFU, the breakdown (compute, exposed communication per group,\n"
+      "pipeline bubble) and memory per device. --all searches every valid split (tp <= domain\n"
+      "size, 1f1b and interleaved v=2, recompute none/selective/full, ZeRO-1 on/off, sequence\n"
+      "parallelism when tp > 1) at the global batch and ranks them.\n\n"
+      "Conventions: MFU = model FLOPs / (step time x devices x peak of --dtype); model FLOPs are\n"
+      "6N (active parameters) + full-sequence attention, no recompute; HFU counts recompute.\n"
+      "Options");
+  opts.add_options()
+      ("help,h", "show this help")
+      ("model", po::value(&a.model), "model: catalog name (models/catalog: llama3-405b, deepseek-v3, ...) or a .json path")
+      ("topology", po::value(&a.topology), "topology: catalog name (dgx-a100, dgx-h100, dgx-h200, dgx-b200, gb200-nvl72, tpu-v4, tpu-v5p, local-cpu) or a .json path (e.g. from ibt calibrate)")
+      ("gpus", po::value(&a.gpus), "number of devices")
+      ("dp", po::value(&a.dp), "data parallel degree (default: gpus / (tp*pp))")
+      ("tp", po::value(&a.tp)->default_value(a.tp), "tensor parallel degree")
+      ("pp", po::value(&a.pp)->default_value(a.pp), "pipeline stages")
+      ("ep", po::value(&a.ep)->default_value(a.ep), "expert parallel degree (drawn from dp)")
+      ("vpp", po::value(&a.vpp), "model chunks per stage (interleaved; default 2 for interleaved, else 1)")
+      ("microbatches", po::value(&a.microbatches), "microbatches per step (default: from the global batch)")
+      ("mbs", po::value(&a.mbs)->default_value(a.mbs), "sequences per microbatch")
+      ("global-batch", po::value(&a.global_batch), "global batch in sequences (overrides --global-batch-tokens)")
+      ("global-batch-tokens", po::value(&a.global_batch_tokens)->default_value(a.global_batch_tokens),
+       "global batch in tokens (divided by the model's sequence length)")
+      ("schedule", po::value(&a.schedule)->default_value(a.schedule), "afab, 1f1b or interleaved")
+      ("recompute", po::value(&a.recompute)->default_value(a.recompute), "none, selective or full")
+      ("zero", po::value<int>(), "ZeRO stage: 0 or 1")
+      ("sp", po::bool_switch(&a.sp), "sequence parallelism (needs tp > 1; default on when tp > 1)")
+      ("no-sp", po::bool_switch(&a.no_sp), "no sequence parallelism")
+      ("dtype", po::value(&a.dtype), "compute dtype the peak and MFU refer to: fp32, tf32, bf16, fp8 (default bf16, else fp32)")
+      ("no-overlap", po::bool_switch(&a.no_overlap), "gradient reduction after the backward pass instead of overlapping it")
+      ("memory-fraction", po::value(&a.memory_fraction)->default_value(a.memory_fraction), "usable fraction of device memory")
+      ("all", po::bool_switch(&a.all), "search every valid split and rank them")
+      ("top", po::value(&a.top)->default_value(a.top), "with --all: rows to print (0 = all)")
+      ("out", po::value(&a.out), "HDF5 results file to append a run of kind 'projection' to");
+  po::variables_map vm;
+  try {
+    po::store(po::command_line_parser(argc, argv).options(opts).run(), vm);
+    po::notify(vm);
+  } catch (const po::error& e) {
+    throw UsageError(e.what());
+  }
+  if (vm.count("help")) {
+    std::cout << opts << "\n";
+    return kExitOk;
+  }
+  if (a.model.empty()) throw UsageError("--model is required");
+  if (a.topology.empty()) throw UsageError("--topology is required");
+  require_positive(a.gpus, "--gpus");
+  if (!(a.memory_fraction > 0 && a.memory_fraction <= 1)) throw UsageError("--memory-fraction must be in (0, 1]");
+  if (!a.out.empty()) store::check_appendable(a.out);
+
+  const models::ModelConfig model = models::load_model(a.model);
+  const topo::Topology topology = topo::load_topology(a.topology);
+  topo::ProjectionOptions options;
+  options.dtype = a.dtype.empty() ? topo::default_dtype(topology) : a.dtype;
+  topology.device.peak(options.dtype);  // rejects an unknown dtype name early
+  // fp32 compute means the fp32 engine: 4-byte activations and gradients, fp32 Adam.
+  if (options.dtype == "fp32") options.precision = models::fp32_adam();
+  options.overlap_grad_reduce = !a.no_overlap;
+  options.usable_memory_fraction = a.memory_fraction;
+  options.keep_sim = !a.all;
+  const long long global_batch =
+      a.global_batch > 0 ? a.global_batch : std::max<long long>(1, a.global_batch_tokens / model.seq_len);
+
+  RunRecorder recorder(a.out, "projection");
+  recorder.set_attr("command_line", joined_command_line(argc, argv));
+  recorder.set_attr("ibt_version", std::string(kVersion));
+  recorder.set_attr("git_commit", std::string(kGitCommit));
+  recorder.set_attr("model", model.name);
+  recorder.set_attr("model_json", topo::model_file_text(a.model));
+  recorder.set_attr("topology", topology.name);
+  recorder.set_attr("topology_json", topo::to_json(topology));
+  recorder.set_attr("world_size", static_cast<std::int64_t>(a.gpus));
+  recorder.set_attr("backend", std::string("sim"));
+  recorder.set_attr("dtype", options.dtype);
+  recorder.set_attr("global_batch", static_cast<std::int64_t>(global_batch));
+  recorder.set_attr("conventions", std::string(kConventions));
+
+  std::printf("ibt project: %s on %d x %s (%s), global batch %lld sequences x %d tokens\n",
+              model.name.c_str(), static_cast<int>(a.gpus), topology.name.c_str(),
+              topology.device.name.c_str(), global_batch, model.seq_len);
+  if (a.all) {
+    topo::keep_freed_memory_for_reuse();
+    const auto ranked = topo::project_all(model, topology, static_cast<int>(a.gpus),
+                                          topo::default_search(topology, global_batch), options);
+    if (ranked.empty())
+      throw UsageError("no valid split of " + model.name + " on " + std::to_string(a.gpus) +
+                       " devices at global batch " + std::to_string(global_batch));
+    std::printf("%s", topo::ranking_table(ranked, static_cast<size_t>(a.top)).c_str());
+    for (const auto& p : ranked) recorder.append("projections", topo::projection_columns(), topo::projection_row(p));
+    if (ranked.front().feasible)
+      std::printf("\nbest:\n%s", topo::describe_projection(ranked.front(), options.dtype).c_str());
+  } else {
+    models::ParallelSplit s;
+    s.tp = static_cast<int>(a.tp);
+    s.pp = static_cast<int>(a.pp);
+    s.ep = static_cast<int>(a.ep);
+    require_positive(a.tp, "--tp");
+    require_positive(a.pp, "--pp");
+    require_positive(a.ep, "--ep");
+    if (a.gpus % (a.tp * a.pp) != 0)
+      throw UsageError("--gpus (" + std::to_string(a.gpus) + ") is not divisible by tp*pp (" +
+                       std::to_string(a.tp * a.pp) + ")");
+    s.dp = a.dp > 0 ? static_cast<int>(a.dp) : static_cast<int>(a.gpus / (a.tp * a.pp));
+    s.schedule = models::parse_schedule(a.schedule);
+    s.vpp = a.vpp > 0 ? static_cast<int>(a.vpp) : (s.schedule == models::ScheduleKind::interleaved ? 2 : 1);
+    s.micro_batch_size = static_cast<int>(a.mbs);
+    require_positive(a.mbs, "--mbs");
+    if (a.microbatches > 0) {
+      s.microbatches = static_cast<int>(a.microbatches);
+    } else {
+      const long long per = static_cast<long long>(s.dp) * s.micro_batch_size;
+      if (global_batch % per != 0)
+        throw UsageError("global batch " + std::to_string(global_batch) + " is not divisible by dp*mbs (" +
+                         std::to_string(per) + "); give --microbatches or --global-batch");
+      s.microbatches = static_cast<int>(global_batch / per);
+    }
+    s.recompute = models::parse_recompute(a.recompute);
+    if (vm.count("zero")) {
+      const int z = vm["zero"].as<int>();
+      if (z != 0 && z != 1) throw UsageError("--zero must be 0 or 1 (got " + std::to_string(z) + ")");
+      s.zero1 = z == 1;
+    }
+    if (a.sp && a.no_sp) throw UsageError("--sp and --no-sp contradict each other");
+    s.sequence_parallel = s.tp > 1 && !a.no_sp;
+    const topo::Projection p = topo::project(model, topology, s, options);
+    std::printf("%s", topo::describe_projection(p, options.dtype).c_str());
+    recorder.append("projections", topo::projection_columns(), topo::projection_row(p));
+  }
+  std::printf("conventions: %s\n", kConventions);
+  recorder.finish(store::RunStatus::complete);
+  if (recorder.active()) std::printf("run %s written to %s\n", recorder.run_id().c_str(), a.out.c_str());
+  return kExitOk;
+}
+
+}  // namespace ibt::suites

@@ -1,0 +1,230 @@
+#include "topologies/collective_model.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdlib>
+#include <limits>
+#include <optional>
+
+#include "collectives/errors.hpp"
+
+namespace ibt::topo {
+
+std::string_view to_string(CollOp op) {
+  switch (op) {
+    case CollOp::all_reduce: return "all_reduce";
+    case CollOp::all_gather: return "all_gather";
+    case CollOp::reduce_scatter: return "reduce_scatter";
+    case CollOp::all_to_all: return "all_to_all";
+    case CollOp::send_recv: return "send_recv";
+  }
+  return "?";
+}
+
+double bus_factor(CollOp op, int n) {
+  if (n <= 1) return 1.0;
+  switch (op) {
+    case CollOp::all_reduce: return 2.0 * (n - 1) / n;
+    case CollOp::all_gather:
+    case CollOp::reduce_scatter:
+    case CollOp::all_to_all: return static_cast<double>(n - 1) / n;
+    case CollOp::send_recv: return 1.0;
+  }
+  return 1.0;
+}
+
+Placement place_group(int n, long long stride, int domain_size) {
+  Placement p;
+  p.n = n;
+  const long long D = domain_size;
+  if (n <= 1) return p;
+  if (D % (stride * n) == 0) {
+    p.per_domain = n;  // whole group inside each domain
+  } else if (stride % D == 0) {
+    p.per_domain = 1;  // one member per domain
+  } else if (D % stride == 0 && (stride * n) % D == 0) {
+    p.per_domain = static_cast<int>(D / stride);
+  } else {
+    p.per_domain = 1;  // misaligned: assume the worst (documented above)
+  }
+  return p;
+}
+
+namespace {
+
+struct Link {
+  double bw_GBps = 0;  // effective, per device, unidirectional
+  double hop_us = 0;
+};
+
+double transfer_us(double bytes, double bw_GBps) { return bytes / (bw_GBps * 1e3); }
+
+double launch(const Topology& t) { return t.model.collective_launch_us.get(); }
+
+// Axes a torus group spans.
+int torus_axes(const Torus& torus, int n) {
+  const double axis = torus.axis_chips.get();
+  if (n <= axis) return 1;
+  if (n <= axis * axis) return 2;
+  return 3;
+}
+
+Link up_link(const Topology& t, int n) {
+  Link l;
+  l.hop_us = t.scale_up.latency_us.get();
+  double bw = t.scale_up.bandwidth_GBps.get();
+  if (t.scale_up.torus) {
+    const int axes = torus_axes(*t.scale_up.torus, n);
+    bw = std::min(bw, 2.0 * axes * t.scale_up.torus->link_bandwidth_GBps.get());
+  }
+  l.bw_GBps = bw * t.model.scale_up_efficiency.get();
+  return l;
+}
+
+Link out_link(const Topology& t) {
+  if (!t.scale_out.present)
+    throw UsageError("topology '" + t.name +
+                     "' has no scale-out network: a group spanning more than one domain of " +
+                     std::to_string(t.domain_size()) + " devices cannot be priced");
+  return {t.scale_out.bandwidth_GBps.get() * t.model.scale_out_efficiency.get(),
+          t.scale_out.latency_us.get()};
+}
+
+// Latency steps of a ring all-reduce over n members (torus: per-axis rings).
+double ring_steps_all_reduce(const Topology& t, int n, bool on_scale_up) {
+  if (on_scale_up && t.scale_up.torus) {
+    const int axes = torus_axes(*t.scale_up.torus, n);
+    return 2.0 * axes * (std::pow(static_cast<double>(n), 1.0 / axes) - 1.0);
+  }
+  return 2.0 * (n - 1);
+}
+
+// One fabric, every member on it (intra or inter groups).
+CollectiveCost single_fabric(const Topology& t, CollOp op, int n, double S, const Fabric& f,
+                             const Link& l, bool on_scale_up) {
+  const double L = launch(t);
+  CollectiveCost best{std::numeric_limits<double>::infinity(), "ring"};
+  auto consider = [&](double us, const char* name) {
+    if (us < best.time_us) best = {us, name};
+  };
+  switch (op) {
+    case CollOp::all_reduce: {
+      const double bw_term = bus_factor(op, n) * transfer_us(S, l.bw_GBps);
+      consider(L + ring_steps_all_reduce(t, n, on_scale_up) * l.hop_us + bw_term, "ring");
+      if (f.offers(Algorithm::tree))
+        consider(L + 2.0 * std::ceil(std::log2(n)) * l.hop_us + bw_term, "tree");
+      if (f.offers(Algorithm::nvls) && on_scale_up)
+        consider(L + 2.0 * l.hop_us + transfer_us(S, l.bw_GBps), "nvls");
+      if (f.offers(Algorithm::sharp) && !on_scale_up)
+        consider(L + 2.0 * l.hop_us + transfer_us(S, l.bw_GBps), "sharp");
+      break;
+    }
+    case CollOp::all_gather:
+    case CollOp::reduce_scatter: {
+      const double steps = ring_steps_all_reduce(t, n, on_scale_up) / 2.0;
+      consider(L + steps * l.hop_us + bus_factor(op, n) * transfer_us(S, l.bw_GBps), "ring");
+      break;
+    }
+    case CollOp::all_to_all:
+      consider(L + l.hop_us + bus_factor(op, n) * transfer_us(S, l.bw_GBps), "direct");
+      break;
+    case CollOp::send_recv:
+      consider(L + l.hop_us + transfer_us(S, l.bw_GBps), "direct");
+      break;
+  }
+  return best;
+}
+
+// A group spanning d domains with k members each.
+CollectiveCost spanning(const Topology& t, CollOp op, const Placement& p, double S) {
+  const int n = p.n, k = p.per_domain, d = p.domains();
+  const Link up = up_link(t, k), out = out_link(t);
+  const double L = launch(t);
+  const double flat_bw = std::min(up.bw_GBps, k * out.bw_GBps);
+  CollectiveCost best{std::numeric_limits<double>::infinity(), "ring"};
+  auto consider = [&](double us, const char* name) {
+    if (us < best.time_us) best = {us, name};
+  };
+  switch (op) {
+    case CollOp::all_reduce: {
+      const double bw_term = bus_factor(op, n) * transfer_us(S, flat_bw);
+      // NCCL's ring: 2(d-1) of the 2(n-1) steps cross the network.
+      consider(L + 2.0 * (n - d) * up.hop_us + 2.0 * (d - 1) * out.hop_us + bw_term, "ring");
+      if (t.scale_out.offers(Algorithm::tree))
+        consider(L + 2.0 * ((k - 1) * up.hop_us + std::ceil(std::log2(d)) * out.hop_us) + bw_term,
+                 "tree");
+      const double hier = single_fabric(t, CollOp::reduce_scatter, k, S, t.scale_up, up, true).time_us +
+                          single_fabric(t, CollOp::all_reduce, d, S / k, t.scale_out, out, false).time_us +
+                          single_fabric(t, CollOp::all_gather, k, S, t.scale_up, up, true).time_us;
+      consider(hier, "hierarchical");
+      break;
+    }
+    case CollOp::all_gather:
+    case CollOp::reduce_scatter:
+      consider(L + (n - d) * up.hop_us + (d - 1) * out.hop_us +
+                   bus_factor(op, n) * transfer_us(S, flat_bw),
+               "ring");
+      break;
+    case CollOp::all_to_all:
+      consider(L + out.hop_us +
+                   std::max((k - 1.0) / n * transfer_us(S, up.bw_GBps),
+                            static_cast<double>(n - k) / n * transfer_us(S, out.bw_GBps)),
+               "direct");
+      break;
+    case CollOp::send_recv:
+      consider(L + out.hop_us + transfer_us(S, out.bw_GBps), "direct");
+      break;
+  }
+  return best;
+}
+
+// Steps of the ring algorithm, for rescaling a fit to another group size.
+double latency_steps(CollOp op, int n) {
+  switch (op) {
+    case CollOp::all_reduce: return 2.0 * (n - 1);
+    case CollOp::all_gather:
+    case CollOp::reduce_scatter: return n - 1.0;
+    default: return 1.0;
+  }
+}
+
+const CollectiveFit* nearest_fit(const Topology& t, CollOp op, const char* scope, int n) {
+  const CollectiveFit* best = nullptr;
+  for (const auto& f : t.fits) {
+    if (f.op != to_string(op) || f.scope != scope) continue;
+    if (!best || std::abs(f.group_size - n) < std::abs(best->group_size - n)) best = &f;
+  }
+  return best;
+}
+
+std::optional<double> fitted_us(const Topology& t, CollOp op, const char* scope, int n, double S) {
+  const CollectiveFit* f = nearest_fit(t, op, scope, n);
+  if (!f) return std::nullopt;
+  const int m = f->group_size;
+  const double lat = f->alpha_us * (m == n ? 1.0 : latency_steps(op, n) / latency_steps(op, m));
+  const double bw_scale = m == n ? 1.0 : bus_factor(op, n) / bus_factor(op, m);
+  return lat + bw_scale * S / (f->algbw_GBps * 1e3);
+}
+
+}  // namespace
+
+CollectiveCost collective_cost(const Topology& t, CollOp op, const Placement& p, double bytes) {
+  if (p.n <= 1 || bytes <= 0) return {0.0, "none"};
+  const char* scope = p.intra() ? "intra" : p.inter() ? "inter" : nullptr;
+  if (scope && !t.fits.empty())
+    if (auto us = fitted_us(t, op, scope, p.n, bytes)) return {*us, "fit"};
+  if (p.intra()) return single_fabric(t, op, p.n, bytes, t.scale_up, up_link(t, p.n), true);
+  if (p.inter()) return single_fabric(t, op, p.n, bytes, t.scale_out, out_link(t), false);
+  return spanning(t, op, p, bytes);
+}
+
+CollectiveCost p2p_cost(const Topology& t, bool same_domain, double bytes) {
+  if (bytes <= 0) return {0.0, "none"};
+  const char* scope = same_domain ? "intra" : "inter";
+  if (!t.fits.empty())
+    if (auto us = fitted_us(t, CollOp::send_recv, scope, 2, bytes)) return {*us, "fit"};
+  const Link l = same_domain ? up_link(t, 2) : out_link(t);
+  return {launch(t) + l.hop_us + transfer_us(bytes, l.bw_GBps), "direct"};
+}
+
+}  // namespace ibt::topo

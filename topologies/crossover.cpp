@@ -1,0 +1,103 @@
+#include "topologies/crossover.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <limits>
+
+#include "collectives/errors.hpp"
+
+namespace ibt::topo {
+
+namespace {
+
+bool better(const Projection& candidate, const Projection& incumbent) {
+  return candidate.feasible && (!incumbent.feasible || candidate.step_s < incumbent.step_s);
+}
+
+std::string gbps_label(double g) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%g Gb/s", g);
+  return buf;
+}
+
+}  // namespace
+
+CrossoverResult crossover(const models::ModelConfig& model, const Topology& base, int devices,
+                          const std::vector<int>& domain_sizes, const std::vector<double>& scale_out_gbps,
+                          long long global_batch, double threshold, const ProjectionOptions& options) {
+  if (domain_sizes.empty() || scale_out_gbps.empty()) throw UsageError("crossover: empty grid");
+  CrossoverResult r;
+  r.domain_sizes = domain_sizes;
+  r.scale_out_gbps = scale_out_gbps;
+  r.threshold = threshold;
+  std::vector<Topology> fabrics;
+  for (int d : domain_sizes)
+    for (double g : scale_out_gbps) {
+      fabrics.push_back(with_fabric(base, d, g));
+      CrossoverCell c;
+      c.domain_size = d;
+      c.scale_out_gbps = g;
+      r.cells.push_back(c);
+    }
+  // One search over the largest domain's tp limit; each cell only admits tp <= its domain.
+  const int max_domain = *std::max_element(domain_sizes.begin(), domain_sizes.end());
+  models::SplitSearch search = default_search(fabrics.front(), global_batch);
+  search.max_tp = max_domain;
+  for (const auto& split : models::enumerate_splits(model, devices, search)) {
+    Projection prepared;
+    prepared.split = split;
+    if (!prepare(model, base, options, prepared)) continue;  // memory does not depend on the fabric
+    const auto programs = stage_programs(model, split, options);
+    for (size_t i = 0; i < fabrics.size(); ++i) {
+      CrossoverCell& cell = r.cells[i];
+      if (split.tp > cell.domain_size) continue;
+      Projection p = prepared;
+      price(programs, model, fabrics[i], options, p);
+      Projection& slot = split.pp == 1 ? cell.best_no_pp : cell.best_with_pp;
+      if (better(p, slot)) slot = p;
+    }
+  }
+  for (auto& c : r.cells) {
+    if (c.best_no_pp.feasible && c.best_with_pp.feasible)
+      c.gain = c.best_with_pp.mfu / c.best_no_pp.mfu - 1.0;
+    else if (c.best_with_pp.feasible)
+      c.gain = std::numeric_limits<double>::infinity();
+    else
+      c.gain = c.best_no_pp.feasible ? -1.0 : 0.0;
+    c.pp_needed = c.gain > threshold;
+  }
+  r.verdict = crossover_verdict(model.name, r);
+  return r;
+}
+
+std::string crossover_verdict(const std::string& model, const CrossoverResult& r) {
+  const size_t G = r.scale_out_gbps.size();
+  // Per bandwidth, the smallest domain from which no larger domain of the grid needs PP;
+  // bandwidths with the same answer are reported together.
+  std::vector<std::string> parts(G);
+  for (size_t g = 0; g < G; ++g) {
+    int from = -1;
+    for (int d = static_cast<int>(r.domain_sizes.size()) - 1; d >= 0; --d) {
+      if (r.cells[d * G + g].pp_needed) break;
+      from = d;
+    }
+    if (from < 0) parts[g] = "PP still needed at every domain size up to " + std::to_string(r.domain_sizes.back());
+    else if (from == 0) parts[g] = "PP not needed at any domain size from " + std::to_string(r.domain_sizes.front());
+    else parts[g] = "PP stops being needed at domain >= " + std::to_string(r.domain_sizes[from]);
+  }
+  std::string out = model + ":";
+  for (size_t g = 0; g < G;) {
+    size_t e = g;
+    while (e + 1 < G && parts[e + 1] == parts[g]) ++e;
+    const std::string bw = e == g ? gbps_label(r.scale_out_gbps[g])
+                                  : gbps_label(r.scale_out_gbps[g]) + " to " + gbps_label(r.scale_out_gbps[e]);
+    out += std::string(g ? ";" : "") + " " + parts[g] + " at " + bw;
+    g = e + 1;
+  }
+  char thr[64];
+  std::snprintf(thr, sizeof thr, " (PP needed = MFU gain > %.0f%%)", 100 * r.threshold);
+  return out + thr;
+}
+
+}  // namespace ibt::topo

@@ -1,0 +1,49 @@
+#pragma once
+// `ibt crossover`: when does pipeline parallelism stop being needed?
+//
+// For a model on N devices, a grid of fabrics derived from a base topology (scale-up
+// domain size x scale-out bandwidth per device; every other figure is the base's), and
+// in every cell the best projected MFU over all valid splits with PP = 1 and with
+// PP > 1 (default_search(): microbatch size 1, the global batch fixed, 1F1B and
+// interleaved v=2, recompute none/selective/full, ZeRO-1 on/off, SP when tp > 1,
+// tp <= domain size). gain = MFU(PP>1) / MFU(PP=1) - 1 (infinite when no PP = 1 split
+// fits in memory). "PP needed" in a cell = gain > threshold.
+//
+// Each split's step programs are built once and priced on every cell (they do not
+// depend on the fabric), so the sweep costs one program build per split.
+#include <string>
+#include <vector>
+
+#include "models/model_config.hpp"
+#include "topologies/projection.hpp"
+#include "topologies/topology.hpp"
+
+namespace ibt::topo {
+
+struct CrossoverCell {
+  int domain_size = 0;
+  double scale_out_gbps = 0;
+  Projection best_no_pp;    // feasible == false when none fits
+  Projection best_with_pp;
+  double gain = 0;          // relative; +inf when only PP fits
+  bool pp_needed = false;
+};
+
+struct CrossoverResult {
+  std::vector<CrossoverCell> cells;  // domain-major order
+  std::vector<int> domain_sizes;
+  std::vector<double> scale_out_gbps;
+  double threshold = 0.05;
+  std::string verdict;               // one line
+};
+
+CrossoverResult crossover(const models::ModelConfig& model, const Topology& base, int devices,
+                          const std::vector<int>& domain_sizes, const std::vector<double>& scale_out_gbps,
+                          long long global_batch, double threshold, const ProjectionOptions& options);
+
+// The verdict line, e.g. "llama3-405b: PP stops being needed at domain >= 72 at 400 Gb/s
+// (and faster)"; per scale-out bandwidth, the smallest domain from which PP is not
+// needed for every larger domain of the grid.
+std::string crossover_verdict(const std::string& model, const CrossoverResult& r);
+
+}  // namespace ibt::topo

@@ -1,0 +1,92 @@
+#pragma once
+// `ibt project`: the step time, MFU, breakdown and memory of a model trained with a
+// split on a topology, from the sim executor running the step programs the real
+// engines run (one rank per pipeline stage).
+//
+// Conventions (stated once; the help and README repeat them):
+// - MFU = model FLOPs per step / (step time * devices * peak[dtype]); model FLOPs per
+//   models/accounting.hpp (6N + full-sequence attention, no recompute). HFU counts
+//   recompute too.
+// - Memory per device: models::peak_memory_per_rank() with the precision's bytes per
+//   parameter; a split whose peak exceeds usable_memory_fraction of the device memory
+//   is infeasible, with the reason, and is not simulated.
+// - The breakdown is that of the pipeline's first stage (it holds the embedding and,
+//   in 1F1B, the most microbatches in flight); its compute + exposed communication
+//   per group + bubble add up to the step time.
+#include <string>
+#include <vector>
+
+#include "models/accounting.hpp"
+#include "models/model_config.hpp"
+#include "models/parallel_split.hpp"
+#include "models/step_program.hpp"
+#include "topologies/sim_executor.hpp"
+#include "topologies/topology.hpp"
+
+namespace ibt::topo {
+
+struct ProjectionOptions {
+  std::string dtype;                 // "" = default_dtype(topology)
+  models::Precision precision;       // bytes per parameter/activation; default bf16 mixed Adam
+  bool overlap_grad_reduce = true;   // DP reduction overlaps the backward pass
+  double usable_memory_fraction = 0.9;  // of device memory (allocator, runtime, buffers)
+  bool keep_sim = false;             // keep the per-stage SimResult (single projections)
+  // Attention without a fused (flash) kernel writes and reads the s x s score matrix:
+  // this many element passes over it in the forward (twice in the backward) are added
+  // to the attention core's memory traffic. 0 = fused attention (the default).
+  double attention_score_passes = 0;
+  ProjectionOptions() : precision(models::bf16_mixed_adam()) {}
+};
+
+struct Projection {
+  models::ParallelSplit split;
+  int devices = 0;
+  bool feasible = false;
+  std::string reason;          // why not, when infeasible
+  double step_s = 0;
+  double mfu = 0, hfu = 0;
+  double tokens_per_s = 0;
+  double tokens_per_step = 0;
+  double model_flops = 0, hardware_flops = 0;  // per step, all devices
+  double compute_s = 0;                          // first stage
+  std::array<double, kNumExposures> exposed_s{};  // first stage, by cause
+  models::RankMemory memory;                     // the peak stage
+  double memory_capacity_bytes = 0;              // usable per device
+  SimResult sim;                                 // only with keep_sim
+};
+
+Projection project(const models::ModelConfig& model, const Topology& topology,
+                   const models::ParallelSplit& split, const ProjectionOptions& options = {});
+
+// The two halves of project(), for sweeps that price one split on many topologies
+// (ibt crossover): the memory check and FLOP counts (fills everything but the times;
+// false when infeasible), and the step programs of one rank per stage.
+bool prepare(const models::ModelConfig& model, const Topology& topology, const ProjectionOptions& options,
+             Projection& p);
+std::vector<models::StepProgram> stage_programs(const models::ModelConfig& model,
+                                                const models::ParallelSplit& split,
+                                                const ProjectionOptions& options);
+// Prices prepared programs on a topology (p from prepare() on any topology with the
+// same device memory); sets feasible and the times.
+void price(const std::vector<models::StepProgram>& programs, const models::ModelConfig& model,
+           const Topology& topology,
+           const ProjectionOptions& options, Projection& p);
+
+// Every split enumerate_splits() yields for `devices`, projected and ranked: feasible
+// ones by step time (fastest first), then the infeasible ones with their reasons.
+std::vector<Projection> project_all(const models::ModelConfig& model, const Topology& topology,
+                                    int devices, const models::SplitSearch& search,
+                                    const ProjectionOptions& options = {});
+
+// Step programs of large searches are tens of MB each, built and dropped thousands of
+// times; glibc returns such blocks to the kernel (mmap/munmap) and every program then
+// pays page faults again -- measured 7x the CPU time of the search itself. Keeping
+// freed memory in the heap removes that; call once before a search (glibc only).
+void keep_freed_memory_for_reuse();
+
+// The search `ibt project --all` and `ibt crossover` use by default: microbatch size 1,
+// 1F1B and interleaved (v = 2), recompute none/selective/full, ZeRO-1 on and off,
+// sequence parallelism whenever tp > 1, tp at most the domain size.
+models::SplitSearch default_search(const Topology& topology, long long global_batch);
+
+}  // namespace ibt::topo

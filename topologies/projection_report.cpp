@@ -1,0 +1,185 @@
+#include "topologies/projection_report.hpp"
+
+#include <cstdio>
+#include <string>
+
+namespace ibt::topo {
+
+std::string split_label(const models::ParallelSplit& s) { return models::describe(s); }
+
+namespace {
+
+std::string fmt(const char* f, double a) {
+  char buf[64];
+  std::snprintf(buf, sizeof buf, f, a);
+  return buf;
+}
+
+// The exposed term that costs most (for one-line summaries).
+std::string largest_exposure(const Projection& p) {
+  int best = 0;
+  for (int e = 1; e < kNumExposures; ++e)
+    if (p.exposed_s[e] > p.exposed_s[best]) best = e;
+  if (p.exposed_s[best] <= 0) return "-";
+  return std::string(to_string(static_cast<Exposure>(best))) + " " +
+         fmt("%.0f%%", 100.0 * p.exposed_s[best] / p.step_s);
+}
+
+}  // namespace
+
+std::string describe_projection(const Projection& p, const std::string& dtype) {
+  std::string out = "split        " + split_label(p.split) + " (" + std::to_string(p.devices) +
+                    " devices)\n";
+  auto mem = [&]() {
+    return "memory       " + fmt("%.1f GB", p.memory.total() / 1e9) + " per device on stage " +
+           std::to_string(p.memory.stage) + " (weights " + fmt("%.1f", p.memory.weights / 1e9) +
+           ", grads " + fmt("%.1f", p.memory.grads / 1e9) + ", optimizer " +
+           fmt("%.1f", p.memory.optimizer / 1e9) + ", activations " +
+           fmt("%.1f", p.memory.activations / 1e9) + " GB) of " +
+           fmt("%.1f GB", p.memory_capacity_bytes / 1e9) + " usable\n";
+  };
+  if (!p.feasible) return out + "INFEASIBLE   " + p.reason + "\n";
+  out += "step time    " + fmt("%.4f s", p.step_s) + "\n";
+  out += "MFU          " + fmt("%.1f%%", 100 * p.mfu) + " (model FLOPs vs " + dtype + " peak), HFU " +
+         fmt("%.1f%%", 100 * p.hfu) + " (with recompute)\n";
+  out += "throughput   " + fmt("%.4g tokens/s", p.tokens_per_s) + ", " +
+         fmt("%.4g model FLOP per step", p.model_flops) + "\n";
+  out += "breakdown    (pipeline stage 0; parts add up to the step time)\n";
+  out += "  compute          " + fmt("%9.4f s", p.compute_s) + fmt("  %5.1f%%", 100 * p.compute_s / p.step_s) + "\n";
+  for (int e = 0; e < kNumExposures; ++e) {
+    const auto x = static_cast<Exposure>(e);
+    const std::string name = x == Exposure::bubble ? "bubble/idle" : std::string("exposed ") + to_string(x);
+    char line[96];
+    std::snprintf(line, sizeof line, "  %-16s %9.4f s  %5.1f%%\n", name.c_str(), p.exposed_s[e],
+                  100 * p.exposed_s[e] / p.step_s);
+    out += line;
+  }
+  return out + mem();
+}
+
+std::string ranking_table(const std::vector<Projection>& ranked, size_t limit) {
+  std::string out;
+  char line[256];
+  std::snprintf(line, sizeof line, "%4s  %-66s %3s %10s %6s %6s %8s  %s\n", "rank", "split", "PP",
+                "step (s)", "MFU", "HFU", "mem GB", "largest exposed");
+  out += line;
+  size_t shown = 0, infeasible = 0;
+  for (size_t i = 0; i < ranked.size(); ++i) {
+    const Projection& p = ranked[i];
+    if (!p.feasible) {
+      ++infeasible;
+      continue;
+    }
+    if (limit && shown >= limit) continue;
+    ++shown;
+    std::snprintf(line, sizeof line, "%4zu  %-66s %3s %10.4f %5.1f%% %5.1f%% %8.1f  %s\n", i + 1,
+                  split_label(p.split).c_str(), p.split.pp > 1 ? "yes" : "no", p.step_s,
+                  100 * p.mfu, 100 * p.hfu, p.memory.total() / 1e9, largest_exposure(p).c_str());
+    out += line;
+  }
+  size_t feasible = ranked.size() - infeasible;
+  out += std::to_string(feasible) + " feasible split(s)" +
+         (limit && feasible > shown ? " (" + std::to_string(shown) + " shown)" : std::string()) +
+         ", " + std::to_string(infeasible) + " infeasible\n";
+  size_t reasons = 0;
+  for (const auto& p : ranked)
+    if (!p.feasible && reasons < 3) {
+      out += "  infeasible: " + split_label(p.split) + ": " + p.reason + "\n";
+      ++reasons;
+    }
+  if (infeasible > reasons) out += "  ... (every infeasible split and its reason is in the HDF5 table)\n";
+  return out;
+}
+
+std::vector<store::Column> projection_columns() {
+  using store::ColumnType;
+  return {
+      {"split", ColumnType::str, "", 80},
+      {"devices", ColumnType::i64, "devices"},
+      {"dp", ColumnType::i64, ""},
+      {"tp", ColumnType::i64, ""},
+      {"pp", ColumnType::i64, ""},
+      {"ep", ColumnType::i64, ""},
+      {"vpp", ColumnType::i64, ""},
+      {"microbatches", ColumnType::i64, ""},
+      {"micro_batch_size", ColumnType::i64, "sequences"},
+      {"schedule", ColumnType::str, "", 12},
+      {"sequence_parallel", ColumnType::i64, ""},
+      {"zero1", ColumnType::i64, ""},
+      {"recompute", ColumnType::str, "", 12},
+      {"feasible", ColumnType::i64, ""},
+      {"reason", ColumnType::str, "", 256},
+      {"step_s", ColumnType::f64, "s"},
+      {"mfu", ColumnType::f64, ""},
+      {"hfu", ColumnType::f64, ""},
+      {"tokens_per_s", ColumnType::f64, "tokens/s"},
+      {"model_flops", ColumnType::f64, "FLOP"},
+      {"compute_s", ColumnType::f64, "s"},
+      {"exposed_tp_s", ColumnType::f64, "s"},
+      {"exposed_dp_s", ColumnType::f64, "s"},
+      {"exposed_expert_dp_s", ColumnType::f64, "s"},
+      {"exposed_pp_s", ColumnType::f64, "s"},
+      {"exposed_ep_s", ColumnType::f64, "s"},
+      {"bubble_s", ColumnType::f64, "s"},
+      {"memory_bytes", ColumnType::f64, "B"},
+      {"memory_capacity_bytes", ColumnType::f64, "B"},
+  };
+}
+
+store::Row projection_row(const Projection& p) {
+  const auto& s = p.split;
+  std::string reason = p.reason.substr(0, 255);
+  return {split_label(s),
+          static_cast<std::int64_t>(p.devices),
+          static_cast<std::int64_t>(s.dp),
+          static_cast<std::int64_t>(s.tp),
+          static_cast<std::int64_t>(s.pp),
+          static_cast<std::int64_t>(s.ep),
+          static_cast<std::int64_t>(s.vpp),
+          static_cast<std::int64_t>(s.microbatches),
+          static_cast<std::int64_t>(s.micro_batch_size),
+          std::string(models::to_string(s.schedule)),
+          static_cast<std::int64_t>(s.sequence_parallel),
+          static_cast<std::int64_t>(s.zero1),
+          std::string(models::to_string(s.recompute)),
+          static_cast<std::int64_t>(p.feasible),
+          reason,
+          p.step_s,
+          p.mfu,
+          p.hfu,
+          p.tokens_per_s,
+          p.model_flops,
+          p.compute_s,
+          p.exposed_s[static_cast<int>(Exposure::tp)],
+          p.exposed_s[static_cast<int>(Exposure::dp)],
+          p.exposed_s[static_cast<int>(Exposure::expert_dp)],
+          p.exposed_s[static_cast<int>(Exposure::pp)],
+          p.exposed_s[static_cast<int>(Exposure::ep)],
+          p.exposed_s[static_cast<int>(Exposure::bubble)],
+          p.memory.total(),
+          p.memory_capacity_bytes};
+}
+
+}  // namespace ibt::topo
+
+#include <fstream>
+#include <sstream>
+
+#include "collectives/errors.hpp"
+#include "models/model_file.hpp"
+
+namespace ibt::topo {
+
+std::string model_file_text(const std::string& name_or_path) {
+  const bool is_path = name_or_path.find('/') != std::string::npos ||
+                       (name_or_path.size() > 5 &&
+                        name_or_path.compare(name_or_path.size() - 5, 5, ".json") == 0);
+  const std::string path = is_path ? name_or_path : models::catalog_dir() + "/" + name_or_path + ".json";
+  std::ifstream in(path);
+  if (!in) throw UsageError("model file '" + path + "' cannot be read");
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+}  // namespace ibt::topo

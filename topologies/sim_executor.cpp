@@ -1,0 +1,213 @@
+#include "topologies/sim_executor.hpp"
+
+#include <algorithm>
+#include <cstdint>
+#include <string>
+#include <unordered_map>
+
+#include "collectives/errors.hpp"
+
+namespace ibt::topo {
+
+using models::ActionKind;
+using models::Group;
+using models::Op;
+using models::OpKind;
+using models::Stream;
+using models::StepProgram;
+using models::Transfer;
+
+const char* to_string(Exposure e) {
+  switch (e) {
+    case Exposure::tp: return "tp";
+    case Exposure::dp: return "dp";
+    case Exposure::expert_dp: return "expert_dp";
+    case Exposure::pp: return "pp";
+    case Exposure::ep: return "ep";
+    case Exposure::bubble: return "bubble";
+    case Exposure::count: break;
+  }
+  return "?";
+}
+
+namespace {
+
+// A pipeline message is unique within a step by (payload, microbatch, source virtual
+// stage); both the sender's and the receiver's exchange carry it.
+std::uint64_t message_key(const Transfer& t) {
+  return (static_cast<std::uint64_t>(t.payload) << 48) |
+         (static_cast<std::uint64_t>(t.microbatch) << 24) |
+         static_cast<std::uint64_t>(t.src_virtual_stage);
+}
+
+Exposure exposure_of(Group g) {
+  switch (g) {
+    case Group::tp: return Exposure::tp;
+    case Group::dp: return Exposure::dp;
+    case Group::expert_dp: return Exposure::expert_dp;
+    case Group::pp: return Exposure::pp;
+    case Group::ep: return Exposure::ep;
+    case Group::none: break;
+  }
+  return Exposure::bubble;
+}
+
+struct RankState {
+  const StepProgram* prog = nullptr;
+  size_t next = 0;                    // next op to process (program order)
+  std::array<double, 3> stream_free{};
+  std::vector<double> ready, finish, dur;
+  std::vector<double> transfer;        // exchange: the slower half's own transfer time
+  std::vector<char> posted;           // exchange: ready time known to partners
+  std::unordered_map<std::uint64_t, int> send_op, recv_op;  // message -> exchange op
+};
+
+double wait_done(const RankState& r, const Op& op) {
+  double t = 0;
+  for (int w : op.waits)
+    if (w >= 0) t = std::max(t, r.finish[w]);
+  return t;
+}
+
+}  // namespace
+
+SimResult simulate(const std::vector<StepProgram>& programs, OpPricer& pricer) {
+  const int P = static_cast<int>(programs.size());
+  std::vector<RankState> ranks(P);
+  for (int s = 0; s < P; ++s) {
+    RankState& r = ranks[s];
+    r.prog = &programs[s];
+    const size_t n = r.prog->ops.size();
+    r.ready.assign(n, 0.0);
+    r.finish.assign(n, 0.0);
+    r.dur.assign(n, 0.0);
+    r.transfer.assign(n, 0.0);
+    r.posted.assign(n, 0);
+    for (size_t i = 0; i < n; ++i) {
+      const Op& op = r.prog->ops[i];
+      if (op.kind == OpKind::pp_exchange) {
+        const auto& a = r.prog->actions.at(op.action);
+        if (a.send) r.send_op[message_key(*a.send)] = static_cast<int>(i);
+        if (a.recv) r.recv_op[message_key(*a.recv)] = static_cast<int>(i);
+      } else {
+        r.dur[i] = pricer.op_us(*r.prog, op);
+      }
+    }
+  }
+
+  // Issue time of the partner's matching exchange, or -1 while it has not issued.
+  auto partner_ready = [&](int peer, const std::unordered_map<std::uint64_t, int> RankState::*table,
+                           std::uint64_t key) -> double {
+    const RankState& pr = ranks.at(peer);
+    auto it = (pr.*table).find(key);
+    if (it == (pr.*table).end())
+      throw RuntimeError("sim: stage " + std::to_string(peer) +
+                         " has no exchange matching a message sent to it");
+    return pr.posted[it->second] ? pr.ready[it->second] : -1.0;
+  };
+
+  size_t remaining = 0;
+  for (const auto& r : ranks) remaining += r.prog->ops.size();
+  while (remaining > 0) {
+    bool progress = false;
+    for (int s = 0; s < P; ++s) {
+      RankState& r = ranks[s];
+      while (r.next < r.prog->ops.size()) {
+        const size_t i = r.next;
+        const Op& op = r.prog->ops[i];
+        const int stream = static_cast<int>(op.stream);
+        if (op.kind != OpKind::pp_exchange) {
+          r.ready[i] = std::max(r.stream_free[stream], wait_done(r, op));
+          r.finish[i] = r.ready[i] + r.dur[i];
+        } else {
+          if (!r.posted[i]) {
+            r.ready[i] = std::max(r.stream_free[stream], wait_done(r, op));
+            r.posted[i] = 1;
+            progress = true;
+          }
+          const auto& a = r.prog->actions.at(op.action);
+          double done = r.ready[i];
+          bool blocked = false;
+          if (a.send) {
+            const double p = partner_ready(a.send->peer_stage, &RankState::recv_op, message_key(*a.send));
+            const double c = pricer.exchange_half_us(*r.prog, op, a.send->peer_stage);
+            r.transfer[i] = std::max(r.transfer[i], c);
+            if (p < 0) blocked = true;
+            else done = std::max(done, std::max(r.ready[i], p) + c);
+          }
+          if (a.recv) {
+            const double p = partner_ready(a.recv->peer_stage, &RankState::send_op, message_key(*a.recv));
+            const double c = pricer.exchange_half_us(*r.prog, op, a.recv->peer_stage);
+            r.transfer[i] = std::max(r.transfer[i], c);
+            if (p < 0) blocked = true;
+            else done = std::max(done, std::max(r.ready[i], p) + c);
+          }
+          if (blocked) break;
+          r.finish[i] = done;
+          r.dur[i] = done - r.ready[i];
+        }
+        r.stream_free[stream] = r.finish[i];
+        ++r.next;
+        --remaining;
+        progress = true;
+      }
+    }
+    if (!progress) {
+      std::string stuck;
+      for (int s = 0; s < P; ++s)
+        if (ranks[s].next < ranks[s].prog->ops.size())
+          stuck += (stuck.empty() ? "" : ", ") + std::to_string(s) + " at op " +
+                   std::to_string(ranks[s].next);
+      throw RuntimeError("sim: the pipeline exchanges cannot complete (stuck stages: " + stuck + ")");
+    }
+  }
+
+  SimResult result;
+  for (int s = 0; s < P; ++s) {
+    const RankState& r = ranks[s];
+    StageTime st;
+    st.stage = s;
+    double compute_free = 0;
+    for (size_t i = 0; i < r.prog->ops.size(); ++i) {
+      const Op& op = r.prog->ops[i];
+      st.op_us[static_cast<int>(op.kind)] += r.dur[i];
+      st.finish_us = std::max(st.finish_us, r.finish[i]);
+      if (op.stream != Stream::compute) continue;
+      st.compute_us += r.dur[i];
+      const double gap = r.ready[i] - compute_free;
+      if (gap > 0) {
+        // Blame the wait that ended last; a pipeline receive's own transfer is pp
+        // communication, the rest of the wait is the pipeline bubble.
+        int cause = -1;
+        for (int w : op.waits)
+          if (w >= 0 && (cause < 0 || r.finish[w] > r.finish[cause])) cause = w;
+        if (cause >= 0 && r.prog->ops[cause].kind == OpKind::pp_exchange) {
+          const double transfer = std::min(gap, r.transfer[cause]);
+          st.exposed_us[static_cast<int>(Exposure::pp)] += transfer;
+          st.exposed_us[static_cast<int>(Exposure::bubble)] += gap - transfer;
+        } else if (cause >= 0) {
+          st.exposed_us[static_cast<int>(exposure_of(r.prog->ops[cause].group))] += gap;
+        } else {
+          st.exposed_us[static_cast<int>(Exposure::bubble)] += gap;
+        }
+      }
+      compute_free = r.finish[i];
+    }
+    // After the last compute op: the op that ends the stage's step.
+    if (st.finish_us > compute_free) {
+      int last = -1;
+      for (size_t i = 0; i < r.prog->ops.size(); ++i)
+        if (r.finish[i] == st.finish_us) last = static_cast<int>(i);
+      const Group g = last >= 0 ? r.prog->ops[last].group : Group::none;
+      st.exposed_us[static_cast<int>(exposure_of(g))] += st.finish_us - compute_free;
+    }
+    result.step_us = std::max(result.step_us, st.finish_us);
+    result.stages.push_back(st);
+  }
+  // A stage that finishes early waits for the others: that wait is bubble.
+  for (auto& st : result.stages)
+    st.exposed_us[static_cast<int>(Exposure::bubble)] += result.step_us - st.finish_us;
+  return result;
+}
+
+}  // namespace ibt::topo

@@ -1,0 +1,56 @@
+#pragma once
+// The sim executor: runs the step programs of one rank per pipeline stage
+// (models/step_program.hpp) on virtual clocks. DP, TP and EP peers of a rank are
+// symmetric, so one rank per stage stands for all of them.
+//
+// Rules (the same the program declares for every executor):
+// - each rank has three streams (compute, comm, grad_comm); ops of one stream run one
+//   after the other in program order;
+// - an op also waits for the ops in its waits[] (a collective for its producer, a
+//   consumer for its collective);
+// - a pp_exchange is a rendezvous: each half (send, receive) completes when both sides
+//   have issued their matching exchange, plus the transfer time; the op completes when
+//   both halves have.
+// The costs come from an OpPricer (sim_pricer.hpp prices ops from a topology); the
+// executor itself knows nothing of hardware, so tests drive it with hand-made costs.
+#include <array>
+#include <vector>
+
+#include "models/step_program.hpp"
+
+namespace ibt::topo {
+
+class OpPricer {
+ public:
+  virtual ~OpPricer() = default;
+  // Duration of `op` of `program` in microseconds. pp_exchange: the cost of each half,
+  // given the peer stage of that half.
+  virtual double op_us(const models::StepProgram& program, const models::Op& op) = 0;
+  virtual double exchange_half_us(const models::StepProgram& program, const models::Op& op,
+                                  int peer_stage) = 0;
+};
+
+// Where a stage's time went. compute + sum(exposed) + bubble == step time.
+enum class Exposure { tp, dp, expert_dp, pp, ep, bubble, count };
+const char* to_string(Exposure e);
+inline constexpr int kNumExposures = static_cast<int>(Exposure::count);
+inline constexpr int kNumOpKinds = static_cast<int>(models::OpKind::param_all_gather) + 1;
+
+struct StageTime {
+  int stage = 0;
+  double finish_us = 0;    // when its last op ends
+  double compute_us = 0;   // busy time of the compute stream
+  std::array<double, kNumExposures> exposed_us{};  // compute stream idle, by cause
+  std::array<double, kNumOpKinds> op_us{};         // summed durations by op kind
+};
+
+struct SimResult {
+  double step_us = 0;  // the last stage's finish
+  std::vector<StageTime> stages;
+};
+
+// programs[s] is the program of a rank of stage s (all built from one schedule).
+// Throws RuntimeError naming the stuck stages if the exchanges cannot all complete.
+SimResult simulate(const std::vector<models::StepProgram>& programs, OpPricer& pricer);
+
+}  // namespace ibt::topo

@@ -1,0 +1,76 @@
+#include "topologies/sim_pricer.hpp"
+
+#include <algorithm>
+
+#include "collectives/errors.hpp"
+
+namespace ibt::topo {
+
+using models::Group;
+using models::Op;
+using models::OpKind;
+
+std::string default_dtype(const Topology& t) { return t.device.bf16.known() ? "bf16" : "fp32"; }
+
+TopologyPricer::TopologyPricer(const Topology& topology, const models::ParallelSplit& split,
+                               const std::string& dtype)
+    : t_(topology), split_(split) {
+  const Figure& peak = t_.device.peak(dtype);
+  if (!peak.known())
+    throw UsageError("topology '" + t_.name + "' has no " + dtype + " peak (" + peak.note +
+                     "); choose another --dtype");
+  flops_per_us_ = peak.get() * 1e6 * t_.model.gemm_efficiency.get();
+  bytes_per_us_ = t_.device.memory_bandwidth_GBps.get() * 1e3 * t_.model.memory_efficiency.get();
+  overhead_us_ = t_.model.op_overhead_us.get();
+  const int D = t_.domain_size();
+  stage_stride_ = static_cast<long long>(split.tp) * split.dp;
+  placement_[static_cast<int>(Group::none)] = Placement{};
+  placement_[static_cast<int>(Group::tp)] = place_group(split.tp, 1, D);
+  placement_[static_cast<int>(Group::dp)] = place_group(split.dp, split.tp, D);
+  placement_[static_cast<int>(Group::ep)] = place_group(split.ep, split.tp, D);
+  placement_[static_cast<int>(Group::expert_dp)] =
+      place_group(split.dp / split.ep, static_cast<long long>(split.tp) * split.ep, D);
+  placement_[static_cast<int>(Group::pp)] = place_group(split.pp, stage_stride_, D);
+}
+
+void TopologyPricer::add_attention_score_traffic(const models::ModelConfig& model, double passes,
+                                                 double element_bytes) {
+  const double heads = static_cast<double>(model.heads) / split_.tp;
+  const double seq = model.seq_len;
+  score_bytes_forward_ = passes * element_bytes * split_.micro_batch_size * heads * seq * seq;
+}
+
+double TopologyPricer::compute_us(double flops, double bytes) const {
+  return std::max(flops / flops_per_us_, bytes / bytes_per_us_) + overhead_us_;
+}
+
+double TopologyPricer::op_us(const models::StepProgram&, const Op& op) {
+  CollOp coll;
+  switch (op.kind) {
+    case OpKind::tp_all_reduce:
+    case OpKind::grad_all_reduce: coll = CollOp::all_reduce; break;
+    case OpKind::sp_all_gather:
+    case OpKind::param_all_gather: coll = CollOp::all_gather; break;
+    case OpKind::sp_reduce_scatter:
+    case OpKind::grad_reduce_scatter: coll = CollOp::reduce_scatter; break;
+    case OpKind::ep_dispatch:
+    case OpKind::ep_combine: coll = CollOp::all_to_all; break;
+    case OpKind::pp_exchange:
+      throw RuntimeError("sim: pp_exchange is priced per half (exchange_half_us)");
+    case OpKind::attention_core: {
+      const double mult = op.phase == models::Phase::backward ? 2.0 : 1.0;
+      return compute_us(op.flops, op.bytes + mult * score_bytes_forward_);
+    }
+    default: return compute_us(op.flops, op.bytes);
+  }
+  return collective_cost(t_, coll, placement_[static_cast<int>(op.group)], op.bytes).time_us;
+}
+
+double TopologyPricer::exchange_half_us(const models::StepProgram& program, const Op& op,
+                                        int peer_stage) {
+  const long long D = t_.domain_size();
+  const bool same = (program.stage * stage_stride_) / D == (peer_stage * stage_stride_) / D;
+  return p2p_cost(t_, same, op.bytes).time_us;
+}
+
+}  // namespace ibt::topo

@@ -1,0 +1,165 @@
+#include "topologies/vtrain.hpp"
+
+#include <cmath>
+#include <fstream>
+#include <sstream>
+
+#include "collectives/errors.hpp"
+#include "topologies/projection.hpp"
+
+namespace ibt::topo {
+
+std::vector<VtrainRow> read_vtrain_csv(const std::string& path, bool multi) {
+  std::ifstream in(path);
+  if (!in) throw UsageError("cannot read " + path);
+  std::vector<VtrainRow> rows;
+  std::string line;
+  int lineno = 0;
+  while (std::getline(in, line)) {
+    ++lineno;
+    if (lineno == 1 || line.empty()) continue;  // header
+    std::vector<double> v;
+    std::stringstream ss(line);
+    std::string cell;
+    while (std::getline(ss, cell, ',')) {
+      try {
+        v.push_back(std::stod(cell));
+      } catch (const std::exception&) {
+        throw UsageError(path + ":" + std::to_string(lineno) + ": '" + cell + "' is not a number");
+      }
+    }
+    const size_t expect = multi ? 12 : 11;
+    if (v.size() != expect)
+      throw UsageError(path + ":" + std::to_string(lineno) + ": " + std::to_string(v.size()) +
+                       " columns, expected " + std::to_string(expect));
+    const size_t o = multi ? 1 : 0;  // multi has "Parameters (billion)" first
+    VtrainRow r;
+    r.gpus = static_cast<int>(v[o + 0]);
+    r.global_batch = static_cast<int>(v[o + 1]);
+    r.micro_batch = static_cast<int>(v[o + 2]);
+    r.hidden = static_cast<int>(v[o + 3]);
+    r.heads = static_cast<int>(v[o + 4]);
+    r.layers = static_cast<int>(v[o + 5]);
+    r.seq = static_cast<int>(v[o + 6]);
+    r.tp = static_cast<int>(v[o + 7]);
+    r.dp = static_cast<int>(v[o + 8]);
+    r.pp = static_cast<int>(v[o + 9]);
+    r.measured_ms = v[o + 10];
+    r.multi = multi;
+    if (r.tp * r.dp * r.pp != r.gpus)
+      throw UsageError(path + ":" + std::to_string(lineno) + ": tp*dp*pp != GPUs");
+    rows.push_back(r);
+  }
+  return rows;
+}
+
+namespace {
+
+models::ModelConfig gpt(const VtrainRow& r) {
+  models::ModelConfig m;
+  m.name = "vtrain-gpt";
+  m.source = "a row of the vTrain ground truth";
+  m.layers = r.layers;
+  m.hidden = r.hidden;
+  m.heads = r.heads;
+  m.kv_heads = r.heads;
+  m.ffn_hidden = 4 * r.hidden;
+  m.vocab = 51200;
+  m.seq_len = r.seq;
+  m.norm = models::Norm::layernorm;
+  m.activation = models::Activation::gelu;
+  m.tied_embeddings = true;
+  return m;
+}
+
+}  // namespace
+
+std::vector<VtrainResult> project_vtrain(const std::vector<VtrainRow>& rows, const Topology& t) {
+  ProjectionOptions o;
+  o.dtype = "bf16";  // A100 fp16 and bf16 tensor peaks are equal (312 TFLOP/s)
+  o.overlap_grad_reduce = false;
+  o.precision = models::bf16_mixed_adam();  // 2-byte activations and gradients
+  // Megatron of 2022 materialises the attention scores (no flash attention): write
+  // QK^T, softmax read + write, dropout read + write, read for AV = 6 passes forward.
+  o.attention_score_passes = 6;
+  std::vector<VtrainResult> out;
+  for (const auto& r : rows) {
+    VtrainResult res;
+    res.row = r;
+    try {
+      const models::ModelConfig m = gpt(r);
+      models::ParallelSplit s;
+      s.tp = r.tp;
+      s.dp = r.dp;
+      s.pp = r.pp;
+      s.micro_batch_size = r.micro_batch;
+      if (r.global_batch % (r.dp * r.micro_batch) != 0)
+        throw UsageError("global batch not divisible by dp x micro batch");
+      s.microbatches = r.global_batch / (r.dp * r.micro_batch);
+      s.schedule = (r.pp > 1 && s.microbatches < r.pp) ? models::ScheduleKind::afab
+                                                        : models::ScheduleKind::one_f_one_b;
+      Projection p;
+      p.split = s;
+      p.devices = s.world_size();
+      models::validate(s, m, p.devices);
+      price(stage_programs(m, s, o), m, t, o, p);
+      res.projected_ms = p.step_s * 1e3;
+      res.ape = std::abs(res.projected_ms - r.measured_ms) / r.measured_ms;
+    } catch (const std::exception& e) {
+      res.error = e.what();
+    }
+    out.push_back(res);
+  }
+  return out;
+}
+
+Topology with_efficiency(const Topology& base, double gemm_efficiency, double op_overhead_us,
+                         const std::string& how) {
+  Topology t = base;
+  const std::string id = "vtrain-fit";
+  if (!t.find_source(id)) t.sources.push_back({id, SourceKind::assumption, how});
+  t.model.gemm_efficiency = {gemm_efficiency, "fraction", id, "fitted once for the whole vTrain set"};
+  t.model.op_overhead_us = {op_overhead_us, "us", id, "fitted once for the whole vTrain set"};
+  return t;
+}
+
+EfficiencyFit fit_vtrain_efficiency(const std::vector<VtrainRow>& rows, const Topology& base) {
+  auto score = [&](double e, double o) {
+    return mape(project_vtrain(rows, with_efficiency(base, e, o, "fit in progress"))).mape;
+  };
+  // Golden-section search of f on [lo, hi].
+  auto golden = [](auto f, double lo, double hi) {
+    const double g = (std::sqrt(5.0) - 1) / 2;
+    double a = lo, b = hi, c = b - g * (b - a), d = a + g * (b - a);
+    double fc = f(c), fd = f(d);
+    for (int i = 0; i < 14; ++i) {
+      if (fc < fd) { b = d; d = c; fd = fc; c = b - g * (b - a); fc = f(c); }
+      else { a = c; c = d; fc = fd; d = a + g * (b - a); fd = f(d); }
+    }
+    return (a + b) / 2;
+  };
+  EfficiencyFit fit{base.model.gemm_efficiency.get(), base.model.op_overhead_us.get(), 0};
+  for (int round = 0; round < 3; ++round) {
+    fit.op_overhead_us = golden([&](double o) { return score(fit.gemm_efficiency, o); }, 0.0, 500.0);
+    fit.gemm_efficiency = golden([&](double e) { return score(e, fit.op_overhead_us); }, 0.2, 1.0);
+  }
+  fit.mape = score(fit.gemm_efficiency, fit.op_overhead_us);
+  return fit;
+}
+
+Mape mape(const std::vector<VtrainResult>& results) {
+  Mape m;
+  double sum = 0;
+  for (const auto& r : results) {
+    if (!r.error.empty()) {
+      ++m.skipped;
+      continue;
+    }
+    sum += r.ape;
+    ++m.rows;
+  }
+  m.mape = m.rows ? sum / m.rows : 0.0;
+  return m;
+}
+
+}  // namespace ibt::topo
