@@ -1,0 +1,341 @@
+"""The report's figures, drawn with matplotlib from ibt tables.
+
+Each function returns a list of Figure objects (name, matplotlib figure, caption, table),
+or an empty list when the runs hold nothing to draw. A table is (header, rows) shown
+under the figure, so every plotted number can be read exactly.
+"""
+import math
+import re
+from collections import defaultdict, namedtuple
+
+import matplotlib
+
+matplotlib.use("Agg")
+import matplotlib.pyplot as plt  # noqa: E402
+import numpy as np  # noqa: E402
+
+Figure = namedtuple("Figure", "name fig caption table")
+
+SCOPES = ("intra", "inter", "world")
+# Training results come from two places:
+#   - measured runs (kind "train", ibt train): run attributes model, split, world_size and a
+#     table "steps" with one row per step: mfu, step_time, compute, tp_comm, dp_comm, ep_comm,
+#     pp_comm_and_bubble, other (seconds);
+#   - projections (table "projections", ibt project / crossover): one row per split with
+#     devices, split, feasible, mfu, compute_s, exposed_{tp,dp,expert_dp,pp,ep}_s, bubble_s.
+TRAINING_SOURCES = "runs of kind train (table steps) or tables projections"
+
+
+def human_bytes(n):
+    n = int(n)
+    for unit, scale in (("GiB", 1 << 30), ("MiB", 1 << 20), ("KiB", 1 << 10)):
+        if n >= scale and n % scale == 0:
+            return f"{n // scale} {unit}"
+    return f"{n} B"
+
+
+def _fmt(v, digits=4):
+    if isinstance(v, float):
+        if math.isinf(v) or v >= 1e299:
+            return "inf"
+        return f"{v:.{digits}g}"
+    return str(v)
+
+
+def _collective_rows(runs):
+    """(run, op, scope, dtype) -> sorted [(bytes, busbw, time_us, p50, wrong)]."""
+    series = defaultdict(lambda: {"out": [], "in": []})
+    for run in runs:
+        t = run.tables.get("collectives")
+        if t is None or t.length == 0:
+            continue
+        for i in range(t.length):
+            key = (run.label, t["op"][i], t["scope"][i], t["dtype"][i])
+            series[key][t["placement"][i]].append((int(t["bytes"][i]), float(t["busbw_GBps"][i]),
+                                                   float(t["time_us"][i]), float(t["p50_us"][i]), int(t["wrong"][i])))
+    # Out-of-place where the op has it; in-place otherwise (broadcast is in-place only).
+    return {k: sorted(v["out"] or v["in"]) for k, v in series.items()}
+
+
+def busbw_figures(runs):
+    series = _collective_rows(runs)
+    ops = sorted({k[1] for k in series})
+    figures = []
+    for op in ops:
+        scopes = [s for s in SCOPES if any(k[1] == op and k[2] == s for k in series)]
+        fig, axes = plt.subplots(1, len(scopes), figsize=(4.2 * len(scopes), 3.4), squeeze=False)
+        header = ["scope", "series", "bytes", "busbw GB/s", "time us", "#wrong"]
+        rows = []
+        for ax, scope in zip(axes[0], scopes):
+            for key in sorted(k for k in series if k[1] == op and k[2] == scope):
+                pts = [p for p in series[key] if p[1] > 0]
+                label = f"{key[0]} {key[3]}"
+                if pts:
+                    ax.loglog([p[0] for p in pts], [p[1] for p in pts], marker="o", ms=3, label=label)
+                for p in series[key]:
+                    rows.append([scope, label, human_bytes(p[0]), _fmt(p[1]), _fmt(p[2]), str(p[4])])
+            ax.set_title(f"{op} - {scope}")
+            ax.set_xlabel("message size (bytes)")
+            ax.set_ylabel("bus bandwidth (GB/s)")
+            ax.grid(True, which="both", alpha=0.3)
+            ax.legend(fontsize=7)
+        fig.tight_layout()
+        figures.append(Figure(f"busbw_{op}", fig,
+                              f"{op}: bus bandwidth against message size (out-of-place, or in-place where the op has only that; log-log), a line per run "
+                              "and dtype, one panel per scope.", (header, rows)))
+    return figures
+
+
+def latency_figure(runs, small_bytes=4096):
+    series = _collective_rows(runs)
+    points = defaultdict(list)  # (scope) -> [(op, label, bytes, time, p50)]
+    for (label, op, scope, dtype), pts in series.items():
+        small = [p for p in pts if p[0] <= small_bytes]
+        if small:
+            b, _, t, p50, _ = small[0]
+            points[scope].append((op, f"{label} {dtype}", b, t, p50))
+    if not points:
+        return []
+    scopes = [s for s in SCOPES if s in points]
+    fig, axes = plt.subplots(1, len(scopes), figsize=(4.6 * len(scopes), 3.6), squeeze=False)
+    rows = []
+    for ax, scope in zip(axes[0], scopes):
+        entries = sorted(points[scope])
+        ops = sorted({e[0] for e in entries})
+        labels = sorted({e[1] for e in entries})
+        width = 0.8 / max(1, len(labels))
+        for j, label in enumerate(labels):
+            xs, ys = [], []
+            for i, op in enumerate(ops):
+                for e in entries:
+                    if e[0] == op and e[1] == label:
+                        xs.append(i + j * width)
+                        ys.append(e[3])
+            ax.bar(xs, ys, width=width, label=label)
+        ax.set_xticks([i + 0.4 - width / 2 for i in range(len(ops))])
+        ax.set_xticklabels(ops, rotation=30, ha="right", fontsize=8)
+        ax.set_yscale("log")
+        ax.set_ylabel("time per op (us)")
+        ax.set_title(f"smallest message - {scope}")
+        ax.grid(True, axis="y", alpha=0.3)
+        ax.legend(fontsize=7)
+        rows += [[scope, e[0], e[1], human_bytes(e[2]), _fmt(e[3]), _fmt(e[4])] for e in entries]
+    fig.tight_layout()
+    return [Figure("latency", fig,
+                   f"Small-message latency: mean time per op at the smallest measured size (at most {small_bytes} B), "
+                   "per scope.", (["scope", "op", "series", "bytes", "time us", "p50 us"], rows))]
+
+
+def p2p_figures(runs):
+    figures = []
+    for run in runs:
+        t = run.tables.get("p2p_matrix")
+        if t is None or t.length == 0:
+            continue
+        sizes = sorted(set(int(b) for b in t["bytes"]))
+        units = int(max(t["unit_a"].max(), t["unit_b"].max())) + 1
+        fig, axes = plt.subplots(1, len(sizes), figsize=(4.4 * len(sizes), 3.8), squeeze=False)
+        for ax, size in zip(axes[0], sizes):
+            bandwidth = size == sizes[-1] and len(sizes) > 1 or size >= 65536
+            m = np.full((units, units), np.nan)
+            for i in range(t.length):
+                if int(t["bytes"][i]) != size:
+                    continue
+                a, b = int(t["unit_a"][i]), int(t["unit_b"][i])
+                v = float(t["bandwidth_GBps"][i] if bandwidth else t["time_us"][i])
+                old = m[a, b]
+                if not np.isnan(old):  # domains: several rank pairs per cell, keep the slowest
+                    v = min(old, v) if bandwidth else max(old, v)
+                m[a, b] = m[b, a] = v
+            im = ax.imshow(m, cmap="viridis" if bandwidth else "viridis_r")
+            fig.colorbar(im, ax=ax, label="GB/s" if bandwidth else "us")
+            for a in range(units):
+                for b in range(units):
+                    if not np.isnan(m[a, b]) and units <= 16:
+                        ax.text(b, a, _fmt(m[a, b], 3), ha="center", va="center", fontsize=7, color="w")
+            ax.set_title(f"{'bandwidth' if bandwidth else 'latency'} at {human_bytes(size)}")
+            ax.set_xlabel("unit (rank or domain)")
+            ax.set_ylabel("unit")
+            ax.set_xticks(range(units))
+            ax.set_yticks(range(units))
+        fig.suptitle(run.label, fontsize=9)
+        fig.tight_layout()
+        header = ["round", "rank a", "host a", "rank b", "host b", "bytes", "time us", "p99 us", "GB/s", "#wrong"]
+        rows = [[str(t["round"][i]), str(t["rank_a"][i]), t["host_a"][i], str(t["rank_b"][i]), t["host_b"][i],
+                 human_bytes(t["bytes"][i]), _fmt(float(t["time_us"][i])), _fmt(float(t["p99_us"][i])),
+                 _fmt(float(t["bandwidth_GBps"][i])), str(t["wrong"][i])] for i in range(t.length)]
+        o = run.tables.get("p2p_outliers")
+        if o is not None and o.length:
+            outl = "; ".join(
+                f"{o['kind'][i]} {o['metric'][i]} {human_bytes(o['bytes'][i])} rank {o['rank_a'][i]} ({o['host_a'][i]})"
+                + (f" <-> {o['rank_b'][i]} ({o['host_b'][i]})" if int(o["rank_b"][i]) >= 0 else "")
+                + f": {_fmt(float(o['value'][i]))} vs median {_fmt(float(o['median'][i]))}" for i in range(o.length))
+        else:
+            outl = "none"
+        figures.append(Figure(f"p2p_{run.file}_{run.id}", fig,
+                              f"Point-to-point matrix of {run.label}: ping-pong latency (small sizes) and bandwidth "
+                              f"(large sizes) per pair; the slowest rank pair per cell. Outliers: {outl}.",
+                              (header, rows)))
+    return figures
+
+
+def accept_figures(runs):
+    figures = []
+    for run in runs:
+        t = run.tables.get("accept")
+        if t is None or t.length == 0:
+            continue
+        names = list(t["metric"])
+        margins = [float(x) for x in t["margin"]]
+        passed = [v == "PASS" for v in t["verdict"]]
+        fig, ax = plt.subplots(figsize=(8, 0.35 * len(names) + 1.2))
+        ax.barh(range(len(names)), margins, color=["tab:green" if p else "tab:red" for p in passed])
+        ax.set_yticks(range(len(names)))
+        ax.set_yticklabels(names, fontsize=7)
+        ax.axvline(0, color="k", lw=0.8)
+        ax.set_xlabel("margin to the nearest bound (fraction of target; negative = outside)")
+        ax.set_title(f"acceptance {run.label}: {run.attrs.get('verdict', '?')}", fontsize=9)
+        fig.tight_layout()
+        header = ["metric", "measured", "target", "bounds", "unit", "margin", "verdict"]
+        rows = [[t["metric"][i], _fmt(float(t["measured"][i])), _fmt(float(t["target"][i])),
+                 f"[{_fmt(float(t['lower_bound'][i]))}, {_fmt(float(t['upper_bound'][i]))}]", t["unit"][i],
+                 _fmt(float(t["margin"][i]), 3), t["verdict"][i]] for i in range(t.length)]
+        figures.append(Figure(f"accept_{run.file}_{run.id}", fig,
+                              f"Acceptance of {run.label} against {run.attrs.get('reference', '?')}: margin of "
+                              "each metric to its nearest bound.", (header, rows)))
+    return figures
+
+
+def _split_shape(split):
+    """A split label without its dp degree and microbatch count (both scale with the device
+    count at a fixed global batch), so one line follows a shape as devices grow."""
+    return " ".join(w for w in str(split).split() if not re.fullmatch(r"(dp|m)\d+", w))
+
+
+# Step-time parts, as (label, projection columns, measured columns).
+BREAKDOWN = (("compute", ("compute_s",), ("compute",)),
+             ("TP comm", ("exposed_tp_s",), ("tp_comm",)),
+             ("DP comm", ("exposed_dp_s", "exposed_expert_dp_s"), ("dp_comm",)),
+             ("EP comm", ("exposed_ep_s",), ("ep_comm",)),
+             ("PP comm", ("exposed_pp_s",), ()),
+             ("bubble", ("bubble_s",), ()),
+             ("PP comm + bubble", (), ("pp_comm_and_bubble",)),
+             ("other", (), ("other",)))
+
+
+def _training_points(runs):
+    """[(model, source, split, devices, mfu, {part: seconds})] from measured and projected runs."""
+    points = []
+    for run in runs:
+        t = run.tables.get("projections")
+        if t is not None and t.has("devices", "mfu", "split"):
+            for i in range(t.length):
+                if t.has("feasible") and not int(t["feasible"][i]):
+                    continue
+                parts = {label: sum(float(t[c][i]) for c in cols if t.has(c)) for label, cols, _ in BREAKDOWN if cols}
+                points.append((run.attrs.get("model", "?"), "projected", str(t["split"][i]), int(t["devices"][i]),
+                               float(t["mfu"][i]), parts))
+        t = run.tables.get("steps")
+        if run.kind == "train" and t is not None and t.length and t.has("mfu"):
+            # The first step warms caches and allocators: leave it out when there are others.
+            rows = list(range(1, t.length)) if t.length > 1 else [0]
+            med = lambda col: float(np.median([float(t[col][i]) for i in rows]))  # noqa: E731
+            parts = {label: sum(med(c) for c in cols if t.has(c)) for label, _, cols in BREAKDOWN if cols}
+            points.append((run.attrs.get("model", "?"), f"measured ({run.label})", str(run.attrs.get("split", "?")),
+                           int(run.attrs.get("world_size", 0)), med("mfu"), parts))
+    return points
+
+
+def training_figures(runs):
+    points = _training_points(runs)
+    figures = []
+    for model in sorted({p[0] for p in points}):
+        mine = [p for p in points if p[0] == model]
+        lines = defaultdict(dict)  # (kind, shape) -> devices -> best mfu
+        for _, source, split, devices, mfu, _ in mine:
+            key = ("measured" if source.startswith("measured") else "projected", _split_shape(split))
+            lines[key][devices] = max(mfu, lines[key].get(devices, 0.0))
+        best = sorted(lines, key=lambda k: -max(lines[k].values()))[:8]
+        fig, ax = plt.subplots(figsize=(7, 4))
+        rows = []
+        for kind, shape in best:
+            pts = sorted(lines[(kind, shape)].items())
+            ax.plot([p[0] for p in pts], [100 * p[1] for p in pts], marker="o" if kind == "measured" else ".",
+                    ls="-" if kind == "measured" else "--", label=f"{kind}: {shape}")
+            rows += [[kind, shape, str(d), f"{100 * m:.2f}"] for d, m in pts]
+        ax.set_xscale("log", base=2)
+        ax.set_xlabel("devices")
+        ax.set_ylabel("MFU (%)")
+        ax.set_title(f"{model}: MFU against devices (best 8 split shapes)", fontsize=9)
+        ax.grid(True, alpha=0.3)
+        ax.legend(fontsize=6)
+        fig.tight_layout()
+        figures.append(Figure(f"mfu_{model}", fig, f"{model}: MFU against device count per split shape (the split "
+                              "without its data-parallel degree); solid: measured (median over steps after the "
+                              "first), dashed: projected.", (["source", "split", "devices", "MFU %"], rows)))
+        top = sorted(mine, key=lambda p: -p[4])[:12]
+        labels = [lab for lab, _, _ in BREAKDOWN if any(p[5].get(lab, 0) > 0 for p in top)]
+        fig, ax = plt.subplots(figsize=(8.5, 0.42 * len(top) + 1.6))
+        left = np.zeros(len(top))
+        for lab in labels:
+            vals = np.array([p[5].get(lab, 0.0) for p in top])
+            ax.barh(range(len(top)), vals, left=left, label=lab)
+            left += vals
+        ax.set_yticks(range(len(top)))
+        ax.set_yticklabels([f"{p[2]} ({p[1].split(' ')[0]})" for p in top], fontsize=6)
+        ax.invert_yaxis()
+        ax.set_xlabel("seconds per step")
+        ax.set_title(f"{model}: step-time breakdown, the {len(top)} best by MFU", fontsize=9)
+        ax.legend(fontsize=6)
+        fig.tight_layout()
+        rows = [[p[1], p[2], str(p[3]), f"{100 * p[4]:.2f}"] + [_fmt(p[5].get(lab, 0.0)) for lab in labels] for p in top]
+        figures.append(Figure(f"breakdown_{model}", fig, f"{model}: compute, exposed communication per group and "
+                              "pipeline bubble per step, stacked (measured runs cannot split PP communication from "
+                              "the bubble).", (["source", "split", "devices", "MFU %"] + labels, rows)))
+    return figures
+
+
+def crossover_figures(runs):
+    figures = []
+    for run in runs:
+        t = run.tables.get("crossover")
+        if t is None or t.length == 0:
+            continue
+        doms = sorted(set(int(x) for x in t["domain_size"]))
+        bws = sorted(set(float(x) for x in t["scale_out_gbps"]))
+        m = np.full((len(doms), len(bws)), np.nan)
+        for i in range(t.length):
+            g = float(t["gain"][i])
+            m[doms.index(int(t["domain_size"][i])), bws.index(float(t["scale_out_gbps"][i]))] = min(g, 10.0)
+        fig, ax = plt.subplots(figsize=(6.5, 4.5))
+        thr = float(run.attrs.get("threshold", 0.05))
+        # Colours split at the threshold: green = PP not needed, red = PP needed.
+        norm = matplotlib.colors.TwoSlopeNorm(vcenter=100 * thr, vmin=min(100 * np.nanmin(m), 50 * thr),
+                                              vmax=max(100 * np.nanmax(m), 200 * thr))
+        im = ax.imshow(100 * m, cmap="RdYlGn_r", norm=norm, origin="lower", aspect="auto")
+        fig.colorbar(im, ax=ax, label=f"gain from PP (%, capped at 1000%); threshold {100 * thr:g}%")
+        if np.nanmin(m) < thr < np.nanmax(m):
+            ax.contour(m, levels=[thr], colors="k", linewidths=2)
+        for a in range(len(doms)):
+            for b in range(len(bws)):
+                needed = m[a, b] > thr
+                ax.text(b, a, ("inf" if m[a, b] >= 10 else f"{100 * m[a, b]:.1f}%") + ("\nPP needed" if needed else ""),
+                        ha="center", va="center", fontsize=7)
+        ax.set_xticks(range(len(bws)))
+        ax.set_xticklabels([f"{b:g}" for b in bws])
+        ax.set_yticks(range(len(doms)))
+        ax.set_yticklabels([str(d) for d in doms])
+        ax.set_xlabel("scale-out Gb/s per device")
+        ax.set_ylabel("devices per scale-up domain")
+        ax.set_title(f"{run.attrs.get('model', '?')}: PP crossover ({run.label})", fontsize=9)
+        fig.tight_layout()
+        rows = [[str(t["domain_size"][i]), _fmt(float(t["scale_out_gbps"][i])), f"{100 * float(t['mfu_no_pp'][i]):.1f}",
+                 f"{100 * float(t['mfu_with_pp'][i]):.1f}", _fmt(float(t["gain"][i]), 3),
+                 "yes" if int(t["pp_needed"][i]) else "no", t["split_no_pp"][i], t["split_with_pp"][i]]
+                for i in range(t.length)]
+        figures.append(Figure(f"crossover_{run.file}_{run.id}", fig,
+                              f"Gain from pipeline parallelism per fabric (black line: the threshold {thr:g}). "
+                              f"Verdict: {run.attrs.get('verdict', '?')}",
+                              (["domain", "Gb/s", "MFU no PP %", "MFU PP %", "gain", "PP needed", "best PP=1",
+                                "best PP>1"], rows)))
+    return figures

@@ -1,0 +1,94 @@
+"""Reading ibt results files (schema "ibt-results", version 1) with h5py.
+
+Only what the report needs: every run's attributes, environment and tables, with
+fixed-length strings (which h5py returns as bytes) decoded to str.
+"""
+import os
+
+import h5py
+import numpy as np
+
+SCHEMA = "ibt-results"
+SCHEMA_VERSION = 1
+
+
+class InputError(Exception):
+    """A file that is missing, not HDF5 or not ibt's: reported in one line, exit status 2."""
+
+
+def _text(value):
+    if isinstance(value, bytes):
+        return value.decode("utf-8", "replace")
+    if isinstance(value, np.generic):
+        return value.item()
+    return value
+
+
+class Table:
+    """Rows of one compound dataset as a dict of NumPy columns (strings decoded)."""
+
+    def __init__(self, name, dataset):
+        self.name = name
+        rows = dataset[:]
+        self.units = {k[len("unit:"):]: _text(v) for k, v in dataset.attrs.items() if k.startswith("unit:")}
+        self.columns = {}
+        for col in rows.dtype.names or ():
+            data = rows[col]
+            if data.dtype.kind == "S":
+                data = np.array([s.decode("utf-8", "replace") for s in data], dtype=object)
+            self.columns[col] = data
+        self.length = len(rows)
+
+    def has(self, *names):
+        return all(n in self.columns for n in names)
+
+    def __getitem__(self, column):
+        return self.columns[column]
+
+
+class Run:
+    def __init__(self, path, run_id, group):
+        self.path = path
+        self.file = os.path.basename(path)
+        self.id = run_id
+        self.attrs = {k: _text(v) for k, v in group.attrs.items()}
+        self.environment = {}
+        if "environment" in group:
+            self.environment = {k: _text(v) for k, v in group["environment"].attrs.items()}
+        self.tables = {}
+        for name, item in group.items():
+            if isinstance(item, h5py.Dataset) and item.dtype.names:
+                self.tables[name] = Table(name, item)
+
+    @property
+    def kind(self):
+        return self.attrs.get("kind", "?")
+
+    @property
+    def status(self):
+        return self.attrs.get("status", "?")
+
+    @property
+    def label(self):
+        """file:run, with the status when the run did not complete, so no figure hides it."""
+        tag = "" if self.status == "complete" else f" [{self.status}]"
+        return f"{self.file}:{self.id}{tag}"
+
+
+def load_runs(path):
+    if not os.path.exists(path):
+        raise InputError(f"{path}: no such file")
+    try:
+        f = h5py.File(path, "r")
+    except OSError as e:
+        raise InputError(f"{path}: not a readable HDF5 file ({e})")
+    with f:
+        schema = _text(f.attrs.get("ibt_schema", ""))
+        if schema != SCHEMA:
+            raise InputError(f"{path}: not an ibt results file (attribute ibt_schema is '{schema}')")
+        version = int(_text(f.attrs.get("ibt_schema_version", 0)))
+        if version > SCHEMA_VERSION:
+            raise InputError(f"{path}: schema version {version} is newer than this report reads ({SCHEMA_VERSION})")
+        if "runs" not in f:
+            return []
+        return [Run(path, run_id, f["runs"][run_id]) for run_id in sorted(f["runs"])]
