@@ -11,7 +11,10 @@ packages=(
   libboost-program-options-dev nlohmann-json3-dev
   libopenblas-dev                         # GEMMs of the CPU training engine
   libgtest-dev libgmock-dev libbenchmark-dev
-  python3-h5py python3-numpy              # h5py example in the README, schema checks
+  python3-h5py python3-numpy python3-matplotlib  # `ibt report` figures, the README's h5py example
+  chromium                                # the report's headless-browser test
+  iproute2                                # the emulated multi-host cluster (network namespaces)
+  munge slurmctld slurmd slurm-client     # the local Slurm test (srun --mpi=pmi2)
 )
 missing=()
 for p in "${packages[@]}"; do

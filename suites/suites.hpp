@@ -8,5 +8,13 @@ int collectives_main(int argc, char** argv);
 int show_main(int argc, char** argv);
 int export_main(int argc, char** argv);
 int gemm_main(int argc, char** argv);  // needs a build with CUDA (IBT_HAVE_CUDA)
+int p2p_matrix_main(int argc, char** argv);
+int accept_main(int argc, char** argv);
+int report_main(int argc, char** argv);
+int train_main(int argc, char** argv);
+int sweep_main(int argc, char** argv);
+int project_main(int argc, char** argv);
+int crossover_main(int argc, char** argv);
+int calibrate_main(int argc, char** argv);
 
 }  // namespace ibt::suites
