@@ -392,24 +392,6 @@ int run(int argc, char** argv, MpiSession& mpi) {
 
 }  // namespace
 
-int accept_main(int argc, char** argv) {
-  MpiSession mpi(&argc, &argv);
-  int status = kExitOk;
-  try {
-    status = run(argc, argv, mpi);
-  } catch (const UsageError& e) {
-    if (mpi.rank() == 0) std::fprintf(stderr, "ibt accept: error: %s\n", e.what());
-    status = kExitUsage;
-  } catch (const po::error& e) {
-    if (mpi.rank() == 0) std::fprintf(stderr, "ibt accept: error: %s (see --help)\n", e.what());
-    status = kExitUsage;
-  } catch (const std::exception& e) {
-    std::fprintf(stderr, "ibt accept: error: rank %d: %s\n", mpi.rank(), e.what());
-    std::fflush(nullptr);
-    MPI_Abort(MPI_COMM_WORLD, kExitFailure);
-  }
-  MPI_Allreduce(MPI_IN_PLACE, &status, 1, MPI_INT, MPI_MAX, MPI_COMM_WORLD);
-  return status;
-}
+int accept_main(int argc, char** argv) { return run_mpi_suite("accept", argc, argv, run); }
 
 }  // namespace ibt::suites

@@ -335,27 +335,6 @@ int run(int argc, char** argv, MpiSession& mpi) {
 
 }  // namespace
 
-int collectives_main(int argc, char** argv) {
-  MpiSession mpi(&argc, &argv);
-  int status = kExitOk;
-  try {
-    status = run(argc, argv, mpi);
-  } catch (const UsageError& e) {
-    if (mpi.rank() == 0) std::fprintf(stderr, "ibt collectives: error: %s\n", e.what());
-    status = kExitUsage;
-  } catch (const po::error& e) {
-    if (mpi.rank() == 0) std::fprintf(stderr, "ibt collectives: error: %s (see --help)\n", e.what());
-    status = kExitUsage;
-  } catch (const std::exception& e) {
-    // A failure on one rank (MPI error, out of memory): the others may be waiting in a
-    // collective, so end the whole job. Rank 0's run was marked failed while unwinding.
-    std::fprintf(stderr, "ibt collectives: error: rank %d: %s\n", mpi.rank(), e.what());
-    std::fflush(nullptr);
-    MPI_Abort(MPI_COMM_WORLD, kExitFailure);
-  }
-  // Every rank must leave with the same status: a wrong value seen by one is a failure of all.
-  MPI_Allreduce(MPI_IN_PLACE, &status, 1, MPI_INT, MPI_MAX, MPI_COMM_WORLD);
-  return status;
-}
+int collectives_main(int argc, char** argv) { return run_mpi_suite("collectives", argc, argv, run); }
 
 }  // namespace ibt::suites

@@ -3,6 +3,8 @@
 // the watchdog thread never does.
 #include <mpi.h>
 
+#include <string>
+
 #include "collectives/mpi_types.hpp"
 
 namespace ibt::suites {
@@ -28,5 +30,12 @@ class MpiSession {
   int rank_ = 0;
   int size_ = 1;
 };
+
+// Runs an MPI suite's body with the error handling every MPI suite shares: bad input is
+// reported once (rank 0) with exit status 2; any other failure on a rank ends the whole
+// job, since the other ranks may be waiting for it in a collective (a run being recorded
+// is marked failed while unwinding); every rank leaves with the same status.
+int run_mpi_suite(const std::string& name, int argc, char** argv,
+                  int (*body)(int argc, char** argv, MpiSession& mpi));
 
 }  // namespace ibt::suites

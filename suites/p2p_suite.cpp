@@ -196,24 +196,6 @@ int run(int argc, char** argv, MpiSession& mpi) {
 
 }  // namespace
 
-int p2p_matrix_main(int argc, char** argv) {
-  MpiSession mpi(&argc, &argv);
-  int status = kExitOk;
-  try {
-    status = run(argc, argv, mpi);
-  } catch (const UsageError& e) {
-    if (mpi.rank() == 0) std::fprintf(stderr, "ibt p2p-matrix: error: %s\n", e.what());
-    status = kExitUsage;
-  } catch (const po::error& e) {
-    if (mpi.rank() == 0) std::fprintf(stderr, "ibt p2p-matrix: error: %s (see --help)\n", e.what());
-    status = kExitUsage;
-  } catch (const std::exception& e) {
-    std::fprintf(stderr, "ibt p2p-matrix: error: rank %d: %s\n", mpi.rank(), e.what());
-    std::fflush(nullptr);
-    MPI_Abort(MPI_COMM_WORLD, kExitFailure);
-  }
-  MPI_Allreduce(MPI_IN_PLACE, &status, 1, MPI_INT, MPI_MAX, MPI_COMM_WORLD);
-  return status;
-}
+int p2p_matrix_main(int argc, char** argv) { return run_mpi_suite("p2p-matrix", argc, argv, run); }
 
 }  // namespace ibt::suites
