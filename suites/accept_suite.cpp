@@ -129,16 +129,6 @@ std::vector<store::Column> accept_columns() {
           {"note", ColumnType::str, "", 160}};
 }
 
-void agree_on_error(const std::string& error_on_root, int rank) {
-  int length = rank == 0 ? static_cast<int>(error_on_root.size()) : 0;
-  MPI_Bcast(&length, 1, MPI_INT, 0, MPI_COMM_WORLD);
-  if (length == 0) return;
-  std::string text(length, '\0');
-  if (rank == 0) text = error_on_root;
-  MPI_Bcast(text.data(), length, MPI_CHAR, 0, MPI_COMM_WORLD);
-  throw UsageError(text);
-}
-
 int run(int argc, char** argv, MpiSession& mpi) {
   std::string reference_path, junit, out, backend_name = "mpi", generate_from, write_to;
   double timeout = 60, efficiency = 0;
@@ -213,15 +203,7 @@ int run(int argc, char** argv, MpiSession& mpi) {
   }
   if (!p2p_sizes.empty() && mpi.size() < 2) throw UsageError("p2p metrics need at least 2 ranks");
 
-  std::string out_error;
-  if (mpi.rank() == 0 && !out.empty()) {
-    try {
-      store::check_appendable(out);
-    } catch (const UsageError& e) {
-      out_error = e.what();
-    }
-  }
-  agree_on_error(out_error, mpi.rank());
+  check_output_on_all_ranks(out, MPI_COMM_WORLD);
 
   const JobFacts facts = gather_job_facts(MPI_COMM_WORLD);
   std::unique_ptr<RunRecorder> recorder;

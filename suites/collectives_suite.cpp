@@ -173,18 +173,6 @@ std::vector<Scope> feasible_scopes(const std::string& requested, const DomainLay
   return scopes;
 }
 
-// rank 0 may find an error the others cannot see (the output file): share it so every
-// rank fails the same way, before anything is measured.
-void agree_on_error(const std::string& error_on_root, int rank) {
-  int length = rank == 0 ? static_cast<int>(error_on_root.size()) : 0;
-  MPI_Bcast(&length, 1, MPI_INT, 0, MPI_COMM_WORLD);
-  if (length == 0) return;
-  std::string text(length, '\0');
-  if (rank == 0) text = error_on_root;
-  MPI_Bcast(text.data(), length, MPI_CHAR, 0, MPI_COMM_WORLD);
-  throw UsageError(text);
-}
-
 store::Row to_row(const Measurement& m, const std::string& backend) {
   return {m.op, m.scope, backend, m.dtype, m.reduce_op, std::string(to_string(m.placement)),
           static_cast<std::int64_t>(m.group_size), static_cast<std::int64_t>(m.groups),
@@ -226,15 +214,7 @@ int run(int argc, char** argv, MpiSession& mpi) {
   HarnessOptions harness = base;
   harness.scopes = feasible_scopes(args.scopes, layout, notes);
 
-  std::string out_error;
-  if (mpi.rank() == 0 && !args.out.empty()) {
-    try {
-      store::check_appendable(args.out);
-    } catch (const UsageError& e) {
-      out_error = e.what();
-    }
-  }
-  agree_on_error(out_error, mpi.rank());
+  check_output_on_all_ranks(args.out, MPI_COMM_WORLD);
 
   const JobFacts facts = gather_job_facts(MPI_COMM_WORLD);
   std::unique_ptr<RunRecorder> recorder;

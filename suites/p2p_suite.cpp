@@ -103,17 +103,6 @@ P2pOptions to_options(const P2pArgs& a) {
   return o;
 }
 
-// rank 0 may find an error the others cannot see (the output file): every rank fails alike.
-void agree_on_error(const std::string& error_on_root, int rank) {
-  int length = rank == 0 ? static_cast<int>(error_on_root.size()) : 0;
-  MPI_Bcast(&length, 1, MPI_INT, 0, MPI_COMM_WORLD);
-  if (length == 0) return;
-  std::string text(length, '\0');
-  if (rank == 0) text = error_on_root;
-  MPI_Bcast(text.data(), length, MPI_CHAR, 0, MPI_COMM_WORLD);
-  throw UsageError(text);
-}
-
 int run(int argc, char** argv, MpiSession& mpi) {
   P2pArgs args;
   auto options = describe_options(args);
@@ -129,15 +118,7 @@ int run(int argc, char** argv, MpiSession& mpi) {
   const DomainLayout layout = detect_domains(MPI_COMM_WORLD, args.domain_size);
   if (mpi.size() < 2) throw UsageError("p2p-matrix needs at least 2 ranks (run it under mpiexec -n N)");
 
-  std::string out_error;
-  if (mpi.rank() == 0 && !args.out.empty()) {
-    try {
-      store::check_appendable(args.out);
-    } catch (const UsageError& e) {
-      out_error = e.what();
-    }
-  }
-  agree_on_error(out_error, mpi.rank());
+  check_output_on_all_ranks(args.out, MPI_COMM_WORLD);
 
   const JobFacts facts = gather_job_facts(MPI_COMM_WORLD);
   std::unique_ptr<RunRecorder> recorder;

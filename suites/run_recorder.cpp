@@ -1,5 +1,7 @@
 #include "suites/run_recorder.hpp"
 
+#include "collectives/errors.hpp"
+
 namespace ibt::suites {
 
 RunRecorder::RunRecorder(const std::string& path, const std::string& kind) {
@@ -37,6 +39,24 @@ void RunRecorder::finish(store::RunStatus status, const std::string& message) {
   if (!run_ || finished_) return;
   finished_ = true;
   run_->finish(status, message);
+}
+
+void check_output_on_all_ranks(const std::string& path, MPI_Comm world) {
+  int rank = 0;
+  MPI_Comm_rank(world, &rank);
+  std::string error;
+  if (rank == 0 && !path.empty()) {
+    try {
+      store::check_appendable(path);
+    } catch (const std::exception& e) {
+      error = e.what();
+    }
+  }
+  int len = static_cast<int>(error.size());
+  MPI_Bcast(&len, 1, MPI_INT, 0, world);
+  error.resize(static_cast<size_t>(len));
+  MPI_Bcast(error.data(), len, MPI_CHAR, 0, world);
+  if (!error.empty()) throw UsageError(error);
 }
 
 }  // namespace ibt::suites

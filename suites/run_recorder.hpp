@@ -2,6 +2,8 @@
 // Rank 0's handle on the run it is recording. Thread-safe: the main thread appends rows
 // while the watchdog or signal thread may have to mark the run failed or partial and end
 // the process. The first finish() wins; later ones are ignored.
+#include <mpi.h>
+
 #include <memory>
 #include <mutex>
 #include <string>
@@ -31,5 +33,10 @@ class RunRecorder {
   std::unique_ptr<store::Run> run_;
   bool finished_ = false;
 };
+
+// Collective: rank 0 checks that results can be appended to `path` (empty: nothing to
+// check) and every rank throws the same UsageError if not, before anything is measured.
+// Only rank 0 sees the file system the results go to; the others must fail alike.
+void check_output_on_all_ranks(const std::string& path, MPI_Comm world);
 
 }  // namespace ibt::suites

@@ -101,24 +101,6 @@ double measure_sgemm_peak_gflops(MPI_Comm world) {
   return all[size / 2];
 }
 
-void check_output_on_all_ranks(const std::string& path, MPI_Comm world) {
-  int rank = 0;
-  MPI_Comm_rank(world, &rank);
-  std::string error;
-  if (rank == 0 && !path.empty()) {
-    try {
-      store::check_appendable(path);
-    } catch (const std::exception& e) {
-      error = e.what();
-    }
-  }
-  int len = static_cast<int>(error.size());
-  MPI_Bcast(&len, 1, MPI_INT, 0, world);
-  error.resize(static_cast<size_t>(len));
-  MPI_Bcast(error.data(), len, MPI_CHAR, 0, world);
-  if (!error.empty()) throw UsageError(error);
-}
-
 void record_provenance(RunRecorder* rec, int argc, char** argv, MPI_Comm world) {
   const JobFacts facts = gather_job_facts(world);
   if (!rec || !rec->active()) return;

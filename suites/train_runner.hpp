@@ -62,8 +62,5 @@ TrainOutcome run_training(const models::ModelConfig& model, const TrainOptions& 
 // environment). Collective; recorder is rank 0's (nullptr elsewhere).
 void record_provenance(RunRecorder* recorder, int argc, char** argv, MPI_Comm world);
 
-// Rank 0 checks that `path` can take a new run; every rank throws the same UsageError
-// when it cannot (so no rank is left waiting in a collective).
-void check_output_on_all_ranks(const std::string& path, MPI_Comm world);
 
 }  // namespace ibt::suites
