@@ -31,6 +31,11 @@ expect 2 "split: the checkpoint has 'dp2 tp1 pp1.*', this run has 'dp1 tp2 pp1.*
   run2 --tp 2 --steps 3 --resume "$dir/ck"
 expect 2 "world size: the checkpoint has 2 ranks, this run has 4 ranks" \
   "${mpirun[@]}" -n 4 "$ibt" train --model tiny-dense --peak-gflops 1 --dp 4 --steps 3 --resume "$dir/ck"
+# The issue's example: a DP4 checkpoint resumed as DP2 x PP2 on the same 4 ranks.
+"${mpirun[@]}" -n 4 "$ibt" train --model tiny-dense --peak-gflops 1 --dp 4 --steps 1 --checkpoint-every 1 \
+  --checkpoint-dir "$dir/ck4" >"$dir/ck4.log" 2>&1 || { cat "$dir/ck4.log"; fail "writing the dp4 checkpoint failed"; }
+expect 2 "split: the checkpoint has 'dp4 tp1 pp1 .*', this run has 'dp2 tp1 pp2 .*' \(.*resharding" \
+  "${mpirun[@]}" -n 4 "$ibt" train --model tiny-dense --peak-gflops 1 --dp 2 --pp 2 --microbatches 2 --steps 3 --resume "$dir/ck4"
 expect 2 "lr: the checkpoint has 0.003, this run has 0.001" run2 --dp 2 --lr 1e-3 --steps 3 --resume "$dir/ck"
 expect 2 "seed: the checkpoint has 1234, this run has 5" run2 --dp 2 --seed 5 --steps 3 --resume "$dir/ck"
 # Options that cannot be honoured.
