@@ -29,6 +29,11 @@ class AdamW {
   void zero_grad();
   int64_t steps() const { return t_; }
   const AdamWConfig& config() const { return config_; }
+  // Checkpointing (models/checkpoint/): the moments, one vector per parameter in the
+  // order given to the constructor, and t, so a resumed run continues bit for bit.
+  std::vector<std::vector<float>>& first_moments() { return m_; }
+  std::vector<std::vector<float>>& second_moments() { return v_; }
+  void set_steps(int64_t t) { t_ = t; }
 
  private:
   AdamWConfig config_;

@@ -8,6 +8,7 @@ packages=(
   build-essential cmake git pkg-config
   mpich libmpich-dev                      # MPI (the default flavour)
   libhdf5-dev hdf5-tools                  # the results store, h5dump
+  zlib1g-dev                              # CRC-32 of checkpoint shards (models/checkpoint)
   libboost-program-options-dev nlohmann-json3-dev
   libopenblas-dev                         # GEMMs of the CPU training engine
   libgtest-dev libgmock-dev libbenchmark-dev

@@ -41,6 +41,8 @@ const std::vector<Suite>& suites() {
       {"crossover", "where pipeline parallelism stops paying, over domain sizes and network bandwidths",
        ibt::suites::crossover_main},
       {"calibrate", "fit a topology file from measured collectives runs", ibt::suites::calibrate_main},
+      {"checkpoint-bench", "checkpoint write and read bandwidth for a state size, without training",
+       ibt::suites::checkpoint_bench_main},
       {"report", "an HTML report with figures from results files, or --compare two files",
        ibt::suites::report_main},
       {"show", "list the runs in a results file, or print one run", ibt::suites::show_main},
@@ -56,7 +58,7 @@ void print_usage(std::FILE* out) {
                "usage: ibt <command> [options]     (ibt <command> --help for its options)\n\n"
                "commands:\n",
                ibt::kVersion, ibt::kGitCommit);
-  for (const auto& s : suites()) std::fprintf(out, "  %-13s %s\n", s.name, s.summary);
+  for (const auto& s : suites()) std::fprintf(out, "  %-16s %s\n", s.name, s.summary);
   std::fprintf(out,
                "\nMulti-rank commands run under an MPI launcher, e.g.\n"
                "  mpiexec -n 4 ibt collectives --scope all --domain-size 2 --out results.h5\n"

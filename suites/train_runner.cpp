@@ -23,6 +23,7 @@
 #include "models/reference_trainer.hpp"
 #include "reports/store.hpp"
 #include "suites/cli.hpp"
+#include "suites/train_checkpoints.hpp"
 
 extern char** environ;
 
@@ -206,10 +207,19 @@ TrainOutcome run_training(const ModelConfig& model, const TrainOptions& o, MPI_C
                 "time_s", "tokens/s", "TFLOP/s", "MFU", "compute", "tp", "pp+idle", "dp", "ep");
   }
 
+  checkpoint::RunIdentity identity{model.name, describe(o.split), size, o.seed, o.lr, data->describe()};
+  if (!o.data_file.empty()) identity.data += ", " + std::to_string(o.token_bytes) + "-byte tokens";
+  TrainCheckpoints checkpoints(o, identity, world, recorder);
+  const int first_step = checkpoints.begin(exec);
+  // --check after a resume: the reference replays the steps before it (it has no
+  // checkpoint of its own), so every step run here is still compared.
+  for (int s = 0; reference && s < first_step; ++s) reference->step();
+
   TrainOutcome out;
+  out.first_step = first_step;
   double timed = 0, bubble = 0;
   int timed_steps = 0;
-  for (int s = 0; s < o.steps; ++s) {
+  for (int s = first_step; s < o.steps; ++s) {
     TimeBreakdown t;
     const StepStats st = exec.step(&t);
     // Breakdown averaged over ranks; step time = the slowest rank.
@@ -266,7 +276,8 @@ TrainOutcome run_training(const ModelConfig& model, const TrainOptions& o, MPI_C
                         reference ? ref.loss : nan, reference ? ref.grad_norm : nan,
                         reference ? ref.param_norm : nan});
     }
-    if (s > 0 || o.steps == 1) {
+    checkpoints.after_step(s, exec);
+    if (s > first_step || o.steps == first_step + 1) {
       timed += step_time;
       bubble += parts[2] / step_time;
       ++timed_steps;
@@ -278,6 +289,7 @@ TrainOutcome run_training(const ModelConfig& model, const TrainOptions& o, MPI_C
       break;
     }
   }
+  checkpoints.finish();
   if (dump) {
     dump->write_array("losses", {static_cast<std::uint64_t>(losses.size())}, losses.data());
     dump->finish(out.check_ok ? store::RunStatus::complete : store::RunStatus::failed, out.mismatch);

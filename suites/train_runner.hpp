@@ -33,6 +33,14 @@ struct TrainOptions {
   // executor's shards are slices of exactly these tensors (init.hpp), and --check
   // holds its numbers to them.
   std::string dump_path;
+  // Checkpoints (models/checkpoint/, suites/train_checkpoints.hpp): the full training
+  // state every checkpoint_every steps (0 = never) into checkpoint_dir; resume_dir:
+  // start from its newest complete checkpoint (steps counts resumed steps too).
+  // exit_after_step (tests): rank 0 raises SIGKILL after that step index (-1 = never).
+  int checkpoint_every = 0;
+  std::string checkpoint_dir;
+  std::string resume_dir;
+  int exit_after_step = -1;
 };
 
 struct TrainOutcome {
@@ -42,6 +50,7 @@ struct TrainOutcome {
   double mfu = 0;
   double bubble_fraction = 0;   // pp exchange time / step time, averaged over ranks
   double final_loss = 0;
+  int first_step = 0;           // > 0 after --resume
   bool check_ok = true;
   std::string mismatch;         // "step 3: loss ..." when check failed
 };

@@ -4,6 +4,7 @@
 // with the serial reference (run in-process on rank 0) and fails on a mismatch.
 #include <boost/program_options.hpp>
 
+#include <algorithm>
 #include <cstdio>
 #include <iostream>
 #include <memory>
@@ -28,7 +29,14 @@ constexpr const char* kHelp =
     "tokens/s, model TFLOP/s, MFU against the per-rank sgemm peak, and the time breakdown\n"
     "(compute; exposed communication per group tp, pp (incl. pipeline idle), dp, ep).\n"
     "With --check, rank 0 also runs the serial reference between steps, so the other ranks'\n"
-    "communication times include waiting for it: take timings from runs without --check.\n";
+    "communication times include waiting for it: take timings from runs without --check.\n\n"
+    "Checkpoints: --checkpoint-every K --checkpoint-dir DIR writes the full training state\n"
+    "(weights, AdamW moments and step, MoE biases, data position and RNG state = steps done\n"
+    "and seed) after every K-th step to DIR/step-NNNNNN/: one serial-HDF5 shard per rank and\n"
+    "a manifest.json written last. --resume DIR continues from the newest complete checkpoint\n"
+    "bit for bit (--steps is the total, resumed steps included). A resume must use the same\n"
+    "world size, split, model, seed, lr and data: anything else is refused, not resharded\n"
+    "(resharding ZeRO-1 optimizer shards and pipeline stage boundaries is a separate feature).\n";
 
 struct TrainArgs {
   std::string model = "tiny-dense";
@@ -62,7 +70,14 @@ po::options_description describe_options(TrainArgs& a) {
       ("token-bytes", po::value(&a.options.token_bytes)->default_value(2), "2 (uint16) or 4 (uint32)")
       ("out", po::value(&a.out), "append the run to this HDF5 results file")
       ("dump", po::value(&a.options.dump_path),
-       "write initial weights, batches, losses and step-0 gradients to this HDF5 file (layout: suites/train_runner.hpp)");
+       "write initial weights, batches, losses and step-0 gradients to this HDF5 file (layout: suites/train_runner.hpp)")
+      ("checkpoint-every", po::value(&a.options.checkpoint_every)->default_value(0),
+       "write a checkpoint after every K-th step (0: never)")
+      ("checkpoint-dir", po::value(&a.options.checkpoint_dir), "directory of the checkpoints (shared by all ranks)")
+      ("resume", po::value(&a.options.resume_dir),
+       "continue from the newest complete checkpoint in this directory (same split, model, seed, lr, data)")
+      ("exit-after-step", po::value(&a.options.exit_after_step)->default_value(-1),
+       "tests: rank 0 raises SIGKILL after this step index completes, to simulate a crash");
   return o;
 }
 
@@ -77,6 +92,19 @@ models::ParallelSplit split_from(int dp, int tp, int pp, int ep, int vpp, int m,
   s.micro_batch_size = b;
   s.schedule = models::parse_schedule(schedule);
   return s;
+}
+
+// Checkpoint options that cannot be honoured together, refused before any work.
+void check_checkpoint_options(const TrainOptions& o) {
+  if (o.checkpoint_every < 0)
+    throw UsageError("--checkpoint-every must be 0 (never) or positive, got " + std::to_string(o.checkpoint_every));
+  if (o.checkpoint_every > 0 && o.checkpoint_dir.empty() && o.resume_dir.empty())
+    throw UsageError("--checkpoint-every " + std::to_string(o.checkpoint_every) + " needs --checkpoint-dir DIR");
+  if (o.checkpoint_every == 0 && !o.checkpoint_dir.empty())
+    throw UsageError("--checkpoint-dir " + o.checkpoint_dir + " without --checkpoint-every K would write nothing");
+  if (!o.resume_dir.empty() && !o.dump_path.empty())
+    throw UsageError("--dump " + o.dump_path + " cannot be combined with --resume " + o.resume_dir +
+                     ": the dump holds the initial weights and step-0 gradients, which a resumed run never has");
 }
 
 }  // namespace
@@ -97,6 +125,7 @@ int train_main(int argc, char** argv) {
     return kExitOk;
   }
   if (a.options.steps < 1) throw UsageError("--steps must be at least 1");
+  check_checkpoint_options(a.options);
   const models::ModelConfig model = models::load_model(a.model);
   a.options.split = split_from(a.dp, a.tp, a.pp, a.ep, a.vpp, a.microbatches, a.micro_batch_size, a.schedule);
   a.options.split.zero1 = a.zero1;
@@ -114,8 +143,8 @@ int train_main(int argc, char** argv) {
     throw;
   }
   if (mpi.rank() == 0) {
-    std::printf("# mean over steps 1..%d: %.4f s/step, %.1f tokens/s, %.5f model TFLOP/s, MFU %.2f%%\n",
-                a.options.steps - 1, outcome.mean_step_s, outcome.tokens_per_s, outcome.model_tflops,
+    std::printf("# mean over steps %d..%d: %.4f s/step, %.1f tokens/s, %.5f model TFLOP/s, MFU %.2f%%\n",
+                std::min(outcome.first_step + 1, a.options.steps - 1), a.options.steps - 1, outcome.mean_step_s, outcome.tokens_per_s, outcome.model_tflops,
                 100 * outcome.mfu);
     if (recorder->active()) std::printf("# results: %s, run %s\n", a.out.c_str(), recorder->run_id().c_str());
     if (a.options.check)

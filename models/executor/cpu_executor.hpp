@@ -33,6 +33,7 @@
 
 #include <mpi.h>
 
+#include "models/checkpoint/training_state.hpp"
 #include "models/data.hpp"
 #include "models/executor/process_groups.hpp"
 #include "models/layers/transformer.hpp"
@@ -71,6 +72,18 @@ class CpuExecutor {
   std::vector<Param*> params();
   // Bytes of parameters, gradients and AdamW states this rank holds.
   double model_state_bytes();
+
+  // --- checkpointing (models/checkpoint/) ---
+  // Steps completed: also the data position, since step k reads batch k.
+  int64_t steps_done() const { return step_; }
+  // This rank's full training state: "params/c<chunk>/<name>" weights; AdamW moments
+  // "adam_m/c<chunk>/<name>", "adam_v/..." or, with ZeRO-1, this rank's slices
+  // "zero1/bucket<i>/m", ".../v"; "moe_bias/c<chunk>/layer<i>" selection biases.
+  // Gradients are not state (zeroed at the start of every step).
+  TrainingState training_state();
+  // Takes back what training_state() gave on the same model, split and rank. Throws
+  // UsageError naming the first array that is missing or has the wrong element count.
+  void restore_training_state(const TrainingState& state);
 
  private:
   // A set of weights whose gradients are reduced over one communicator (dense over dp,

@@ -1,0 +1,231 @@
+// ibt checkpoint-bench: checkpoint write and read bandwidth of the current job for a
+// given state size, without training. Every rank writes a synthetic state of SIZE bytes
+// through the same path as `ibt train --checkpoint-every` (models/checkpoint/: one
+// serial-HDF5 shard per rank, fsync, checksum, manifest written last by rank 0) and then
+// reads its shard back, checking the data against what it wrote.
+#include <boost/program_options.hpp>
+#include <zlib.h>
+
+#include <algorithm>
+#include <cstdio>
+#include <filesystem>
+#include <iostream>
+#include <memory>
+#include <nlohmann/json.hpp>
+
+#include "collectives/errors.hpp"
+#include "collectives/sizes.hpp"
+#include "models/checkpoint/checkpointer.hpp"
+#include "models/checkpoint/shard_io.hpp"
+#include "suites/mpi_session.hpp"
+#include "suites/run_recorder.hpp"
+#include "suites/suites.hpp"
+#include "suites/train_runner.hpp"
+
+namespace ibt::suites {
+namespace {
+
+namespace po = boost::program_options;
+namespace fs = std::filesystem;
+
+struct BenchArgs {
+  std::string state_bytes, dir = "ibt-checkpoint-bench", out;
+  int repeats = 3;
+  bool keep = false;
+};
+
+const char* kHelpIntro =
+    "usage: mpiexec -n N ibt checkpoint-bench --state-bytes SIZE [--dir D] [--repeats N] [--out F] [--keep]\n\n"
+    "Each rank writes a synthetic training state of SIZE bytes (K, M, G suffixes) as a checkpoint\n"
+    "shard, exactly as `ibt train --checkpoint-every` does (serial HDF5, one file per rank, fsync,\n"
+    "checksum, then rank 0's manifest), then reads its shard back and checks every value.\n"
+    "Per repeat: write time per rank = create + write + close + fsync of its shard; read time = open\n"
+    "and read of its shard. Per-rank bandwidth = bytes / own time; aggregate = all bytes / the\n"
+    "slowest rank's time. Reads follow the writes at once, so they are usually served from the page\n"
+    "cache: read figures are optimistic, an upper bound for a restart on a cold node.\n"
+    "D must not hold checkpoints already; the step directories written are removed afterwards\n"
+    "unless --keep.\n";
+
+po::options_description describe_options(BenchArgs& a) {
+  po::options_description o("Options");
+  o.add_options()("help,h", "show this help")
+      ("state-bytes", po::value(&a.state_bytes), "bytes of state per rank (required; K, M, G suffixes)")
+      ("dir", po::value(&a.dir)->default_value(a.dir), "directory for the checkpoints (shared by all ranks)")
+      ("repeats", po::value(&a.repeats)->default_value(a.repeats), "write+read rounds")
+      ("out", po::value(&a.out), "append this run (kind checkpoint_bench) to an HDF5 results file")
+      ("keep", po::bool_switch(&a.keep), "keep the written checkpoints");
+  return o;
+}
+
+double median(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  const size_t n = v.size();
+  return n == 0 ? 0 : n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
+}
+
+std::uint32_t data_crc(const std::vector<float>& d) {
+  return static_cast<std::uint32_t>(
+      crc32_z(crc32(0L, Z_NULL, 0), reinterpret_cast<const Bytef*>(d.data()), d.size() * sizeof(float)));
+}
+
+struct Stats {
+  double median = 0, min = 0, max = 0;
+};
+Stats stats_of(const std::vector<double>& v) {
+  return {median(v), *std::min_element(v.begin(), v.end()), *std::max_element(v.begin(), v.end())};
+}
+
+std::vector<store::Column> sample_columns() {
+  using store::ColumnType;
+  return {{"repeat", ColumnType::i64, ""},        {"rank", ColumnType::i64, ""},
+          {"bytes", ColumnType::f64, "B"},         {"write_s", ColumnType::f64, "s"},
+          {"write_gbps", ColumnType::f64, "GB/s"}, {"read_s", ColumnType::f64, "s"},
+          {"read_gbps", ColumnType::f64, "GB/s"}};
+}
+std::vector<store::Column> summary_columns() {
+  using store::ColumnType;
+  return {{"op", ColumnType::str, ""},
+          {"per_rank_median_gbps", ColumnType::f64, "GB/s"},
+          {"per_rank_min_gbps", ColumnType::f64, "GB/s"},
+          {"per_rank_max_gbps", ColumnType::f64, "GB/s"},
+          {"aggregate_median_gbps", ColumnType::f64, "GB/s"},
+          {"aggregate_min_gbps", ColumnType::f64, "GB/s"},
+          {"aggregate_max_gbps", ColumnType::f64, "GB/s"}};
+}
+
+int run(int argc, char** argv, MpiSession& mpi) {
+  BenchArgs args;
+  auto options = describe_options(args);
+  po::variables_map vm;
+  po::store(po::command_line_parser(argc, argv).options(options).run(), vm);
+  if (vm.count("help")) {
+    if (mpi.rank() == 0) std::cout << kHelpIntro << "\n" << options << "\n";
+    return kExitOk;
+  }
+  po::notify(vm);
+  if (args.state_bytes.empty()) throw UsageError("--state-bytes SIZE is required (e.g. 256M)");
+  const std::size_t bytes = parse_size(args.state_bytes, "--state-bytes");
+  if (bytes < sizeof(float) || bytes % sizeof(float) != 0)
+    throw UsageError("--state-bytes " + args.state_bytes + " must be a positive multiple of 4 (fp32 values)");
+  if (args.repeats < 1) throw UsageError("--repeats must be at least 1, got " + std::to_string(args.repeats));
+  check_output_on_all_ranks(args.out, MPI_COMM_WORLD);
+  checkpoint::refuse_existing_checkpoints(args.dir, MPI_COMM_WORLD);
+  const int rank = mpi.rank(), size = mpi.size();
+
+  std::unique_ptr<RunRecorder> recorder;
+  if (rank == 0) recorder = std::make_unique<RunRecorder>(args.out, "checkpoint_bench");
+  record_provenance(recorder.get(), argc, argv, MPI_COMM_WORLD);
+  const char* read_note = "reads follow the writes and may be served from the page cache (optimistic)";
+  if (recorder && recorder->active()) {
+    recorder->set_attr("config", nlohmann::json({{"state_bytes_per_rank", bytes},
+                                                 {"dir", args.dir},
+                                                 {"repeats", args.repeats},
+                                                 {"format", "serial HDF5, one shard per rank, manifest last"}})
+                                     .dump());
+    recorder->set_attr("read_note", std::string(read_note));
+  }
+
+  // The state: one fp32 array of distinct values per rank (no two ranks write the same bytes).
+  models::TrainingState state;
+  state.seed = 1;
+  state.arrays.push_back({"bench/state", std::vector<float>(bytes / sizeof(float))});
+  std::uint32_t x = 2463534242u + static_cast<std::uint32_t>(rank);
+  for (float& v : state.arrays[0].data) {
+    x ^= x << 13, x ^= x >> 17, x ^= x << 5;  // xorshift32
+    v = static_cast<float>(x) * 1e-9f;
+  }
+  const std::uint32_t want = data_crc(state.arrays[0].data);
+  const checkpoint::RunIdentity identity{"checkpoint-bench", "synthetic state", size, 1, 0, "none"};
+
+  if (rank == 0) {
+    std::printf("# ibt checkpoint-bench: %d ranks x %s per rank into %s, %d repeats\n", size,
+                format_size(bytes).c_str(), args.dir.c_str(), args.repeats);
+    std::printf("# %s\n", read_note);
+    std::printf("# %6s %14s %14s %14s %14s   (GB/s = 1e9 B/s; per rank: median over ranks)\n", "repeat",
+                "write_agg", "write_rank", "read_agg", "read_rank");
+  }
+  std::vector<double> write_rank_bw, read_rank_bw, write_agg, read_agg;
+  std::vector<std::string> written;
+  int wrong = 0;
+  for (int rep = 0; rep < args.repeats; ++rep) {
+    state.steps_done = rep;
+    const checkpoint::SaveReport w = checkpoint::save_checkpoint(args.dir, state, identity, MPI_COMM_WORLD);
+    written.push_back(w.step_dir);
+    MPI_Barrier(MPI_COMM_WORLD);
+    const double t0 = MPI_Wtime();
+    std::string error;
+    models::TrainingState back;
+    try {
+      back = checkpoint::read_shard((fs::path(w.step_dir) / checkpoint::shard_file_name(rank)).string());
+    } catch (const std::exception& e) {
+      error = e.what();
+    }
+    double read_s = MPI_Wtime() - t0;
+    error = checkpoint::agree_on_error(error, MPI_COMM_WORLD);
+    if (!error.empty()) throw RuntimeError(error);
+    int bad = back.arrays.size() != 1 || data_crc(back.arrays[0].data) != want;
+    MPI_Allreduce(MPI_IN_PLACE, &bad, 1, MPI_INT, MPI_SUM, MPI_COMM_WORLD);
+    wrong += bad;
+    std::vector<double> read_all(size);
+    MPI_Allgather(&read_s, 1, MPI_DOUBLE, read_all.data(), 1, MPI_DOUBLE, MPI_COMM_WORLD);
+
+    const std::vector<double> wbw = w.rank_bandwidths();
+    std::vector<double> rbw;
+    for (int r = 0; r < size; ++r) rbw.push_back(static_cast<double>(w.bytes[r]) / read_all[r]);
+    const double ragg = static_cast<double>(w.total_bytes()) / *std::max_element(read_all.begin(), read_all.end());
+    write_rank_bw.insert(write_rank_bw.end(), wbw.begin(), wbw.end());
+    read_rank_bw.insert(read_rank_bw.end(), rbw.begin(), rbw.end());
+    write_agg.push_back(w.aggregate_bandwidth());
+    read_agg.push_back(ragg);
+    if (rank == 0) {
+      std::printf("  %6d %14.3f %14.3f %14.3f %14.3f%s\n", rep, w.aggregate_bandwidth() * 1e-9, median(wbw) * 1e-9,
+                  ragg * 1e-9, median(rbw) * 1e-9, bad ? "  WRONG DATA READ BACK" : "");
+      std::fflush(stdout);
+      if (recorder->active())
+        for (int r = 0; r < size; ++r)
+          recorder->append("samples", sample_columns(),
+                           {static_cast<std::int64_t>(rep), static_cast<std::int64_t>(r),
+                            static_cast<double>(w.bytes[r]), w.write_seconds[r], wbw[r] * 1e-9, read_all[r],
+                            rbw[r] * 1e-9});
+    }
+  }
+
+  if (!args.keep && rank == 0) {
+    std::error_code ec;
+    for (const std::string& d : written) {
+      for (int r = 0; r < size; ++r) fs::remove(fs::path(d) / checkpoint::shard_file_name(r), ec);
+      fs::remove(fs::path(d) / checkpoint::kManifestName, ec);
+      fs::remove(d, ec);  // only when now empty
+    }
+    fs::remove(args.dir, ec);  // only when empty
+  }
+  if (rank != 0) return wrong ? kExitFailure : kExitOk;
+
+  const Stats wr = stats_of(write_rank_bw), rr = stats_of(read_rank_bw), wa = stats_of(write_agg),
+              ra = stats_of(read_agg);
+  std::printf("# %-6s per rank GB/s median %.3f (min %.3f, max %.3f); aggregate GB/s median %.3f (min %.3f, max %.3f)\n",
+              "write", wr.median * 1e-9, wr.min * 1e-9, wr.max * 1e-9, wa.median * 1e-9, wa.min * 1e-9, wa.max * 1e-9);
+  std::printf("# %-6s per rank GB/s median %.3f (min %.3f, max %.3f); aggregate GB/s median %.3f (min %.3f, max %.3f)"
+              " (page cache: optimistic)\n",
+              "read", rr.median * 1e-9, rr.min * 1e-9, rr.max * 1e-9, ra.median * 1e-9, ra.min * 1e-9, ra.max * 1e-9);
+  if (recorder->active()) {
+    for (auto [op, r, a] : {std::tuple{"write", wr, wa}, std::tuple{"read", rr, ra}})
+      recorder->append("summary", summary_columns(),
+                       {std::string(op), r.median * 1e-9, r.min * 1e-9, r.max * 1e-9, a.median * 1e-9, a.min * 1e-9,
+                        a.max * 1e-9});
+    std::printf("# results: %s, run %s\n", args.out.c_str(), recorder->run_id().c_str());
+  }
+  if (wrong) {
+    std::printf("# WRONG: %d rank-repeats read back data that differs from what they wrote\n", wrong);
+    recorder->finish(store::RunStatus::failed, "data read back differs from what was written");
+    return kExitFailure;
+  }
+  recorder->finish(store::RunStatus::complete);
+  return kExitOk;
+}
+
+}  // namespace
+
+int checkpoint_bench_main(int argc, char** argv) { return run_mpi_suite("checkpoint-bench", argc, argv, run); }
+
+}  // namespace ibt::suites
