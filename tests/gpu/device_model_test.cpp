@@ -23,8 +23,16 @@ void compare_with_cpu(const std::string& model_name, gpu::MathPrecision precisio
   const models::ModelConfig m = models::load_model(model_name);
   models::Transformer cpu(m, 1234);
   models::Transformer for_device(m, 1234);
-  cudaStream_t stream = nullptr;
-  gpu::check_cuda(cudaStreamCreate(&stream), "cudaStreamCreate");
+  // Declared first, destroyed last: device memory is freed on this stream.
+  struct Stream {
+    cudaStream_t s = nullptr;
+    Stream() { gpu::check_cuda(cudaStreamCreate(&s), "cudaStreamCreate"); }
+    ~Stream() {
+      cudaStreamSynchronize(s);
+      cudaStreamDestroy(s);
+    }
+  } owned;
+  const cudaStream_t stream = owned.s;
   gpu::DeviceBlas blas(precision, stream);
   gpu::DeviceChunk chunk(for_device, blas, stream);
 
@@ -67,7 +75,6 @@ void compare_with_cpu(const std::string& model_name, gpu::MathPrecision precisio
     EXPECT_LE(std::sqrt(num), tol.grad * std::sqrt(den) + 1e-12)
         << info.name << ": relative L2 error " << std::sqrt(num / std::max(den, 1e-30));
   }
-  cudaStreamDestroy(stream);
 }
 
 TEST(DeviceModel, Fp32MatchesTheCpuEngine) {

@@ -66,8 +66,9 @@ TEST_F(TrainKernels, RmsNormAndLayerNormMatchTheCpu) {
     cpu.backward(cache, dy, dx);
     const bool ln = kind == models::Norm::layernorm;
     auto dx_dev = up(x.data), dy_dev = up(dy.data), g = up(cpu.gain.value.data);
-    DeviceBuffer<float> b = ln ? up(cpu.bias.value.data) : DeviceBuffer<float>(1);
-    DeviceBuffer<float> yd(rows * n), mean(rows), rstd(rows), dxd(rows * n), gg(n), bg(n);
+    DeviceBuffer<float> b = ln ? up(cpu.bias.value.data) : DeviceBuffer<float>(1, stream_);
+    DeviceBuffer<float> yd(rows * n, stream_), mean(rows, stream_), rstd(rows, stream_), dxd(rows * n, stream_),
+        gg(n, stream_), bg(n, stream_);
     gg.zero(stream_);
     bg.zero(stream_);
     gpu::norm_forward(dx_dev.get(), g.get(), ln ? b.get() : nullptr, rows, n, ln, models::NormLayer::kEps, yd.get(),
@@ -91,7 +92,7 @@ TEST_F(TrainKernels, SwigluMatchesTheCpuFormula) {
     d_up[i] = d_act[i] * models::silu(gate[i]);
   }
   auto g = up(gate), u = up(upv), da = up(d_act);
-  DeviceBuffer<float> a(n), dg(n), du(n);
+  DeviceBuffer<float> a(n, stream_), dg(n, stream_), du(n, stream_);
   gpu::swiglu_forward(g.get(), u.get(), a.get(), n, stream_);
   gpu::swiglu_backward(g.get(), u.get(), da.get(), dg.get(), du.get(), n, stream_);
   expect_close(a.download(stream_), act, 1e-6, "swiglu");
@@ -108,8 +109,8 @@ TEST_F(TrainKernels, CrossEntropyMatchesTheCpu) {
   const double loss = models::cross_entropy(logits, targets, 0.25f, d_logits);
   auto z = up(logits.data);
   auto t = up(targets);
-  DeviceBuffer<float> mx(rows), se(rows), tl(rows), dz(rows * v);
-  DeviceBuffer<double> per_row(rows);
+  DeviceBuffer<float> mx(rows, stream_), se(rows, stream_), tl(rows, stream_), dz(rows * v, stream_);
+  DeviceBuffer<double> per_row(rows, stream_);
   gpu::logits_row_max(z.get(), rows, v, mx.get(), stream_);
   gpu::logits_sum_exp_and_target(z.get(), t.get(), rows, v, 0, mx.get(), se.get(), tl.get(), stream_);
   gpu::cross_entropy_rows(mx.get(), se.get(), tl.get(), rows, per_row.get(), stream_);
@@ -126,7 +127,7 @@ TEST_F(TrainKernels, AdamWMatchesTheCpuAndRefreshesTheBf16Copy) {
   std::vector<float> m(n, 0.0f), v(n, 0.0f);
   models::AdamWConfig c;
   auto wd = up(w), gd = up(g), md = up(m), vd = up(v);
-  DeviceBuffer<std::uint16_t> bf16(n);
+  DeviceBuffer<std::uint16_t> bf16(n, stream_);
   for (int t = 1; t <= 3; ++t) {
     models::adamw_update(w.data(), g.data(), m.data(), v.data(), static_cast<std::int64_t>(n), t, c, true);
     gpu::adamw_step(wd.get(), gd.get(), md.get(), vd.get(), static_cast<std::int64_t>(n), t,

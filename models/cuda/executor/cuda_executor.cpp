@@ -135,7 +135,7 @@ class CudaPipelineBackend {
   void exchange(const DeviceTensor* send, int send_peer, DeviceTensor* recv, int recv_peer) {
     const std::int64_t rows = static_cast<std::int64_t>(x_.split.micro_batch_size) * x_.model.seq_len;
     const std::size_t n = static_cast<std::size_t>(rows * x_.model.hidden);
-    if (recv) recv->reset(rows, x_.model.hidden);
+    if (recv) recv->reset(rows, x_.model.hidden, x_.compute);
     check_cuda(cudaStreamSynchronize(x_.compute), "cudaStreamSynchronize before a pipeline transfer");
     if (send && recv) x_.pp->send_recv(send->get(), n, send_peer, recv->get(), n, recv_peer, DType::float32);
     else if (send) x_.pp->send(send->get(), n, DType::float32, send_peer);
@@ -188,6 +188,7 @@ CudaExecutor::CudaExecutor(const models::ModelConfig& m, const models::ParallelS
   // fails at once with the CUDA error (exit 2), never in the middle of a step.
   const int device = choose_device(world);
   check_cuda(cudaSetDevice(device), "cudaSetDevice(" + std::to_string(device) + ")");
+  keep_freed_memory_pooled(device);
   x.device = describe_device(device);
   x.train.microbatches = split.microbatches;
   x.train.micro_batch_size = split.micro_batch_size;

@@ -8,10 +8,10 @@
 namespace ibt::gpu {
 
 namespace {
-// Grows a buffer to n elements (contents undefined).
+// Grows a buffer to n elements (contents undefined), allocating on `stream`.
 template <typename T>
-T* sized(DeviceBuffer<T>& b, std::int64_t n) {
-  b.resize(static_cast<std::size_t>(n));
+T* sized(DeviceBuffer<T>& b, std::int64_t n, cudaStream_t stream) {
+  b.resize(static_cast<std::size_t>(n), stream);
   return b.get();
 }
 constexpr float kNormEps = models::NormLayer::kEps;
@@ -58,7 +58,7 @@ DeviceChunk::DeviceChunk(models::Transformer& cpu, DeviceBlas& blas, cudaStream_
 }
 
 void DeviceChunk::cast(const float* src, Operand& dst, std::int64_t n) {
-  dst.resize(static_cast<std::size_t>(n) * operand_bytes(blas_.precision()));
+  dst.resize(static_cast<std::size_t>(n) * operand_bytes(blas_.precision()), stream_);
   to_operand(src, dst.get(), n, blas_.bf16(), stream_);
 }
 
@@ -70,7 +70,7 @@ double DeviceChunk::forward(const models::Batch& mb, const DeviceTensor* input, 
   c.seq = mb.seq_len;
   c.tokens.upload(mb.inputs.data(), mb.inputs.size(), stream_);
   c.targets.upload(mb.targets.data(), mb.targets.size(), stream_);
-  DeviceBuffer<float> x(static_cast<std::size_t>(T * h)), y(static_cast<std::size_t>(T * h));
+  DeviceBuffer<float> x(static_cast<std::size_t>(T * h), stream_), y(static_cast<std::size_t>(T * h), stream_);
   if (embedding_ != kNone) {
     // Vocab-parallel embedding: partial rows, summed over TP.
     embedding_forward(c.tokens.get(), T, params_->master(embedding_), params_->info(embedding_).shape[0],
@@ -88,27 +88,27 @@ double DeviceChunk::forward(const models::Batch& mb, const DeviceTensor* input, 
   }
   if (head_ == kNone) {
     if (!output) throw std::logic_error("DeviceChunk::forward: a chunk without the head needs an output");
-    output->reset(T, h);
+    output->reset(T, h, stream_);
     check_cuda(cudaMemcpyAsync(output->get(), x.get(), sizeof(float) * T * h, cudaMemcpyDeviceToDevice, stream_),
                "copy of the stage output");
     return 0.0;
   }
   const std::int64_t V = vocab_local_;
   c.final_x = std::move(x);
-  DeviceBuffer<float> normed(static_cast<std::size_t>(T * h));
+  DeviceBuffer<float> normed(static_cast<std::size_t>(T * h), stream_);
   norm_forward(c.final_x.get(), params_->master(final_norm_), bias_or_null(final_norm_bias_), T, h,
-               config_.norm == models::Norm::layernorm, kNormEps, normed.get(), sized(c.final_mean, T),
-               sized(c.final_rstd, T), stream_);
+               config_.norm == models::Norm::layernorm, kNormEps, normed.get(), sized(c.final_mean, T, stream_),
+               sized(c.final_rstd, T, stream_), stream_);
   cast(normed.get(), c.normed_op, T * h);
-  blas_.linear_forward(c.normed_op.get(), op(head_), sized(c.logits, T * V), T, h, V);
+  blas_.linear_forward(c.normed_op.get(), op(head_), sized(c.logits, T * V, stream_), T, h, V);
   // Vocab-parallel softmax: global max, then global sums (models/loss.hpp).
-  logits_row_max(c.logits.get(), T, V, sized(c.row_max, T), stream_);
+  logits_row_max(c.logits.get(), T, V, sized(c.row_max, T, stream_), stream_);
   tp.max(c.row_max.get(), T);
   logits_sum_exp_and_target(c.logits.get(), c.targets.get(), T, V, vocab_begin_, c.row_max.get(),
-                            sized(c.sum_exp, T), sized(c.target_logit, T), stream_);
+                            sized(c.sum_exp, T, stream_), sized(c.target_logit, T, stream_), stream_);
   tp.sum(c.sum_exp.get(), T);
   tp.sum(c.target_logit.get(), T);
-  DeviceBuffer<double> rows(static_cast<std::size_t>(T));
+  DeviceBuffer<double> rows(static_cast<std::size_t>(T), stream_);
   cross_entropy_rows(c.row_max.get(), c.sum_exp.get(), c.target_logit.get(), T, rows.get(), stream_);
   double ce = 0;
   for (double r : rows.download(stream_)) ce += r;
@@ -119,10 +119,10 @@ void DeviceChunk::backward(DeviceStageCache& c, const DeviceTensor* d_output, fl
                            DeviceTensor* d_input, DeviceTpReducer& tp) {
   const std::int64_t h = config_.hidden;
   const std::int64_t T = static_cast<std::int64_t>(c.batch) * c.seq;
-  DeviceBuffer<float> dy(static_cast<std::size_t>(T * h)), dx(static_cast<std::size_t>(T * h));
+  DeviceBuffer<float> dy(static_cast<std::size_t>(T * h), stream_), dx(static_cast<std::size_t>(T * h), stream_);
   if (head_ != kNone) {
     const std::int64_t V = vocab_local_;
-    DeviceBuffer<float> d_logits(static_cast<std::size_t>(T * V)), d_normed(static_cast<std::size_t>(T * h));
+    DeviceBuffer<float> d_logits(static_cast<std::size_t>(T * V), stream_), d_normed(static_cast<std::size_t>(T * h), stream_);
     logits_grad(c.logits.get(), c.targets.get(), T, V, vocab_begin_, c.row_max.get(), c.sum_exp.get(), ce_per_token,
                 d_logits.get(), stream_);
     Operand d_logits_op;
@@ -149,7 +149,7 @@ void DeviceChunk::backward(DeviceStageCache& c, const DeviceTensor* d_output, fl
     embedding_backward(c.tokens.get(), T, dy.get(), params_->info(embedding_).shape[0], vocab_begin_, h,
                        params_->grad(embedding_), stream_);
   } else if (d_input) {
-    d_input->reset(T, h);
+    d_input->reset(T, h, stream_);
     check_cuda(cudaMemcpyAsync(d_input->get(), dy.get(), sizeof(float) * T * h, cudaMemcpyDeviceToDevice, stream_),
                "copy of the input gradient");
   }
@@ -159,36 +159,36 @@ void DeviceChunk::block_forward(const BlockWeights& w, const float* x, std::int6
                                 DeviceBlockCache& c, DeviceTpReducer& tp) {
   const std::int64_t h = config_.hidden, d = head_dim_, qw = heads_ * d, kw = kv_heads_ * d, f = ffn_local_;
   const bool ln = config_.norm == models::Norm::layernorm;
-  check_cuda(cudaMemcpyAsync(sized(c.x, T * h), x, sizeof(float) * T * h, cudaMemcpyDeviceToDevice, stream_),
+  check_cuda(cudaMemcpyAsync(sized(c.x, T * h, stream_), x, sizeof(float) * T * h, cudaMemcpyDeviceToDevice, stream_),
              "copy of the block input");
-  DeviceBuffer<float> normed(static_cast<std::size_t>(T * h)), partial(static_cast<std::size_t>(T * h));
+  DeviceBuffer<float> normed(static_cast<std::size_t>(T * h), stream_), partial(static_cast<std::size_t>(T * h), stream_);
   // h = x + Wo . attention(norm(x))
   norm_forward(x, params_->master(w.attn_norm), bias_or_null(w.attn_norm_bias), T, h, ln, kNormEps, normed.get(),
-               sized(c.mean1, T), sized(c.rstd1, T), stream_);
+               sized(c.mean1, T, stream_), sized(c.rstd1, T, stream_), stream_);
   cast(normed.get(), c.normed1_op, T * h);
-  blas_.linear_forward(c.normed1_op.get(), op(w.wq), sized(c.q, T * qw), T, h, qw);
-  blas_.linear_forward(c.normed1_op.get(), op(w.wk), sized(c.k, T * kw), T, h, kw);
-  blas_.linear_forward(c.normed1_op.get(), op(w.wv), sized(c.v, T * kw), T, h, kw);
+  blas_.linear_forward(c.normed1_op.get(), op(w.wq), sized(c.q, T * qw, stream_), T, h, qw);
+  blas_.linear_forward(c.normed1_op.get(), op(w.wk), sized(c.k, T * kw, stream_), T, h, kw);
+  blas_.linear_forward(c.normed1_op.get(), op(w.wv), sized(c.v, T * kw, stream_), T, h, kw);
   const AttentionShape s{batch, seq, heads_, kv_heads_, head_dim_};
-  attention_forward(s, c.q.get(), c.k.get(), c.v.get(), sized(c.probs, std::int64_t(batch) * heads_ * seq * seq),
-                    sized(c.context, T * qw), stream_);
+  attention_forward(s, c.q.get(), c.k.get(), c.v.get(), sized(c.probs, std::int64_t(batch) * heads_ * seq * seq, stream_),
+                    sized(c.context, T * qw, stream_), stream_);
   cast(c.context.get(), c.context_op, T * qw);
   blas_.linear_forward(c.context_op.get(), op(w.wo), partial.get(), T, qw, h);
   tp.sum(partial.get(), T * h);  // row-parallel Wo
-  float* hres = sized(c.h, T * h);
+  float* hres = sized(c.h, T * h, stream_);
   check_cuda(cudaMemcpyAsync(hres, x, sizeof(float) * T * h, cudaMemcpyDeviceToDevice, stream_), "residual copy");
   add_into(hres, partial.get(), T * h, stream_);
   // y = h + W_down . act(W_up . norm(h))
   norm_forward(hres, params_->master(w.ffn_norm), bias_or_null(w.ffn_norm_bias), T, h, ln, kNormEps, normed.get(),
-               sized(c.mean2, T), sized(c.rstd2, T), stream_);
+               sized(c.mean2, T, stream_), sized(c.rstd2, T, stream_), stream_);
   cast(normed.get(), c.normed2_op, T * h);
-  float* act = sized(c.act, T * f);
+  float* act = sized(c.act, T * f, stream_);
   if (w.w_gate != kNone) {
-    blas_.linear_forward(c.normed2_op.get(), op(w.w_gate), sized(c.gate, T * f), T, h, f);
-    blas_.linear_forward(c.normed2_op.get(), op(w.w_up), sized(c.up, T * f), T, h, f);
+    blas_.linear_forward(c.normed2_op.get(), op(w.w_gate), sized(c.gate, T * f, stream_), T, h, f);
+    blas_.linear_forward(c.normed2_op.get(), op(w.w_up), sized(c.up, T * f, stream_), T, h, f);
     swiglu_forward(c.gate.get(), c.up.get(), act, T * f, stream_);
   } else {
-    blas_.linear_forward(c.normed2_op.get(), op(w.w_up), sized(c.gate, T * f), T, h, f);
+    blas_.linear_forward(c.normed2_op.get(), op(w.w_up), sized(c.gate, T * f, stream_), T, h, f);
     gelu_forward(c.gate.get(), act, T * f, stream_);
   }
   cast(act, c.act_op, T * f);
@@ -202,8 +202,8 @@ void DeviceChunk::block_backward(const BlockWeights& w, DeviceBlockCache& c, std
                                  const float* dy, float* dx, DeviceTpReducer& tp) {
   const std::int64_t h = config_.hidden, d = head_dim_, qw = heads_ * d, kw = kv_heads_ * d, f = ffn_local_;
   const bool ln = config_.norm == models::Norm::layernorm;
-  DeviceBuffer<float> d_act(static_cast<std::size_t>(T * f)), d_gate(static_cast<std::size_t>(T * f)),
-      d_normed(static_cast<std::size_t>(T * h)), d_branch(static_cast<std::size_t>(T * h));
+  DeviceBuffer<float> d_act(static_cast<std::size_t>(T * f), stream_), d_gate(static_cast<std::size_t>(T * f), stream_),
+      d_normed(static_cast<std::size_t>(T * h), stream_), d_branch(static_cast<std::size_t>(T * h), stream_);
   Operand dy_op, d_gate_op, d_up_op;
   // MLP: dW_down += dy^T act; d_act = dy W_down; through the activation; the column-
   // parallel first GEMMs give a partial input gradient, summed over TP.
@@ -211,7 +211,7 @@ void DeviceChunk::block_backward(const BlockWeights& w, DeviceBlockCache& c, std
   blas_.linear_backward_weight(dy_op.get(), c.act_op.get(), params_->grad(w.w_down), T, f, h);
   blas_.linear_backward_input(dy_op.get(), op(w.w_down), d_act.get(), T, f, h, false);
   if (w.w_gate != kNone) {
-    DeviceBuffer<float> d_up(static_cast<std::size_t>(T * f));
+    DeviceBuffer<float> d_up(static_cast<std::size_t>(T * f), stream_);
     swiglu_backward(c.gate.get(), c.up.get(), d_act.get(), d_gate.get(), d_up.get(), T * f, stream_);
     cast(d_gate.get(), d_gate_op, T * f);
     cast(d_up.get(), d_up_op, T * f);
@@ -235,9 +235,9 @@ void DeviceChunk::block_backward(const BlockWeights& w, DeviceBlockCache& c, std
   // Attention: dWo += dh^T context; d_context = dh Wo; the core; then Wq, Wk, Wv.
   Operand dh_op, dq_op, dk_op, dv_op;
   cast(dh, dh_op, T * h);
-  DeviceBuffer<float> d_context(static_cast<std::size_t>(T * qw)), dq(static_cast<std::size_t>(T * qw)),
-      dk(static_cast<std::size_t>(T * kw)), dv(static_cast<std::size_t>(T * kw)),
-      d_probs(static_cast<std::size_t>(std::int64_t(batch) * heads_ * seq * seq));
+  DeviceBuffer<float> d_context(static_cast<std::size_t>(T * qw), stream_), dq(static_cast<std::size_t>(T * qw), stream_),
+      dk(static_cast<std::size_t>(T * kw), stream_), dv(static_cast<std::size_t>(T * kw), stream_),
+      d_probs(static_cast<std::size_t>(std::int64_t(batch) * heads_ * seq * seq), stream_);
   blas_.linear_backward_weight(dh_op.get(), c.context_op.get(), params_->grad(w.wo), T, qw, h);
   blas_.linear_backward_input(dh_op.get(), op(w.wo), d_context.get(), T, qw, h, false);
   const AttentionShape s{batch, seq, heads_, kv_heads_, head_dim_};

@@ -21,17 +21,17 @@ DeviceParams::DeviceParams(const std::vector<models::Param*>& params, MathPrecis
   for (std::size_t i = 0; i < params.size(); ++i)
     std::copy(params[i]->value.data.begin(), params[i]->value.data.end(), host.begin() + info_[i].offset);
   master_.upload(host.data(), host.size(), stream);
-  grad_.resize(total_);
-  m_.resize(total_);
-  v_.resize(total_);
+  grad_.resize(total_, stream);
+  m_.resize(total_, stream);
+  v_.resize(total_, stream);
   grad_.zero(stream);
   m_.zero(stream);
   v_.zero(stream);
   if (precision_ == MathPrecision::bf16) {
-    operand_storage_.resize(total_);
+    operand_storage_.resize(total_, stream);
     operand_ = operand_storage_.get();
   } else {
-    operand_fp32_.resize(total_);
+    operand_fp32_.resize(total_, stream);
     operand_ = operand_fp32_.get();
   }
   to_operand(master_.get(), operand_, static_cast<std::int64_t>(total_), precision_ == MathPrecision::bf16, stream);
@@ -53,7 +53,7 @@ void DeviceParams::adamw(std::int64_t t, const AdamWParams& config, cudaStream_t
 }
 
 std::vector<double> DeviceParams::sum_squares_each(bool grads, cudaStream_t stream) {
-  DeviceBuffer<double> sums(info_.size());
+  DeviceBuffer<double> sums(info_.size(), stream);
   sums.zero(stream);
   for (std::size_t i = 0; i < info_.size(); ++i)
     gpu::sum_squares((grads ? grad_.get() : master_.get()) + info_[i].offset, static_cast<std::int64_t>(info_[i].count),
