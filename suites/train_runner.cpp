@@ -23,6 +23,7 @@
 #include "reports/store.hpp"
 #include "suites/cli.hpp"
 #include "topologies/device_peak.hpp"
+#include "topologies/gemm_peak.hpp"
 
 extern char** environ;
 
@@ -94,6 +95,33 @@ std::vector<store::Column> memory_columns() {
 
 bool close(double got, double want, double rtol) { return std::abs(got - want) <= rtol * std::abs(want); }
 
+// The best checked GEMM of the executor's precision on this GPU model from an `ibt gemm`
+// file, in GFLOP/s. Rank 0 reads (the file may exist on its node only) and shares the
+// figure or the error, so every rank fails alike.
+double read_gemm_peak_gflops(const std::string& path, const TrainExecutor& exec, MPI_Comm world,
+                             std::string& source) {
+  int rank = 0;
+  MPI_Comm_rank(world, &rank);
+  double gflops = 0;
+  std::string error;
+  if (rank == 0) {
+    try {
+      const topo::MeasuredGemmPeak p = topo::measured_gemm_peak(path, exec.device_name(), exec.precision());
+      gflops = p.tflops * 1e3;
+      source = "measured: " + path + " run " + p.run_id + ", " + p.shape;
+    } catch (const UsageError& e) {
+      error = e.what();
+    }
+  }
+  int length = static_cast<int>(error.size());
+  MPI_Bcast(&length, 1, MPI_INT, 0, world);
+  error.resize(static_cast<size_t>(length));
+  MPI_Bcast(error.data(), length, MPI_CHAR, 0, world);
+  if (!error.empty()) throw UsageError("--gemm-peak-from " + error);
+  MPI_Bcast(&gflops, 1, MPI_DOUBLE, 0, world);
+  return gflops;
+}
+
 }  // namespace
 
 double measure_sgemm_peak_gflops(MPI_Comm world) {
@@ -148,8 +176,11 @@ TrainOutcome run_training(const ModelConfig& model, const TrainOptions& o, MPI_C
   if (!why.empty()) throw UsageError(why);
   const bool on_gpu = o.executor.kind == "cuda";
   if (on_gpu && o.peak_gflops > 0) throw UsageError("--peak-gflops is the cpu executor's: give --peak-tflops with --executor cuda");
-  if (!on_gpu && (o.peak_tflops > 0 || o.gemm_peak_tflops > 0))
-    throw UsageError("--peak-tflops and --gemm-peak-tflops are the cuda executor's: give --peak-gflops with --executor cpu");
+  if (!on_gpu && (o.peak_tflops > 0 || o.gemm_peak_tflops > 0 || !o.gemm_peak_file.empty()))
+    throw UsageError("--peak-tflops, --gemm-peak-tflops and --gemm-peak-from are the cuda executor's: give "
+                     "--peak-gflops with --executor cpu");
+  if (o.gemm_peak_tflops > 0 && !o.gemm_peak_file.empty())
+    throw UsageError("give --gemm-peak-tflops or --gemm-peak-from, not both");
   set_blas_threads(1);  // ranks share the cores (the reference runs on the CPU in either case)
 
   std::unique_ptr<DataSource> data;
@@ -187,7 +218,9 @@ TrainOutcome run_training(const ModelConfig& model, const TrainOptions& o, MPI_C
     peak_source = "catalog " + catalog->topology + " (" + catalog->device + ") dense " + exec.precision() +
                   " peak, source " + catalog->source;
   }
-  const double gemm_peak = o.gemm_peak_tflops * 1e3;  // GFLOP/s per rank; 0 = none
+  double gemm_peak = o.gemm_peak_tflops * 1e3;  // GFLOP/s per rank; 0 = none
+  std::string gemm_peak_source = o.gemm_peak_tflops > 0 ? "given (--gemm-peak-tflops)" : "";
+  if (!o.gemm_peak_file.empty()) gemm_peak = read_gemm_peak_gflops(o.gemm_peak_file, exec, world, gemm_peak_source);
   const CheckTolerance tol = check_tolerance(exec.kind(), exec.precision());
   const double flops_per_step = model_flops_per_step(model, static_cast<double>(o.split.global_batch()));
   std::unique_ptr<ReferenceTrainer> reference;
@@ -227,7 +260,10 @@ TrainOutcome run_training(const ModelConfig& model, const TrainOptions& o, MPI_C
     recorder->set_attr("executor", exec.kind());
     recorder->set_attr("precision", exec.precision());
     if (on_gpu) recorder->set_attr("gpu_name", exec.device_name());
-    if (gemm_peak > 0) recorder->set_attr("gemm_peak_gflops_per_rank", gemm_peak);
+    if (gemm_peak > 0) {
+      recorder->set_attr("gemm_peak_gflops_per_rank", gemm_peak);
+      recorder->set_attr("gemm_peak_source", gemm_peak_source);
+    }
     recorder->set_attr("model_flops_per_step", flops_per_step);
     recorder->set_attr("flops_convention", std::string("model FLOPs = 6*matmul_active + attention over the full "
                                                        "sequence (causal masking not discounted), models/accounting.hpp"));
@@ -247,7 +283,9 @@ TrainOutcome run_training(const ModelConfig& model, const TrainOptions& o, MPI_C
                 model.name.c_str(), size, exec.kind().c_str(), exec.precision().c_str(), on_gpu ? ", " : "",
                 exec.device_name().c_str(), describe(o.split).c_str(), o.split.global_batch(), model.seq_len, peak,
                 peak_source.c_str());
-    if (gemm_peak > 0) std::printf("# MFU also against a measured GEMM peak of %.1f TFLOP/s per GPU (--gemm-peak-tflops)\n", o.gemm_peak_tflops);
+    if (gemm_peak > 0)
+      std::printf("# MFU also against a measured GEMM peak of %.1f TFLOP/s per GPU (%s)\n", gemm_peak * 1e-3,
+                  gemm_peak_source.c_str());
     std::printf("# %4s %10s %9s %10s %9s %7s | %8s %8s %8s %8s %8s  (seconds, mean over ranks)\n", "step", "loss",
                 "time_s", "tokens/s", "TFLOP/s", "MFU", "compute", "tp", "pp+idle", "dp", "ep");
   }

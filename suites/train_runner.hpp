@@ -25,6 +25,7 @@ struct TrainOptions {
   ExecutorChoice executor;      // cpu (default) or cuda
   double peak_tflops = 0;       // cuda, per GPU; 0 = the catalog's dense peak for the GPU and precision
   double gemm_peak_tflops = 0;  // cuda: a measured cuBLAS GEMM peak (`ibt gemm`); 0 = none
+  std::string gemm_peak_file;   // cuda: or read it from this `ibt gemm` results file
   std::string data_file;        // raw token ids; empty = synthetic data
   int token_bytes = 2;
   bool print_steps = true;

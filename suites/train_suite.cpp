@@ -37,10 +37,11 @@ constexpr const char* kHelp =
     "Dense models only: MoE/EP, ZeRO-1, sequence parallelism, recompute and tied embeddings\n"
     "with pp > 1 are refused. fp8 is not offered (ibt gemm measures fp8 GEMMs). MFU is\n"
     "against the GPU's dense peak from the topology catalog (or --peak-tflops) and, with\n"
-    "--gemm-peak-tflops, against a measured cuBLAS peak (`ibt gemm`). --check tolerances\n"
-    "(relative, vs the fp32 serial reference): bf16 loss 2e-2, grad_norm 1e-1, param_norm\n"
-    "1e-2; fp32 loss 1e-4, grad_norm 1e-3, param_norm 1e-4 -- stated, not yet verified on a\n"
-    "GPU. Without a usable GPU it exits 2 with one line naming the CUDA error.\n";
+    "--gemm-peak-tflops or --gemm-peak-from FILE.h5, against a measured cuBLAS peak\n"
+    "(ibt gemm). --check tolerances (relative, vs the fp32 serial reference): bf16 loss\n"
+    "2e-2, grad_norm 1e-1, param_norm 1e-2; fp32 loss 1e-4, grad_norm 1e-3, param_norm\n"
+    "1e-4 -- stated, not yet verified on a GPU. Without a usable GPU it exits 2 with one\n"
+    "line naming the CUDA error.\n";
 
 struct TrainArgs {
   std::string model = "tiny-dense";
@@ -78,6 +79,8 @@ po::options_description describe_options(TrainArgs& a) {
        "cuda: per-GPU peak for MFU (default: the catalog's dense peak for the GPU)")
       ("gemm-peak-tflops", po::value(&a.options.gemm_peak_tflops)->default_value(0),
        "cuda: a measured cuBLAS GEMM peak per GPU (from `ibt gemm`), for a second MFU")
+      ("gemm-peak-from", po::value(&a.options.gemm_peak_file),
+       "cuda: take that peak from an `ibt gemm` results file (best checked product of the precision on this GPU)")
       ("no-dp-overlap", po::bool_switch(&a.no_dp_overlap),
        "cuda: run the DP all-reduce after the last backward instead of overlapping it")
       ("data", po::value(&a.options.data_file), "raw token-id file instead of synthetic data")

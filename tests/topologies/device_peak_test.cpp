@@ -32,3 +32,67 @@ TEST(DevicePeak, ReadsTheCitedBf16PeakFromTheCatalog) {
 
 }  // namespace
 }  // namespace ibt::topo
+
+#include <unistd.h>
+
+#include <cstdio>
+
+#include "collectives/errors.hpp"
+#include "reports/store.hpp"
+#include "topologies/gemm_peak.hpp"
+
+namespace ibt::topo {
+namespace {
+
+// A results file as `ibt gemm` writes it (run attributes and the gemm table's columns).
+void write_gemm_run(const std::string& path, const std::string& gpu, const std::vector<store::Row>& rows,
+                    store::RunStatus status = store::RunStatus::complete) {
+  auto s = store::open_for_append(path);
+  auto run = s->begin_run("gemm");
+  run->set_attr("gpu_name", gpu);
+  using store::ColumnType;
+  const std::vector<store::Column> cols = {{"name", ColumnType::str, "", 32}, {"dtype", ColumnType::str, "", 12},
+                                           {"tflops", ColumnType::f64, "TFLOP/s"}, {"rel_error", ColumnType::f64, ""}};
+  store::Table& t = run->table("gemm", cols);
+  for (const auto& r : rows) t.append(r);
+  run->finish(status);
+}
+
+class GemmPeakFile : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    path_ = ::testing::TempDir() + "gemm_peak_" + std::to_string(::getpid()) + ".h5";
+    std::remove(path_.c_str());
+  }
+  void TearDown() override { std::remove(path_.c_str()); }
+  std::string path_;
+};
+
+TEST_F(GemmPeakFile, BestCorrectProductOfTheNewestRunOnThatGpu) {
+  write_gemm_run(path_, "NVIDIA H100 80GB HBM3", {{std::string("old"), std::string("bf16"), 500.0, 1e-3}});
+  write_gemm_run(path_, "NVIDIA H100 80GB HBM3",
+                 {{std::string("a"), std::string("bf16"), 700.0, 2e-3},
+                  {std::string("wrong"), std::string("bf16"), 900.0, 0.5},  // fails the check: not a peak
+                  {std::string("b"), std::string("bf16"), 790.5, 2e-3},
+                  {std::string("f8"), std::string("fp8_e4m3"), 1400.0, 5e-3}});
+  write_gemm_run(path_, "NVIDIA A100-SXM4-80GB", {{std::string("x"), std::string("bf16"), 280.0, 2e-3}});
+  const MeasuredGemmPeak p = measured_gemm_peak(path_, "NVIDIA H100 80GB HBM3", "bf16");
+  EXPECT_DOUBLE_EQ(p.tflops, 790.5);
+  EXPECT_EQ(p.shape, "b");
+  EXPECT_EQ(p.run_id, "000002");
+}
+
+TEST_F(GemmPeakFile, NamesTheGpusItHasWhenNoneMatches) {
+  write_gemm_run(path_, "NVIDIA A100-SXM4-80GB", {{std::string("x"), std::string("bf16"), 280.0, 2e-3}});
+  try {
+    measured_gemm_peak(path_, "NVIDIA H100 80GB HBM3", "bf16");
+    FAIL() << "no error";
+  } catch (const UsageError& e) {
+    EXPECT_NE(std::string(e.what()).find("no complete `ibt gemm` run on NVIDIA H100 80GB HBM3"), std::string::npos);
+    EXPECT_NE(std::string(e.what()).find("NVIDIA A100-SXM4-80GB"), std::string::npos) << e.what();
+  }
+  EXPECT_THROW(measured_gemm_peak(path_, "NVIDIA A100-SXM4-80GB", "fp32"), UsageError);
+}
+
+}  // namespace
+}  // namespace ibt::topo
