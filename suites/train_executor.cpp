@@ -3,6 +3,7 @@
 #include "collectives/errors.hpp"
 #include "models/executor/cpu_executor.hpp"
 #ifdef IBT_HAVE_CUDA
+#include "collectives/nccl/cuda_device.hpp"
 #include "models/cuda/executor/cuda_executor.hpp"
 #endif
 
@@ -75,6 +76,16 @@ std::string train_executor_check(const ExecutorChoice& c, const models::Parallel
   if (c.kind == "cpu") return models::cpu_executor_check(split, model, world_size);
 #ifdef IBT_HAVE_CUDA
   return gpu::cuda_executor_check(split, model, world_size);
+#else
+  no_cuda_build();
+#endif
+}
+
+void require_executor_device(const ExecutorChoice& c) {
+  resolve_precision(c);
+  if (c.kind == "cpu") return;
+#ifdef IBT_HAVE_CUDA
+  gpu::require_cuda_devices("--executor cuda");
 #else
   no_cuda_build();
 #endif

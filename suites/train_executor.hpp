@@ -43,6 +43,10 @@ std::string resolve_precision(const ExecutorChoice& choice);
 std::string train_executor_check(const ExecutorChoice& choice, const models::ParallelSplit& split,
                                  const models::ModelConfig& model, int world_size);
 
+// cuda: throws UsageError "--executor cuda: no CUDA device: <CUDA error>" unless this
+// process sees a GPU (so a sweep fails before it prints anything); cpu: nothing.
+void require_executor_device(const ExecutorChoice& choice);
+
 // Collective over world. Throws UsageError (exit 2) for a bad choice, a split the
 // executor refuses, or (cuda) no usable GPU, naming the CUDA error in one line.
 std::unique_ptr<TrainExecutor> make_train_executor(const ExecutorChoice& choice, const models::ModelConfig& model,
