@@ -4,6 +4,7 @@
 // within the bf16 tolerance. Skip without a GPU, saying why.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 
 #include "gpu_test_support.hpp"
@@ -57,8 +58,19 @@ void compare_with_cpu(const std::string& model_name, gpu::MathPrecision precisio
   gpu::NoTpReducer none;
   gpu::DeviceStageCache dcache;
   const double got = chunk.forward(mb, nullptr, nullptr, dcache, none);
-  chunk.backward(dcache, nullptr, scale, nullptr, none);
+  // The ranges reported final (what the DP all-reduce overlaps) cover every gradient once.
+  std::vector<std::pair<std::size_t, std::size_t>> final_ranges;
+  chunk.backward(dcache, nullptr, scale, nullptr, none,
+                 [&](std::size_t offset, std::size_t count) { final_ranges.emplace_back(offset, count); });
   EXPECT_NEAR(got, want.ce_sum, tol.loss * want.ce_sum) << "loss sum";
+  std::sort(final_ranges.begin(), final_ranges.end());
+  std::size_t covered = 0;
+  for (const auto& [offset, count] : final_ranges) {
+    EXPECT_EQ(offset, covered) << "gap or overlap in the final gradient ranges";
+    covered = offset + count;
+  }
+  EXPECT_EQ(covered, chunk.params().total());
+  EXPECT_EQ(final_ranges.size(), static_cast<std::size_t>(m.layers) + 2) << "head, each layer, embedding";
 
   const std::vector<float> grads = chunk.params().download_grads(stream);
   const std::vector<models::Param*> ps = cpu.params();

@@ -99,14 +99,14 @@ struct CudaExecutor::Impl {
     if (compute) cudaStreamDestroy(compute);
   }
 
-  // The DP all-reduce of one chunk's gradients, queued on the DP stream after the
-  // compute stream's work so far.
-  void reduce_chunk_async(std::size_t c) {
-    if (!dp || dp->size() == 1) return;
+  // The DP all-reduce of a range of one chunk's gradients, queued on the DP stream after
+  // the compute stream's work so far (which completes them).
+  void reduce_async(std::size_t c, std::size_t offset, std::size_t count) {
+    if (!dp || dp->size() == 1 || count == 0) return;
     check_cuda(cudaEventRecord(grads_ready, compute), "cudaEventRecord");
     check_cuda(cudaStreamWaitEvent(dp_runtime->stream(), grads_ready, 0), "cudaStreamWaitEvent");
-    DeviceParams& p = chunks[c]->params();
-    dp->all_reduce(p.grads(), p.grads(), p.total(), DType::float32, ReduceOp::sum);
+    float* g = chunks[c]->params().grads() + offset;
+    dp->all_reduce(g, g, count, DType::float32, ReduceOp::sum);
   }
 };
 
@@ -128,7 +128,15 @@ class CudaPipelineBackend {
   }
 
   void backward(int microbatch, int chunk, const DeviceTensor* d_output, DeviceTensor* d_input) {
-    x_.chunks[chunk]->backward(caches_[{microbatch, chunk}], d_output, ce_per_token_, d_input, tp_);
+    // The chunk's last backward of the step completes its gradients layer by layer: with
+    // overlap on, each layer's DP all-reduce starts as soon as its backward is queued.
+    const bool last = ++backwards_done_[chunk] == x_.split.microbatches;
+    DeviceChunk::GradsFinal reduce;
+    if (last && x_.options.dp_overlap)
+      reduce = [this, chunk](std::size_t offset, std::size_t count) {
+        x_.reduce_async(static_cast<std::size_t>(chunk), offset, count);
+      };
+    x_.chunks[chunk]->backward(caches_[{microbatch, chunk}], d_output, ce_per_token_, d_input, tp_, reduce);
     caches_.erase({microbatch, chunk});
   }
 
@@ -143,9 +151,8 @@ class CudaPipelineBackend {
     x_.pp->synchronize();
   }
 
-  void gradients_final(int chunk) {
-    if (x_.options.dp_overlap) x_.reduce_chunk_async(static_cast<std::size_t>(chunk));
-  }
+  // Overlap on: already reduced layer by layer (backward above). Off: after the walk.
+  void gradients_final(int /*chunk*/) {}
 
   double ce_sum = 0;
 
@@ -155,6 +162,7 @@ class CudaPipelineBackend {
   float ce_per_token_;
   DeviceTpReducer& tp_;
   std::map<std::pair<int, int>, DeviceStageCache> caches_;  // (microbatch, chunk)
+  std::map<int, int> backwards_done_;                       // per chunk, this step
 };
 
 // This rank's device among its host's GPUs: its index among the host's ranks.
@@ -268,7 +276,7 @@ models::StepStats CudaExecutor::step(TimeBreakdown* time) {
   double t0 = synced_clock(x.compute);
   if (x.dp->size() > 1) {
     if (!x.options.dp_overlap)
-      for (std::size_t c = 0; c < x.chunks.size(); ++c) x.reduce_chunk_async(c);
+      for (std::size_t c = 0; c < x.chunks.size(); ++c) x.reduce_async(c, 0, x.chunks[c]->params().total());
     check_cuda(cudaEventRecord(x.dp_done, x.dp_runtime->stream()), "cudaEventRecord");
     check_cuda(cudaStreamWaitEvent(x.compute, x.dp_done, 0), "cudaStreamWaitEvent");
     x.dp->synchronize();

@@ -6,11 +6,12 @@
 // weights and AdamW) and the communication over NCCL:
 //  - TP reductions and PP transfers: NCCL communicators on one stream, ordered after the
 //    compute stream's work (each waits for it: TP and PP time is exposed, as on the CPU);
-//  - DP: the gradient all-reduce runs on a separate communication stream. A chunk's
-//    reduction starts when the schedule has issued that chunk's last backward
-//    (walk_pipeline's gradients_final), so with interleaved schedules it overlaps the
-//    other chunks' backward; the step waits for it only before AdamW. `dp_overlap =
-//    false` reduces everything after the last backward instead.
+//  - DP: the gradient all-reduce runs on a separate communication stream. In a chunk's
+//    last backward of the step, each layer's gradients are final once that layer's
+//    backward is queued: their all-reduce starts then (head first, embedding last) and
+//    overlaps the backward of the layers below it (and, interleaved, of other chunks);
+//    the step waits for it only before AdamW. `dp_overlap = false` reduces everything
+//    after the last backward instead.
 // Step statistics are reduced over the world exactly as CpuExecutor::step() does, so
 // `ibt train --check` compares both with the serial reference.
 //

@@ -1,5 +1,6 @@
 #include "models/cuda/executor/device_model.hpp"
 
+#include <algorithm>
 #include <stdexcept>
 
 #include "models/layers/norm.hpp"
@@ -46,6 +47,14 @@ DeviceChunk::DeviceChunk(models::Transformer& cpu, DeviceBlas& blas, cudaStream_
     heads_ = static_cast<int>(b.attention.wq.value.rows() / head_dim_);
     kv_heads_ = static_cast<int>(b.attention.wk.value.rows() / head_dim_);
     ffn_local_ = b.mlp->w_up.value.rows();
+    // A block's parameters are consecutive in Transformer::params(): one range.
+    w.grads_begin = p.info(w.attn_norm).offset;
+    w.grads_end = w.grads_begin;
+    for (models::Param* param : b.params()) {
+      const DeviceParamInfo& info = p.info(idx(*param));
+      w.grads_begin = std::min(w.grads_begin, info.offset);
+      w.grads_end = std::max(w.grads_end, info.offset + info.count);
+    }
     blocks_.push_back(w);
   }
   if (cpu.head) {
@@ -54,6 +63,13 @@ DeviceChunk::DeviceChunk(models::Transformer& cpu, DeviceBlas& blas, cudaStream_
     head_ = idx(cpu.head->weight());  // the embedding's entry when tied
     vocab_local_ = cpu.head->weight().value.rows();
     vocab_begin_ = cpu.head->vocab_begin();
+    // The final norm and an untied head are the last entries of params().
+    head_grads_.begin = p.info(final_norm_).offset;
+    head_grads_.end = p.total();
+  }
+  if (embedding_ != kNone) {
+    embedding_grads_.begin = p.info(embedding_).offset;
+    embedding_grads_.end = embedding_grads_.begin + p.info(embedding_).count;
   }
 }
 
@@ -116,7 +132,10 @@ double DeviceChunk::forward(const models::Batch& mb, const DeviceTensor* input, 
 }
 
 void DeviceChunk::backward(DeviceStageCache& c, const DeviceTensor* d_output, float ce_per_token,
-                           DeviceTensor* d_input, DeviceTpReducer& tp) {
+                           DeviceTensor* d_input, DeviceTpReducer& tp, const GradsFinal& grads_final) {
+  auto final_range = [&](Range r) {
+    if (grads_final && r.end > r.begin) grads_final(r.begin, r.end - r.begin);
+  };
   const std::int64_t h = config_.hidden;
   const std::int64_t T = static_cast<std::int64_t>(c.batch) * c.seq;
   DeviceBuffer<float> dy(static_cast<std::size_t>(T * h), stream_), dx(static_cast<std::size_t>(T * h), stream_);
@@ -134,6 +153,9 @@ void DeviceChunk::backward(DeviceStageCache& c, const DeviceTensor* d_output, fl
                   d_normed.get(), T, h, config_.norm == models::Norm::layernorm, dy.get(), params_->grad(final_norm_),
                   bias_grad_or_null(final_norm_bias_), stream_);
     c.logits = DeviceBuffer<float>();  // the largest buffer of the step: free it early
+    // (A tied head has no entry of its own: its gradient is the embedding's, final after
+    // the embedding's backward, so head_grads_ then holds the final norm only.)
+    final_range(head_grads_);
   } else {
     if (!d_output || d_output->numel() != T * h)
       throw std::logic_error("DeviceChunk::backward: missing or mis-sized output gradient");
@@ -142,12 +164,14 @@ void DeviceChunk::backward(DeviceStageCache& c, const DeviceTensor* d_output, fl
   }
   for (std::size_t i = blocks_.size(); i-- > 0;) {
     block_backward(blocks_[i], c.blocks[i], T, c.batch, c.seq, dy.get(), dx.get(), tp);
+    final_range({blocks_[i].grads_begin, blocks_[i].grads_end});
     std::swap(dy, dx);
   }
   c.blocks.clear();
   if (embedding_ != kNone) {
     embedding_backward(c.tokens.get(), T, dy.get(), params_->info(embedding_).shape[0], vocab_begin_, h,
                        params_->grad(embedding_), stream_);
+    final_range(embedding_grads_);
   } else if (d_input) {
     d_input->reset(T, h, stream_);
     check_cuda(cudaMemcpyAsync(d_input->get(), dy.get(), sizeof(float) * T * h, cudaMemcpyDeviceToDevice, stream_),

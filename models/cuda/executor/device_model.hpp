@@ -14,6 +14,7 @@
 #include <cuda_runtime_api.h>
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <vector>
 
@@ -66,8 +67,13 @@ class DeviceChunk {
   // d_output: gradient of the output (nullptr on the head chunk, which starts from the
   // loss scaled by ce_per_token); d_input: gradient for the previous chunk (nullptr with
   // the embedding). Gradients accumulate into params().
+  // grads_final: when set (the step's last backward of this chunk), called with each
+  // contiguous range [offset, offset + count) of params().grads() as soon as the work
+  // that completes it is queued: the head, then each layer from the last, then the
+  // embedding, so its data-parallel reduction can start while the rest runs.
+  using GradsFinal = std::function<void(std::size_t offset, std::size_t count)>;
   void backward(DeviceStageCache& cache, const DeviceTensor* d_output, float ce_per_token, DeviceTensor* d_input,
-                DeviceTpReducer& tp);
+                DeviceTpReducer& tp, const GradsFinal& grads_final = nullptr);
 
   DeviceParams& params() { return *params_; }
   const models::ModelPart& part() const { return part_; }
@@ -76,6 +82,10 @@ class DeviceChunk {
   struct BlockWeights {
     std::size_t attn_norm, ffn_norm, wq, wk, wv, wo, w_up, w_down;
     std::size_t attn_norm_bias = kNone, ffn_norm_bias = kNone, w_gate = kNone;
+    std::size_t grads_begin = 0, grads_end = 0;  // the layer's contiguous range in the flat buffers
+  };
+  struct Range {
+    std::size_t begin = 0, end = 0;
   };
   static constexpr std::size_t kNone = static_cast<std::size_t>(-1);
   void block_forward(const BlockWeights& w, const float* x, std::int64_t T, int batch, int seq, float* y,
@@ -96,6 +106,7 @@ class DeviceChunk {
   std::int64_t ffn_local_ = 0, vocab_local_ = 0, vocab_begin_ = 0;
   std::size_t embedding_ = kNone, final_norm_ = kNone, final_norm_bias_ = kNone, head_ = kNone;
   std::vector<BlockWeights> blocks_;
+  Range head_grads_, embedding_grads_;  // final norm + own LM head; the embedding (+ a tied head)
 };
 
 }  // namespace ibt::gpu
