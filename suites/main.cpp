@@ -33,7 +33,7 @@ const std::vector<Suite>& suites() {
        ibt::suites::p2p_matrix_main},
       {"accept", "cluster acceptance: judge measurements against a reference, JUnit XML",
        ibt::suites::accept_main},
-      {"train", "train a model at a DP/TP/PP/EP split on the CPU (fp32, MPI), --check against the serial reference",
+      {"train", "train a model at a DP/TP/PP/EP split on the CPU (fp32, MPI) or GPUs (--executor cuda), --check against the serial reference",
        ibt::suites::train_main},
       {"sweep", "train every valid split for a few steps and rank them by MFU", ibt::suites::sweep_main},
       {"project", "project step time, MFU and memory of a split on a catalog or calibrated topology",
