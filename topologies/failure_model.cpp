@@ -25,7 +25,8 @@ Assumption from_topology(const Topology& t, const Figure& f) {
   const char* kind = !s ? "?" : s->kind == SourceKind::assumption ? "assumption"
                               : s->kind == SourceKind::measured   ? "measured"
                                                                   : "public";
-  a.origin = t.name + " reliability, " + kind + " '" + f.source + "'" + (s ? ": " + s->ref : "");
+  a.origin = t.name + " reliability, " + kind + " '" + f.source + "'";
+  a.ref = s ? s->ref : "";
   a.note = f.note;
   return a;
 }
@@ -37,6 +38,7 @@ void take(Assumption& a, const std::optional<double>& flag, const char* name, do
                      "] (got " + fmt("%g", *flag) + ")");
   a.value = flag;
   a.origin = std::string(name) + " (command line)";
+  a.ref.clear();
   a.note.clear();
 }
 
@@ -117,14 +119,21 @@ std::string describe_assumptions(const FailureAssumptions& a) {
     std::string out = std::string("  ") + name;
     out.resize(26, ' ');
     if (!x.value) return out + "not given\n";
-    out += fmt("%g", *x.value) + " " + unit + "  from " + x.origin + "\n";
+    out += fmt("%g", *x.value) + (*unit ? std::string(" ") + unit : "") + "  from " + x.origin + "\n";
     if (!x.note.empty()) out += "      note: " + x.note + "\n";
     return out;
   };
+  // Each source's reference once, after the figures that cite it.
+  std::string refs;
+  for (const Assumption* x : {&a.node_mtbf_hours, &a.devices_per_node, &a.checkpoint_write_GBps, &a.restart_minutes}) {
+    const std::string id = x->origin.substr(x->origin.find('\'') == std::string::npos ? x->origin.size()
+                                                                                      : x->origin.find('\''));
+    if (!x->ref.empty() && refs.find(id + ": ") == std::string::npos) refs += "  source " + id + ": " + x->ref + "\n";
+  }
   return "failure and storage assumptions:\n" + line("node MTBF", a.node_mtbf_hours, "h") +
          line("devices per node", a.devices_per_node, "") +
          line("checkpoint write", a.checkpoint_write_GBps, "GB/s per device, all devices at once") +
-         line("restart", a.restart_minutes, "min") +
+         line("restart", a.restart_minutes, "min") + refs +
          "  model: job MTBF = node MTBF / nodes; checkpoint = weights + optimizer state of the largest "
          "pipeline stage / DP replicas (fully parallel save); Poisson failures, a failure loses the work "
          "since the last checkpoint and costs a restart (Daly 2006)\n";

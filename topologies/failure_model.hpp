@@ -30,7 +30,8 @@ namespace ibt::topo {
 // One assumed figure and where it came from, in words.
 struct Assumption {
   std::optional<double> value;
-  std::string origin;  // "--node-mtbf-hours" or "dgx-h100.json reliability: <source ref>"
+  std::string origin;  // "--node-mtbf-hours (command line)" or "dgx-h100 reliability, public 'llama3-paper'"
+  std::string ref;     // the source's reference (address and what it says); empty for flags
   std::string note;
 };
 

@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <cstdio>
 #include <string>
 
 #include "collectives/errors.hpp"
@@ -113,6 +114,8 @@ void expect_sim_matches(double solve, double tau, double delta, double R, double
   const double wall = expected_wall_time(solve, tau, delta, R, M);
   SCOPED_TRACE("tau " + std::to_string(tau) + " delta " + std::to_string(delta) + " R " + std::to_string(R) +
                " M " + std::to_string(M));
+  std::printf("  sim lost %.2f +- %.2f s (%d trials, %.2f failures/run), closed form %.2f s (%+.2f s.e.)\n",
+              r.mean_lost, r.stderr_lost, r.trials, r.mean_failures, lost, (r.mean_lost - lost) / r.stderr_lost);
   ASSERT_GT(r.stderr_lost, 0);
   EXPECT_LT(std::fabs(r.mean_lost - lost), 4 * r.stderr_lost)
       << "sim " << r.mean_lost << " +- " << r.stderr_lost << ", closed form " << lost;
