@@ -77,6 +77,9 @@ int crossover_main(int argc, char** argv) {
       "batch size 1, microbatches = global batch / dp; searched: 1f1b and interleaved (v=2),\n"
       "recompute none/selective/full, ZeRO-1 on/off, sequence parallelism when tp > 1,\n"
       "tp <= domain size; bf16 mixed-precision Adam memory; DP gradient reduction overlapped.\n"
+      "Goodput: with a failure rate (the flags below or the base topology's reliability section)\n"
+      "each cell also shows goodput-adjusted MFU = MFU x goodput (Daly's optimal checkpoint\n"
+      "interval; topologies/failure_model.hpp); --rank-by goodput picks the bests and the gain on it.\n"
       "Options");
   opts.add_options()
       ("help,h", "show this help")

@@ -53,6 +53,10 @@ int project_main(int argc, char** argv) {
       "parallelism when tp > 1) at the global batch and ranks them.\n\n"
       "Conventions: MFU = model FLOPs / (step time x devices x peak of --dtype); model FLOPs are\n"
       "6N (active parameters) + full-sequence attention, no recompute; HFU counts recompute.\n"
+      "Goodput: from a per-node failure rate, the checkpoint size and write bandwidth and the\n"
+      "restart time (flags below, or the topology's reliability section), the optimal checkpoint\n"
+      "interval (Young 1974, Daly 2006) and goodput = useful compute / wall time counting\n"
+      "checkpoints, lost work and restarts; printed with goodput-adjusted MFU and the assumptions.\n"
       "Options");
   opts.add_options()
       ("help,h", "show this help")
