@@ -16,5 +16,6 @@ int sweep_main(int argc, char** argv);
 int project_main(int argc, char** argv);
 int crossover_main(int argc, char** argv);
 int calibrate_main(int argc, char** argv);
+int project_compare_main(int argc, char** argv);
 
 }  // namespace ibt::suites
