@@ -33,7 +33,7 @@ int calibrate_main(int argc, char** argv) {
       "topology calibrated on one node has none and such a group is an error, never free.\n"
       "Compute: from `ibt train` runs (every complete one in the files, or only those --fit-train\n"
       "names; the others are then reported as held out), model.gemm_efficiency is fitted so that\n"
-      "the sim's compute time matches the measured one (median of the steps after the first), and\n"
+      "the sim's compute time matches the measured one (its fastest step after the first), and\n"
       "each run's residual is printed. Without train runs the base topology's efficiency stays\n"
       "(say --measure-local to measure this machine's sgemm and memcpy first).\n"
       "Options");

@@ -13,9 +13,14 @@
 //   pp+bubble      pipeline exchanges and idle time (the executor cannot tell apart)
 //   dp             exposed gradient reduction (dp and expert_dp groups)
 //   ep             exposed expert all-to-alls
-//   other          step statistics (loss/norm reductions): measured only, the step
-//                  program has no such ops, so its projection is 0 by construction
-// The step time compared is the slowest rank's (measured) against the sim's step.
+//   other          step statistics: the engine's loss reduction and gradient and
+//                  parameter norms (cpu_executor.cpp), which the step program does not
+//                  hold -- priced here as two memory passes over the rank's
+//                  parameters plus three small world all-reduces (statistics_s) --
+//                  plus the time a stage that finishes early waits for the others
+//                  (the executor books that wait here, the sim as bubble)
+// The step time compared is the slowest rank's (measured) against the sim's step plus
+// the statistics.
 // The component that differs most is the one with the largest |projected - measured|.
 #include <cstdio>
 #include <string>
@@ -54,6 +59,9 @@ struct Agreement {
 Agreement compare_run(const MeasuredTrainRun& run, const Topology& topology);
 // The same with the model given (tests, and the fit that projects one run many times).
 Agreement compare_run(const MeasuredTrainRun& run, const models::ModelConfig& model, const Topology& topology);
+
+// Seconds of the engine's step statistics per rank (see "other" above).
+double statistics_s(const models::ModelConfig& model, const models::ParallelSplit& split, const Topology& topology);
 
 // Mean over stages of the sim's compute-stream busy time, seconds (the fit's target).
 double projected_compute_s(const Projection& p);

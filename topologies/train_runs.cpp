@@ -17,13 +17,6 @@ double number(const store::Value& v) {
   return 0.0;
 }
 
-double median(std::vector<double> v) {
-  if (v.empty()) return 0.0;
-  std::sort(v.begin(), v.end());
-  const size_t n = v.size();
-  return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
-}
-
 // "dp2" -> 2 when the text starts with `prefix` followed by digits only.
 bool degree(const std::string& token, const std::string& prefix, int& out) {
   if (token.size() <= prefix.size() || token.compare(0, prefix.size(), prefix) != 0) return false;
@@ -53,21 +46,19 @@ MeasuredTrainRun from_run(const std::string& path, const store::RunInfo& run) {
   if (step < 0 || time < 0 || std::find(std::begin(col), std::end(col), -1) != std::end(col))
     throw UsageError(where + "table 'steps' lacks step, step_time or a time-breakdown column "
                              "(compute, tp_comm, pp_comm_and_bubble, dp_comm, ep_comm, other)");
-  std::vector<double> times, comp[6];
+  // The fastest timed step, all figures from that one row (they add up): interference
+  // from other processes only ever adds time, so the least-disturbed step is the best
+  // estimate of what the machine does alone.
+  const store::Row* best = nullptr;
   for (const auto& row : t.rows) {
     if (number(row[step]) < 1 && t.rows.size() > 1) continue;  // warm-up step
-    times.push_back(number(row[time]));
-    for (int i = 0; i < 6; ++i) comp[i].push_back(number(row[col[i]]));
+    ++m.timed_steps;
+    if (!best || number(row[time]) < number((*best)[time])) best = &row;
   }
-  if (times.empty()) throw UsageError(where + "table 'steps' has no rows");
-  m.timed_steps = static_cast<int>(times.size());
-  m.step_s = median(times);
-  m.compute_s = median(comp[0]);
-  m.tp_s = median(comp[1]);
-  m.pp_s = median(comp[2]);
-  m.dp_s = median(comp[3]);
-  m.ep_s = median(comp[4]);
-  m.other_s = median(comp[5]);
+  if (!best) throw UsageError(where + "table 'steps' has no rows");
+  m.step_s = number((*best)[time]);
+  double* out[6] = {&m.compute_s, &m.tp_s, &m.pp_s, &m.dp_s, &m.ep_s, &m.other_s};
+  for (int i = 0; i < 6; ++i) *out[i] = number((*best)[col[i]]);
   return m;
 }
 

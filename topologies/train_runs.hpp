@@ -5,9 +5,10 @@
 // pp_comm_and_bubble, dp_comm, ep_comm and other, in seconds).
 //
 // The first step warms caches and allocators and is left out (as `ibt train` does for
-// its mean), unless it is the only one. Every figure is the MEDIAN over the remaining
-// steps, not the mean: one step slowed by another process on a shared machine must not
-// move the calibration or the agreement check.
+// its mean), unless it is the only one. Of the remaining steps the FASTEST is taken,
+// with its own breakdown (the figures of one step add up): on a shared machine another
+// process only ever adds time, so the least-disturbed step is the best estimate of
+// what the machine does alone.
 #include <string>
 #include <vector>
 
@@ -20,8 +21,8 @@ struct MeasuredTrainRun {
   std::string model;             // the run's "model" attribute (catalog name)
   models::ParallelSplit split;   // parsed from the "split" attribute
   int timed_steps = 0;
-  // Medians over the timed steps, seconds. step_s is the slowest rank's step time;
-  // the components are means over ranks (train_runner.cpp).
+  // The fastest timed step, seconds: step_s is the slowest rank's step time, the
+  // components are means over ranks (train_runner.cpp).
   double step_s = 0;
   double compute_s = 0, tp_s = 0, pp_s = 0, dp_s = 0, ep_s = 0, other_s = 0;
   std::string label() const { return file + ":" + run_id; }

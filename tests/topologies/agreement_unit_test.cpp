@@ -131,6 +131,7 @@ TEST(Agreement, NamesTheComponentThatDiffersMost) {
   r.compute_s = p.components[0].projected_s;
   r.tp_s = p.components[1].projected_s + 0.05;
   r.pp_s = p.components[2].projected_s;
+  r.other_s = p.components[5].projected_s;
   r.step_s = p.projected_step_s + 0.05;
   const Agreement a = compare_run(r, model, t);
   EXPECT_EQ(a.worst, "tp");
