@@ -28,20 +28,25 @@ double projected_compute_s(const Projection& p) {
   return p.sim.stages.empty() ? 0.0 : sum / p.sim.stages.size() * 1e-6;
 }
 
-double statistics_s(const models::ModelConfig& model, const models::ParallelSplit& split, const Topology& topology) {
-  // cpu_executor.cpp, after the gradient reduction: a world all-reduce of the loss
-  // sums, the gradient norm (a pass over this rank's gradients, then a world
-  // all-reduce), and after the optimizer the parameter norm (a pass over the weights,
-  // a world all-reduce). Mean over stages, fp32.
+EngineExtras engine_extras(const models::ModelConfig& model, const models::ParallelSplit& split,
+                           const Topology& topology) {
+  // cpu_executor.cpp, after the last backward: with dp > 1 the gradients are packed
+  // into one fresh flat buffer, all-reduced and unpacked (zero-fill 4 B, copy in 8 B,
+  // copy out 8 B per parameter); then a world all-reduce of the loss sums, the
+  // gradient norm (a pass over this rank's gradients and a world all-reduce) and,
+  // after the optimizer, the parameter norm (a pass over the weights and a world
+  // all-reduce). Mean over stages, fp32, memory roofline of the topology.
   TopologyPricer pricer(topology, split, "fp32");
   const Placement world = place_group(split.world_size(), 1, topology.domain_size());
   const double reduce_us = collective_cost(topology, CollOp::all_reduce, world, 16).time_us;
-  double passes_us = 0;
+  EngineExtras x;
   for (int stage = 0; stage < split.pp; ++stage) {
     const double params = models::memory_per_rank(model, split, models::fp32_adam(), stage).params;
-    passes_us += 2 * pricer.compute_us(0, 4.0 * params) / split.pp;
+    x.statistics_s += 2 * pricer.compute_us(0, 4.0 * params) * 1e-6 / split.pp;
+    if (split.dp > 1) x.gradient_packing_s += pricer.compute_us(0, 20.0 * params) * 1e-6 / split.pp;
   }
-  return (passes_us + 3 * reduce_us) * 1e-6;
+  x.statistics_s += 3 * reduce_us * 1e-6;
+  return x;
 }
 
 Agreement compare_run(const MeasuredTrainRun& run, const Topology& topology) {
@@ -69,9 +74,9 @@ Agreement compare_run(const MeasuredTrainRun& run, const models::ModelConfig& mo
   a.topology = topology.name;
   // The step statistics are the engine's, not the step program's: priced here and
   // added to the sim's step (every rank runs them after its last op).
-  const double stats = statistics_s(model, run.split, topology);
+  const EngineExtras extra = engine_extras(model, run.split, topology);
   a.measured_step_s = run.step_s;
-  a.projected_step_s = p.step_s + stats;
+  a.projected_step_s = p.step_s + extra.statistics_s + extra.gradient_packing_s;
   a.rel_diff = (a.projected_step_s - run.step_s) / run.step_s;
   std::array<double, kNumExposures> exposed{};
   double trailing = 0;  // a stage done early waits for the others: the engine waits in
@@ -86,9 +91,9 @@ Agreement compare_run(const MeasuredTrainRun& run, const models::ModelConfig& mo
   a.components = {{"compute", run.compute_s, projected_compute_s(p)},
                   {"tp", run.tp_s, x(Exposure::tp)},
                   {"pp+bubble", run.pp_s, x(Exposure::pp) + x(Exposure::bubble) - trailing},
-                  {"dp", run.dp_s, x(Exposure::dp) + x(Exposure::expert_dp)},
+                  {"dp", run.dp_s, x(Exposure::dp) + x(Exposure::expert_dp) + extra.gradient_packing_s},
                   {"ep", run.ep_s, x(Exposure::ep)},
-                  {"other", run.other_s, stats + trailing}};
+                  {"other", run.other_s, extra.statistics_s + trailing}};
   for (const auto& c : a.components) {
     const double d = c.projected_s - c.measured_s;
     if (a.worst.empty() || std::abs(d) > std::abs(a.worst_diff_s)) {

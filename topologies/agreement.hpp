@@ -11,7 +11,8 @@
 //   compute        compute stream busy (forward, backward, optimizer)
 //   tp             exposed TP communication
 //   pp+bubble      pipeline exchanges and idle time (the executor cannot tell apart)
-//   dp             exposed gradient reduction (dp and expert_dp groups)
+//   dp             exposed gradient reduction (dp and expert_dp groups), plus the
+//                  engine's packing of the gradients into one flat buffer
 //   ep             exposed expert all-to-alls
 //   other          step statistics: the engine's loss reduction and gradient and
 //                  parameter norms (cpu_executor.cpp), which the step program does not
@@ -20,7 +21,7 @@
 //                  plus the time a stage that finishes early waits for the others
 //                  (the executor books that wait here, the sim as bubble)
 // The step time compared is the slowest rank's (measured) against the sim's step plus
-// the statistics.
+// the engine extras.
 // The component that differs most is the one with the largest |projected - measured|.
 #include <cstdio>
 #include <string>
@@ -60,8 +61,14 @@ Agreement compare_run(const MeasuredTrainRun& run, const Topology& topology);
 // The same with the model given (tests, and the fit that projects one run many times).
 Agreement compare_run(const MeasuredTrainRun& run, const models::ModelConfig& model, const Topology& topology);
 
-// Seconds of the engine's step statistics per rank (see "other" above).
-double statistics_s(const models::ModelConfig& model, const models::ParallelSplit& split, const Topology& topology);
+// What the cpu executor does beyond the step program, seconds per rank: the step
+// statistics ("other" above) and packing the gradients into one flat buffer around
+// the dp all-reduce (added to "dp"). Both are added to the projected step.
+struct EngineExtras {
+  double statistics_s = 0, gradient_packing_s = 0;
+};
+EngineExtras engine_extras(const models::ModelConfig& model, const models::ParallelSplit& split,
+                           const Topology& topology);
 
 // Mean over stages of the sim's compute-stream busy time, seconds (the fit's target).
 double projected_compute_s(const Projection& p);
