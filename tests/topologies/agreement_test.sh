@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Projection agrees with measured multi-rank training on this machine (issue #4):
 #   1. measure the collectives the dense splits use (2 ranks, one node, scope intra);
-#   2. train small-dense for real at dp2, tp2 and pp2 (ibt train, 4 steps, the first
+#   2. train small-dense for real at dp2, tp2 and pp2 (ibt train, 5 steps, the first
 #      excluded as warm-up);
 #   3. calibrate a topology from the collectives run plus the dp2 train run ONLY
 #      (fit.h5); the tp2 and pp2 runs (held.h5) are reported as held out;
@@ -22,7 +22,7 @@ fail() { echo "agreement_test: $*" >&2; exit 1; }
 train() {  # FILE split options...
   local file=$1
   shift
-  "${mpirun[@]}" -n 2 "$ibt" train --model small-dense --steps 4 "$@" --out "$file" || fail "ibt train $* failed"
+  "${mpirun[@]}" -n 2 "$ibt" train --model small-dense --steps 5 "$@" --out "$file" || fail "ibt train $* failed"
 }
 train "$dir/fit.h5" --dp 2 --microbatches 2
 train "$dir/held.h5" --tp 2 --microbatches 2
