@@ -39,7 +39,9 @@ void train_and_compare(const std::string& precision, double loss_rtol, double gr
     EXPECT_NEAR(got.grad_norm, want.grad_norm, grad_rtol * want.grad_norm) << "step " << s;
     EXPECT_NEAR(got.param_norm, want.param_norm, param_rtol * want.param_norm) << "step " << s;
   }
-  // Every parameter tensor after the steps, not only the norm: relative L2 per tensor.
+  // Every parameter tensor after the steps, not only the norm: relative L2 per tensor,
+  // within 3x the norm's tolerance (one tensor may differ more than the whole; AdamW's
+  // normalised first steps amplify differences in small gradients). Not yet run on a GPU.
   const auto params = exec.download_params(false);
   const std::vector<models::Param*> ref_params = ref.model().params();
   ASSERT_EQ(params.size(), ref_params.size());
@@ -53,7 +55,7 @@ void train_and_compare(const std::string& precision, double loss_rtol, double gr
       num += (double(got[j]) - want[j]) * (double(got[j]) - want[j]);
       den += double(want[j]) * want[j];
     }
-    EXPECT_LE(std::sqrt(num), param_rtol * std::sqrt(den)) << params[i].first;
+    EXPECT_LE(std::sqrt(num), 3 * param_rtol * std::sqrt(den)) << params[i].first;
   }
 }
 
