@@ -106,8 +106,9 @@ models::ParallelSplit split_from(int dp, int tp, int pp, int ep, int vpp, int m,
 
 }  // namespace
 
-int train_main(int argc, char** argv) {
-  MpiSession mpi(&argc, &argv);
+namespace {
+
+int run(int argc, char** argv, MpiSession& mpi) {
   TrainArgs a;
   const auto options = describe_options(a);
   po::variables_map vm;
@@ -156,5 +157,11 @@ int train_main(int argc, char** argv) {
   }
   return outcome.check_ok ? kExitOk : kExitFailure;
 }
+
+}  // namespace
+
+// Usage errors (a split the executor refuses, no GPU for --executor cuda) are printed
+// once, by rank 0, and every rank exits 2 (mpi_session.hpp).
+int train_main(int argc, char** argv) { return run_mpi_suite("train", argc, argv, run); }
 
 }  // namespace ibt::suites
