@@ -52,8 +52,9 @@ struct Ranked {
 
 }  // namespace
 
-int sweep_main(int argc, char** argv) {
-  MpiSession mpi(&argc, &argv);
+namespace {
+
+int run(int argc, char** argv, MpiSession& mpi) {
   std::string model_name = "tiny-dense", microbatches = "1,2,4", out;
   TrainOptions options;
   int max_runs = 0;
@@ -148,5 +149,11 @@ int sweep_main(int argc, char** argv) {
   }
   return kExitOk;
 }
+
+}  // namespace
+
+// Usage errors (a split the executor refuses, no GPU for --executor cuda) are printed
+// once, by rank 0, and every rank exits 2 (mpi_session.hpp).
+int sweep_main(int argc, char** argv) { return run_mpi_suite("sweep", argc, argv, run); }
 
 }  // namespace ibt::suites

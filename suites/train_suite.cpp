@@ -134,8 +134,9 @@ void check_checkpoint_options(const TrainOptions& o) {
 
 }  // namespace
 
-int train_main(int argc, char** argv) {
-  MpiSession mpi(&argc, &argv);
+namespace {
+
+int run(int argc, char** argv, MpiSession& mpi) {
   TrainArgs a;
   const auto options = describe_options(a);
   po::variables_map vm;
@@ -185,5 +186,11 @@ int train_main(int argc, char** argv) {
   }
   return outcome.check_ok ? kExitOk : kExitFailure;
 }
+
+}  // namespace
+
+// Usage errors (a split the executor refuses, no GPU for --executor cuda) are printed
+// once, by rank 0, and every rank exits 2 (mpi_session.hpp).
+int train_main(int argc, char** argv) { return run_mpi_suite("train", argc, argv, run); }
 
 }  // namespace ibt::suites

@@ -1,7 +1,8 @@
 #pragma once
 // The cpu executor: one training step of a (model, split) over MPI ranks, with real
 // fp32 math (ibt_engine) and real MPI collectives, walking the pipeline schedule of
-// schedule.hpp action by action.
+// schedule.hpp action by action (walk_pipeline in pipeline_walk.hpp: the step loop
+// this executor shares with the cuda executor).
 //
 // What each split does here:
 //  - TP: every layer built as shard (tp_rank, tp); the Megatron reductions of block.hpp

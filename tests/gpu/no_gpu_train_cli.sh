@@ -1,14 +1,16 @@
 #!/usr/bin/env bash
-# no_gpu_train_cli.sh IBT [EXPECTED_PREFIX]: `ibt train --executor cuda` on a machine
-# without a usable GPU (or in a build without CUDA) must exit 2 with exactly one line on
-# stderr and nothing on stdout, the line starting with EXPECTED_PREFIX. Where a GPU is
-# present the command trains instead: exit 77 (CTest's skip) saying so.
+# no_gpu_train_cli.sh EXPECTED_PREFIX COMMAND...: COMMAND (an `ibt train --executor cuda`
+# or `ibt sweep --executor cuda` line, possibly under mpiexec) on a machine without a
+# usable GPU, or in a build without CUDA, must exit 2 with exactly one line on stderr
+# (from rank 0 only, however many ranks) and nothing on stdout, the line starting with
+# EXPECTED_PREFIX. Where a GPU is present the command trains instead: exit 77 (CTest's
+# skip) saying so.
 set -u
-ibt=$1
-prefix=${2:-"ibt train: error: --executor cuda: no CUDA device: "}
+prefix=$1
+shift
 err=$(mktemp) out=$(mktemp)
 trap 'rm -f "$err" "$out"' EXIT
-"$ibt" train --executor cuda --model tiny-dense --steps 1 >"$out" 2>"$err"
+"$@" >"$out" 2>"$err"
 status=$?
 if [[ $status -eq 0 ]]; then
   echo "skipped: a usable GPU is present, so the no-GPU path cannot be exercised here"
