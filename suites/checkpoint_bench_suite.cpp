@@ -109,7 +109,8 @@ int run(int argc, char** argv, MpiSession& mpi) {
     throw UsageError("--state-bytes " + args.state_bytes + " must be a positive multiple of 4 (fp32 values)");
   if (args.repeats < 1) throw UsageError("--repeats must be at least 1, got " + std::to_string(args.repeats));
   check_output_on_all_ranks(args.out, MPI_COMM_WORLD);
-  checkpoint::refuse_existing_checkpoints(args.dir, MPI_COMM_WORLD);
+  checkpoint::refuse_existing_checkpoints(args.dir, "--dir", "choose another directory (the benchmark removes what it writes)",
+                                         MPI_COMM_WORLD);
   const int rank = mpi.rank(), size = mpi.size();
 
   std::unique_ptr<RunRecorder> recorder;

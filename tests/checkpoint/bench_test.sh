@@ -19,6 +19,9 @@ samples=$("$ibt" export "$dir/bench.h5" --csv --table samples | tail -n +2 | wc 
 "${mpirun[@]}" -n 2 "$ibt" checkpoint-bench --state-bytes 2M --repeats 1 --dir "$dir/kept" --keep >/dev/null 2>&1 ||
   fail "--keep run failed"
 [[ -f $dir/kept/step-000000/manifest.json && -f $dir/kept/step-000000/rank-00001.h5 ]] || fail "--keep kept nothing"
+out=$("${mpirun[@]}" -n 2 "$ibt" checkpoint-bench --state-bytes 2M --dir "$dir/kept" 2>&1)
+[[ $? -eq 2 ]] && grep -q -- "--dir $dir/kept already holds checkpoints (step-000000)" <<<"$out" ||
+  { echo "$out"; fail "a directory with checkpoints was not refused"; }
 out=$("$ibt" checkpoint-bench --state-bytes 3 2>&1)
 [[ $? -eq 2 ]] && grep -q "must be a positive multiple of 4" <<<"$out" || { echo "$out"; fail "--state-bytes 3 not refused"; }
 echo "bench_test: ok"
