@@ -1,6 +1,8 @@
 #include "models/checkpoint/shard_io.hpp"
 
 #include <fcntl.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
 #include <unistd.h>
 #include <zlib.h>
 
@@ -59,6 +61,30 @@ void fsync_path(const std::string& path) {
   const std::string why = rc != 0 ? errno_text() : "";
   ::close(fd);
   if (rc != 0) throw RuntimeError("fsync of " + path + " failed: " + why);
+}
+
+double evict_from_page_cache(const std::string& path) {
+  const int fd = ::open(path.c_str(), O_RDONLY);
+  if (fd < 0) throw RuntimeError("cannot open " + path + ": " + errno_text());
+  struct stat st {};
+  if (::fstat(fd, &st) != 0 || st.st_size == 0) {
+    ::close(fd);
+    return 0.0;
+  }
+  ::fdatasync(fd);  // only clean pages can be dropped
+  ::posix_fadvise(fd, 0, 0, POSIX_FADV_DONTNEED);
+  const size_t size = static_cast<size_t>(st.st_size);
+  void* map = ::mmap(nullptr, size, PROT_READ, MAP_SHARED, fd, 0);
+  ::close(fd);
+  if (map == MAP_FAILED) throw RuntimeError("cannot map " + path + ": " + errno_text());
+  const size_t page = static_cast<size_t>(::sysconf(_SC_PAGESIZE));
+  std::vector<unsigned char> resident((size + page - 1) / page);
+  const int rc = ::mincore(map, size, resident.data());
+  ::munmap(map, size);
+  if (rc != 0) throw RuntimeError("mincore on " + path + " failed: " + errno_text());
+  size_t in_cache = 0;
+  for (unsigned char r : resident) in_cache += r & 1u;
+  return static_cast<double>(in_cache) / static_cast<double>(resident.size());
 }
 
 ShardWrite write_shard(const std::string& path, const models::TrainingState& state) {

@@ -13,6 +13,9 @@ grep -q "page cache" "$dir/bench.log" || fail "no page-cache caveat printed"
 summary=$("$ibt" export "$dir/bench.h5" --csv --table summary)
 [[ $(awk -F, 'NR > 1 { print $3 }' <<<"$summary" | tr '\n' ' ') == "write read " ]] || { echo "$summary"; fail "summary rows"; }
 awk -F, 'NR > 1 && !($4 > 0 && $7 > 0) { bad = 1 } END { exit bad }' <<<"$summary" || { echo "$summary"; fail "non-positive bandwidth"; }
+# resident_before_read (last column) is a fraction in [0, 1].
+"$ibt" export "$dir/bench.h5" --csv --table samples | awk -F, 'NR > 1 && !($NF >= 0 && $NF <= 1) { bad = 1 } END { exit bad }' ||
+  fail "resident_before_read out of [0, 1]"
 samples=$("$ibt" export "$dir/bench.h5" --csv --table samples | tail -n +2 | wc -l)
 [[ $samples -eq 4 ]] || fail "$samples sample rows, expected 2 repeats x 2 ranks"
 [[ ! -e $dir/ck ]] || fail "the benchmark left $dir/ck behind"
