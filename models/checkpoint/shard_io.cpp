@@ -104,11 +104,15 @@ ShardWrite write_shard(const std::string& path, const models::TrainingState& sta
     h5::set_attribute(file.get(), "array_names", names);
     h5::Handle lcpl = h5::checked_plist(H5Pcreate(H5P_LINK_CREATE), "creating link properties");
     h5::check(H5Pset_create_intermediate_group(lcpl.get(), 1), "setting intermediate group creation");
+    // No modification times in the object headers: the same state gives the same bytes,
+    // so checksums of two runs' shards compare their states.
+    h5::Handle dcpl = h5::checked_plist(H5Pcreate(H5P_DATASET_CREATE), "creating dataset properties");
+    h5::check(H5Pset_obj_track_times(dcpl.get(), 0), "disabling object times");
     for (const models::StateArray& a : state.arrays) {
       const hsize_t dims[1] = {static_cast<hsize_t>(a.data.size())};
       h5::Handle space = h5::checked_space(H5Screate_simple(1, dims, nullptr), "creating a dataspace");
       h5::Handle ds = h5::checked_dataset(
-          H5Dcreate2(file.get(), a.name.c_str(), H5T_IEEE_F32LE, space.get(), lcpl.get(), H5P_DEFAULT, H5P_DEFAULT),
+          H5Dcreate2(file.get(), a.name.c_str(), H5T_IEEE_F32LE, space.get(), lcpl.get(), dcpl.get(), H5P_DEFAULT),
           path + ": cannot create array " + a.name);
       if (!a.data.empty())
         h5::check(H5Dwrite(ds.get(), H5T_NATIVE_FLOAT, H5S_ALL, H5S_ALL, H5P_DEFAULT, a.data.data()),
