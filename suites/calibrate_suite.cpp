@@ -1,14 +1,18 @@
 // ibt calibrate: fit latency-bandwidth models of collectives (per op, scope and group
 // size) from the collectives runs in HDF5 files, and write a topology file that
-// `ibt project` and `ibt crossover` use exactly like a catalog one.
+// `ibt project` and `ibt crossover` use exactly like a catalog one; from the `ibt train`
+// runs in them (or named by --fit-train), the compute efficiency (compute_fit.hpp).
 #include <boost/program_options.hpp>
+#include <algorithm>
 #include <cstdio>
 #include <fstream>
 #include <iostream>
 
 #include "collectives/errors.hpp"
 #include "suites/suites.hpp"
+#include "reports/store.hpp"
 #include "topologies/calibration.hpp"
+#include "topologies/compute_fit.hpp"
 #include "topologies/topology.hpp"
 
 namespace ibt::suites {
@@ -18,14 +22,20 @@ int calibrate_main(int argc, char** argv) {
   std::vector<std::string> inputs;
   std::string out, base = "local-cpu", name;
   bool measure_local = false;
+  std::vector<std::string> fit_train;
   po::options_description opts(
       "ibt calibrate FILE.h5 [FILE.h5 ...] --out TOPOLOGY.json: fit time = alpha + bytes/bandwidth\n"
       "per collective op, scope (intra, inter, world) and group size from the 'collectives' tables\n"
       "of the runs in the files (least squares on relative residuals, Huber re-weighting against\n"
       "noisy small sizes), print each fit with its residuals, and write the base topology with the\n"
       "fits added. The sim executor uses a fit wherever its op and scope match (nearest group size,\n"
-      "rescaled by ring step counts). Compute efficiency from training runs is not fitted yet: the\n"
-      "base topology's stays (say --measure-local to measure this machine's sgemm and memcpy).\n"
+      "rescaled by ring step counts). A group spanning scale-up domains needs scale-out figures: a\n"
+      "topology calibrated on one node has none and such a group is an error, never free.\n"
+      "Compute: from `ibt train` runs (every complete one in the files, or only those --fit-train\n"
+      "names; the others are then reported as held out), model.gemm_efficiency is fitted so that\n"
+      "the sim's compute time matches the measured one (its fastest step after the first), and\n"
+      "each run's residual is printed. Without train runs the base topology's efficiency stays\n"
+      "(say --measure-local to measure this machine's sgemm and memcpy first).\n"
       "Options");
   opts.add_options()
       ("help,h", "show this help")
@@ -34,7 +44,10 @@ int calibrate_main(int argc, char** argv) {
       ("base", po::value(&base)->default_value(base), "topology the fits are added to (catalog name or path)")
       ("name", po::value(&name), "name of the calibrated topology (default: the --out file's stem)")
       ("measure-local", po::bool_switch(&measure_local),
-       "also measure this machine's fp32 sgemm rate and memory bandwidth (one thread) into the device figures");
+       "also measure this machine's fp32 sgemm rate and memory bandwidth (one thread) into the device figures")
+      ("fit-train", po::value(&fit_train)->composing(),
+       "FILE.h5:RUN_ID or FILE.h5 (repeatable): fit compute efficiency to these train runs only; the other "
+       "train runs in the input files are held out and reported");
   po::positional_options_description pos;
   pos.add("inputs", -1);
   po::variables_map vm;
@@ -56,13 +69,39 @@ int calibrate_main(int argc, char** argv) {
   }
   const topo::Topology base_topology = topo::load_topology(base);
   std::vector<topo::MeasuredCollective> rows;
+  std::vector<topo::MeasuredTrainRun> train;
   for (const auto& f : inputs) {
-    auto r = topo::read_collective_rows(f);
-    std::printf("%s: %zu measured rows\n", f.c_str(), r.size());
-    rows.insert(rows.end(), r.begin(), r.end());
+    bool has_collectives = false;
+    for (const auto& run : store::list_runs(f))
+      for (const auto& t : run.tables) has_collectives |= t == "collectives";
+    if (has_collectives) {
+      auto r = topo::read_collective_rows(f);
+      std::printf("%s: %zu measured collective rows\n", f.c_str(), r.size());
+      rows.insert(rows.end(), r.begin(), r.end());
+    }
+    auto t = topo::read_train_runs(f);
+    if (!t.empty()) std::printf("%s: %zu train runs\n", f.c_str(), t.size());
+    train.insert(train.end(), t.begin(), t.end());
   }
+  if (rows.empty()) throw UsageError("no collectives run in the given files: nothing to fit communication from");
   topo::CalibrationReport rep = topo::calibrate(base_topology, rows, inputs, name);
   if (measure_local) topo::measure_local_compute(rep.topology);
+  // Which train runs the compute fit sees: --fit-train's, else all of them.
+  std::vector<topo::MeasuredTrainRun> fit_runs, held_out;
+  if (fit_train.empty()) {
+    fit_runs = train;
+  } else {
+    for (const auto& spec : fit_train) {
+      auto r = topo::read_train_runs_spec(spec);
+      fit_runs.insert(fit_runs.end(), r.begin(), r.end());
+    }
+    for (const auto& r : train) {
+      const bool fitted = std::any_of(fit_runs.begin(), fit_runs.end(), [&](const topo::MeasuredTrainRun& f) {
+        return f.file == r.file && f.run_id == r.run_id;
+      });
+      if (!fitted) held_out.push_back(r);
+    }
+  }
   std::printf("%-16s %-6s %5s %6s %12s %12s %12s %9s %9s\n", "op", "scope", "n", "points", "alpha (us)",
               "algbw GB/s", "busbw GB/s", "rms res", "max res");
   for (const auto& f : rep.topology.fits)
@@ -71,9 +110,29 @@ int calibrate_main(int argc, char** argv) {
                 100 * f.max_rel_residual);
   for (const auto& s : rep.skipped) std::printf("not fitted: %s\n", s.c_str());
   if (rep.topology.fits.empty()) throw UsageError("no collective could be fitted from the given files");
+  std::printf("scale-up domain: %d devices (%s); scale-out: %s\n", rep.topology.domain_size(),
+              rep.topology.scale_up.devices_per_domain.source.c_str(),
+              rep.topology.scale_out.present ? rep.topology.scale_out.name.c_str()
+                                             : "none (groups spanning domains cannot be priced)");
   if (measure_local)
     std::printf("measured: fp32 %.4f TFLOP/s, memory %.1f GB/s\n", rep.topology.device.fp32.get(),
                 rep.topology.device.memory_bandwidth_GBps.get());
+  if (!fit_runs.empty()) {
+    const topo::ComputeFit cf = topo::fit_compute(rep.topology, fit_runs, held_out);
+    std::printf("compute fit: gemm_efficiency %.4f of fp32 peak %.4f TFLOP/s = %.2f GFLOP/s achieved, from %zu run(s)\n",
+                cf.gemm_efficiency, rep.topology.device.fp32.get(), cf.achieved_gflops, fit_runs.size());
+    std::printf("%-8s %-40s %12s %12s %8s %12s %12s %8s  %s\n", "use", "run", "compute s", "projected", "res",
+                "step s", "projected", "res", "model, split");
+    for (const auto& r : cf.residuals)
+      std::printf("%-8s %-40s %12.5f %12.5f %+7.1f%% %12.5f %12.5f %+7.1f%%  %s\n", r.fitted ? "fit" : "held-out",
+                  r.label.c_str(), r.measured_compute_s, r.projected_compute_s,
+                  100 * (r.projected_compute_s / r.measured_compute_s - 1), r.measured_step_s, r.projected_step_s,
+                  100 * (r.projected_step_s / r.measured_step_s - 1), r.what.c_str());
+    topo::apply_compute_fit(rep.topology, cf, fit_runs);
+  } else {
+    std::printf("compute: no train run given, gemm_efficiency %.3f kept from '%s'\n",
+                rep.topology.model.gemm_efficiency.get(), base_topology.name.c_str());
+  }
   const std::string text = topo::to_json(rep.topology);
   topo::parse_topology(text, out);  // what we write must load back
   std::ofstream o(out);

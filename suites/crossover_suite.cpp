@@ -5,12 +5,14 @@
 #include <cmath>
 #include <cstdio>
 #include <iostream>
+#include <limits>
 #include <sstream>
 
 #include "collectives/errors.hpp"
 #include "ibt/version.hpp"
 #include "models/model_file.hpp"
 #include "suites/cli.hpp"
+#include "suites/failure_flags.hpp"
 #include "suites/run_recorder.hpp"
 #include "suites/suites.hpp"
 #include "topologies/crossover.hpp"
@@ -47,7 +49,12 @@ std::vector<store::Column> cell_columns() {
           {"gain", ColumnType::f64, ""},
           {"pp_needed", ColumnType::i64, ""},
           {"split_no_pp", ColumnType::str, "", 80},
-          {"split_with_pp", ColumnType::str, "", 80}};
+          {"split_with_pp", ColumnType::str, "", 80},
+          // Goodput (topologies/failure_model.hpp); NaN when not computed.
+          {"goodput_no_pp", ColumnType::f64, ""},
+          {"goodput_with_pp", ColumnType::f64, ""},
+          {"goodput_mfu_no_pp", ColumnType::f64, ""},
+          {"goodput_mfu_with_pp", ColumnType::f64, ""}};
 }
 
 }  // namespace
@@ -55,7 +62,7 @@ std::vector<store::Column> cell_columns() {
 int crossover_main(int argc, char** argv) {
   namespace po = boost::program_options;
   std::string model_name, base = "dgx-h100", domains = "8,16,32,64,72,128,256",
-                          gbps = "100,200,400,800,1600", out, dtype;
+                          gbps = "100,200,400,800,1600", out, dtype, rank_by_text = "mfu";
   long gpus = 0;
   long long global_batch = 0, global_batch_tokens = 16LL * 1024 * 1024;
   double threshold = 0.05;
@@ -70,6 +77,9 @@ int crossover_main(int argc, char** argv) {
       "batch size 1, microbatches = global batch / dp; searched: 1f1b and interleaved (v=2),\n"
       "recompute none/selective/full, ZeRO-1 on/off, sequence parallelism when tp > 1,\n"
       "tp <= domain size; bf16 mixed-precision Adam memory; DP gradient reduction overlapped.\n"
+      "Goodput: with a failure rate (the flags below or the base topology's reliability section)\n"
+      "each cell also shows goodput-adjusted MFU = MFU x goodput (Daly's optimal checkpoint\n"
+      "interval; topologies/failure_model.hpp); --rank-by goodput picks the bests and the gain on it.\n"
       "Options");
   opts.add_options()
       ("help,h", "show this help")
@@ -82,7 +92,11 @@ int crossover_main(int argc, char** argv) {
       ("global-batch-tokens", po::value(&global_batch_tokens)->default_value(global_batch_tokens), "global batch in tokens")
       ("threshold", po::value(&threshold)->default_value(threshold), "relative MFU gain above which PP counts as needed")
       ("dtype", po::value(&dtype), "dtype of the peak MFU refers to (default bf16)")
+      ("rank-by", po::value(&rank_by_text)->default_value(rank_by_text),
+       "compare by mfu or goodput: goodput picks the best splits and computes the gain on goodput-adjusted "
+       "MFU (MFU x goodput; needs the failure figures below or the base topology's reliability section)")
       ("out", po::value(&out), "HDF5 results file to append a run of kind 'crossover' to");
+  add_failure_options(opts);
   po::variables_map vm;
   try {
     po::store(po::command_line_parser(argc, argv).options(opts).run(), vm);
@@ -106,26 +120,39 @@ int crossover_main(int argc, char** argv) {
   options.dtype = dtype.empty() ? topo::default_dtype(topology) : dtype;
   topology.device.peak(options.dtype);
   if (options.dtype == "fp32") options.precision = models::fp32_adam();
+  const topo::FailureAssumptions failure = topo::failure_assumptions(topology, failure_overrides(vm));
+  const topo::RankBy rank_by = topo::parse_rank_by(rank_by_text);
+  if (rank_by == topo::RankBy::goodput && !failure.complete())
+    throw UsageError("--rank-by goodput: goodput cannot be computed: " + failure.missing());
   const long long gb = global_batch > 0 ? global_batch : std::max<long long>(1, global_batch_tokens / model.seq_len);
 
   std::printf("ibt crossover: %s on %ld x %s, global batch %lld sequences x %d tokens, threshold %.0f%%\n",
               model.name.c_str(), gpus, topology.device.name.c_str(), gb, model.seq_len, 100 * threshold);
   topo::keep_freed_memory_for_reuse();
   const topo::CrossoverResult r = topo::crossover(model, topology, static_cast<int>(gpus), domain_list,
-                                                  gbps_list, gb, threshold, options);
-  std::printf("%7s %9s %8s %8s %8s %6s  %-52s %s\n", "domain", "Gb/s", "MFU pp1", "MFU pp>1", "gain", "PP?",
-              "best PP=1 split", "best PP>1 split");
+                                                  gbps_list, gb, threshold, options, &failure, rank_by);
+  const bool with_goodput = failure.complete();
+  std::printf("compared by %s%s\n", topo::to_string(rank_by),
+              with_goodput ? "" : ("; goodput not computed: " + failure.missing()).c_str());
+  std::printf("%7s %9s %8s %8s %s%8s %6s  %-52s %s\n", "domain", "Gb/s", "MFU pp1", "MFU pp>1",
+              with_goodput ? "gMFU pp1 gMFU pp>1 " : "", "gain", "PP?", "best PP=1 split", "best PP>1 split");
   for (const auto& c : r.cells) {
     char gain[16];
     if (std::isinf(c.gain)) std::snprintf(gain, sizeof gain, "inf");
     else std::snprintf(gain, sizeof gain, "%+.1f%%", 100 * c.gain);
-    std::printf("%7d %9g %7.1f%% %7.1f%% %8s %6s  %-52s %s\n", c.domain_size, c.scale_out_gbps,
+    char gmfu[40] = "";
+    if (with_goodput)
+      std::snprintf(gmfu, sizeof gmfu, "%7.1f%% %8.1f%% ",
+                    c.best_no_pp.goodput.computed ? 100 * c.best_no_pp.goodput.goodput_mfu : 0.0,
+                    c.best_with_pp.goodput.computed ? 100 * c.best_with_pp.goodput.goodput_mfu : 0.0);
+    std::printf("%7d %9g %7.1f%% %7.1f%% %s%8s %6s  %-52s %s\n", c.domain_size, c.scale_out_gbps,
                 c.best_no_pp.feasible ? 100 * c.best_no_pp.mfu : 0.0,
-                c.best_with_pp.feasible ? 100 * c.best_with_pp.mfu : 0.0, gain, c.pp_needed ? "yes" : "no",
+                c.best_with_pp.feasible ? 100 * c.best_with_pp.mfu : 0.0, gmfu, gain, c.pp_needed ? "yes" : "no",
                 c.best_no_pp.feasible ? topo::split_label(c.best_no_pp.split).c_str() : "(none fits)",
                 c.best_with_pp.feasible ? topo::split_label(c.best_with_pp.split).c_str() : "(none fits)");
   }
   std::printf("verdict: %s\n", r.verdict.c_str());
+  std::printf("%s", topo::describe_assumptions(failure).c_str());
 
   RunRecorder recorder(out, "crossover");
   recorder.set_attr("command_line", joined_command_line(argc, argv));
@@ -140,6 +167,13 @@ int crossover_main(int argc, char** argv) {
   recorder.set_attr("global_batch", static_cast<std::int64_t>(gb));
   recorder.set_attr("threshold", threshold);
   recorder.set_attr("verdict", r.verdict);
+  recorder.set_attr("rank_by", std::string(topo::to_string(rank_by)));
+  recorder.set_attr("failure_assumptions", topo::describe_assumptions(failure));
+  const double nan = std::numeric_limits<double>::quiet_NaN();
+  auto goodput_of = [&](const topo::Projection& p, bool adjusted) {
+    if (!p.goodput.computed) return nan;
+    return adjusted ? p.goodput.goodput_mfu : p.goodput.goodput;
+  };
   for (const auto& c : r.cells)
     recorder.append("crossover", cell_columns(),
                     {static_cast<std::int64_t>(c.domain_size), c.scale_out_gbps,
@@ -147,7 +181,9 @@ int crossover_main(int argc, char** argv) {
                      c.best_no_pp.step_s, c.best_with_pp.step_s, std::isinf(c.gain) ? 1e300 : c.gain,
                      static_cast<std::int64_t>(c.pp_needed),
                      c.best_no_pp.feasible ? topo::split_label(c.best_no_pp.split) : std::string("(none fits)"),
-                     c.best_with_pp.feasible ? topo::split_label(c.best_with_pp.split) : std::string("(none fits)")});
+                     c.best_with_pp.feasible ? topo::split_label(c.best_with_pp.split) : std::string("(none fits)"),
+                     goodput_of(c.best_no_pp, false), goodput_of(c.best_with_pp, false),
+                     goodput_of(c.best_no_pp, true), goodput_of(c.best_with_pp, true)});
   recorder.finish(store::RunStatus::complete);
   if (recorder.active()) std::printf("run %s written to %s\n", recorder.run_id().c_str(), out.c_str());
   return kExitOk;

@@ -11,9 +11,11 @@
 #include "models/model_file.hpp"
 #include "models/parallel_split.hpp"
 #include "suites/cli.hpp"
+#include "suites/failure_flags.hpp"
 #include "suites/run_recorder.hpp"
 #include "suites/suites.hpp"
 #include "topologies/projection.hpp"
+#include "topologies/projection_goodput.hpp"
 #include "topologies/projection_report.hpp"
 #include "topologies/sim_pricer.hpp"
 #include "topologies/topology.hpp"
@@ -24,7 +26,7 @@ namespace {
 namespace po = boost::program_options;
 
 struct ProjectArgs {
-  std::string model, topology, schedule = "1f1b", recompute = "none", dtype, out;
+  std::string model, topology, schedule = "1f1b", recompute = "none", dtype, out, rank_by = "mfu";
   long gpus = 0, dp = 0, tp = 1, pp = 1, ep = 1, vpp = 0, microbatches = 0, mbs = 1;
   long long global_batch = 0, global_batch_tokens = 16LL * 1024 * 1024;
   bool zero1 = false, sp = false, no_sp = false, all = false, no_overlap = false;
@@ -51,6 +53,10 @@ int project_main(int argc, char** argv) {
       "parallelism when tp > 1) at the global batch and ranks them.\n\n"
       "Conventions: MFU = model FLOPs / (step time x devices x peak of --dtype); model FLOPs are\n"
       "6N (active parameters) + full-sequence attention, no recompute; HFU counts recompute.\n"
+      "Goodput: from a per-node failure rate, the checkpoint size and write bandwidth and the\n"
+      "restart time (flags below, or the topology's reliability section), the optimal checkpoint\n"
+      "interval (Young 1974, Daly 2006) and goodput = useful compute / wall time counting\n"
+      "checkpoints, lost work and restarts; printed with goodput-adjusted MFU and the assumptions.\n"
       "Options");
   opts.add_options()
       ("help,h", "show this help")
@@ -77,7 +83,10 @@ int project_main(int argc, char** argv) {
       ("memory-fraction", po::value(&a.memory_fraction)->default_value(a.memory_fraction), "usable fraction of device memory")
       ("all", po::bool_switch(&a.all), "search every valid split and rank them")
       ("top", po::value(&a.top)->default_value(a.top), "with --all: rows to print (0 = all)")
+      ("rank-by", po::value(&a.rank_by)->default_value(a.rank_by),
+       "with --all: rank by mfu or goodput (goodput-adjusted MFU = MFU x goodput; needs the failure figures)")
       ("out", po::value(&a.out), "HDF5 results file to append a run of kind 'projection' to");
+  suites::add_failure_options(opts);
   po::variables_map vm;
   try {
     po::store(po::command_line_parser(argc, argv).options(opts).run(), vm);
@@ -100,6 +109,10 @@ int project_main(int argc, char** argv) {
   topo::ProjectionOptions options;
   options.dtype = a.dtype.empty() ? topo::default_dtype(topology) : a.dtype;
   topology.device.peak(options.dtype);  // rejects an unknown dtype name early
+  const topo::FailureAssumptions failure = topo::failure_assumptions(topology, failure_overrides(vm));
+  const topo::RankBy rank_by = topo::parse_rank_by(a.rank_by);
+  if (rank_by == topo::RankBy::goodput && !failure.complete())
+    throw UsageError("--rank-by goodput: goodput cannot be computed: " + failure.missing());
   // fp32 compute means the fp32 engine: 4-byte activations and gradients, fp32 Adam.
   if (options.dtype == "fp32") options.precision = models::fp32_adam();
   options.overlap_grad_reduce = !a.no_overlap;
@@ -121,21 +134,27 @@ int project_main(int argc, char** argv) {
   recorder.set_attr("dtype", options.dtype);
   recorder.set_attr("global_batch", static_cast<std::int64_t>(global_batch));
   recorder.set_attr("conventions", std::string(kConventions));
+  recorder.set_attr("failure_assumptions", topo::describe_assumptions(failure));
+  recorder.set_attr("rank_by", std::string(topo::to_string(rank_by)));
 
   std::printf("ibt project: %s on %d x %s (%s), global batch %lld sequences x %d tokens\n",
               model.name.c_str(), static_cast<int>(a.gpus), topology.name.c_str(),
               topology.device.name.c_str(), global_batch, model.seq_len);
   if (a.all) {
     topo::keep_freed_memory_for_reuse();
-    const auto ranked = topo::project_all(model, topology, static_cast<int>(a.gpus),
-                                          topo::default_search(topology, global_batch), options);
+    auto ranked = topo::project_all(model, topology, static_cast<int>(a.gpus),
+                                    topo::default_search(topology, global_batch), options);
+    for (auto& p : ranked) topo::add_goodput(p, model, options, failure);
+    topo::rank_projections(ranked, rank_by);
+    std::printf("ranked by %s\n", topo::to_string(rank_by));
     if (ranked.empty())
       throw UsageError("no valid split of " + model.name + " on " + std::to_string(a.gpus) +
                        " devices at global batch " + std::to_string(global_batch));
     std::printf("%s", topo::ranking_table(ranked, static_cast<size_t>(a.top)).c_str());
     for (const auto& p : ranked) recorder.append("projections", topo::projection_columns(), topo::projection_row(p));
     if (ranked.front().feasible)
-      std::printf("\nbest:\n%s", topo::describe_projection(ranked.front(), options.dtype).c_str());
+      std::printf("\nbest:\n%s%s", topo::describe_projection(ranked.front(), options.dtype).c_str(),
+                  topo::describe_goodput(ranked.front().goodput).c_str());
   } else {
     models::ParallelSplit s;
     s.tp = static_cast<int>(a.tp);
@@ -169,10 +188,12 @@ int project_main(int argc, char** argv) {
     }
     if (a.sp && a.no_sp) throw UsageError("--sp and --no-sp contradict each other");
     s.sequence_parallel = s.tp > 1 && !a.no_sp;
-    const topo::Projection p = topo::project(model, topology, s, options);
-    std::printf("%s", topo::describe_projection(p, options.dtype).c_str());
+    topo::Projection p = topo::project(model, topology, s, options);
+    topo::add_goodput(p, model, options, failure);
+    std::printf("%s%s", topo::describe_projection(p, options.dtype).c_str(), topo::describe_goodput(p.goodput).c_str());
     recorder.append("projections", topo::projection_columns(), topo::projection_row(p));
   }
+  std::printf("%s", topo::describe_assumptions(failure).c_str());
   std::printf("conventions: %s\n", kConventions);
   recorder.finish(store::RunStatus::complete);
   if (recorder.active()) std::printf("run %s written to %s\n", recorder.run_id().c_str(), a.out.c_str());

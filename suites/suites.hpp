@@ -17,5 +17,6 @@ int project_main(int argc, char** argv);
 int crossover_main(int argc, char** argv);
 int calibrate_main(int argc, char** argv);
 int checkpoint_bench_main(int argc, char** argv);
+int project_compare_main(int argc, char** argv);
 
 }  // namespace ibt::suites

@@ -1,5 +1,5 @@
 // `ibt sweep`: every valid split of the model for the job's world size (and each
-// microbatch count asked for), trained for a few steps with the cpu executor, each
+// microbatch count asked for), trained for a few steps with the cpu (or cuda) executor, each
 // recorded as its own run in the HDF5 file, then printed ranked by MFU with the
 // pipeline-parallel ones marked, and the best without and with PP named.
 #include <boost/program_options.hpp>
@@ -11,7 +11,6 @@
 #include <sstream>
 
 #include "collectives/errors.hpp"
-#include "models/executor/cpu_executor.hpp"
 #include "models/model_file.hpp"
 #include "suites/mpi_session.hpp"
 #include "suites/run_recorder.hpp"
@@ -25,8 +24,9 @@ namespace {
 
 constexpr const char* kHelp =
     "usage: mpiexec -n N ibt sweep --model NAME [--steps S] [--microbatches 1,2,4] [--out FILE.h5]\n\n"
-    "Runs every split (dp, tp, pp, ep, schedule, microbatches) the cpu executor can run on N\n"
-    "ranks for --steps steps and ranks them by MFU (mean over the steps after the first).\n";
+    "Runs every split (dp, tp, pp, ep, schedule, microbatches) the executor can run on N\n"
+    "ranks for --steps steps and ranks them by MFU (mean over the steps after the first).\n"
+    "--executor cuda sweeps on one GPU per rank (dense models; see ibt train --help).\n";
 
 std::vector<int> parse_int_list(const std::string& csv, const char* option) {
   std::vector<int> out;
@@ -65,6 +65,10 @@ int sweep_main(int argc, char** argv) {
       ("lr", po::value(&options.lr)->default_value(3e-3), "AdamW learning rate")
       ("peak-gflops", po::value(&options.peak_gflops)->default_value(0),
        "per-rank peak for MFU (default: measure single-thread sgemm once)")
+      ("executor", po::value(&options.executor.kind)->default_value("cpu"), "cpu or cuda (one GPU per rank)")
+      ("precision", po::value(&options.executor.precision), "cuda: bf16 (default) or fp32 GEMM operands")
+      ("peak-tflops", po::value(&options.peak_tflops)->default_value(0),
+       "cuda: per-GPU peak for MFU (default: the catalog's dense peak for the GPU)")
       ("max-runs", po::value(&max_runs)->default_value(0), "stop after this many splits (0: all)")
       ("out", po::value(&out), "append one run per split to this HDF5 results file");
   po::variables_map vm;
@@ -81,6 +85,7 @@ int sweep_main(int argc, char** argv) {
   if (options.steps < 2) throw UsageError("--steps must be at least 2 (the first step is not timed)");
   const models::ModelConfig model = models::load_model(model_name);
   check_output_on_all_ranks(out, MPI_COMM_WORLD);
+  require_executor_device(options.executor);
 
   models::SplitSearch search;
   search.microbatch_counts = parse_int_list(microbatches, "microbatches");
@@ -88,17 +93,21 @@ int sweep_main(int argc, char** argv) {
   std::vector<models::ParallelSplit> splits;
   int skipped = 0;
   for (const auto& s : models::enumerate_splits(model, mpi.size(), search)) {
-    if (models::cpu_executor_check(s, model, mpi.size()).empty()) splits.push_back(s);
+    if (train_executor_check(options.executor, s, model, mpi.size()).empty()) splits.push_back(s);
     else ++skipped;
   }
   if (max_runs > 0 && static_cast<int>(splits.size()) > max_runs) splits.resize(static_cast<size_t>(max_runs));
   if (splits.empty()) throw UsageError("no split of " + model.name + " runs on " + std::to_string(mpi.size()) + " ranks");
-  if (options.peak_gflops <= 0) options.peak_gflops = measure_sgemm_peak_gflops(MPI_COMM_WORLD);
+  const bool on_gpu = options.executor.kind == "cuda";
+  if (!on_gpu && options.peak_gflops <= 0) options.peak_gflops = measure_sgemm_peak_gflops(MPI_COMM_WORLD);
   options.print_steps = false;
-  if (mpi.rank() == 0)
-    std::printf("# sweep of %s on %d ranks: %zu splits (%d valid ones skipped: not supported by the cpu executor), "
-                "%d steps each, peak %.1f GFLOP/s per rank\n",
-                model.name.c_str(), mpi.size(), splits.size(), skipped, options.steps, options.peak_gflops);
+  if (mpi.rank() == 0) {
+    std::printf("# sweep of %s on %d ranks: %zu splits (%d valid ones skipped: not supported by the %s executor), "
+                "%d steps each",
+                model.name.c_str(), mpi.size(), splits.size(), skipped, options.executor.kind.c_str(), options.steps);
+    if (!on_gpu) std::printf(", peak %.1f GFLOP/s per rank", options.peak_gflops);
+    std::printf("\n");
+  }
 
   std::vector<Ranked> results;
   for (size_t i = 0; i < splits.size(); ++i) {

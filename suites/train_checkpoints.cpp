@@ -50,7 +50,9 @@ TrainCheckpoints::TrainCheckpoints(const TrainOptions& o, checkpoint::RunIdentit
   if (o.checkpoint_every > 0) dir_ = o.checkpoint_dir.empty() ? o.resume_dir : o.checkpoint_dir;
 }
 
-int TrainCheckpoints::begin(models::CpuExecutor& exec) {
+int TrainCheckpoints::begin(models::CpuExecutor* exec) {
+  if (!exec && (!dir_.empty() || !options_.resume_dir.empty()))
+    throw UsageError("checkpoints are written and resumed by the cpu executor only");
   const bool active = recorder_ && recorder_->active();
   if (!dir_.empty() && active) {
     recorder_->set_attr("checkpoint_dir", dir_);
@@ -70,7 +72,7 @@ int TrainCheckpoints::begin(models::CpuExecutor& exec) {
     throw UsageError("--resume " + loaded.step_dir + ": the checkpoint is at step " + std::to_string(loaded.step) +
                      ", which already reaches --steps " + std::to_string(options_.steps) +
                      " (--steps counts all steps, resumed ones included)");
-  exec.restore_training_state(loaded.state);
+  exec->restore_training_state(loaded.state);
   double read_max = loaded.read_seconds;
   MPI_Allreduce(MPI_IN_PLACE, &read_max, 1, MPI_DOUBLE, MPI_MAX, world_);
   if (rank_ == 0) {
@@ -89,9 +91,9 @@ int TrainCheckpoints::begin(models::CpuExecutor& exec) {
   return static_cast<int>(loaded.step);
 }
 
-void TrainCheckpoints::after_step(int step, models::CpuExecutor& exec) {
+void TrainCheckpoints::after_step(int step, models::CpuExecutor* exec) {
   if (!dir_.empty() && (step + 1) % options_.checkpoint_every == 0) {
-    const checkpoint::SaveReport r = checkpoint::save_checkpoint(dir_, exec.training_state(), identity_, world_);
+    const checkpoint::SaveReport r = checkpoint::save_checkpoint(dir_, exec->training_state(), identity_, world_);
     ++count_;
     total_bytes_ += static_cast<double>(r.total_bytes());
     total_seconds_ += r.total_seconds;

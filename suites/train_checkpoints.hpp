@@ -22,12 +22,13 @@ class TrainCheckpoints {
                    RunRecorder* recorder);
   // Collective, before the first step: with --resume, restores exec from the newest
   // complete checkpoint and returns its step (the first step to run); otherwise refuses
-  // a --checkpoint-dir that already holds checkpoints and returns 0.
-  int begin(models::CpuExecutor& exec);
+  // a --checkpoint-dir that already holds checkpoints and returns 0. exec may be nullptr
+  // (an executor without checkpoints) only when neither is asked for.
+  int begin(models::CpuExecutor* exec);
   // Collective, after step index `step` completed: writes a checkpoint when one is due
   // ((step + 1) % K == 0), then, for --exit-after-step == step, kills rank 0 (SIGKILL)
   // to simulate a crash; the launcher then ends the other ranks.
-  void after_step(int step, models::CpuExecutor& exec);
+  void after_step(int step, models::CpuExecutor* exec);
   // Totals as run attributes (rank 0's recorder).
   void finish();
 

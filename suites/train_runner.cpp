@@ -19,11 +19,12 @@
 #include "models/accounting.hpp"
 #include "models/blas.hpp"
 #include "models/data.hpp"
-#include "models/executor/cpu_executor.hpp"
 #include "models/reference_trainer.hpp"
 #include "reports/store.hpp"
 #include "suites/cli.hpp"
 #include "suites/train_checkpoints.hpp"
+#include "topologies/device_peak.hpp"
+#include "topologies/gemm_peak.hpp"
 
 extern char** environ;
 
@@ -33,11 +34,26 @@ namespace {
 
 using namespace ibt::models;
 
-// Relative tolerances of --check (fp32; see tests/models/engine_train_check.cpp for
-// why these values): loss 2e-5, gradient norm 1e-4, parameter norm 1e-5.
-constexpr double kLossRtol = 2e-5;
-constexpr double kGradNormRtol = 1e-4;
-constexpr double kParamNormRtol = 1e-5;
+// Relative tolerances of --check against the fp32 serial reference, by how the
+// executor computes.
+struct CheckTolerance {
+  double loss, grad_norm, param_norm;
+  const char* text;
+};
+// cpu, fp32 (see tests/models/engine_train_check.cpp for why these values).
+constexpr CheckTolerance kFp32Cpu{2e-5, 1e-4, 1e-5, "relative: loss 2e-5, grad_norm 1e-4, param_norm 1e-5"};
+// cuda, fp32 GEMM operands: only summation order differs (cuBLAS, atomics in the
+// embedding and norm-gain gradients).
+constexpr CheckTolerance kFp32Cuda{1e-4, 1e-3, 1e-4,
+                                   "relative: loss 1e-4, grad_norm 1e-3, param_norm 1e-4 (cuda, fp32 GEMMs)"};
+// cuda, bf16 GEMM operands (8-bit mantissa, relative rounding 2^-9 = 2e-3 per operand,
+// fp32 accumulation) at the tiny sizes --check is meant for. Not yet verified on a GPU.
+constexpr CheckTolerance kBf16Cuda{2e-2, 1e-1, 1e-2,
+                                   "relative: loss 2e-2, grad_norm 1e-1, param_norm 1e-2 (cuda, bf16 GEMMs)"};
+CheckTolerance check_tolerance(const std::string& kind, const std::string& precision) {
+  if (kind == "cpu") return kFp32Cpu;
+  return precision == "bf16" ? kBf16Cuda : kFp32Cuda;
+}
 
 // Peak resident memory of this process (VmHWM), bytes; 0 when unknown.
 double peak_rss_bytes() {
@@ -64,7 +80,8 @@ std::vector<store::Column> step_columns() {
           {"tp_comm", ColumnType::f64, "s"},      {"pp_comm_and_bubble", ColumnType::f64, "s"},
           {"dp_comm", ColumnType::f64, "s"},      {"ep_comm", ColumnType::f64, "s"},
           {"other", ColumnType::f64, "s"},        {"ref_loss", ColumnType::f64, "nats"},
-          {"ref_grad_norm", ColumnType::f64, ""}, {"ref_param_norm", ColumnType::f64, ""}};
+          {"ref_grad_norm", ColumnType::f64, ""}, {"ref_param_norm", ColumnType::f64, ""},
+          {"mfu_gemm_peak", ColumnType::f64, ""}};
 }
 
 std::vector<store::Column> memory_columns() {
@@ -78,6 +95,33 @@ std::vector<store::Column> memory_columns() {
 }
 
 bool close(double got, double want, double rtol) { return std::abs(got - want) <= rtol * std::abs(want); }
+
+// The best checked GEMM of the executor's precision on this GPU model from an `ibt gemm`
+// file, in GFLOP/s. Rank 0 reads (the file may exist on its node only) and shares the
+// figure or the error, so every rank fails alike.
+double read_gemm_peak_gflops(const std::string& path, const TrainExecutor& exec, MPI_Comm world,
+                             std::string& source) {
+  int rank = 0;
+  MPI_Comm_rank(world, &rank);
+  double gflops = 0;
+  std::string error;
+  if (rank == 0) {
+    try {
+      const topo::MeasuredGemmPeak p = topo::measured_gemm_peak(path, exec.device_name(), exec.precision());
+      gflops = p.tflops * 1e3;
+      source = "measured: " + path + " run " + p.run_id + ", " + p.shape;
+    } catch (const UsageError& e) {
+      error = e.what();
+    }
+  }
+  int length = static_cast<int>(error.size());
+  MPI_Bcast(&length, 1, MPI_INT, 0, world);
+  error.resize(static_cast<size_t>(length));
+  MPI_Bcast(error.data(), length, MPI_CHAR, 0, world);
+  if (!error.empty()) throw UsageError("--gemm-peak-from " + error);
+  MPI_Bcast(&gflops, 1, MPI_DOUBLE, 0, world);
+  return gflops;
+}
 
 }  // namespace
 
@@ -129,9 +173,19 @@ TrainOutcome run_training(const ModelConfig& model, const TrainOptions& o, MPI_C
   int rank = 0, size = 1;
   MPI_Comm_rank(world, &rank);
   MPI_Comm_size(world, &size);
-  const std::string why = cpu_executor_check(o.split, model, size);
+  const std::string why = train_executor_check(o.executor, o.split, model, size);
   if (!why.empty()) throw UsageError(why);
-  set_blas_threads(1);  // ranks share the cores
+  const bool on_gpu = o.executor.kind == "cuda";
+  if (on_gpu && o.peak_gflops > 0) throw UsageError("--peak-gflops is the cpu executor's: give --peak-tflops with --executor cuda");
+  if (!on_gpu && (o.peak_tflops > 0 || o.gemm_peak_tflops > 0 || !o.gemm_peak_file.empty()))
+    throw UsageError("--peak-tflops, --gemm-peak-tflops and --gemm-peak-from are the cuda executor's: give "
+                     "--peak-gflops with --executor cpu");
+  if (on_gpu && (o.checkpoint_every > 0 || !o.resume_dir.empty()))
+    throw UsageError("--checkpoint-every and --resume are the cpu executor's: the cuda executor does not save its "
+                     "device state yet");
+  if (o.gemm_peak_tflops > 0 && !o.gemm_peak_file.empty())
+    throw UsageError("give --gemm-peak-tflops or --gemm-peak-from, not both");
+  set_blas_threads(1);  // ranks share the cores (the reference runs on the CPU in either case)
 
   std::unique_ptr<DataSource> data;
   if (o.data_file.empty()) {
@@ -147,11 +201,32 @@ TrainOutcome run_training(const ModelConfig& model, const TrainOptions& o, MPI_C
   train.micro_batch_size = o.split.micro_batch_size;
   train.data_parallel = o.split.dp;
 
-  const double peak = o.peak_gflops > 0 ? o.peak_gflops : measure_sgemm_peak_gflops(world);
-  const std::string peak_source = o.peak_gflops > 0 ? "given (--peak-gflops)" : "measured single-thread sgemm 1024^3, median over ranks";
+  // The executor first: without a GPU the cuda one fails here, before anything is measured.
+  std::unique_ptr<TrainExecutor> executor = make_train_executor(o.executor, model, o.split, train, *data, world);
+  TrainExecutor& exec = *executor;
+  // peak: per rank, GFLOP/s (cpu: measured sgemm; cuda: the GPU's catalog or given peak).
+  double peak = 0;
+  std::string peak_source;
+  if (!on_gpu) {
+    peak = o.peak_gflops > 0 ? o.peak_gflops : measure_sgemm_peak_gflops(world);
+    peak_source = o.peak_gflops > 0 ? "given (--peak-gflops)" : "measured single-thread sgemm 1024^3, median over ranks";
+  } else if (o.peak_tflops > 0) {
+    peak = o.peak_tflops * 1e3;
+    peak_source = "given (--peak-tflops)";
+  } else {
+    const auto catalog = topo::catalog_peak_for_gpu(exec.device_name(), exec.precision());
+    if (!catalog)
+      throw UsageError("--executor cuda: no catalog peak for GPU '" + exec.device_name() + "' at " + exec.precision() +
+                       ": give --peak-tflops");
+    peak = catalog->tflops * 1e3;
+    peak_source = "catalog " + catalog->topology + " (" + catalog->device + ") dense " + exec.precision() +
+                  " peak, source " + catalog->source;
+  }
+  double gemm_peak = o.gemm_peak_tflops * 1e3;  // GFLOP/s per rank; 0 = none
+  std::string gemm_peak_source = o.gemm_peak_tflops > 0 ? "given (--gemm-peak-tflops)" : "";
+  if (!o.gemm_peak_file.empty()) gemm_peak = read_gemm_peak_gflops(o.gemm_peak_file, exec, world, gemm_peak_source);
+  const CheckTolerance tol = check_tolerance(exec.kind(), exec.precision());
   const double flops_per_step = model_flops_per_step(model, static_cast<double>(o.split.global_batch()));
-
-  CpuExecutor exec(model, o.split, train, *data, world);
   std::unique_ptr<ReferenceTrainer> reference;
   if ((o.check || !o.dump_path.empty()) && rank == 0)
     reference = std::make_unique<ReferenceTrainer>(model, train, *data);
@@ -186,6 +261,13 @@ TrainOutcome run_training(const ModelConfig& model, const TrainOptions& o, MPI_C
     recorder->set_attr("data", data->describe());
     recorder->set_attr("peak_gflops_per_rank", peak);
     recorder->set_attr("peak_source", peak_source);
+    recorder->set_attr("executor", exec.kind());
+    recorder->set_attr("precision", exec.precision());
+    if (on_gpu) recorder->set_attr("gpu_name", exec.device_name());
+    if (gemm_peak > 0) {
+      recorder->set_attr("gemm_peak_gflops_per_rank", gemm_peak);
+      recorder->set_attr("gemm_peak_source", gemm_peak_source);
+    }
     recorder->set_attr("model_flops_per_step", flops_per_step);
     recorder->set_attr("flops_convention", std::string("model FLOPs = 6*matmul_active + attention over the full "
                                                        "sequence (causal masking not discounted), models/accounting.hpp"));
@@ -194,15 +276,20 @@ TrainOutcome run_training(const ModelConfig& model, const TrainOptions& o, MPI_C
                           {"micro_batch_size", o.split.micro_batch_size},
                           {"schedule", std::string(to_string(o.split.schedule))},
                           {"steps", o.steps},   {"lr", o.lr},       {"seed", o.seed},
-                          {"check", o.check},   {"precision", "fp32"}, {"executor", "cpu"}};
+                          {"check", o.check},   {"precision", exec.precision()}, {"executor", exec.kind()},
+                          {"dp_overlap", o.executor.dp_overlap}};
     recorder->set_attr("config", cfg.dump());
     if (o.check)
-      recorder->set_attr("check_tolerance", std::string("relative: loss 2e-5, grad_norm 1e-4, param_norm 1e-5"));
+      recorder->set_attr("check_tolerance", std::string(tol.text));
   }
   if (rank == 0 && o.print_steps) {
-    std::printf("# %s on %d ranks: %s; global batch %lld x %d tokens; peak %.1f GFLOP/s per rank (%s)\n",
-                model.name.c_str(), size, describe(o.split).c_str(), o.split.global_batch(), model.seq_len, peak,
+    std::printf("# %s on %d ranks (%s executor, %s%s%s): %s; global batch %lld x %d tokens; peak %.1f GFLOP/s per rank (%s)\n",
+                model.name.c_str(), size, exec.kind().c_str(), exec.precision().c_str(), on_gpu ? ", " : "",
+                exec.device_name().c_str(), describe(o.split).c_str(), o.split.global_batch(), model.seq_len, peak,
                 peak_source.c_str());
+    if (gemm_peak > 0)
+      std::printf("# MFU also against a measured GEMM peak of %.1f TFLOP/s per GPU (%s)\n", gemm_peak * 1e-3,
+                  gemm_peak_source.c_str());
     std::printf("# %4s %10s %9s %10s %9s %7s | %8s %8s %8s %8s %8s  (seconds, mean over ranks)\n", "step", "loss",
                 "time_s", "tokens/s", "TFLOP/s", "MFU", "compute", "tp", "pp+idle", "dp", "ep");
   }
@@ -210,7 +297,7 @@ TrainOutcome run_training(const ModelConfig& model, const TrainOptions& o, MPI_C
   checkpoint::RunIdentity identity{model.name, describe(o.split), size, o.seed, o.lr, data->describe()};
   if (!o.data_file.empty()) identity.data += ", " + std::to_string(o.token_bytes) + "-byte tokens";
   TrainCheckpoints checkpoints(o, identity, world, recorder);
-  const int first_step = checkpoints.begin(exec);
+  const int first_step = checkpoints.begin(exec.checkpointable());
   // --check after a resume: the reference replays the steps before it (it has no
   // checkpoint of its own), so every step run here is still compared.
   for (int s = 0; reference && s < first_step; ++s) reference->step();
@@ -231,6 +318,7 @@ TrainOutcome run_training(const ModelConfig& model, const TrainOptions& o, MPI_C
     const double tokens_per_s = static_cast<double>(st.tokens) / step_time;
     const double tflops = flops_per_step / step_time * 1e-12;
     const double mfu = flops_per_step / (step_time * size * peak * 1e9);
+    const double mfu_gemm = gemm_peak > 0 ? flops_per_step / (step_time * size * gemm_peak * 1e9) : std::nan("");
     StepStats ref;
     int bad = 0;
     std::string mismatch;
@@ -247,9 +335,9 @@ TrainOutcome run_training(const ModelConfig& model, const TrainOptions& o, MPI_C
       ref = reference->step();
       if (dump && s == 0) dump_tensors("grads", true);
       const char* what = !o.check ? nullptr
-                         : !close(st.loss, ref.loss, kLossRtol)                ? "loss"
-                         : !close(st.grad_norm, ref.grad_norm, kGradNormRtol)  ? "grad_norm"
-                         : !close(st.param_norm, ref.param_norm, kParamNormRtol) ? "param_norm"
+                         : !close(st.loss, ref.loss, tol.loss)                ? "loss"
+                         : !close(st.grad_norm, ref.grad_norm, tol.grad_norm)  ? "grad_norm"
+                         : !close(st.param_norm, ref.param_norm, tol.param_norm) ? "param_norm"
                                                                                  : nullptr;
       if (what) {
         bad = 1;
@@ -274,9 +362,9 @@ TrainOutcome run_training(const ModelConfig& model, const TrainOptions& o, MPI_C
                        {static_cast<std::int64_t>(s), st.loss, st.aux_loss, st.grad_norm, st.param_norm, step_time,
                         tokens_per_s, tflops, mfu, parts[0], parts[1], parts[2], parts[3], parts[4], parts[5],
                         reference ? ref.loss : nan, reference ? ref.grad_norm : nan,
-                        reference ? ref.param_norm : nan});
+                        reference ? ref.param_norm : nan, mfu_gemm});
     }
-    checkpoints.after_step(s, exec);
+    checkpoints.after_step(s, exec.checkpointable());
     if (s > first_step || o.steps == first_step + 1) {
       timed += step_time;
       bubble += parts[2] / step_time;
@@ -298,12 +386,14 @@ TrainOutcome run_training(const ModelConfig& model, const TrainOptions& o, MPI_C
   out.tokens_per_s = static_cast<double>(o.split.global_batch()) * model.seq_len / out.mean_step_s;
   out.model_tflops = flops_per_step / out.mean_step_s * 1e-12;
   out.mfu = flops_per_step / (out.mean_step_s * size * peak * 1e9);
+  out.mfu_gemm = gemm_peak > 0 ? flops_per_step / (out.mean_step_s * size * gemm_peak * 1e9) : 0.0;
   out.bubble_fraction = bubble / std::max(timed_steps, 1);
 
-  // Memory: measured peak RSS and model state per rank against the accounting (fp32
-  // AdamW: 16 bytes per parameter).
+  // Memory: measured peak RSS (host) and model state per rank against the accounting
+  // (fp32 AdamW: 16 bytes per parameter; bf16 mixed precision as accounting.hpp counts it).
   const int stage = exec.groups().coord.pp;
-  const RankMemory acc = memory_per_rank(model, o.split, fp32_adam(), stage);
+  const RankMemory acc =
+      memory_per_rank(model, o.split, exec.precision() == "bf16" ? bf16_mixed_adam() : fp32_adam(), stage);
   double mine[4] = {peak_rss_bytes(), exec.model_state_bytes(), acc.weights + acc.grads + acc.optimizer,
                     acc.activations};
   std::vector<double> all(4 * static_cast<size_t>(size));

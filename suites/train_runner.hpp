@@ -1,6 +1,6 @@
 #pragma once
-// One training run of a (model, split) with the cpu executor, as `ibt train` and
-// `ibt sweep` do it: steps, per-step figures (loss, time, tokens/s, model TFLOP/s, MFU,
+// One training run of a (model, split) with the cpu or cuda executor (train_executor.hpp),
+// as `ibt train` and `ibt sweep` do it: steps, per-step figures (loss, time, tokens/s, model TFLOP/s, MFU,
 // time breakdown), the optional --check against the serial reference, memory per rank,
 // and the rows of the HDF5 run (rank 0's RunRecorder).
 #include <cstdint>
@@ -11,6 +11,7 @@
 #include "models/model_config.hpp"
 #include "models/parallel_split.hpp"
 #include "suites/run_recorder.hpp"
+#include "suites/train_executor.hpp"
 
 namespace ibt::suites {
 
@@ -20,7 +21,11 @@ struct TrainOptions {
   double lr = 3e-3;
   std::uint64_t seed = 1234;
   bool check = false;           // compare with the serial reference every step
-  double peak_gflops = 0;       // per rank; 0 = measure (single-thread sgemm)
+  double peak_gflops = 0;       // cpu, per rank; 0 = measure (single-thread sgemm)
+  ExecutorChoice executor;      // cpu (default) or cuda
+  double peak_tflops = 0;       // cuda, per GPU; 0 = the catalog's dense peak for the GPU and precision
+  double gemm_peak_tflops = 0;  // cuda: a measured cuBLAS GEMM peak (`ibt gemm`); 0 = none
+  std::string gemm_peak_file;   // cuda: or read it from this `ibt gemm` results file
   std::string data_file;        // raw token ids; empty = synthetic data
   int token_bytes = 2;
   bool print_steps = true;
@@ -48,6 +53,7 @@ struct TrainOutcome {
   double tokens_per_s = 0;
   double model_tflops = 0;      // model TFLOP/s of the whole job
   double mfu = 0;
+  double mfu_gemm = 0;          // against gemm_peak_tflops (0 when not given)
   double bubble_fraction = 0;   // pp exchange time / step time, averaged over ranks
   double final_loss = 0;
   int first_step = 0;           // > 0 after --resume
@@ -63,7 +69,8 @@ double measure_sgemm_peak_gflops(MPI_Comm world);
 
 // Runs the steps. recorder: rank 0's (may be inactive); the caller has set the run's
 // provenance attributes, this adds model/split/config attributes and the tables
-// "steps" and "memory". Throws UsageError for a split the executor cannot run.
+// "steps" and "memory". Throws UsageError for a split the executor cannot run, and
+// (cuda) without a usable GPU, before any step.
 TrainOutcome run_training(const models::ModelConfig& model, const TrainOptions& options, MPI_Comm world,
                           RunRecorder* recorder);
 

@@ -1,5 +1,6 @@
 // `ibt train`: trains a catalog model at one DP/TP/PP/EP split with the cpu executor
-// over MPI, printing per step the loss, step time, tokens/s, model TFLOP/s, MFU and the
+// (fp32, MPI) or the cuda executor (bf16, NCCL, one GPU per rank), printing per step
+// the loss, step time, tokens/s, model TFLOP/s, MFU and the
 // time breakdown, and recording the run in an HDF5 file. --check compares every step
 // with the serial reference (run in-process on rank 0) and fails on a mismatch.
 #include <boost/program_options.hpp>
@@ -36,13 +37,26 @@ constexpr const char* kHelp =
     "a manifest.json written last. --resume DIR continues from the newest complete checkpoint\n"
     "bit for bit (--steps is the total, resumed steps included). A resume must use the same\n"
     "world size, split, model, seed, lr and data: anything else is refused, not resharded\n"
-    "(resharding ZeRO-1 optimizer shards and pipeline stage boundaries is a separate feature).\n";
+    "(resharding ZeRO-1 optimizer shards and pipeline stage boundaries is a separate feature).\n\n"
+    "--executor cuda runs the same schedule on one GPU per rank: cuBLAS GEMMs with bf16\n"
+    "operands and fp32 accumulation (--precision fp32: fp32 operands, no TF32), fp32 kernels\n"
+    "for norms, activations, attention, loss and AdamW on fp32 master weights; NCCL for TP,\n"
+    "PP and DP, the DP all-reduce on its own stream overlapping backward (--no-dp-overlap).\n"
+    "Dense models only: MoE/EP, ZeRO-1, sequence parallelism, recompute and tied embeddings\n"
+    "with pp > 1 are refused. fp8 is not offered (ibt gemm measures fp8 GEMMs). MFU is\n"
+    "against the GPU's dense peak from the topology catalog (or --peak-tflops) and, with\n"
+    "--gemm-peak-tflops or --gemm-peak-from FILE.h5, against a measured cuBLAS peak\n"
+    "(ibt gemm). --check tolerances (relative, vs the fp32 serial reference): bf16 loss\n"
+    "2e-2, grad_norm 1e-1, param_norm 1e-2; fp32 loss 1e-4, grad_norm 1e-3, param_norm\n"
+    "1e-4 -- stated, not yet verified on a GPU. Without a usable GPU it exits 2 with one\n"
+    "line naming the CUDA error.\n";
 
 struct TrainArgs {
   std::string model = "tiny-dense";
   int dp = 1, tp = 1, pp = 1, ep = 1, vpp = 1, microbatches = 1, micro_batch_size = 1;
   std::string schedule = "1f1b";
   bool zero1 = false;
+  bool no_dp_overlap = false;
   std::string out;
   TrainOptions options;
 };
@@ -65,7 +79,18 @@ po::options_description describe_options(TrainArgs& a) {
       ("seed", po::value(&a.options.seed)->default_value(1234), "seed of weights and synthetic data")
       ("check", po::bool_switch(&a.options.check), "compare every step with the serial reference")
       ("peak-gflops", po::value(&a.options.peak_gflops)->default_value(0),
-       "per-rank peak for MFU (default: measure single-thread sgemm)")
+       "cpu: per-rank peak for MFU (default: measure single-thread sgemm)")
+      ("executor", po::value(&a.options.executor.kind)->default_value("cpu"), "cpu or cuda (one GPU per rank)")
+      ("precision", po::value(&a.options.executor.precision),
+       "GEMM precision: fp32 (cpu, the only one), bf16 (cuda default) or fp32 (cuda); fp8 is not offered")
+      ("peak-tflops", po::value(&a.options.peak_tflops)->default_value(0),
+       "cuda: per-GPU peak for MFU (default: the catalog's dense peak for the GPU)")
+      ("gemm-peak-tflops", po::value(&a.options.gemm_peak_tflops)->default_value(0),
+       "cuda: a measured cuBLAS GEMM peak per GPU (from `ibt gemm`), for a second MFU")
+      ("gemm-peak-from", po::value(&a.options.gemm_peak_file),
+       "cuda: take that peak from an `ibt gemm` results file (best checked product of the precision on this GPU)")
+      ("no-dp-overlap", po::bool_switch(&a.no_dp_overlap),
+       "cuda: run the DP all-reduce after the last backward instead of overlapping it")
       ("data", po::value(&a.options.data_file), "raw token-id file instead of synthetic data")
       ("token-bytes", po::value(&a.options.token_bytes)->default_value(2), "2 (uint16) or 4 (uint32)")
       ("out", po::value(&a.out), "append the run to this HDF5 results file")
@@ -129,6 +154,9 @@ int train_main(int argc, char** argv) {
   const models::ModelConfig model = models::load_model(a.model);
   a.options.split = split_from(a.dp, a.tp, a.pp, a.ep, a.vpp, a.microbatches, a.micro_batch_size, a.schedule);
   a.options.split.zero1 = a.zero1;
+  a.options.executor.dp_overlap = !a.no_dp_overlap;
+  if (a.options.peak_tflops < 0 || a.options.gemm_peak_tflops < 0 || a.options.peak_gflops < 0)
+    throw UsageError("--peak-gflops, --peak-tflops and --gemm-peak-tflops must not be negative");
   check_output_on_all_ranks(a.out, MPI_COMM_WORLD);
   check_output_on_all_ranks(a.options.dump_path, MPI_COMM_WORLD);
 
@@ -143,9 +171,11 @@ int train_main(int argc, char** argv) {
     throw;
   }
   if (mpi.rank() == 0) {
-    std::printf("# mean over steps %d..%d: %.4f s/step, %.1f tokens/s, %.5f model TFLOP/s, MFU %.2f%%\n",
+    std::printf("# mean over steps %d..%d: %.4f s/step, %.1f tokens/s, %.5f model TFLOP/s, MFU %.2f%%",
                 std::min(outcome.first_step + 1, a.options.steps - 1), a.options.steps - 1, outcome.mean_step_s, outcome.tokens_per_s, outcome.model_tflops,
                 100 * outcome.mfu);
+    if (outcome.mfu_gemm > 0) std::printf(" (%.2f%% of the measured GEMM peak)", 100 * outcome.mfu_gemm);
+    std::printf("\n");
     if (recorder->active()) std::printf("# results: %s, run %s\n", a.out.c_str(), recorder->run_id().c_str());
     if (a.options.check)
       std::printf(outcome.check_ok ? "# check: every step matches the serial reference\n"

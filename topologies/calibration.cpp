@@ -176,6 +176,15 @@ CalibrationReport calibrate(const Topology& base, const std::vector<MeasuredColl
       rep.skipped.push_back(op + " " + scope + " n=" + std::to_string(n) + ": " + e.what());
     }
   }
+  // The measured scale-up domain holds at least the largest intra group measured (a
+  // 4-rank run on one node calibrates a 4-device domain even on a 2-device base), so
+  // groups of that size are priced from the intra fits, not refused as spanning.
+  int largest_intra = 0;
+  for (const auto& f : t.fits)
+    if (f.scope == "intra") largest_intra = std::max(largest_intra, f.group_size);
+  if (largest_intra > t.domain_size())
+    t.scale_up.devices_per_domain = {static_cast<double>(largest_intra), "devices", src,
+                                     "largest group measured with scope intra"};
   return rep;
 }
 

@@ -5,6 +5,7 @@
 #include <cstdlib>
 #include <limits>
 #include <optional>
+#include <string>
 
 #include "collectives/errors.hpp"
 
@@ -81,11 +82,14 @@ Link up_link(const Topology& t, int n) {
   return l;
 }
 
-Link out_link(const Topology& t) {
+// `what` names the operation for the error (e.g. "all_reduce over 4 devices").
+Link out_link(const Topology& t, const std::string& what) {
   if (!t.scale_out.present)
-    throw UsageError("topology '" + t.name +
-                     "' has no scale-out network: a group spanning more than one domain of " +
-                     std::to_string(t.domain_size()) + " devices cannot be priced");
+    throw UsageError("topology '" + t.name + "' has no scale_out figures (scale_out.bandwidth_GBps, " +
+                     "scale_out.latency_us): " + what + " spans more than one scale-up domain of " +
+                     std::to_string(t.domain_size()) +
+                     " devices and cannot be priced (a topology calibrated on one node knows only its "
+                     "scale-up fabric: calibrate from a multi-node collectives run, or use fewer devices)");
   return {t.scale_out.bandwidth_GBps.get() * t.model.scale_out_efficiency.get(),
           t.scale_out.latency_us.get()};
 }
@@ -138,7 +142,8 @@ CollectiveCost single_fabric(const Topology& t, CollOp op, int n, double S, cons
 // A group spanning d domains with k members each.
 CollectiveCost spanning(const Topology& t, CollOp op, const Placement& p, double S) {
   const int n = p.n, k = p.per_domain, d = p.domains();
-  const Link up = up_link(t, k), out = out_link(t);
+  const Link up = up_link(t, k),
+             out = out_link(t, std::string(to_string(op)) + " over " + std::to_string(n) + " devices");
   const double L = launch(t);
   const double flat_bw = std::min(up.bw_GBps, k * out.bw_GBps);
   CollectiveCost best{std::numeric_limits<double>::infinity(), "ring"};
@@ -214,7 +219,9 @@ CollectiveCost collective_cost(const Topology& t, CollOp op, const Placement& p,
   if (scope && !t.fits.empty())
     if (auto us = fitted_us(t, op, scope, p.n, bytes)) return {*us, "fit"};
   if (p.intra()) return single_fabric(t, op, p.n, bytes, t.scale_up, up_link(t, p.n), true);
-  if (p.inter()) return single_fabric(t, op, p.n, bytes, t.scale_out, out_link(t), false);
+  if (p.inter())
+    return single_fabric(t, op, p.n, bytes, t.scale_out,
+                         out_link(t, std::string(to_string(op)) + " over " + std::to_string(p.n) + " devices"), false);
   return spanning(t, op, p, bytes);
 }
 
@@ -223,7 +230,7 @@ CollectiveCost p2p_cost(const Topology& t, bool same_domain, double bytes) {
   const char* scope = same_domain ? "intra" : "inter";
   if (!t.fits.empty())
     if (auto us = fitted_us(t, CollOp::send_recv, scope, 2, bytes)) return {*us, "fit"};
-  const Link l = same_domain ? up_link(t, 2) : out_link(t);
+  const Link l = same_domain ? up_link(t, 2) : out_link(t, "a pipeline send/recv between two devices");
   return {launch(t) + l.hop_us + transfer_us(bytes, l.bw_GBps), "direct"};
 }
 

@@ -6,13 +6,17 @@
 #include <limits>
 
 #include "collectives/errors.hpp"
+#include "topologies/projection_goodput.hpp"
 
 namespace ibt::topo {
 
 namespace {
 
-bool better(const Projection& candidate, const Projection& incumbent) {
-  return candidate.feasible && (!incumbent.feasible || candidate.step_s < incumbent.step_s);
+bool better(const Projection& candidate, const Projection& incumbent, RankBy by) {
+  if (!candidate.feasible) return false;
+  if (!incumbent.feasible) return true;
+  const double c = ranking_value(candidate, by), i = ranking_value(incumbent, by);
+  return c != i ? c > i : candidate.step_s < incumbent.step_s;
 }
 
 std::string gbps_label(double g) {
@@ -25,12 +29,18 @@ std::string gbps_label(double g) {
 
 CrossoverResult crossover(const models::ModelConfig& model, const Topology& base, int devices,
                           const std::vector<int>& domain_sizes, const std::vector<double>& scale_out_gbps,
-                          long long global_batch, double threshold, const ProjectionOptions& options) {
+                          long long global_batch, double threshold, const ProjectionOptions& options,
+                          const FailureAssumptions* failure, RankBy rank_by) {
   if (domain_sizes.empty() || scale_out_gbps.empty()) throw UsageError("crossover: empty grid");
+  const bool with_goodput = failure && failure->complete();
+  if (rank_by == RankBy::goodput && !with_goodput)
+    throw UsageError("crossover by goodput: goodput cannot be computed: " +
+                     (failure ? failure->missing() : std::string("no failure assumptions")));
   CrossoverResult r;
   r.domain_sizes = domain_sizes;
   r.scale_out_gbps = scale_out_gbps;
   r.threshold = threshold;
+  r.rank_by = rank_by;
   std::vector<Topology> fabrics;
   for (int d : domain_sizes)
     for (double g : scale_out_gbps) {
@@ -49,18 +59,22 @@ CrossoverResult crossover(const models::ModelConfig& model, const Topology& base
     prepared.split = split;
     if (!prepare(model, base, options, prepared)) continue;  // memory does not depend on the fabric
     const auto programs = stage_programs(model, split, options);
+    // The checkpoint size does not depend on the fabric either.
+    const double checkpoint_bytes =
+        with_goodput ? checkpoint_bytes_per_device(model, split, options.precision) : 0.0;
     for (size_t i = 0; i < fabrics.size(); ++i) {
       CrossoverCell& cell = r.cells[i];
       if (split.tp > cell.domain_size) continue;
       Projection p = prepared;
       price(programs, model, fabrics[i], options, p);
+      if (with_goodput) p.goodput = estimate_goodput(*failure, p.devices, checkpoint_bytes, p.step_s, p.mfu);
       Projection& slot = split.pp == 1 ? cell.best_no_pp : cell.best_with_pp;
-      if (better(p, slot)) slot = p;
+      if (better(p, slot, rank_by)) slot = p;
     }
   }
   for (auto& c : r.cells) {
     if (c.best_no_pp.feasible && c.best_with_pp.feasible)
-      c.gain = c.best_with_pp.mfu / c.best_no_pp.mfu - 1.0;
+      c.gain = ranking_value(c.best_with_pp, rank_by) / ranking_value(c.best_no_pp, rank_by) - 1.0;
     else if (c.best_with_pp.feasible)
       c.gain = std::numeric_limits<double>::infinity();
     else
@@ -95,8 +109,8 @@ std::string crossover_verdict(const std::string& model, const CrossoverResult& r
     out += std::string(g ? ";" : "") + " " + parts[g] + " at " + bw;
     g = e + 1;
   }
-  char thr[64];
-  std::snprintf(thr, sizeof thr, " (PP needed = MFU gain > %.0f%%)", 100 * r.threshold);
+  char thr[96];
+  std::snprintf(thr, sizeof thr, " (PP needed = %s gain > %.0f%%)", to_string(r.rank_by), 100 * r.threshold);
   return out + thr;
 }
 

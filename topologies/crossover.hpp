@@ -9,12 +9,17 @@
 // tp <= domain size). gain = MFU(PP>1) / MFU(PP=1) - 1 (infinite when no PP = 1 split
 // fits in memory). "PP needed" in a cell = gain > threshold.
 //
+// With failure assumptions (failure_model.hpp) each projection also gets its goodput,
+// and with rank_by == goodput the best splits and the gain are those of the
+// goodput-adjusted MFU (MFU x goodput) instead of the MFU.
+//
 // Each split's step programs are built once and priced on every cell (they do not
 // depend on the fabric), so the sweep costs one program build per split.
 #include <string>
 #include <vector>
 
 #include "models/model_config.hpp"
+#include "topologies/failure_model.hpp"
 #include "topologies/projection.hpp"
 #include "topologies/topology.hpp"
 
@@ -25,7 +30,7 @@ struct CrossoverCell {
   double scale_out_gbps = 0;
   Projection best_no_pp;    // feasible == false when none fits
   Projection best_with_pp;
-  double gain = 0;          // relative; +inf when only PP fits
+  double gain = 0;          // relative, of the rank_by figure; +inf when only PP fits
   bool pp_needed = false;
 };
 
@@ -34,12 +39,14 @@ struct CrossoverResult {
   std::vector<int> domain_sizes;
   std::vector<double> scale_out_gbps;
   double threshold = 0.05;
+  RankBy rank_by = RankBy::mfu;      // the figure the bests and the gain compare
   std::string verdict;               // one line
 };
 
 CrossoverResult crossover(const models::ModelConfig& model, const Topology& base, int devices,
                           const std::vector<int>& domain_sizes, const std::vector<double>& scale_out_gbps,
-                          long long global_batch, double threshold, const ProjectionOptions& options);
+                          long long global_batch, double threshold, const ProjectionOptions& options,
+                          const FailureAssumptions* failure = nullptr, RankBy rank_by = RankBy::mfu);
 
 // The verdict line, e.g. "llama3-405b: PP stops being needed at domain >= 72 at 400 Gb/s
 // (and faster)"; per scale-out bandwidth, the smallest domain from which PP is not

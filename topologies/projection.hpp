@@ -20,6 +20,7 @@
 #include "models/model_config.hpp"
 #include "models/parallel_split.hpp"
 #include "models/step_program.hpp"
+#include "topologies/failure_model.hpp"
 #include "topologies/sim_executor.hpp"
 #include "topologies/topology.hpp"
 
@@ -53,6 +54,7 @@ struct Projection {
   models::RankMemory memory;                     // the peak stage
   double memory_capacity_bytes = 0;              // usable per device
   SimResult sim;                                 // only with keep_sim
+  GoodputEstimate goodput;  // failures and checkpoints: add_goodput() (projection_goodput.hpp)
 };
 
 Projection project(const models::ModelConfig& model, const Topology& topology,

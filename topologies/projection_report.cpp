@@ -1,6 +1,7 @@
 #include "topologies/projection_report.hpp"
 
 #include <cstdio>
+#include <limits>
 #include <string>
 
 namespace ibt::topo {
@@ -59,9 +60,12 @@ std::string describe_projection(const Projection& p, const std::string& dtype) {
 
 std::string ranking_table(const std::vector<Projection>& ranked, size_t limit) {
   std::string out;
-  char line[256];
-  std::snprintf(line, sizeof line, "%4s  %-66s %3s %10s %6s %6s %8s  %s\n", "rank", "split", "PP",
-                "step (s)", "MFU", "HFU", "mem GB", "largest exposed");
+  char line[320];
+  // Goodput columns only when the failure figures were given (failure_model.hpp).
+  bool goodput = false;
+  for (const auto& p : ranked) goodput = goodput || p.goodput.computed;
+  std::snprintf(line, sizeof line, "%4s  %-66s %3s %10s %6s %6s %8s  %s%s\n", "rank", "split", "PP",
+                "step (s)", "MFU", "HFU", "mem GB", goodput ? "goodput   gMFU  " : "", "largest exposed");
   out += line;
   size_t shown = 0, infeasible = 0;
   for (size_t i = 0; i < ranked.size(); ++i) {
@@ -72,9 +76,12 @@ std::string ranking_table(const std::vector<Projection>& ranked, size_t limit) {
     }
     if (limit && shown >= limit) continue;
     ++shown;
-    std::snprintf(line, sizeof line, "%4zu  %-66s %3s %10.4f %5.1f%% %5.1f%% %8.1f  %s\n", i + 1,
+    char gp[32] = "";
+    if (goodput)
+      std::snprintf(gp, sizeof gp, "%6.2f%% %5.1f%%  ", 100 * p.goodput.goodput, 100 * p.goodput.goodput_mfu);
+    std::snprintf(line, sizeof line, "%4zu  %-66s %3s %10.4f %5.1f%% %5.1f%% %8.1f  %s%s\n", i + 1,
                   split_label(p.split).c_str(), p.split.pp > 1 ? "yes" : "no", p.step_s,
-                  100 * p.mfu, 100 * p.hfu, p.memory.total() / 1e9, largest_exposure(p).c_str());
+                  100 * p.mfu, 100 * p.hfu, p.memory.total() / 1e9, gp, largest_exposure(p).c_str());
     out += line;
   }
   size_t feasible = ranked.size() - infeasible;
@@ -123,12 +130,23 @@ std::vector<store::Column> projection_columns() {
       {"bubble_s", ColumnType::f64, "s"},
       {"memory_bytes", ColumnType::f64, "B"},
       {"memory_capacity_bytes", ColumnType::f64, "B"},
+      // Goodput (failure_model.hpp); NaN when not computed (no failure figures).
+      {"job_mtbf_s", ColumnType::f64, "s"},
+      {"checkpoint_bytes", ColumnType::f64, "B"},
+      {"checkpoint_s", ColumnType::f64, "s"},
+      {"restart_s", ColumnType::f64, "s"},
+      {"interval_young_s", ColumnType::f64, "s"},
+      {"interval_daly_s", ColumnType::f64, "s"},
+      {"interval_steps", ColumnType::i64, "steps"},
+      {"goodput", ColumnType::f64, ""},
+      {"goodput_mfu", ColumnType::f64, ""},
   };
 }
 
 store::Row projection_row(const Projection& p) {
   const auto& s = p.split;
   std::string reason = p.reason.substr(0, 255);
+  auto g = [&](double v) { return p.goodput.computed ? v : std::numeric_limits<double>::quiet_NaN(); };
   return {split_label(s),
           static_cast<std::int64_t>(p.devices),
           static_cast<std::int64_t>(s.dp),
@@ -157,7 +175,16 @@ store::Row projection_row(const Projection& p) {
           p.exposed_s[static_cast<int>(Exposure::ep)],
           p.exposed_s[static_cast<int>(Exposure::bubble)],
           p.memory.total(),
-          p.memory_capacity_bytes};
+          p.memory_capacity_bytes,
+          g(p.goodput.job_mtbf_s),
+          g(p.goodput.checkpoint_bytes),
+          g(p.goodput.checkpoint_s),
+          g(p.goodput.restart_s),
+          g(p.goodput.young_s),
+          g(p.goodput.daly_s),
+          static_cast<std::int64_t>(p.goodput.interval_steps),
+          g(p.goodput.goodput),
+          g(p.goodput.goodput_mfu)};
 }
 
 }  // namespace ibt::topo

@@ -69,6 +69,12 @@ std::vector<std::pair<std::string, const Figure*>> Topology::figures() const {
     f.push_back({"scale_out.bandwidth_GBps", &scale_out.bandwidth_GBps});
     f.push_back({"scale_out.latency_us", &scale_out.latency_us});
   }
+  if (reliability) {
+    f.push_back({"reliability.node_mtbf_hours", &reliability->node_mtbf_hours});
+    f.push_back({"reliability.devices_per_node", &reliability->devices_per_node});
+    f.push_back({"reliability.checkpoint_write_GBps", &reliability->checkpoint_write_GBps});
+    f.push_back({"reliability.restart_minutes", &reliability->restart_minutes});
+  }
   return f;
 }
 
@@ -210,7 +216,8 @@ Topology parse_topology(const std::string& json_text, const std::string& origin)
     throw UsageError(origin + ": not valid JSON: " + e.what());
   }
   Reader top(j, origin, "");
-  top.allow({"name", "description", "sources", "device", "scale_up", "scale_out", "model", "fits"});
+  top.allow({"name", "description", "sources", "device", "scale_up", "scale_out", "model", "fits",
+             "reliability"});
   Topology t;
   t.origin = origin;
   t.name = top.str("name");
@@ -310,6 +317,18 @@ Topology parse_topology(const std::string& json_text, const std::string& origin)
       t.fits.push_back(c);
     }
   }
+  if (top.has("reliability")) {
+    Reader rel = top.child("reliability");
+    rel.allow({"node_mtbf_hours", "devices_per_node", "checkpoint_write_GBps", "restart_minutes"});
+    Reliability r;
+    r.node_mtbf_hours = rel.figure("node_mtbf_hours", false, 1e-6);
+    r.devices_per_node = rel.figure("devices_per_node", false, 1, 1e7);
+    if (r.devices_per_node.get() != static_cast<int>(r.devices_per_node.get()))
+      rel.fail("devices_per_node.value", "must be a whole number");
+    r.checkpoint_write_GBps = rel.figure("checkpoint_write_GBps", false, 1e-9);
+    r.restart_minutes = rel.figure("restart_minutes", false, 0.0, 1e6);
+    t.reliability = r;
+  }
   check_sources(t);
   return t;
 }
@@ -384,6 +403,11 @@ std::string to_json(const Topology& t) {
                       {"source", f.source}});
     j["fits"] = fits;
   }
+  if (t.reliability)
+    j["reliability"] = {{"node_mtbf_hours", figure_json(t.reliability->node_mtbf_hours)},
+                        {"devices_per_node", figure_json(t.reliability->devices_per_node)},
+                        {"checkpoint_write_GBps", figure_json(t.reliability->checkpoint_write_GBps)},
+                        {"restart_minutes", figure_json(t.reliability->restart_minutes)}};
   return j.dump(2) + "\n";
 }
 

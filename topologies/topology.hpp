@@ -12,6 +12,8 @@
 //   model{collective_launch_us, gemm_efficiency, memory_efficiency, op_overhead_us,
 //         scale_up_efficiency, scale_out_efficiency},
 //   fits[]?  (collective fits from `ibt calibrate`, see CollectiveFit)
+//   reliability{node_mtbf_hours, devices_per_node, checkpoint_write_GBps,
+//               restart_minutes}?  (failures and checkpoints, for goodput; see Reliability)
 //
 // Every figure is {"value": number|null, "unit": "...", "source": "<id in sources>",
 // "note": "..."?}: nothing enters the model without saying where it came from. A null
@@ -90,6 +92,15 @@ struct CollectiveFit {
   std::string source;  // key into sources
 };
 
+// What a failing, checkpointing job sees (topologies/failure_model.hpp): the mean time
+// between failures of one node, the devices a node holds (a node failure takes all of
+// them), the checkpoint write bandwidth each device gets from storage when all devices
+// save at once, and the time from a failure until training resumes from the last
+// checkpoint (relaunch, initialisation, checkpoint read).
+struct Reliability {
+  Figure node_mtbf_hours, devices_per_node, checkpoint_write_GBps, restart_minutes;
+};
+
 struct Topology {
   std::string name;
   std::string description;
@@ -100,6 +111,7 @@ struct Topology {
   Fabric scale_out;
   ModelParams model;
   std::vector<CollectiveFit> fits;
+  std::optional<Reliability> reliability;  // absent: no failure figures for this system
 
   int domain_size() const { return static_cast<int>(scale_up.devices_per_domain.get()); }
   const Source* find_source(const std::string& id) const;

@@ -5,6 +5,7 @@
 #include <stdexcept>
 
 #include "collectives/errors.hpp"
+#include "models/executor/pipeline_walk.hpp"
 
 namespace ibt::models {
 
@@ -88,7 +89,68 @@ bool tp_replicated(const Param& p) {
 // Routed-expert weights: sharded over ep, replicated (and reduced) over expert_dp.
 bool is_expert(const Param& p) { return p.name.find(".experts.") != std::string::npos; }
 
-using MessageKey = std::tuple<Payload, int, int>;  // payload, microbatch, chunk or virtual stage
+// The cpu side of walk_pipeline(): fp32 Transformer chunks, MPI pipeline transfers.
+// Activations between stages are [b*seq, hidden] (this rank's 1/tp of the rows with SP).
+class CpuPipelineBackend {
+ public:
+  using Activation = Tensor;
+  CpuPipelineBackend(std::vector<std::unique_ptr<Transformer>>& chunks, const Batch& local, const LossScale& scale,
+                     Communicator& pp, MpiTpReducer& tp, MpiExpertExchange& ep, int micro_batch_size,
+                     int64_t act_rows, int64_t hidden)
+      : chunks_(chunks), local_(local), scale_(scale), pp_(pp), tp_(tp), ep_(ep), b_(micro_batch_size),
+        act_rows_(act_rows), hidden_(hidden) {
+    loads.resize(chunks.size());
+  }
+
+  double clock() const { return MPI_Wtime(); }
+
+  void forward(int microbatch, int chunk, const Tensor* input, Tensor* output) {
+    const Batch mb = local_.slice(microbatch * b_, b_);
+    Tensor out;
+    const MicrobatchLoss l =
+        chunks_[chunk]->forward(mb, input, out, caches_[{microbatch, chunk}], tp_, &ep_);
+    ce_sum += l.ce_sum;
+    balance_sum += l.balance_sum;
+    auto& acc = loads[chunk];
+    if (acc.empty()) acc = l.moe_load;
+    else
+      for (size_t i = 0; i < acc.size(); ++i)
+        for (size_t e = 0; e < acc[i].size(); ++e) acc[i][e] += l.moe_load[i][e];
+    if (output) *output = std::move(out);
+  }
+
+  void backward(int microbatch, int chunk, const Tensor* d_output, Tensor* d_input) {
+    Tensor d_in;
+    chunks_[chunk]->backward(caches_[{microbatch, chunk}], d_output, scale_, d_in, tp_, &ep_);
+    caches_.erase({microbatch, chunk});
+    if (d_input) *d_input = std::move(d_in);
+  }
+
+  void exchange(const Tensor* send, int send_peer, Tensor* recv, int recv_peer) {
+    const size_t n = static_cast<size_t>(act_rows_ * hidden_);
+    if (recv) recv->reset({act_rows_, hidden_});
+    if (send && recv) pp_.send_recv(send->ptr(), n, send_peer, recv->ptr(), n, recv_peer, DType::float32);
+    else if (send) pp_.send(send->ptr(), n, DType::float32, send_peer);
+    else pp_.recv(recv->ptr(), n, DType::float32, recv_peer);
+  }
+
+  // Gradients are reduced after the walk, in one flat all-reduce per bucket.
+  void gradients_final(int /*chunk*/) {}
+
+  double ce_sum = 0, balance_sum = 0;
+  std::vector<std::vector<std::vector<int64_t>>> loads;  // [chunk][moe layer][expert]
+
+ private:
+  std::vector<std::unique_ptr<Transformer>>& chunks_;
+  const Batch& local_;
+  const LossScale& scale_;
+  Communicator& pp_;
+  MpiTpReducer& tp_;
+  MpiExpertExchange& ep_;
+  int b_;
+  int64_t act_rows_, hidden_;
+  std::map<std::pair<int, int>, StageCache> caches_;  // (microbatch, chunk)
+};
 
 }  // namespace
 
@@ -260,7 +322,6 @@ StepStats CpuExecutor::step(TimeBreakdown* time) {
   TimeBreakdown t;
   const RankCoord& me = groups_->coord;
   const int m = split_.microbatches, b = split_.micro_batch_size;
-  const int vstages = split_.pp * split_.vpp;
   const Batch local = data_.batch(step_, me.dp * m * b, m * b);
   const int global_sequences = split_.dp * m * b;
   LossScale scale;
@@ -270,80 +331,12 @@ StepStats CpuExecutor::step(TimeBreakdown* time) {
   MpiTpReducer tp(*groups_->tp, split_.sequence_parallel, t.tp);
   MpiExpertExchange ep(*groups_->ep, t.ep);
   for (Param* p : params()) p->grad.zero();
-  std::map<std::pair<int, int>, StageCache> caches;  // (microbatch, chunk)
-  std::map<MessageKey, Tensor> inbox;                // keyed by (payload, microbatch, chunk)
-  std::map<MessageKey, Tensor> outbox;               // keyed by (payload, microbatch, source virtual stage)
-  double ce_sum = 0, balance_sum = 0;
-  std::vector<std::vector<std::vector<int64_t>>> loads(chunks_.size());  // [chunk][moe layer][expert]
-  // Activations between stages: [b*seq, hidden], or this rank's 1/tp of the rows with SP.
-  const int64_t act_rows = static_cast<int64_t>(b) * model_.seq_len / (split_.sequence_parallel ? split_.tp : 1);
-  const int64_t act_elems = act_rows * model_.hidden;
-
-  for (const PipeAction& a : schedule_.per_stage[me.pp]) {
-    if (a.kind == ActionKind::exchange) {
-      const double t0 = MPI_Wtime();
-      const float* send = nullptr;
-      Tensor* recv = nullptr;
-      if (a.send) {
-        auto it = outbox.find({a.send->payload, a.send->microbatch, a.send->src_virtual_stage});
-        if (it == outbox.end()) throw std::logic_error("pipeline: nothing to send for a scheduled transfer");
-        send = it->second.ptr();
-      }
-      if (a.recv) {
-        recv = &inbox[{a.recv->payload, a.recv->microbatch, a.recv->dst_chunk}];
-        recv->reset({act_rows, model_.hidden});
-      }
-      if (a.send && a.recv) {
-        groups_->pp->send_recv(send, act_elems, a.send->peer_stage, recv->ptr(), act_elems, a.recv->peer_stage,
-                               DType::float32);
-      } else if (a.send) {
-        groups_->pp->send(send, act_elems, DType::float32, a.send->peer_stage);
-      } else {
-        groups_->pp->recv(recv->ptr(), act_elems, DType::float32, a.recv->peer_stage);
-      }
-      if (a.send) outbox.erase({a.send->payload, a.send->microbatch, a.send->src_virtual_stage});
-      t.pp += MPI_Wtime() - t0;
-      continue;
-    }
-    const double t0 = MPI_Wtime();
-    const double comm0 = t.tp + t.ep;
-    Transformer& chunk = *chunks_[a.chunk];
-    const int vs = schedule_.virtual_stage(me.pp, a.chunk);
-    StageCache& cache = caches[{a.microbatch, a.chunk}];
-    if (a.kind == ActionKind::forward) {
-      const Batch mb = local.slice(a.microbatch * b, b);
-      const Tensor* input = nullptr;
-      if (vs > 0) {
-        auto it = inbox.find({Payload::activation, a.microbatch, a.chunk});
-        if (it == inbox.end()) throw std::logic_error("pipeline: forward before its activation arrived");
-        input = &it->second;
-      }
-      Tensor output;
-      const MicrobatchLoss l = chunk.forward(mb, input, output, cache, tp, &ep);
-      if (input) inbox.erase({Payload::activation, a.microbatch, a.chunk});
-      ce_sum += l.ce_sum;
-      balance_sum += l.balance_sum;
-      auto& acc = loads[a.chunk];
-      if (acc.empty()) acc = l.moe_load;
-      else
-        for (size_t i = 0; i < acc.size(); ++i)
-          for (size_t e = 0; e < acc[i].size(); ++e) acc[i][e] += l.moe_load[i][e];
-      if (vs < vstages - 1) outbox[{Payload::activation, a.microbatch, vs}] = std::move(output);
-    } else {
-      const Tensor* d_output = nullptr;
-      if (vs < vstages - 1) {
-        auto it = inbox.find({Payload::gradient, a.microbatch, a.chunk});
-        if (it == inbox.end()) throw std::logic_error("pipeline: backward before its gradient arrived");
-        d_output = &it->second;
-      }
-      Tensor d_input;
-      chunk.backward(cache, d_output, scale, d_input, tp, &ep);
-      if (d_output) inbox.erase({Payload::gradient, a.microbatch, a.chunk});
-      caches.erase({a.microbatch, a.chunk});
-      if (vs > 0) outbox[{Payload::gradient, a.microbatch, vs}] = std::move(d_input);
-    }
-    t.compute += (MPI_Wtime() - t0) - (t.tp + t.ep - comm0);
-  }
+  CpuPipelineBackend pipe(chunks_, local, scale, *groups_->pp, tp, ep, b,
+                          static_cast<int64_t>(b) * model_.seq_len / (split_.sequence_parallel ? split_.tp : 1),
+                          model_.hidden);
+  walk_pipeline(schedule_, me.pp, pipe, t);
+  const double ce_sum = pipe.ce_sum, balance_sum = pipe.balance_sum;
+  const auto& loads = pipe.loads;
 
   if (split_.sequence_parallel) {
     // Norm weights saw only this rank's rows: their gradients are partial over TP.

@@ -36,6 +36,7 @@
 #include "models/checkpoint/training_state.hpp"
 #include "models/data.hpp"
 #include "models/executor/process_groups.hpp"
+#include "models/executor/time_breakdown.hpp"
 #include "models/layers/transformer.hpp"
 #include "models/model_config.hpp"
 #include "models/optimizer.hpp"
@@ -44,17 +45,6 @@
 #include "models/schedule.hpp"
 
 namespace ibt::models {
-
-// Seconds of one step on this rank, by what the rank was doing.
-struct TimeBreakdown {
-  double total = 0;
-  double compute = 0;   // forward/backward math, optimizer (TP all-reduces excluded)
-  double tp = 0;        // TP all-reduces inside forward/backward
-  double pp = 0;        // pipeline exchanges, including waiting for the peer (bubble)
-  double dp = 0;        // gradient all-reduce over dp
-  double ep = 0;        // expert all-to-alls (dispatch and combine, forward and backward)
-  double other = 0;     // step statistics reductions, bookkeeping
-};
 
 // Why a split cannot run on this executor (empty when it can). Checks validate()
 // first, then the executor's own limits.

@@ -309,11 +309,13 @@ def crossover_figures(runs):
             m[doms.index(int(t["domain_size"][i])), bws.index(float(t["scale_out_gbps"][i]))] = min(g, 10.0)
         fig, ax = plt.subplots(figsize=(6.5, 4.5))
         thr = float(run.attrs.get("threshold", 0.05))
+        # The gain is of MFU or of goodput-adjusted MFU (ibt crossover --rank-by).
+        basis = str(run.attrs.get("rank_by", "MFU"))
         # Colours split at the threshold: green = PP not needed, red = PP needed.
         norm = matplotlib.colors.TwoSlopeNorm(vcenter=100 * thr, vmin=min(100 * np.nanmin(m), 50 * thr),
                                               vmax=max(100 * np.nanmax(m), 200 * thr))
         im = ax.imshow(100 * m, cmap="RdYlGn_r", norm=norm, origin="lower", aspect="auto")
-        fig.colorbar(im, ax=ax, label=f"gain from PP (%, capped at 1000%); threshold {100 * thr:g}%")
+        fig.colorbar(im, ax=ax, label=f"gain from PP in {basis} (%, capped at 1000%); threshold {100 * thr:g}%")
         if np.nanmin(m) < thr < np.nanmax(m):
             ax.contour(m, levels=[thr], colors="k", linewidths=2)
         for a in range(len(doms)):
@@ -327,15 +329,20 @@ def crossover_figures(runs):
         ax.set_yticklabels([str(d) for d in doms])
         ax.set_xlabel("scale-out Gb/s per device")
         ax.set_ylabel("devices per scale-up domain")
-        ax.set_title(f"{run.attrs.get('model', '?')}: PP crossover ({run.label})", fontsize=9)
+        ax.set_title(f"{run.attrs.get('model', '?')}: PP crossover on {basis} ({run.label})", fontsize=9)
         fig.tight_layout()
         rows = [[str(t["domain_size"][i]), _fmt(float(t["scale_out_gbps"][i])), f"{100 * float(t['mfu_no_pp'][i]):.1f}",
                  f"{100 * float(t['mfu_with_pp'][i]):.1f}", _fmt(float(t["gain"][i]), 3),
                  "yes" if int(t["pp_needed"][i]) else "no", t["split_no_pp"][i], t["split_with_pp"][i]]
                 for i in range(t.length)]
+        header = ["domain", "Gb/s", "MFU no PP %", "MFU PP %", "gain", "PP needed", "best PP=1", "best PP>1"]
+        # Goodput-adjusted MFU beside MFU when the run computed it (NaN otherwise).
+        if t.has("goodput_mfu_no_pp") and not np.all(np.isnan(np.asarray(t["goodput_mfu_no_pp"], dtype=float))):
+            header[4:4] = ["goodput-adj. MFU no PP %", "goodput-adj. MFU PP %"]
+            for i, row in enumerate(rows):
+                row[4:4] = [f"{100 * float(t['goodput_mfu_no_pp'][i]):.1f}", f"{100 * float(t['goodput_mfu_with_pp'][i]):.1f}"]
         figures.append(Figure(f"crossover_{run.file}_{run.id}", fig,
-                              f"Gain from pipeline parallelism per fabric (black line: the threshold {thr:g}). "
-                              f"Verdict: {run.attrs.get('verdict', '?')}",
-                              (["domain", "Gb/s", "MFU no PP %", "MFU PP %", "gain", "PP needed", "best PP=1",
-                                "best PP>1"], rows)))
+                              f"Gain from pipeline parallelism in {basis} per fabric (black line: the threshold "
+                              f"{thr:g}). Verdict: {run.attrs.get('verdict', '?')}",
+                              (header, rows)))
     return figures

@@ -11,11 +11,11 @@ source "$here/common.sh"
 
 usage() {
   cat <<EOF
-usage: crossover_experiment.sh --ibt PATH [--rates 1gbit,10mbit] [--model tiny-dense]
-                               [--steps 3] [--microbatches 1,4] [--out DIR] [--preload LIB]
+usage: crossover_experiment.sh --ibt PATH [--rates unshaped,10mbit] [--model crossover-dense]
+                               [--ppn 1] [--steps 3] [--microbatches 4] [--out DIR] [--preload LIB]
 
-For each rate (tc syntax, fastest first): create a 2-host cluster with links shaped to
-it, run on 2 x 2 ranks
+For each rate (tc syntax, or "unshaped" for veth speed; fastest first): create a 2-host
+cluster with links shaped to it, run on 2 x PPN ranks
   ibt collectives --scope all (all_reduce, send_recv)   -> DIR/collectives-RATE.h5
   ibt sweep --model MODEL                               -> DIR/sweep-RATE.h5, .txt
 tear the cluster down, and write DIR/summary.tsv: per rate, the best split without PP,
@@ -23,16 +23,24 @@ the best with PP, their MFU, and which wins. Every sweep uses the same per-rank 
 (the first sweep measures it), so MFU compares across rates. The collectives files are
 the calibration input for projecting the same splits (ibt calibrate, then ibt project).
 Defaults: --out results/crossover-<date>, --preload build/scripts/libibt-ucx-yield.so
-when it exists (4 ranks on a 2-core machine).
+when it exists and PPN > 1.
+
+Why one rank per host by default: on a 2-core machine, 2 hosts x 2 ranks oversubscribe
+the cores, and a pipeline stage waiting in its bubble hands its core to the other rank on
+it, so the bubble costs nothing and the fast-link winner flips from run to run. With one
+rank per core the bubble is real, as it is on a GPU. The default model (crossover-dense,
+4.5 MB of fp32 gradients, 1024 tokens per microbatch) makes the data-parallel gradient
+all-reduce cheap on an unshaped link and dominant at 10 Mbit/s.
 EOF
 }
 
-ibt="" rates=1gbit,10mbit model=tiny-dense steps=3 microbatches=1,4 out="" preload=""
+ibt="" rates=unshaped,10mbit model=crossover-dense ppn=1 steps=3 microbatches=4 out="" preload=""
 while (($#)); do
   case $1 in
     --ibt) ibt=${2-}; shift 2 ;;
     --rates) rates=${2-}; shift 2 ;;
     --model) model=${2-}; shift 2 ;;
+    --ppn) ppn=${2-}; shift 2 ;;
     --steps) steps=${2-}; shift 2 ;;
     --microbatches) microbatches=${2-}; shift 2 ;;
     --out) out=${2-}; shift 2 ;;
@@ -46,7 +54,8 @@ done
 require_netns
 out=${out:-results/crossover-$(date -u +%Y%m%dT%H%M%S)}
 mkdir -p "$out" || die "--out '$out': cannot create the directory"
-if [[ -z $preload && -r $(dirname "$ibt")/scripts/libibt-ucx-yield.so ]]; then
+[[ $ppn =~ ^[1-9][0-9]*$ ]] || die "--ppn '$ppn' is not a positive integer"
+if [[ -z $preload && $ppn -gt 1 && -r $(dirname "$ibt")/scripts/libibt-ucx-yield.so ]]; then
   preload=$(dirname "$ibt")/scripts/libibt-ucx-yield.so
 fi
 preload_args=()
@@ -61,11 +70,13 @@ peak_args=()
 IFS=, read -r -a rate_list <<<"$rates"
 for rate in "${rate_list[@]}"; do
   echo "== $rate"
-  "$here/create.sh" --name "$name" --hosts 2 --rate "$rate" >/dev/null || die "create.sh failed at $rate"
+  rate_args=(--rate "$rate")
+  [[ $rate != unshaped ]] || rate_args=()
+  "$here/create.sh" --name "$name" --hosts 2 "${rate_args[@]}" >/dev/null || die "create.sh failed at $rate"
   run() {  # run FILE ARGS...: ibt on the cluster, 2 ranks per host
     local file=$1
     shift
-    "$here/launch.sh" --name "$name" --ppn 2 --timeout 1200 --result "$file" "${preload_args[@]}" -- "$ibt" "$@" --out "$file"
+    "$here/launch.sh" --name "$name" --ppn "$ppn" --timeout 1200 --result "$file" "${preload_args[@]}" -- "$ibt" "$@" --out "$file"
   }
   run "$out/collectives-$rate.h5" collectives --scope all -t all_reduce,send_recv -b 1K -e 1M -f 4 -n 5 -w 1 \
     >"$out/collectives-$rate.txt" 2>&1 || die "ibt collectives failed at $rate (see $out/collectives-$rate.txt)"

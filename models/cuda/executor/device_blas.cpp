@@ -1,0 +1,48 @@
+#include "models/cuda/executor/device_blas.hpp"
+
+#include "collectives/errors.hpp"
+
+namespace ibt::gpu {
+
+namespace {
+void check_cublas(cublasStatus_t rc, const std::string& what) {
+  if (rc != CUBLAS_STATUS_SUCCESS)
+    throw RuntimeError(what + " failed: " + cublasGetStatusString(rc) + " (" + cublasGetStatusName(rc) + ")");
+}
+}  // namespace
+
+const char* to_string(MathPrecision p) { return p == MathPrecision::bf16 ? "bf16" : "fp32"; }
+
+MathPrecision parse_math_precision(const std::string& s) {
+  if (s == "bf16") return MathPrecision::bf16;
+  if (s == "fp32") return MathPrecision::fp32;
+  if (s == "fp8")
+    throw UsageError("--precision fp8: not offered by the cuda executor (fp8 GEMMs are measured by `ibt gemm` only)");
+  throw UsageError("--precision '" + s + "': expected bf16 or fp32");
+}
+
+DeviceBlas::DeviceBlas(MathPrecision precision, cudaStream_t stream) : precision_(precision) {
+  check_cublas(cublasCreate(&handle_), "cublasCreate");
+  check_cublas(cublasSetStream(handle_, stream), "cublasSetStream");
+  // fp32 operands stay fp32 (no TF32): that precision exists to check the GPU path tightly.
+  check_cublas(cublasSetMathMode(handle_, CUBLAS_DEFAULT_MATH), "cublasSetMathMode");
+}
+
+DeviceBlas::~DeviceBlas() {
+  if (handle_) cublasDestroy(handle_);
+}
+
+void DeviceBlas::gemm(bool trans_a, bool trans_b, std::int64_t m, std::int64_t n, std::int64_t k, float alpha,
+                      const void* a, std::int64_t lda, const void* b, std::int64_t ldb, float beta, float* c,
+                      std::int64_t ldc) {
+  if (m == 0 || n == 0) return;
+  const cudaDataType_t type = bf16() ? CUDA_R_16BF : CUDA_R_32F;
+  // Row-major C = op(A) op(B) is column-major C^T = op(B)^T op(A)^T.
+  check_cublas(cublasGemmEx(handle_, trans_b ? CUBLAS_OP_T : CUBLAS_OP_N, trans_a ? CUBLAS_OP_T : CUBLAS_OP_N,
+                            static_cast<int>(n), static_cast<int>(m), static_cast<int>(k), &alpha, b, type,
+                            static_cast<int>(ldb), a, type, static_cast<int>(lda), &beta, c, CUDA_R_32F,
+                            static_cast<int>(ldc), CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT),
+               "cublasGemmEx " + std::to_string(m) + "x" + std::to_string(n) + "x" + std::to_string(k));
+}
+
+}  // namespace ibt::gpu

@@ -1,0 +1,56 @@
+#pragma once
+// The cuda executor's GEMMs: cuBLAS cublasGemmEx with bf16 (or fp32) operands, fp32
+// output and fp32 accumulation (CUBLAS_COMPUTE_32F), in the engine's row-major
+// convention (models/blas.hpp): C[M,N] = alpha * op(A) op(B) + beta * C with A, B, C
+// row-major and op(X) = X or X^T. cuBLAS is column-major, so each call computes
+// C^T = op(B)^T op(A)^T: the operands swap and the transpose flags stay.
+#include <cublas_v2.h>
+#include <cuda_runtime_api.h>
+
+#include <cstdint>
+#include <string>
+
+namespace ibt::gpu {
+
+// What the GEMM operands are: bf16 (`ibt train --precision bf16`, the default on the
+// GPU) or fp32 (for checking the GPU path against the CPU engine tightly).
+enum class MathPrecision { bf16, fp32 };
+const char* to_string(MathPrecision p);
+MathPrecision parse_math_precision(const std::string& s);  // throws UsageError naming the value
+inline std::size_t operand_bytes(MathPrecision p) { return p == MathPrecision::bf16 ? 2 : 4; }
+
+class DeviceBlas {
+ public:
+  DeviceBlas(MathPrecision precision, cudaStream_t stream);
+  ~DeviceBlas();
+  DeviceBlas(const DeviceBlas&) = delete;
+  DeviceBlas& operator=(const DeviceBlas&) = delete;
+
+  MathPrecision precision() const { return precision_; }
+  bool bf16() const { return precision_ == MathPrecision::bf16; }
+
+  // a, b: operands in this precision (to_operand()); c: fp32.
+  void gemm(bool trans_a, bool trans_b, std::int64_t m, std::int64_t n, std::int64_t k, float alpha, const void* a,
+            std::int64_t lda, const void* b, std::int64_t ldb, float beta, float* c, std::int64_t ldc);
+
+  // The layers' three products for y = x W^T with x [rows, in] and W [out, in]:
+  void linear_forward(const void* x, const void* w, float* y, std::int64_t rows, std::int64_t in, std::int64_t out) {
+    gemm(false, true, rows, out, in, 1.0f, x, in, w, in, 0.0f, y, out);
+  }
+  // dW += dy^T x
+  void linear_backward_weight(const void* dy, const void* x, float* dw, std::int64_t rows, std::int64_t in,
+                              std::int64_t out) {
+    gemm(true, false, out, in, rows, 1.0f, dy, out, x, in, 1.0f, dw, in);
+  }
+  // dx (+)= dy W
+  void linear_backward_input(const void* dy, const void* w, float* dx, std::int64_t rows, std::int64_t in,
+                             std::int64_t out, bool accumulate) {
+    gemm(false, false, rows, in, out, 1.0f, dy, out, w, in, accumulate ? 1.0f : 0.0f, dx, in);
+  }
+
+ private:
+  MathPrecision precision_;
+  cublasHandle_t handle_ = nullptr;
+};
+
+}  // namespace ibt::gpu

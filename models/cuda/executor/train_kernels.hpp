@@ -1,0 +1,80 @@
+#pragma once
+// The small CUDA kernels of the cuda executor's transformer, each the device twin of a
+// CPU engine function (models/layers/*, models/loss.cpp, models/optimizer.cpp) with the
+// same formula: everything outside the GEMMs is computed in fp32 (reductions of a row in
+// fp32 or double as the CPU does). Activations are row-major [tokens, features], weights
+// [out, in] as in models/tensor.hpp. All launches are asynchronous on `stream`.
+#include <cuda_runtime_api.h>
+
+#include <cstdint>
+
+namespace ibt::gpu {
+
+// GEMM operands: fp32 values rounded to bf16 (bf16 == true) or copied as fp32.
+void to_operand(const float* src, void* dst, std::int64_t n, bool bf16, cudaStream_t stream);
+
+// out[t] = table[tokens[t] - vocab_begin] when this shard owns the token, else 0.
+void embedding_forward(const std::int32_t* tokens, std::int64_t count, const float* table, std::int64_t table_rows,
+                       std::int64_t vocab_begin, std::int64_t hidden, float* out, cudaStream_t stream);
+// table_grad[tokens[t] - vocab_begin] += d_out[t] for owned tokens (atomic: tokens repeat).
+void embedding_backward(const std::int32_t* tokens, std::int64_t count, const float* d_out, std::int64_t table_rows,
+                        std::int64_t vocab_begin, std::int64_t hidden, float* table_grad, cudaStream_t stream);
+
+// RMSNorm (layernorm == false) or LayerNorm over rows of width n; bias may be null for
+// RMSNorm. mean/rstd: [rows] saved for the backward (mean is 0 for RMSNorm).
+void norm_forward(const float* x, const float* gain, const float* bias, std::int64_t rows, std::int64_t n,
+                  bool layernorm, float eps, float* y, float* mean, float* rstd, cudaStream_t stream);
+// dx overwritten; gain_grad (and bias_grad for LayerNorm) accumulated.
+void norm_backward(const float* x, const float* gain, const float* mean, const float* rstd, const float* dy,
+                   std::int64_t rows, std::int64_t n, bool layernorm, float* dx, float* gain_grad, float* bias_grad,
+                   cudaStream_t stream);
+
+// SwiGLU: act = silu(gate) * up; backward gives d_gate and d_up from d_act.
+void swiglu_forward(const float* gate, const float* up, float* act, std::int64_t n, cudaStream_t stream);
+void swiglu_backward(const float* gate, const float* up, const float* d_act, float* d_gate, float* d_up,
+                     std::int64_t n, cudaStream_t stream);
+// GELU (tanh form): act = gelu(pre); d_pre = d_act * gelu'(pre).
+void gelu_forward(const float* pre, float* act, std::int64_t n, cudaStream_t stream);
+void gelu_backward(const float* pre, const float* d_act, float* d_pre, std::int64_t n, cudaStream_t stream);
+
+// Causal GQA attention core for `batch` sequences of `seq` tokens: q [T, heads*d],
+// k, v [T, kv_heads*d], probs [batch, heads, seq, seq] (zero above the diagonal),
+// context [T, heads*d].
+struct AttentionShape {
+  int batch = 0, seq = 0, heads = 0, kv_heads = 0, head_dim = 0;
+};
+void attention_forward(const AttentionShape& s, const float* q, const float* k, const float* v, float* probs,
+                       float* context, cudaStream_t stream);
+// d_probs: scratch [batch, heads, seq, seq]. dq, dk, dv overwritten.
+void attention_backward(const AttentionShape& s, const float* q, const float* k, const float* v, const float* probs,
+                        const float* d_context, float* d_probs, float* dq, float* dk, float* dv, cudaStream_t stream);
+
+// Vocab-parallel cross-entropy, the stages of models/loss.hpp with the TP reductions
+// between them done by the caller: row_max over this shard's columns; then sum_exp
+// (given the global row_max) and the target logit (0 where not owned); then per-row
+// loss log(sum_exp) + row_max - target; then d_logits = scale * (softmax - onehot).
+void logits_row_max(const float* logits, std::int64_t rows, std::int64_t v, float* row_max, cudaStream_t stream);
+void logits_sum_exp_and_target(const float* logits, const std::int32_t* targets, std::int64_t rows, std::int64_t v,
+                               std::int64_t vocab_begin, const float* row_max, float* sum_exp, float* target_logit,
+                               cudaStream_t stream);
+void cross_entropy_rows(const float* row_max, const float* sum_exp, const float* target_logit, std::int64_t rows,
+                        double* loss, cudaStream_t stream);
+void logits_grad(const float* logits, const std::int32_t* targets, std::int64_t rows, std::int64_t v,
+                 std::int64_t vocab_begin, const float* row_max, const float* sum_exp, float scale, float* d_logits,
+                 cudaStream_t stream);
+
+// dst += src (n elements).
+void add_into(float* dst, const float* src, std::int64_t n, cudaStream_t stream);
+
+// AdamW on fp32 master weights (models/optimizer.cpp's formula, step t from 1), then
+// the GEMM operand copy of the updated weights (bf16 or fp32; null to skip).
+struct AdamWParams {
+  double lr = 0, beta1 = 0, beta2 = 0, eps = 0, weight_decay = 0;
+};
+void adamw_step(float* master, const float* grad, float* m, float* v, std::int64_t n, std::int64_t t,
+                const AdamWParams& c, bool decay, void* operand, bool bf16, cudaStream_t stream);
+
+// *out += sum of squares of x in double (out is device memory).
+void sum_squares(const float* x, std::int64_t n, double* out, cudaStream_t stream);
+
+}  // namespace ibt::gpu

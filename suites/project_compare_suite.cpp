@@ -1,0 +1,73 @@
+// ibt project-compare: projected against measured step time of `ibt train` runs, on a
+// (calibrated) topology, component by component (topologies/agreement.hpp), naming the
+// component that differs most. Exit 1 when a run differs by more than --bound.
+#include <boost/program_options.hpp>
+#include <cmath>
+#include <cstdio>
+#include <iostream>
+
+#include "collectives/errors.hpp"
+#include "suites/suites.hpp"
+#include "topologies/agreement.hpp"
+#include "topologies/topology.hpp"
+#include "topologies/train_runs.hpp"
+
+namespace ibt::suites {
+
+int project_compare_main(int argc, char** argv) {
+  namespace po = boost::program_options;
+  std::vector<std::string> runs;
+  std::string topology = "local-cpu";
+  double bound_pct = 20;
+  po::options_description opts(
+      "ibt project-compare FILE.h5[:RUN_ID] ... --topology T [--bound PCT]: for each measured `ibt train`\n"
+      "run (every complete one in FILE.h5, or the one named), project the same model, split, microbatches\n"
+      "and schedule on topology T the way the CPU engine runs them (fp32, AdamW, gradients reduced after\n"
+      "the last backward, unfused attention) and print measured against projected step time and per\n"
+      "component: compute, exposed tp, pp+bubble, dp and ep communication, and 'other' (the engine's step\n"
+      "statistics, priced as memory passes and small all-reduces, plus a stage's wait for the last one).\n"
+      "Measured figures are those of the fastest step after the first (the least disturbed). The component whose\n"
+      "projection differs most (in seconds) is named. Exit 1 when |projected/measured - 1| exceeds the\n"
+      "bound for any run. Use a topology `ibt calibrate` wrote from collectives and train runs of the same\n"
+      "machine, and compare runs the calibration did not fit.\n"
+      "Options");
+  opts.add_options()
+      ("help,h", "show this help")
+      ("runs", po::value(&runs)->multitoken(), "FILE.h5 or FILE.h5:RUN_ID (positional, repeatable)")
+      ("topology", po::value(&topology)->default_value(topology), "catalog name or topology JSON file")
+      ("bound", po::value(&bound_pct)->default_value(bound_pct), "allowed |relative difference| of the step time, percent");
+  po::positional_options_description pos;
+  pos.add("runs", -1);
+  po::variables_map vm;
+  try {
+    po::store(po::command_line_parser(argc, argv).options(opts).positional(pos).run(), vm);
+    po::notify(vm);
+  } catch (const po::error& e) {
+    throw UsageError(e.what());
+  }
+  if (vm.count("help")) {
+    std::cout << opts << "\n";
+    return kExitOk;
+  }
+  if (runs.empty()) throw UsageError("give at least one FILE.h5 or FILE.h5:RUN_ID of `ibt train` runs");
+  if (!(bound_pct > 0)) throw UsageError("--bound must be a positive percentage");
+  const topo::Topology t = topo::load_topology(topology);
+  std::vector<topo::MeasuredTrainRun> measured;
+  for (const auto& spec : runs) {
+    auto r = topo::read_train_runs_spec(spec);
+    measured.insert(measured.end(), r.begin(), r.end());
+  }
+  int failed = 0;
+  double worst = 0;
+  for (const auto& m : measured) {
+    const topo::Agreement a = topo::compare_run(m, t);
+    topo::print_agreement(stdout, a, bound_pct / 100);
+    worst = std::max(worst, std::abs(a.rel_diff));
+    failed += std::abs(a.rel_diff) * 100 > bound_pct;
+  }
+  std::printf("%zu run(s), %d beyond the bound of %.0f%%; largest |difference| %.1f%%\n", measured.size(), failed,
+              bound_pct, 100 * worst);
+  return failed ? kExitFailure : kExitOk;
+}
+
+}  // namespace ibt::suites

@@ -1,0 +1,83 @@
+// The cuda executor on one rank against the serial fp32 reference, step by step (what
+// `ibt train --executor cuda --check` does), and its failure without a GPU: one
+// UsageError naming the CUDA error.
+#include <gtest/gtest.h>
+
+#include <cmath>
+
+#include "collectives/errors.hpp"
+#include "gpu_test_support.hpp"
+#include "models/cuda/executor/cuda_executor.hpp"
+#include "models/model_file.hpp"
+#include "models/reference_trainer.hpp"
+
+namespace ibt {
+namespace {
+
+models::ParallelSplit single_rank(int microbatches) {
+  models::ParallelSplit s;
+  s.microbatches = microbatches;
+  s.micro_batch_size = 2;
+  return s;
+}
+
+void train_and_compare(const std::string& precision, double loss_rtol, double grad_rtol, double param_rtol) {
+  const models::ModelConfig m = models::load_model("tiny-dense");
+  const models::ParallelSplit split = single_rank(2);
+  models::TrainConfig train;
+  train.microbatches = split.microbatches;
+  train.micro_batch_size = split.micro_batch_size;
+  const models::SyntheticData data(m.vocab, m.seq_len, train.seed);
+  gpu::CudaExecutorOptions o;
+  o.precision = precision;
+  gpu::CudaExecutor exec(m, split, train, data, MPI_COMM_WORLD, o);
+  models::ReferenceTrainer ref(m, train, data);
+  for (int s = 0; s < 3; ++s) {
+    const models::StepStats got = exec.step();
+    const models::StepStats want = ref.step();
+    EXPECT_NEAR(got.loss, want.loss, loss_rtol * want.loss) << "step " << s;
+    EXPECT_NEAR(got.grad_norm, want.grad_norm, grad_rtol * want.grad_norm) << "step " << s;
+    EXPECT_NEAR(got.param_norm, want.param_norm, param_rtol * want.param_norm) << "step " << s;
+  }
+}
+
+// The --check tolerances of suites/train_runner.cpp.
+TEST(CudaExecutor, Fp32StepsMatchTheSerialReference) {
+  IBT_REQUIRE_GPU();
+  train_and_compare("fp32", 1e-4, 1e-3, 1e-4);
+}
+
+TEST(CudaExecutor, Bf16StepsAreWithinTheCheckTolerance) {
+  IBT_REQUIRE_GPU();
+  train_and_compare("bf16", 2e-2, 1e-1, 1e-2);
+}
+
+TEST(CudaExecutor, RefusesWhatItDoesNotImplement) {
+  const models::ModelConfig moe = models::load_model("tiny-moe");
+  EXPECT_NE(gpu::cuda_executor_check(single_rank(1), moe, 1).find("MoE"), std::string::npos);
+  const models::ModelConfig dense = models::load_model("tiny-dense");
+  models::ParallelSplit zero1 = single_rank(1);
+  zero1.dp = 2;
+  zero1.zero1 = true;
+  EXPECT_NE(gpu::cuda_executor_check(zero1, dense, 2).find("ZeRO-1"), std::string::npos);
+  EXPECT_EQ(gpu::cuda_executor_check(single_rank(1), dense, 1), "");
+}
+
+TEST(NoGpu, CudaExecutorFailsWithTheCudaError) {
+  int count = 0;
+  const cudaError_t rc = cudaGetDeviceCount(&count);
+  if (rc == cudaSuccess && count > 0) GTEST_SKIP() << "a CUDA device is present; this test covers machines without one";
+  const std::string cuda_text = rc == cudaSuccess ? "cudaGetDeviceCount found none" : cudaGetErrorString(rc);
+  const models::ModelConfig m = models::load_model("tiny-dense");
+  models::TrainConfig train;
+  const models::SyntheticData data(m.vocab, m.seq_len, train.seed);
+  try {
+    gpu::CudaExecutor exec(m, single_rank(1), train, data, MPI_COMM_WORLD, gpu::CudaExecutorOptions{});
+    FAIL() << "the cuda executor started without a GPU";
+  } catch (const UsageError& e) {
+    EXPECT_EQ(std::string(e.what()), "--executor cuda: no CUDA device: " + cuda_text);
+  }
+}
+
+}  // namespace
+}  // namespace ibt

@@ -1,0 +1,148 @@
+// The cuda executor's kernels against the CPU engine's functions on the same inputs
+// (fp32 both sides: only summation order differs). Skip without a GPU, saying why.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstring>
+#include <vector>
+
+#include "gpu_test_support.hpp"
+#include "models/cuda/executor/device_memory.hpp"
+#include "models/cuda/executor/train_kernels.hpp"
+#include "models/init.hpp"
+#include "models/layers/mlp.hpp"
+#include "models/layers/norm.hpp"
+#include "models/loss.hpp"
+#include "models/optimizer.hpp"
+
+namespace ibt {
+namespace {
+
+using gpu::DeviceBuffer;
+
+std::vector<float> random_values(std::size_t n, const char* name, double std = 1.0) {
+  return models::init_normal(7, name, {static_cast<std::int64_t>(n)}, std).data;
+}
+
+void expect_close(const std::vector<float>& got, const std::vector<float>& want, double rtol, const char* what) {
+  ASSERT_EQ(got.size(), want.size()) << what;
+  double num = 0, den = 0;
+  for (std::size_t i = 0; i < got.size(); ++i) {
+    num += (double(got[i]) - want[i]) * (double(got[i]) - want[i]);
+    den += double(want[i]) * want[i];
+  }
+  EXPECT_LE(std::sqrt(num), rtol * std::sqrt(den) + 1e-12) << what << ": relative L2 error " << std::sqrt(num / den);
+}
+
+class TrainKernels : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    IBT_REQUIRE_GPU();
+    gpu::check_cuda(cudaStreamCreate(&stream_), "cudaStreamCreate");
+  }
+  void TearDown() override {
+    if (stream_) cudaStreamDestroy(stream_);
+  }
+  template <typename T>
+  DeviceBuffer<T> up(const std::vector<T>& host) {
+    DeviceBuffer<T> d;
+    d.upload(host.data(), host.size(), stream_);
+    return d;
+  }
+  cudaStream_t stream_ = nullptr;
+};
+
+TEST_F(TrainKernels, RmsNormAndLayerNormMatchTheCpu) {
+  const std::int64_t rows = 6, n = 40;
+  for (models::Norm kind : {models::Norm::rmsnorm, models::Norm::layernorm}) {
+    models::NormLayer cpu(kind, n, "norm");
+    cpu.gain.value.data = random_values(n, "gain");
+    if (kind == models::Norm::layernorm) cpu.bias.value.data = random_values(n, "bias");
+    models::Tensor x({rows, n}), dy({rows, n}), y, dx;
+    x.data = random_values(rows * n, "x");
+    dy.data = random_values(rows * n, "dy");
+    models::NormCache cache;
+    cpu.forward(x, y, cache);
+    cpu.backward(cache, dy, dx);
+    const bool ln = kind == models::Norm::layernorm;
+    auto dx_dev = up(x.data), dy_dev = up(dy.data), g = up(cpu.gain.value.data);
+    DeviceBuffer<float> b = ln ? up(cpu.bias.value.data) : DeviceBuffer<float>(1, stream_);
+    DeviceBuffer<float> yd(rows * n, stream_), mean(rows, stream_), rstd(rows, stream_), dxd(rows * n, stream_),
+        gg(n, stream_), bg(n, stream_);
+    gg.zero(stream_);
+    bg.zero(stream_);
+    gpu::norm_forward(dx_dev.get(), g.get(), ln ? b.get() : nullptr, rows, n, ln, models::NormLayer::kEps, yd.get(),
+                      mean.get(), rstd.get(), stream_);
+    gpu::norm_backward(dx_dev.get(), g.get(), mean.get(), rstd.get(), dy_dev.get(), rows, n, ln, dxd.get(), gg.get(),
+                       ln ? bg.get() : nullptr, stream_);
+    expect_close(yd.download(stream_), y.data, 1e-6, "norm output");
+    expect_close(dxd.download(stream_), dx.data, 1e-5, "norm input gradient");
+    expect_close(gg.download(stream_), cpu.gain.grad.data, 1e-5, "norm gain gradient");
+    if (ln) expect_close(bg.download(stream_), cpu.bias.grad.data, 1e-5, "norm bias gradient");
+  }
+}
+
+TEST_F(TrainKernels, SwigluMatchesTheCpuFormula) {
+  const std::size_t n = 1000;
+  const auto gate = random_values(n, "gate"), upv = random_values(n, "up"), d_act = random_values(n, "d_act");
+  std::vector<float> act(n), d_gate(n), d_up(n);
+  for (std::size_t i = 0; i < n; ++i) {
+    act[i] = models::silu(gate[i]) * upv[i];
+    d_gate[i] = d_act[i] * upv[i] * models::silu_grad(gate[i]);
+    d_up[i] = d_act[i] * models::silu(gate[i]);
+  }
+  auto g = up(gate), u = up(upv), da = up(d_act);
+  DeviceBuffer<float> a(n, stream_), dg(n, stream_), du(n, stream_);
+  gpu::swiglu_forward(g.get(), u.get(), a.get(), n, stream_);
+  gpu::swiglu_backward(g.get(), u.get(), da.get(), dg.get(), du.get(), n, stream_);
+  expect_close(a.download(stream_), act, 1e-6, "swiglu");
+  expect_close(dg.download(stream_), d_gate, 1e-5, "swiglu d_gate");
+  expect_close(du.download(stream_), d_up, 1e-5, "swiglu d_up");
+}
+
+TEST_F(TrainKernels, CrossEntropyMatchesTheCpu) {
+  const std::int64_t rows = 5, v = 300;
+  models::Tensor logits({rows, v});
+  logits.data = random_values(rows * v, "logits", 3.0);
+  std::vector<std::int32_t> targets = {0, 17, 299, 150, 3};
+  models::Tensor d_logits;
+  const double loss = models::cross_entropy(logits, targets, 0.25f, d_logits);
+  auto z = up(logits.data);
+  auto t = up(targets);
+  DeviceBuffer<float> mx(rows, stream_), se(rows, stream_), tl(rows, stream_), dz(rows * v, stream_);
+  DeviceBuffer<double> per_row(rows, stream_);
+  gpu::logits_row_max(z.get(), rows, v, mx.get(), stream_);
+  gpu::logits_sum_exp_and_target(z.get(), t.get(), rows, v, 0, mx.get(), se.get(), tl.get(), stream_);
+  gpu::cross_entropy_rows(mx.get(), se.get(), tl.get(), rows, per_row.get(), stream_);
+  gpu::logits_grad(z.get(), t.get(), rows, v, 0, mx.get(), se.get(), 0.25f, dz.get(), stream_);
+  double got = 0;
+  for (double r : per_row.download(stream_)) got += r;
+  EXPECT_NEAR(got, loss, 1e-5 * std::abs(loss));
+  expect_close(dz.download(stream_), d_logits.data, 1e-5, "logits gradient");
+}
+
+TEST_F(TrainKernels, AdamWMatchesTheCpuAndRefreshesTheBf16Copy) {
+  const std::size_t n = 513;
+  auto w = random_values(n, "w", 0.1), g = random_values(n, "g", 0.01);
+  std::vector<float> m(n, 0.0f), v(n, 0.0f);
+  models::AdamWConfig c;
+  auto wd = up(w), gd = up(g), md = up(m), vd = up(v);
+  DeviceBuffer<std::uint16_t> bf16(n, stream_);
+  for (int t = 1; t <= 3; ++t) {
+    models::adamw_update(w.data(), g.data(), m.data(), v.data(), static_cast<std::int64_t>(n), t, c, true);
+    gpu::adamw_step(wd.get(), gd.get(), md.get(), vd.get(), static_cast<std::int64_t>(n), t,
+                    {c.lr, c.beta1, c.beta2, c.eps, c.weight_decay}, true, bf16.get(), true, stream_);
+  }
+  expect_close(wd.download(stream_), w, 1e-6, "AdamW weights");
+  // bf16 copy = the fp32 master rounded: within 2^-8 relative of it.
+  const auto copy = bf16.download(stream_);
+  for (std::size_t i = 0; i < n; i += 37) {
+    std::uint32_t bits = static_cast<std::uint32_t>(copy[i]) << 16;
+    float as_float;
+    std::memcpy(&as_float, &bits, sizeof as_float);
+    EXPECT_NEAR(as_float, w[i], std::abs(w[i]) / 256.0f) << i;
+  }
+}
+
+}  // namespace
+}  // namespace ibt
