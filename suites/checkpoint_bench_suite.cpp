@@ -32,6 +32,7 @@ struct BenchArgs {
   std::string state_bytes, dir = "ibt-checkpoint-bench", out;
   int repeats = 3;
   bool keep = false;
+  bool cached_reads = false;
 };
 
 const char* kHelpIntro =
@@ -41,8 +42,11 @@ const char* kHelpIntro =
     "checksum, then rank 0's manifest), then reads its shard back and checks every value.\n"
     "Per repeat: write time per rank = create + write + close + fsync of its shard; read time = open\n"
     "and read of its shard. Per-rank bandwidth = bytes / own time; aggregate = all bytes / the\n"
-    "slowest rank's time. Reads follow the writes at once, so they are usually served from the page\n"
-    "cache: read figures are optimistic, an upper bound for a restart on a cold node.\n"
+    "slowest rank's time. Before reading, each rank asks the kernel to drop its (fsynced) shard from\n"
+    "the page cache (posix_fadvise DONTNEED) and reports how much stayed resident (mincore); with\n"
+    "--cached-reads it does not, and reads come from the page cache. Either way reads may still be\n"
+    "served from a cache (the page cache, or a virtual disk's host): read figures are optimistic,\n"
+    "an upper bound for a restart on a cold node.\n"
     "D must not hold checkpoints already; the step directories written are removed afterwards\n"
     "unless --keep.\n";
 
@@ -53,7 +57,8 @@ po::options_description describe_options(BenchArgs& a) {
       ("dir", po::value(&a.dir)->default_value(a.dir), "directory for the checkpoints (shared by all ranks)")
       ("repeats", po::value(&a.repeats)->default_value(a.repeats), "write+read rounds")
       ("out", po::value(&a.out), "append this run (kind checkpoint_bench) to an HDF5 results file")
-      ("keep", po::bool_switch(&a.keep), "keep the written checkpoints");
+      ("keep", po::bool_switch(&a.keep), "keep the written checkpoints")
+      ("cached-reads", po::bool_switch(&a.cached_reads), "do not drop the shards from the page cache before reading");
   return o;
 }
 
@@ -80,7 +85,7 @@ std::vector<store::Column> sample_columns() {
   return {{"repeat", ColumnType::i64, ""},        {"rank", ColumnType::i64, ""},
           {"bytes", ColumnType::f64, "B"},         {"write_s", ColumnType::f64, "s"},
           {"write_gbps", ColumnType::f64, "GB/s"}, {"read_s", ColumnType::f64, "s"},
-          {"read_gbps", ColumnType::f64, "GB/s"}};
+          {"read_gbps", ColumnType::f64, "GB/s"},  {"resident_before_read", ColumnType::f64, ""}};
 }
 std::vector<store::Column> summary_columns() {
   using store::ColumnType;
@@ -109,17 +114,22 @@ int run(int argc, char** argv, MpiSession& mpi) {
     throw UsageError("--state-bytes " + args.state_bytes + " must be a positive multiple of 4 (fp32 values)");
   if (args.repeats < 1) throw UsageError("--repeats must be at least 1, got " + std::to_string(args.repeats));
   check_output_on_all_ranks(args.out, MPI_COMM_WORLD);
-  checkpoint::refuse_existing_checkpoints(args.dir, MPI_COMM_WORLD);
+  checkpoint::refuse_existing_checkpoints(args.dir, "--dir", "choose another directory (the benchmark removes what it writes)",
+                                         MPI_COMM_WORLD);
   const int rank = mpi.rank(), size = mpi.size();
 
   std::unique_ptr<RunRecorder> recorder;
   if (rank == 0) recorder = std::make_unique<RunRecorder>(args.out, "checkpoint_bench");
   record_provenance(recorder.get(), argc, argv, MPI_COMM_WORLD);
-  const char* read_note = "reads follow the writes and may be served from the page cache (optimistic)";
+  const char* read_note = args.cached_reads
+                              ? "--cached-reads: reads follow the writes and come from the page cache (optimistic)"
+                              : "shards are dropped from the page cache before reading (resident fraction "
+                                "shown), but reads may still be served from a cache (optimistic)";
   if (recorder && recorder->active()) {
     recorder->set_attr("config", nlohmann::json({{"state_bytes_per_rank", bytes},
                                                  {"dir", args.dir},
                                                  {"repeats", args.repeats},
+                                                 {"cached_reads", args.cached_reads},
                                                  {"format", "serial HDF5, one shard per rank, manifest last"}})
                                      .dump());
     recorder->set_attr("read_note", std::string(read_note));
@@ -141,22 +151,36 @@ int run(int argc, char** argv, MpiSession& mpi) {
     std::printf("# ibt checkpoint-bench: %d ranks x %s per rank into %s, %d repeats\n", size,
                 format_size(bytes).c_str(), args.dir.c_str(), args.repeats);
     std::printf("# %s\n", read_note);
-    std::printf("# %6s %14s %14s %14s %14s   (GB/s = 1e9 B/s; per rank: median over ranks)\n", "repeat",
-                "write_agg", "write_rank", "read_agg", "read_rank");
+    std::printf("# %6s %14s %14s %14s %14s %9s  (GB/s = 1e9 B/s; per rank: median over ranks;"
+                " resident: max over ranks of the shard's pages in the page cache before reading)\n",
+                "repeat", "write_agg", "write_rank", "read_agg", "read_rank", "resident");
   }
   std::vector<double> write_rank_bw, read_rank_bw, write_agg, read_agg;
   std::vector<std::string> written;
   int wrong = 0;
+  double max_resident = 0;
   for (int rep = 0; rep < args.repeats; ++rep) {
     state.steps_done = rep;
     const checkpoint::SaveReport w = checkpoint::save_checkpoint(args.dir, state, identity, MPI_COMM_WORLD);
     written.push_back(w.step_dir);
+    const std::string shard = (fs::path(w.step_dir) / checkpoint::shard_file_name(rank)).string();
+    double resident = 1.0;
+    std::string error;
+    try {
+      if (!args.cached_reads) resident = checkpoint::evict_from_page_cache(shard);
+    } catch (const std::exception& e) {
+      error = e.what();
+    }
+    error = checkpoint::agree_on_error(error, MPI_COMM_WORLD);
+    if (!error.empty()) throw RuntimeError(error);
+    std::vector<double> resident_all(size);
+    MPI_Allgather(&resident, 1, MPI_DOUBLE, resident_all.data(), 1, MPI_DOUBLE, MPI_COMM_WORLD);
+    max_resident = std::max(max_resident, *std::max_element(resident_all.begin(), resident_all.end()));
     MPI_Barrier(MPI_COMM_WORLD);
     const double t0 = MPI_Wtime();
-    std::string error;
     models::TrainingState back;
     try {
-      back = checkpoint::read_shard((fs::path(w.step_dir) / checkpoint::shard_file_name(rank)).string());
+      back = checkpoint::read_shard(shard);
     } catch (const std::exception& e) {
       error = e.what();
     }
@@ -178,15 +202,17 @@ int run(int argc, char** argv, MpiSession& mpi) {
     write_agg.push_back(w.aggregate_bandwidth());
     read_agg.push_back(ragg);
     if (rank == 0) {
-      std::printf("  %6d %14.3f %14.3f %14.3f %14.3f%s\n", rep, w.aggregate_bandwidth() * 1e-9, median(wbw) * 1e-9,
-                  ragg * 1e-9, median(rbw) * 1e-9, bad ? "  WRONG DATA READ BACK" : "");
+      std::printf("  %6d %14.3f %14.3f %14.3f %14.3f %8.1f%%%s\n", rep, w.aggregate_bandwidth() * 1e-9,
+                  median(wbw) * 1e-9, ragg * 1e-9, median(rbw) * 1e-9,
+                  100 * *std::max_element(resident_all.begin(), resident_all.end()),
+                  bad ? "  WRONG DATA READ BACK" : "");
       std::fflush(stdout);
       if (recorder->active())
         for (int r = 0; r < size; ++r)
           recorder->append("samples", sample_columns(),
                            {static_cast<std::int64_t>(rep), static_cast<std::int64_t>(r),
                             static_cast<double>(w.bytes[r]), w.write_seconds[r], wbw[r] * 1e-9, read_all[r],
-                            rbw[r] * 1e-9});
+                            rbw[r] * 1e-9, resident_all[r]});
     }
   }
 
@@ -206,8 +232,10 @@ int run(int argc, char** argv, MpiSession& mpi) {
   std::printf("# %-6s per rank GB/s median %.3f (min %.3f, max %.3f); aggregate GB/s median %.3f (min %.3f, max %.3f)\n",
               "write", wr.median * 1e-9, wr.min * 1e-9, wr.max * 1e-9, wa.median * 1e-9, wa.min * 1e-9, wa.max * 1e-9);
   std::printf("# %-6s per rank GB/s median %.3f (min %.3f, max %.3f); aggregate GB/s median %.3f (min %.3f, max %.3f)"
-              " (page cache: optimistic)\n",
-              "read", rr.median * 1e-9, rr.min * 1e-9, rr.max * 1e-9, ra.median * 1e-9, ra.min * 1e-9, ra.max * 1e-9);
+              " (optimistic: up to %.0f%% of a shard's pages were in the page cache when read, and a cache below it"
+              " may serve the rest)\n",
+              "read", rr.median * 1e-9, rr.min * 1e-9, rr.max * 1e-9, ra.median * 1e-9, ra.min * 1e-9, ra.max * 1e-9,
+              100 * max_resident);
   if (recorder->active()) {
     for (auto [op, r, a] : {std::tuple{"write", wr, wa}, std::tuple{"read", rr, ra}})
       recorder->append("summary", summary_columns(),

@@ -54,20 +54,19 @@ int TrainCheckpoints::begin(models::CpuExecutor* exec) {
   if (!exec && (!dir_.empty() || !options_.resume_dir.empty()))
     throw UsageError("checkpoints are written and resumed by the cpu executor only");
   const bool active = recorder_ && recorder_->active();
-  if (!dir_.empty() && recorder_) {
-    if (active) {
-      recorder_->set_attr("checkpoint_dir", dir_);
-      recorder_->set_attr("checkpoint_every", static_cast<std::int64_t>(options_.checkpoint_every));
-    }
+  if (!dir_.empty() && active) {
+    recorder_->set_attr("checkpoint_dir", dir_);
+    recorder_->set_attr("checkpoint_every", static_cast<std::int64_t>(options_.checkpoint_every));
   }
+  const std::string advice = "resume them with --resume " + dir_ + ", or choose an empty directory";
   if (options_.resume_dir.empty()) {
-    if (!dir_.empty()) checkpoint::refuse_existing_checkpoints(dir_, world_);
+    if (!dir_.empty()) checkpoint::refuse_existing_checkpoints(dir_, "--checkpoint-dir", advice, world_);
     return 0;
   }
   // Writing new checkpoints into another directory that holds some would mix two runs.
   if (!dir_.empty() && std::filesystem::path(dir_).lexically_normal() !=
                            std::filesystem::path(options_.resume_dir).lexically_normal())
-    checkpoint::refuse_existing_checkpoints(dir_, world_);
+    checkpoint::refuse_existing_checkpoints(dir_, "--checkpoint-dir", advice, world_);
   const checkpoint::LoadReport loaded = checkpoint::load_checkpoint(options_.resume_dir, identity_, world_);
   if (loaded.step >= options_.steps)
     throw UsageError("--resume " + loaded.step_dir + ": the checkpoint is at step " + std::to_string(loaded.step) +

@@ -98,7 +98,7 @@ po::options_description describe_options(TrainArgs& a) {
        "write initial weights, batches, losses and step-0 gradients to this HDF5 file (layout: suites/train_runner.hpp)")
       ("checkpoint-every", po::value(&a.options.checkpoint_every)->default_value(0),
        "write a checkpoint after every K-th step (0: never)")
-      ("checkpoint-dir", po::value(&a.options.checkpoint_dir), "directory of the checkpoints (shared by all ranks)")
+      ("checkpoint-dir", po::value(&a.options.checkpoint_dir), "directory of the checkpoints, shared by all ranks (with --resume: default the resumed one)")
       ("resume", po::value(&a.options.resume_dir),
        "continue from the newest complete checkpoint in this directory (same split, model, seed, lr, data)")
       ("exit-after-step", po::value(&a.options.exit_after_step)->default_value(-1),

@@ -176,13 +176,14 @@ LoadReport load_checkpoint(const std::string& dir, const RunIdentity& now, MPI_C
   return out;
 }
 
-void refuse_existing_checkpoints(const std::string& dir, MPI_Comm world) {
+void refuse_existing_checkpoints(const std::string& dir, const std::string& flag, const std::string& advice,
+                                 MPI_Comm world) {
   std::string error;
   if (rank_of(world) == 0) {
     const std::vector<std::string> steps = step_dirs(dir);
     if (!steps.empty())
-      error = "--checkpoint-dir " + dir + " already holds checkpoints (" + fs::path(steps.back()).filename().string() +
-              "): resume them with --resume " + dir + ", or choose an empty directory";
+      error = flag + " " + dir + " already holds checkpoints (" + fs::path(steps.back()).filename().string() +
+              "): " + advice;
   }
   throw_if_any(error, true, world);
 }

@@ -53,8 +53,10 @@ struct LoadReport {
 LoadReport load_checkpoint(const std::string& dir, const RunIdentity& now, MPI_Comm world);
 
 // UsageError (every rank) when dir already holds step directories: a fresh run must not
-// write into an earlier run's checkpoints (use --resume, or another directory).
-void refuse_existing_checkpoints(const std::string& dir, MPI_Comm world);
+// write into an earlier run's checkpoints. The message is "<flag> <dir> already holds
+// checkpoints (step-NNNNNN): <advice>".
+void refuse_existing_checkpoints(const std::string& dir, const std::string& flag, const std::string& advice,
+                                 MPI_Comm world);
 
 // The first non-empty message by rank order, on every rank ("" when all are empty).
 std::string agree_on_error(const std::string& mine, MPI_Comm world);

@@ -45,6 +45,13 @@ models::TrainingState read_shard(const std::string& path);
 // Throws UsageError naming the file when it cannot be read.
 std::string file_checksum(const std::string& path, std::uint64_t* bytes = nullptr);
 
+// Asks the kernel to drop a file's (clean, already fsynced) pages from the page cache
+// (posix_fadvise DONTNEED, no privileges needed), so a following read comes from the
+// device. Returns the fraction of the file's pages still resident afterwards (mincore);
+// the kernel may keep some, and a virtual disk's host may still cache the bytes.
+// Throws RuntimeError naming the file when it cannot be opened or mapped.
+double evict_from_page_cache(const std::string& path);
+
 // fsync of a file or directory by path (a directory: so a rename or a new entry in it
 // is durable). Throws RuntimeError naming the path.
 void fsync_path(const std::string& path);

@@ -76,6 +76,17 @@ TEST_F(CheckpointFiles, ShardRoundTripIsExact) {
   }
 }
 
+TEST_F(CheckpointFiles, EvictionReportsAResidentFractionAndKeepsTheData) {
+  const models::TrainingState s = sample_state();
+  const std::string path = (dir_ / "rank-00000.h5").string();
+  const ShardWrite w = write_shard(path, s);
+  const double resident = evict_from_page_cache(path);
+  EXPECT_GE(resident, 0.0);
+  EXPECT_LE(resident, 1.0);
+  EXPECT_EQ(file_checksum(path), w.checksum);  // dropping cached pages never changes the file
+  EXPECT_THROW(evict_from_page_cache((dir_ / "missing.h5").string()), RuntimeError);
+}
+
 TEST_F(CheckpointFiles, ReadShardRefusesMissingAndForeignFiles) {
   EXPECT_THROW(read_shard((dir_ / "nope.h5").string()), UsageError);
   std::ofstream((dir_ / "text.h5").string()) << "not hdf5";

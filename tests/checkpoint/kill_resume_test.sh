@@ -4,7 +4,7 @@
 # killed (SIGKILL) after step 4, so the newest checkpoint is step-000004 and step 4's work
 # is lost; resumes from it to step 6. The losses of the resumed steps (and of the steps
 # before the kill) must equal the uninterrupted run's exactly (ibt export prints exact
-# values).
+# values), and so must the final state: both runs' step-6 shards are compared byte by byte.
 set -u
 ibt=$1
 read -r -a mpirun <<<"$2"
@@ -15,7 +15,8 @@ rm -rf "$dir" && mkdir -p "$dir"
 train=("${mpirun[@]}" -n "$ranks" "$ibt" train "$@" --steps 6 --peak-gflops 1)
 losses() { "$ibt" export "$1" --csv --table steps | awk -F, 'NR > 1 { print $3 "," $4 }'; }
 
-"${train[@]}" --out "$dir/full.h5" >"$dir/full.log" 2>&1 || { cat "$dir/full.log"; fail "uninterrupted run failed"; }
+"${train[@]}" --checkpoint-every 2 --checkpoint-dir "$dir/full_ck" --out "$dir/full.h5" >"$dir/full.log" 2>&1 ||
+  { cat "$dir/full.log"; fail "uninterrupted run failed"; }
 
 "${train[@]}" --checkpoint-every 2 --checkpoint-dir "$dir/ck" --exit-after-step 4 --out "$dir/killed.h5" \
   >"$dir/killed.log" 2>&1 && { cat "$dir/killed.log"; fail "the killed run exited 0"; }
@@ -39,6 +40,13 @@ resumed=$(losses "$dir/resumed.h5")
 [[ $(head -n 5 <<<"$full") == "$killed" ]] || fail "steps 0-4 before the kill differ:"$'\n'"$full"$'\n---\n'"$killed"
 [[ $(tail -n 2 <<<"$full") == "$resumed" ]] ||
   fail "resumed losses differ from the uninterrupted run's:"$'\n'"$(tail -n 2 <<<"$full")"$'\n---\n'"$resumed"
+
+# The whole state, not only the loss: the final checkpoints' shards (weights, optimizer
+# moments, biases) are byte-identical (shards carry no timestamps).
+for f in "$dir"/full_ck/step-000006/rank-*.h5; do
+  cmp -s "$f" "$dir/ck/step-000006/$(basename "$f")" ||
+    fail "step-000006/$(basename "$f") differs between the uninterrupted and the resumed run"
+done
 
 # Records: the resumed run says where it came from and tables its checkpoint.
 h5dump -a /runs/000001/resumed_from_step "$dir/resumed.h5" | grep -q "(0): 4" || fail "resumed_from_step not 4"

@@ -50,9 +50,18 @@ expect 0 "check: every step matches" run2 --dp 2 --steps 3 --resume "$dir/ck" --
 # Partial: the newest step directory lost its manifest (a writer died): skipped.
 cp -r "$dir/ck" "$dir/partial" && rm "$dir/partial/step-000002/manifest.json"
 expect 0 "skipping .*partial/step-000002: no manifest.json.*" run2 --dp 2 --steps 3 --resume "$dir/partial"
-expect 0 "resumed from .*partial/step-000001: 1 steps done" run2 --dp 2 --steps 3 --resume "$dir/partial"
+# Resuming into the same directory rewrites the partial step-000002 and completes it.
+expect 0 "resumed from .*partial/step-000001: 1 steps done" \
+  run2 --dp 2 --steps 3 --resume "$dir/partial" --checkpoint-every 1
+[[ -f $dir/partial/step-000002/manifest.json && -f $dir/partial/step-000003/manifest.json ]] ||
+  fail "the resumed run did not complete step-000002 and step-000003"
+for r in 00000 00001; do  # the same state, so the same bytes (shards carry no timestamps)
+  cmp -s "$dir/partial/step-000002/rank-$r.h5" "$dir/ck/step-000002/rank-$r.h5" ||
+    fail "the rewritten step-000002/rank-$r.h5 differs from the original"
+done
+expect 0 "resumed from .*partial/step-000003: 3 steps done" run2 --dp 2 --steps 4 --resume "$dir/partial"
 # No complete checkpoint at all.
-cp -r "$dir/partial" "$dir/none" && rm "$dir/none/step-000001/manifest.json"
+mkdir -p "$dir/none/step-000001" "$dir/none/step-000002"
 expect 2 "no complete checkpoint: step-000001, step-000002 lack manifest.json" \
   run2 --dp 2 --steps 3 --resume "$dir/none"
 # Truncated shard of rank 1: refused, naming the file (not silently skipped).
