@@ -89,7 +89,11 @@ int calibrate_main(int argc, char** argv) {
   // Which train runs the compute fit sees: --fit-train's, else all of them.
   std::vector<topo::MeasuredTrainRun> fit_runs, held_out;
   if (fit_train.empty()) {
-    fit_runs = train;
+    for (const auto& r : train) {
+      if (r.checked) std::printf("not fitted (made with --check, times include the serial reference): %s\n",
+                                 r.label().c_str());
+      (r.checked ? held_out : fit_runs).push_back(r);
+    }
   } else {
     for (const auto& spec : fit_train) {
       auto r = topo::read_train_runs_spec(spec);
@@ -130,7 +134,7 @@ int calibrate_main(int argc, char** argv) {
                   100 * (r.projected_step_s / r.measured_step_s - 1), r.what.c_str());
     topo::apply_compute_fit(rep.topology, cf, fit_runs);
   } else {
-    std::printf("compute: no train run given, gemm_efficiency %.3f kept from '%s'\n",
+    std::printf("compute: no train run to fit, gemm_efficiency %.3f kept from '%s'\n",
                 rep.topology.model.gemm_efficiency.get(), base_topology.name.c_str());
   }
   const std::string text = topo::to_json(rep.topology);

@@ -108,6 +108,8 @@ void print_agreement(std::FILE* out, const Agreement& a, double bound) {
   const bool ok = std::abs(a.rel_diff) <= bound;
   std::fprintf(out, "%s (%s, %s, %d timed steps) on %s\n", a.run.label().c_str(), a.run.model.c_str(),
                models::describe(a.run.split).c_str(), a.run.timed_steps, a.topology.c_str());
+  if (a.run.checked)
+    std::fprintf(out, "  warning: made with --check: the measured times include the serial reference on rank 0\n");
   std::fprintf(out, "  %-10s %12s %12s %10s\n", "component", "measured s", "projected s", "diff");
   for (const auto& c : a.components)
     std::fprintf(out, "  %-10s %12.5f %12.5f %+10.5f%s\n", c.name.c_str(), c.measured_s, c.projected_s,

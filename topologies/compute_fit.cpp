@@ -54,8 +54,12 @@ ComputeFit fit_compute(const Topology& t, const std::vector<MeasuredTrainRun>& f
                        const std::vector<MeasuredTrainRun>& held_out) {
   if (fit_runs.empty()) throw UsageError("compute fit: no train run to fit");
   const std::vector<Loaded> fit = load(fit_runs), rest = load(held_out);
-  for (const auto& l : fit)
+  for (const auto& l : fit) {
     if (!(l.run->compute_s > 0)) throw UsageError(l.run->label() + ": measured compute time is not positive");
+    if (l.run->checked)
+      throw UsageError(l.run->label() + ": made with --check (rank 0 also ran the serial reference, the times "
+                                        "include it): fit to a run without --check");
+  }
   auto cost = [&](double log_e) {
     const Topology te = with_efficiency(t, std::exp(log_e));
     double sum = 0;

@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <sstream>
 
+#include <nlohmann/json.hpp>
+
 #include "collectives/errors.hpp"
 #include "reports/store.hpp"
 
@@ -37,6 +39,11 @@ MeasuredTrainRun from_run(const std::string& path, const store::RunInfo& run) {
     m.split = parse_split(run.attr_string("split"));
   } catch (const UsageError& e) {
     throw UsageError(where + e.what());
+  }
+  const std::string config = run.attr_string("config");
+  if (!config.empty()) {
+    const auto j = nlohmann::json::parse(config, nullptr, false);
+    m.checked = j.is_object() && j.value("check", false);
   }
   const store::TableData t = store::read_table(path, run.id, "steps");
   const int step = t.column_index("step"), time = t.column_index("step_time");

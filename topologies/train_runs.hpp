@@ -25,6 +25,10 @@ struct MeasuredTrainRun {
   // components are means over ranks (train_runner.cpp).
   double step_s = 0;
   double compute_s = 0, tp_s = 0, pp_s = 0, dp_s = 0, ep_s = 0, other_s = 0;
+  // Made with --check: rank 0 also ran the serial reference between steps, so the
+  // times include it (the config attribute says so). Fits refuse such runs; the
+  // comparison prints a warning.
+  bool checked = false;
   std::string label() const { return file + ":" + run_id; }
 };
 

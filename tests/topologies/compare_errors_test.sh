@@ -16,7 +16,7 @@ fail() { echo "compare_errors_test: $*" >&2; exit 1; }
   --out "$dir/c.h5" >/dev/null || fail "ibt collectives failed"
 "${mpirun[@]}" -n 4 "$ibt" train --model tiny-dense --dp 4 --steps 2 --out "$dir/t.h5" >/dev/null ||
   fail "ibt train failed"
-"$ibt" calibrate "$dir/c.h5" --out "$dir/cal.json" | grep -q "no train run given" || fail "calibrate without train runs"
+"$ibt" calibrate "$dir/c.h5" --out "$dir/cal.json" | grep -q "no train run to fit" || fail "calibrate without train runs"
 "$expect" 2 "scale_out.bandwidth_GBps" "$ibt" project-compare "$dir/t.h5" --topology "$dir/cal.json" || exit 1
 "$expect" 2 "scale_out.bandwidth_GBps" "$ibt" calibrate "$dir/c.h5" "$dir/t.h5" --out "$dir/x.json" || exit 1
 "$expect" 2 "has no run '000042'" "$ibt" project-compare "$dir/t.h5:000042" --topology "$dir/cal.json" || exit 1
@@ -24,5 +24,11 @@ fail() { echo "compare_errors_test: $*" >&2; exit 1; }
 "$expect" 2 "no collectives run" "$ibt" calibrate "$dir/t.h5" --out "$dir/y.json" || exit 1
 "$expect" 2 "holds no complete" "$ibt" calibrate "$dir/c.h5" --fit-train "$dir/c.h5" --out "$dir/z.json" || exit 1
 "$expect" 2 "give at least one" "$ibt" project-compare || exit 1
+# A run made with --check (its times include the serial reference) is not fitted.
+"${mpirun[@]}" -n 2 "$ibt" train --model tiny-dense --dp 2 --steps 2 --check --out "$dir/k.h5" >/dev/null ||
+  fail "ibt train --check failed"
+"$ibt" calibrate "$dir/c.h5" "$dir/k.h5" --out "$dir/k.json" | grep -q "not fitted (made with --check" ||
+  fail "calibrate fitted a --check run"
+"$expect" 2 "made with --check" "$ibt" calibrate "$dir/c.h5" --fit-train "$dir/k.h5" --out "$dir/w.json" || exit 1
 [[ ! -e "$dir/x.json" && ! -e "$dir/y.json" && ! -e "$dir/z.json" ]] || fail "a failed calibration wrote a file"
 echo "compare_errors_test: ok"
