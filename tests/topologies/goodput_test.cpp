@@ -272,6 +272,12 @@ TEST(FailureModel, JobMtbfAndEstimateByHand) {
   EXPECT_DOUBLE_EQ(g.interval_s, 350);
   EXPECT_NEAR(g.goodput, goodput_exact(350, 18, 300, 3600), 1e-15);
   EXPECT_NEAR(g.goodput_mfu, 0.5 * g.goodput, 1e-15);
+  // 86400 / 3600 failures a day; checkpoint writes take goodput x delta / tau of the wall time.
+  const std::string text = describe_goodput(g);
+  EXPECT_NE(text.find("24.00 failures per day"), std::string::npos) << text;
+  char writes[64];
+  std::snprintf(writes, sizeof writes, "checkpoint writes %.2f%%", 100 * g.goodput * 18 / 350);
+  EXPECT_NE(text.find(writes), std::string::npos) << text;
   // Step longer than the interval: one checkpoint per step.
   EXPECT_EQ(estimate_goodput(a, 8192, 18e9, 1000.0, 0.5).interval_steps, 1);
 }
