@@ -11,6 +11,7 @@
 #include "collectives/errors.hpp"
 #include "models/accounting.hpp"
 #include "models/model_file.hpp"
+#include "topologies/crossover.hpp"
 #include "topologies/failure_model.hpp"
 #include "topologies/failure_sim.hpp"
 #include "topologies/goodput.hpp"
@@ -336,6 +337,25 @@ TEST(FailureModel, ProjectionGetsGoodputAndRanksByIt) {
   EXPECT_EQ(v[0].mfu, 0.50);
   EXPECT_EQ(parse_rank_by("goodput"), RankBy::goodput);
   EXPECT_THROW(parse_rank_by("speed"), UsageError);
+}
+
+TEST(FailureModel, CrossoverComparesOnGoodputAdjustedMfu) {
+  const auto m = models::load_model("llama3-8b");
+  const Topology base = load_topology("dgx-h100");
+  const FailureAssumptions a = failure_assumptions(base, {});
+  keep_freed_memory_for_reuse();
+  const auto r = crossover(m, base, 64, {8, 64}, {100}, 64, 0.05, ProjectionOptions{}, &a, RankBy::goodput);
+  for (const auto& c : r.cells) {
+    ASSERT_TRUE(c.best_no_pp.feasible && c.best_with_pp.feasible);
+    ASSERT_TRUE(c.best_no_pp.goodput.computed && c.best_with_pp.goodput.computed);
+    EXPECT_NEAR(c.gain, c.best_with_pp.goodput.goodput_mfu / c.best_no_pp.goodput.goodput_mfu - 1, 1e-12);
+    EXPECT_NEAR(c.best_no_pp.goodput.goodput_mfu, c.best_no_pp.mfu * c.best_no_pp.goodput.goodput, 1e-15);
+  }
+  EXPECT_NE(r.verdict.find("goodput-adjusted MFU gain"), std::string::npos) << r.verdict;
+  // Without failure figures a goodput comparison is refused, not assumed.
+  const FailureAssumptions none = failure_assumptions(load_topology("dgx-a100"), {});
+  EXPECT_THROW(crossover(m, base, 64, {8}, {100}, 64, 0.05, ProjectionOptions{}, &none, RankBy::goodput),
+               UsageError);
 }
 
 }  // namespace
