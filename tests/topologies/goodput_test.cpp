@@ -76,6 +76,7 @@ TEST(Goodput, DalyRefinementIsCloseToTheExactOptimumAndBetterThanYoung) {
     EXPECT_LT(std::fabs(daly), std::fabs(young)) << xi;
   }
   EXPECT_NEAR(optimal_interval_exact(5, 1440), 116.690073, 1e-5);
+  EXPECT_NEAR(optimal_interval_exact(0, 1440), 0, 1e-6);  // free checkpoints: checkpoint always
 }
 
 TEST(Goodput, GoodputByHand) {
