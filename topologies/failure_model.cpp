@@ -150,6 +150,12 @@ std::string describe_goodput(const GoodputEstimate& g) {
   out += "  interval         Young " + fmt("%.0f s", g.young_s) + ", Daly " + fmt("%.0f s", g.daly_s) +
          " -> checkpoint every " + std::to_string(g.interval_steps) + " step(s) = " + fmt("%.0f s", g.interval_s) +
          " of compute\n";
+  // Of the wall time: checkpoint writes are (T_s / tau) delta / T_w = goodput x delta / tau;
+  // the rest of the waste is failures (lost work and restarts). Poisson: T_w / M failures.
+  const double writes = g.goodput * g.checkpoint_s / g.interval_s;
+  out += "  waste            checkpoint writes " + fmt("%.2f%%", 100 * writes) + ", failures (lost work and restarts) " +
+         fmt("%.2f%%", 100 * (1 - g.goodput - writes)) + "; " + fmt("%.2f", 86400 / g.job_mtbf_s) +
+         " failures per day\n";
   out += "  goodput          " + fmt("%.2f%%", 100 * g.goodput) + " (Daly's exact expected wall time), " +
          fmt("%.2f%%", 100 * g.goodput_first_order) + " (first order)\n";
   return out;

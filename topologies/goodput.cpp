@@ -1,5 +1,6 @@
 #include "topologies/goodput.hpp"
 
+#include <algorithm>
 #include <cmath>
 #include <string>
 
@@ -34,10 +35,11 @@ double daly_interval(double delta, double mtbf) {
 
 double lambert_w0(double x) {
   const double branch = -std::exp(-1.0);
-  require(x >= branch && x <= 0, "lambert_w0 defined here on [-1/e, 0] only");
+  require(x >= branch * (1 + 1e-12) && x <= 0, "lambert_w0 defined here on [-1/e, 0] only");
+  if (x <= branch) return -1;  // the branch point, up to rounding
   if (x == 0) return 0;
   // Start: the branch-point series near -1/e, the identity w ~ x near 0.
-  const double p = std::sqrt(2 * (std::exp(1.0) * x + 1));
+  const double p = std::sqrt(std::max(0.0, 2 * (std::exp(1.0) * x + 1)));
   double w = x < -0.25 ? -1 + p - p * p / 3 : x;
   for (int i = 0; i < 64; ++i) {
     const double e = std::exp(w);

@@ -315,7 +315,7 @@ def crossover_figures(runs):
         norm = matplotlib.colors.TwoSlopeNorm(vcenter=100 * thr, vmin=min(100 * np.nanmin(m), 50 * thr),
                                               vmax=max(100 * np.nanmax(m), 200 * thr))
         im = ax.imshow(100 * m, cmap="RdYlGn_r", norm=norm, origin="lower", aspect="auto")
-        fig.colorbar(im, ax=ax, label=f"gain from PP in {basis} (%, capped at 1000%); threshold {100 * thr:g}%")
+        fig.colorbar(im, ax=ax, label=f"gain from PP (%, capped at 1000%); threshold {100 * thr:g}%")
         if np.nanmin(m) < thr < np.nanmax(m):
             ax.contour(m, levels=[thr], colors="k", linewidths=2)
         for a in range(len(doms)):

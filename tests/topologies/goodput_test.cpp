@@ -11,6 +11,7 @@
 #include "collectives/errors.hpp"
 #include "models/accounting.hpp"
 #include "models/model_file.hpp"
+#include "topologies/crossover.hpp"
 #include "topologies/failure_model.hpp"
 #include "topologies/failure_sim.hpp"
 #include "topologies/goodput.hpp"
@@ -75,6 +76,7 @@ TEST(Goodput, DalyRefinementIsCloseToTheExactOptimumAndBetterThanYoung) {
     EXPECT_LT(std::fabs(daly), std::fabs(young)) << xi;
   }
   EXPECT_NEAR(optimal_interval_exact(5, 1440), 116.690073, 1e-5);
+  EXPECT_NEAR(optimal_interval_exact(0, 1440), 0, 1e-6);  // free checkpoints: checkpoint always
 }
 
 TEST(Goodput, GoodputByHand) {
@@ -272,6 +274,12 @@ TEST(FailureModel, JobMtbfAndEstimateByHand) {
   EXPECT_DOUBLE_EQ(g.interval_s, 350);
   EXPECT_NEAR(g.goodput, goodput_exact(350, 18, 300, 3600), 1e-15);
   EXPECT_NEAR(g.goodput_mfu, 0.5 * g.goodput, 1e-15);
+  // 86400 / 3600 failures a day; checkpoint writes take goodput x delta / tau of the wall time.
+  const std::string text = describe_goodput(g);
+  EXPECT_NE(text.find("24.00 failures per day"), std::string::npos) << text;
+  char writes[64];
+  std::snprintf(writes, sizeof writes, "checkpoint writes %.2f%%", 100 * g.goodput * 18 / 350);
+  EXPECT_NE(text.find(writes), std::string::npos) << text;
   // Step longer than the interval: one checkpoint per step.
   EXPECT_EQ(estimate_goodput(a, 8192, 18e9, 1000.0, 0.5).interval_steps, 1);
 }
@@ -330,6 +338,25 @@ TEST(FailureModel, ProjectionGetsGoodputAndRanksByIt) {
   EXPECT_EQ(v[0].mfu, 0.50);
   EXPECT_EQ(parse_rank_by("goodput"), RankBy::goodput);
   EXPECT_THROW(parse_rank_by("speed"), UsageError);
+}
+
+TEST(FailureModel, CrossoverComparesOnGoodputAdjustedMfu) {
+  const auto m = models::load_model("llama3-8b");
+  const Topology base = load_topology("dgx-h100");
+  const FailureAssumptions a = failure_assumptions(base, {});
+  keep_freed_memory_for_reuse();
+  const auto r = crossover(m, base, 64, {8, 64}, {100}, 64, 0.05, ProjectionOptions{}, &a, RankBy::goodput);
+  for (const auto& c : r.cells) {
+    ASSERT_TRUE(c.best_no_pp.feasible && c.best_with_pp.feasible);
+    ASSERT_TRUE(c.best_no_pp.goodput.computed && c.best_with_pp.goodput.computed);
+    EXPECT_NEAR(c.gain, c.best_with_pp.goodput.goodput_mfu / c.best_no_pp.goodput.goodput_mfu - 1, 1e-12);
+    EXPECT_NEAR(c.best_no_pp.goodput.goodput_mfu, c.best_no_pp.mfu * c.best_no_pp.goodput.goodput, 1e-15);
+  }
+  EXPECT_NE(r.verdict.find("goodput-adjusted MFU gain"), std::string::npos) << r.verdict;
+  // Without failure figures a goodput comparison is refused, not assumed.
+  const FailureAssumptions none = failure_assumptions(load_topology("dgx-a100"), {});
+  EXPECT_THROW(crossover(m, base, 64, {8}, {100}, 64, 0.05, ProjectionOptions{}, &none, RankBy::goodput),
+               UsageError);
 }
 
 }  // namespace
