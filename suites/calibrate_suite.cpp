@@ -9,8 +9,9 @@
 #include <iostream>
 
 #include "collectives/errors.hpp"
-#include "suites/suites.hpp"
 #include "reports/store.hpp"
+#include "suites/cli.hpp"
+#include "suites/suites.hpp"
 #include "topologies/calibration.hpp"
 #include "topologies/compute_fit.hpp"
 #include "topologies/topology.hpp"
@@ -51,13 +52,7 @@ int calibrate_main(int argc, char** argv) {
   po::positional_options_description pos;
   pos.add("inputs", -1);
   po::variables_map vm;
-  try {
-    po::store(po::command_line_parser(argc, argv).options(opts).positional(pos).run(), vm);
-    po::notify(vm);
-  } catch (const po::error& e) {
-    throw UsageError(e.what());
-  }
-  if (vm.count("help")) {
+  if (!parse_command_line(argc, argv, opts, vm, &pos)) {
     std::cout << opts << "\n";
     return kExitOk;
   }

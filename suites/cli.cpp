@@ -19,4 +19,22 @@ void require_positive(long value, const char* option) {
   if (value <= 0) throw UsageError(std::string(option) + " must be positive (got " + std::to_string(value) + ")");
 }
 
+bool parse_command_line(int argc, char** argv, const boost::program_options::options_description& options,
+                        boost::program_options::variables_map& vm,
+                        const boost::program_options::positional_options_description* positional,
+                        const std::string& hint) {
+  namespace po = boost::program_options;
+  try {
+    po::command_line_parser parser(argc, argv);
+    parser.options(options);
+    if (positional) parser.positional(*positional);
+    po::store(parser.run(), vm);
+    if (vm.count("help")) return false;  // before notify: --help works without required options
+    po::notify(vm);
+  } catch (const po::error& e) {
+    throw UsageError(e.what() + hint);
+  }
+  return true;
+}
+
 }  // namespace ibt::suites

@@ -98,13 +98,7 @@ int crossover_main(int argc, char** argv) {
       ("out", po::value(&out), "HDF5 results file to append a run of kind 'crossover' to");
   add_failure_options(opts);
   po::variables_map vm;
-  try {
-    po::store(po::command_line_parser(argc, argv).options(opts).run(), vm);
-    po::notify(vm);
-  } catch (const po::error& e) {
-    throw UsageError(e.what());
-  }
-  if (vm.count("help")) {
+  if (!parse_command_line(argc, argv, opts, vm)) {
     std::cout << opts << "\n";
     return kExitOk;
   }

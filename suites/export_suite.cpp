@@ -8,6 +8,7 @@
 
 #include "collectives/errors.hpp"
 #include "reports/export.hpp"
+#include "suites/cli.hpp"
 #include "suites/suites.hpp"
 
 namespace po = boost::program_options;
@@ -59,13 +60,7 @@ int export_main(int argc, char** argv) {
   positional.add("file", 1);
 
   po::variables_map vm;
-  try {
-    po::store(po::command_line_parser(argc, argv).options(all).positional(positional).run(), vm);
-    po::notify(vm);
-  } catch (const po::error& e) {
-    throw UsageError(std::string(e.what()) + " (see `ibt export --help`)");
-  }
-  if (vm.count("help")) {
+  if (!parse_command_line(argc, argv, all, vm, &positional, " (see `ibt export --help`)")) {
     std::cout << visible << '\n';
     return kExitOk;
   }

@@ -70,13 +70,7 @@ int gemm_main(int argc, char** argv) {
       "device", po::value(&a.device)->default_value(a.device), "CUDA device index")(
       "out", po::value(&a.out), "HDF5 results file to append the run to");
   po::variables_map vm;
-  try {
-    po::store(po::command_line_parser(argc, argv).options(opts).run(), vm);
-    po::notify(vm);
-  } catch (const po::error& e) {
-    throw UsageError(e.what());
-  }
-  if (vm.count("help")) {
+  if (!parse_command_line(argc, argv, opts, vm)) {
     std::cout << opts << "\n";
     return kExitOk;
   }

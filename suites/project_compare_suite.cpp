@@ -7,6 +7,7 @@
 #include <iostream>
 
 #include "collectives/errors.hpp"
+#include "suites/cli.hpp"
 #include "suites/suites.hpp"
 #include "topologies/agreement.hpp"
 #include "topologies/topology.hpp"
@@ -39,13 +40,7 @@ int project_compare_main(int argc, char** argv) {
   po::positional_options_description pos;
   pos.add("runs", -1);
   po::variables_map vm;
-  try {
-    po::store(po::command_line_parser(argc, argv).options(opts).positional(pos).run(), vm);
-    po::notify(vm);
-  } catch (const po::error& e) {
-    throw UsageError(e.what());
-  }
-  if (vm.count("help")) {
+  if (!parse_command_line(argc, argv, opts, vm, &pos)) {
     std::cout << opts << "\n";
     return kExitOk;
   }

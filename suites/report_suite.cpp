@@ -14,6 +14,7 @@
 
 #include "collectives/errors.hpp"
 #include "reports/store.hpp"
+#include "suites/cli.hpp"
 #include "suites/suites.hpp"
 
 namespace ibt::suites {
@@ -120,13 +121,7 @@ int report_main(int argc, char** argv) {
   po::positional_options_description positional;
   positional.add("files", -1);
   po::variables_map vm;
-  try {
-    po::store(po::command_line_parser(argc, argv).options(all).positional(positional).run(), vm);
-    po::notify(vm);
-  } catch (const po::error& e) {
-    throw UsageError(std::string(e.what()) + " (see --help)");
-  }
-  if (vm.count("help")) {
+  if (!parse_command_line(argc, argv, all, vm, &positional, " (see --help)")) {
     std::cout << kHelpIntro << "\n" << opts << "\n";
     return kExitOk;
   }

@@ -8,6 +8,7 @@
 #include "reports/run_selection.hpp"
 #include "reports/run_text.hpp"
 #include "reports/store.hpp"
+#include "suites/cli.hpp"
 #include "suites/suites.hpp"
 
 namespace po = boost::program_options;
@@ -46,13 +47,7 @@ int show_main(int argc, char** argv) {
   positional.add("file", 1);
 
   po::variables_map vm;
-  try {
-    po::store(po::command_line_parser(argc, argv).options(all).positional(positional).run(), vm);
-    po::notify(vm);
-  } catch (const po::error& e) {
-    throw UsageError(std::string(e.what()) + " (see `ibt show --help`)");
-  }
-  if (vm.count("help")) {
+  if (!parse_command_line(argc, argv, all, vm, &positional, " (see `ibt show --help`)")) {
     std::cout << visible << '\n';
     return kExitOk;
   }

@@ -12,6 +12,7 @@
 
 #include "collectives/errors.hpp"
 #include "models/model_file.hpp"
+#include "suites/cli.hpp"
 #include "suites/mpi_session.hpp"
 #include "suites/run_recorder.hpp"
 #include "suites/train_runner.hpp"
@@ -73,13 +74,7 @@ int run(int argc, char** argv, MpiSession& mpi) {
       ("max-runs", po::value(&max_runs)->default_value(0), "stop after this many splits (0: all)")
       ("out", po::value(&out), "append one run per split to this HDF5 results file");
   po::variables_map vm;
-  try {
-    po::store(po::command_line_parser(argc, argv).options(o).run(), vm);
-    po::notify(vm);
-  } catch (const po::error& e) {
-    throw UsageError(e.what());
-  }
-  if (vm.count("help")) {
+  if (!parse_command_line(argc, argv, o, vm)) {
     if (mpi.rank() == 0) std::cout << kHelp << "\n" << o << "\n";
     return kExitOk;
   }

@@ -13,6 +13,7 @@
 #include "collectives/errors.hpp"
 #include "models/model_file.hpp"
 #include "reports/store.hpp"
+#include "suites/cli.hpp"
 #include "suites/mpi_session.hpp"
 #include "suites/run_recorder.hpp"
 #include "suites/train_runner.hpp"
@@ -140,13 +141,7 @@ int run(int argc, char** argv, MpiSession& mpi) {
   TrainArgs a;
   const auto options = describe_options(a);
   po::variables_map vm;
-  try {
-    po::store(po::command_line_parser(argc, argv).options(options).run(), vm);
-    po::notify(vm);
-  } catch (const po::error& e) {
-    throw UsageError(e.what());
-  }
-  if (vm.count("help")) {
+  if (!parse_command_line(argc, argv, options, vm)) {
     if (mpi.rank() == 0) std::cout << kHelp << "\n" << options << "\n";
     return kExitOk;
   }
