@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # crossover_experiment.sh: the pipeline-parallel crossover, measured. For each link rate,
-# an emulated cluster (create.sh) of 2 hosts x 2 ranks runs `ibt sweep` (every split of
+# an emulated cluster (create.sh) of 2 hosts x PPN ranks runs `ibt sweep` (every split of
 # a small dense model, a few training steps each) and `ibt collectives` on the same
 # links; then the best split without and with pipeline parallelism is tabulated per rate,
 # and the same splits are projected on a topology calibrated from that rate's collectives
