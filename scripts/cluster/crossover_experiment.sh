@@ -14,7 +14,7 @@ usage() {
   cat <<EOF
 usage: crossover_experiment.sh --ibt PATH [--rates unshaped,10mbit] [--model crossover-dense]
                                [--ppn 1] [--steps 3] [--microbatches 4] [--out DIR] [--preload LIB]
-       crossover_experiment.sh --ibt PATH --project-only DIR [--rates ...]
+       crossover_experiment.sh --ibt PATH --project-only DIR [--rates ...]   (default: DIR's rates)
 
 For each rate (tc syntax, or "unshaped" for veth speed; fastest first): create a 2-host
 cluster with links shaped to it, run on 2 x PPN ranks
@@ -50,11 +50,11 @@ all-reduce cheap on an unshaped link and dominant at 10 Mbit/s.
 EOF
 }
 
-ibt="" rates=unshaped,10mbit model=crossover-dense ppn=1 steps=3 microbatches=4 out="" preload="" project_only=""
+rates_given=0 ibt="" rates=unshaped,10mbit model=crossover-dense ppn=1 steps=3 microbatches=4 out="" preload="" project_only=""
 while (($#)); do
   case $1 in
     --ibt) ibt=${2-}; shift 2 ;;
-    --rates) rates=${2-}; shift 2 ;;
+    --rates) rates=${2-} rates_given=1; shift 2 ;;
     --model) model=${2-}; shift 2 ;;
     --ppn) ppn=${2-}; shift 2 ;;
     --steps) steps=${2-}; shift 2 ;;
@@ -68,6 +68,10 @@ while (($#)); do
 done
 [[ -n $ibt && -x $ibt ]] || die "--ibt '$ibt' is not an executable ibt binary"
 "$ibt" sweep --help >/dev/null 2>&1 || die "'$ibt sweep' does not run: this build has no sweep command"
+# --project-only without --rates: the rates the earlier run measured (its summary.tsv).
+if [[ -n $project_only && $rates_given -eq 0 && -r $project_only/summary.tsv ]]; then
+  rates=$(awk -F'\t' 'NR > 1 { printf "%s%s", sep, $1; sep = "," }' "$project_only/summary.tsv")
+fi
 IFS=, read -r -a rate_list <<<"$rates"
 ((${#rate_list[@]} > 0)) || die "--rates is empty"
 
