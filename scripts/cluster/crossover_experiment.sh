@@ -38,6 +38,7 @@ s/step (same model FLOPs and per-rank peak as the sweep; ibt project's own MFU w
 the topology's fp32 peak instead). summary.tsv gains, per rate: the projected step time
 and MFU of the measured best splits, the projected best split without and with PP, the
 projected winner, and whether it matches the measured one.
+Draw it: ibt report DIR/sweep-*.h5 --crossover-experiment DIR --out DIR/report
 Defaults: --out results/crossover-<date>, --preload build/scripts/libibt-ucx-yield.so
 when it exists and PPN > 1.
 
