@@ -13,6 +13,7 @@
 #include "suites/cli.hpp"
 #include "suites/suites.hpp"
 #include "topologies/calibration.hpp"
+#include "topologies/calibration_layout.hpp"
 #include "topologies/compute_fit.hpp"
 #include "topologies/topology.hpp"
 
@@ -31,7 +32,10 @@ int calibrate_main(int argc, char** argv) {
       "noisy small sizes), print each fit with its residuals, and write the base topology with the\n"
       "fits added. The sim executor uses a fit wherever its op and scope match (nearest group size,\n"
       "rescaled by ring step counts). A group spanning scale-up domains needs scale-out figures: a\n"
-      "topology calibrated on one node has none and such a group is an error, never free.\n"
+      "topology calibrated on one node has none and such a group is an error, never free. The domain\n"
+      "size is the one the collectives runs were measured on (their world_size / domains; inputs of\n"
+      "different layouts are refused); with inter-scope fits, scale_out's bandwidth and latency are\n"
+      "derived from them (send_recv preferred), so spanning groups are priced from the measured network.\n"
       "Compute: from `ibt train` runs (every complete one in the files, or only those --fit-train\n"
       "names; the others are then reported as held out), model.gemm_efficiency is fitted so that\n"
       "the sim's compute time matches the measured one (its fastest step after the first), and\n"
@@ -65,6 +69,7 @@ int calibrate_main(int argc, char** argv) {
   const topo::Topology base_topology = topo::load_topology(base);
   std::vector<topo::MeasuredCollective> rows;
   std::vector<topo::MeasuredTrainRun> train;
+  std::vector<topo::MeasuredLayout> layouts;
   for (const auto& f : inputs) {
     bool has_collectives = false;
     for (const auto& run : store::list_runs(f))
@@ -73,13 +78,18 @@ int calibrate_main(int argc, char** argv) {
       auto r = topo::read_collective_rows(f);
       std::printf("%s: %zu measured collective rows\n", f.c_str(), r.size());
       rows.insert(rows.end(), r.begin(), r.end());
+      if (auto l = topo::read_collective_layout(f)) layouts.push_back(*l);
     }
     auto t = topo::read_train_runs(f);
     if (!t.empty()) std::printf("%s: %zu train runs\n", f.c_str(), t.size());
     train.insert(train.end(), t.begin(), t.end());
   }
   if (rows.empty()) throw UsageError("no collectives run in the given files: nothing to fit communication from");
+  const auto layout = topo::agreed_layout(layouts);  // refuses mixed layouts, naming the files
   topo::CalibrationReport rep = topo::calibrate(base_topology, rows, inputs, name);
+  // The fits hold on the layout they were measured on: take its domain size, and price
+  // groups spanning domains from the inter fits (calibration_layout.hpp).
+  if (layout) std::printf("layout: %s\n", topo::apply_measured_layout(rep.topology, *layout, "calibration").c_str());
   if (measure_local) topo::measure_local_compute(rep.topology);
   // Which train runs the compute fit sees: --fit-train's, else all of them.
   std::vector<topo::MeasuredTrainRun> fit_runs, held_out;

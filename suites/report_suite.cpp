@@ -96,12 +96,14 @@ const char* kHelpIntro =
     "step-time breakdown) and the PP crossover grid. Every run's status is shown; provenance\n"
     "(hosts, versions, command lines) closes the page. --compare puts two files side by side:\n"
     "B/A per op, scope and size, and a verdict per metric. Needs Python 3 with h5py and\n"
-    "matplotlib (Debian: python3-h5py python3-matplotlib).\n";
+    "matplotlib (Debian: python3-h5py python3-matplotlib).\n"
+    "--crossover-experiment DIR adds the measured-vs-projected PP crossover of a folder that\n"
+    "scripts/cluster/crossover_experiment.sh wrote (its summary.tsv and projection.tsv).\n";
 
 }  // namespace
 
 int report_main(int argc, char** argv) {
-  std::vector<std::string> files;
+  std::vector<std::string> files, experiments;
   std::string out, title, python;
   bool compare = false;
   double tolerance = 0.1;
@@ -113,6 +115,8 @@ int report_main(int argc, char** argv) {
       ("tolerance", po::value(&tolerance)->default_value(tolerance),
        "--compare: ratios within 1 +/- this are 'same'")
       ("title", po::value(&title), "page title")
+      ("crossover-experiment", po::value(&experiments)->composing(),
+       "folder from scripts/cluster/crossover_experiment.sh: draw its measured vs projected crossover (repeatable)")
       ("python", po::value(&python), "Python interpreter to draw with (default: one with h5py and matplotlib)");
   po::options_description hidden;
   hidden.add_options()("files", po::value(&files));
@@ -130,6 +134,11 @@ int report_main(int argc, char** argv) {
   if (compare && files.size() != 2)
     throw UsageError("--compare takes exactly two files (got " + std::to_string(files.size()) + ")");
   if (!(tolerance > 0 && tolerance < 1)) throw UsageError("--tolerance must be between 0 and 1");
+  if (compare && !experiments.empty()) throw UsageError("--crossover-experiment does not go with --compare");
+  for (const auto& d : experiments)
+    for (const char* f : {"summary.tsv", "projection.tsv"})
+      if (!fs::is_regular_file(fs::path(d) / f))
+        throw UsageError("--crossover-experiment " + d + ": no " + f + " there (run scripts/cluster/crossover_experiment.sh)");
   // The store's reader refuses a missing, foreign, corrupted or newer-schema file with a
   // message naming it, before anything is drawn.
   for (const auto& f : files) store::list_runs(f);
@@ -140,6 +149,7 @@ int report_main(int argc, char** argv) {
   std::vector<std::string> args = {find_python(python), find_renderer(), "--out", out};
   if (compare) args.insert(args.end(), {"--compare", "--tolerance", std::to_string(tolerance)});
   if (!title.empty()) args.insert(args.end(), {"--title", title});
+  for (const auto& d : experiments) args.insert(args.end(), {"--crossover-experiment", d});
   std::string command = "ibt report";
   for (int i = 1; i < argc; ++i) command += std::string(" ") + argv[i];
   args.insert(args.end(), {"--command-line", command, "--"});

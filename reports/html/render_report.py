@@ -22,6 +22,7 @@ from collections import defaultdict
 
 sys.dont_write_bytecode = True  # keep the source tree clean: no __pycache__ beside the scripts
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import crossover_experiment as XO  # noqa: E402
 import figures as F  # noqa: E402
 from ibt_h5 import InputError, load_runs  # noqa: E402
 
@@ -156,7 +157,7 @@ def provenance_section(page, runs, command_line):
         page.add("</details>")
 
 
-def render(files, out, title, command_line):
+def render(files, out, title, command_line, experiments=()):
     runs = [run for path in files for run in load_runs(path)]
     page = Page(out, title or "ibt report: " + ", ".join(os.path.basename(f) for f in files))
     page.add(f"<p>{len(runs)} runs from {len(files)} file(s): {e(', '.join(files))}.</p>")
@@ -168,6 +169,12 @@ def render(files, out, title, command_line):
     section(page, "Training: MFU and step time", F.training_figures(runs),
             f"No training runs in these files ({F.TRAINING_SOURCES}).")
     section(page, "Pipeline-parallel crossover", F.crossover_figures(runs), "No crossover runs in these files.")
+    for folder in experiments:  # scripts/cluster/crossover_experiment.sh output folders
+        figs, summary = XO.experiment_figures(folder)
+        page.add(f"<h2>Pipeline-parallel crossover, measured and projected ({e(folder)})</h2>")
+        page.table(*summary, scroll=False)
+        for f in figs:
+            page.figure(f)
     provenance_section(page, runs, command_line)
     return page.write()
 
@@ -267,6 +274,8 @@ def main():
     p.add_argument("--title", default="")
     p.add_argument("--command-line", default="")
     p.add_argument("--compare", action="store_true")
+    p.add_argument("--crossover-experiment", action="append", default=[],
+                   help="folder written by scripts/cluster/crossover_experiment.sh (summary.tsv, projection.tsv)")
     p.add_argument("--tolerance", type=float, default=0.1)
     p.add_argument("files", nargs="+")
     args = p.parse_args()
@@ -277,7 +286,7 @@ def main():
                 raise InputError("--compare takes exactly two files")
             path = compare(args.files, args.out, args.title, args.command_line, args.tolerance)
         else:
-            path = render(args.files, args.out, args.title, args.command_line)
+            path = render(args.files, args.out, args.title, args.command_line, args.crossover_experiment)
     except InputError as err:
         print(f"ibt report: error: {err}", file=sys.stderr)
         return 2

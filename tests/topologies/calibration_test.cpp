@@ -2,10 +2,14 @@
 // small sizes are noisy or carry outliers.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <random>
 
 #include "collectives/errors.hpp"
 #include "topologies/calibration.hpp"
+#include "topologies/calibration_layout.hpp"
+#include "topologies/collective_model.hpp"
+#include "topologies/sim_pricer.hpp"
 
 namespace ibt::topo {
 namespace {
@@ -81,6 +85,88 @@ TEST(Calibration, CalibrateGroupsByOpScopeAndSizeAndReportsSkips) {
   }
   EXPECT_EQ(rep.topology.name, "mine");
   EXPECT_NO_THROW(parse_topology(to_json(rep.topology), "mine.json"));
+}
+
+// Rows of a 2-domain run: fast intra links (1 us + S / 10 GB/s), a slow network
+// (inter: 500 us + S / 0.01 GB/s for send_recv, twice that latency for the all-reduce).
+std::vector<MeasuredCollective> two_domain_rows(int n_intra) {
+  std::vector<MeasuredCollective> rows;
+  for (double b : {1e3, 1e5, 1e7}) {
+    rows.push_back({"send_recv", "inter", 2, b, 500 + b / 10.0});
+    rows.push_back({"all_reduce", "inter", 2, b, 1000 + b / 10.0});
+    if (n_intra >= 2) {
+      rows.push_back({"send_recv", "intra", n_intra, b, 1 + b / 1e4});
+      rows.push_back({"all_reduce", "intra", n_intra, b, 2 + b / 1e4});
+    }
+  }
+  return rows;
+}
+
+TEST(CalibrationLayout, TwoDomainsOfTwoPriceASpanningGroupFromTheInterFit) {
+  CalibrationReport rep = calibrate(load_topology("local-cpu"), two_domain_rows(2), {"x.h5"}, "two");
+  const Placement spanning = place_group(4, 1, 2);  // 4 ranks, 2 per domain
+  ASSERT_FALSE(spanning.intra());
+  ASSERT_FALSE(spanning.inter());
+  // Without the layout the base's scale-up domain (2) holds, and there is no network.
+  EXPECT_THROW(collective_cost(rep.topology, CollOp::all_reduce, spanning, 1e8), UsageError);
+  apply_measured_layout(rep.topology, {"x.h5", 4, 2, "test"}, "calibration");
+  Topology& t = rep.topology;
+  EXPECT_EQ(t.domain_size(), 2);
+  ASSERT_TRUE(t.scale_out.present);
+  EXPECT_NEAR(t.scale_out.bandwidth_GBps.get(), 0.01, 1e-6);  // the send_recv inter fit
+  EXPECT_NEAR(t.scale_out.latency_us.get(), 500 - t.model.collective_launch_us.get(), 1e-3);
+  EXPECT_EQ(t.scale_out.bandwidth_GBps.source, "calibration");
+  // 100 MB over 4 ranks in 2 domains: the network carries at least half the buffer
+  // (hierarchical: an inter all-reduce of S/2) at the inter fit's 0.01 GB/s = 5 s;
+  // the intra links alone would take milliseconds.
+  const double us = collective_cost(t, CollOp::all_reduce, spanning, 1e8).time_us;
+  EXPECT_GT(us, 0.5 * 1e8 / (0.01 * 1e3));
+  EXPECT_LT(us, 1.1 * 0.5 * 1e8 / (0.01 * 1e3));
+  EXPECT_NO_THROW(parse_topology(to_json(t), "two.json"));
+}
+
+TEST(CalibrationLayout, PipelineSendRecvBetweenDomainsUsesTheInterFit) {
+  // 2 hosts x 1 rank: no intra group at all; the base's 2-device domain must not make
+  // the two pipeline stages neighbours on shared memory.
+  CalibrationReport rep = calibrate(load_topology("local-cpu"), two_domain_rows(0), {"x.h5"}, "pp");
+  apply_measured_layout(rep.topology, {"x.h5", 2, 2, "test"}, "calibration");
+  EXPECT_EQ(rep.topology.domain_size(), 1);
+  models::ParallelSplit split;
+  split.pp = 2;
+  split.microbatches = 4;
+  TopologyPricer pricer(rep.topology, split, "fp32");
+  models::StepProgram program;
+  program.stage = 0;
+  models::Op op;
+  op.bytes = 1e6;
+  EXPECT_NEAR(pricer.exchange_half_us(program, op, 1), 500 + 1e6 / 10.0, 1.0);
+  // A tp2 group is one rank per domain: priced from the inter all-reduce fit.
+  split.pp = 1;
+  split.tp = 2;
+  TopologyPricer tp(rep.topology, split, "fp32");
+  EXPECT_TRUE(tp.placement(models::Group::tp).inter());
+}
+
+TEST(CalibrationLayout, OneNodeKeepsItsDomainAndHasNoScaleOut) {
+  CalibrationReport rep = calibrate(load_topology("local-cpu"), two_domain_rows(2), {"x.h5"}, "one");
+  rep.topology.fits.erase(std::remove_if(rep.topology.fits.begin(), rep.topology.fits.end(),
+                                         [](const CollectiveFit& f) { return f.scope == "inter"; }),
+                          rep.topology.fits.end());
+  apply_measured_layout(rep.topology, {"x.h5", 2, 1, "test"}, "calibration");
+  EXPECT_EQ(rep.topology.domain_size(), 2);
+  EXPECT_FALSE(rep.topology.scale_out.present);
+}
+
+TEST(CalibrationLayout, InputsOfDifferentLayoutsAreRefusedNamingTheFiles) {
+  EXPECT_EQ(agreed_layout({{"a.h5", 2, 2, "m"}, {"b.h5", 2, 2, "m"}})->domain_size(), 1);
+  EXPECT_FALSE(agreed_layout({}).has_value());
+  try {
+    agreed_layout({{"a.h5", 2, 2, "m"}, {"b.h5", 2, 1, "m"}});
+    FAIL() << "mixed layouts accepted";
+  } catch (const UsageError& e) {
+    EXPECT_NE(std::string(e.what()).find("a.h5"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("b.h5"), std::string::npos) << e.what();
+  }
 }
 
 }  // namespace
