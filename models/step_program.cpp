@@ -27,6 +27,8 @@ std::string_view to_string(OpKind k) {
     case OpKind::expert_down_gemm: return "expert_down_gemm";
     case OpKind::shared_up_gemm: return "shared_up_gemm";
     case OpKind::shared_down_gemm: return "shared_down_gemm";
+    case OpKind::moe_permute: return "moe_permute";
+    case OpKind::moe_unpermute: return "moe_unpermute";
     case OpKind::final_norm: return "final_norm";
     case OpKind::lm_head_gemm: return "lm_head_gemm";
     case OpKind::loss: return "loss";
@@ -34,12 +36,14 @@ std::string_view to_string(OpKind k) {
     case OpKind::tp_all_reduce: return "tp_all_reduce";
     case OpKind::sp_all_gather: return "sp_all_gather";
     case OpKind::sp_reduce_scatter: return "sp_reduce_scatter";
+    case OpKind::ep_counts: return "ep_counts";
     case OpKind::ep_dispatch: return "ep_dispatch";
     case OpKind::ep_combine: return "ep_combine";
     case OpKind::pp_exchange: return "pp_exchange";
     case OpKind::grad_all_reduce: return "grad_all_reduce";
     case OpKind::grad_reduce_scatter: return "grad_reduce_scatter";
     case OpKind::param_all_gather: return "param_all_gather";
+    case OpKind::load_all_reduce: return "load_all_reduce";
   }
   return "?";
 }
@@ -295,10 +299,17 @@ class Builder {
     } else {
       const double routed = T_ * m_.top_k, fe = m_.expert_ffn_hidden;
       gemm(OpKind::router_gemm, T_, h, m_.num_experts, false);
+      moe_permute();
+      // models/layers/block.cpp: the per-expert row counts go first (each rank learns
+      // how many rows it receives), then the rows themselves.
+      collective(OpKind::ep_counts, Group::ep, m_.num_experts * 8.0);
       collective(OpKind::ep_dispatch, Group::ep, routed * h * e_);
+      ep_regroup();
       gemm(OpKind::expert_up_gemm, routed, h, gated() * fe / t_);
       gemm(OpKind::expert_down_gemm, routed, fe / t_, h);
+      ep_regroup();
       collective(OpKind::ep_combine, Group::ep, routed * h * e_);
+      moe_unpermute();
       if (m_.shared_experts > 0) {
         const double fs = fe * m_.shared_experts;
         gemm(OpKind::shared_up_gemm, T_, h, gated() * fs / t_);
@@ -308,6 +319,31 @@ class Builder {
     tp_reduce_fwd();
   }
 
+  // Token permutation around the experts (memory-bound copies, models/layers/moe.cpp),
+  // counted as the rows moved once each (the k copies of one token are consecutive
+  // slots, so the token's row is read once from memory), R = tokens * top_k routed
+  // rows and T tokens of hidden:
+  //   moe_permute    forward: dispatch reads T rows, writes R; backward: the R row
+  //                  gradients are added into the T token gradients (read R, read +
+  //                  write T);
+  //   moe_unpermute  forward: combine reads R expert outputs, writes T gate-weighted
+  //                  sums; backward: reads dy (T) and the saved outputs (R), writes R
+  //                  row gradients;
+  //   ep_regroup     with EP only (a moe_permute op): the rows received grouped by
+  //                  peer are reordered by local expert before the experts and back
+  //                  after them (read + write R).
+  void moe_permute() {
+    const double R = T_ * m_.top_k, row = m_.hidden * e_;
+    compute(OpKind::moe_permute, 0.0, (phase_ == Phase::backward ? R + 2 * T_ : R + T_) * row);
+  }
+  void moe_unpermute() {
+    const double R = T_ * m_.top_k, row = m_.hidden * e_;
+    compute(OpKind::moe_unpermute, 0.0, (phase_ == Phase::backward ? 2 * R + T_ : R + T_) * row);
+  }
+  void ep_regroup() {
+    if (s_.ep > 1) compute(OpKind::moe_permute, 0.0, 2.0 * T_ * m_.top_k * m_.hidden * e_);
+  }
+
   void mlp_bwd(int layer) {
     const double h = m_.hidden;
     tp_reduce_bwd();
@@ -315,16 +351,26 @@ class Builder {
       gemm(OpKind::mlp_down_gemm, T_, m_.ffn_hidden / static_cast<double>(t_), h);
       gemm(OpKind::mlp_up_gemm, T_, h, gated() * m_.ffn_hidden / t_);
     } else {
+      // The engine's order (block.cpp moe_backward): combine backward, the TP sum of
+      // the gate-weight gradient (expert outputs are partial over TP, so is dy . out;
+      // summed here, the router's own gradient comes out complete on every TP rank),
+      // the routed experts between the two all-to-alls, the shared experts, the
+      // dispatch backward and the router.
       const double routed = T_ * m_.top_k, fe = m_.expert_ffn_hidden;
+      moe_unpermute();
+      collective(OpKind::tp_all_reduce, Group::tp, routed * 4.0);  // fp32 gate gradients
+      collective(OpKind::ep_combine, Group::ep, routed * h * e_);
+      ep_regroup();
+      gemm(OpKind::expert_down_gemm, routed, fe / t_, h);
+      gemm(OpKind::expert_up_gemm, routed, h, gated() * fe / t_);
+      ep_regroup();
+      collective(OpKind::ep_dispatch, Group::ep, routed * h * e_);
       if (m_.shared_experts > 0) {
         const double fs = fe * m_.shared_experts;
         gemm(OpKind::shared_down_gemm, T_, fs / t_, h);
         gemm(OpKind::shared_up_gemm, T_, h, gated() * fs / t_);
       }
-      collective(OpKind::ep_combine, Group::ep, routed * h * e_);
-      gemm(OpKind::expert_down_gemm, routed, fe / t_, h);
-      gemm(OpKind::expert_up_gemm, routed, h, gated() * fe / t_);
-      collective(OpKind::ep_dispatch, Group::ep, routed * h * e_);
+      moe_permute();
       gemm(OpKind::router_gemm, T_, h, m_.num_experts, false);
     }
     tp_gather_bwd();
@@ -489,8 +535,9 @@ class Builder {
       b.dense = (c_.attention_per_layer - replicated) / t_ + replicated + c_.norms_per_layer;
       b.tp_partial = replicated + (sp() ? c_.norms_per_layer : 0.0);
       if (m_.layer_is_moe(layer)) {
+        // The router's gradient is complete on every TP rank (the gate-weight gradient
+        // was TP-summed in the backward), so it needs no TP reduction.
         b.dense += c_.router_per_layer + c_.shared_per_layer / t_;
-        b.tp_partial += c_.router_per_layer;
         b.expert = (m_.num_experts / s_.ep) * c_.per_expert / t_;
       } else {
         b.dense += c_.dense_mlp_per_layer / t_;
@@ -523,9 +570,9 @@ class Builder {
     const Bucket b = bucket(layer);
     const double gb = o_.gradient_bytes;
     const OpKind kind = s_.zero1 ? OpKind::grad_reduce_scatter : OpKind::grad_all_reduce;
-    // TP-replicated weights with partial gradients: the router and the MLA down
-    // projections (their output gradients come from TP-split consumers) and, with SP,
-    // the norms (each TP rank sees only its sequence shard).
+    // TP-replicated weights with partial gradients: the MLA down projections (their
+    // output gradients come from TP-split consumers) and, with SP, the norms (each TP
+    // rank sees only its sequence shard).
     grad_op(OpKind::grad_all_reduce, Group::tp, b.tp_partial * gb, false, last_compute_);
     grad_op(kind, Group::dp, b.dense * gb, false, last_compute_);
     grad_op(kind, Group::expert_dp, b.expert * gb, true, last_compute_);
@@ -554,6 +601,15 @@ class Builder {
     mb_ = chunk_ = action_ = -1;
     const int opt = push(op);
     last_compute_ = opt;
+    // Aux-loss-free balancing: each MoE layer's per-expert load of the step is summed
+    // over dp (fp64 counts) before its bias update (cpu_executor.cpp, after the
+    // optimizer).
+    if (m_.balance == RoutingBalance::aux_loss_free)
+      for (int l : buckets_)
+        if (l >= 0 && l < m_.layers && m_.layer_is_moe(l)) {
+          pending_bucket_layer_ = l;
+          grad_op(OpKind::load_all_reduce, Group::dp, m_.num_experts * 8.0, false, opt);
+        }
     if (!s_.zero1) return;
     for (int l : buckets_) {
       pending_bucket_layer_ = l;

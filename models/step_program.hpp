@@ -15,8 +15,10 @@
 //       tp_all_reduce | sp_reduce_scatter,
 //       mlp_norm, [sp_all_gather],
 //       dense:  mlp_up_gemm, mlp_down_gemm
-//       MoE:    router_gemm, [ep_dispatch], expert_up_gemm, expert_down_gemm,
-//               [ep_combine], [shared_up_gemm, shared_down_gemm]
+//       MoE:    router_gemm, moe_permute, [ep_counts, ep_dispatch, moe_permute],
+//               expert_up_gemm, expert_down_gemm, [moe_permute, ep_combine],
+//               moe_unpermute, [shared_up_gemm, shared_down_gemm]
+//               (bracketed with ep > 1; moe_permute inside them = the EP regroup)
 //       tp_all_reduce | sp_reduce_scatter
 //     [final_norm, lm_head_gemm, loss (+ tp_all_reduce of the softmax statistics)
 //      on the last virtual stage]
@@ -30,21 +32,26 @@
 //       sp_reduce_scatter (of the input gradient), norm.
 //     The embedding backward is preceded by an sp_all_gather with SP; the head
 //     backward (loss, lm_head_gemm) is followed by the input-gradient tp_all_reduce
-//     (SP: sp_reduce_scatter) and the final norm. MoE: ep_combine and ep_dispatch
-//     again, in reverse order. With recompute=full each layer's forward ops are
+//     (SP: sp_reduce_scatter) and the final norm. MoE backward, in the cpu engine's
+//     order: moe_unpermute, tp_all_reduce of the gate-weight gradient (tokens * top_k
+//     fp32, tp > 1), [ep_combine, moe_permute], expert_down_gemm, expert_up_gemm,
+//     [moe_permute, ep_dispatch], [shared_down_gemm, shared_up_gemm], moe_permute,
+//     router_gemm (no counts exchange: the forward's counts are reused). With recompute=full each layer's forward ops are
 //     re-run (phase recompute, with their collectives) just before its backward;
 //     with selective, the attention core is re-run before its backward.
 //   exchange: one pp_exchange op (the PipeAction holds the peers and messages).
 //   After the schedule (or, with overlap_grad_reduce, right after the layer's last
 //   backward): per layer ("bucket"), gradient ops on the grad_comm stream:
 //     - tp all-reduce of TP-replicated weights whose gradients are partial sums over
-//       TP: the MoE router and MLA down projections + latent norms (their output
-//       gradients come from TP-split consumers) and, with SP, the norms (each TP rank
-//       sees only its sequence shard);
+//       TP: the MLA down projections + latent norms (their output gradients come from
+//       TP-split consumers) and, with SP, the norms (each TP rank sees only its
+//       sequence shard); not the MoE router: its gate gradient is TP-summed in the
+//       backward, so its weight gradient is complete;
 //     - dp all-reduce of the non-expert weights, expert_dp all-reduce of the expert
 //       weights (zero1: reduce-scatter instead);
-//   then optimizer (compute, on the rank's shard with zero1), then with zero1 one
-//   param_all_gather per bucket and group.
+//   then optimizer (compute, on the rank's shard with zero1), then with aux-loss-free
+//   balancing one load_all_reduce per MoE layer (dp, E fp64 counts), then with zero1
+//   one param_all_gather per bucket and group.
 // MoE layers under TP and EP (what the cpu executor must implement to match): the
 // MoE input is the full sequence on every TP rank (after the SP all-gather with SP);
 // the router runs replicated on it; each TP rank dispatches its copy of the tokens to
@@ -111,6 +118,8 @@ enum class OpKind : std::uint8_t {
   expert_down_gemm,
   shared_up_gemm,    // shared experts (a dense MLP of shared_experts*expert_ffn)
   shared_down_gemm,
+  moe_permute,       // token rows to and from expert order (dispatch, EP regroup; memory-bound)
+  moe_unpermute,     // gate-weighted combine of expert outputs into tokens (memory-bound)
   final_norm,
   lm_head_gemm,      // vocab-parallel logits
   loss,              // cross-entropy (vocab-parallel)
@@ -119,12 +128,14 @@ enum class OpKind : std::uint8_t {
   tp_all_reduce,
   sp_all_gather,
   sp_reduce_scatter,
+  ep_counts,         // all-to-all of the per-expert row counts (fp64), before ep_dispatch
   ep_dispatch,       // all-to-all, tokens to their experts' ranks
   ep_combine,        // all-to-all, expert outputs back
   pp_exchange,       // blocking combined send/recv between pipeline stages
   grad_all_reduce,   // dp (non-expert) or expert_dp (expert) gradient all-reduce
   grad_reduce_scatter,  // zero1
   param_all_gather,     // zero1, after the optimizer
+  load_all_reduce,      // aux-loss-free MoE balancing: per-expert loads summed over dp
 };
 std::string_view to_string(OpKind k);
 bool is_comm(OpKind k);

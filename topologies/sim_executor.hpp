@@ -34,7 +34,7 @@ class OpPricer {
 enum class Exposure { tp, dp, expert_dp, pp, ep, bubble, count };
 const char* to_string(Exposure e);
 inline constexpr int kNumExposures = static_cast<int>(Exposure::count);
-inline constexpr int kNumOpKinds = static_cast<int>(models::OpKind::param_all_gather) + 1;
+inline constexpr int kNumOpKinds = static_cast<int>(models::OpKind::load_all_reduce) + 1;
 
 struct StageTime {
   int stage = 0;

@@ -48,11 +48,13 @@ double TopologyPricer::op_us(const models::StepProgram&, const Op& op) {
   CollOp coll;
   switch (op.kind) {
     case OpKind::tp_all_reduce:
-    case OpKind::grad_all_reduce: coll = CollOp::all_reduce; break;
+    case OpKind::grad_all_reduce:
+    case OpKind::load_all_reduce: coll = CollOp::all_reduce; break;
     case OpKind::sp_all_gather:
     case OpKind::param_all_gather: coll = CollOp::all_gather; break;
     case OpKind::sp_reduce_scatter:
     case OpKind::grad_reduce_scatter: coll = CollOp::reduce_scatter; break;
+    case OpKind::ep_counts:
     case OpKind::ep_dispatch:
     case OpKind::ep_combine: coll = CollOp::all_to_all; break;
     case OpKind::pp_exchange:
