@@ -8,7 +8,18 @@
 #   4. ibt project-compare the held-out runs on the calibrated topology: exit 1 when a
 #      projected step time is off by more than BOUND percent, naming the component that
 #      differs most.
+#   5. MoE: train tiny-moe at dp2 (fit) and dp2 ep2 (held out), 10 steps each (m2 b4),
+#      calibrate from the same collectives (all_to_all measured too) plus the dp2 MoE
+#      run only, and compare the ep2 run against MOE_BOUND percent.
 # A second, independent attempt runs only when the first disagrees (below).
+#
+# MoE figures (2026-11-23 19:3x-19:4x UTC, fastest of 9 steps, measured -> projected
+# step): quiet machine (load 1.3-2.3) +8.1%, +0.9%; load 4-5 +10.7%, -6.6%, -0.8%,
+# -21.4%, -24.3%. The ep component (30 all-to-alls a step of ~12 ms) is what load
+# hits: 0.8 ms measured when quiet, 6-10 ms under load, 0.3-0.6 ms projected. The fit
+# is a tiny-moe run, not small-dense's dp2: tiny-moe's 16-64-row expert GEMMs run far
+# below small-dense's GEMM efficiency (compute under-projected 20-35% from that fit).
+# The MoE part adds about 3 s per attempt.
 #
 # Measured figures (this 2-core machine, 2026-11-23, while 4 other sessions built and
 # ran MPI tests: load average 7-11, so NOT an idle machine), held-out runs, fastest
