@@ -19,6 +19,10 @@
 # hits: 0.8 ms measured when quiet, 6-10 ms under load, 0.3-0.6 ms projected. The fit
 # is a tiny-moe run, not small-dense's dp2: tiny-moe's 16-64-row expert GEMMs run far
 # below small-dense's GEMM efficiency (compute under-projected 20-35% from that fit).
+# Through ctest at 19:52 UTC (load about 3): MoE -15.3% and -15.5% (PASS) in both
+# attempts, but by cancellation: compute +0.008 s (the fit run was slowed: its compute
+# 0.019 s against 0.0105 s quiet), ep -0.010 s; read the components, not the step
+# alone. The dense pp2 failed attempt 1 (-20.6%) and passed attempt 2 (+4.3%); 78 s.
 # The MoE part adds about 3 s per attempt.
 #
 # Measured figures (this 2-core machine, 2026-11-23, while 4 other sessions built and
