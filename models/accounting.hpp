@@ -44,9 +44,11 @@
 //                  fp32 log-sum-exp per head (Dao 2022: the backward recomputes the scores)
 //     MLP          SwiGLU: gate and up (the first GEMM's outputs) and the activation
 //                  (the down GEMM's input): 3f; GELU: pre-activation and output: 2f
-//     MoE layer    router probabilities (E fp32), the dispatched rows top_k*h (the
-//                  experts' input, whole sequence of the TP group), (top_k + shared)
-//                  expert MLPs as above with f = expert_ffn_hidden
+//     MoE layer    router logits and gate weights (E + top_k fp32), the dispatched
+//                  rows and the experts' outputs (2*top_k*h: the experts' input and,
+//                  for the gate weights' gradient, their output; whole sequence of the
+//                  TP group, experts being TP-split), (top_k + shared) expert MLPs as
+//                  above with f = expert_ffn_hidden
 //   Tensor parallelism divides the head/ffn-column tensors (attention, core, MLP) by t;
 //   the norm tensors are whole rows on every TP rank unless sequence parallelism shards
 //   them by t (Megatron saves the sharded GEMM input and all-gathers it again in the
