@@ -131,10 +131,12 @@ double activation_bytes_per_layer(const ModelConfig& m, const ParallelSplit& s,
     core_fp32 = H;         // FlashAttention: one log-sum-exp per head and query
   if (m.layer_is_moe(layer)) {
     residual_fp32 += m.num_experts + m.top_k;  // router logits, gate weights
-    // Dispatched rows (each expert's input) and the experts' outputs (kept for the gate
-    // weights' gradient), whole sequence of the TP group; the routed experts' tensors:
-    // top_k expert MLPs per token, plus the shared experts.
-    unsharded += 2.0 * m.top_k * h;
+    // Dispatched rows: each expert's input, the whole sequence of the TP group (experts
+    // are TP-split, so every TP rank needs every row). The experts' outputs, kept for the
+    // gate weights' gradient, after the TP reduce-scatter (rows split with SP). The
+    // routed experts' tensors: top_k expert MLPs per token, plus the shared experts.
+    unsharded += m.top_k * h;
+    residual += m.top_k * h;
     sharded += (m.top_k + m.shared_experts) * mlp_tensors * m.expert_ffn_hidden;
   } else {
     sharded += mlp_tensors * m.ffn_hidden;

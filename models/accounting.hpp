@@ -44,15 +44,17 @@
 //                  fp32 log-sum-exp per head (Dao 2022: the backward recomputes the scores)
 //     MLP          SwiGLU: gate and up (the first GEMM's outputs) and the activation
 //                  (the down GEMM's input): 3f; GELU: pre-activation and output: 2f
-//     MoE layer    router logits and gate weights (E + top_k fp32), the dispatched
-//                  rows and the experts' outputs (2*top_k*h: the experts' input and,
-//                  for the gate weights' gradient, their output; whole sequence of the
-//                  TP group, experts being TP-split), (top_k + shared) expert MLPs as
-//                  above with f = expert_ffn_hidden
+//     MoE layer    router logits and gate weights (E + top_k fp32); the dispatched
+//                  rows, top_k*h (the experts' input: the whole sequence of the TP
+//                  group on every TP rank, experts being TP-split); the experts'
+//                  outputs, top_k*h, kept for the gate weights' gradient after the TP
+//                  reduce-scatter (Megatron's all-to-all dispatcher; split like the
+//                  norm rows); (top_k + shared) expert MLPs as above, f = expert_ffn_hidden
 //   Tensor parallelism divides the head/ffn-column tensors (attention, core, MLP) by t;
 //   the norm tensors are whole rows on every TP rank unless sequence parallelism shards
 //   them by t (Megatron saves the sharded GEMM input and all-gathers it again in the
-//   backward; the CPU engine keeps the gathered copy, 2h(1 - 1/t) more per token).
+//   backward; the CPU engine keeps the gathered copy, 2h(1 - 1/t) more per token, and
+//   its experts' outputs before the TP reduction, whole rows).
 //   Selective recompute drops the core's saved state (scores or log-sum-exp): with
 //   fused attention it saves almost nothing. Full recompute keeps the layer input only
 //   (h, /t with SP). Embedding and logits buffers are not counted.

@@ -160,9 +160,11 @@ TEST(PlanAccounting, Llama405bLayerActivations) {
 
 // tiny-moe: layer 0 dense, layers 1-3 MoE (E 8, top_k 2, 1 shared, f_e 64); tp 1, bf16,
 // fused attention. Dense: 256 norms + 192 attention + 384 SwiGLU = 832 elements x 2 B
-// + (2 rstd + 4 lse) x 4 B = 1688 B per token. MoE: 256 + 2*2*64 dispatched rows and
+// + (2 rstd + 4 lse) x 4 B = 1688 B per token. MoE: 256 + 2*64 dispatched rows + 2*64
 // expert outputs + 192 + (2 + 1) x 3 x 64 = 1280 x 2 B + (2 rstd + 8 logits + 2 gate
-// weights + 4 lse) x 4 B = 2624 B per token.
+// weights + 4 lse) x 4 B = 2624 B per token. With tp 2 and SP the norm rows and expert
+// outputs halve, the dispatched rows do not: (384/2 + 128 + (192 + 576)/2) x 2 B +
+// (12/2 + 4/2) x 4 B = 1440 B per token.
 TEST(PlanAccounting, MoeLayerActivationsDifferFromDense) {
   const ModelConfig m = load_model("tiny-moe");
   ParallelSplit s{4, 1, 1, 4, 1, 1, 1, ScheduleKind::one_f_one_b};
@@ -170,6 +172,11 @@ TEST(PlanAccounting, MoeLayerActivationsDifferFromDense) {
   EXPECT_EQ(activation_bytes_per_layer(m, s, bf16_mixed_adam(), 1), 2624 * 32);
   // One stage, one microbatch in flight: every layer once.
   EXPECT_EQ(memory_per_rank(m, s, bf16_mixed_adam(), 0).activations, (1688 + 3 * 2624) * 32);
+  s.dp = 2;
+  s.tp = 2;
+  s.ep = 2;
+  s.sequence_parallel = true;
+  EXPECT_EQ(activation_bytes_per_layer(m, s, bf16_mixed_adam(), 1), 1440 * 32);
 }
 
 TEST(PlanAccounting, MoeMemoryShardsExpertsOverEp) {
