@@ -1,6 +1,7 @@
 #include "models/accounting.hpp"
 
 #include <algorithm>
+#include <vector>
 
 #include "models/schedule.hpp"
 
@@ -104,24 +105,76 @@ Precision fp32_adam() { return {"fp32", 4, 4, 8, 4, true}; }
 Precision bf16_mixed_adam() { return {"bf16-mixed", 2, 2, 12, 2, false}; }
 
 double activation_bytes_per_layer(const ModelConfig& m, const ParallelSplit& s,
-                                  const Precision& p) {
-  const double sbh = static_cast<double>(m.seq_len) * s.micro_batch_size * m.hidden;
-  const double t = s.tp, sq = m.seq_len, h = m.hidden;
-  const double a = p.stores_attention_scores ? m.heads : 0.0;  // drops the 5·a·s/h term
-  double coeff = 0;  // bytes per s*b*h element position, in Korthikanti's 2-byte units
+                                  const Precision& p, int layer) {
+  // Per token, in elements of p.activation_bytes (fp32_* in 4-byte values), grouped by
+  // how tensor parallelism divides them (accounting.hpp lists the tensors and sources).
+  const double h = m.hidden, H = m.heads, t = s.tp;
+  const double mlp_tensors = m.activation == Activation::swiglu ? 3.0 : 2.0;  // (gate, up,) pre-act, act
+  double residual = 4 * h;  // both norms' inputs and outputs: full rows, 1/t only with SP
+  double residual_fp32 = 2 * (m.norm == Norm::layernorm ? 2.0 : 1.0);  // norm rstd (+ mean) per row
+  double unsharded = 0;     // never divided by t (whole sequence on every TP rank)
+  double sharded = 0;       // always divided by t (heads or ffn columns)
+  double core = 0, core_fp32 = 0;  // attention core's own saved state, sharded by heads
+  if (m.attention == Attention::standard) {
+    const double G = m.kv_heads, d = m.head_dim();
+    sharded += H * d + 2 * G * d + H * d;  // Q, K, V (GQA: G heads), context
+  } else {
+    const double dqk = m.qk_head_dim(), dv = m.value_head_dim();
+    // Latents of the replicated down projections and their norms' outputs.
+    if (m.q_lora_rank > 0) unsharded += 2.0 * m.q_lora_rank;
+    unsharded += (m.kv_lora_rank + m.qk_rope_head_dim) + m.kv_lora_rank;
+    sharded += 2 * H * dqk + 2 * H * dv;   // Q, K, V, context
+  }
+  if (p.stores_attention_scores)
+    core = H * m.seq_len;  // softmax probabilities, one s-long row per head and query
+  else
+    core_fp32 = H;         // FlashAttention: one log-sum-exp per head and query
+  if (m.layer_is_moe(layer)) {
+    residual_fp32 += m.num_experts + m.top_k;  // router logits, gate weights
+    // Dispatched rows: each expert's input, the whole sequence of the TP group (experts
+    // are TP-split, so every TP rank needs every row). The experts' outputs, kept for the
+    // gate weights' gradient, after the TP reduce-scatter (rows split with SP). The
+    // routed experts' tensors: top_k expert MLPs per token, plus the shared experts.
+    unsharded += m.top_k * h;
+    residual += m.top_k * h;
+    sharded += (m.top_k + m.shared_experts) * mlp_tensors * m.expert_ffn_hidden;
+  } else {
+    sharded += mlp_tensors * m.ffn_hidden;
+  }
+  const double res_div = s.sequence_parallel ? t : 1.0;
+  double elements = 0, fp32_values = 0;
   switch (s.recompute) {
     case Recompute::none:
-      coeff = s.sequence_parallel ? (34.0 + 5.0 * a * sq / h) / t
-                                  : 10.0 + 24.0 / t + 5.0 * a * sq / (h * t);
+      elements = residual / res_div + unsharded + (sharded + core) / t;
+      fp32_values = residual_fp32 / res_div + core_fp32 / t;
       break;
-    case Recompute::selective:
-      coeff = s.sequence_parallel ? 34.0 / t : 10.0 + 24.0 / t;
+    case Recompute::selective:  // the core is recomputed from the kept Q, K, V
+      elements = residual / res_div + unsharded + sharded / t;
+      fp32_values = residual_fp32 / res_div;
       break;
-    case Recompute::full:
-      coeff = s.sequence_parallel ? 2.0 / t : 2.0;
+    case Recompute::full:       // only the layer's input
+      elements = h / res_div;
       break;
   }
-  return sbh * coeff * (p.activation_bytes / 2.0);
+  const double tokens = static_cast<double>(m.seq_len) * s.micro_batch_size;
+  return tokens * (elements * p.activation_bytes + fp32_values * 4.0);
+}
+
+double peak_activation_bytes(const ModelConfig& m, const ParallelSplit& s, const Precision& p,
+                             int stage, const PipelineSchedule& sched) {
+  // Bytes one microbatch leaves on each chunk of the stage (its layers summed).
+  std::vector<double> chunk_bytes(s.vpp, 0.0);
+  for (int chunk = 0; chunk < s.vpp; ++chunk) {
+    const LayerRange range = stage_layers(m, s.pp * s.vpp, chunk * s.pp + stage);
+    for (int l = range.first; l < range.end(); ++l)
+      chunk_bytes[chunk] += activation_bytes_per_layer(m, s, p, l);
+  }
+  double held = 0, peak = 0;
+  for (const auto& a : sched.per_stage.at(stage)) {
+    if (a.kind == ActionKind::forward) peak = std::max(peak, held += chunk_bytes[a.chunk]);
+    if (a.kind == ActionKind::backward) held -= chunk_bytes[a.chunk];
+  }
+  return peak;
 }
 
 RankMemory memory_per_rank(const ModelConfig& m, const ParallelSplit& s, const Precision& p,
@@ -161,7 +214,7 @@ RankMemory memory_per_rank(const ModelConfig& m, const ParallelSplit& s, const P
                         : p.optimizer_bytes * r.params;
   r.chunks_in_flight = max_chunks_in_flight(sched, stage);
   r.layers_in_flight = max_layers_in_flight(sched, m, stage);
-  r.activations = activation_bytes_per_layer(m, s, p) * r.layers_in_flight;
+  r.activations = peak_activation_bytes(m, s, p, stage, sched);
   return r;
 }
 

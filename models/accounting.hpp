@@ -24,17 +24,46 @@
 //   modelled.
 // - Memory per rank: weights + gradients + optimizer states (bytes per parameter from
 //   Precision; zero1 shards the optimizer states over dp, expert ones over expert_dp)
-//   + activations. Activations per layer and microbatch follow Korthikanti et al. 2022
-//   (Table 2; a GPT block in 2-byte precision with 1-byte dropout masks):
-//       no recompute:       s·b·h·(10 + 24/t + 5·a·s/(h·t))   (SP: s·b·h·(34 + 5·a·s/h)/t)
-//       selective:          s·b·h·(10 + 24/t)                 (SP: 34·s·b·h/t)
-//       full:               2·s·b·h                           (SP: 2·s·b·h/t)
-//   without the 5·a·s/h term when the engine does not keep attention scores
-//   (Precision::stores_attention_scores), scaled by activation_bytes/2 for other
-//   precisions, times the most layers the
-//   schedule holds in flight on the stage (schedule.hpp max_layers_in_flight). This is an
-//   approximation for SwiGLU, GQA and MoE blocks (it is the GPT block's figure), and
-//   ignores the embedding and logits buffers.
+//   + activations: the most bytes of saved activations the stage's schedule holds at
+//   once (forward done, backward not started; schedule.hpp). For 1F1B that is p - stage
+//   microbatches of the stage's layers; for Megatron's interleaved schedule
+//   (p-stage-1)*2 + (v-1)*p + 1 chunks, i.e. about L*(1 + (p-1)/(p*v)) layers on stage 0
+//   (Narayanan et al. 2021 sec. 2.2; Korthikanti et al. 2022 sec. 4.2.3). Exact per chunk,
+//   from the built schedule, not from the closed form.
+// - Activations per layer and microbatch: the tensors a Llama-style block (pre-norm, no
+//   biases, NO dropout: ibt's engines have none) saves for its backward pass, counted
+//   per token (x seq_len x micro_batch_size), in Precision::activation_bytes per element
+//   (per-row statistics in fp32):
+//     norms        input and output of both norms (the output is the next GEMM's
+//                  input): 4h; + rstd (RMSNorm) or mean and rstd (LayerNorm) per row
+//     attention    Q (H*dqk), K and V (GQA: G*d each; MLA: H*dqk and H*dv), the core's
+//                  output (H*dv, the output projection's input); MLA also keeps its
+//                  latents (q: 2*q_lora_rank, kv: kv_lora + rope + kv_lora), not split by TP
+//     core         unfused (Precision::stores_attention_scores, the CPU engine): the
+//                  softmax probabilities, H*s per token; fused FlashAttention-style: one
+//                  fp32 log-sum-exp per head (Dao 2022: the backward recomputes the scores)
+//     MLP          SwiGLU: gate and up (the first GEMM's outputs) and the activation
+//                  (the down GEMM's input): 3f; GELU: pre-activation and output: 2f
+//     MoE layer    router logits and gate weights (E + top_k fp32); the dispatched
+//                  rows, top_k*h (the experts' input: the whole sequence of the TP
+//                  group on every TP rank, experts being TP-split); the experts'
+//                  outputs, top_k*h, kept for the gate weights' gradient after the TP
+//                  reduce-scatter (Megatron's all-to-all dispatcher; split like the
+//                  norm rows); (top_k + shared) expert MLPs as above, f = expert_ffn_hidden
+//   Tensor parallelism divides the head/ffn-column tensors (attention, core, MLP) by t;
+//   the norm tensors are whole rows on every TP rank unless sequence parallelism shards
+//   them by t (Megatron saves the sharded GEMM input and all-gathers it again in the
+//   backward; the CPU engine keeps the gathered copy, 2h(1 - 1/t) more per token, and
+//   its experts' outputs before the TP reduction, whole rows).
+//   Selective recompute drops the core's saved state (scores or log-sum-exp): with
+//   fused attention it saves almost nothing. Full recompute keeps the layer input only
+//   (h, /t with SP). Embedding and logits buffers are not counted.
+//   For a GPT block this is Korthikanti et al. 2022's Table 2 (s*b*h*(10 + 24/t +
+//   5*a*s/(h*t)) bytes in 2-byte precision) minus the dropout state their block has:
+//   two 1-byte sbh masks and, per attention score, a 1-byte mask and a 2-byte dropout
+//   output, i.e. s*b*h*(8 + 24/t + 2*a*s/(h*t)). For Llama 3 405B (h 16384, G 8 of 128
+//   heads, f 3.25h, tp 8 with SP, fused attention) it is 15.875h/t elements per token,
+//   31.75*s*b*h/t bytes instead of Korthikanti's 34*s*b*h/t.
 #include <string>
 
 #include "models/model_config.hpp"
@@ -97,9 +126,14 @@ Precision fp32_adam();
 // core (no score matrices kept: the 5·a·s/h term is dropped).
 Precision bf16_mixed_adam();
 
-// Activation bytes one microbatch leaves per transformer layer (formula above).
+// Activation bytes one microbatch leaves on transformer layer `layer` (formula above;
+// dense and MoE layers differ, all dense layers are equal).
 double activation_bytes_per_layer(const ModelConfig& m, const ParallelSplit& s,
-                                  const Precision& p);
+                                  const Precision& p, int layer = 0);
+// The most activation bytes a stage holds at once under the schedule (each forward adds
+// its chunk's layers, each backward frees them).
+double peak_activation_bytes(const ModelConfig& m, const ParallelSplit& s, const Precision& p,
+                             int stage, const PipelineSchedule& schedule);
 
 struct RankMemory {
   int stage = 0;

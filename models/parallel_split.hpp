@@ -39,7 +39,9 @@ namespace ibt::models {
 
 enum class ScheduleKind { afab, one_f_one_b, interleaved };
 // selective: Korthikanti et al.'s selective recompute (the attention core is
-// recomputed in the backward pass); full: each layer's whole forward is recomputed.
+// recomputed in the backward pass; with a fused FlashAttention-style core, which keeps
+// no scores anyway, it frees only the log-sum-exp: accounting.hpp); full: each layer's
+// whole forward is recomputed.
 enum class Recompute { none, selective, full };
 
 std::string_view to_string(ScheduleKind k);  // "afab", "1f1b", "interleaved"

@@ -38,8 +38,9 @@ const char* kConventions =
     "MFU = model FLOPs per step / (step time x devices x peak FLOP/s of --dtype); model FLOPs "
     "= 6 x matmul-active parameters + full-sequence attention per token (causal masking not "
     "discounted, recompute not counted; models/accounting.hpp). HFU adds recompute. Memory: "
-    "bf16 mixed-precision Adam (fp32 Adam when --dtype fp32), 16 bytes per parameter before ZeRO-1, Korthikanti et al. "
-    "activations; a split above the usable memory fraction is infeasible.";
+    "bf16 mixed-precision Adam (fp32 Adam when --dtype fp32), 16 bytes per parameter before ZeRO-1, activations "
+    "saved by a Llama-style block (no dropout, fused attention; Korthikanti et al. 2022 without dropout for GPT) x the "
+    "chunks the schedule holds in flight; a split above the usable memory fraction is infeasible.";
 
 }  // namespace
 

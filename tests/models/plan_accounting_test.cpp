@@ -100,30 +100,83 @@ TEST(PlanAccounting, TinyDenseMemoryByHand) {
   EXPECT_EQ(r0.weights, 45312 * 4);
   EXPECT_EQ(r0.grads, 45312 * 4);
   EXPECT_EQ(r0.optimizer, 45312 * 8);
-  // Activations: s*b*h = 2048; 10 + 24/t + 5*a*s/(h*t) = 10 + 12 + 5 = 27 (2-byte units),
-  // x2 for fp32 = 110592 bytes per layer; stage 0 holds 2 microbatches x 2 layers.
-  EXPECT_EQ(activation_bytes_per_layer(m, s, fp32_adam()), 110592);
+  // Activations per token (accounting.hpp; fp32, unfused attention, t = 2, no SP):
+  // norms 4h = 256 whole rows + 2 rstd; sharded by t: Q 64 + K 32 + V 32 + context 64,
+  // probabilities H*s = 128, SwiGLU gate/up/act 3*128 = 384 -> 704/2 = 352.
+  // (256 + 352) * 4 B + 2 * 4 B = 2440 B; x s = 32 tokens = 78080 B per layer.
+  // Stage 0 holds 2 microbatches x 2 layers.
+  EXPECT_EQ(activation_bytes_per_layer(m, s, fp32_adam()), 78080);
   EXPECT_EQ(r0.chunks_in_flight, 2);
   EXPECT_EQ(r0.layers_in_flight, 4);
-  EXPECT_EQ(r0.activations, 4 * 110592);
+  EXPECT_EQ(r0.activations, 4 * 78080);
   // Stage 1: head/2 + final norm + 2 layers; one microbatch in flight.
   RankMemory r1 = memory_per_rank(m, s, fp32_adam(), 1);
   EXPECT_EQ(r1.params, 45376);
-  EXPECT_EQ(r1.activations, 2 * 110592);
+  EXPECT_EQ(r1.activations, 2 * 78080);
   EXPECT_EQ(peak_memory_per_rank(m, s, fp32_adam()).stage, 0);
   // ZeRO-1 shards the optimizer over dp = 2.
   s.zero1 = true;
   EXPECT_EQ(memory_per_rank(m, s, fp32_adam(), 0).optimizer, 45312 * 4);
-  // Sequence parallel + selective recompute: 34 * s*b*h / t, x2 for fp32.
+  // Sequence parallel + selective recompute (scores dropped): norms 256/2 + 2/2 rstd,
+  // sharded (192 + 384)/2 = 288 -> (128 + 288) * 4 + 1 * 4 = 1668 B x 32 tokens.
   s.sequence_parallel = true;
   s.recompute = Recompute::selective;
-  EXPECT_EQ(activation_bytes_per_layer(m, s, fp32_adam()), 34.0 * 2048 / 2 * 2);
+  EXPECT_EQ(activation_bytes_per_layer(m, s, fp32_adam()), 1668 * 32);
+  // Full recompute keeps the layer input: h/t = 32 elements x 2 B x 32 tokens.
   s.recompute = Recompute::full;
   EXPECT_EQ(activation_bytes_per_layer(m, s, bf16_mixed_adam()), 2.0 * 2048 / 2);
-  // FlashAttention-style engines keep no scores: SP without recompute is then 34·sbh/t.
+  // FlashAttention-style engines keep one fp32 log-sum-exp per head instead of the
+  // probabilities: (128 + 288) * 2 B + (1 rstd + 4/2 lse) * 4 B = 844 B per token; the
+  // fp32 CPU engine keeps the probabilities: (128 + (192 + 128 + 384)/2) * 4 + 4 = 1924 B.
   s.recompute = Recompute::none;
-  EXPECT_EQ(activation_bytes_per_layer(m, s, bf16_mixed_adam()), 34.0 * 2048 / 2);
-  EXPECT_EQ(activation_bytes_per_layer(m, s, fp32_adam()), (34.0 + 5.0 * 4 * 32 / 64) * 2048 / 2 * 2);
+  EXPECT_EQ(activation_bytes_per_layer(m, s, bf16_mixed_adam()), 844 * 32);
+  EXPECT_EQ(activation_bytes_per_layer(m, s, fp32_adam()), 1924 * 32);
+}
+
+// A GPT block (LayerNorm, GELU 4h, MHA) gives Korthikanti et al. 2022's Table 2 without
+// their dropout state: s*b*h*(8 + 24/t + 2*a*s/(h*t)) bytes in 2-byte precision with
+// scores kept, plus the LayerNorms' fp32 mean and rstd (2 norms x 2 x 4 B per token).
+TEST(PlanAccounting, GptBlockIsKorthikantiWithoutDropout) {
+  const ModelConfig m = load_model("gpt3-175b");
+  ParallelSplit s{1, 8, 1, 1, 1, 1, 1, ScheduleKind::one_f_one_b};
+  Precision bf16_unfused = bf16_mixed_adam();
+  bf16_unfused.stores_attention_scores = true;
+  const double sq = 2048, h = 12288, a = 96, t = 8;
+  EXPECT_DOUBLE_EQ(activation_bytes_per_layer(m, s, bf16_unfused),
+                   sq * h * (8 + 24 / t + 2 * a * sq / (h * t)) + sq * 16);
+}
+
+// Llama 3 405B at the published split's tp 8 with SP and fused attention: 4h/t norm rows,
+// (h + 2*h/16 + h)/t attention, 3 * 3.25h/t SwiGLU = 15.875h/t elements = 31.75*h/t bytes
+// per token, plus fp32 (2 rstd + 128 lse)/t values (Korthikanti's figure was 34*h/t).
+TEST(PlanAccounting, Llama405bLayerActivations) {
+  const ModelConfig m = load_model("llama3-405b");
+  ParallelSplit s{64, 8, 16, 1, 2, 32, 1, ScheduleKind::interleaved};
+  s.sequence_parallel = true;
+  const double sq = 8192, h = 16384;
+  EXPECT_DOUBLE_EQ(activation_bytes_per_layer(m, s, bf16_mixed_adam()),
+                   sq * (31.75 * h / 8 + 4.0 * 130 / 8));
+}
+
+// tiny-moe: layer 0 dense, layers 1-3 MoE (E 8, top_k 2, 1 shared, f_e 64); tp 1, bf16,
+// fused attention. Dense: 256 norms + 192 attention + 384 SwiGLU = 832 elements x 2 B
+// + (2 rstd + 4 lse) x 4 B = 1688 B per token. MoE: 256 + 2*64 dispatched rows + 2*64
+// expert outputs + 192 + (2 + 1) x 3 x 64 = 1280 x 2 B + (2 rstd + 8 logits + 2 gate
+// weights + 4 lse) x 4 B = 2624 B per token. With tp 2 and SP the norm rows and expert
+// outputs halve, the dispatched rows do not: (384/2 + 128 + (192 + 576)/2) x 2 B +
+// (12/2 + 4/2) x 4 B = 1440 B per token.
+TEST(PlanAccounting, MoeLayerActivationsDifferFromDense) {
+  const ModelConfig m = load_model("tiny-moe");
+  ParallelSplit s{4, 1, 1, 4, 1, 1, 1, ScheduleKind::one_f_one_b};
+  EXPECT_EQ(activation_bytes_per_layer(m, s, bf16_mixed_adam(), 0), 1688 * 32);
+  EXPECT_EQ(activation_bytes_per_layer(m, s, bf16_mixed_adam(), 1), 2624 * 32);
+  // One stage, one microbatch in flight: every layer once.
+  EXPECT_EQ(memory_per_rank(m, s, bf16_mixed_adam(), 0).activations, (1688 + 3 * 2624) * 32);
+  s.dp = 2;
+  s.tp = 2;
+  s.ep = 2;
+  s.sequence_parallel = true;
+  EXPECT_EQ(activation_bytes_per_layer(m, s, bf16_mixed_adam(), 1), 1440 * 32);
 }
 
 TEST(PlanAccounting, MoeMemoryShardsExpertsOverEp) {

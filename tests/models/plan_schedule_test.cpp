@@ -69,6 +69,21 @@ TEST(PlanSchedule, OneFOneBHoldsAtMostPMinusSMicrobatches) {
   EXPECT_EQ(max_chunks_in_flight(g, 0), 8);
 }
 
+// Megatron's interleaved schedule (Narayanan et al. 2021) runs (p-s-1)*2 + (v-1)*p warm-up
+// forwards on stage s and one more before its first backward: that many chunks are held
+// at the peak when m > p (all m*v when m == p). On stage 0 that is p*v + p - 1 chunks, the
+// L*(1 + (p-1)/(p*v)) layers of Korthikanti et al. 2022 sec. 4.2.3.
+TEST(PlanSchedule, InterleavedHoldsMegatronWarmupPlusOne) {
+  for (int p : {2, 4, 16})
+    for (int v : {2, 4}) {
+      const int m = 2 * p;
+      const PipelineSchedule s = build_schedule(ScheduleKind::interleaved, p, v, m);
+      for (int st = 0; st < p; ++st)
+        EXPECT_EQ(max_chunks_in_flight(s, st), std::min((p - st - 1) * 2 + (v - 1) * p + 1, m * v))
+            << "p" << p << " v" << v << " stage " << st;
+    }
+}
+
 TEST(PlanSchedule, ExchangesPairUpWithinOneRound) {
   for (const Case& c : all_cases()) {
     const PipelineSchedule s = build_schedule(c.kind, c.p, c.v, c.m);

@@ -1,0 +1,72 @@
+// The activation accounting (models/accounting.hpp) against the tensors the CPU engine
+// actually keeps for its backward pass: one block's forward on tiny models, every float
+// the block's cache holds, counted. The engine is fp32 with unfused attention (it keeps
+// the softmax probabilities), which is fp32_adam()'s Precision.
+#include <gtest/gtest.h>
+
+#include "engine_test_util.hpp"
+#include "models/accounting.hpp"
+#include "models/layers/block.hpp"
+#include "models/model_file.hpp"
+
+namespace ibt::models {
+namespace {
+
+double floats(const Tensor& t) { return static_cast<double>(t.numel()); }
+double floats(const NormCache& c) {
+  return floats(c.x) + static_cast<double>(c.mean.size() + c.rstd.size());
+}
+double floats(const MlpCache& c) { return floats(c.x) + floats(c.gate) + floats(c.up) + floats(c.act); }
+
+// Every float a block's cache holds after one forward, in bytes.
+// With tp > 1, shard 0 of the block (heads and ffn columns split, no sequence
+// parallelism: the identity reducer stands in for the TP peers, sizes are unaffected).
+double cached_bytes(const ModelConfig& m, int layer, int batch, int tp_shards = 1) {
+  TransformerBlock block(m, 7, layer, Shard{0, tp_shards}, Shard{0, 1});
+  const Tensor x = test::random_tensor({static_cast<int64_t>(batch) * m.seq_len, m.hidden}, 11);
+  Tensor y;
+  BlockCache c;
+  IdentityTp tp;
+  block.forward(x, batch, m.seq_len, y, c, tp);
+  double n = floats(c.attn_norm) + floats(c.ffn_norm);
+  const AttentionCache& a = c.attention;
+  n += floats(a.x) + floats(a.q) + floats(a.k) + floats(a.v) + floats(a.probs) + floats(a.context);
+  n += floats(c.mlp);
+  const MoeCache& e = c.moe;
+  n += floats(e.x) + floats(e.routing.logits) + static_cast<double>(e.routing.weight.size()) +
+       floats(e.dispatch.rows) + floats(e.expert_out) + floats(e.shared);
+  for (const MlpCache& ex : e.experts) n += floats(ex);
+  return 4.0 * n;
+}
+
+// The engine's RMSNorm also fills a per-row mean (zeros, kept for the shared LayerNorm
+// code path) that an RMSNorm does not need: 2 floats per token the accounting leaves out.
+constexpr double kRmsNormZeroMeans = 2;
+
+TEST(EngineActivationMemory, DenseBlockKeepsWhatTheAccountingCounts) {
+  const ModelConfig m = load_model("tiny-dense");
+  ParallelSplit s{1, 1, 1, 1, 1, 1, 2, ScheduleKind::one_f_one_b};
+  const double tokens = 2.0 * m.seq_len;
+  EXPECT_EQ(cached_bytes(m, 0, 2),
+            activation_bytes_per_layer(m, s, fp32_adam(), 0) + tokens * 4.0 * kRmsNormZeroMeans);
+  s.tp = 2;  // Q, K, V, context, probabilities and SwiGLU halve; norm rows stay whole
+  EXPECT_EQ(cached_bytes(m, 0, 2, 2),
+            activation_bytes_per_layer(m, s, fp32_adam(), 0) + tokens * 4.0 * kRmsNormZeroMeans);
+}
+
+// In an MoE layer the engine also keeps two copies the accounting counts once: the
+// shared experts' input (the same normed rows as moe.x, counted with the norms) and each
+// routed expert's input (the same rows as dispatch.rows): (1 + top_k)*h floats per token.
+TEST(EngineActivationMemory, MoeBlockKeepsTheAccountingPlusItsCopies) {
+  const ModelConfig m = load_model("tiny-moe");
+  ParallelSplit s{1, 1, 1, 1, 1, 1, 2, ScheduleKind::one_f_one_b};
+  const double tokens = 2.0 * m.seq_len;
+  EXPECT_EQ(cached_bytes(m, 0, 2),
+            activation_bytes_per_layer(m, s, fp32_adam(), 0) + tokens * 4.0 * kRmsNormZeroMeans);
+  const double copies = (1.0 + m.top_k) * m.hidden;
+  EXPECT_EQ(cached_bytes(m, 1, 2), activation_bytes_per_layer(m, s, fp32_adam(), 1) +
+                                       tokens * 4.0 * (kRmsNormZeroMeans + copies));
+}
+
+}  // namespace
+}  // namespace ibt::models
