@@ -78,7 +78,8 @@ std::vector<VtrainResult> project_vtrain(const std::vector<VtrainRow>& rows, con
   ProjectionOptions o;
   o.dtype = "bf16";  // A100 fp16 and bf16 tensor peaks are equal (312 TFLOP/s)
   o.overlap_grad_reduce = false;
-  o.precision = models::bf16_mixed_adam();  // 2-byte activations and gradients
+  o.precision = models::bf16_mixed_adam();  // 2-byte activations
+  o.precision.grad_bytes = 4;  // fp32 gradient all-reduce
   // Megatron of 2022 materialises the attention scores (no flash attention): write
   // QK^T, softmax read + write, dropout read + write, read for AV = 6 passes forward.
   o.attention_score_passes = 6;
@@ -93,6 +94,7 @@ std::vector<VtrainResult> project_vtrain(const std::vector<VtrainRow>& rows, con
       s.dp = r.dp;
       s.pp = r.pp;
       s.micro_batch_size = r.micro_batch;
+      s.recompute = models::Recompute::full;
       if (r.global_batch % (r.dp * r.micro_batch) != 0)
         throw UsageError("global batch not divisible by dp x micro batch");
       s.microbatches = r.global_batch / (r.dp * r.micro_batch);
@@ -124,8 +126,20 @@ Topology with_efficiency(const Topology& base, double gemm_efficiency, double op
 }
 
 EfficiencyFit fit_vtrain_efficiency(const std::vector<VtrainRow>& rows, const Topology& base) {
+  // The objective: the mean of the single-node and the multi-node MAPE over the fitting
+  // rows (each set weighs the same however many rows it brings).
   auto score = [&](double e, double o) {
-    return mape(project_vtrain(rows, with_efficiency(base, e, o, "fit in progress"))).mape;
+    const auto results = project_vtrain(rows, with_efficiency(base, e, o, "fit in progress"));
+    std::vector<VtrainResult> by_set[2];
+    for (const auto& r : results) by_set[r.row.multi ? 1 : 0].push_back(r);
+    double sum = 0;
+    int sets = 0;
+    for (const auto& set : by_set)
+      if (!set.empty()) {
+        sum += mape(set).mape;
+        ++sets;
+      }
+    return sets ? sum / sets : 0.0;
   };
   // Golden-section search of f on [lo, hi].
   auto golden = [](auto f, double lo, double hi) {
