@@ -11,7 +11,7 @@
 #include "topologies/vtrain.hpp"
 
 int main(int argc, char** argv) {
-  std::string dir = IBT_VTRAIN_DIR, topology = "dgx-a100";
+  std::string dir = IBT_VTRAIN_DIR, topology = "dgx-a100", allreduce = IBT_VTRAIN_ALLREDUCE;
   double max_single = 0, max_multi = 0;
   bool verbose = false, fit = false;
   std::string write;
@@ -31,14 +31,26 @@ int main(int argc, char** argv) {
     else if (a == "--verbose") verbose = true;
     else if (a == "--fit") fit = true;
     else if (a == "--write") write = next();
+    else if (a == "--allreduce") allreduce = next();
     else {
-      std::fprintf(stderr, "usage: ibt_validate_vtrain [--dir DIR] [--topology T] [--max-single PCT] [--max-multi PCT] [--verbose] [--fit [--write FILE.json]]\n");
+      std::fprintf(stderr, "usage: ibt_validate_vtrain [--dir DIR] [--topology T] [--max-single PCT] [--max-multi PCT] [--verbose] [--fit [--allreduce CSV] [--write FILE.json]]\n");
       return 2;
     }
   }
   try {
     auto t = ibt::topo::load_topology(topology);
     if (fit) {
+      // First the measured all-reduce of the authors' A100 node (fitted to collective
+      // timings, not to iteration times), then the efficiency model on top of it.
+      const auto coll = ibt::topo::fit_allreduce_table(allreduce);
+      for (const auto& c : coll)
+        std::printf("all-reduce of %d GPUs (%d sizes): alpha %.1f us, busbw %.1f GB/s (max residual %.0f%%)\n",
+                    c.group_size, c.points, c.alpha_us, c.busbw_GBps, 100 * c.max_rel_residual);
+      t = ibt::topo::with_collective_fits(
+          t, coll,
+          "NCCL all-reduce (nccl-tests) on one A100 node of the vTrain authors, 2/4/8 GPUs, 1 MiB-1 GiB: "
+          "trace/a100/AR_GPU{2,4,8}_1M_1024M_LUT of github.com/VIA-Research/vTrain, copied to "
+          "topologies/validation/vtrain-a100-allreduce.csv; one latency-bandwidth fit per group size");
       // Fit the one efficiency model on every 4th row of each file (single-node rows are
       // small ops, multi-node rows large ones: a fit on one regime alone leaves the other
       // unconstrained); the other rows are held out.

@@ -55,6 +55,16 @@ EfficiencyFit fit_vtrain_efficiency(const std::vector<VtrainRow>& rows, const To
 Topology with_efficiency(const Topology& base, double gemm_efficiency, double op_overhead_us,
                          const std::string& how);
 
+// The measured NCCL all-reduce of the vTrain authors' A100 node (gpus,bytes,time_us rows;
+// '#' lines are comments; topologies/validation/vtrain-a100-allreduce.csv): one
+// latency-bandwidth fit per group size (calibration.hpp's fit_latency_bandwidth), as
+// intra-domain all_reduce fits that replace the analytic NVLink model for TP and DP
+// all-reduces inside a node. Fitted to the collective measurements only, never to the
+// iteration times. Throws UsageError naming the file and line on a malformed row.
+std::vector<CollectiveFit> fit_allreduce_table(const std::string& path);
+Topology with_collective_fits(const Topology& base, const std::vector<CollectiveFit>& fits,
+                              const std::string& how);
+
 struct Mape {
   double mape = 0;
   int rows = 0, skipped = 0;
