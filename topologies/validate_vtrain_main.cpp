@@ -67,7 +67,7 @@ int main(int argc, char** argv) {
       std::snprintf(how, sizeof how,
                     "ibt_validate_vtrain --fit: gemm_efficiency and op_overhead_us fitted once (golden-section "
                     "coordinate descent on the mean of the single- and multi-node MAPE) on every 4th row of each "
-                    "vTrain file (%zu rows); the other rows are held out. Every other figure is %s's.",
+                    "vTrain file (%zu rows); the other rows are held out. Every other figure is %s's, but the intra-node all-reduce (vtrain-nccl fits).",
                     subset.size(), t.name.c_str());
       t = ibt::topo::with_efficiency(t, f.gemm_efficiency, f.op_overhead_us, how);
       t.name = "dgx-a100-vtrain-fit";

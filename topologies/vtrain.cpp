@@ -136,7 +136,9 @@ Topology with_efficiency(const Topology& base, double gemm_efficiency, double op
   const std::string id = "vtrain-fit";
   if (!t.find_source(id)) t.sources.push_back({id, SourceKind::assumption, how});
   t.model.gemm_efficiency = {gemm_efficiency, "fraction", id, "fitted once for the whole vTrain set"};
-  t.model.op_overhead_us = {op_overhead_us, "us", id, "fitted once for the whole vTrain set"};
+  t.model.op_overhead_us = {op_overhead_us, "us", id,
+                            "fitted once for the whole vTrain set; host dispatch per op, which the device's work hides "
+                            "(an op costs max(roofline, this))"};
   return t;
 }
 
