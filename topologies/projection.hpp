@@ -36,6 +36,10 @@ struct ProjectionOptions {
   // this many element passes over it in the forward (twice in the backward) are added
   // to the attention core's memory traffic. 0 = fused attention (the default).
   double attention_score_passes = 0;
+  // op_overhead_us is host dispatch that overlaps the device's work (an op costs
+  // max(roofline, overhead)) instead of adding to it (the default): eager frameworks
+  // whose small kernels are launch-bound (sim_pricer.hpp).
+  bool dispatch_overlaps_compute = false;
   ProjectionOptions() : precision(models::bf16_mixed_adam()) {}
 };
 

@@ -41,7 +41,8 @@ void TopologyPricer::add_attention_score_traffic(const models::ModelConfig& mode
 }
 
 double TopologyPricer::compute_us(double flops, double bytes) const {
-  return std::max(flops / flops_per_us_, bytes / bytes_per_us_) + overhead_us_;
+  const double roofline = std::max(flops / flops_per_us_, bytes / bytes_per_us_);
+  return dispatch_overlaps_ ? std::max(roofline, overhead_us_) : roofline + overhead_us_;
 }
 
 double TopologyPricer::op_us(const models::StepProgram&, const Op& op) {

@@ -4,6 +4,10 @@
 // Compute op: a roofline with a fixed per-op cost,
 //     max(flops / (peak[dtype] * gemm_efficiency),
 //         bytes / (memory_bandwidth * memory_efficiency)) + op_overhead_us
+// or, with set_dispatch_overlaps_compute(true), max(roofline, op_overhead_us): the
+// host dispatches an op's kernels while the device runs the previous ones (eager
+// frameworks launch asynchronously), so an op costs its device time or its dispatch
+// time, whichever is longer, not their sum.
 // (ops without FLOPs -- norms, embedding, loss -- are memory-bound by construction).
 // Communication op: collective_model.hpp for the op's group, placed on the domains by
 // the rank order of models/rank_groups.hpp (rank = tp + tp*(dp + dp*pp), domains of
@@ -34,6 +38,7 @@ class TopologyPricer : public OpPricer {
   // Unfused attention: `passes` element passes over the (heads/tp) x s x s scores of a
   // microbatch per forward (2x backward) are added to each attention_core op's bytes.
   void add_attention_score_traffic(const models::ModelConfig& model, double passes, double element_bytes);
+  void set_dispatch_overlaps_compute(bool on) { dispatch_overlaps_ = on; }
 
  private:
   const Topology& t_;
@@ -41,6 +46,7 @@ class TopologyPricer : public OpPricer {
   double flops_per_us_ = 0;       // peak * efficiency
   double bytes_per_us_ = 0;       // memory bandwidth * efficiency
   double overhead_us_ = 0;
+  bool dispatch_overlaps_ = false;  // max(roofline, overhead) instead of their sum
   double score_bytes_forward_ = 0;  // extra attention-core bytes per forward op
   long long stage_stride_ = 1;    // ranks between pipeline stages (tp * dp)
   std::array<Placement, 6> placement_{};  // by models::Group

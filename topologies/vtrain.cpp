@@ -4,7 +4,11 @@
 #include <fstream>
 #include <sstream>
 
+#include <map>
+
 #include "collectives/errors.hpp"
+#include "topologies/calibration.hpp"
+#include "topologies/collective_model.hpp"
 #include "topologies/projection.hpp"
 
 namespace ibt::topo {
@@ -78,10 +82,18 @@ std::vector<VtrainResult> project_vtrain(const std::vector<VtrainRow>& rows, con
   ProjectionOptions o;
   o.dtype = "bf16";  // A100 fp16 and bf16 tensor peaks are equal (312 TFLOP/s)
   o.overlap_grad_reduce = false;
-  o.precision = models::bf16_mixed_adam();  // 2-byte activations and gradients
+  // 2-byte activations and gradients: the runs trained in fp16, where Megatron's DDP and
+  // DeepSpeed's fp16 engine all-reduce fp16 gradients (fp32 all-reduce is Megatron's
+  // choice only with bf16 or --accumulate-allreduce-grads-in-fp32; tried: it moves the
+  // multi-node MAPE by < 1 point, so the published fp16 default stays).
+  o.precision = models::bf16_mixed_adam();
   // Megatron of 2022 materialises the attention scores (no flash attention): write
   // QK^T, softmax read + write, dropout read + write, read for AV = 6 passes forward.
   o.attention_score_passes = 6;
+  // Megatron of the time runs eagerly: the host launches each kernel while the GPU runs
+  // the previous ones, so a small op costs its dispatch time, a large one its device
+  // time (max, not sum: sim_pricer.hpp).
+  o.dispatch_overlaps_compute = true;
   std::vector<VtrainResult> out;
   for (const auto& r : rows) {
     VtrainResult res;
@@ -93,6 +105,11 @@ std::vector<VtrainResult> project_vtrain(const std::vector<VtrainRow>& rows, con
       s.dp = r.dp;
       s.pp = r.pp;
       s.micro_batch_size = r.micro_batch;
+      // Every vTrain validation run checkpointed activations (use_checkpoint: true in all
+      // 1,548 of vTrain's config/validation files): each layer's forward runs again before
+      // its backward. Leaving it out under-projected every large-op (multi-node) row by
+      // about a quarter -- the missing third forward of 4 forward-equivalents.
+      s.recompute = models::Recompute::full;
       if (r.global_batch % (r.dp * r.micro_batch) != 0)
         throw UsageError("global batch not divisible by dp x micro batch");
       s.microbatches = r.global_batch / (r.dp * r.micro_batch);
@@ -119,13 +136,89 @@ Topology with_efficiency(const Topology& base, double gemm_efficiency, double op
   const std::string id = "vtrain-fit";
   if (!t.find_source(id)) t.sources.push_back({id, SourceKind::assumption, how});
   t.model.gemm_efficiency = {gemm_efficiency, "fraction", id, "fitted once for the whole vTrain set"};
-  t.model.op_overhead_us = {op_overhead_us, "us", id, "fitted once for the whole vTrain set"};
+  t.model.op_overhead_us = {op_overhead_us, "us", id,
+                            "fitted once for the whole vTrain set; host dispatch per op, which the device's work hides "
+                            "(an op costs max(roofline, this))"};
+  return t;
+}
+
+std::vector<CollectiveFit> fit_allreduce_table(const std::string& path) {
+  std::ifstream in(path);
+  if (!in) throw UsageError("cannot read " + path);
+  std::map<int, std::vector<Sample>> by_gpus;
+  std::string line;
+  int lineno = 0;
+  bool header = true;
+  while (std::getline(in, line)) {
+    ++lineno;
+    if (line.empty() || line[0] == '#') continue;
+    if (header) {  // gpus,bytes,time_us
+      header = false;
+      continue;
+    }
+    std::stringstream ss(line);
+    std::string cell;
+    std::vector<double> v;
+    while (std::getline(ss, cell, ',')) {
+      try {
+        v.push_back(std::stod(cell));
+      } catch (const std::exception&) {
+        throw UsageError(path + ":" + std::to_string(lineno) + ": '" + cell + "' is not a number");
+      }
+    }
+    if (v.size() != 3 || v[0] < 2 || v[1] <= 0 || v[2] <= 0)
+      throw UsageError(path + ":" + std::to_string(lineno) +
+                       ": expected gpus (>= 2),bytes (> 0),time_us (> 0)");
+    by_gpus[static_cast<int>(v[0])].push_back({v[1], v[2]});
+  }
+  if (by_gpus.empty()) throw UsageError(path + ": no rows");
+  std::vector<CollectiveFit> fits;
+  for (const auto& [n, samples] : by_gpus) {
+    const LinearFit f = fit_latency_bandwidth(samples);
+    CollectiveFit c;
+    c.op = "all_reduce";
+    c.scope = "intra";
+    c.group_size = n;
+    c.alpha_us = f.alpha_us;
+    c.algbw_GBps = f.algbw_GBps;
+    c.busbw_GBps = f.algbw_GBps * bus_factor(CollOp::all_reduce, n);
+    c.points = f.points;
+    c.rms_rel_residual = f.rms_rel_residual;
+    c.max_rel_residual = f.max_rel_residual;
+    c.min_bytes = c.max_bytes = samples.front().bytes;
+    for (const auto& s : samples) {
+      c.min_bytes = std::min(c.min_bytes, s.bytes);
+      c.max_bytes = std::max(c.max_bytes, s.bytes);
+    }
+    c.source = "vtrain-nccl";
+    fits.push_back(c);
+  }
+  return fits;
+}
+
+Topology with_collective_fits(const Topology& base, const std::vector<CollectiveFit>& fits,
+                              const std::string& how) {
+  Topology t = base;
+  if (!t.find_source("vtrain-nccl")) t.sources.push_back({"vtrain-nccl", SourceKind::measured, how});
+  t.fits = fits;
   return t;
 }
 
 EfficiencyFit fit_vtrain_efficiency(const std::vector<VtrainRow>& rows, const Topology& base) {
+  // The objective: the mean of the single-node and the multi-node MAPE over the fitting
+  // rows (each set weighs the same however many rows it brings).
   auto score = [&](double e, double o) {
-    return mape(project_vtrain(rows, with_efficiency(base, e, o, "fit in progress"))).mape;
+    const auto results = project_vtrain(rows, with_efficiency(base, e, o, "fit in progress"));
+    std::vector<VtrainResult> by_set[2];
+    for (const auto& r : results) by_set[r.row.multi ? 1 : 0].push_back(r);
+    double sum = 0;
+    int sets = 0;
+    for (const auto& set : by_set)
+      if (!set.empty()) {
+        sum += mape(set).mape;
+        ++sets;
+      }
+    return sets ? sum / sets : 0.0;
   };
   // Golden-section search of f on [lo, hi].
   auto golden = [](auto f, double lo, double hi) {
