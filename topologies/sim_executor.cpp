@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <functional>
 #include <string>
 #include <unordered_map>
 
@@ -162,6 +163,39 @@ SimResult simulate(const std::vector<StepProgram>& programs, OpPricer& pricer) {
     }
   }
 
+  // Books the wait [from, to) before op i could start. The wait that ended last is to
+  // blame, but only for the time it ran itself: a collective that first waited for a
+  // pipeline receive (a sequence-parallel all-gather at the start of a backward, say)
+  // passes the time before it started on to its own cause, so pipeline idle time is
+  // booked as bubble and not as the collective's group. A pipeline receive's own
+  // transfer is pp communication; the rest of its wait is the bubble.
+  std::function<void(const RankState&, size_t, double, double, StageTime&)> blame_wait =
+      [&](const RankState& r, size_t i, double from, double to, StageTime& st) {
+        if (to <= from) return;
+        const Op& op = r.prog->ops[i];
+        int cause = -1;
+        for (int w : op.waits)
+          if (w >= 0 && (cause < 0 || r.finish[w] > r.finish[cause])) cause = w;
+        if (cause < 0) {
+          st.exposed_us[static_cast<int>(Exposure::bubble)] += to - from;
+          return;
+        }
+        if (r.finish[cause] < to) {  // the op's own stream was busy after its cause ended
+          st.exposed_us[static_cast<int>(exposure_of(op.group))] += to - std::max(from, r.finish[cause]);
+          to = std::max(from, r.finish[cause]);
+          if (to <= from) return;
+        }
+        const Op& c = r.prog->ops[cause];
+        if (c.kind == OpKind::pp_exchange) {
+          const double transfer = std::min(to - from, r.transfer[cause]);
+          st.exposed_us[static_cast<int>(Exposure::pp)] += transfer;
+          st.exposed_us[static_cast<int>(Exposure::bubble)] += to - from - transfer;
+          return;
+        }
+        const double started = std::max(from, r.ready[cause]);
+        st.exposed_us[static_cast<int>(exposure_of(c.group))] += to - started;
+        blame_wait(r, static_cast<size_t>(cause), from, started, st);
+      };
   SimResult result;
   for (int s = 0; s < P; ++s) {
     const RankState& r = ranks[s];
@@ -174,23 +208,7 @@ SimResult simulate(const std::vector<StepProgram>& programs, OpPricer& pricer) {
       st.finish_us = std::max(st.finish_us, r.finish[i]);
       if (op.stream != Stream::compute) continue;
       st.compute_us += r.dur[i];
-      const double gap = r.ready[i] - compute_free;
-      if (gap > 0) {
-        // Blame the wait that ended last; a pipeline receive's own transfer is pp
-        // communication, the rest of the wait is the pipeline bubble.
-        int cause = -1;
-        for (int w : op.waits)
-          if (w >= 0 && (cause < 0 || r.finish[w] > r.finish[cause])) cause = w;
-        if (cause >= 0 && r.prog->ops[cause].kind == OpKind::pp_exchange) {
-          const double transfer = std::min(gap, r.transfer[cause]);
-          st.exposed_us[static_cast<int>(Exposure::pp)] += transfer;
-          st.exposed_us[static_cast<int>(Exposure::bubble)] += gap - transfer;
-        } else if (cause >= 0) {
-          st.exposed_us[static_cast<int>(exposure_of(r.prog->ops[cause].group))] += gap;
-        } else {
-          st.exposed_us[static_cast<int>(Exposure::bubble)] += gap;
-        }
-      }
+      if (r.ready[i] > compute_free) blame_wait(r, i, compute_free, r.ready[i], st);
       compute_free = r.finish[i];
     }
     // After the last compute op: the op that ends the stage's step.
