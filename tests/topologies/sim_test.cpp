@@ -73,6 +73,45 @@ TEST(SimExecutor, InterleavedBubbleIsPMinusOneOverVM) {
   }
 }
 
+// Layer compute at 1 us per MFLOP (tiny-dense's layers then take tens of us), and every
+// tensor-parallel collective 1 us.
+class TpCostsOneUsPricer : public LayerFlopsPricer {
+ public:
+  using LayerFlopsPricer::LayerFlopsPricer;
+  double op_us(const models::StepProgram& p, const models::Op& op) override {
+    if (models::is_comm(op.kind)) return op.group == models::Group::tp ? 1.0 : 0.0;
+    return 1e3 * LayerFlopsPricer::op_us(p, op);
+  }
+};
+
+// With sequence parallelism a stage's backward starts with a TP collective that waits
+// for the pipeline receive: the idle time before it is bubble, and exposed TP can never
+// exceed the time the TP collectives themselves take.
+TEST(SimExecutor, PipelineIdleBeforeATensorParallelCollectiveIsBubble) {
+  const auto m = models::load_model("tiny-dense");
+  models::ParallelSplit s;
+  s.tp = 2;
+  s.pp = 2;
+  s.microbatches = 4;
+  s.sequence_parallel = true;
+  s.schedule = models::ScheduleKind::one_f_one_b;
+  const auto schedule = models::build_schedule(s);
+  std::vector<models::StepProgram> programs;
+  for (int st = 0; st < s.pp; ++st) programs.push_back(models::build_step_program(m, s, schedule, st * s.tp));
+  TpCostsOneUsPricer pricer(m.layers);
+  const SimResult r = simulate(programs, pricer);
+  for (int st = 0; st < s.pp; ++st) {
+    double tp_us = 0;
+    for (const auto& op : programs[static_cast<size_t>(st)].ops)
+      if (models::is_comm(op.kind) && op.group == models::Group::tp) tp_us += 1.0;
+    ASSERT_GT(tp_us, 0);
+    const StageTime& t = r.stages[static_cast<size_t>(st)];
+    SCOPED_TRACE("stage " + std::to_string(st));
+    EXPECT_LE(t.exposed_us[static_cast<int>(Exposure::tp)], tp_us + 1e-9);
+    EXPECT_GT(t.exposed_us[static_cast<int>(Exposure::bubble)], 0.2 * t.compute_us);  // (p-1)/m = 25%
+  }
+}
+
 TEST(SimExecutor, PureDataParallelWithoutOverlapEqualsTheClosedForm) {
   const auto m = models::load_model("tiny-dense");
   Topology t = load_topology("dgx-a100");
