@@ -127,6 +127,32 @@ std::vector<MeasuredCollective> read_collective_rows(const std::string& path) {
   return out;
 }
 
+CollectiveFit fit_collective(const std::string& op, const std::string& scope, int group_size,
+                             const std::vector<Sample>& samples, const std::string& source) {
+  const LinearFit f = fit_latency_bandwidth(samples);
+  CollectiveFit c;
+  c.op = op;
+  c.scope = scope;
+  c.group_size = group_size;
+  c.alpha_us = f.alpha_us;
+  c.algbw_GBps = f.algbw_GBps;
+  double factor = 1.0;
+  if (op == "all_reduce") factor = bus_factor(CollOp::all_reduce, group_size);
+  else if (op == "all_gather" || op == "reduce_scatter" || op == "all_to_all")
+    factor = bus_factor(CollOp::all_gather, group_size);
+  c.busbw_GBps = f.algbw_GBps * factor;
+  c.points = f.points;
+  c.rms_rel_residual = f.rms_rel_residual;
+  c.max_rel_residual = f.max_rel_residual;
+  c.min_bytes = c.max_bytes = samples.front().bytes;
+  for (const auto& s : samples) {
+    c.min_bytes = std::min(c.min_bytes, s.bytes);
+    c.max_bytes = std::max(c.max_bytes, s.bytes);
+  }
+  c.source = source;
+  return c;
+}
+
 CalibrationReport calibrate(const Topology& base, const std::vector<MeasuredCollective>& rows,
                             const std::vector<std::string>& inputs, const std::string& name) {
   CalibrationReport rep;
@@ -150,28 +176,7 @@ CalibrationReport calibrate(const Topology& base, const std::vector<MeasuredColl
   for (const auto& [key, samples] : groups) {
     const auto& [op, scope, n] = key;
     try {
-      const LinearFit f = fit_latency_bandwidth(samples);
-      CollectiveFit c;
-      c.op = op;
-      c.scope = scope;
-      c.group_size = n;
-      c.alpha_us = f.alpha_us;
-      c.algbw_GBps = f.algbw_GBps;
-      double factor = 1.0;
-      if (op == "all_reduce") factor = bus_factor(CollOp::all_reduce, n);
-      else if (op == "all_gather" || op == "reduce_scatter" || op == "all_to_all")
-        factor = bus_factor(CollOp::all_gather, n);
-      c.busbw_GBps = f.algbw_GBps * factor;
-      c.points = f.points;
-      c.rms_rel_residual = f.rms_rel_residual;
-      c.max_rel_residual = f.max_rel_residual;
-      c.min_bytes = c.max_bytes = samples.front().bytes;
-      for (const auto& s : samples) {
-        c.min_bytes = std::min(c.min_bytes, s.bytes);
-        c.max_bytes = std::max(c.max_bytes, s.bytes);
-      }
-      c.source = src;
-      t.fits.push_back(c);
+      t.fits.push_back(fit_collective(op, scope, n, samples, src));
     } catch (const UsageError& e) {
       rep.skipped.push_back(op + " " + scope + " n=" + std::to_string(n) + ": " + e.what());
     }

@@ -33,6 +33,12 @@ struct LinearFit {
 // Throws UsageError with fewer than 2 distinct sizes or when no positive bandwidth fits.
 LinearFit fit_latency_bandwidth(const std::vector<Sample>& samples);
 
+// Fits one collective (op, scope, group size) from its samples: the latency-bandwidth
+// fit, bus bandwidth by nccl-tests' factor for the op, residuals, the byte range covered
+// and `source`. Throws like fit_latency_bandwidth.
+CollectiveFit fit_collective(const std::string& op, const std::string& scope, int group_size,
+                             const std::vector<Sample>& samples, const std::string& source);
+
 // One measured row of a "collectives" table (collectives/results_schema.hpp).
 struct MeasuredCollective {
   std::string op, scope;

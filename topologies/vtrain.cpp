@@ -174,24 +174,7 @@ std::vector<CollectiveFit> fit_allreduce_table(const std::string& path) {
   if (by_gpus.empty()) throw UsageError(path + ": no rows");
   std::vector<CollectiveFit> fits;
   for (const auto& [n, samples] : by_gpus) {
-    const LinearFit f = fit_latency_bandwidth(samples);
-    CollectiveFit c;
-    c.op = "all_reduce";
-    c.scope = "intra";
-    c.group_size = n;
-    c.alpha_us = f.alpha_us;
-    c.algbw_GBps = f.algbw_GBps;
-    c.busbw_GBps = f.algbw_GBps * bus_factor(CollOp::all_reduce, n);
-    c.points = f.points;
-    c.rms_rel_residual = f.rms_rel_residual;
-    c.max_rel_residual = f.max_rel_residual;
-    c.min_bytes = c.max_bytes = samples.front().bytes;
-    for (const auto& s : samples) {
-      c.min_bytes = std::min(c.min_bytes, s.bytes);
-      c.max_bytes = std::max(c.max_bytes, s.bytes);
-    }
-    c.source = "vtrain-nccl";
-    fits.push_back(c);
+    fits.push_back(fit_collective("all_reduce", "intra", n, samples, "vtrain-nccl"));
   }
   return fits;
 }
