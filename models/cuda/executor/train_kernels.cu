@@ -190,17 +190,19 @@ __global__ void causal_softmax_kernel(float* probs, int seq) {
   for (int j = threadIdx.x; j < seq; j += blockDim.x) p[j] = j <= i ? expf(p[j] - mx) / total : 0.0f;
 }
 
-// context[b*seq+i, h*d+e] = sum_{j<=i} P[b,h,i,j] v[b*seq+j, (h/group)*d+e].
-__global__ void attention_context_kernel(AttentionShape s, const float* probs, const float* v, float* context) {
+// out[b*seq+i, h*d+e] = scale * sum_{j<=i} W[b,h,i,j] x[b*seq+j, (h/group)*d+e]: the context
+// (W = probabilities, x = v, scale 1) and dq (W = score gradients, x = k, the softmax scale).
+__global__ void attention_rows_times_kv_kernel(AttentionShape s, const float* weights, const float* x, float scale,
+                                               float* out) {
   const std::int64_t seq = s.seq, d = s.head_dim, qw = std::int64_t(s.heads) * d, kw = std::int64_t(s.kv_heads) * d;
   const int group = s.heads / s.kv_heads;
   IBT_GRID_LOOP(idx, std::int64_t(s.batch) * seq * qw) {
     const std::int64_t e = idx % d, h = (idx / d) % s.heads, i = (idx / qw) % seq, b = idx / (qw * seq);
-    const float* p = probs + ((b * s.heads + h) * seq + i) * seq;
-    const float* vc = v + b * seq * kw + (h / group) * d + e;
+    const float* w = weights + ((b * s.heads + h) * seq + i) * seq;
+    const float* xc = x + b * seq * kw + (h / group) * d + e;
     float acc = 0;
-    for (std::int64_t j = 0; j <= i; ++j) acc += p[j] * vc[j * kw];
-    context[idx] = acc;
+    for (std::int64_t j = 0; j <= i; ++j) acc += w[j] * xc[j * kw];
+    out[idx] = scale * acc;
   }
 }
 
@@ -232,20 +234,6 @@ __global__ void softmax_backward_kernel(const float* probs, float* d_probs, int 
   for (int j = threadIdx.x; j <= i; j += blockDim.x) dot += dp[j] * p[j];
   const float total = static_cast<float>(block_sum(dot));
   for (int j = threadIdx.x; j <= i; j += blockDim.x) dp[j] = p[j] * (dp[j] - total);
-}
-
-// dq[b*seq+i, h*d+e] = scale * sum_{j<=i} dS[b,h,i,j] k[b*seq+j, (h/group)*d+e].
-__global__ void attention_dq_kernel(AttentionShape s, const float* d_scores, const float* k, float scale, float* dq) {
-  const std::int64_t seq = s.seq, d = s.head_dim, qw = std::int64_t(s.heads) * d, kw = std::int64_t(s.kv_heads) * d;
-  const int group = s.heads / s.kv_heads;
-  IBT_GRID_LOOP(idx, std::int64_t(s.batch) * seq * qw) {
-    const std::int64_t e = idx % d, h = (idx / d) % s.heads, i = (idx / qw) % seq, b = idx / (qw * seq);
-    const float* ds = d_scores + ((b * s.heads + h) * seq + i) * seq;
-    const float* kc = k + b * seq * kw + (h / group) * d + e;
-    float acc = 0;
-    for (std::int64_t j = 0; j <= i; ++j) acc += ds[j] * kc[j * kw];
-    dq[idx] = scale * acc;
-  }
 }
 
 // dk[b*seq+j, hk*d+e] = scale * sum over the group's query heads h and i >= j of
@@ -407,7 +395,7 @@ void attention_forward(const AttentionShape& s, const float* q, const float* k, 
   causal_softmax_kernel<<<static_cast<unsigned>(rows), kThreads, 0, stream>>>(probs, s.seq);
   check_launch("causal_softmax");
   const std::int64_t out = std::int64_t(s.batch) * s.seq * s.heads * s.head_dim;
-  attention_context_kernel<<<blocks_for(out), kThreads, 0, stream>>>(s, probs, v, context);
+  attention_rows_times_kv_kernel<<<blocks_for(out), kThreads, 0, stream>>>(s, probs, v, 1.0f, context);
   check_launch("attention_context");
 }
 
@@ -422,7 +410,7 @@ void attention_backward(const AttentionShape& s, const float* q, const float* k,
   check_launch("softmax_backward");
   const std::int64_t nq = std::int64_t(s.batch) * s.seq * s.heads * s.head_dim;
   const std::int64_t nkv = std::int64_t(s.batch) * s.seq * s.kv_heads * s.head_dim;
-  attention_dq_kernel<<<blocks_for(nq), kThreads, 0, stream>>>(s, d_probs, k, scale, dq);
+  attention_rows_times_kv_kernel<<<blocks_for(nq), kThreads, 0, stream>>>(s, d_probs, k, scale, dq);
   check_launch("attention_dq");
   attention_dkv_kernel<<<blocks_for(nkv), kThreads, 0, stream>>>(s, d_probs, probs, q, d_context, scale, dk, dv);
   check_launch("attention_dkv");
