@@ -35,6 +35,8 @@ struct Column {
 };
 using Value = std::variant<std::int64_t, std::uint64_t, double, std::string>;
 using Row = std::vector<Value>;
+// A numeric cell as a double (0 for a text cell).
+double as_number(const Value& v);
 using AttrValue = std::variant<std::int64_t, double, std::string>;
 
 enum class RunStatus { running, complete, partial, failed };

@@ -104,20 +104,14 @@ std::vector<MeasuredCollective> read_collective_rows(const std::string& path) {
     if (op < 0 || scope < 0 || gs < 0 || bytes < 0 || time < 0)
       throw UsageError(path + ": run " + run.id +
                        ": table 'collectives' lacks one of op, scope, group_size, bytes, time_us");
-    auto num = [](const store::Value& v) -> double {
-      if (auto p = std::get_if<std::int64_t>(&v)) return static_cast<double>(*p);
-      if (auto p = std::get_if<std::uint64_t>(&v)) return static_cast<double>(*p);
-      if (auto p = std::get_if<double>(&v)) return *p;
-      return 0.0;
-    };
     for (const auto& row : t.rows) {
-      if (wrong >= 0 && num(row[wrong]) > 0) continue;
+      if (wrong >= 0 && store::as_number(row[wrong]) > 0) continue;
       MeasuredCollective m;
       m.op = std::get<std::string>(row[op]);
       m.scope = std::get<std::string>(row[scope]);
-      m.group_size = static_cast<int>(num(row[gs]));
-      m.bytes = num(row[bytes]);
-      m.time_us = num(row[time]);
+      m.group_size = static_cast<int>(store::as_number(row[gs]));
+      m.bytes = store::as_number(row[bytes]);
+      m.time_us = store::as_number(row[time]);
       if (m.bytes <= 0 || !(m.time_us > 0) || m.group_size < 2) continue;
       if (m.op == "ping_pong") continue;  // a round trip, not one transfer: send_recv covers it
       out.push_back(m);

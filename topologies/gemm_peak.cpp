@@ -12,12 +12,6 @@ namespace {
 // rows above it were wrong and do not count as a peak.
 constexpr double kCorrectRelError = 1e-2;
 
-double number(const store::Value& v) {
-  if (const auto* d = std::get_if<double>(&v)) return *d;
-  if (const auto* i = std::get_if<std::int64_t>(&v)) return static_cast<double>(*i);
-  if (const auto* u = std::get_if<std::uint64_t>(&v)) return static_cast<double>(*u);
-  return 0;
-}
 std::string text(const store::Value& v) {
   const auto* s = std::get_if<std::string>(&v);
   return s ? *s : "";
@@ -41,9 +35,9 @@ MeasuredGemmPeak measured_gemm_peak(const std::string& path, const std::string& 
       throw UsageError(path + ": run " + run->id + " has no gemm table with dtype, tflops, rel_error and name");
     MeasuredGemmPeak best;
     for (const store::Row& row : t.rows) {
-      if (text(row[c_dtype]) != dtype || !(number(row[c_err]) <= kCorrectRelError)) continue;
-      if (number(row[c_tflops]) > best.tflops) {
-        best.tflops = number(row[c_tflops]);
+      if (text(row[c_dtype]) != dtype || !(store::as_number(row[c_err]) <= kCorrectRelError)) continue;
+      if (store::as_number(row[c_tflops]) > best.tflops) {
+        best.tflops = store::as_number(row[c_tflops]);
         best.shape = text(row[c_name]);
         best.run_id = run->id;
       }

@@ -12,13 +12,6 @@ namespace ibt::topo {
 
 namespace {
 
-double number(const store::Value& v) {
-  if (auto p = std::get_if<std::int64_t>(&v)) return static_cast<double>(*p);
-  if (auto p = std::get_if<std::uint64_t>(&v)) return static_cast<double>(*p);
-  if (auto p = std::get_if<double>(&v)) return *p;
-  return 0.0;
-}
-
 // "dp2" -> 2 when the text starts with `prefix` followed by digits only.
 bool degree(const std::string& token, const std::string& prefix, int& out) {
   if (token.size() <= prefix.size() || token.compare(0, prefix.size(), prefix) != 0) return false;
@@ -58,14 +51,14 @@ MeasuredTrainRun from_run(const std::string& path, const store::RunInfo& run) {
   // estimate of what the machine does alone.
   const store::Row* best = nullptr;
   for (const auto& row : t.rows) {
-    if (number(row[step]) < 1 && t.rows.size() > 1) continue;  // warm-up step
+    if (store::as_number(row[step]) < 1 && t.rows.size() > 1) continue;  // warm-up step
     ++m.timed_steps;
-    if (!best || number(row[time]) < number((*best)[time])) best = &row;
+    if (!best || store::as_number(row[time]) < store::as_number((*best)[time])) best = &row;
   }
   if (!best) throw UsageError(where + "table 'steps' has no rows");
-  m.step_s = number((*best)[time]);
+  m.step_s = store::as_number((*best)[time]);
   double* out[6] = {&m.compute_s, &m.tp_s, &m.pp_s, &m.dp_s, &m.ep_s, &m.other_s};
-  for (int i = 0; i < 6; ++i) *out[i] = number((*best)[col[i]]);
+  for (int i = 0; i < 6; ++i) *out[i] = store::as_number((*best)[col[i]]);
   return m;
 }
 
