@@ -59,7 +59,7 @@ Agreement compare_run(const MeasuredTrainRun& run, const Topology& topology) {
   return compare_run(run, model, topology);
 }
 
-Agreement compare_run(const MeasuredTrainRun& run, const models::ModelConfig& model, const Topology& topology) {
+Projection project_run(const MeasuredTrainRun& run, const models::ModelConfig& model, const Topology& topology) {
   Projection p;
   try {
     p = project(model, topology, run.split, cpu_engine_options());
@@ -69,6 +69,11 @@ Agreement compare_run(const MeasuredTrainRun& run, const models::ModelConfig& mo
   }
   if (!p.feasible)
     throw UsageError(run.label() + " on '" + topology.name + "': projection infeasible: " + p.reason);
+  return p;
+}
+
+Agreement compare_run(const MeasuredTrainRun& run, const models::ModelConfig& model, const Topology& topology) {
+  const Projection p = project_run(run, model, topology);
   Agreement a;
   a.run = run;
   a.topology = topology.name;

@@ -54,11 +54,15 @@ struct Agreement {
   double worst_diff_s = 0;  // projected - measured of that component
 };
 
+// The projection of `run`'s split on `topology` with cpu_engine_options(). Throws
+// UsageError naming the run when the split does not project or does not fit.
+Projection project_run(const MeasuredTrainRun& run, const models::ModelConfig& model, const Topology& topology);
+
 // Projects `run` on `topology`. Throws UsageError when the run's model is unknown, the
 // split does not project (e.g. a group spanning domains of a topology without
 // scale-out figures: the error names them) or does not fit the device memory.
 Agreement compare_run(const MeasuredTrainRun& run, const Topology& topology);
-// The same with the model given (tests, and the fit that projects one run many times).
+// The same with the model given (tests, and the fit's residuals).
 Agreement compare_run(const MeasuredTrainRun& run, const models::ModelConfig& model, const Topology& topology);
 
 // What the cpu executor does beyond the step program, seconds per rank: the step

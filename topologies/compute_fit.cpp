@@ -64,7 +64,7 @@ ComputeFit fit_compute(const Topology& t, const std::vector<MeasuredTrainRun>& f
     const Topology te = with_efficiency(t, std::exp(log_e));
     double sum = 0;
     for (const auto& l : fit) {
-      const double p = compare_run(*l.run, l.model, te).components.front().projected_s;
+      const double p = projected_compute_s(project_run(*l.run, l.model, te));
       const double r = std::log(p / l.run->compute_s);
       sum += r * r;
     }
