@@ -49,14 +49,16 @@ EngineExtras engine_extras(const models::ModelConfig& model, const models::Paral
   return x;
 }
 
-Agreement compare_run(const MeasuredTrainRun& run, const Topology& topology) {
-  models::ModelConfig model;
+models::ModelConfig run_model(const MeasuredTrainRun& run) {
   try {
-    model = models::load_model(run.model);
+    return models::load_model(run.model);
   } catch (const UsageError& e) {
     throw UsageError(run.label() + ": model '" + run.model + "' of the run: " + e.what());
   }
-  return compare_run(run, model, topology);
+}
+
+Agreement compare_run(const MeasuredTrainRun& run, const Topology& topology) {
+  return compare_run(run, run_model(run), topology);
 }
 
 Projection project_run(const MeasuredTrainRun& run, const models::ModelConfig& model, const Topology& topology) {

@@ -54,6 +54,9 @@ struct Agreement {
   double worst_diff_s = 0;  // projected - measured of that component
 };
 
+// The catalog model `run` trained; UsageError naming the run when it is unknown.
+models::ModelConfig run_model(const MeasuredTrainRun& run);
+
 // The projection of `run`'s split on `topology` with cpu_engine_options(). Throws
 // UsageError naming the run when the split does not project or does not fit.
 Projection project_run(const MeasuredTrainRun& run, const models::ModelConfig& model, const Topology& topology);

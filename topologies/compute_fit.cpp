@@ -38,13 +38,7 @@ TrainResidual residual(const Loaded& l, const Topology& t, bool fitted) {
 
 std::vector<Loaded> load(const std::vector<MeasuredTrainRun>& runs) {
   std::vector<Loaded> out;
-  for (const auto& r : runs) {
-    try {
-      out.push_back({&r, models::load_model(r.model)});
-    } catch (const UsageError& e) {
-      throw UsageError(r.label() + ": model '" + r.model + "' of the run: " + e.what());
-    }
-  }
+  for (const auto& r : runs) out.push_back({&r, run_model(r)});
   return out;
 }
 
