@@ -7,6 +7,7 @@
 #include "collectives/errors.hpp"
 #include "models/model_file.hpp"
 #include "topologies/agreement.hpp"
+#include "topologies/golden_section.hpp"
 
 namespace ibt::topo {
 
@@ -66,27 +67,9 @@ ComputeFit fit_compute(const Topology& t, const std::vector<MeasuredTrainRun>& f
   };
   // Golden section on log e: the projected compute time falls monotonically with e,
   // so the squared log-ratio is unimodal.
-  const double g = (std::sqrt(5.0) - 1) / 2;
-  double a = std::log(1e-3), b = std::log(10.0);
-  double c = b - g * (b - a), d = a + g * (b - a);
-  double fc = cost(c), fd = cost(d);
-  for (int i = 0; i < 60 && b - a > 1e-5; ++i) {
-    if (fc < fd) {
-      b = d;
-      d = c;
-      fd = fc;
-      c = b - g * (b - a);
-      fc = cost(c);
-    } else {
-      a = c;
-      c = d;
-      fc = fd;
-      d = a + g * (b - a);
-      fd = cost(d);
-    }
-  }
+  const double log_e = golden_section_min(cost, std::log(1e-3), std::log(10.0), 60, 1e-5);
   ComputeFit f;
-  f.gemm_efficiency = std::exp(0.5 * (a + b));
+  f.gemm_efficiency = std::exp(log_e);
   f.achieved_gflops = f.gemm_efficiency * t.device.fp32.get() * 1e3;
   const Topology te = with_efficiency(t, f.gemm_efficiency);
   for (const auto& l : fit) f.residuals.push_back(residual(l, te, true));

@@ -9,6 +9,7 @@
 #include "collectives/errors.hpp"
 #include "topologies/calibration.hpp"
 #include "topologies/collective_model.hpp"
+#include "topologies/golden_section.hpp"
 #include "topologies/projection.hpp"
 
 namespace ibt::topo {
@@ -204,20 +205,10 @@ EfficiencyFit fit_vtrain_efficiency(const std::vector<VtrainRow>& rows, const To
     return sets ? sum / sets : 0.0;
   };
   // Golden-section search of f on [lo, hi].
-  auto golden = [](auto f, double lo, double hi) {
-    const double g = (std::sqrt(5.0) - 1) / 2;
-    double a = lo, b = hi, c = b - g * (b - a), d = a + g * (b - a);
-    double fc = f(c), fd = f(d);
-    for (int i = 0; i < 14; ++i) {
-      if (fc < fd) { b = d; d = c; fd = fc; c = b - g * (b - a); fc = f(c); }
-      else { a = c; c = d; fc = fd; d = a + g * (b - a); fd = f(d); }
-    }
-    return (a + b) / 2;
-  };
   EfficiencyFit fit{base.model.gemm_efficiency.get(), base.model.op_overhead_us.get(), 0};
   for (int round = 0; round < 3; ++round) {
-    fit.op_overhead_us = golden([&](double o) { return score(fit.gemm_efficiency, o); }, 0.0, 500.0);
-    fit.gemm_efficiency = golden([&](double e) { return score(e, fit.op_overhead_us); }, 0.2, 1.0);
+    fit.op_overhead_us = golden_section_min([&](double o) { return score(fit.gemm_efficiency, o); }, 0.0, 500.0, 14);
+    fit.gemm_efficiency = golden_section_min([&](double e) { return score(e, fit.op_overhead_us); }, 0.2, 1.0, 14);
   }
   fit.mape = score(fit.gemm_efficiency, fit.op_overhead_us);
   return fit;
