@@ -14,6 +14,7 @@
 #include <nlohmann/json.hpp>
 
 #include "collectives/errors.hpp"
+#include "collectives/stats.hpp"
 #include "collectives/sizes.hpp"
 #include "models/checkpoint/checkpointer.hpp"
 #include "models/checkpoint/shard_io.hpp"
@@ -62,12 +63,6 @@ po::options_description describe_options(BenchArgs& a) {
   return o;
 }
 
-double median(std::vector<double> v) {
-  std::sort(v.begin(), v.end());
-  const size_t n = v.size();
-  return n == 0 ? 0 : n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
-}
-
 std::uint32_t data_crc(const std::vector<float>& d) {
   return static_cast<std::uint32_t>(
       crc32_z(crc32(0L, Z_NULL, 0), reinterpret_cast<const Bytef*>(d.data()), d.size() * sizeof(float)));
@@ -77,7 +72,7 @@ struct Stats {
   double median = 0, min = 0, max = 0;
 };
 Stats stats_of(const std::vector<double>& v) {
-  return {median(v), *std::min_element(v.begin(), v.end()), *std::max_element(v.begin(), v.end())};
+  return {quantile(v, 0.5), *std::min_element(v.begin(), v.end()), *std::max_element(v.begin(), v.end())};
 }
 
 std::vector<store::Column> sample_columns() {
@@ -203,7 +198,7 @@ int run(int argc, char** argv, MpiSession& mpi) {
     read_agg.push_back(ragg);
     if (rank == 0) {
       std::printf("  %6d %14.3f %14.3f %14.3f %14.3f %8.1f%%%s\n", rep, w.aggregate_bandwidth() * 1e-9,
-                  median(wbw) * 1e-9, ragg * 1e-9, median(rbw) * 1e-9,
+                  quantile(wbw, 0.5) * 1e-9, ragg * 1e-9, quantile(rbw, 0.5) * 1e-9,
                   100 * *std::max_element(resident_all.begin(), resident_all.end()),
                   bad ? "  WRONG DATA READ BACK" : "");
       std::fflush(stdout);

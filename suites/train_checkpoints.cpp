@@ -6,6 +6,7 @@
 #include <filesystem>
 
 #include "collectives/errors.hpp"
+#include "collectives/stats.hpp"
 #include "models/checkpoint/checkpointer.hpp"
 
 namespace ibt::suites {
@@ -32,13 +33,6 @@ std::vector<store::Column> checkpoint_rank_columns() {
           {"bytes", ColumnType::f64, "B"},
           {"write_s", ColumnType::f64, "s"},
           {"gbps", ColumnType::f64, "GB/s"}};
-}
-
-double median(std::vector<double> v) {
-  if (v.empty()) return 0;
-  std::sort(v.begin(), v.end());
-  const size_t n = v.size();
-  return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
 }
 
 }  // namespace
@@ -104,14 +98,14 @@ void TrainCheckpoints::after_step(int step, models::CpuExecutor* exec) {
                   "%.3f GB/s aggregate, %.3f GB/s per rank (median); %.4f s with manifest\n",
                   r.step_dir.c_str(), static_cast<double>(r.total_bytes()) / 1048576.0, r.bytes.size(),
                   *std::max_element(bytes.begin(), bytes.end()) / 1048576.0, r.max_write_seconds(),
-                  r.median_write_seconds(), r.aggregate_bandwidth() * 1e-9, median(bw) * 1e-9, r.total_seconds);
+                  r.median_write_seconds(), r.aggregate_bandwidth() * 1e-9, quantile(bw, 0.5) * 1e-9, r.total_seconds);
       std::fflush(stdout);
     }
     if (recorder_ && recorder_->active()) {
       recorder_->append("checkpoints", checkpoint_columns(),
                         {static_cast<std::int64_t>(r.step), static_cast<double>(r.total_bytes()),
                          *std::max_element(bytes.begin(), bytes.end()), r.max_write_seconds(),
-                         r.median_write_seconds(), *std::min_element(bw.begin(), bw.end()) * 1e-9, median(bw) * 1e-9,
+                         r.median_write_seconds(), *std::min_element(bw.begin(), bw.end()) * 1e-9, quantile(bw, 0.5) * 1e-9,
                          r.aggregate_bandwidth() * 1e-9, r.total_seconds});
       for (size_t k = 0; k < r.bytes.size(); ++k)
         recorder_->append("checkpoint_ranks", checkpoint_rank_columns(),

@@ -5,6 +5,7 @@
 #include <numeric>
 
 #include "collectives/errors.hpp"
+#include "collectives/stats.hpp"
 #include "models/checkpoint/shard_io.hpp"
 
 namespace ibt::checkpoint {
@@ -56,11 +57,7 @@ double SaveReport::max_write_seconds() const {
   return write_seconds.empty() ? 0 : *std::max_element(write_seconds.begin(), write_seconds.end());
 }
 double SaveReport::median_write_seconds() const {
-  if (write_seconds.empty()) return 0;
-  std::vector<double> s = write_seconds;
-  std::sort(s.begin(), s.end());
-  const size_t n = s.size();
-  return n % 2 ? s[n / 2] : 0.5 * (s[n / 2 - 1] + s[n / 2]);
+  return quantile(write_seconds, 0.5);  // 0 when empty
 }
 std::vector<double> SaveReport::rank_bandwidths() const {
   std::vector<double> out;
