@@ -9,7 +9,7 @@
 #include <string>
 #include <vector>
 
-#include "collectives/errors.hpp"
+#include "core/errors.hpp"
 
 namespace ibt {
 

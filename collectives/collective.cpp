@@ -3,7 +3,7 @@
 #include <algorithm>
 #include <string>
 
-#include "collectives/errors.hpp"
+#include "core/errors.hpp"
 
 namespace ibt {
 

@@ -7,7 +7,7 @@
 #include <cstring>
 #include <limits>
 
-#include "collectives/errors.hpp"
+#include "core/errors.hpp"
 
 namespace ibt {
 namespace {

@@ -10,7 +10,7 @@
 
 #include "collectives/check.hpp"
 #include "collectives/sizes.hpp"
-#include "collectives/stats.hpp"
+#include "core/stats.hpp"
 
 namespace ibt {
 

@@ -4,7 +4,7 @@
 #include <cstring>
 #include <new>
 
-#include "collectives/errors.hpp"
+#include "core/errors.hpp"
 
 namespace ibt {
 namespace {

@@ -5,7 +5,7 @@
 #include <numeric>
 #include <string>
 
-#include "collectives/errors.hpp"
+#include "core/errors.hpp"
 #include "collectives/mpi_types.hpp"
 
 namespace ibt {

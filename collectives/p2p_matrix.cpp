@@ -5,8 +5,8 @@
 #include <map>
 #include <numeric>
 
-#include "collectives/errors.hpp"
-#include "collectives/stats.hpp"
+#include "core/errors.hpp"
+#include "core/stats.hpp"
 
 namespace ibt {
 

@@ -5,7 +5,7 @@
 // GB/s means 1e9 bytes per second. Times are per iteration, in microseconds.
 #include <vector>
 
-#include "reports/store.hpp"
+#include "core/columns.hpp"
 
 namespace ibt {
 

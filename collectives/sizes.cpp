@@ -4,7 +4,7 @@
 #include <cmath>
 #include <string>
 
-#include "collectives/errors.hpp"
+#include "core/errors.hpp"
 
 namespace ibt {
 

@@ -3,7 +3,7 @@
 #include <fstream>
 #include <iterator>
 
-#include "collectives/errors.hpp"
+#include "core/errors.hpp"
 #include "models/init.hpp"
 
 namespace ibt::models {

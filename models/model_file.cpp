@@ -10,7 +10,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "collectives/errors.hpp"
+#include "core/errors.hpp"
 
 #ifndef IBT_MODELS_DIR
 #define IBT_MODELS_DIR "models/catalog"

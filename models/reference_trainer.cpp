@@ -3,7 +3,7 @@
 #include <chrono>
 #include <cmath>
 
-#include "collectives/errors.hpp"
+#include "core/errors.hpp"
 
 namespace ibt::models {
 

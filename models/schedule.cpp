@@ -5,7 +5,7 @@
 #include <string>
 #include <tuple>
 
-#include "collectives/errors.hpp"
+#include "core/errors.hpp"
 
 namespace ibt::models {
 

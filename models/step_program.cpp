@@ -3,7 +3,7 @@
 #include <cstdio>
 #include <string>
 
-#include "collectives/errors.hpp"
+#include "core/errors.hpp"
 #include "models/accounting.hpp"
 
 namespace ibt::models {

@@ -5,7 +5,7 @@
 #include <numeric>
 #include <stdexcept>
 
-#include "collectives/errors.hpp"
+#include "core/errors.hpp"
 
 namespace ibt::models {
 

@@ -6,7 +6,7 @@
 #include <type_traits>
 #include <variant>
 
-#include "collectives/errors.hpp"
+#include "core/errors.hpp"
 #include "reports/row_layout.hpp"
 #include "reports/run_selection.hpp"
 

@@ -4,7 +4,7 @@
 #include <type_traits>
 #include <variant>
 
-#include "collectives/errors.hpp"
+#include "core/errors.hpp"
 
 namespace ibt::store {
 

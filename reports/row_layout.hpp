@@ -7,7 +7,7 @@
 #include <string>
 #include <vector>
 
-#include "reports/hdf5_util.hpp"
+#include "core/hdf5.hpp"
 #include "reports/store.hpp"
 
 namespace ibt::store {

@@ -3,7 +3,7 @@
 #include <algorithm>
 #include <set>
 
-#include "collectives/errors.hpp"
+#include "core/errors.hpp"
 
 namespace ibt::reports {
 

@@ -18,26 +18,15 @@
 #include <memory>
 #include <optional>
 #include <string>
-#include <variant>
 #include <vector>
+
+#include "core/columns.hpp"
 
 namespace ibt::store {
 
+// Column, Row, Value and AttrValue: core/columns.hpp.
 inline constexpr int kSchemaVersion = 1;
 inline constexpr const char* kSchemaName = "ibt-results";
-
-enum class ColumnType { i64, u64, f64, str };
-struct Column {
-  std::string name;
-  ColumnType type;
-  std::string unit;            // "" when dimensionless
-  std::size_t str_bytes = 32;  // fixed length of a str column (NUL-padded)
-};
-using Value = std::variant<std::int64_t, std::uint64_t, double, std::string>;
-using Row = std::vector<Value>;
-// A numeric cell as a double (0 for a text cell).
-double as_number(const Value& v);
-using AttrValue = std::variant<std::int64_t, double, std::string>;
 
 enum class RunStatus { running, complete, partial, failed };
 const char* to_string(RunStatus s);

@@ -7,7 +7,7 @@
 #include <cstring>
 #include <filesystem>
 
-#include "collectives/errors.hpp"
+#include "core/errors.hpp"
 
 namespace ibt::store::detail {
 

@@ -4,7 +4,8 @@
 // ever writes to an existing file, so a refused file stays byte-for-byte as it was.
 #include <string>
 
-#include "reports/hdf5_util.hpp"
+#include "core/hdf5.hpp"
+#include "reports/store.hpp"
 
 namespace ibt::store::detail {
 

@@ -1,8 +1,8 @@
 // Reading side of the store: list_runs and read_table, for show, export and reports.
 #include <charconv>
 
-#include "collectives/errors.hpp"
-#include "reports/hdf5_util.hpp"
+#include "core/errors.hpp"
+#include "core/hdf5.hpp"
 #include "reports/row_layout.hpp"
 #include "reports/store.hpp"
 #include "reports/store_file.hpp"
@@ -86,13 +86,6 @@ std::string run_range(const std::vector<std::string>& ids) {
 }
 
 }  // namespace
-
-double as_number(const Value& v) {
-  if (const auto* i = std::get_if<std::int64_t>(&v)) return static_cast<double>(*i);
-  if (const auto* u = std::get_if<std::uint64_t>(&v)) return static_cast<double>(*u);
-  if (const auto* d = std::get_if<double>(&v)) return *d;
-  return 0.0;
-}
 
 std::vector<RunInfo> list_runs(const std::string& path) {
   h5::Handle file = detail::open_results_read_only(path);

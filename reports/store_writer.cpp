@@ -7,8 +7,8 @@
 #include <map>
 #include <memory>
 
-#include "collectives/errors.hpp"
-#include "reports/hdf5_util.hpp"
+#include "core/errors.hpp"
+#include "core/hdf5.hpp"
 #include "reports/row_layout.hpp"
 #include "reports/store.hpp"
 #include "reports/store_file.hpp"

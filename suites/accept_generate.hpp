@@ -21,7 +21,7 @@
 #include <optional>
 #include <string>
 
-#include "collectives/errors.hpp"
+#include "core/errors.hpp"
 #include "topologies/topology.hpp"
 
 namespace ibt::suites {

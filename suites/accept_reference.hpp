@@ -34,7 +34,7 @@
 #include <string>
 #include <vector>
 
-#include "collectives/errors.hpp"
+#include "core/errors.hpp"
 
 namespace ibt::suites {
 

@@ -18,7 +18,7 @@
 #include "collectives/provenance.hpp"
 #include "collectives/results_schema.hpp"
 #include "collectives/sizes.hpp"
-#include "collectives/stats.hpp"
+#include "core/stats.hpp"
 #include "ibt/version.hpp"
 #include "suites/accept_generate.hpp"
 #include "suites/accept_reference.hpp"

@@ -1,6 +1,6 @@
 #include "suites/backends.hpp"
 
-#include "collectives/errors.hpp"
+#include "core/errors.hpp"
 #include "collectives/mpi_backend.hpp"
 #ifdef IBT_HAVE_CUDA
 #include "collectives/nccl/nccl_backend.hpp"

@@ -8,7 +8,7 @@
 #include <fstream>
 #include <iostream>
 
-#include "collectives/errors.hpp"
+#include "core/errors.hpp"
 #include "reports/store.hpp"
 #include "suites/cli.hpp"
 #include "suites/suites.hpp"

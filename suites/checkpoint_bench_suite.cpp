@@ -13,8 +13,8 @@
 #include <memory>
 #include <nlohmann/json.hpp>
 
-#include "collectives/errors.hpp"
-#include "collectives/stats.hpp"
+#include "core/errors.hpp"
+#include "core/stats.hpp"
 #include "collectives/sizes.hpp"
 #include "models/checkpoint/checkpointer.hpp"
 #include "models/checkpoint/shard_io.hpp"

@@ -1,6 +1,6 @@
 #include "suites/cli.hpp"
 
-#include "collectives/errors.hpp"
+#include "core/errors.hpp"
 
 namespace ibt::suites {
 

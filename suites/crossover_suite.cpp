@@ -8,7 +8,7 @@
 #include <limits>
 #include <sstream>
 
-#include "collectives/errors.hpp"
+#include "core/errors.hpp"
 #include "ibt/version.hpp"
 #include "models/model_file.hpp"
 #include "suites/cli.hpp"

@@ -6,7 +6,7 @@
 #include <sstream>
 #include <string>
 
-#include "collectives/errors.hpp"
+#include "core/errors.hpp"
 #include "reports/export.hpp"
 #include "suites/cli.hpp"
 #include "suites/suites.hpp"

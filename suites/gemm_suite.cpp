@@ -5,7 +5,7 @@
 #include <cstdio>
 #include <iostream>
 
-#include "collectives/errors.hpp"
+#include "core/errors.hpp"
 #include "collectives/provenance.hpp"
 #include "ibt/version.hpp"
 #include "models/cuda/gemm_bench.hpp"

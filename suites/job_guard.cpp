@@ -6,7 +6,7 @@
 #include <chrono>
 #include <cstdio>
 
-#include "collectives/errors.hpp"
+#include "core/errors.hpp"
 
 namespace ibt::suites {
 namespace {

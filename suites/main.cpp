@@ -5,7 +5,7 @@
 #include <string>
 #include <vector>
 
-#include "collectives/errors.hpp"
+#include "core/errors.hpp"
 #include "ibt/version.hpp"
 #include "suites/suites.hpp"
 

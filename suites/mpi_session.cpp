@@ -3,7 +3,7 @@
 #include <boost/program_options/errors.hpp>
 #include <cstdio>
 
-#include "collectives/errors.hpp"
+#include "core/errors.hpp"
 
 namespace ibt::suites {
 

@@ -6,7 +6,7 @@
 #include <cstdio>
 #include <iostream>
 
-#include "collectives/errors.hpp"
+#include "core/errors.hpp"
 #include "suites/cli.hpp"
 #include "suites/suites.hpp"
 #include "topologies/agreement.hpp"

@@ -6,7 +6,7 @@
 #include <cstdio>
 #include <iostream>
 
-#include "collectives/errors.hpp"
+#include "core/errors.hpp"
 #include "ibt/version.hpp"
 #include "models/model_file.hpp"
 #include "models/parallel_split.hpp"

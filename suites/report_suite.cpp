@@ -12,7 +12,7 @@
 #include <iostream>
 #include <vector>
 
-#include "collectives/errors.hpp"
+#include "core/errors.hpp"
 #include "reports/store.hpp"
 #include "suites/cli.hpp"
 #include "suites/suites.hpp"

@@ -1,6 +1,6 @@
 #include "suites/run_recorder.hpp"
 
-#include "collectives/errors.hpp"
+#include "core/errors.hpp"
 
 namespace ibt::suites {
 

@@ -4,7 +4,7 @@
 #include <optional>
 #include <string>
 
-#include "collectives/errors.hpp"
+#include "core/errors.hpp"
 #include "reports/run_selection.hpp"
 #include "reports/run_text.hpp"
 #include "reports/store.hpp"

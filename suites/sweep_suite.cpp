@@ -10,7 +10,7 @@
 #include <memory>
 #include <sstream>
 
-#include "collectives/errors.hpp"
+#include "core/errors.hpp"
 #include "models/model_file.hpp"
 #include "suites/cli.hpp"
 #include "suites/mpi_session.hpp"

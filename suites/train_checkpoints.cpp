@@ -5,8 +5,8 @@
 #include <cstdio>
 #include <filesystem>
 
-#include "collectives/errors.hpp"
-#include "collectives/stats.hpp"
+#include "core/errors.hpp"
+#include "core/stats.hpp"
 #include "models/checkpoint/checkpointer.hpp"
 
 namespace ibt::suites {

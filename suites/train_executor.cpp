@@ -1,6 +1,6 @@
 #include "suites/train_executor.hpp"
 
-#include "collectives/errors.hpp"
+#include "core/errors.hpp"
 #include "models/executor/cpu_executor.hpp"
 #ifdef IBT_HAVE_CUDA
 #include "collectives/nccl/cuda_device.hpp"

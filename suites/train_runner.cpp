@@ -13,7 +13,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "collectives/errors.hpp"
+#include "core/errors.hpp"
 #include "collectives/provenance.hpp"
 #include "ibt/version.hpp"
 #include "models/accounting.hpp"

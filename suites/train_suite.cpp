@@ -10,7 +10,7 @@
 #include <iostream>
 #include <memory>
 
-#include "collectives/errors.hpp"
+#include "core/errors.hpp"
 #include "models/model_file.hpp"
 #include "reports/store.hpp"
 #include "suites/cli.hpp"

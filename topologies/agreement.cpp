@@ -2,7 +2,7 @@
 
 #include <cmath>
 
-#include "collectives/errors.hpp"
+#include "core/errors.hpp"
 #include "models/accounting.hpp"
 #include "models/model_file.hpp"
 #include "topologies/collective_model.hpp"

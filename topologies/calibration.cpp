@@ -8,7 +8,7 @@
 #include <set>
 #include <tuple>
 
-#include "collectives/errors.hpp"
+#include "core/errors.hpp"
 #include "reports/store.hpp"
 #include "topologies/collective_model.hpp"
 

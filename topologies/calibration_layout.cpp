@@ -4,7 +4,7 @@
 #include <cstdint>
 #include <variant>
 
-#include "collectives/errors.hpp"
+#include "core/errors.hpp"
 #include "reports/store.hpp"
 
 namespace ibt::topo {

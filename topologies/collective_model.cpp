@@ -7,7 +7,7 @@
 #include <optional>
 #include <string>
 
-#include "collectives/errors.hpp"
+#include "core/errors.hpp"
 
 namespace ibt::topo {
 

@@ -4,7 +4,7 @@
 #include <cmath>
 #include <cstdio>
 
-#include "collectives/errors.hpp"
+#include "core/errors.hpp"
 #include "models/model_file.hpp"
 #include "topologies/agreement.hpp"
 #include "topologies/golden_section.hpp"

@@ -5,7 +5,7 @@
 #include <cstdio>
 #include <limits>
 
-#include "collectives/errors.hpp"
+#include "core/errors.hpp"
 #include "topologies/projection_goodput.hpp"
 
 namespace ibt::topo {

@@ -4,7 +4,7 @@
 #include <cmath>
 #include <cstdio>
 
-#include "collectives/errors.hpp"
+#include "core/errors.hpp"
 #include "models/schedule.hpp"
 #include "topologies/goodput.hpp"
 

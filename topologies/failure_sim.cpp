@@ -3,7 +3,7 @@
 #include <cmath>
 #include <random>
 
-#include "collectives/errors.hpp"
+#include "core/errors.hpp"
 
 namespace ibt::topo {
 

@@ -2,7 +2,7 @@
 
 #include <variant>
 
-#include "collectives/errors.hpp"
+#include "core/errors.hpp"
 #include "reports/store.hpp"
 
 namespace ibt::topo {

@@ -4,7 +4,7 @@
 #include <cstdio>
 #include <malloc.h>
 
-#include "collectives/errors.hpp"
+#include "core/errors.hpp"
 #include "models/schedule.hpp"
 #include "models/step_program.hpp"
 #include "topologies/sim_pricer.hpp"

@@ -192,7 +192,7 @@ store::Row projection_row(const Projection& p) {
 #include <fstream>
 #include <sstream>
 
-#include "collectives/errors.hpp"
+#include "core/errors.hpp"
 #include "models/model_file.hpp"
 
 namespace ibt::topo {

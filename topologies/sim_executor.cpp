@@ -6,7 +6,7 @@
 #include <string>
 #include <unordered_map>
 
-#include "collectives/errors.hpp"
+#include "core/errors.hpp"
 
 namespace ibt::topo {
 

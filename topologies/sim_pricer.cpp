@@ -2,7 +2,7 @@
 
 #include <algorithm>
 
-#include "collectives/errors.hpp"
+#include "core/errors.hpp"
 
 namespace ibt::topo {
 

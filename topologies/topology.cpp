@@ -8,7 +8,7 @@
 #include <set>
 #include <sstream>
 
-#include "collectives/errors.hpp"
+#include "core/errors.hpp"
 
 namespace ibt::topo {
 

@@ -5,7 +5,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "collectives/errors.hpp"
+#include "core/errors.hpp"
 #include "reports/store.hpp"
 
 namespace ibt::topo {

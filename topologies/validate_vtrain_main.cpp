@@ -7,7 +7,7 @@
 #include <cstdlib>
 #include <string>
 
-#include "collectives/errors.hpp"
+#include "core/errors.hpp"
 #include "topologies/vtrain.hpp"
 
 int main(int argc, char** argv) {

@@ -6,7 +6,7 @@
 
 #include <map>
 
-#include "collectives/errors.hpp"
+#include "core/errors.hpp"
 #include "topologies/calibration.hpp"
 #include "topologies/collective_model.hpp"
 #include "topologies/golden_section.hpp"

@@ -2,7 +2,7 @@
 
 #include <cuda_runtime.h>
 
-#include "collectives/errors.hpp"
+#include "core/errors.hpp"
 
 namespace ibt::gpu {
 

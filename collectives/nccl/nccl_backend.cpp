@@ -8,7 +8,7 @@
 #include <thread>
 #include <vector>
 
-#include "collectives/errors.hpp"
+#include "core/errors.hpp"
 #include "collectives/nccl/cuda_device.hpp"
 #include "collectives/nccl/nccl_communicator.hpp"
 #include "collectives/nccl/nccl_runtime.hpp"

@@ -5,7 +5,7 @@
 #include <sstream>
 #include <thread>
 
-#include "collectives/errors.hpp"
+#include "core/errors.hpp"
 #include "collectives/nccl/cuda_device.hpp"
 
 namespace ibt::gpu {

@@ -4,8 +4,8 @@
 #include <filesystem>
 #include <numeric>
 
-#include "collectives/errors.hpp"
-#include "collectives/stats.hpp"
+#include "core/errors.hpp"
+#include "core/stats.hpp"
 #include "models/checkpoint/shard_io.hpp"
 
 namespace ibt::checkpoint {

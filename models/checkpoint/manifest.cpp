@@ -10,7 +10,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "collectives/errors.hpp"
+#include "core/errors.hpp"
 #include "models/checkpoint/shard_io.hpp"
 
 namespace ibt::checkpoint {

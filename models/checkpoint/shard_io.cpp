@@ -13,12 +13,12 @@
 #include <sstream>
 #include <vector>
 
-#include "collectives/errors.hpp"
-#include "reports/hdf5_util.hpp"
+#include "core/errors.hpp"
+#include "core/hdf5.hpp"
 
 namespace ibt::checkpoint {
 
-namespace h5 = ibt::store::h5;
+namespace h5 = ibt::h5;
 
 namespace {
 

@@ -7,7 +7,7 @@
 #include <cmath>
 #include <limits>
 
-#include "collectives/errors.hpp"
+#include "core/errors.hpp"
 #include "models/cuda/gemm_kernels.hpp"
 
 namespace ibt::gpu {

@@ -2,7 +2,7 @@
 
 #include <charconv>
 
-#include "collectives/errors.hpp"
+#include "core/errors.hpp"
 
 namespace ibt::gpu {
 namespace {

@@ -4,7 +4,7 @@
 #include <cmath>
 #include <stdexcept>
 
-#include "collectives/errors.hpp"
+#include "core/errors.hpp"
 #include "models/executor/pipeline_walk.hpp"
 
 namespace ibt::models {

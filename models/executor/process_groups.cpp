@@ -1,6 +1,6 @@
 #include "models/executor/process_groups.hpp"
 
-#include "collectives/errors.hpp"
+#include "core/errors.hpp"
 
 namespace ibt::models {
 

@@ -4,7 +4,7 @@
 #include <cmath>
 #include <numeric>
 
-#include "collectives/errors.hpp"
+#include "core/errors.hpp"
 #include "models/blas.hpp"
 #include "models/init.hpp"
 

@@ -2,7 +2,7 @@
 
 #include <stdexcept>
 
-#include "collectives/errors.hpp"
+#include "core/errors.hpp"
 
 namespace ibt::models {
 

@@ -7,7 +7,7 @@
 #include <filesystem>
 #include <fstream>
 
-#include "collectives/errors.hpp"
+#include "core/errors.hpp"
 #include "models/checkpoint/manifest.hpp"
 #include "models/checkpoint/shard_io.hpp"
 

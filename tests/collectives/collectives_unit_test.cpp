@@ -8,10 +8,10 @@
 #include "collectives/check.hpp"
 #include "collectives/collective.hpp"
 #include "collectives/domains.hpp"
-#include "collectives/errors.hpp"
+#include "core/errors.hpp"
 #include "collectives/provenance.hpp"
 #include "collectives/sizes.hpp"
-#include "collectives/stats.hpp"
+#include "core/stats.hpp"
 
 namespace ibt {
 namespace {

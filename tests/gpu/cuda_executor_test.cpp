@@ -5,7 +5,7 @@
 
 #include <cmath>
 
-#include "collectives/errors.hpp"
+#include "core/errors.hpp"
 #include "gpu_test_support.hpp"
 #include "models/cuda/executor/cuda_executor.hpp"
 #include "models/model_file.hpp"

@@ -2,7 +2,7 @@
 // checked against the float64 reference.
 #include <gtest/gtest.h>
 
-#include "collectives/errors.hpp"
+#include "core/errors.hpp"
 #include "gpu_test_support.hpp"
 #include "models/cuda/gemm_bench.hpp"
 

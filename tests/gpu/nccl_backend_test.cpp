@@ -11,7 +11,7 @@
 #include <numeric>
 #include <vector>
 
-#include "collectives/errors.hpp"
+#include "core/errors.hpp"
 #include "collectives/nccl/nccl_communicator.hpp"
 #include "gpu_test_support.hpp"
 

@@ -3,7 +3,7 @@
 // GPU machine they skip, saying so. Also: NVML's report, with or without a driver.
 #include <gtest/gtest.h>
 
-#include "collectives/errors.hpp"
+#include "core/errors.hpp"
 #include "collectives/nccl/nccl_backend.hpp"
 #include "collectives/nccl/nvml_topology.hpp"
 #include "gpu_test_support.hpp"

@@ -5,7 +5,7 @@
 #include <cstdio>
 #include <fstream>
 
-#include "collectives/errors.hpp"
+#include "core/errors.hpp"
 #include "models/data.hpp"
 #include "models/init.hpp"
 #include "models/layers/embedding.hpp"

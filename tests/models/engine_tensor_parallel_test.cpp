@@ -9,7 +9,7 @@
 #include <thread>
 
 #include "engine_test_util.hpp"
-#include "collectives/errors.hpp"
+#include "core/errors.hpp"
 #include "models/blas.hpp"
 #include "models/layers/attention.hpp"
 #include "models/layers/mlp.hpp"

@@ -19,7 +19,7 @@
 #include <cstring>
 #include <string>
 
-#include "collectives/errors.hpp"
+#include "core/errors.hpp"
 #include "models/blas.hpp"
 #include "models/executor/cpu_executor.hpp"
 #include "models/model_file.hpp"

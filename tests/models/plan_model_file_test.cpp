@@ -7,7 +7,7 @@
 #include <fstream>
 #include <unistd.h>
 
-#include "collectives/errors.hpp"
+#include "core/errors.hpp"
 #include "models/model_file.hpp"
 
 namespace ibt::models {

@@ -7,7 +7,7 @@
 #include <set>
 #include <tuple>
 
-#include "collectives/errors.hpp"
+#include "core/errors.hpp"
 #include "models/model_file.hpp"
 #include "models/parallel_split.hpp"
 

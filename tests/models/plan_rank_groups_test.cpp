@@ -4,7 +4,7 @@
 
 #include <vector>
 
-#include "collectives/errors.hpp"
+#include "core/errors.hpp"
 #include "models/rank_groups.hpp"
 
 namespace ibt::models {

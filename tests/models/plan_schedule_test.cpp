@@ -6,7 +6,7 @@
 #include <set>
 #include <tuple>
 
-#include "collectives/errors.hpp"
+#include "core/errors.hpp"
 #include "models/schedule.hpp"
 
 namespace ibt::models {

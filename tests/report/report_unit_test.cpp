@@ -4,7 +4,7 @@
 
 #include <set>
 
-#include "collectives/errors.hpp"
+#include "core/errors.hpp"
 #include "collectives/p2p_matrix.hpp"
 #include "suites/accept_generate.hpp"
 #include "suites/accept_reference.hpp"

@@ -4,7 +4,7 @@
 #include <limits>
 #include <sstream>
 
-#include "collectives/errors.hpp"
+#include "core/errors.hpp"
 #include "collectives/results_schema.hpp"
 #include "reports/export.hpp"
 #include "reports/store.hpp"

@@ -9,7 +9,7 @@
 #include <filesystem>
 #include <functional>
 
-#include "collectives/errors.hpp"
+#include "core/errors.hpp"
 #include "reports/store.hpp"
 #include "tests/reports/test_support.hpp"
 

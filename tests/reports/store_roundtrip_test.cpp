@@ -7,7 +7,7 @@
 #include <limits>
 #include <regex>
 
-#include "collectives/errors.hpp"
+#include "core/errors.hpp"
 #include "reports/store.hpp"
 #include "tests/reports/test_support.hpp"
 

@@ -5,7 +5,7 @@
 // the comparison names the component that differs most.
 #include <gtest/gtest.h>
 
-#include "collectives/errors.hpp"
+#include "core/errors.hpp"
 #include "models/model_file.hpp"
 #include "topologies/agreement.hpp"
 #include "topologies/calibration.hpp"

@@ -5,7 +5,7 @@
 #include <algorithm>
 #include <random>
 
-#include "collectives/errors.hpp"
+#include "core/errors.hpp"
 #include "topologies/calibration.hpp"
 #include "topologies/calibration_layout.hpp"
 #include "topologies/collective_model.hpp"

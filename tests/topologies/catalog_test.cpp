@@ -5,7 +5,7 @@
 #include <set>
 #include <string>
 
-#include "collectives/errors.hpp"
+#include "core/errors.hpp"
 #include "models/model_file.hpp"
 #include "topologies/topology.hpp"
 

@@ -4,7 +4,7 @@
 
 #include <cmath>
 
-#include "collectives/errors.hpp"
+#include "core/errors.hpp"
 #include "topologies/calibration.hpp"
 #include "topologies/collective_model.hpp"
 

@@ -37,7 +37,7 @@ TEST(DevicePeak, ReadsTheCitedBf16PeakFromTheCatalog) {
 
 #include <cstdio>
 
-#include "collectives/errors.hpp"
+#include "core/errors.hpp"
 #include "reports/store.hpp"
 #include "topologies/gemm_peak.hpp"
 

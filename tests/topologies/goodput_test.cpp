@@ -8,7 +8,7 @@
 #include <cstdio>
 #include <string>
 
-#include "collectives/errors.hpp"
+#include "core/errors.hpp"
 #include "models/accounting.hpp"
 #include "models/model_file.hpp"
 #include "topologies/crossover.hpp"

@@ -6,7 +6,7 @@
 #include <fstream>
 #include <string>
 
-#include "collectives/errors.hpp"
+#include "core/errors.hpp"
 #include "topologies/collective_model.hpp"
 #include "topologies/sim_pricer.hpp"
 #include "topologies/vtrain.hpp"

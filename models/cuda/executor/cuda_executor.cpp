@@ -4,7 +4,7 @@
 #include <map>
 #include <stdexcept>
 
-#include "collectives/errors.hpp"
+#include "core/errors.hpp"
 #include "collectives/nccl/cuda_device.hpp"
 #include "collectives/nccl/nccl_communicator.hpp"
 #include "collectives/nccl/nccl_runtime.hpp"

@@ -1,6 +1,6 @@
 #include "models/cuda/executor/device_blas.hpp"
 
-#include "collectives/errors.hpp"
+#include "core/errors.hpp"
 
 namespace ibt::gpu {
 

@@ -1,16 +1,19 @@
 #pragma once
-// Thin RAII and error helpers over the HDF5 C API, private to the store.
+// Thin RAII and error helpers over the HDF5 C API, shared by the results store
+// (reports/) and the checkpoint shards (models/checkpoint/).
 // HDF5 reports failures by negative return values and by printing its error stack to
-// stderr; the store turns both into exceptions that carry HDF5's innermost message.
+// stderr; these helpers turn both into exceptions that carry HDF5's innermost message.
 #include <hdf5.h>
 
 #include <string>
 #include <utility>
 #include <vector>
 
-#include "reports/store.hpp"
+#include "core/columns.hpp"
 
-namespace ibt::store::h5 {
+namespace ibt::h5 {
+
+using store::AttrValue;
 
 // Stops HDF5 printing its error stack; every failure becomes an exception instead.
 // Idempotent; called by every public entry point of the store.
@@ -85,4 +88,4 @@ std::vector<std::pair<std::string, AttrValue>> read_attributes(hid_t object);
 std::vector<std::string> child_names(hid_t group);
 bool has_child(hid_t group, const std::string& name);
 
-}  // namespace ibt::store::h5
+}  // namespace ibt::h5

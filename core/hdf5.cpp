@@ -1,10 +1,10 @@
-#include "reports/hdf5_util.hpp"
+#include "core/hdf5.hpp"
 
 #include <cstring>
 
-#include "collectives/errors.hpp"
+#include "core/errors.hpp"
 
-namespace ibt::store::h5 {
+namespace ibt::h5 {
 
 void silence_errors() {
   static const bool silenced = [] {
@@ -180,4 +180,4 @@ bool has_child(hid_t group, const std::string& name) {
   return exists > 0;
 }
 
-}  // namespace ibt::store::h5
+}  // namespace ibt::h5

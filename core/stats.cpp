@@ -1,4 +1,4 @@
-#include "collectives/stats.hpp"
+#include "core/stats.hpp"
 
 #include <algorithm>
 #include <numeric>

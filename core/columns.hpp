@@ -1,0 +1,27 @@
+#pragma once
+// The cell and column types of every table ibt stores: what a suite declares when it
+// defines a table (collectives/results_schema.hpp, the train and projection tables) and
+// what a reader gets back. Plain values, no HDF5: the store (reports/store.hpp) maps
+// them to compound datasets, and a part that only defines or reads rows needs no more.
+#include <cstddef>
+#include <cstdint>
+#include <string>
+#include <variant>
+#include <vector>
+
+namespace ibt::store {
+
+enum class ColumnType { i64, u64, f64, str };
+struct Column {
+  std::string name;
+  ColumnType type;
+  std::string unit;            // "" when dimensionless
+  std::size_t str_bytes = 32;  // fixed length of a str column (NUL-padded)
+};
+using Value = std::variant<std::int64_t, std::uint64_t, double, std::string>;
+using Row = std::vector<Value>;
+// A numeric cell as a double (0 for a text cell).
+double as_number(const Value& v);
+using AttrValue = std::variant<std::int64_t, double, std::string>;
+
+}  // namespace ibt::store
