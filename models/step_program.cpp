@@ -65,6 +65,7 @@ std::string_view to_string(Stream s) {
     case Stream::compute: return "compute";
     case Stream::comm: return "comm";
     case Stream::grad_comm: return "grad_comm";
+    case Stream::p2p: return "p2p";
   }
   return "?";
 }
@@ -497,13 +498,13 @@ class Builder {
     op.phase = a.send ? (a.send->payload == Payload::activation ? Phase::forward : Phase::backward)
                       : (a.recv->payload == Payload::activation ? Phase::forward : Phase::backward);
     op.group = Group::pp;
-    op.stream = Stream::comm;
+    op.stream = Stream::p2p;
     // With SP each TP rank holds (and sends) its sequence shard.
     op.bytes = (sp() ? T_ / t_ : T_) * m_.hidden * e_;
     // The data sent is the output of the action just before this exchange (the
     // exchange does not change producer_: a later exchange of the same round may
     // send it).
-    if (a.send) op.waits[0] = wait_for_producer(Stream::comm);
+    if (a.send) op.waits[0] = wait_for_producer(Stream::p2p);
     // mb_/chunk_ describe the message received (or sent when there is no receive).
     const Transfer& t = a.recv ? *a.recv : *a.send;
     mb_ = t.microbatch;

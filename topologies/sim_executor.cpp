@@ -56,17 +56,22 @@ Exposure exposure_of(Group g) {
 struct RankState {
   const StepProgram* prog = nullptr;
   size_t next = 0;                    // next op to process (program order)
-  std::array<double, 3> stream_free{};
+  std::array<double, models::kNumStreams> stream_free{};
   std::vector<double> ready, finish, dur;
+  // When an op's output can be used: its finish, except for an exchange that
+  // receives, whose data is there when the receive half completes (its send half may
+  // still wait for the downstream peer).
+  std::vector<double> avail;
   std::vector<double> transfer;        // exchange: the slower half's own transfer time
-  std::vector<char> posted;           // exchange: ready time known to partners
+  std::vector<double> send_post, recv_post;  // exchange: when each half was posted
+  std::vector<char> posted;           // exchange: post times known to partners
   std::unordered_map<std::uint64_t, int> send_op, recv_op;  // message -> exchange op
 };
 
 double wait_done(const RankState& r, const Op& op) {
   double t = 0;
   for (int w : op.waits)
-    if (w >= 0) t = std::max(t, r.finish[w]);
+    if (w >= 0) t = std::max(t, r.avail[w]);
   return t;
 }
 
@@ -82,7 +87,10 @@ SimResult simulate(const std::vector<StepProgram>& programs, OpPricer& pricer) {
     r.ready.assign(n, 0.0);
     r.finish.assign(n, 0.0);
     r.dur.assign(n, 0.0);
+    r.avail.assign(n, 0.0);
     r.transfer.assign(n, 0.0);
+    r.send_post.assign(n, 0.0);
+    r.recv_post.assign(n, 0.0);
     r.posted.assign(n, 0);
     for (size_t i = 0; i < n; ++i) {
       const Op& op = r.prog->ops[i];
@@ -96,15 +104,17 @@ SimResult simulate(const std::vector<StepProgram>& programs, OpPricer& pricer) {
     }
   }
 
-  // Issue time of the partner's matching exchange, or -1 while it has not issued.
-  auto partner_ready = [&](int peer, const std::unordered_map<std::uint64_t, int> RankState::*table,
-                           std::uint64_t key) -> double {
+  // When the partner posted its half of a message (the receive, for our send: table
+  // recv_op; the send, for our receive: table send_op), or -1 while it has not.
+  auto partner_post = [&](int peer, const std::unordered_map<std::uint64_t, int> RankState::*table,
+                          std::uint64_t key) -> double {
     const RankState& pr = ranks.at(peer);
     auto it = (pr.*table).find(key);
     if (it == (pr.*table).end())
       throw RuntimeError("sim: stage " + std::to_string(peer) +
                          " has no exchange matching a message sent to it");
-    return pr.posted[it->second] ? pr.ready[it->second] : -1.0;
+    if (!pr.posted[it->second]) return -1.0;
+    return table == &RankState::recv_op ? pr.recv_post[it->second] : pr.send_post[it->second];
   };
 
   size_t remaining = 0;
@@ -119,35 +129,44 @@ SimResult simulate(const std::vector<StepProgram>& programs, OpPricer& pricer) {
         const int stream = static_cast<int>(op.stream);
         if (op.kind != OpKind::pp_exchange) {
           r.ready[i] = std::max(r.stream_free[stream], wait_done(r, op));
-          r.finish[i] = r.ready[i] + r.dur[i];
+          r.finish[i] = r.avail[i] = r.ready[i] + r.dur[i];
+          r.stream_free[stream] = r.finish[i];
         } else {
+          // Exchanges are posted in program order as non-blocking halves (isend and
+          // irecv): the receive as soon as the stream reaches it, the send once its
+          // data is produced. Each half completes when its peer has posted the other
+          // half, plus the transfer; the consumer waits for the receive only.
+          const auto& a = r.prog->actions.at(op.action);
           if (!r.posted[i]) {
-            r.ready[i] = std::max(r.stream_free[stream], wait_done(r, op));
+            r.recv_post[i] = r.stream_free[stream];
+            r.send_post[i] = std::max(r.stream_free[stream], wait_done(r, op));
+            r.ready[i] = a.recv ? r.recv_post[i] : r.send_post[i];
             r.posted[i] = 1;
             progress = true;
           }
-          const auto& a = r.prog->actions.at(op.action);
-          double done = r.ready[i];
+          double send_done = 0, recv_done = 0;
           bool blocked = false;
           if (a.send) {
-            const double p = partner_ready(a.send->peer_stage, &RankState::recv_op, message_key(*a.send));
+            const double p = partner_post(a.send->peer_stage, &RankState::recv_op, message_key(*a.send));
             const double c = pricer.exchange_half_us(*r.prog, op, a.send->peer_stage);
             r.transfer[i] = std::max(r.transfer[i], c);
             if (p < 0) blocked = true;
-            else done = std::max(done, std::max(r.ready[i], p) + c);
+            else send_done = std::max(r.send_post[i], p) + c;
           }
           if (a.recv) {
-            const double p = partner_ready(a.recv->peer_stage, &RankState::send_op, message_key(*a.recv));
+            const double p = partner_post(a.recv->peer_stage, &RankState::send_op, message_key(*a.recv));
             const double c = pricer.exchange_half_us(*r.prog, op, a.recv->peer_stage);
             r.transfer[i] = std::max(r.transfer[i], c);
             if (p < 0) blocked = true;
-            else done = std::max(done, std::max(r.ready[i], p) + c);
+            else recv_done = std::max(r.recv_post[i], p) + c;
           }
           if (blocked) break;
-          r.finish[i] = done;
-          r.dur[i] = done - r.ready[i];
+          r.finish[i] = std::max({r.ready[i], send_done, recv_done});
+          r.avail[i] = a.recv ? recv_done : r.finish[i];
+          r.dur[i] = r.finish[i] - r.ready[i];
+          // The next exchange is posted after this one is, not after it completes.
+          r.stream_free[stream] = std::max(r.send_post[i], r.recv_post[i]);
         }
-        r.stream_free[stream] = r.finish[i];
         ++r.next;
         --remaining;
         progress = true;
@@ -175,14 +194,14 @@ SimResult simulate(const std::vector<StepProgram>& programs, OpPricer& pricer) {
         const Op& op = r.prog->ops[i];
         int cause = -1;
         for (int w : op.waits)
-          if (w >= 0 && (cause < 0 || r.finish[w] > r.finish[cause])) cause = w;
+          if (w >= 0 && (cause < 0 || r.avail[w] > r.avail[cause])) cause = w;
         if (cause < 0) {
           st.exposed_us[static_cast<int>(Exposure::bubble)] += to - from;
           return;
         }
-        if (r.finish[cause] < to) {  // the op's own stream was busy after its cause ended
-          st.exposed_us[static_cast<int>(exposure_of(op.group))] += to - std::max(from, r.finish[cause]);
-          to = std::max(from, r.finish[cause]);
+        if (r.avail[cause] < to) {  // the op's own stream was busy after its cause ended
+          st.exposed_us[static_cast<int>(exposure_of(op.group))] += to - std::max(from, r.avail[cause]);
+          to = std::max(from, r.avail[cause]);
           if (to <= from) return;
         }
         const Op& c = r.prog->ops[cause];

@@ -23,14 +23,15 @@ TopologyPricer::TopologyPricer(const Topology& topology, const models::ParallelS
   bytes_per_us_ = t_.device.memory_bandwidth_GBps.get() * 1e3 * t_.model.memory_efficiency.get();
   overhead_us_ = t_.model.op_overhead_us.get();
   const int D = t_.domain_size();
+  const long long W = split.world_size();
   stage_stride_ = static_cast<long long>(split.tp) * split.dp;
   placement_[static_cast<int>(Group::none)] = Placement{};
-  placement_[static_cast<int>(Group::tp)] = place_group(split.tp, 1, D);
-  placement_[static_cast<int>(Group::dp)] = place_group(split.dp, split.tp, D);
-  placement_[static_cast<int>(Group::ep)] = place_group(split.ep, split.tp, D);
+  placement_[static_cast<int>(Group::tp)] = place_group(split.tp, 1, D, W);
+  placement_[static_cast<int>(Group::dp)] = place_group(split.dp, split.tp, D, W);
+  placement_[static_cast<int>(Group::ep)] = place_group(split.ep, split.tp, D, W);
   placement_[static_cast<int>(Group::expert_dp)] =
-      place_group(split.dp / split.ep, static_cast<long long>(split.tp) * split.ep, D);
-  placement_[static_cast<int>(Group::pp)] = place_group(split.pp, stage_stride_, D);
+      place_group(split.dp / split.ep, static_cast<long long>(split.tp) * split.ep, D, W);
+  placement_[static_cast<int>(Group::pp)] = place_group(split.pp, stage_stride_, D, W);
 }
 
 void TopologyPricer::add_attention_score_traffic(const models::ModelConfig& model, double passes,
