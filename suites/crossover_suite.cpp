@@ -16,6 +16,7 @@
 #include "suites/run_recorder.hpp"
 #include "suites/suites.hpp"
 #include "topologies/crossover.hpp"
+#include "topologies/framework.hpp"
 #include "topologies/projection_report.hpp"
 #include "topologies/sim_pricer.hpp"
 
@@ -62,7 +63,8 @@ std::vector<store::Column> cell_columns() {
 int crossover_main(int argc, char** argv) {
   namespace po = boost::program_options;
   std::string model_name, base = "dgx-h100", domains = "8,16,32,64,72,128,256",
-                          gbps = "100,200,400,800,1600", out, dtype, rank_by_text = "mfu";
+                          gbps = "100,200,400,800,1600", out, dtype, rank_by_text = "mfu",
+                          framework = "ibt";
   long gpus = 0;
   long long global_batch = 0, global_batch_tokens = 16LL * 1024 * 1024;
   double threshold = 0.05;
@@ -92,6 +94,8 @@ int crossover_main(int argc, char** argv) {
       ("global-batch-tokens", po::value(&global_batch_tokens)->default_value(global_batch_tokens), "global batch in tokens")
       ("threshold", po::value(&threshold)->default_value(threshold), "relative MFU gain above which PP counts as needed")
       ("dtype", po::value(&dtype), "dtype of the peak MFU refers to (default bf16)")
+      ("framework", po::value(&framework)->default_value(framework),
+       "megatron-core, megatron-2021, maxtext or ibt: what the framework overlaps and fuses (ibt project --help)")
       ("rank-by", po::value(&rank_by_text)->default_value(rank_by_text),
        "compare by mfu or goodput: goodput picks the best splits and computes the gain on goodput-adjusted "
        "MFU (MFU x goodput; needs the failure figures below or the base topology's reliability section)")
@@ -113,6 +117,7 @@ int crossover_main(int argc, char** argv) {
   topo::ProjectionOptions options;
   options.dtype = dtype.empty() ? topo::default_dtype(topology) : dtype;
   topology.device.peak(options.dtype);
+  topo::apply(topo::framework_profile(framework), options);
   if (options.dtype == "fp32") options.precision = models::fp32_adam();
   const topo::FailureAssumptions failure = topo::failure_assumptions(topology, failure_overrides(vm));
   const topo::RankBy rank_by = topo::parse_rank_by(rank_by_text);

@@ -40,6 +40,10 @@ struct ProjectionOptions {
   // max(roofline, overhead)) instead of adding to it (the default): eager frameworks
   // whose small kernels are launch-bound (sim_pricer.hpp).
   bool dispatch_overlaps_compute = false;
+  // Sequence-parallel TP all-gathers and reduce-scatters split into chunks that overlap
+  // the GEMM next to them (Megatron-Core --tp-comm-overlap, XLA collective matmul):
+  // sim_pricer.hpp states the cost.
+  bool tp_comm_overlap = false;
   ProjectionOptions() : precision(models::bf16_mixed_adam()) {}
 };
 

@@ -41,6 +41,11 @@ void TopologyPricer::add_attention_score_traffic(const models::ModelConfig& mode
   score_bytes_forward_ = passes * element_bytes * split_.micro_batch_size * heads * seq * seq;
 }
 
+void TopologyPricer::set_tp_comm_overlap(const models::ModelConfig& model, double element_bytes) {
+  // bytes = tokens * hidden * element_bytes; GEMM = 2 * tokens * hidden * hidden / tp.
+  tp_overlap_flops_per_byte_ = 2.0 * model.hidden / split_.tp / element_bytes;
+}
+
 double TopologyPricer::compute_us(double flops, double bytes) const {
   const double roofline = std::max(flops / flops_per_us_, bytes / bytes_per_us_);
   return dispatch_overlaps_ ? std::max(roofline, overhead_us_) : roofline + overhead_us_;
@@ -67,7 +72,14 @@ double TopologyPricer::op_us(const models::StepProgram&, const Op& op) {
     }
     default: return compute_us(op.flops, op.bytes);
   }
-  return collective_cost(t_, coll, placement_[static_cast<int>(op.group)], op.bytes).time_us;
+  const double comm = collective_cost(t_, coll, placement_[static_cast<int>(op.group)], op.bytes).time_us;
+  const bool overlappable = (op.kind == OpKind::sp_all_gather || op.kind == OpKind::sp_reduce_scatter) &&
+                            op.group == Group::tp && op.phase != models::Phase::optimizer;
+  if (tp_overlap_flops_per_byte_ > 0 && overlappable) {
+    const double gemm = tp_overlap_flops_per_byte_ * op.bytes / flops_per_us_;
+    return std::max(comm / split_.tp, comm - gemm);
+  }
+  return comm;
 }
 
 double TopologyPricer::exchange_half_us(const models::StepProgram& program, const Op& op,
