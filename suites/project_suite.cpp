@@ -31,7 +31,7 @@ struct ProjectArgs {
   std::string framework = "ibt";
   long gpus = 0, dp = 0, tp = 1, pp = 1, ep = 1, vpp = 0, microbatches = 0, mbs = 1;
   long long global_batch = 0, global_batch_tokens = 16LL * 1024 * 1024;
-  bool zero1 = false, sp = false, no_sp = false, all = false, no_overlap = false;
+  bool zero1 = false, sp = false, no_sp = false, all = false, no_overlap = false, fp8 = false;
   long top = 20;
   double memory_fraction = 0.9;
 };
@@ -86,6 +86,7 @@ int project_main(int argc, char** argv) {
        "what the training framework overlaps and fuses: megatron-core (flash attention, grad-reduce and TP comm "
        "overlap), megatron-2021 (unfused attention, no overlap), maxtext (fused attention, collective matmul), "
        "ibt (fused attention, grad-reduce overlap only); topologies/framework.hpp cites each")
+      ("fp8", po::bool_switch(&a.fp8), "linear-layer GEMMs in fp8 at the fp8 peak with their casts (Transformer Engine); MFU stays against --dtype's peak")
       ("no-overlap", po::bool_switch(&a.no_overlap), "gradient reduction after the backward pass instead of overlapping it")
       ("memory-fraction", po::value(&a.memory_fraction)->default_value(a.memory_fraction), "usable fraction of device memory")
       ("all", po::bool_switch(&a.all), "search every valid split and rank them")
@@ -118,6 +119,7 @@ int project_main(int argc, char** argv) {
   if (options.dtype == "fp32") options.precision = models::fp32_adam();
   topo::apply(topo::framework_profile(a.framework), options);
   if (a.no_overlap) options.overlap_grad_reduce = false;
+  options.fp8_gemms = a.fp8;
   options.usable_memory_fraction = a.memory_fraction;
   options.keep_sim = !a.all;
   const long long global_batch =

@@ -67,6 +67,7 @@ void price(const std::vector<models::StepProgram>& programs, const models::Model
   const std::string dtype = options.dtype.empty() ? default_dtype(topology) : options.dtype;
   TopologyPricer pricer(topology, p.split, dtype);
   pricer.set_dispatch_overlaps_compute(options.dispatch_overlaps_compute);
+  if (options.fp8_gemms) pricer.set_fp8_gemms();
   if (options.tp_comm_overlap) pricer.set_tp_comm_overlap(model, options.precision.activation_bytes);
   if (options.attention_score_passes > 0)
     pricer.add_attention_score_traffic(model, options.attention_score_passes,

@@ -44,6 +44,9 @@ struct ProjectionOptions {
   // the GEMM next to them (Megatron-Core --tp-comm-overlap, XLA collective matmul):
   // sim_pricer.hpp states the cost.
   bool tp_comm_overlap = false;
+  // The linear layers' GEMMs in fp8 (Transformer Engine), MFU still against `dtype`'s
+  // peak (bf16): sim_pricer.hpp states the cost.
+  bool fp8_gemms = false;
   ProjectionOptions() : precision(models::bf16_mixed_adam()) {}
 };
 

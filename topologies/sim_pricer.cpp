@@ -20,6 +20,7 @@ TopologyPricer::TopologyPricer(const Topology& topology, const models::ParallelS
     throw UsageError("topology '" + t_.name + "' has no " + dtype + " peak (" + peak.note +
                      "); choose another --dtype");
   flops_per_us_ = peak.get() * 1e6 * t_.model.gemm_efficiency.get();
+  gemm_flops_per_us_ = flops_per_us_;
   bytes_per_us_ = t_.device.memory_bandwidth_GBps.get() * 1e3 * t_.model.memory_efficiency.get();
   overhead_us_ = t_.model.op_overhead_us.get();
   const int D = t_.domain_size();
@@ -40,6 +41,34 @@ void TopologyPricer::add_attention_score_traffic(const models::ModelConfig& mode
   const double seq = model.seq_len;
   score_bytes_forward_ = passes * element_bytes * split_.micro_batch_size * heads * seq * seq;
 }
+
+void TopologyPricer::set_fp8_gemms() {
+  const Figure& fp8 = t_.device.peak("fp8");
+  if (!fp8.known())
+    throw UsageError("topology '" + t_.name + "' has no fp8 peak (" + fp8.note + "): fp8 GEMMs cannot be priced");
+  gemm_flops_per_us_ = fp8.get() * 1e6 * t_.model.gemm_efficiency.get();
+  cast_bytes_per_gemm_byte_ = 1.5;
+}
+
+namespace {
+bool is_linear_gemm(OpKind k) {
+  switch (k) {
+    case OpKind::qkv_gemm:
+    case OpKind::q_down_gemm:
+    case OpKind::q_up_gemm:
+    case OpKind::kv_down_gemm:
+    case OpKind::kv_up_gemm:
+    case OpKind::out_proj_gemm:
+    case OpKind::mlp_up_gemm:
+    case OpKind::mlp_down_gemm:
+    case OpKind::expert_up_gemm:
+    case OpKind::expert_down_gemm:
+    case OpKind::shared_up_gemm:
+    case OpKind::shared_down_gemm: return true;
+    default: return false;  // router and LM head stay in bf16 in TE's recipe
+  }
+}
+}  // namespace
 
 void TopologyPricer::set_tp_comm_overlap(const models::ModelConfig& model, double element_bytes) {
   // bytes = tokens * hidden * element_bytes; GEMM = 2 * tokens * hidden * hidden / tp.
@@ -70,7 +99,13 @@ double TopologyPricer::op_us(const models::StepProgram&, const Op& op) {
       const double mult = op.phase == models::Phase::backward ? 2.0 : 1.0;
       return compute_us(op.flops, op.bytes + mult * score_bytes_forward_);
     }
-    default: return compute_us(op.flops, op.bytes);
+    default:
+      if (gemm_flops_per_us_ != flops_per_us_ && is_linear_gemm(op.kind)) {
+        const double roofline = std::max(op.flops / gemm_flops_per_us_, op.bytes / bytes_per_us_) +
+                                cast_bytes_per_gemm_byte_ * op.bytes / bytes_per_us_;
+        return dispatch_overlaps_ ? std::max(roofline, overhead_us_) : roofline + overhead_us_;
+      }
+      return compute_us(op.flops, op.bytes);
   }
   const double comm = collective_cost(t_, coll, placement_[static_cast<int>(op.group)], op.bytes).time_us;
   const bool overlappable = (op.kind == OpKind::sp_all_gather || op.kind == OpKind::sp_reduce_scatter) &&

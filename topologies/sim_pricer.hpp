@@ -9,6 +9,11 @@
 // frameworks launch asynchronously), so an op costs its device time or its dispatch
 // time, whichever is longer, not their sum.
 // (ops without FLOPs -- norms, embedding, loss -- are memory-bound by construction).
+// With set_fp8_gemms (Transformer Engine's fp8 recipe), the linear layers' GEMMs run
+// at the fp8 peak times gemm_efficiency and pay the casts: each operand read in bf16
+// and written in fp8 once (1.5x the GEMM's bf16 operand bytes at memory bandwidth;
+// the scaling factors' amax reductions are small and left out). Attention, norms and
+// the rest stay at the dtype's rate.
 // With set_tp_comm_overlap, a sequence-parallel all-gather or reduce-scatter of the TP
 // group is split into tp chunks, each sent while the GEMM next to it works on the
 // chunk before (Transformer Engine's userbuffer overlap, XLA's collective matmul): it
@@ -51,11 +56,14 @@ class TopologyPricer : public OpPricer {
   void add_attention_score_traffic(const models::ModelConfig& model, double passes, double element_bytes);
   void set_dispatch_overlaps_compute(bool on) { dispatch_overlaps_ = on; }
   void set_tp_comm_overlap(const models::ModelConfig& model, double element_bytes);
+  void set_fp8_gemms();  // UsageError when the device has no fp8 peak
 
  private:
   const Topology& t_;
   models::ParallelSplit split_;
   double flops_per_us_ = 0;       // peak * efficiency
+  double gemm_flops_per_us_ = 0;  // the linear layers' rate (fp8 with set_fp8_gemms)
+  double cast_bytes_per_gemm_byte_ = 0;
   double bytes_per_us_ = 0;       // memory bandwidth * efficiency
   double overhead_us_ = 0;
   bool dispatch_overlaps_ = false;  // max(roofline, overhead) instead of their sum
