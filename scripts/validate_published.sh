@@ -63,7 +63,7 @@ while IFS=, read -r family model topo gpus tp pp vpp ep mbs gb rec zero fp8 fw m
   split="tp$tp pp$pp v$vpp ep$ep b$mbs"
   if [ -z "$res" ]; then
     printf "%-14s %-11s %-9s %5s %-22s %-10s %10s %10s %8s %7s\n" "$family" "$model" "$topo" "$gpus" "$split" "-" "$value" "no fit" "-" "-"
-    echo "$family NA" >> "$rows"
+    echo "$family NA $topo" >> "$rows"
     continue
   fi
   read -r tps mfu used <<< "$res"
@@ -71,7 +71,7 @@ while IFS=, read -r family model topo gpus tp pp vpp ep mbs gb rec zero fp8 fw m
   err=$(awk -v p="$per_gpu" -v v="$value" 'BEGIN {printf "%.4f", p / v - 1}')
   printf "%-14s %-11s %-9s %5s %-22s %-10s %10s %10s %7s%% %+6.1f%%\n" "$family" "$model" "$topo" "$gpus" "$split" "$used" "$value" "$per_gpu" "$mfu" \
     "$(awk -v e="$err" 'BEGIN {print 100 * e}')"
-  echo "$family $err" >> "$rows"
+  echo "$family $err $topo" >> "$rows"
 done < <(grep -v '^#' "$csv")
 
 # Summary: per family and overall. Median of |error| (mean of the middle two for an even
@@ -80,13 +80,14 @@ summary=$(awk '
   function sort(a, n,   i, j, t) { for (i = 2; i <= n; i++) { t = a[i]; for (j = i - 1; j >= 1 && a[j] > t; j--) a[j + 1] = a[j]; a[j + 1] = t } }
   function median(a, n) { sort(a, n); return n % 2 ? a[(n + 1) / 2] : (a[n / 2] + a[n / 2 + 1]) / 2 }
   function quantile(a, n, q,   x, i) { sort(a, n); x = 1 + q * (n - 1); i = int(x); return i >= n ? a[n] : a[i] + (x - i) * (a[i + 1] - a[i]) }
+  { if (!index(" " topos[$1] " ", " " $3 " ")) topos[$1] = topos[$1] (topos[$1] == "" ? "" : " ") $3 }
   $2 == "NA" { missing[$1]++; next }
   { f = $1; n[f]++; e[f, n[f]] = $2; sum[f] += $2; N++; all[N] = ($2 < 0 ? -$2 : $2) }
   END {
     for (f in n) {
       for (i = 1; i <= n[f]; i++) { a[i] = (e[f, i] < 0 ? -e[f, i] : e[f, i]); s[i] = e[f, i] }
-      printf "family %s rows %d median_abs %.4f signed_mean %.4f q10 %.4f q90 %.4f unprojected %d\n",
-             f, n[f], median(a, n[f]), sum[f] / n[f], quantile(s, n[f], 0.1), quantile(s, n[f], 0.9), missing[f] + 0
+      printf "family %s rows %d median_abs %.4f signed_mean %.4f q10 %.4f q90 %.4f unprojected %d topologies %s\n",
+             f, n[f], median(a, n[f]), sum[f] / n[f], quantile(s, n[f], 0.1), quantile(s, n[f], 0.9), missing[f] + 0, topos[f]
       delete a; delete s
     }
     if (N) printf "overall rows %d median_abs %.4f\n", N, median(all, N)
@@ -103,9 +104,11 @@ echo "A100 (Megatron on DGX A100, step time): scripts/validate_vtrain.sh reports
 if [ -n "$bands" ]; then
   {
     echo "{"
-    echo "  \"what\": \"per hardware family, the 10th and 90th percentile of projected / published - 1 over the published runs of topologies/validation/published-runs.csv (scripts/validate_published.sh --bands); ibt project divides a projected MFU by 1 + each to give its band\","
+    echo "  \"what\": \"per hardware family (and the catalog topologies its rows ran on), the 10th and 90th percentile of projected / published - 1 over the published runs of topologies/validation/published-runs.csv and the median |error| (scripts/validate_published.sh --bands); ibt project divides a projected MFU by 1 + each percentile, widened to at least the median |error| either side, to give its band\","
     echo "  \"families\": {"
-    awk '/^family/ {printf "%s    \"%s\": {\"rows\": %d, \"q10\": %.4f, \"q90\": %.4f, \"median_abs\": %.4f, \"signed_mean\": %.4f}", (k++ ? ",\n" : ""), $2, $4, $10, $12, $6, $8} END {print ""}' <<< "$summary"
+    awk '/^family/ {t = ""; for (i = 16; i <= NF; i++) t = t (i > 16 ? ", " : "") "\"" $i "\"";
+                    printf "%s    \"%s\": {\"rows\": %d, \"q10\": %.4f, \"q90\": %.4f, \"median_abs\": %.4f, \"signed_mean\": %.4f, \"topologies\": [%s]}",
+                           (k++ ? ",\n" : ""), $2, $4, $10, $12, $6, $8, t} END {print ""}' <<< "$summary"
     echo "  }"
     echo "}"
   } > "$bands"

@@ -78,6 +78,8 @@ void price(const std::vector<models::StepProgram>& programs, const models::Model
   const double peak = topology.device.peak(dtype).get() * 1e12;
   p.mfu = p.model_flops / (p.step_s * p.devices * peak);
   p.hfu = p.hardware_flops / (p.step_s * p.devices * peak);
+  p.topology_name = topology.name;
+  p.mfu_band = mfu_band(topology.name, p.mfu);
   p.tokens_per_s = p.tokens_per_step / p.step_s;
   const StageTime& first = sim.stages.front();
   p.compute_s = first.compute_us * 1e-6;

@@ -23,6 +23,7 @@
 #include "topologies/failure_model.hpp"
 #include "topologies/sim_executor.hpp"
 #include "topologies/topology.hpp"
+#include "topologies/uncertainty.hpp"
 
 namespace ibt::topo {
 
@@ -57,6 +58,8 @@ struct Projection {
   std::string reason;          // why not, when infeasible
   double step_s = 0;
   double mfu = 0, hfu = 0;
+  MfuBand mfu_band;             // from the topology family's validation error (uncertainty.hpp)
+  std::string topology_name;
   double tokens_per_s = 0;
   double tokens_per_step = 0;
   double model_flops = 0, hardware_flops = 0;  // per step, all devices

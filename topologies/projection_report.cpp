@@ -41,7 +41,7 @@ std::string describe_projection(const Projection& p, const std::string& dtype) {
   };
   if (!p.feasible) return out + "INFEASIBLE   " + p.reason + "\n";
   out += "step time    " + fmt("%.4f s", p.step_s) + "\n";
-  out += "MFU          " + fmt("%.1f%%", 100 * p.mfu) + " (model FLOPs vs " + dtype + " peak), HFU " +
+  out += "MFU          " + format_mfu_with_band(p.mfu, p.mfu_band, p.topology_name) + " (model FLOPs vs " + dtype + " peak), HFU " +
          fmt("%.1f%%", 100 * p.hfu) + " (with recompute)\n";
   out += "throughput   " + fmt("%.4g tokens/s", p.tokens_per_s) + ", " +
          fmt("%.4g model FLOP per step", p.model_flops) + "\n";
