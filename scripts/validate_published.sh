@@ -5,7 +5,9 @@
 # leave-one-family-out error for anything fitted. error = projected / published - 1 of
 # the row's metric (tokens/s per GPU; ibt's FLOP convention turns both into the same
 # MFU, so the error is the MFU error).
-#   scripts/validate_published.sh [BUILD_DIR] [--csv FILE] [--bands FILE]
+#   scripts/validate_published.sh [BUILD_DIR] [--csv FILE] [--bands FILE] [--check]
+# --check exits 1 unless the issue-14 targets hold: overall median |error| <= 8% and no
+# family's signed mean beyond +-10% (and every row projected).
 # --bands FILE writes the per-family error quantiles `ibt project` reads for its
 # uncertainty bands (topologies/validation/bands.json is the committed copy).
 # Nothing in the sim is fitted to these rows (every constant is a catalog figure or a
@@ -16,11 +18,12 @@ here="$(cd "$(dirname "$0")/.." && pwd)"
 build="$here/build"
 if [ $# -gt 0 ] && [ "${1#--}" = "$1" ]; then build="$1"; shift; fi
 csv="$here/topologies/validation/published-runs.csv"
-bands=""
+bands="" check=0
 while [ $# -gt 0 ]; do
   case "$1" in
     --csv) [ $# -ge 2 ] || { echo "validate_published.sh: --csv needs a file" >&2; exit 2; }; csv="$2"; shift ;;
     --bands) [ $# -ge 2 ] || { echo "validate_published.sh: --bands needs a file" >&2; exit 2; }; bands="$2"; shift ;;
+    --check) check=1 ;;
     *) echo "validate_published.sh: unknown option $1" >&2; exit 2 ;;
   esac
   shift
@@ -113,4 +116,14 @@ if [ -n "$bands" ]; then
     echo "}"
   } > "$bands"
   echo "bands written to $bands"
+fi
+
+if [ "$check" = 1 ]; then
+  verdict=$(awk '
+    /^family/ { if ($8 > 0.10 || $8 < -0.10) bad = bad sprintf(" family %s signed mean %+.1f%% beyond +-10%%;", $2, 100 * $8);
+                if ($14 > 0) bad = bad sprintf(" family %s: %d rows not projected;", $2, $14) }
+    /^overall/ { if ($5 > 0.08) bad = bad sprintf(" overall median |error| %.1f%% > 8%%;", 100 * $5); seen = 1 }
+    END { if (!seen) bad = bad " no row projected;"; print bad }' <<< "$summary")
+  if [ -n "$verdict" ]; then echo "CHECK FAILED:$verdict"; exit 1; fi
+  echo "CHECK PASSED: overall median |error| <= 8%, every family's signed mean within +-10%"
 fi
