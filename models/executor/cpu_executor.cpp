@@ -186,6 +186,9 @@ std::string cpu_executor_check(const ParallelSplit& split, const ModelConfig& mo
   if (split.recompute != Recompute::none) return prefix + "the cpu executor does not implement recompute";
   if (model.tied_embeddings && split.pp > 1)
     return prefix + "tied embeddings across pipeline stages are not implemented in the cpu executor";
+  if (split.cp > 1 && split.cp_comm == CpComm::ring)
+    return prefix + "the cpu executor implements context parallelism with cp_comm all_gather; ring is priced by "
+                    "the sim (ibt project) only";
   if (split.cp > 1 && model.is_moe() && model.balance == RoutingBalance::aux_loss)
     return prefix + "the per-sequence MoE aux loss with cp > 1 is not implemented in the cpu executor "
                     "(each CP rank sees part of every sequence)";
