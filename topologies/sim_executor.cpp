@@ -74,7 +74,7 @@ double wait_done(const RankState& r, const Op& op) {
 
 StageTime stage_breakdown(int stage, const std::vector<Op>& ops, const std::vector<double>& ready,
                           const std::vector<double>& finish, const std::vector<double>& dur,
-                          const std::vector<double>& transfer) {
+                          const std::vector<double>& transfer, const BreakdownRange& range) {
   StageTime st;
   st.stage = stage;
   // Books the wait [from, to) before op i could start. The wait that ended last is to
@@ -109,8 +109,8 @@ StageTime stage_breakdown(int stage, const std::vector<Op>& ops, const std::vect
     st.exposed_us[static_cast<int>(exposure_of(c.group))] += to - started;
     blame_wait(static_cast<size_t>(cause), from, started);
   };
-  double compute_free = 0;
-  for (size_t i = 0; i < ops.size(); ++i) {
+  double compute_free = range.compute_free;
+  for (size_t i = range.first; i < ops.size(); ++i) {
     const Op& op = ops[i];
     st.op_us[static_cast<int>(op.kind)] += dur[i];
     st.finish_us = std::max(st.finish_us, finish[i]);
@@ -119,6 +119,8 @@ StageTime stage_breakdown(int stage, const std::vector<Op>& ops, const std::vect
     if (ready[i] > compute_free) blame_wait(i, compute_free, ready[i]);
     compute_free = finish[i];
   }
+  if (!range.step_end) return st;
+  for (size_t i = 0; i < range.first; ++i) st.finish_us = std::max(st.finish_us, finish[i]);
   // After the last compute op: the op that ends the stage's step.
   if (st.finish_us > compute_free) {
     int last = -1;

@@ -56,9 +56,17 @@ struct SimResult {
 // by kind, finish); ready/finish/dur/transfer are per op (transfer: a pp_exchange's
 // slower half). Shared by simulate() and the fast walk (sim_fast.hpp) so both book
 // waits by the same rules. The bubble of waiting for later stages is not included.
+// A part of the walk: only ops [first, end) are booked (waits may reach ops before
+// first), the compute stream free at compute_free before them; step_end = they end
+// the step (the time after the last compute op is booked, finish_us is over all ops).
+struct BreakdownRange {
+  size_t first = 0;
+  double compute_free = 0;
+  bool step_end = true;
+};
 StageTime stage_breakdown(int stage, const std::vector<models::Op>& ops, const std::vector<double>& ready,
                           const std::vector<double>& finish, const std::vector<double>& dur,
-                          const std::vector<double>& transfer);
+                          const std::vector<double>& transfer, const BreakdownRange& range = {});
 
 // programs[s] is the program of a rank of stage s (all built from one schedule).
 // Throws RuntimeError naming the stuck stages if the exchanges cannot all complete.

@@ -1,6 +1,7 @@
 #include "topologies/sim_fast.hpp"
 
 #include <algorithm>
+#include <cmath>
 #include <cstdint>
 #include <cstring>
 #include <limits>
@@ -214,7 +215,6 @@ class StagePrices {
 struct StageWalk {
   bool detailed = false;
   size_t next = 0;                 // next action
-  bool tail_done = false;
   Times free{0.0, 0.0, 0.0, kNever};  // streams free; [kReceived] unused
   double data_ready = kNever;      // when the last action's output can be sent (kNever: no wait)
   std::vector<double> ex_ready;    // per action: an exchange's issue time
@@ -227,7 +227,61 @@ struct StageWalk {
   std::vector<Op> ops;
   std::vector<double> ready, finish, dur, transfer;
   int producer = -1, last_compute = -1, last_grad = -1;
+  // Detailed with memoised breakdowns (BreakdownMemo): the breakdown booked so far.
+  bool memo = false;
+  size_t final_action = 0;  // the last forward/backward: always walked op by op
+  StageTime booked;
 };
+
+// The breakdown of the first stage, action by action. An action's exposed waits
+// depend only on where its inputs lie relative to its start (the compute stream
+// free): the comm and grad_comm streams free, the received input's arrival and that
+// exchange's transfer. In the steady state of a schedule those offsets repeat action
+// after action, so each (template, offsets) is walked op by op and broken down once
+// and reused when the offsets agree within kTolerance of the current time. Exposures
+// are 1-Lipschitz in the offsets (differences of max-plus functions), so a reuse errs
+// by at most 2 x kTolerance x time x (compute ops of the action); the result is held to
+// 1e-9 of the step time by tests/topologies/sim_fast_test.cpp.
+class BreakdownMemo {
+ public:
+  static constexpr double kTolerance = 1e-12;
+  static constexpr size_t kEntriesPerTemplate = 8;
+  struct Key {
+    std::array<double, 4> offsets{};
+    bool received = false;
+  };
+  explicit BreakdownMemo(size_t templates) : entries_(templates) {}
+
+  const std::array<double, kNumExposures>* find(int id, const Key& key, double now) const {
+    const double eps = kTolerance * std::max(1.0, now);
+    for (const Entry& e : entries_[id]) {
+      if (e.key.received != key.received) continue;
+      bool same = true;
+      for (size_t k = 0; k < key.offsets.size() && same; ++k)
+        same = std::abs(e.key.offsets[k] - key.offsets[k]) <= eps;
+      if (same) return &e.exposed;
+    }
+    return nullptr;
+  }
+  void add(int id, const Key& key, const std::array<double, kNumExposures>& exposed) {
+    auto& list = entries_[id];
+    if (list.size() == kEntriesPerTemplate) list.erase(list.begin());
+    list.push_back({key, exposed});
+  }
+
+ private:
+  struct Entry {
+    Key key;
+    std::array<double, kNumExposures> exposed{};
+  };
+  std::vector<std::vector<Entry>> entries_;
+};
+
+void add_into(StageTime& total, const StageTime& part) {
+  total.compute_us += part.compute_us;
+  for (int e = 0; e < kNumExposures; ++e) total.exposed_us[e] += part.exposed_us[e];
+  for (int k = 0; k < kNumOpKinds; ++k) total.op_us[k] += part.op_us[k];
+}
 
 size_t slot(const Transfer& t, int chunks, int microbatches) {
   return (t.payload == models::Payload::activation ? 0 : static_cast<size_t>(microbatches) * chunks) +
@@ -326,6 +380,9 @@ SimResult simulate_fast(const StepTemplates& templates, OpPricer& pricer, StageD
   for (int s = 0; s < P; ++s) {
     StageWalk& w = walks[s];
     w.detailed = detail == StageDetail::all || s == 0;
+    w.memo = detail == StageDetail::first && s == 0;
+    for (size_t i = 0; i < per_stage[s].size(); ++i)
+      if (per_stage[s][i].kind != ActionKind::exchange) w.final_action = i;
     const size_t n = per_stage[s].size();
     w.ex_ready.assign(n, 0.0);
     w.posted.assign(n, 0);
@@ -349,6 +406,54 @@ SimResult simulate_fast(const StepTemplates& templates, OpPricer& pricer, StageD
     return static_cast<long long>(slot(t, V, M));
   };
 
+  // The memoised first stage: a forward/backward walked op by op and broken down, or
+  // its summary applied and a remembered breakdown booked. The chunks' last backwards
+  // with overlapped reductions and the stage's final action are always walked: the
+  // tail's waits reach into them.
+  BreakdownMemo memo(walks.empty() ? 0 : static_cast<size_t>(templates.templates_per_stage(0)));
+  std::vector<StageTime> template_totals;  // compute_us and op_us of each template
+  if (!walks.empty() && walks[0].memo)
+    for (int id = 0; id < templates.templates_per_stage(0); ++id) {
+      StageTime t;
+      const auto& ops = templates.action_template(0, id).ops;
+      for (size_t k = 0; k < ops.size(); ++k) {
+        t.op_us[static_cast<int>(ops[k].kind)] += priced[0][id].dur[k];
+        if (ops[k].stream == Stream::compute) t.compute_us += priced[0][id].dur[k];
+      }
+      template_totals.push_back(t);
+    }
+  auto book_action = [&](StageWalk& w, int s, int action, int id, long long in) {
+    const double now = w.free[kCompute];
+    BreakdownMemo::Key key;
+    key.received = in >= 0;
+    key.offsets = {w.free[kComm] - now, w.free[kGradComm] - now, 0.0, 0.0};
+    if (key.received) {
+      const int op = w.received_op[in];
+      key.offsets[2] = w.finish[op] - now;
+      key.offsets[3] = w.transfer[op];
+    }
+    const bool always = static_cast<size_t>(action) == w.final_action ||
+                        (id % kVariants == 2);
+    const auto* known = always ? nullptr : memo.find(id, key, now);
+    if (known) {
+      apply(w, priced[s][id], key.received ? w.received[in] : kNever);
+      w.producer = -1;  // not in the op list: a later exchange's wait is not booked through it
+      StageTime part = template_totals[id];
+      part.exposed_us = *known;
+      add_into(w.booked, part);
+      return;
+    }
+    BreakdownRange range;
+    range.first = w.ops.size();
+    range.compute_free = now;
+    range.step_end = false;
+    const ActionTemplate& t = templates.action_template(s, id);
+    walk_ops(w, t.ops, priced[s][id].dur, priced[s][id].producer, key.received ? w.received_op[in] : -1);
+    const StageTime part = stage_breakdown(s, w.ops, w.ready, w.finish, w.dur, w.transfer, range);
+    add_into(w.booked, part);
+    if (!always) memo.add(id, key, part.exposed_us);
+  };
+
   size_t remaining = 0;
   for (int s = 0; s < P; ++s) remaining += per_stage[s].size();
   while (remaining > 0) {
@@ -362,7 +467,9 @@ SimResult simulate_fast(const StepTemplates& templates, OpPricer& pricer, StageD
         if (a.kind != ActionKind::exchange) {
           const int id = templates.template_of(s, static_cast<int>(i));
           const long long in = input_slot(s, a);
-          if (w.detailed) {
+          if (w.memo) {
+            book_action(w, s, static_cast<int>(i), id, in);
+          } else if (w.detailed) {
             const ActionTemplate& t = templates.action_template(s, id);
             walk_ops(w, t.ops, priced[s][id].dur, priced[s][id].producer,
                      in >= 0 ? w.received_op[in] : -1);
@@ -412,6 +519,7 @@ SimResult simulate_fast(const StepTemplates& templates, OpPricer& pricer, StageD
             w.dur[op] = done - w.ex_ready[i];
             w.transfer[op] = w.ex_transfer[i];
             if (a.recv) w.received_op[slot(*a.recv, V, M)] = op;
+            if (w.memo) w.booked.op_us[static_cast<int>(OpKind::pp_exchange)] += w.dur[op];
           }
         }
         ++w.next;
@@ -432,7 +540,17 @@ SimResult simulate_fast(const StepTemplates& templates, OpPricer& pricer, StageD
   for (int s = 0; s < P; ++s) {
     StageWalk& w = walks[s];
     StageTime st;
-    if (w.detailed) {
+    if (w.memo) {
+      BreakdownRange range;
+      range.first = w.ops.size();
+      range.compute_free = w.free[kCompute];
+      walk_ops(w, templates.tail(s), tails[s].dur, -1, -1);
+      const StageTime tail = stage_breakdown(s, w.ops, w.ready, w.finish, w.dur, w.transfer, range);
+      st = w.booked;
+      add_into(st, tail);
+      st.stage = s;
+      st.finish_us = tail.finish_us;
+    } else if (w.detailed) {
       walk_ops(w, templates.tail(s), tails[s].dur, -1, -1);
       st = stage_breakdown(s, w.ops, w.ready, w.finish, w.dur, w.transfer);
     } else {

@@ -52,6 +52,10 @@ std::vector<Case> cases() {
       // MoE without TP, pipeline only, no overlap
       {"mixtral-8x7b", "dgx-h200", split(8, 1, 4, 8, 1, 8, 1, one_f_one_b, false, true, Recompute::none),
        false},
+      // many microbatches, so that the steady state repeats (memoised breakdowns)
+      {"deepseek-v3", "dgx-b200", split(4, 8, 16, 4, 1, 128, 1, one_f_one_b, true, true, Recompute::selective)},
+      {"llama3-405b", "gb200-nvl72", split(2, 8, 8, 1, 4, 64, 1, interleaved, true, true, Recompute::none)},
+      {"gpt3-175b", "tpu-v5p", split(4, 32, 8, 1, 1, 96, 1, one_f_one_b, true, false, Recompute::full), false},
       // no pipeline: one stage, data + expert parallel
       {"tiny-moe", "dgx-h100", split(8, 1, 1, 4, 1, 4, 1, one_f_one_b, false, true, Recompute::selective)},
   };
