@@ -150,6 +150,10 @@ struct PricedTemplate {
   std::vector<double> dur;
   std::array<Times, kInputs> table{};
   int producer = -1;  // the op a send waits for (not on the comm stream), or -1
+  // Per input: at or below this offset from the compute stream's time, the input
+  // moves no op of the action (every op is as late through the compute stream); +inf
+  // when no op depends on it, -inf when some op depends on it and not on compute.
+  Times irrelevant_below{};
 };
 
 int stream_input(Stream s) {
@@ -177,6 +181,13 @@ PricedTemplate summarise(const std::vector<Op>& ops, std::vector<double> dur, in
     }
     for (int k = 0; k < kInputs; ++k) finish[i][k] = ready[k] + t.dur[i];
     stream_free[stream_input(op.stream)] = finish[i];
+  }
+  for (int k = 0; k < kInputs; ++k) {
+    double floor = std::numeric_limits<double>::infinity();
+    if (k != kCompute)
+      for (const Times& f : finish)
+        if (f[k] != kNever) floor = std::min(floor, f[kCompute] == kNever ? kNever : f[kCompute] - f[k]);
+    t.irrelevant_below[k] = floor;
   }
   t.table[kCompute] = stream_free[0];
   t.table[kComm] = stream_free[1];
@@ -258,7 +269,7 @@ class BreakdownMemo {
       if (e.key.received != key.received) continue;
       bool same = true;
       for (size_t k = 0; k < key.offsets.size() && same; ++k)
-        same = std::abs(e.key.offsets[k] - key.offsets[k]) <= eps;
+        same = e.key.offsets[k] == key.offsets[k] || std::abs(e.key.offsets[k] - key.offsets[k]) <= eps;
       if (same) return &e.exposed;
     }
     return nullptr;
@@ -432,6 +443,12 @@ SimResult simulate_fast(const StepTemplates& templates, OpPricer& pricer, StageD
       key.offsets[2] = w.finish[op] - now;
       key.offsets[3] = w.transfer[op];
     }
+    // Inputs that move no op of the action are left out of the key (the grad_comm
+    // stream's time, say, when the action has no gradient reduction).
+    const Times& below = priced[s][id].irrelevant_below;
+    if (key.offsets[0] <= below[kComm]) key.offsets[0] = kNever;
+    if (key.offsets[1] <= below[kGradComm]) key.offsets[1] = kNever;
+    if (key.received && key.offsets[2] <= below[kReceived]) key.offsets[2] = key.offsets[3] = kNever;
     const bool always = static_cast<size_t>(action) == w.final_action ||
                         (id % kVariants == 2);
     const auto* known = always ? nullptr : memo.find(id, key, now);
