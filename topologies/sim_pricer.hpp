@@ -26,9 +26,12 @@
 // with the transfer, and the TP all-reduce without sequence parallelism is not
 // overlapped (Megatron-Core's overlap needs sequence parallelism).
 // Communication op: collective_model.hpp for the op's group, placed on the domains by
-// the rank order of models/rank_groups.hpp (rank = tp + tp*(dp + dp*pp), domains of
-// consecutive ranks), so a TP group inside a domain uses scale-up links and a DP group
-// spanning domains crosses the network.
+// the rank order of models/rank_groups.hpp (rank = tp + tp*(cp + cp*(dp + dp*pp)),
+// domains of consecutive ranks), so a TP group inside a domain uses scale-up links and
+// a DP group spanning domains crosses the network. A context-parallel ring step
+// (cp_kv_pass, cp_dkv_pass: every CP rank sends a block to the next and receives one
+// from the previous at once) costs one point-to-point message over the slowest link
+// of the ring: scale-up when the CP group lies in one domain, else the network.
 #include <array>
 #include <string>
 
@@ -70,8 +73,8 @@ class TopologyPricer : public OpPricer {
   double score_bytes_forward_ = 0;  // extra attention-core bytes per forward op
   // TP overlap: GEMM FLOPs hiding a collective, per byte of it (0 = no overlap).
   double tp_overlap_flops_per_byte_ = 0;
-  long long stage_stride_ = 1;    // ranks between pipeline stages (tp * dp)
-  std::array<Placement, 6> placement_{};  // by models::Group
+  long long stage_stride_ = 1;    // ranks between pipeline stages (tp * cp * dp)
+  std::array<Placement, models::kGroupKinds> placement_{};  // by models::Group
 };
 
 // The dtype MFU is computed against: bf16 where the device has it, else fp32.
