@@ -9,6 +9,7 @@
 #include "models/schedule.hpp"
 #include "topologies/collective_model.hpp"
 #include "topologies/projection.hpp"
+#include "topologies/projection_report.hpp"
 #include "topologies/sim_executor.hpp"
 
 namespace ibt::topo {
@@ -245,6 +246,34 @@ TEST(SimExecutor, PureDataParallelWithoutOverlapEqualsTheClosedForm) {
   const double expected_us = flops / rate + allreduce;
   EXPECT_NEAR(p.step_s * 1e6, expected_us, 1e-6 * expected_us);
   EXPECT_NEAR(p.exposed_s[static_cast<int>(Exposure::dp)] * 1e6, allreduce, 1e-6 * expected_us);
+}
+
+// The printed projection shows every stage and names the bottleneck: the stage with
+// the least idle time (the busiest).
+TEST(Projection, EveryStageIsPrintedWithTheBottleneck) {
+  const auto m = models::load_model("llama3-70b");
+  const Topology t = load_topology("dgx-h100");
+  models::ParallelSplit s;
+  s.tp = 8;
+  s.pp = 4;
+  s.dp = 4;
+  s.microbatches = 16;
+  s.sequence_parallel = true;
+  s.recompute = models::Recompute::selective;
+  ProjectionOptions o;
+  o.keep_sim = true;
+  const Projection p = project(m, t, s, o);
+  ASSERT_TRUE(p.feasible) << p.reason;
+  ASSERT_EQ(p.sim.stages.size(), 4u);
+  size_t busiest = 0;
+  for (size_t i = 1; i < p.sim.stages.size(); ++i)
+    if (p.sim.stages[i].exposed_us[static_cast<int>(Exposure::bubble)] <
+        p.sim.stages[busiest].exposed_us[static_cast<int>(Exposure::bubble)])
+      busiest = i;
+  const std::string text = describe_projection(p, "bf16");
+  EXPECT_NE(text.find("bottleneck   stage " + std::to_string(busiest) + ":"), std::string::npos) << text;
+  for (int st = 0; st < 4; ++st)
+    EXPECT_NE(text.find("\n      " + std::to_string(st) + " "), std::string::npos) << "stage " << st << "\n" << text;
 }
 
 TEST(Projection, MemoryAccountingRejectsAModelThatCannotFit) {
