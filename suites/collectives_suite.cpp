@@ -155,8 +155,9 @@ const char* kHelpIntro =
     "  loop  nccl-tests: -n calls back to back, the loop timed whole, time per call. Consecutive\n"
     "        calls overlap a little, as in a training step; compare with nccl-tests.\n"
     "  imb   Intel MPI Benchmarks (IMB-MPI1): a barrier before every call, each call timed alone,\n"
-    "        one buffer reused; -a avg|min|max = IMB's t_avg|t_min|t_max. Compare with IMB (its\n"
-    "        sizes for all_gather, reduce_scatter, all_to_all are per rank: multiply by the group).\n"
+    "        one buffer reused; -a avg|min|max = IMB's t_avg|t_min|t_max; ping_pong and send_recv\n"
+    "        are timed as a loop, as IMB's PingPong and Sendrecv. Compare with IMB (its sizes for\n"
+    "        all_gather, reduce_scatter, all_to_all are per rank: multiply by the group).\n"
     "-z 1 puts a barrier between loop iterations too. Flags follow nccl-tests (-t -g -b -e -i -f\n"
     "-n -m -w -N -c -o -d -r -z -T -G -C -a -R and their long names); the collectives are --op.\n"
     "intra/inter scopes store one row per domain (rail) too, and name a slow one.\n";
