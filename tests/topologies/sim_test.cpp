@@ -2,8 +2,10 @@
 // pipeline bubble of 1F1B and interleaved 1F1B with free communication.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 
+#include "core/errors.hpp"
 #include "models/accounting.hpp"
 #include "models/model_file.hpp"
 #include "models/schedule.hpp"
@@ -11,6 +13,7 @@
 #include "topologies/projection.hpp"
 #include "topologies/projection_report.hpp"
 #include "topologies/sim_executor.hpp"
+#include "topologies/sim_pricer.hpp"
 
 namespace ibt::topo {
 namespace {
@@ -315,6 +318,64 @@ TEST(Projection, BreakdownAddsUpToTheStepTime) {
   EXPECT_GT(p.mfu, 0.05);
   EXPECT_LT(p.mfu, 1.0);
   EXPECT_GT(p.hfu, p.mfu);
+}
+
+}  // namespace
+}  // namespace ibt::topo
+
+namespace ibt::topo {
+namespace {
+
+// The framework choices' costs, by hand (sim_pricer.hpp states them).
+TEST(Pricer, TensorParallelOverlapHidesTheCollectiveBehindTheAdjacentGemm) {
+  const auto m = models::load_model("llama3-70b");
+  Topology t = load_topology("dgx-h100");
+  models::ParallelSplit s;
+  s.tp = 8;
+  s.sequence_parallel = true;
+  models::StepProgram none;
+  models::Op ag;
+  ag.kind = OpKind::sp_all_gather;
+  ag.group = models::Group::tp;
+  ag.phase = models::Phase::forward;
+  ag.bytes = 8192.0 * m.hidden * 2;  // one 8192-token microbatch, bf16
+  TopologyPricer plain(t, s, "bf16");
+  const double comm = plain.op_us(none, ag);
+  TopologyPricer overlapped(t, s, "bf16");
+  overlapped.set_tp_comm_overlap(m, 2);
+  const double gemm_us = 2.0 * 8192 * m.hidden * m.hidden / s.tp / (989.5e6 * 0.6);
+  EXPECT_NEAR(overlapped.op_us(none, ag), std::max(comm / s.tp, comm - gemm_us), 1e-9 * comm);
+  EXPECT_LT(overlapped.op_us(none, ag), comm);
+  // Without sequence parallelism Megatron-Core does not overlap the TP all-reduce.
+  models::Op ar = ag;
+  ar.kind = OpKind::tp_all_reduce;
+  EXPECT_DOUBLE_EQ(overlapped.op_us(none, ar), plain.op_us(none, ar));
+}
+
+TEST(Pricer, Fp8GemmsRunAtTheFp8PeakAndPayTheirCasts) {
+  Topology t = load_topology("dgx-h100");
+  t.model.op_overhead_us.value = 0;
+  models::ParallelSplit s;
+  models::StepProgram none;
+  models::Op g;
+  g.kind = OpKind::mlp_up_gemm;
+  g.flops = 2.0 * 8192 * 8192 * 28672;
+  g.bytes = 2.0 * (8192.0 * 8192 + 8192.0 * 28672 + 8192.0 * 28672);
+  TopologyPricer bf16(t, s, "bf16");
+  TopologyPricer fp8(t, s, "bf16");
+  fp8.set_fp8_gemms();
+  const double rate8 = 1979e6 * 0.6, bw = 3350e3 * 0.8;  // FLOP and bytes per us
+  EXPECT_NEAR(fp8.op_us(none, g), std::max(g.flops / rate8, g.bytes / bw) + 1.5 * g.bytes / bw, 1e-9 * g.flops / rate8);
+  EXPECT_LT(fp8.op_us(none, g), bf16.op_us(none, g));
+  // Attention stays at the bf16 rate.
+  models::Op a = g;
+  a.kind = OpKind::attention_core;
+  EXPECT_DOUBLE_EQ(fp8.op_us(none, a), bf16.op_us(none, a));
+  // A device without an fp8 peak cannot price fp8 GEMMs.
+  TopologyPricer v5p(load_topology("tpu-v5p"), s, "bf16");
+  EXPECT_NO_THROW(v5p.set_fp8_gemms());  // v5p lists fp8 at the bf16 rate
+  TopologyPricer cpu(load_topology("local-cpu"), s, "fp32");
+  EXPECT_THROW(cpu.set_fp8_gemms(), UsageError);
 }
 
 }  // namespace
