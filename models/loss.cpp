@@ -24,14 +24,14 @@ LmHead::LmHead(const ModelConfig& m, uint64_t seed, Shard tp, Param* tied_table)
 
 void LmHead::forward(const Tensor& x, Tensor& logits) const {
   const int64_t v = weight_->value.rows();
-  logits.reset({x.rows(), v});
+  logits.resize({x.rows(), v});  // beta-0 GEMM: every element written
   linear_forward(x.ptr(), weight_->value.ptr(), logits.ptr(), x.rows(), hidden_, v);
 }
 
 void LmHead::backward(const Tensor& x, const Tensor& d_logits, Tensor& dx) {
   const int64_t v = weight_->value.rows();
   linear_backward_weight(d_logits.ptr(), x.ptr(), weight_->grad.ptr(), x.rows(), hidden_, v);
-  dx.reset({x.rows(), hidden_});
+  dx.resize({x.rows(), hidden_});
   linear_backward_input(d_logits.ptr(), weight_->value.ptr(), dx.ptr(), x.rows(), hidden_, v, false);
 }
 
@@ -51,7 +51,9 @@ void local_sum_exp_and_target(const Tensor& logits, const std::vector<int32_t>& 
   for (int64_t t = 0; t < T; ++t) {
     const float* z = logits.row(t);
     double sum = 0;
-    for (int64_t j = 0; j < v; ++j) sum += std::exp(static_cast<double>(z[j]) - s.row_max[t]);
+    // fp32 exp (a few ULPs, summed in double): the double exp cost more than the head's GEMM.
+    const float mx = s.row_max[t];
+    for (int64_t j = 0; j < v; ++j) sum += std::exp(z[j] - mx);
     s.sum_exp[t] = static_cast<float>(sum);
     const int64_t local = targets[t] - vocab_begin;
     if (local >= 0 && local < v) s.target_logit[t] = z[local];
@@ -68,13 +70,13 @@ double loss_sum(const SoftmaxStats& s) {
 void logits_grad(const Tensor& logits, const std::vector<int32_t>& targets, int64_t vocab_begin,
                  const SoftmaxStats& s, float scale, Tensor& d_logits) {
   const int64_t T = logits.rows(), v = logits.row_size();
-  d_logits.reset({T, v});
+  d_logits.resize({T, v});  // every element written below
   for (int64_t t = 0; t < T; ++t) {
     const float* z = logits.row(t);
     float* d = d_logits.row(t);
-    const double inv = 1.0 / s.sum_exp[t];
-    for (int64_t j = 0; j < v; ++j)
-      d[j] = static_cast<float>(scale * std::exp(static_cast<double>(z[j]) - s.row_max[t]) * inv);
+    const float mx = s.row_max[t];
+    const float coeff = static_cast<float>(scale / static_cast<double>(s.sum_exp[t]));
+    for (int64_t j = 0; j < v; ++j) d[j] = coeff * std::exp(z[j] - mx);
     const int64_t local = targets[t] - vocab_begin;
     if (local >= 0 && local < v) d[local] -= scale;
   }

@@ -35,14 +35,16 @@ void SelfAttention::forward(const Tensor& x, int batch, int seq, Tensor& out, At
   const int64_t group = heads_ / kv_heads_;
   const float scale = 1.0f / std::sqrt(static_cast<float>(d));
   c.x = x;
-  c.q.reset({T, qw});
-  c.k.reset({T, kw});
-  c.v.reset({T, kw});
+  // Every output below is written in full (GEMMs with beta 0, the softmax rows and
+  // their masked tails), so the buffers are resized, not cleared.
+  c.q.resize({T, qw});
+  c.k.resize({T, kw});
+  c.v.resize({T, kw});
   linear_forward(x.ptr(), wq.value.ptr(), c.q.ptr(), T, hidden_, qw);
   linear_forward(x.ptr(), wk.value.ptr(), c.k.ptr(), T, hidden_, kw);
   linear_forward(x.ptr(), wv.value.ptr(), c.v.ptr(), T, hidden_, kw);
-  c.probs.reset({batch, heads_, seq, seq});
-  c.context.reset({T, qw});
+  c.probs.resize({batch, heads_, seq, seq});
+  c.context.resize({T, qw});
   for (int b = 0; b < batch; ++b) {
     for (int64_t hq = 0; hq < heads_; ++hq) {
       const int64_t hk = hq / group;
@@ -63,7 +65,7 @@ void SelfAttention::forward(const Tensor& x, int batch, int seq, Tensor& out, At
            c.context.ptr() + b * seq * qw + hq * d, qw);
     }
   }
-  out.reset({T, hidden_});
+  out.resize({T, hidden_});
   linear_forward(c.context.ptr(), wo.value.ptr(), out.ptr(), T, qw, hidden_);
 }
 
@@ -103,7 +105,7 @@ void SelfAttention::backward(const AttentionCache& c, int batch, int seq, const 
   linear_backward_weight(dq.ptr(), c.x.ptr(), wq.grad.ptr(), T, hidden_, qw);
   linear_backward_weight(dk.ptr(), c.x.ptr(), wk.grad.ptr(), T, hidden_, kw);
   linear_backward_weight(dv.ptr(), c.x.ptr(), wv.grad.ptr(), T, hidden_, kw);
-  dx.reset({T, hidden_});
+  dx.resize({T, hidden_});
   linear_backward_input(dq.ptr(), wq.value.ptr(), dx.ptr(), T, hidden_, qw, false);
   linear_backward_input(dk.ptr(), wk.value.ptr(), dx.ptr(), T, hidden_, kw, true);
   linear_backward_input(dv.ptr(), wv.value.ptr(), dx.ptr(), T, hidden_, kw, true);

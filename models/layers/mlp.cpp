@@ -53,10 +53,11 @@ std::vector<Param*> Mlp::params() {
 void Mlp::forward(const Tensor& x, Tensor& out, MlpCache& c) const {
   const int64_t n = x.rows(), h = shape_.hidden, f = ffn_local_;
   c.x = x;
-  c.gate.reset({n, f});
-  c.act.reset({n, f});
+  // GEMMs with beta 0 and elementwise maps write every element: resize, not clear.
+  c.gate.resize({n, f});
+  c.act.resize({n, f});
   if (shape_.activation == Activation::swiglu) {
-    c.up.reset({n, f});
+    c.up.resize({n, f});
     linear_forward(x.ptr(), w_gate.value.ptr(), c.gate.ptr(), n, h, f);
     linear_forward(x.ptr(), w_up.value.ptr(), c.up.ptr(), n, h, f);
     for (int64_t i = 0; i < n * f; ++i) c.act.data[i] = silu(c.gate.data[i]) * c.up.data[i];
@@ -64,7 +65,7 @@ void Mlp::forward(const Tensor& x, Tensor& out, MlpCache& c) const {
     linear_forward(x.ptr(), w_up.value.ptr(), c.gate.ptr(), n, h, f);
     for (int64_t i = 0; i < n * f; ++i) c.act.data[i] = gelu(c.gate.data[i]);
   }
-  out.reset({n, h});
+  out.resize({n, h});
   linear_forward(c.act.ptr(), w_down.value.ptr(), out.ptr(), n, f, h);
 }
 
@@ -73,7 +74,7 @@ void Mlp::backward(const MlpCache& c, const Tensor& d_out, Tensor& dx) {
   Tensor d_act({n, f});
   linear_backward_weight(d_out.ptr(), c.act.ptr(), w_down.grad.ptr(), n, f, h);
   linear_backward_input(d_out.ptr(), w_down.value.ptr(), d_act.ptr(), n, f, h, false);
-  dx.reset({n, h});
+  dx.resize({n, h});  // the first input-gradient GEMM below has beta 0
   if (shape_.activation == Activation::swiglu) {
     Tensor d_gate({n, f}), d_up({n, f});
     for (int64_t i = 0; i < n * f; ++i) {

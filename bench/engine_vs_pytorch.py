@@ -1,0 +1,122 @@
+#!/usr/bin/env python3
+"""ibt's serial CPU engine against PyTorch fp32 on the same model, weights and batches.
+
+  bench/engine_vs_pytorch.py --ibt build/ibt --models small-dense,tiny-moe --rounds 5 --threads 1
+
+For each model: `ibt train --dump` writes the initial weights and every step's batch;
+then, for --rounds rounds, one serial `ibt train` run and one PyTorch run
+(bench/torch_reference.py, which rebuilds the model from the dump and checks its losses
+against ibt's) alternate, the order swapped every round so that a slow spell of a shared
+machine hits both. Each run's figure is the median step time over steps 1..N-1 (step 0
+warms up); the table gives every round's ibt/torch ratio and the median over rounds.
+Both sides use --threads BLAS/intra-op threads (ibt --threads, torch.set_num_threads).
+
+Not part of CI's pass/fail: it skips (exit 0, reason printed) where PyTorch or h5py is
+missing from --python (Debian: apt-get install python3-torch python3-h5py). Exit 1 when
+a run fails or PyTorch's losses differ from ibt's (not the same model), 2 on bad input.
+"""
+import argparse
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+ROOT = os.path.dirname(HERE)
+
+
+def run(cmd, env):
+    p = subprocess.run(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    if p.returncode != 0:
+        sys.exit(f"engine_vs_pytorch: {' '.join(cmd)} failed (exit {p.returncode}):\n{p.stdout[-3000:]}")
+    return p.stdout
+
+
+def ibt_step_times(output):
+    """Per-step wall times from `ibt train`'s step lines: `  <step> <loss> <time_s> ...`."""
+    times = []
+    for line in output.splitlines():
+        f = line.split()
+        if len(f) > 3 and not line.startswith("#") and f[0].isdigit():
+            times.append(float(f[2]))
+    return times
+
+
+def torch_step_times(output):
+    return [float(line.split()[3]) for line in output.splitlines() if line.startswith("torch_step ")]
+
+
+def median_after_warmup(times, what):
+    if len(times) < 2:
+        sys.exit(f"engine_vs_pytorch: {what} printed {len(times)} step times, need at least 2")
+    return statistics.median(times[1:])
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--ibt", default=os.path.join(ROOT, "build", "ibt"))
+    ap.add_argument("--python", default="/usr/bin/python3", help="a Python that has torch and h5py")
+    ap.add_argument("--models", default="small-dense,tiny-moe")
+    ap.add_argument("--rounds", type=int, default=5)
+    ap.add_argument("--steps", type=int, default=6, help="steps per run (step 0 is not timed)")
+    ap.add_argument("--threads", type=int, default=1)
+    ap.add_argument("--lr", type=float, default=3e-3, help="as ibt train's default")
+    a = ap.parse_args()
+    if a.rounds < 1 or a.steps < 2 or a.threads < 1:
+        print("engine_vs_pytorch: --rounds >= 1, --steps >= 2 and --threads >= 1 are required", file=sys.stderr)
+        return 2
+    if not os.access(a.ibt, os.X_OK):
+        print(f"engine_vs_pytorch: {a.ibt} is not an executable (build ibt first)", file=sys.stderr)
+        return 2
+    probe = subprocess.run([a.python, "-c", "import torch, h5py; print(torch.__version__)"],
+                           stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    if probe.returncode != 0:
+        last = probe.stdout.strip().splitlines()[-1] if probe.stdout.strip() else "not runnable"
+        print(f"SKIP: no PyTorch to compare with: {a.python}: {last} "
+              "(Debian: apt-get install python3-torch python3-h5py)")
+        return 0
+    torch_version = probe.stdout.strip()
+    env = dict(os.environ, OPENBLAS_NUM_THREADS=str(a.threads), OMP_NUM_THREADS=str(a.threads))
+    print(f"# ibt {a.ibt} vs PyTorch {torch_version} ({a.python}), fp32 CPU, {a.threads} thread(s), "
+          f"{a.steps} steps per run (median of steps 1..{a.steps - 1}), {a.rounds} alternating rounds")
+    print(f"# load average at start: {os.getloadavg()[0]:.2f} on {os.cpu_count()} cores")
+    summary = []
+    with tempfile.TemporaryDirectory(prefix="ibt-vs-torch-") as tmp:
+        for model in a.models.split(","):
+            model_file = os.path.join(ROOT, "models", "catalog", model + ".json")
+            if not os.path.exists(model_file):
+                print(f"engine_vs_pytorch: no catalog model {model} ({model_file})", file=sys.stderr)
+                return 2
+            dump = os.path.join(tmp, model + ".h5")
+            common = ["--model", model, "--steps", str(a.steps), "--lr", str(a.lr)]
+            run([a.ibt, "train", *common, "--dump", dump, "--threads", str(a.threads)], env)
+            ibt_cmd = [a.ibt, "train", *common, "--threads", str(a.threads)]
+            torch_cmd = [a.python, os.path.join(HERE, "torch_reference.py"), "--dump", dump, "--model-file",
+                         model_file, "--threads", str(a.threads), "--lr", str(a.lr), "--steps", str(a.steps)]
+            print(f"\n## {model}\n# {'round':>5} {'ibt_s':>10} {'torch_s':>10} {'ibt/torch':>10}")
+            ratios, ibt_all, torch_all = [], [], []
+            for r in range(a.rounds):
+                order = [("ibt", ibt_cmd), ("torch", torch_cmd)]
+                if r % 2:
+                    order.reverse()
+                got = {}
+                for name, cmd in order:
+                    out = run(cmd, env)
+                    times = ibt_step_times(out) if name == "ibt" else torch_step_times(out)
+                    got[name] = median_after_warmup(times, name)
+                ratios.append(got["ibt"] / got["torch"])
+                ibt_all.append(got["ibt"])
+                torch_all.append(got["torch"])
+                print(f"  {r:>5} {got['ibt']:>10.4f} {got['torch']:>10.4f} {ratios[-1]:>10.3f}", flush=True)
+            summary.append((model, statistics.median(ibt_all), statistics.median(torch_all),
+                            statistics.median(ratios), min(ratios), max(ratios)))
+    print(f"\n# {'model':<12} {'ibt_s':>9} {'torch_s':>9} {'ratio':>7} {'min':>7} {'max':>7}  (medians over rounds)")
+    for model, ibt_s, torch_s, ratio, lo, hi in summary:
+        print(f"  {model:<12} {ibt_s:>9.4f} {torch_s:>9.4f} {ratio:>7.3f} {lo:>7.3f} {hi:>7.3f}")
+    print(f"# load average at end: {os.getloadavg()[0]:.2f}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
