@@ -179,7 +179,9 @@ def main():
     ap.add_argument("--steps", type=int, default=0, help="steps to run (default: every batch in the dump)")
     ap.add_argument("--threads", type=int, default=1)
     ap.add_argument("--lr", type=float, default=1e-3, help="as ibt train --lr")
-    ap.add_argument("--loss-tolerance", type=float, default=1e-4, help="relative; against ibt's losses")
+    ap.add_argument("--loss-tolerance", type=float, default=0.0,
+                    help="relative, against ibt's losses (default 1e-4 dense, 2e-3 MoE: under another GEMM's "
+                         "rounding a near-tie in routing can send a token to another expert)")
     a = ap.parse_args()
     torch.set_num_threads(a.threads)
     m = json.load(open(a.model_file))
@@ -212,8 +214,9 @@ def main():
         rel = abs(loss.item() - ibt_losses[s]) / abs(ibt_losses[s]) if s < len(ibt_losses) else 0.0
         worst = max(worst, rel)
         print(f"torch_step {s} {loss.item():.7f} {seconds:.6f} ibt_loss {ibt_losses[s]:.7f} rel {rel:.2e}", flush=True)
-    if worst > a.loss_tolerance:
-        print(f"torch_reference: losses differ from ibt's by {worst:.2e} (relative) > {a.loss_tolerance}: "
+    tolerance = a.loss_tolerance or (2e-3 if moe else 1e-4)
+    if worst > tolerance:
+        print(f"torch_reference: losses differ from ibt's by {worst:.2e} (relative) > {tolerance}: "
               "not the same model", file=sys.stderr)
         sys.exit(1)
 
