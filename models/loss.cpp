@@ -4,9 +4,28 @@
 #include <limits>
 
 #include "models/blas.hpp"
+#include "models/exp_kernels.hpp"
 #include "models/init.hpp"
 
 namespace ibt::models {
+
+__attribute__((target_clones("avx2", "default")))
+double sum_exp_shifted(const float* z, int64_t n, float shift) {
+  constexpr int kLanes = 8;
+  double lane[kLanes] = {};
+  int64_t j = 0;
+  for (; j + kLanes <= n; j += kLanes)
+    for (int l = 0; l < kLanes; ++l) lane[l] += exp_fp32(z[j + l] - shift);
+  double sum = 0;
+  for (; j < n; ++j) sum += exp_fp32(z[j] - shift);
+  for (double l : lane) sum += l;
+  return sum;
+}
+
+__attribute__((target_clones("avx2", "default")))
+void scaled_exp_shifted(const float* z, int64_t n, float shift, float coeff, float* out) {
+  for (int64_t j = 0; j < n; ++j) out[j] = coeff * exp_fp32(z[j] - shift);
+}
 
 LmHead::LmHead(const ModelConfig& m, uint64_t seed, Shard tp, Param* tied_table) : hidden_(m.hidden) {
   const int64_t rows = tp.size_of(m.vocab, "vocab");
@@ -50,11 +69,7 @@ void local_sum_exp_and_target(const Tensor& logits, const std::vector<int32_t>& 
   s.target_logit.assign(T, 0.0f);
   for (int64_t t = 0; t < T; ++t) {
     const float* z = logits.row(t);
-    double sum = 0;
-    // fp32 exp (a few ULPs, summed in double): the double exp cost more than the head's GEMM.
-    const float mx = s.row_max[t];
-    for (int64_t j = 0; j < v; ++j) sum += std::exp(z[j] - mx);
-    s.sum_exp[t] = static_cast<float>(sum);
+    s.sum_exp[t] = static_cast<float>(sum_exp_shifted(z, v, s.row_max[t]));
     const int64_t local = targets[t] - vocab_begin;
     if (local >= 0 && local < v) s.target_logit[t] = z[local];
   }
@@ -74,9 +89,7 @@ void logits_grad(const Tensor& logits, const std::vector<int32_t>& targets, int6
   for (int64_t t = 0; t < T; ++t) {
     const float* z = logits.row(t);
     float* d = d_logits.row(t);
-    const float mx = s.row_max[t];
-    const float coeff = static_cast<float>(scale / static_cast<double>(s.sum_exp[t]));
-    for (int64_t j = 0; j < v; ++j) d[j] = coeff * std::exp(z[j] - mx);
+    scaled_exp_shifted(z, v, s.row_max[t], static_cast<float>(scale / static_cast<double>(s.sum_exp[t])), d);
     const int64_t local = targets[t] - vocab_begin;
     if (local >= 0 && local < v) d[local] -= scale;
   }

@@ -19,7 +19,10 @@ Tensor::Tensor(std::vector<int64_t> dims) : shape(std::move(dims)), data(product
 
 int64_t Tensor::row_size() const {
   if (shape.empty()) return 0;
-  return product(std::vector<int64_t>(shape.begin() + 1, shape.end()));
+  // No temporary vector: row() calls this once per row in the engine's inner loops.
+  int64_t n = 1;
+  for (size_t i = 1; i < shape.size(); ++i) n *= shape[i];
+  return n;
 }
 
 void Tensor::zero() { std::fill(data.begin(), data.end(), 0.0f); }
