@@ -11,12 +11,18 @@ machine hits both. Each run's figure is the median step time over steps 1..N-1 (
 warms up); the table gives every round's ibt/torch ratio and the median over rounds.
 Both sides use --threads BLAS/intra-op threads (ibt --threads, torch.set_num_threads).
 
+A second figure is robust to a loaded machine, where wall time mostly measures the
+scheduler: CPU seconds per step (user + system, all threads), from a run of N steps
+less a run of 1 step of the same program (startup, weight init and the warm-up step
+cancel), divided by N-1.
+
 Not part of CI's pass/fail: it skips (exit 0, reason printed) where PyTorch or h5py is
 missing from --python (Debian: apt-get install python3-torch python3-h5py). Exit 1 when
 a run fails or PyTorch's losses differ from ibt's (not the same model), 2 on bad input.
 """
 import argparse
 import os
+import resource
 import statistics
 import subprocess
 import sys
@@ -26,11 +32,23 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(HERE)
 
 
+def children_cpu_seconds():
+    r = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return r.ru_utime + r.ru_stime
+
+
 def run(cmd, env):
+    """The command's output and its CPU seconds (user + system, all threads)."""
+    before = children_cpu_seconds()
     p = subprocess.run(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
     if p.returncode != 0:
         sys.exit(f"engine_vs_pytorch: {' '.join(cmd)} failed (exit {p.returncode}):\n{p.stdout[-3000:]}")
-    return p.stdout
+    return p.stdout, children_cpu_seconds() - before
+
+
+def with_steps(cmd, steps):
+    i = cmd.index("--steps")
+    return cmd[: i + 1] + [str(steps)] + cmd[i + 2 :]
 
 
 def ibt_step_times(output):
@@ -94,26 +112,36 @@ def main():
             ibt_cmd = [a.ibt, "train", *common, "--threads", str(a.threads)]
             torch_cmd = [a.python, os.path.join(HERE, "torch_reference.py"), "--dump", dump, "--model-file",
                          model_file, "--threads", str(a.threads), "--lr", str(a.lr), "--steps", str(a.steps)]
-            print(f"\n## {model}\n# {'round':>5} {'ibt_s':>10} {'torch_s':>10} {'ibt/torch':>10}")
-            ratios, ibt_all, torch_all = [], [], []
+            print(f"\n## {model}   (wall: median step time; cpu: CPU seconds per step)\n"
+                  f"# {'round':>5} {'ibt_wall':>10} {'torch_wall':>10} {'ratio':>7} {'ibt_cpu':>9} {'torch_cpu':>9} {'ratio':>7}")
+            ratios, ibt_all, torch_all, cpu_ratios, ibt_cpu_all, torch_cpu_all = [], [], [], [], [], []
             for r in range(a.rounds):
                 order = [("ibt", ibt_cmd), ("torch", torch_cmd)]
                 if r % 2:
                     order.reverse()
-                got = {}
+                got, cpu = {}, {}
                 for name, cmd in order:
-                    out = run(cmd, env)
+                    out, cpu_n = run(cmd, env)
+                    _, cpu_1 = run(with_steps(cmd, 1), env)
                     times = ibt_step_times(out) if name == "ibt" else torch_step_times(out)
                     got[name] = median_after_warmup(times, name)
+                    cpu[name] = max(cpu_n - cpu_1, 1e-9) / (a.steps - 1)
                 ratios.append(got["ibt"] / got["torch"])
                 ibt_all.append(got["ibt"])
                 torch_all.append(got["torch"])
-                print(f"  {r:>5} {got['ibt']:>10.4f} {got['torch']:>10.4f} {ratios[-1]:>10.3f}", flush=True)
-            summary.append((model, statistics.median(ibt_all), statistics.median(torch_all),
-                            statistics.median(ratios), min(ratios), max(ratios)))
-    print(f"\n# {'model':<12} {'ibt_s':>9} {'torch_s':>9} {'ratio':>7} {'min':>7} {'max':>7}  (medians over rounds)")
-    for model, ibt_s, torch_s, ratio, lo, hi in summary:
-        print(f"  {model:<12} {ibt_s:>9.4f} {torch_s:>9.4f} {ratio:>7.3f} {lo:>7.3f} {hi:>7.3f}")
+                cpu_ratios.append(cpu["ibt"] / cpu["torch"])
+                ibt_cpu_all.append(cpu["ibt"])
+                torch_cpu_all.append(cpu["torch"])
+                print(f"  {r:>5} {got['ibt']:>10.4f} {got['torch']:>10.4f} {ratios[-1]:>7.3f} "
+                      f"{cpu['ibt']:>9.4f} {cpu['torch']:>9.4f} {cpu_ratios[-1]:>7.3f}", flush=True)
+            med = statistics.median
+            summary.append((model, med(ibt_all), med(torch_all), med(ratios), min(ratios), max(ratios),
+                            med(ibt_cpu_all), med(torch_cpu_all), med(cpu_ratios), min(cpu_ratios), max(cpu_ratios)))
+    print(f"\n# {'model':<12} {'clock':<5} {'ibt_s':>9} {'torch_s':>9} {'ratio':>7} {'min':>7} {'max':>7}"
+          "  (medians over rounds; ratio = ibt / torch)")
+    for row in summary:
+        print(f"  {row[0]:<12} {'wall':<5} {row[1]:>9.4f} {row[2]:>9.4f} {row[3]:>7.3f} {row[4]:>7.3f} {row[5]:>7.3f}")
+        print(f"  {row[0]:<12} {'cpu':<5} {row[6]:>9.4f} {row[7]:>9.4f} {row[8]:>7.3f} {row[9]:>7.3f} {row[10]:>7.3f}")
     print(f"# load average at end: {os.getloadavg()[0]:.2f}")
     return 0
 
