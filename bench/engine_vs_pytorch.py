@@ -14,7 +14,8 @@ Both sides use --threads BLAS/intra-op threads (ibt --threads, torch.set_num_thr
 A second figure is robust to a loaded machine, where wall time mostly measures the
 scheduler: CPU seconds per step (user + system, all threads), from a run of N steps
 less a run of 1 step of the same program (startup, weight init and the warm-up step
-cancel), divided by N-1.
+cancel), divided by N-1; "nan" where the steps are too short to stand out of the
+startup's noise (under 5% of the run's CPU time: tiny models).
 
 Not part of CI's pass/fail: it skips (exit 0, reason printed) where PyTorch or h5py is
 missing from --python (Debian: apt-get install python3-torch python3-h5py). Exit 1 when
@@ -125,7 +126,9 @@ def main():
                     _, cpu_1 = run(with_steps(cmd, 1), env)
                     times = ibt_step_times(out) if name == "ibt" else torch_step_times(out)
                     got[name] = median_after_warmup(times, name)
-                    cpu[name] = max(cpu_n - cpu_1, 1e-9) / (a.steps - 1)
+                    # Steps too short to stand out of the startup's noise give no figure.
+                    steady = cpu_n - cpu_1
+                    cpu[name] = steady / (a.steps - 1) if steady > 0.05 * cpu_n else float("nan")
                 ratios.append(got["ibt"] / got["torch"])
                 ibt_all.append(got["ibt"])
                 torch_all.append(got["torch"])
@@ -134,9 +137,15 @@ def main():
                 torch_cpu_all.append(cpu["torch"])
                 print(f"  {r:>5} {got['ibt']:>10.4f} {got['torch']:>10.4f} {ratios[-1]:>7.3f} "
                       f"{cpu['ibt']:>9.4f} {cpu['torch']:>9.4f} {cpu_ratios[-1]:>7.3f}", flush=True)
-            med = statistics.median
-            summary.append((model, med(ibt_all), med(torch_all), med(ratios), min(ratios), max(ratios),
-                            med(ibt_cpu_all), med(torch_cpu_all), med(cpu_ratios), min(cpu_ratios), max(cpu_ratios)))
+            def med(values):
+                finite = [v for v in values if v == v]
+                return statistics.median(finite) if finite else float("nan")
+
+            def lo_hi(values):
+                finite = [v for v in values if v == v] or [float("nan")]
+                return min(finite), max(finite)
+            summary.append((model, med(ibt_all), med(torch_all), med(ratios), *lo_hi(ratios),
+                            med(ibt_cpu_all), med(torch_cpu_all), med(cpu_ratios), *lo_hi(cpu_ratios)))
     print(f"\n# {'model':<12} {'clock':<5} {'ibt_s':>9} {'torch_s':>9} {'ratio':>7} {'min':>7} {'max':>7}"
           "  (medians over rounds; ratio = ibt / torch)")
     for row in summary:

@@ -6,6 +6,7 @@
 
 #include "core/errors.hpp"
 #include "models/blas.hpp"
+#include "models/exp_kernels.hpp"
 #include "models/init.hpp"
 
 namespace ibt::models {
@@ -65,7 +66,8 @@ void SelfAttention::forward(const Tensor& x, int batch, int seq, Tensor& out, At
           float* row = p + static_cast<int64_t>(i) * seq;
           const float mx = *std::max_element(row, row + i + 1);
           float sum = 0;
-          for (int j = 0; j <= i; ++j) sum += (row[j] = std::exp(row[j] - mx));
+          for (int j = 0; j <= i; ++j) row[j] = exp_fp32(row[j] - mx);  // vectorises
+          for (int j = 0; j <= i; ++j) sum += row[j];
           for (int j = 0; j <= i; ++j) row[j] /= sum;
           std::fill(row + i + 1, row + seq, 0.0f);
         }

@@ -3,6 +3,7 @@
 #include <cmath>
 
 #include "models/blas.hpp"
+#include "models/exp_kernels.hpp"
 #include "models/init.hpp"
 
 namespace ibt::models {
@@ -23,10 +24,11 @@ float gelu_grad(float x) {
   return 0.5f * (1.0f + th) + 0.5f * x * (1.0f - th * th) * du;
 }
 
-float silu(float x) { return x / (1.0f + std::exp(-x)); }
+// exp_fp32 (exp_kernels.hpp) rather than libm's: inlined, the SwiGLU loops vectorise.
+float silu(float x) { return x / (1.0f + exp_fp32(-x)); }
 
 float silu_grad(float x) {
-  const float s = 1.0f / (1.0f + std::exp(-x));
+  const float s = 1.0f / (1.0f + exp_fp32(-x));
   return s * (1.0f + x * (1.0f - s));
 }
 
@@ -80,7 +82,7 @@ void Mlp::backward(const MlpCache& c, const Tensor& d_out, Tensor& dx) {
     for (int64_t i = 0; i < n * f; ++i) {
       // One exp per element: silu(g) = g*s and silu'(g) = s*(1 + g*(1-s)), s = sigmoid(g).
       const float g = c.gate.data[i];
-      const float sig = 1.0f / (1.0f + std::exp(-g));
+      const float sig = 1.0f / (1.0f + exp_fp32(-g));
       d_gate.data[i] = d_act.data[i] * c.up.data[i] * sig * (1.0f + g * (1.0f - sig));
       d_up.data[i] = d_act.data[i] * g * sig;
     }
