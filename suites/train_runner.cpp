@@ -226,7 +226,7 @@ TrainOutcome run_training(const ModelConfig& model, const TrainOptions& o, MPI_C
   if (!on_gpu) {
     peak = o.peak_gflops > 0 ? o.peak_gflops : measure_sgemm_peak_gflops(world, threads);
     peak_source = o.peak_gflops > 0 ? "given (--peak-gflops)"
-                                    : "measured sgemm 1024^3 at " + std::to_string(threads) +
+                                    : "measured sgemm 1024^3 at " + std::to_string(blas_threads()) +
                                           " BLAS thread(s) per rank, median over ranks";
   } else if (o.peak_tflops > 0) {
     peak = o.peak_tflops * 1e3;
@@ -279,7 +279,7 @@ TrainOutcome run_training(const ModelConfig& model, const TrainOptions& o, MPI_C
     recorder->set_attr("data", data->describe());
     recorder->set_attr("peak_gflops_per_rank", peak);
     recorder->set_attr("peak_source", peak_source);
-    recorder->set_attr("blas_threads", static_cast<std::int64_t>(threads));
+    recorder->set_attr("blas_threads", static_cast<std::int64_t>(blas_threads()));  // as OpenBLAS took it
     recorder->set_attr("executor", exec.kind());
     recorder->set_attr("precision", exec.precision());
     if (on_gpu) recorder->set_attr("gpu_name", exec.device_name());
