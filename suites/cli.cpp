@@ -1,5 +1,9 @@
 #include "suites/cli.hpp"
 
+#include <cmath>
+#include <sstream>
+#include <type_traits>
+
 #include "core/errors.hpp"
 
 namespace ibt::suites {
@@ -19,6 +23,47 @@ void require_positive(long value, const char* option) {
   if (value <= 0) throw UsageError(std::string(option) + " must be positive (got " + std::to_string(value) + ")");
 }
 
+namespace {
+
+template <class T>
+bool check_number(const boost::any& value, const std::string& name, bool given) {
+  const T* v = boost::any_cast<T>(&value);
+  if (!v) return false;
+  if constexpr (std::is_floating_point_v<T>) {
+    if (!std::isfinite(*v))
+      throw UsageError("--" + name + " must be a finite number (got " + std::to_string(*v) + ")");
+  }
+  if constexpr (std::is_signed_v<T>) {
+    if (given && *v < 0 && name != "exit-after-step") {
+      std::ostringstream text;
+      text << *v;
+      throw UsageError("--" + name + " must not be negative (got " + text.str() + ")");
+    }
+  }
+  return true;
+}
+
+}  // namespace
+
+void refuse_nonsense_numbers(const boost::program_options::variables_map& vm) {
+  for (const auto& [name, entry] : vm) {
+    const bool given = !entry.defaulted();
+    const boost::any& v = entry.value();
+    check_number<double>(v, name, given) || check_number<float>(v, name, given) ||
+        check_number<int>(v, name, given) || check_number<long>(v, name, given) ||
+        check_number<long long>(v, name, given);
+    if (const auto* text = boost::any_cast<std::string>(&v); text && given && text->empty())
+      throw UsageError("--" + name + " was given an empty value");
+  }
+}
+
+void require_timeout(double seconds, const char* option) {
+  constexpr double kWeek = 7 * 24 * 3600.0;
+  if (!(seconds > 0) || !(seconds <= kWeek))
+    throw UsageError(std::string(option) + " must be a positive number of seconds up to " + std::to_string(static_cast<long>(kWeek)) +
+                     " (a week), got " + std::to_string(seconds));
+}
+
 bool parse_command_line(int argc, char** argv, const boost::program_options::options_description& options,
                         boost::program_options::variables_map& vm,
                         const boost::program_options::positional_options_description* positional,
@@ -31,6 +76,7 @@ bool parse_command_line(int argc, char** argv, const boost::program_options::opt
     po::store(parser.run(), vm);
     if (vm.count("help")) return false;  // before notify: --help works without required options
     po::notify(vm);
+    refuse_nonsense_numbers(vm);
   } catch (const po::error& e) {
     throw UsageError(e.what() + hint);
   }

@@ -13,6 +13,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "collectives/arrival_gate.hpp"
 #include "core/errors.hpp"
 #include "collectives/provenance.hpp"
 #include "ibt/version.hpp"
@@ -186,6 +187,7 @@ TrainOutcome run_training(const ModelConfig& model, const TrainOptions& o, MPI_C
   if (o.gemm_peak_tflops > 0 && !o.gemm_peak_file.empty())
     throw UsageError("give --gemm-peak-tflops or --gemm-peak-from, not both");
   set_blas_threads(1);  // ranks share the cores (the reference runs on the CPU in either case)
+  WatchdogScope setup_watch(o.watchdog, o.timeout_s, "train setup (process groups, peak measurement, resume)");
 
   std::unique_ptr<DataSource> data;
   if (o.data_file.empty()) {
@@ -304,9 +306,12 @@ TrainOutcome run_training(const ModelConfig& model, const TrainOptions& o, MPI_C
 
   TrainOutcome out;
   out.first_step = first_step;
+  ArrivalGate gate(world);
   double timed = 0, bubble = 0;
   int timed_steps = 0;
   for (int s = first_step; s < o.steps; ++s) {
+    gate.pass("train step " + std::to_string(s), o.timeout_s);
+    if (o.watchdog) o.watchdog->arm(o.timeout_s, "train step " + std::to_string(s));
     TimeBreakdown t;
     const StepStats st = exec.step(&t);
     // Breakdown averaged over ranks; step time = the slowest rank.
@@ -349,6 +354,16 @@ TrainOutcome run_training(const ModelConfig& model, const TrainOptions& o, MPI_C
       }
     }
     MPI_Bcast(&bad, 1, MPI_INT, 0, world);
+    // A loss or gradient that is no longer finite ends the run, failed, naming the step.
+    int diverged = !std::isfinite(st.loss) || !std::isfinite(st.grad_norm);
+    MPI_Allreduce(MPI_IN_PLACE, &diverged, 1, MPI_INT, MPI_MAX, world);
+    if (diverged && !bad) {
+      bad = 1;
+      char buf[256];
+      std::snprintf(buf, sizeof buf, "step %d: the training loss became %g (grad norm %g): training diverged (is --lr %g too large?)",
+                    s, st.loss, st.grad_norm, o.lr);
+      mismatch = buf;
+    }
     if (rank == 0 && o.print_steps) {
       std::printf("  %4d %10.6f %9.4f %10.1f %9.5f %6.2f%% | %8.4f %8.4f %8.4f %8.4f %8.4f", s, st.loss, step_time,
                   tokens_per_s, tflops, 100 * mfu, parts[0], parts[1], parts[2], parts[3], parts[4]);
@@ -364,7 +379,9 @@ TrainOutcome run_training(const ModelConfig& model, const TrainOptions& o, MPI_C
                         reference ? ref.loss : nan, reference ? ref.grad_norm : nan,
                         reference ? ref.param_norm : nan, mfu_gemm});
     }
+    if (o.watchdog) o.watchdog->arm(o.timeout_s, "checkpoint after train step " + std::to_string(s));
     checkpoints.after_step(s, exec.checkpointable());
+    if (o.watchdog) o.watchdog->arm(o.timeout_s, "train (between steps)");
     if (s > first_step || o.steps == first_step + 1) {
       timed += step_time;
       bubble += parts[2] / step_time;
@@ -377,6 +394,7 @@ TrainOutcome run_training(const ModelConfig& model, const TrainOptions& o, MPI_C
       break;
     }
   }
+  if (o.watchdog) o.watchdog->arm(o.timeout_s, "train (finishing: checkpoints, memory statistics)");
   checkpoints.finish();
   if (dump) {
     dump->write_array("losses", {static_cast<std::uint64_t>(losses.size())}, losses.data());

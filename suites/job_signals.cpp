@@ -1,0 +1,95 @@
+#include "suites/job_signals.hpp"
+
+#include <pthread.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <csignal>
+#include <cstdio>
+#include <cstring>
+#include <mutex>
+#include <thread>
+
+#include "suites/run_recorder.hpp"
+
+namespace ibt::suites::job_signals {
+
+namespace {
+
+constexpr int kStopSignals[] = {SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGUSR1, SIGUSR2, SIGXCPU};
+
+std::mutex watched_mutex;
+RunRecorder* watched = nullptr;  // guarded by watched_mutex
+std::atomic<int> rank{-1};
+std::string suite;  // written once by install(), before the thread starts
+
+std::string host_name() {
+  char host[256] = {};
+  gethostname(host, sizeof host - 1);
+  return host;
+}
+
+[[noreturn]] void on_signal(int sig) {
+  const int r = rank.load();
+  std::string who = r >= 0 ? "rank " + std::to_string(r) + " (host " + host_name() + ", pid " +
+                                 std::to_string(getpid()) + ")"
+                           : "pid " + std::to_string(getpid()) + " on host " + host_name();
+  const std::string reason = "interrupted by " + signal_name(sig) + " received by " + who;
+  {
+    std::lock_guard lock(watched_mutex);
+    // The recorder's own lock waits for a row being written to be complete.
+    if (watched) {
+      try {
+        watched->finish(store::RunStatus::partial, reason);
+      } catch (const std::exception& e) {
+        std::fprintf(stderr, "%s: could not record the interruption: %s\n", suite.c_str(), e.what());
+      }
+    }
+  }
+  std::fprintf(stderr, "%s: %s; rows measured so far are kept\n", suite.c_str(), reason.c_str());
+  std::fflush(nullptr);
+  _exit(128 + sig);
+}
+
+}  // namespace
+
+std::string signal_name(int sig) {
+  switch (sig) {
+    case SIGINT: return "SIGINT";
+    case SIGTERM: return "SIGTERM";
+    case SIGHUP: return "SIGHUP";
+    case SIGQUIT: return "SIGQUIT";
+    case SIGUSR1: return "SIGUSR1";
+    case SIGUSR2: return "SIGUSR2";
+    case SIGXCPU: return "SIGXCPU (CPU time limit)";
+    case SIGKILL: return "SIGKILL";
+    default: return "signal " + std::to_string(sig);
+  }
+}
+
+void install(const std::string& suite_name) {
+  static std::once_flag once;
+  std::call_once(once, [&] {
+    suite = suite_name;
+    std::signal(SIGXFSZ, SIG_IGN);
+    sigset_t set;
+    sigemptyset(&set);
+    for (int s : kStopSignals) sigaddset(&set, s);
+    pthread_sigmask(SIG_BLOCK, &set, nullptr);
+    std::thread([set] {
+      int sig = 0;
+      while (sigwait(&set, &sig) != 0) {
+      }
+      on_signal(sig);
+    }).detach();
+  });
+}
+
+void set_rank(int world_rank) { rank.store(world_rank); }
+
+void watch(RunRecorder* recorder) {
+  std::lock_guard lock(watched_mutex);
+  watched = recorder;
+}
+
+}  // namespace ibt::suites::job_signals
