@@ -103,7 +103,7 @@ int run(int argc, char** argv, MpiSession& mpi) {
   BenchArgs args;
   auto options = describe_options(args);
   po::variables_map vm;
-  po::store(po::command_line_parser(argc, argv).options(options).run(), vm);
+  store_command_line(argc, argv, options, vm);
   if (vm.count("help")) {
     if (mpi.rank() == 0) std::cout << kHelpIntro << "\n" << options << "\n";
     return kExitOk;

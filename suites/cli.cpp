@@ -57,11 +57,39 @@ void refuse_nonsense_numbers(const boost::program_options::variables_map& vm) {
   }
 }
 
+namespace {
+void refuse_stray_words(const boost::program_options::parsed_options& parsed) {
+  namespace po = boost::program_options;
+  for (const auto& option : parsed.options)
+    if (option.position_key >= 0 || option.string_key.empty()) {
+      const std::string word = option.original_tokens.empty() ? "" : option.original_tokens.front();
+      throw UsageError("unexpected argument '" + word + "' (options take one value each: give a list as a,b,c)");
+    }
+}
+}  // namespace
+
+void store_command_line(int argc, char** argv, const boost::program_options::options_description& options,
+                        boost::program_options::variables_map& vm) {
+  namespace po = boost::program_options;
+  try {
+    const po::parsed_options parsed = po::command_line_parser(argc, argv).options(options).run();
+    refuse_stray_words(parsed);
+    po::store(parsed, vm);
+  } catch (const po::error& e) {
+    throw UsageError(e.what());
+  }
+  refuse_nonsense_numbers(vm);
+}
+
 void require_timeout(double seconds, const char* option) {
   constexpr double kWeek = 7 * 24 * 3600.0;
   if (!(seconds > 0) || !(seconds <= kWeek))
-    throw UsageError(std::string(option) + " must be a positive number of seconds up to " + std::to_string(static_cast<long>(kWeek)) +
-                     " (a week), got " + std::to_string(seconds));
+  {
+    std::ostringstream text;
+    text << option << " must be a positive number of seconds up to " << static_cast<long>(kWeek) << " (a week), got "
+         << seconds;
+    throw UsageError(text.str());
+  }
 }
 
 bool parse_command_line(int argc, char** argv, const boost::program_options::options_description& options,
@@ -73,7 +101,9 @@ bool parse_command_line(int argc, char** argv, const boost::program_options::opt
     po::command_line_parser parser(argc, argv);
     parser.options(options);
     if (positional) parser.positional(*positional);
-    po::store(parser.run(), vm);
+    const po::parsed_options parsed = parser.run();
+    if (!positional) refuse_stray_words(parsed);
+    po::store(parsed, vm);
     if (vm.count("help")) return false;  // before notify: --help works without required options
     po::notify(vm);
     refuse_nonsense_numbers(vm);

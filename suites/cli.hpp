@@ -24,6 +24,13 @@ void refuse_nonsense_numbers(const boost::program_options::variables_map& vm);
 // overflow the deadline): names the flag.
 void require_timeout(double seconds, const char* option);
 
+// po::store of argv against `options` that refuses stray words (a positional argument
+// the command does not take: `-t all_reduce all_gather`), naming the word, and
+// numbers no option means (refuse_nonsense_numbers). For suites that handle --help and
+// notify themselves.
+void store_command_line(int argc, char** argv, const boost::program_options::options_description& options,
+                        boost::program_options::variables_map& vm);
+
 // Parses argv against `options` (and `positional`, when given) into `vm`. A malformed
 // command line becomes a UsageError carrying boost's message plus `hint`. Returns false
 // when --help was asked for: the caller then prints its help and exits 0.

@@ -135,7 +135,7 @@ HarnessOptions to_harness_options(const CollectivesArgs& a, const Backend& backe
   if (a.warmup < 0) throw UsageError("--warmup-iters must not be negative");
   if (a.check != 0 && a.check != 1) throw UsageError("--check must be 0 or 1");
   if (a.blocking != 0 && a.blocking != 1) throw UsageError("--blocking must be 0 or 1");
-  if (!(a.timeout > 0)) throw UsageError("--timeout must be positive");
+  require_timeout(a.timeout, "--timeout");
   if (a.root < 0) throw UsageError("--root must not be negative");
   h.iters = a.iters;
   h.warmup_iters = a.warmup;
@@ -198,7 +198,7 @@ int run(int argc, char** argv, MpiSession& mpi) {
   CollectivesArgs args;
   auto options = describe_options(args);
   po::variables_map vm;
-  po::store(po::command_line_parser(argc, argv).options(options).run(), vm);
+  store_command_line(argc, argv, options, vm);
   if (vm.count("help")) {
     if (mpi.rank() == 0) std::cout << kHelpIntro << "\n" << options << "\n";
     return kExitOk;

@@ -3,7 +3,10 @@
 #include <pthread.h>
 #include <unistd.h>
 
+#include <fcntl.h>
+
 #include <atomic>
+#include <cerrno>
 #include <csignal>
 #include <cstdio>
 #include <cstring>
@@ -22,6 +25,15 @@ std::mutex watched_mutex;
 RunRecorder* watched = nullptr;  // guarded by watched_mutex
 std::atomic<int> rank{-1};
 std::string suite;  // written once by install(), before the thread starts
+int wake_pipe[2] = {-1, -1};
+
+// The signal handler: async-signal-safe, it only wakes the watcher thread.
+void pass_on(int sig) {
+  const int saved = errno;
+  const unsigned char byte = static_cast<unsigned char>(sig);
+  (void)!write(wake_pipe[1], &byte, 1);
+  errno = saved;
+}
 
 std::string host_name() {
   char host[256] = {};
@@ -72,13 +84,24 @@ void install(const std::string& suite_name) {
   std::call_once(once, [&] {
     suite = suite_name;
     std::signal(SIGXFSZ, SIG_IGN);
+    if (pipe2(wake_pipe, O_CLOEXEC) != 0) return;
+    // Threads that started before main (OpenBLAS's pool) do not block the signals, so
+    // the kernel may deliver one to them: the handler only passes it on to the watcher.
+    struct sigaction action {};
+    action.sa_handler = pass_on;
+    sigemptyset(&action.sa_mask);
+    action.sa_flags = SA_RESTART;
     sigset_t set;
     sigemptyset(&set);
-    for (int s : kStopSignals) sigaddset(&set, s);
+    for (int s : kStopSignals) {
+      sigaddset(&set, s);
+      sigaction(s, &action, nullptr);
+    }
     pthread_sigmask(SIG_BLOCK, &set, nullptr);
     std::thread([set] {
-      int sig = 0;
-      while (sigwait(&set, &sig) != 0) {
+      pthread_sigmask(SIG_UNBLOCK, &set, nullptr);  // the watcher itself may take them
+      unsigned char sig = 0;
+      while (read(wake_pipe[0], &sig, 1) != 1) {
       }
       on_signal(sig);
     }).detach();

@@ -2,8 +2,10 @@
 // Every way a job is told to stop ends its run honestly. install() blocks the stopping
 // signals (SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGUSR1, SIGUSR2, SIGXCPU: what people,
 // mpiexec and Slurm send) in the calling thread before MPI_Init, so every thread created
-// later -- the MPI transport's progress threads included -- inherits the mask and one
-// thread of ours receives them. That thread marks the watched run `partial` with the
+// later -- the MPI transport's progress threads included -- inherits the mask. Threads
+// that started before (OpenBLAS's pool starts before main) may still receive them, so
+// a handler passes any of them through a pipe to one watcher thread of ours, which
+// marks the watched run `partial` with the
 // signal, the rank and the host, prints the reason and ends the process with 128 +
 // the signal number; rows already appended stay in the file.
 // SIGXFSZ (a file-size limit reached) is ignored instead, so a write past the limit
