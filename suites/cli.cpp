@@ -52,19 +52,25 @@ void refuse_nonsense_numbers(const boost::program_options::variables_map& vm) {
     check_number<double>(v, name, given) || check_number<float>(v, name, given) ||
         check_number<int>(v, name, given) || check_number<long>(v, name, given) ||
         check_number<long long>(v, name, given);
-    if (const auto* text = boost::any_cast<std::string>(&v); text && given && text->empty())
-      throw UsageError("--" + name + " was given an empty value");
   }
 }
 
 namespace {
-void refuse_stray_words(const boost::program_options::parsed_options& parsed) {
+// Stray words, and an empty value given to an option that takes one (`--out ''`,
+// `--out $UNSET_VARIABLE`): a mistake, never a request to record nothing.
+void refuse_stray_words(const boost::program_options::parsed_options& parsed, bool positional_allowed) {
   namespace po = boost::program_options;
-  for (const auto& option : parsed.options)
-    if (option.position_key >= 0 || option.string_key.empty()) {
+  for (const auto& option : parsed.options) {
+    if (!option.string_key.empty() && option.value.size() == 1 && option.value.front().empty() && parsed.description) {
+      const po::option_description* d = parsed.description->find_nothrow(option.string_key, false);
+      if (d && d->semantic()->max_tokens() > 0)
+        throw UsageError("--" + option.string_key + " was given an empty value");
+    }
+    if (!positional_allowed && (option.position_key >= 0 || option.string_key.empty())) {
       const std::string word = option.original_tokens.empty() ? "" : option.original_tokens.front();
       throw UsageError("unexpected argument '" + word + "' (options take one value each: give a list as a,b,c)");
     }
+  }
 }
 }  // namespace
 
@@ -73,7 +79,7 @@ void store_command_line(int argc, char** argv, const boost::program_options::opt
   namespace po = boost::program_options;
   try {
     const po::parsed_options parsed = po::command_line_parser(argc, argv).options(options).run();
-    refuse_stray_words(parsed);
+    refuse_stray_words(parsed, false);
     po::store(parsed, vm);
   } catch (const po::error& e) {
     throw UsageError(e.what());
@@ -102,7 +108,7 @@ bool parse_command_line(int argc, char** argv, const boost::program_options::opt
     parser.options(options);
     if (positional) parser.positional(*positional);
     const po::parsed_options parsed = parser.run();
-    if (!positional) refuse_stray_words(parsed);
+    refuse_stray_words(parsed, positional != nullptr);
     po::store(parsed, vm);
     if (vm.count("help")) return false;  // before notify: --help works without required options
     po::notify(vm);
