@@ -6,6 +6,7 @@
 #include <fcntl.h>
 
 #include <atomic>
+#include <chrono>
 #include <cerrno>
 #include <csignal>
 #include <cstdio>
@@ -60,6 +61,10 @@ std::string host_name() {
   }
   std::fprintf(stderr, "%s: %s; rows measured so far are kept\n", suite.c_str(), reason.c_str());
   std::fflush(nullptr);
+  // The launcher signals every rank at once. A rank that vanished at once could make
+  // rank 0's transport fail inside an operation (UCX aborts when a peer's memory
+  // disappears mid-copy) before rank 0 records the interruption: the others linger.
+  if (r != 0) std::this_thread::sleep_for(std::chrono::seconds(2));
   _exit(128 + sig);
 }
 
