@@ -289,6 +289,8 @@ int run(int argc, char** argv, MpiSession& mpi) {
     guard.fail_and_exit(e.what(), kExitTimeout);
   } catch (const UsageError&) {
     throw;
+  } catch (const StorageError& e) {
+    guard.fail_and_exit(e.what(), kExitStorage);  // the store undid the append and recorded why
   } catch (const std::exception& e) {
     // A backend error on this rank (an aborted NCCL op, an MPI error): record it and end
     // the job, since the other ranks may be waiting for this one.

@@ -15,6 +15,7 @@
 
 #include "collectives/arrival_gate.hpp"
 #include "core/errors.hpp"
+#include "core/memory_plan.hpp"
 #include "collectives/provenance.hpp"
 #include "ibt/version.hpp"
 #include "models/accounting.hpp"
@@ -203,6 +204,30 @@ TrainOutcome run_training(const ModelConfig& model, const TrainOptions& o, MPI_C
   train.micro_batch_size = o.split.micro_batch_size;
   train.data_parallel = o.split.dp;
 
+  if (!on_gpu) {
+    // Planned, not tried: the model state and activations of the heaviest stage, on every
+    // rank of this host, refused before anything is allocated (exit 2).
+    double need = 0;
+    for (int stage = 0; stage < o.split.pp; ++stage) {
+      const RankMemory m = memory_per_rank(model, o.split, fp32_adam(), stage);
+      need = std::max(need, m.weights + m.grads + m.optimizer + m.activations);
+    }
+    MPI_Comm host = MPI_COMM_NULL;
+    MPI_Comm_split_type(world, MPI_COMM_TYPE_SHARED, 0, MPI_INFO_NULL, &host);
+    int local = 1;
+    MPI_Comm_size(host, &local);
+    MPI_Comm_free(&host);
+    std::string error;
+    try {
+      require_memory(need, "--model " + model.name + " at " + describe(o.split) + " (weights, gradients, AdamW "
+                     "states and activations per rank, models/accounting.hpp)", local);
+    } catch (const UsageError& e) {
+      error = e.what();
+    }
+    int refused = !error.empty();
+    MPI_Allreduce(MPI_IN_PLACE, &refused, 1, MPI_INT, MPI_MAX, world);
+    if (refused) throw UsageError(error.empty() ? "the model does not fit in another host's memory" : error);
+  }
   // The executor first: without a GPU the cuda one fails here, before anything is measured.
   std::unique_ptr<TrainExecutor> executor = make_train_executor(o.executor, model, o.split, train, *data, world);
   TrainExecutor& exec = *executor;
