@@ -1,5 +1,6 @@
 #include "suites/cli.hpp"
 
+#include <algorithm>
 #include <cmath>
 #include <sstream>
 #include <type_traits>
@@ -76,9 +77,14 @@ void refuse_stray_words(const boost::program_options::parsed_options& parsed, bo
 
 void store_command_line(int argc, char** argv, const boost::program_options::options_description& options,
                         boost::program_options::variables_map& vm) {
+  store_command_line(std::vector<std::string>(argv + std::min(argc, 1), argv + argc), options, vm);
+}
+
+void store_command_line(const std::vector<std::string>& args, const boost::program_options::options_description& options,
+                        boost::program_options::variables_map& vm) {
   namespace po = boost::program_options;
   try {
-    const po::parsed_options parsed = po::command_line_parser(argc, argv).options(options).run();
+    const po::parsed_options parsed = po::command_line_parser(args).options(options).run();
     refuse_stray_words(parsed, false);
     po::store(parsed, vm);
   } catch (const po::error& e) {

@@ -30,6 +30,9 @@ void require_timeout(double seconds, const char* option);
 // notify themselves.
 void store_command_line(int argc, char** argv, const boost::program_options::options_description& options,
                         boost::program_options::variables_map& vm);
+// The same for arguments already split (without the program name).
+void store_command_line(const std::vector<std::string>& args, const boost::program_options::options_description& options,
+                        boost::program_options::variables_map& vm);
 
 // Parses argv against `options` (and `positional`, when given) into `vm`. A malformed
 // command line becomes a UsageError carrying boost's message plus `hint`. Returns false
