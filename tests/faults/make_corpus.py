@@ -74,7 +74,7 @@ flags = [
     "train -T nan", "train --out ''", "train --dp 3", "train --model /dev/zero", "train --model /",
     "train stray", "train --checkpoint-every -1",
     "sweep --max-runs -1", "sweep --steps 1", "sweep --lr 1e308",
-    "collectives -T 1e308", "collectives -T -1", "collectives -t all_reduce all_gather", "collectives --out ''",
+    "collectives -T 1e308", "collectives -T -1", "collectives --op all_reduce all_gather", "collectives --out ''",
     "collectives --domain-size -2", "collectives -n -1", "collectives -e 1e99",
     "p2p-matrix -T inf", "p2p-matrix --threshold nan", "p2p-matrix extra",
     "checkpoint-bench --state-bytes 1000000T", "checkpoint-bench --state-bytes 4K -T 0",

@@ -56,7 +56,7 @@ run_case train_term_rank0 0 TERM '^ *3 ' steps -- "${train[@]}"
 run_case train_hup_rank1 1 HUP '^ *3 ' steps -- "${train[@]}"
 run_case sweep_usr1_rank0 0 USR1 '^# sweep of' steps -- sweep --model tiny-dense --steps 100000
 run_case collectives_int_launcher launcher INT 'all_reduce .* 64 ' collectives -- \
-  collectives -t all_reduce -b 8 -e 1G -f 2 -n 50 -w 1 --scope world
+  collectives --op all_reduce -b 8 -e 1G -f 2 -n 50 -w 1 --scope world
 run_case p2p_term_launcher launcher TERM '^ *0 *0 *1 ' p2p_matrix -- p2p-matrix --sizes 8,1K,64K,1M,16M,64M,256M,512M -n 40
 run_case checkpoint_term_launcher launcher TERM '^ *0 ' samples -- \
   checkpoint-bench --state-bytes 16M --repeats 100000 --dir "$dir/ckpt"

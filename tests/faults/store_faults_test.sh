@@ -5,7 +5,7 @@
 # valid ibt store are refused (exit 2) and left byte for byte as they were; a file
 # locked by a running job is refused on every rank, without hanging.
 source "$(dirname "$0")/lib.sh"
-quick=(collectives -t all_reduce -b 8 -e 64 -n 2 -w 1)
+quick=(collectives --op all_reduce -b 8 -e 64 -n 2 -w 1)
 
 # 1. A file-size limit reached in the middle of an append. (UCX_TLS=self,tcp: the limit
 # applies to every file, and UCX's shared-memory transport writes files too.)
@@ -14,7 +14,7 @@ file=$dir/full.h5
 cp "$file" "$dir/before.h5"
 size_kib=$(( ($(stat -c %s "$file") + 1023) / 1024 + 24 ))
 status=0
-output=$( (ulimit -f "$size_kib"; UCX_TLS=self,tcp "$ibt" collectives -t all_reduce,all_gather,reduce_scatter,broadcast -d float32,float64,int32 \
+output=$( (ulimit -f "$size_kib"; UCX_TLS=self,tcp "$ibt" collectives --op all_reduce,all_gather,reduce_scatter,broadcast -d float32,float64,int32 \
   -b 8 -e 64M -f 2 -n 1 -w 1 --out "$file") 2>&1) || status=$?
 echo "$output" | grep -i error
 [[ $status -eq 4 ]] || fail "full: exit status $status (expected 4)"
