@@ -24,7 +24,7 @@ std::string gb(double bytes) {
 // Fills memory fields; returns false (with the reason) when the split does not fit.
 bool check_memory(const models::ModelConfig& m, const Topology& t, const ProjectionOptions& o,
                   Projection& p) {
-  p.memory = models::peak_memory_per_rank(m, p.split, o.precision);
+  p.memory = models::peak_memory_per_rank(m, p.split, o.precision, schedule_index(p.split)->schedule);
   p.memory_capacity_bytes = t.device.memory_GB.get() * 1e9 * o.usable_memory_fraction;
   if (p.memory.total() <= p.memory_capacity_bytes) return true;
   p.reason = "needs " + gb(p.memory.total()) + " per device on stage " +
