@@ -1,5 +1,8 @@
 #include "suites/cli.hpp"
 
+#include <algorithm>
+#include <thread>
+
 #include "core/errors.hpp"
 
 namespace ibt::suites {
@@ -17,6 +20,12 @@ std::string joined_command_line(int argc, char** argv) {
 
 void require_positive(long value, const char* option) {
   if (value <= 0) throw UsageError(std::string(option) + " must be positive (got " + std::to_string(value) + ")");
+}
+
+int resolve_jobs(int jobs) {
+  if (jobs < 0) throw UsageError("--jobs must be >= 0 (0 = all cores; got " + std::to_string(jobs) + ")");
+  if (jobs == 0) return static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+  return jobs;
 }
 
 bool parse_command_line(int argc, char** argv, const boost::program_options::options_description& options,

@@ -14,6 +14,10 @@ std::string joined_command_line(int argc, char** argv);
 // the option's name in the message.
 void require_positive(long value, const char* option);
 
+// --jobs: a thread count >= 1 (0 = every core std::thread reports); negative is a
+// UsageError naming --jobs.
+int resolve_jobs(int jobs);
+
 // Parses argv against `options` (and `positional`, when given) into `vm`. A malformed
 // command line becomes a UsageError carrying boost's message plus `hint`. Returns false
 // when --help was asked for: the caller then prints its help and exits 0.

@@ -9,6 +9,7 @@
 #include <sstream>
 
 #include "core/errors.hpp"
+#include "core/progress.hpp"
 #include "ibt/version.hpp"
 #include "models/model_file.hpp"
 #include "suites/cli.hpp"
@@ -66,6 +67,7 @@ int crossover_main(int argc, char** argv) {
   long gpus = 0;
   long long global_batch = 0, global_batch_tokens = 16LL * 1024 * 1024;
   double threshold = 0.05;
+  int jobs = 1;
   po::options_description opts(
       "ibt crossover: when does pipeline parallelism stop being needed?\n"
       "For each cell of a grid of fabrics derived from --base-topology (devices per scale-up\n"
@@ -95,6 +97,8 @@ int crossover_main(int argc, char** argv) {
       ("rank-by", po::value(&rank_by_text)->default_value(rank_by_text),
        "compare by mfu or goodput: goodput picks the best splits and computes the gain on goodput-adjusted "
        "MFU (MFU x goodput; needs the failure figures below or the base topology's reliability section)")
+      ("jobs,j", po::value(&jobs)->default_value(jobs),
+       "threads sweeping the splits (the results are the same for any count; 0 = all cores)")
       ("out", po::value(&out), "HDF5 results file to append a run of kind 'crossover' to");
   add_failure_options(opts);
   po::variables_map vm;
@@ -105,6 +109,7 @@ int crossover_main(int argc, char** argv) {
   if (model_name.empty()) throw UsageError("--model is required");
   require_positive(gpus, "--gpus");
   if (!(threshold >= 0)) throw UsageError("--threshold must be >= 0");
+  jobs = resolve_jobs(jobs);
   const auto domain_list = parse_list<int>(domains, "--domain-sizes");
   const auto gbps_list = parse_list<double>(gbps, "--scale-out-gbps");
   if (!out.empty()) store::check_appendable(out);
@@ -122,15 +127,13 @@ int crossover_main(int argc, char** argv) {
 
   std::printf("ibt crossover: %s on %ld x %s, global batch %lld sequences x %d tokens, threshold %.0f%%\n",
               model.name.c_str(), gpus, topology.device.name.c_str(), gb, model.seq_len, 100 * threshold);
-  topo::keep_freed_memory_for_reuse();
-  const topo::CrossoverResult r = topo::crossover(model, topology, static_cast<int>(gpus), domain_list,
-                                                  gbps_list, gb, threshold, options, &failure, rank_by);
   const bool with_goodput = failure.complete();
   std::printf("compared by %s%s\n", topo::to_string(rank_by),
               with_goodput ? "" : ("; goodput not computed: " + failure.missing()).c_str());
   std::printf("%7s %9s %8s %8s %s%8s %6s  %-52s %s\n", "domain", "Gb/s", "MFU pp1", "MFU pp>1",
               with_goodput ? "gMFU pp1 gMFU pp>1 " : "", "gain", "PP?", "best PP=1 split", "best PP>1 split");
-  for (const auto& c : r.cells) {
+  std::fflush(stdout);
+  auto cell_line = [&](const topo::CrossoverCell& c) {
     char gain[16];
     if (std::isinf(c.gain)) std::snprintf(gain, sizeof gain, "inf");
     else std::snprintf(gain, sizeof gain, "%+.1f%%", 100 * c.gain);
@@ -139,12 +142,24 @@ int crossover_main(int argc, char** argv) {
       std::snprintf(gmfu, sizeof gmfu, "%7.1f%% %8.1f%% ",
                     c.best_no_pp.goodput.computed ? 100 * c.best_no_pp.goodput.goodput_mfu : 0.0,
                     c.best_with_pp.goodput.computed ? 100 * c.best_with_pp.goodput.goodput_mfu : 0.0);
-    std::printf("%7d %9g %7.1f%% %7.1f%% %s%8s %6s  %-52s %s\n", c.domain_size, c.scale_out_gbps,
-                c.best_no_pp.feasible ? 100 * c.best_no_pp.mfu : 0.0,
-                c.best_with_pp.feasible ? 100 * c.best_with_pp.mfu : 0.0, gmfu, gain, c.pp_needed ? "yes" : "no",
-                c.best_no_pp.feasible ? topo::split_label(c.best_no_pp.split).c_str() : "(none fits)",
-                c.best_with_pp.feasible ? topo::split_label(c.best_with_pp.split).c_str() : "(none fits)");
-  }
+    char line[512];
+    std::snprintf(line, sizeof line, "%7d %9g %7.1f%% %7.1f%% %s%8s %6s  %-52s %s\n", c.domain_size, c.scale_out_gbps,
+                  c.best_no_pp.feasible ? 100 * c.best_no_pp.mfu : 0.0,
+                  c.best_with_pp.feasible ? 100 * c.best_with_pp.mfu : 0.0, gmfu, gain, c.pp_needed ? "yes" : "no",
+                  c.best_no_pp.feasible ? topo::split_label(c.best_no_pp.split).c_str() : "(none fits)",
+                  c.best_with_pp.feasible ? topo::split_label(c.best_with_pp.split).c_str() : "(none fits)");
+    return std::string(line);
+  };
+  topo::keep_freed_memory_for_reuse();
+  Progress progress("crossover: split x cell pricings", 0);
+  topo::CrossoverRun run;
+  run.jobs = jobs;
+  // Each cell is printed as soon as its row of the grid is known.
+  run.on_cell = [&](const topo::CrossoverCell& c) { progress.print(cell_line(c)); };
+  run.progress = [&](size_t done, size_t total) { progress.set(done, total); };
+  const topo::CrossoverResult r = topo::crossover(model, topology, static_cast<int>(gpus), domain_list,
+                                                  gbps_list, gb, threshold, options, &failure, rank_by, run);
+  progress.finish();
   std::printf("verdict: %s\n", r.verdict.c_str());
   std::printf("%s", topo::describe_assumptions(failure).c_str());
 

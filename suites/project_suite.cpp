@@ -7,6 +7,7 @@
 #include <iostream>
 
 #include "core/errors.hpp"
+#include "core/progress.hpp"
 #include "ibt/version.hpp"
 #include "models/model_file.hpp"
 #include "models/parallel_split.hpp"
@@ -31,6 +32,7 @@ struct ProjectArgs {
   long long global_batch = 0, global_batch_tokens = 16LL * 1024 * 1024;
   bool zero1 = false, sp = false, no_sp = false, all = false, no_overlap = false;
   long top = 20;
+  int jobs = 1;
   double memory_fraction = 0.9;
 };
 
@@ -83,6 +85,8 @@ int project_main(int argc, char** argv) {
       ("no-overlap", po::bool_switch(&a.no_overlap), "gradient reduction after the backward pass instead of overlapping it")
       ("memory-fraction", po::value(&a.memory_fraction)->default_value(a.memory_fraction), "usable fraction of device memory")
       ("all", po::bool_switch(&a.all), "search every valid split and rank them")
+      ("jobs,j", po::value(&a.jobs)->default_value(a.jobs),
+       "with --all: threads projecting the splits (the ranking is the same for any count; 0 = all cores)")
       ("top", po::value(&a.top)->default_value(a.top), "with --all: rows to print (0 = all)")
       ("rank-by", po::value(&a.rank_by)->default_value(a.rank_by),
        "with --all: rank by mfu or goodput (goodput-adjusted MFU = MFU x goodput; needs the failure figures)")
@@ -137,8 +141,13 @@ int project_main(int argc, char** argv) {
               topology.device.name.c_str(), global_batch, model.seq_len);
   if (a.all) {
     topo::keep_freed_memory_for_reuse();
+    Progress progress("project --all: splits", 0);
+    topo::SearchRun run;
+    run.jobs = resolve_jobs(a.jobs);
+    run.progress = [&](size_t done, size_t total) { progress.set(done, total); };
     auto ranked = topo::project_all(model, topology, static_cast<int>(a.gpus),
-                                    topo::default_search(topology, global_batch), options);
+                                    topo::default_search(topology, global_batch), options, run);
+    progress.finish();
     for (auto& p : ranked) topo::add_goodput(p, model, options, failure);
     topo::rank_projections(ranked, rank_by);
     std::printf("ranked by %s\n", topo::to_string(rank_by));

@@ -13,8 +13,10 @@
 // and with rank_by == goodput the best splits and the gain are those of the
 // goodput-adjusted MFU (MFU x goodput) instead of the MFU.
 //
-// Each split's step programs are built once and priced on every cell (they do not
-// depend on the fabric), so the sweep costs one program build per split.
+// Each split's memory is checked once; its action templates (sim_fast.hpp) are built
+// once per domain size and priced on every bandwidth of that row (they do not depend
+// on the fabric). Rows are swept in order, their splits on run.jobs threads.
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -43,10 +45,20 @@ struct CrossoverResult {
   std::string verdict;               // one line
 };
 
+// How the sweep runs: on `jobs` threads (the same cells for any count), calling
+// on_cell with each cell as soon as it is known (in the cells' order) and progress
+// with (split x cell pricings done, total).
+struct CrossoverRun {
+  int jobs = 1;
+  std::function<void(const CrossoverCell&)> on_cell;
+  std::function<void(size_t done, size_t total)> progress;
+};
+
 CrossoverResult crossover(const models::ModelConfig& model, const Topology& base, int devices,
                           const std::vector<int>& domain_sizes, const std::vector<double>& scale_out_gbps,
                           long long global_batch, double threshold, const ProjectionOptions& options,
-                          const FailureAssumptions* failure = nullptr, RankBy rank_by = RankBy::mfu);
+                          const FailureAssumptions* failure = nullptr, RankBy rank_by = RankBy::mfu,
+                          const CrossoverRun& run = {});
 
 // The verdict line, e.g. "llama3-405b: PP stops being needed at domain >= 72 at 400 Gb/s
 // (and faster)"; per scale-out bandwidth, the smallest domain from which PP is not
