@@ -167,9 +167,9 @@ void keep_freed_memory_for_reuse() {
 models::SplitSearch default_search(const Topology& topology, long long global_batch) {
   models::SplitSearch s;
   s.global_batch = global_batch;
-  s.micro_batch_sizes = {1};
+  s.micro_batch_sizes = {1, 2, 4};
   s.schedules = {models::ScheduleKind::one_f_one_b, models::ScheduleKind::interleaved};
-  s.interleave_chunks = {2};
+  s.interleave_chunks = {2, 4, 8};
   s.recomputes = {models::Recompute::none, models::Recompute::selective, models::Recompute::full};
   s.try_zero1 = true;
   s.try_sequence_parallel = true;
