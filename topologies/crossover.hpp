@@ -4,8 +4,8 @@
 // For a model on N devices, a grid of fabrics derived from a base topology (scale-up
 // domain size x scale-out bandwidth per device; every other figure is the base's), and
 // in every cell the best projected MFU over all valid splits with PP = 1 and with
-// PP > 1 (default_search(): microbatch size 1, the global batch fixed, 1F1B and
-// interleaved v=2, recompute none/selective/full, ZeRO-1 on/off, SP when tp > 1,
+// PP > 1 (default_search(): microbatch size 1/2/4, the global batch fixed, 1F1B and
+// interleaved v = 2/4/8, recompute none/selective/full, ZeRO-1 on/off, SP when tp > 1,
 // tp <= domain size). gain = MFU(PP>1) / MFU(PP=1) - 1 (infinite when no PP = 1 split
 // fits in memory). "PP needed" in a cell = gain > threshold.
 //
