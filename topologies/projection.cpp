@@ -175,6 +175,8 @@ models::SplitSearch default_search(const Topology& topology, long long global_ba
   s.try_sequence_parallel = true;
   s.only_sequence_parallel = true;
   s.max_tp = topology.domain_size();
+  // Context parallelism up to 16 (Llama 3 405B's long-context degree), both variants.
+  s.max_cp = 16;
   return s;
 }
 

@@ -25,6 +25,7 @@ const char* to_string(Exposure e) {
     case Exposure::expert_dp: return "expert_dp";
     case Exposure::pp: return "pp";
     case Exposure::ep: return "ep";
+    case Exposure::cp: return "cp";
     case Exposure::bubble: return "bubble";
     case Exposure::count: break;
   }
@@ -44,8 +45,11 @@ std::uint64_t message_key(const Transfer& t) {
 Exposure exposure_of(Group g) {
   switch (g) {
     case Group::tp: return Exposure::tp;
-    case Group::dp: return Exposure::dp;
-    case Group::expert_dp: return Exposure::expert_dp;
+    case Group::dp:
+    case Group::dp_cp: return Exposure::dp;  // CP replicas' share of the gradient reduction
+    case Group::expert_dp:
+    case Group::expert_dp_cp: return Exposure::expert_dp;
+    case Group::cp: return Exposure::cp;
     case Group::pp: return Exposure::pp;
     case Group::ep: return Exposure::ep;
     case Group::none: break;

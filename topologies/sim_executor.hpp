@@ -34,10 +34,10 @@ class OpPricer {
 };
 
 // Where a stage's time went. compute + sum(exposed) + bubble == step time.
-enum class Exposure { tp, dp, expert_dp, pp, ep, bubble, count };
+enum class Exposure { tp, dp, expert_dp, pp, ep, cp, bubble, count };
 const char* to_string(Exposure e);
 inline constexpr int kNumExposures = static_cast<int>(Exposure::count);
-inline constexpr int kNumOpKinds = static_cast<int>(models::OpKind::load_all_reduce) + 1;
+inline constexpr int kNumOpKinds = static_cast<int>(models::OpKind::cp_dkv_pass) + 1;
 
 struct StageTime {
   int stage = 0;

@@ -57,7 +57,7 @@ TEST(Crossover, ThreadsChangeNothingAndCellsArriveInOrder) {
     last_total = total;
   };
   const auto parallel = crossover(m, base, 64, domains, gbps, 128, 0.05, ProjectionOptions{}, nullptr,
-                                  RankBy::mfu, run);
+                                  RankBy::mfu, 0, run);
   ASSERT_EQ(parallel.cells.size(), serial.cells.size());
   ASSERT_EQ(seen.size(), serial.cells.size());
   EXPECT_EQ(last_done, last_total);
