@@ -64,7 +64,9 @@ std::vector<models::StepProgram> stage_programs(const models::ModelConfig& model
   std::vector<models::StepProgram> programs;
   programs.reserve(split.pp);
   for (int s = 0; s < split.pp; ++s)
-    programs.push_back(models::build_step_program(model, split, schedule, s * split.tp * split.dp, po));
+    // The first rank of stage s (rank order tp-cp-dp-pp: models/rank_groups.hpp).
+    programs.push_back(models::build_step_program(model, split, schedule,
+                                                  models::RankLayout(split).rank_of({0, 0, s, 0, 0}), po));
   return programs;
 }
 
