@@ -45,7 +45,8 @@ TEST(Crossover, ThreadsChangeNothingAndCellsArriveInOrder) {
   const Topology base = load_topology("dgx-h100");
   const std::vector<int> domains{8, 16, 32};
   const std::vector<double> gbps{200, 800};
-  const auto serial = crossover(m, base, 64, domains, gbps, 128, 0.05, ProjectionOptions{});
+  // max_cp 1: no context parallelism, so that the test stays seconds.
+  const auto serial = crossover(m, base, 64, domains, gbps, 128, 0.05, ProjectionOptions{}, nullptr, RankBy::mfu, 1);
   CrossoverRun run;
   run.jobs = 3;
   std::vector<std::pair<int, double>> seen;
@@ -57,7 +58,7 @@ TEST(Crossover, ThreadsChangeNothingAndCellsArriveInOrder) {
     last_total = total;
   };
   const auto parallel = crossover(m, base, 64, domains, gbps, 128, 0.05, ProjectionOptions{}, nullptr,
-                                  RankBy::mfu, 0, run);
+                                  RankBy::mfu, 1, run);
   ASSERT_EQ(parallel.cells.size(), serial.cells.size());
   ASSERT_EQ(seen.size(), serial.cells.size());
   EXPECT_EQ(last_done, last_total);
