@@ -1,7 +1,13 @@
-// The projection engine's speed: one configuration of a 1T-parameter MoE (Kimi K2) on
-// 16,384 H100s, and the full `ibt project --all` search for it. Target: the search in
-// under 10 s on one core. Counters: configs/s (splits projected per second, infeasible
-// ones included: they are checked and reported, not simulated).
+// The projection engine's speed.
+// - One configuration, priced by the full event walk (simulate() on the full step
+//   programs, what every projection used before the fast walk) and by the fast walk
+//   (sim_fast.hpp) in the same run: the ratio is the speed-up on that split.
+//   Two splits: Kimi K2 on 16,384 H100s (domain 8), and the worst catalog shape the
+//   search meets: DeepSeek-V3 (MoE, 61 layers) on 2,048 TPU v5p (a 6,144-chip domain,
+//   so TP up to the head count) at pp 32 with 256 microbatches of 1F1B.
+// - The whole `ibt project --all` search (default_search) for both, on the fast walk.
+//   Target (issue 15): under 5 s on one core. Counters: configs/s (splits projected per
+//   second, infeasible ones included: they are checked and reported, not simulated).
 #include <benchmark/benchmark.h>
 
 #include <string>
@@ -11,55 +17,94 @@
 
 namespace {
 
-constexpr int kDevices = 16384;
+using ibt::models::ParallelSplit;
+using ibt::topo::Projection;
+using ibt::topo::ProjectionOptions;
+
 constexpr long long kGlobalBatch = 4096;  // sequences of 4,096 tokens: 16M tokens
 
-void BM_ProjectOneConfig(benchmark::State& state) {
-  ibt::topo::keep_freed_memory_for_reuse();
-  const auto model = ibt::models::load_model("kimi-k2");
-  const auto topo = ibt::topo::load_topology("dgx-h100");
-  ibt::models::ParallelSplit s;
+struct Case {
+  const char* model;
+  const char* topology;
+  int devices;
+  ParallelSplit split;
+};
+
+Case kimi_on_h100() {
+  ParallelSplit s;
   s.tp = 8;
   s.pp = 32;
-  s.dp = kDevices / (s.tp * s.pp);
+  s.dp = 16384 / (s.tp * s.pp);
   s.microbatches = static_cast<int>(kGlobalBatch / s.dp);
   s.sequence_parallel = true;
   s.zero1 = true;
+  return {"kimi-k2", "dgx-h100", 16384, s};
+}
+
+Case deepseek_on_tpu() {
+  ParallelSplit s;
+  s.tp = 4;
+  s.pp = 32;
+  s.dp = 2048 / (s.tp * s.pp);
+  s.microbatches = static_cast<int>(kGlobalBatch / s.dp);  // 256
+  s.sequence_parallel = true;
+  s.zero1 = true;
+  return {"deepseek-v3", "tpu-v5p", 2048, s};
+}
+
+Case case_of(int index) { return index == 0 ? kimi_on_h100() : deepseek_on_tpu(); }
+
+// full = true: price the full step programs (the reference walk).
+void BM_ProjectOneConfig(benchmark::State& state, bool full) {
+  ibt::topo::keep_freed_memory_for_reuse();
+  const Case c = case_of(static_cast<int>(state.range(0)));
+  const auto model = ibt::models::load_model(c.model);
+  const auto topo = ibt::topo::load_topology(c.topology);
+  const ProjectionOptions options;
   double step = 0;
   for (auto _ : state) {
-    const auto p = ibt::topo::project(model, topo, s);
-    if (!p.feasible) {
+    Projection p;
+    p.split = c.split;
+    if (!ibt::topo::prepare(model, topo, options, p)) {
       state.SkipWithError(p.reason.c_str());
       break;
     }
+    if (full) ibt::topo::price(ibt::topo::stage_programs(model, c.split, options), model, topo, options, p);
+    else ibt::topo::price(ibt::topo::StepTemplates(model, c.split, ibt::topo::program_options(options)), model, topo,
+                          options, p);
     step = p.step_s;
     benchmark::DoNotOptimize(p);
     benchmark::ClobberMemory();
   }
-  state.SetLabel(ibt::models::describe(s) + " step " + std::to_string(step) + " s");
+  state.SetLabel(std::string(c.model) + " on " + c.topology + ": " + ibt::models::describe(c.split));
   state.counters["configs/s"] = benchmark::Counter(static_cast<double>(state.iterations()), benchmark::Counter::kIsRate);
   state.counters["step_ms"] = step * 1e3;
 }
-BENCHMARK(BM_ProjectOneConfig)->Unit(benchmark::kMillisecond);
+void BM_ProjectOneConfigFullWalk(benchmark::State& state) { BM_ProjectOneConfig(state, true); }
+void BM_ProjectOneConfigFastWalk(benchmark::State& state) { BM_ProjectOneConfig(state, false); }
+BENCHMARK(BM_ProjectOneConfigFullWalk)->Arg(0)->Arg(1)->Unit(benchmark::kMillisecond);
+BENCHMARK(BM_ProjectOneConfigFastWalk)->Arg(0)->Arg(1)->Unit(benchmark::kMillisecond);
 
 void BM_ProjectAllSplits(benchmark::State& state) {
   ibt::topo::keep_freed_memory_for_reuse();
-  const auto model = ibt::models::load_model("kimi-k2");
-  const auto topo = ibt::topo::load_topology("dgx-h100");
+  const Case c = case_of(static_cast<int>(state.range(0)));
+  const auto model = ibt::models::load_model(c.model);
+  const auto topo = ibt::topo::load_topology(c.topology);
   const auto search = ibt::topo::default_search(topo, kGlobalBatch);
   size_t configs = 0, feasible = 0;
   for (auto _ : state) {
-    const auto ranked = ibt::topo::project_all(model, topo, kDevices, search);
+    const auto ranked = ibt::topo::project_all(model, topo, c.devices, search);
     configs += ranked.size();
     feasible = 0;
     for (const auto& p : ranked) feasible += p.feasible;
     benchmark::DoNotOptimize(ranked.data());
   }
+  state.SetLabel(std::string(c.model) + " on " + std::to_string(c.devices) + " x " + c.topology);
   state.counters["configs/s"] = benchmark::Counter(static_cast<double>(configs), benchmark::Counter::kIsRate);
   state.counters["configs"] = static_cast<double>(configs) / state.iterations();
   state.counters["feasible"] = static_cast<double>(feasible);
 }
-BENCHMARK(BM_ProjectAllSplits)->Unit(benchmark::kSecond)->Iterations(1);
+BENCHMARK(BM_ProjectAllSplits)->Arg(0)->Arg(1)->Unit(benchmark::kSecond)->Iterations(1);
 
 }  // namespace
 

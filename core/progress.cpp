@@ -53,6 +53,13 @@ void Progress::advance(size_t n) {
   draw_locked();
 }
 
+void Progress::set(size_t done, size_t total) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  done_ = done;
+  total_ = total;
+  draw_locked();
+}
+
 void Progress::print(const std::string& text) {
   std::lock_guard<std::mutex> lock(mutex_);
   const bool was_shown = shown_;

@@ -18,6 +18,8 @@ class Progress {
   Progress& operator=(const Progress&) = delete;
 
   void advance(size_t n = 1);
+  // Sets the count (and the total, when the work learns it as it goes).
+  void set(size_t done, size_t total);
   // Prints `line` (with its newline) above the progress line, e.g. a result just known.
   void print(const std::string& line);
   void finish();

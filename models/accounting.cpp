@@ -240,7 +240,11 @@ RankMemory memory_per_rank(const ModelConfig& m, const ParallelSplit& s, const P
 
 RankMemory peak_memory_per_rank(const ModelConfig& m, const ParallelSplit& s,
                                 const Precision& p) {
-  const PipelineSchedule sched = build_schedule(s);
+  return peak_memory_per_rank(m, s, p, build_schedule(s));
+}
+
+RankMemory peak_memory_per_rank(const ModelConfig& m, const ParallelSplit& s,
+                                const Precision& p, const PipelineSchedule& sched) {
   RankMemory best;
   for (int st = 0; st < s.pp; ++st) {
     RankMemory r = memory_per_rank(m, s, p, st, sched);

@@ -172,5 +172,8 @@ RankMemory memory_per_rank(const ModelConfig& m, const ParallelSplit& s, const P
 // The stage with the largest total.
 RankMemory peak_memory_per_rank(const ModelConfig& m, const ParallelSplit& s,
                                 const Precision& p);
+// The same with the split's schedule built once elsewhere (a search shares it).
+RankMemory peak_memory_per_rank(const ModelConfig& m, const ParallelSplit& s,
+                                const Precision& p, const PipelineSchedule& schedule);
 
 }  // namespace ibt::models

@@ -770,7 +770,8 @@ PipelineSchedule shape_only(const ParallelSplit& split) {
 
 double pipeline_message_bytes(const ModelConfig& model, const ParallelSplit& split,
                               const StepProgramOptions& options) {
-  const double tokens = static_cast<double>(split.micro_batch_size) * model.seq_len;
+  // This rank's tokens: its 1/cp of the sequence (as the Builder's T_).
+  const double tokens = static_cast<double>(split.micro_batch_size) * model.seq_len / split.cp;
   // With SP each TP rank holds (and sends) its sequence shard.
   return (split.sequence_parallel ? tokens / split.tp : tokens) * model.hidden * options.activation_bytes;
 }

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <sstream>
+#include <thread>
 #include <type_traits>
 
 #include "core/errors.hpp"
@@ -102,6 +103,12 @@ void require_timeout(double seconds, const char* option) {
          << seconds;
     throw UsageError(text.str());
   }
+}
+
+int resolve_jobs(int jobs) {
+  if (jobs < 0) throw UsageError("--jobs must be >= 0 (0 = all cores; got " + std::to_string(jobs) + ")");
+  if (jobs == 0) return static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+  return jobs;
 }
 
 bool parse_command_line(int argc, char** argv, const boost::program_options::options_description& options,

@@ -34,6 +34,10 @@ void store_command_line(int argc, char** argv, const boost::program_options::opt
 void store_command_line(const std::vector<std::string>& args, const boost::program_options::options_description& options,
                         boost::program_options::variables_map& vm);
 
+// --jobs: a thread count >= 1 (0 = every core std::thread reports); negative is a
+// UsageError naming --jobs.
+int resolve_jobs(int jobs);
+
 // Parses argv against `options` (and `positional`, when given) into `vm`. A malformed
 // command line becomes a UsageError carrying boost's message plus `hint`. Returns false
 // when --help was asked for: the caller then prints its help and exits 0.

@@ -9,6 +9,7 @@
 #include <sstream>
 
 #include "core/errors.hpp"
+#include "core/progress.hpp"
 #include "ibt/version.hpp"
 #include "models/model_file.hpp"
 #include "suites/cli.hpp"
@@ -68,6 +69,7 @@ int crossover_main(int argc, char** argv) {
   long gpus = 0, max_cp = 16;
   long long global_batch = 0, global_batch_tokens = 16LL * 1024 * 1024;
   double threshold = 0.05;
+  int jobs = 1;
   po::options_description opts(
       "ibt crossover: when does pipeline parallelism stop being needed?\n"
       "For each cell of a grid of fabrics derived from --base-topology (devices per scale-up\n"
@@ -76,7 +78,8 @@ int crossover_main(int argc, char** argv) {
       "  gain = MFU(PP>1) / MFU(PP=1) - 1 (infinite when no PP = 1 split fits in memory);\n"
       "  PP needed = gain > --threshold.\n"
       "Assumptions: the global batch is fixed (--global-batch-tokens / sequence length), micro\n"
-      "batch size 1, microbatches = global batch / dp; searched: 1f1b and interleaved (v=2),\n"
+      "batch size 1, 2 or 4, microbatches = global batch / (dp x micro batch); searched: 1f1b and\n"
+      "interleaved (v = 2, 4, 8),\n"
       "recompute none/selective/full, ZeRO-1 on/off, sequence parallelism when tp > 1,\n"
       "context parallelism up to --cp (all_gather and ring; CP splits without PP count as\n"
       "no PP), tp <= domain size; bf16 mixed-precision Adam memory; DP gradient reduction overlapped.\n"
@@ -102,6 +105,8 @@ int crossover_main(int argc, char** argv) {
       ("rank-by", po::value(&rank_by_text)->default_value(rank_by_text),
        "compare by mfu or goodput: goodput picks the best splits and computes the gain on goodput-adjusted "
        "MFU (MFU x goodput; needs the failure figures below or the base topology's reliability section)")
+      ("jobs,j", po::value(&jobs)->default_value(jobs),
+       "threads sweeping the splits (the results are the same for any count; 0 = all cores)")
       ("out", po::value(&out), "HDF5 results file to append a run of kind 'crossover' to");
   add_failure_options(opts);
   po::variables_map vm;
@@ -113,6 +118,7 @@ int crossover_main(int argc, char** argv) {
   require_positive(gpus, "--gpus");
   require_positive(max_cp, "--cp");
   if (!(threshold >= 0)) throw UsageError("--threshold must be >= 0");
+  jobs = resolve_jobs(jobs);
   const auto domain_list = parse_list<int>(domains, "--domain-sizes");
   const auto gbps_list = parse_list<double>(gbps, "--scale-out-gbps");
   if (!out.empty()) store::check_appendable(out);
@@ -131,16 +137,13 @@ int crossover_main(int argc, char** argv) {
 
   std::printf("ibt crossover: %s on %ld x %s, global batch %lld sequences x %d tokens, threshold %.0f%%\n",
               model.name.c_str(), gpus, topology.device.name.c_str(), gb, model.seq_len, 100 * threshold);
-  topo::keep_freed_memory_for_reuse();
-  const topo::CrossoverResult r = topo::crossover(model, topology, static_cast<int>(gpus), domain_list,
-                                                  gbps_list, gb, threshold, options, &failure, rank_by,
-                                                  static_cast<int>(max_cp));
   const bool with_goodput = failure.complete();
   std::printf("compared by %s%s\n", topo::to_string(rank_by),
               with_goodput ? "" : ("; goodput not computed: " + failure.missing()).c_str());
   std::printf("%7s %9s %8s %8s %s%8s %-18s  %-52s %s\n", "domain", "Gb/s", "MFU pp1", "MFU pp>1",
               with_goodput ? "gMFU pp1 gMFU pp>1 " : "", "gain", "verdict", "best PP=1 split", "best PP>1 split");
-  for (const auto& c : r.cells) {
+  std::fflush(stdout);
+  auto cell_line = [&](const topo::CrossoverCell& c) {
     char gain[16];
     if (std::isinf(c.gain)) std::snprintf(gain, sizeof gain, "inf");
     else std::snprintf(gain, sizeof gain, "%+.1f%%", 100 * c.gain);
@@ -149,12 +152,25 @@ int crossover_main(int argc, char** argv) {
       std::snprintf(gmfu, sizeof gmfu, "%7.1f%% %8.1f%% ",
                     c.best_no_pp.goodput.computed ? 100 * c.best_no_pp.goodput.goodput_mfu : 0.0,
                     c.best_with_pp.goodput.computed ? 100 * c.best_with_pp.goodput.goodput_mfu : 0.0);
-    std::printf("%7d %9g %7.1f%% %7.1f%% %s%8s %-18s  %-52s %s\n", c.domain_size, c.scale_out_gbps,
-                c.best_no_pp.feasible ? 100 * c.best_no_pp.mfu : 0.0,
-                c.best_with_pp.feasible ? 100 * c.best_with_pp.mfu : 0.0, gmfu, gain, c.verdict.c_str(),
-                c.best_no_pp.feasible ? topo::split_label(c.best_no_pp.split).c_str() : "(none fits)",
-                c.best_with_pp.feasible ? topo::split_label(c.best_with_pp.split).c_str() : "(none fits)");
-  }
+    char line[512];
+    std::snprintf(line, sizeof line, "%7d %9g %7.1f%% %7.1f%% %s%8s %-18s  %-52s %s\n", c.domain_size, c.scale_out_gbps,
+                  c.best_no_pp.feasible ? 100 * c.best_no_pp.mfu : 0.0,
+                  c.best_with_pp.feasible ? 100 * c.best_with_pp.mfu : 0.0, gmfu, gain, c.verdict.c_str(),
+                  c.best_no_pp.feasible ? topo::split_label(c.best_no_pp.split).c_str() : "(none fits)",
+                  c.best_with_pp.feasible ? topo::split_label(c.best_with_pp.split).c_str() : "(none fits)");
+    return std::string(line);
+  };
+  topo::keep_freed_memory_for_reuse();
+  Progress progress("crossover: split x cell pricings", 0);
+  topo::CrossoverRun run;
+  run.jobs = jobs;
+  // Each cell is printed as soon as its row of the grid is known.
+  run.on_cell = [&](const topo::CrossoverCell& c) { progress.print(cell_line(c)); };
+  run.progress = [&](size_t done, size_t total) { progress.set(done, total); };
+  const topo::CrossoverResult r = topo::crossover(model, topology, static_cast<int>(gpus), domain_list,
+                                                  gbps_list, gb, threshold, options, &failure, rank_by,
+                                                  static_cast<int>(max_cp), run);
+  progress.finish();
   if (!r.cells.empty()) {
     const topo::CrossoverCell& c0 = r.cells.front();
     const topo::Projection& any = c0.best_no_pp.feasible ? c0.best_no_pp : c0.best_with_pp;

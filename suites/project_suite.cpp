@@ -7,6 +7,7 @@
 #include <iostream>
 
 #include "core/errors.hpp"
+#include "core/progress.hpp"
 #include "ibt/version.hpp"
 #include "models/model_file.hpp"
 #include "models/parallel_split.hpp"
@@ -34,6 +35,7 @@ struct ProjectArgs {
   long long global_batch = 0, global_batch_tokens = 16LL * 1024 * 1024;
   bool zero1 = false, sp = false, no_sp = false, all = false, no_overlap = false, fp8 = false;
   long top = 20;
+  int jobs = 1;
   double memory_fraction = 0.9;
 };
 
@@ -53,9 +55,9 @@ int project_main(int argc, char** argv) {
       "ibt project: project a training step of a model on a topology with the sim executor.\n"
       "Prints step time, MFU and HFU, the breakdown (compute, exposed communication per group,\n"
       "pipeline bubble) and memory per device. --all searches every valid split (tp <= domain\n"
-      "size, 1f1b and interleaved v=2, recompute none/selective/full, ZeRO-1 on/off, sequence\n"
-      "parallelism when tp > 1, context parallelism up to --cp (default 16) with all_gather and\n"
-      "ring attention) at the global batch and ranks them.\n\n"
+      "size, micro batch 1/2/4, 1f1b and interleaved v = 2/4/8, recompute none/selective/full,\n"
+      "ZeRO-1 on/off, sequence parallelism when tp > 1, context parallelism up to --cp (default\n"
+      "16) with all_gather and ring attention) at the global batch and ranks them.\n\n"
       "Conventions: MFU = model FLOPs / (step time x devices x peak of --dtype); model FLOPs are\n"
       "6N (active parameters) + full-sequence attention, no recompute; HFU counts recompute.\n"
       "Goodput: from a per-node failure rate, the checkpoint size and write bandwidth and the\n"
@@ -98,6 +100,8 @@ int project_main(int argc, char** argv) {
       ("no-overlap", po::bool_switch(&a.no_overlap), "gradient reduction after the backward pass instead of overlapping it")
       ("memory-fraction", po::value(&a.memory_fraction)->default_value(a.memory_fraction), "usable fraction of device memory")
       ("all", po::bool_switch(&a.all), "search every valid split and rank them")
+      ("jobs,j", po::value(&a.jobs)->default_value(a.jobs),
+       "with --all: threads projecting the splits (the ranking is the same for any count; 0 = all cores)")
       ("top", po::value(&a.top)->default_value(a.top), "with --all: rows to print (0 = all)")
       ("rank-by", po::value(&a.rank_by)->default_value(a.rank_by),
        "with --all: rank by mfu or goodput (goodput-adjusted MFU = MFU x goodput; needs the failure figures)")
@@ -160,7 +164,12 @@ int project_main(int argc, char** argv) {
       require_positive(a.cp, "--cp");
       search.max_cp = static_cast<int>(a.cp);
     }
-    auto ranked = topo::project_all(model, topology, static_cast<int>(a.gpus), search, options);
+    Progress progress("project --all: splits", 0);
+    topo::SearchRun run;
+    run.jobs = resolve_jobs(a.jobs);
+    run.progress = [&](size_t done, size_t total) { progress.set(done, total); };
+    auto ranked = topo::project_all(model, topology, static_cast<int>(a.gpus), search, options, run);
+    progress.finish();
     for (auto& p : ranked) topo::add_goodput(p, model, options, failure);
     topo::rank_projections(ranked, rank_by);
     std::printf("ranked by %s\n", topo::to_string(rank_by));

@@ -4,8 +4,10 @@
 #include <cmath>
 #include <cstdio>
 #include <limits>
+#include <mutex>
 
 #include "core/errors.hpp"
+#include "core/parallel.hpp"
 #include "topologies/projection_goodput.hpp"
 
 namespace ibt::topo {
@@ -30,7 +32,7 @@ std::string gbps_label(double g) {
 CrossoverResult crossover(const models::ModelConfig& model, const Topology& base, int devices,
                           const std::vector<int>& domain_sizes, const std::vector<double>& scale_out_gbps,
                           long long global_batch, double threshold, const ProjectionOptions& options,
-                          const FailureAssumptions* failure, RankBy rank_by, int max_cp) {
+                          const FailureAssumptions* failure, RankBy rank_by, int max_cp, const CrossoverRun& run) {
   if (domain_sizes.empty() || scale_out_gbps.empty()) throw UsageError("crossover: empty grid");
   const bool with_goodput = failure && failure->complete();
   if (rank_by == RankBy::goodput && !with_goodput)
@@ -41,6 +43,7 @@ CrossoverResult crossover(const models::ModelConfig& model, const Topology& base
   r.scale_out_gbps = scale_out_gbps;
   r.threshold = threshold;
   r.rank_by = rank_by;
+  const size_t G = scale_out_gbps.size();
   std::vector<Topology> fabrics;
   for (int d : domain_sizes)
     for (double g : scale_out_gbps) {
@@ -55,37 +58,72 @@ CrossoverResult crossover(const models::ModelConfig& model, const Topology& base
   models::SplitSearch search = default_search(fabrics.front(), global_batch);
   search.max_tp = max_domain;
   if (max_cp > 0) search.max_cp = max_cp;
-  for (const auto& split : models::enumerate_splits(model, devices, search)) {
-    Projection prepared;
-    prepared.split = split;
-    if (!prepare(model, base, options, prepared)) continue;  // memory does not depend on the fabric
-    const auto programs = stage_programs(model, split, options);
-    // The checkpoint size does not depend on the fabric either.
-    const double checkpoint_bytes =
-        with_goodput ? checkpoint_bytes_per_device(model, split, options.precision) : 0.0;
-    for (size_t i = 0; i < fabrics.size(); ++i) {
-      CrossoverCell& cell = r.cells[i];
-      if (split.tp > cell.domain_size) continue;
-      Projection p = prepared;
-      price(programs, model, fabrics[i], options, p);
-      if (with_goodput) p.goodput = estimate_goodput(*failure, p.devices, checkpoint_bytes, p.step_s, p.mfu);
-      Projection& slot = split.pp == 1 ? cell.best_no_pp : cell.best_with_pp;
-      if (better(p, slot, rank_by)) slot = p;
+  const std::vector<models::ParallelSplit> splits = models::enumerate_splits(model, devices, search);
+  // Memory does not depend on the fabric: check each split once, keep those that fit.
+  std::vector<Projection> prepared(splits.size());
+  std::vector<char> fits(splits.size(), 0);
+  parallel_for(splits.size(), run.jobs, [&](size_t i) {
+    prepared[i].split = splits[i];
+    fits[i] = prepare(model, base, options, prepared[i]);
+  });
+  std::vector<size_t> feasible;
+  for (size_t i = 0; i < splits.size(); ++i)
+    if (fits[i]) feasible.push_back(i);
+
+  size_t total = 0, done = 0;
+  for (int d : domain_sizes)
+    for (size_t i : feasible) total += splits[i].tp <= d ? G : 0;
+  std::mutex progress_mutex;
+  // Row by row (one domain size, every bandwidth): a split's action templates do not
+  // depend on the fabric, so they are built once per row and priced on each of its
+  // cells; the row's cells are known, and reported, when its splits are done.
+  for (size_t row = 0; row < domain_sizes.size(); ++row) {
+    std::vector<size_t> eligible;
+    for (size_t i : feasible)
+      if (splits[i].tp <= domain_sizes[row]) eligible.push_back(i);
+    std::vector<Projection> priced(eligible.size() * G);
+    parallel_for(eligible.size(), run.jobs, [&](size_t k) {
+      const models::ParallelSplit& split = splits[eligible[k]];
+      const StepTemplates templates(model, split, program_options(options));
+      // The checkpoint size does not depend on the fabric either.
+      const double checkpoint_bytes =
+          with_goodput ? checkpoint_bytes_per_device(model, split, options.precision) : 0.0;
+      for (size_t g = 0; g < G; ++g) {
+        Projection& p = priced[k * G + g];
+        p = prepared[eligible[k]];
+        price(templates, model, fabrics[row * G + g], options, p);
+        if (with_goodput) p.goodput = estimate_goodput(*failure, p.devices, checkpoint_bytes, p.step_s, p.mfu);
+      }
+      if (run.progress) {
+        std::lock_guard<std::mutex> lock(progress_mutex);
+        done += G;
+        run.progress(done, total);
+      }
+    });
+    // The bests in split order, as a serial sweep would pick them.
+    for (size_t g = 0; g < G; ++g) {
+      CrossoverCell& cell = r.cells[row * G + g];
+      for (size_t k = 0; k < eligible.size(); ++k) {
+        const Projection& p = priced[k * G + g];
+        Projection& slot = p.split.pp == 1 ? cell.best_no_pp : cell.best_with_pp;
+        if (better(p, slot, rank_by)) slot = p;
+      }
+      if (cell.best_no_pp.feasible && cell.best_with_pp.feasible)
+        cell.gain = ranking_value(cell.best_with_pp, rank_by) / ranking_value(cell.best_no_pp, rank_by) - 1.0;
+      else if (cell.best_with_pp.feasible)
+        cell.gain = std::numeric_limits<double>::infinity();
+      else
+        cell.gain = cell.best_no_pp.feasible ? -1.0 : 0.0;
+      // The verdict carries the projection's uncertainty: the median |MFU error| of the
+      // hardware family on published runs (topologies/validation/bands.json).
+      const Projection& any = cell.best_no_pp.feasible ? cell.best_no_pp : cell.best_with_pp;
+      cell.uncertainty = any.mfu_band.known ? any.mfu_band.relative : 0.0;
+      cell.pp_needed = cell.gain > threshold + cell.uncertainty;
+      cell.verdict = cell.pp_needed ? "PP needed"
+                     : cell.gain < threshold - cell.uncertainty || !cell.best_with_pp.feasible ? "PP not needed"
+                                                                                               : "within uncertainty";
+      if (run.on_cell) run.on_cell(cell);
     }
-  }
-  for (auto& c : r.cells) {
-    if (c.best_no_pp.feasible && c.best_with_pp.feasible)
-      c.gain = ranking_value(c.best_with_pp, rank_by) / ranking_value(c.best_no_pp, rank_by) - 1.0;
-    else if (c.best_with_pp.feasible)
-      c.gain = std::numeric_limits<double>::infinity();
-    else
-      c.gain = c.best_no_pp.feasible ? -1.0 : 0.0;
-    const Projection& any = c.best_no_pp.feasible ? c.best_no_pp : c.best_with_pp;
-    c.uncertainty = any.mfu_band.known ? any.mfu_band.relative : 0.0;
-    c.pp_needed = c.gain > threshold + c.uncertainty;
-    c.verdict = c.pp_needed                                ? "PP needed"
-                : c.gain < threshold - c.uncertainty || !c.best_with_pp.feasible ? "PP not needed"
-                                                                                 : "within uncertainty";
   }
   r.verdict = crossover_verdict(model.name, r);
   return r;

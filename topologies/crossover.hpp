@@ -4,8 +4,8 @@
 // For a model on N devices, a grid of fabrics derived from a base topology (scale-up
 // domain size x scale-out bandwidth per device; every other figure is the base's), and
 // in every cell the best projected MFU over all valid splits with PP = 1 and with
-// PP > 1 (default_search(): microbatch size 1, the global batch fixed, 1F1B and
-// interleaved v=2, recompute none/selective/full, ZeRO-1 on/off, SP when tp > 1,
+// PP > 1 (default_search(): microbatch size 1/2/4, the global batch fixed, 1F1B and
+// interleaved v = 2/4/8, recompute none/selective/full, ZeRO-1 on/off, SP when tp > 1,
 // tp <= domain size). gain = MFU(PP>1) / MFU(PP=1) - 1 (infinite when no PP = 1 split
 // fits in memory). With u the topology family's median |MFU error| on published runs
 // (uncertainty.hpp; 0 where no family covers the topology), a cell is
@@ -19,8 +19,10 @@
 // and with rank_by == goodput the best splits and the gain are those of the
 // goodput-adjusted MFU (MFU x goodput) instead of the MFU.
 //
-// Each split's step programs are built once and priced on every cell (they do not
-// depend on the fabric), so the sweep costs one program build per split.
+// Each split's memory is checked once; its action templates (sim_fast.hpp) are built
+// once per domain size and priced on every bandwidth of that row (they do not depend
+// on the fabric). Rows are swept in order, their splits on run.jobs threads.
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -51,11 +53,21 @@ struct CrossoverResult {
   std::string verdict;               // one line
 };
 
+// How the sweep runs: on `jobs` threads (the same cells for any count), calling
+// on_cell with each cell as soon as it is known (in the cells' order) and progress
+// with (split x cell pricings done, total).
+struct CrossoverRun {
+  int jobs = 1;
+  std::function<void(const CrossoverCell&)> on_cell;
+  std::function<void(size_t done, size_t total)> progress;
+};
+
 CrossoverResult crossover(const models::ModelConfig& model, const Topology& base, int devices,
                           const std::vector<int>& domain_sizes, const std::vector<double>& scale_out_gbps,
                           long long global_batch, double threshold, const ProjectionOptions& options,
                           const FailureAssumptions* failure = nullptr, RankBy rank_by = RankBy::mfu,
-                          int max_cp = 0);  // > 0: the largest CP degree searched (else default_search's)
+                          int max_cp = 0,  // > 0: the largest CP degree searched (else default_search's)
+                          const CrossoverRun& run = {});
 
 // The verdict line, e.g. "llama3-405b: PP stops being needed at domain >= 72 at 400 Gb/s
 // (and faster)"; per scale-out bandwidth, the smallest domain from which PP is not

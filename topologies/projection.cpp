@@ -24,7 +24,7 @@ std::string gb(double bytes) {
 // Fills memory fields; returns false (with the reason) when the split does not fit.
 bool check_memory(const models::ModelConfig& m, const Topology& t, const ProjectionOptions& o,
                   Projection& p) {
-  p.memory = models::peak_memory_per_rank(m, p.split, o.precision);
+  p.memory = models::peak_memory_per_rank(m, p.split, o.precision, schedule_index(p.split)->schedule);
   p.memory_capacity_bytes = t.device.memory_GB.get() * 1e9 * o.usable_memory_fraction;
   if (p.memory.total() <= p.memory_capacity_bytes) return true;
   p.reason = "needs " + gb(p.memory.total()) + " per device on stage " +
@@ -64,8 +64,9 @@ std::vector<models::StepProgram> stage_programs(const models::ModelConfig& model
   std::vector<models::StepProgram> programs;
   programs.reserve(split.pp);
   for (int s = 0; s < split.pp; ++s)
-    // The first rank of stage s (rank order tp, cp, dp, pp: models/rank_groups.hpp).
-    programs.push_back(models::build_step_program(model, split, schedule, s * split.tp * split.cp * split.dp, po));
+    // The first rank of stage s (rank order tp-cp-dp-pp: models/rank_groups.hpp).
+    programs.push_back(models::build_step_program(model, split, schedule,
+                                                  models::RankLayout(split).rank_of({0, 0, s, 0, 0}), po));
   return programs;
 }
 
@@ -172,9 +173,9 @@ void keep_freed_memory_for_reuse() {
 models::SplitSearch default_search(const Topology& topology, long long global_batch) {
   models::SplitSearch s;
   s.global_batch = global_batch;
-  s.micro_batch_sizes = {1};
+  s.micro_batch_sizes = {1, 2, 4};
   s.schedules = {models::ScheduleKind::one_f_one_b, models::ScheduleKind::interleaved};
-  s.interleave_chunks = {2};
+  s.interleave_chunks = {2, 4, 8};
   s.recomputes = {models::Recompute::none, models::Recompute::selective, models::Recompute::full};
   s.try_zero1 = true;
   s.try_sequence_parallel = true;

@@ -119,7 +119,7 @@ std::vector<Projection> project_all(const models::ModelConfig& model, const Topo
 void keep_freed_memory_for_reuse();
 
 // The search `ibt project --all` and `ibt crossover` use by default: microbatch size 1,
-// 1F1B and interleaved (v = 2), recompute none/selective/full, ZeRO-1 on and off,
+// 2 or 4, 1F1B and interleaved (v = 2, 4, 8), recompute none/selective/full, ZeRO-1 on and off,
 // context parallelism up to 16 (all_gather and ring, where 2cp divides seq_len),
 // sequence parallelism whenever tp > 1, tp at most the domain size.
 models::SplitSearch default_search(const Topology& topology, long long global_batch);

@@ -62,6 +62,54 @@ TEST(Uncertainty, ProjectedMfuCarriesItsFamilyBand) {
   EXPECT_NE(format_mfu_with_band(0.36, h100, "dgx-h100").find("36.0% ("), std::string::npos);
 }
 
+// The sweep on several threads gives the same cells, reported in order as they are
+// known, with progress counting every split x cell pricing; and each cell's best
+// agrees with pricing that split on the full step programs (the full event walk).
+TEST(Crossover, ThreadsChangeNothingAndCellsArriveInOrder) {
+  const auto m = models::load_model("mixtral-8x7b");
+  const Topology base = load_topology("dgx-h100");
+  const std::vector<int> domains{8, 16, 32};
+  const std::vector<double> gbps{200, 800};
+  // max_cp 1: no context parallelism, so that the test stays seconds.
+  const auto serial = crossover(m, base, 64, domains, gbps, 128, 0.05, ProjectionOptions{}, nullptr, RankBy::mfu, 1);
+  CrossoverRun run;
+  run.jobs = 3;
+  std::vector<std::pair<int, double>> seen;
+  size_t last_done = 0, last_total = 0;
+  run.on_cell = [&](const CrossoverCell& c) { seen.emplace_back(c.domain_size, c.scale_out_gbps); };
+  run.progress = [&](size_t done, size_t total) {
+    EXPECT_GT(done, last_done);
+    last_done = done;
+    last_total = total;
+  };
+  const auto parallel = crossover(m, base, 64, domains, gbps, 128, 0.05, ProjectionOptions{}, nullptr,
+                                  RankBy::mfu, 1, run);
+  ASSERT_EQ(parallel.cells.size(), serial.cells.size());
+  ASSERT_EQ(seen.size(), serial.cells.size());
+  EXPECT_EQ(last_done, last_total);
+  EXPECT_GT(last_total, serial.cells.size());
+  for (size_t i = 0; i < serial.cells.size(); ++i) {
+    const auto& a = serial.cells[i];
+    const auto& b = parallel.cells[i];
+    EXPECT_EQ(seen[i].first, a.domain_size);
+    EXPECT_EQ(seen[i].second, a.scale_out_gbps);
+    EXPECT_EQ(b.best_no_pp.split, a.best_no_pp.split) << i;
+    EXPECT_EQ(b.best_with_pp.split, a.best_with_pp.split) << i;
+    EXPECT_EQ(b.best_with_pp.step_s, a.best_with_pp.step_s) << i;
+    EXPECT_EQ(b.gain, a.gain) << i;
+    // The full event walk on the winner.
+    for (const Projection* best : {&a.best_no_pp, &a.best_with_pp}) {
+      if (!best->feasible) continue;
+      Projection full;
+      full.split = best->split;
+      ASSERT_TRUE(prepare(m, base, ProjectionOptions{}, full));
+      price(stage_programs(m, best->split, ProjectionOptions{}), m, with_fabric(base, a.domain_size, a.scale_out_gbps),
+            ProjectionOptions{}, full);
+      EXPECT_NEAR(full.step_s, best->step_s, 1e-9 * full.step_s) << models::describe(best->split);
+    }
+  }
+}
+
 TEST(Crossover, VerdictNamesTheSmallestDomainFromWhichPPIsNotNeeded) {
   CrossoverResult r;
   r.domain_sizes = {8, 72, 256};

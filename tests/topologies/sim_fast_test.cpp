@@ -1,7 +1,7 @@
 // The fast walk (topologies/sim_fast.hpp) against the full event walk (simulate() on
 // the full step programs) on real catalog models and topologies: dense, MoE with EP,
 // interleaved at depths 2 and 4, uneven stages (61 layers), recompute, ZeRO-1, sequence
-// parallelism, micro-batch size > 1, overlapped and non-overlapped gradient reduction.
+// parallelism, micro-batch size > 1, context parallelism (ring and all-gather), overlapped and non-overlapped gradient reduction.
 // Walked op by op (StageDetail::all) the result must be bitwise equal; with summaries
 // (StageDetail::first, what searches use) the step time and the first stage's
 // breakdown must agree to 1e-9 of the step time (sim_fast.hpp states the bound).
@@ -36,6 +36,12 @@ ParallelSplit split(int dp, int tp, int pp, int ep, int vpp, int m, int mbs, Sch
   return ParallelSplit{dp, tp, pp, ep, vpp, m, mbs, k, sp, zero1, r};
 }
 
+ParallelSplit cp_split(ParallelSplit s, int cp, models::CpComm comm) {
+  s.cp = cp;
+  s.cp_comm = comm;
+  return s;
+}
+
 std::vector<Case> cases() {
   using enum ScheduleKind;
   return {
@@ -56,6 +62,11 @@ std::vector<Case> cases() {
       {"deepseek-v3", "dgx-b200", split(4, 8, 16, 4, 1, 128, 1, one_f_one_b, true, true, Recompute::selective)},
       {"llama3-405b", "gb200-nvl72", split(2, 8, 8, 1, 4, 64, 1, interleaved, true, true, Recompute::none)},
       {"gpt3-175b", "tpu-v5p", split(4, 32, 8, 1, 1, 96, 1, one_f_one_b, true, false, Recompute::full), false},
+      // context parallelism: ring and all-gather attention, with PP and interleaving
+      {"llama3-70b", "dgx-h100", cp_split(split(2, 4, 4, 1, 2, 8, 1, interleaved, true, true, Recompute::selective), 2,
+                                          models::CpComm::ring)},
+      {"deepseek-v3", "gb200-nvl72", cp_split(split(4, 4, 8, 4, 1, 16, 1, one_f_one_b, true, true, Recompute::none), 4,
+                                              models::CpComm::all_gather)},
       // no pipeline: one stage, data + expert parallel
       {"tiny-moe", "dgx-h100", split(8, 1, 1, 4, 1, 4, 1, one_f_one_b, false, true, Recompute::selective)},
   };
