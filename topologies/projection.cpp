@@ -57,7 +57,8 @@ std::vector<models::StepProgram> stage_programs(const models::ModelConfig& model
   std::vector<models::StepProgram> programs;
   programs.reserve(split.pp);
   for (int s = 0; s < split.pp; ++s)
-    programs.push_back(models::build_step_program(model, split, schedule, s * split.tp * split.dp, po));
+    // The rank (tp 0, cp 0, dp 0) of stage s stands for its stage.
+    programs.push_back(models::build_step_program(model, split, schedule, s * split.tp * split.cp * split.dp, po));
   return programs;
 }
 
