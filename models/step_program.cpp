@@ -135,19 +135,46 @@ class Builder {
     return std::move(prog_);
   }
 
-  // One forward or backward of `chunk` for any microbatch (build_chunk_ops).
-  std::vector<Op> chunk_ops(int chunk, Pass pass) {
+  // One forward or backward of `chunk` for any microbatch (build_action_template):
+  // the wait on the received input is kWaitReceived.
+  ActionTemplate chunk_ops(int chunk, Pass pass, bool reduce_grads) {
     mb_ = -1;
     action_ = -1;
     chunk_ = chunk;
     if (pass == Pass::forward) forward_chunk();
-    else backward_chunk(false);
+    else backward_chunk(reduce_grads);
+    ActionTemplate t;
+    t.producer = producer_ >= 0 ? producer_ : -1;
+    t.ops = std::move(prog_.ops);
+    return t;
+  }
+
+  // The gradient reduction and optimizer tail (build_tail_template), as it follows
+  // the schedule's last action: the first compute op before it is kWaitLastCompute.
+  std::vector<Op> gradient_ops() {
+    last_compute_ = kWaitLastCompute;
+    all_grad_buckets();
+    optimizer_step();
     return std::move(prog_.ops);
   }
 
-  // The gradient reduction and optimizer tail (build_gradient_ops).
-  std::vector<Op> gradient_ops() {
-    all_grad_buckets();
+  // The tail with overlapped gradient reduction: the buckets were reduced in the
+  // chunks' last backwards (in `chunk_order`), so only the optimizer (waiting for the
+  // last of those reductions, kWaitLastGrad) and what follows it remain.
+  std::vector<Op> overlapped_tail_ops(const std::vector<int>& chunk_order) {
+    last_compute_ = kWaitLastCompute;
+    for (int chunk : chunk_order) {
+      chunk_ = chunk;
+      const int vs = vstage();
+      const LayerRange r = stage_layers(m_, V_, vs);
+      if (vs == V_ - 1) grad_buckets(m_.layers);
+      for (int l = r.end() - 1; l >= r.first; --l) grad_buckets(l);
+      if (vs == 0) grad_buckets(kEmbeddingLayer);
+    }
+    chunk_ = -1;
+    const bool reduced = !prog_.ops.empty();
+    prog_.ops.clear();
+    last_grad_ = reduced ? kWaitLastGrad : -1;
     optimizer_step();
     return std::move(prog_.ops);
   }
@@ -176,6 +203,8 @@ class Builder {
   // the current action. An op waits for it only when it runs on another stream (ops of
   // one stream run in order anyway).
   int wait_for_producer(Stream mine) const {
+    // A template's received input arrives by a pp_exchange, on the comm stream.
+    if (producer_ == kWaitReceived) return mine != Stream::comm ? kWaitReceived : -1;
     return producer_ >= 0 && prog_.ops[producer_].stream != mine ? producer_ : -1;
   }
 
@@ -510,8 +539,9 @@ class Builder {
   void forward_chunk() {
     phase_ = Phase::forward;
     const int vs = vstage();
-    // mb_ < 0: a chunk template (build_chunk_ops), no exchange to wait for.
-    producer_ = vs > 0 && mb_ >= 0 ? recv_act_.at(slot()) : -1;
+    // mb_ < 0: a chunk template (build_action_template): kWaitReceived stands for
+    // the exchange that received the activation.
+    producer_ = vs > 0 ? (mb_ >= 0 ? recv_act_.at(slot()) : kWaitReceived) : -1;
     if (vs == 0) embedding_fwd();
     const LayerRange r = stage_layers(m_, V_, vs);
     for (int l = r.first; l < r.end(); ++l) layer_fwd(l);
@@ -523,7 +553,7 @@ class Builder {
     phase_ = Phase::backward;
     const int vs = vstage();
     // The last virtual stage starts from its own loss (same stream, in order).
-    producer_ = vs < V_ - 1 && mb_ >= 0 ? recv_grad_.at(slot()) : -1;
+    producer_ = vs < V_ - 1 ? (mb_ >= 0 ? recv_grad_.at(slot()) : kWaitReceived) : -1;
     if (vs == V_ - 1) {
       head_bwd();
       if (reduce_grads_now) grad_buckets(m_.layers);
@@ -562,8 +592,7 @@ class Builder {
                       : (a.recv->payload == Payload::activation ? Phase::forward : Phase::backward);
     op.group = Group::pp;
     op.stream = Stream::comm;
-    // With SP each TP rank holds (and sends) its sequence shard.
-    op.bytes = (sp() ? T_ / t_ : T_) * m_.hidden * e_;
+    op.bytes = pipeline_message_bytes(m_, s_, o_);
     // The data sent is the output of the action just before this exchange (the
     // exchange does not change producer_: a later exchange of the same round may
     // send it).
@@ -738,6 +767,47 @@ PipelineSchedule shape_only(const ParallelSplit& split) {
 }
 }  // namespace
 
+double pipeline_message_bytes(const ModelConfig& model, const ParallelSplit& split,
+                              const StepProgramOptions& options) {
+  const double tokens = static_cast<double>(split.micro_batch_size) * model.seq_len;
+  // With SP each TP rank holds (and sends) its sequence shard.
+  return (split.sequence_parallel ? tokens / split.tp : tokens) * model.hidden * options.activation_bytes;
+}
+
+ActionTemplate build_action_template(const ModelConfig& model, const ParallelSplit& split, int stage,
+                                     int chunk, Pass pass, bool reduce_grads,
+                                     const StepProgramOptions& options) {
+  validate(split, model, split.world_size());
+  if (stage < 0 || stage >= split.pp || chunk < 0 || chunk >= split.vpp)
+    throw UsageError("step program: no stage " + std::to_string(stage) + " chunk " +
+                     std::to_string(chunk) + " in split " + describe(split));
+  const PipelineSchedule shape = shape_only(split);
+  const int rank = RankLayout(split).rank_of({0, 0, stage, 0, 0});
+  return Builder(model, split, shape, rank, options)
+      .chunk_ops(chunk, pass, reduce_grads && pass == Pass::backward);
+}
+
+std::vector<Op> build_tail_template(const ModelConfig& model, const ParallelSplit& split, int stage,
+                                    const std::vector<int>& chunk_order,
+                                    const StepProgramOptions& options) {
+  validate(split, model, split.world_size());
+  const PipelineSchedule shape = shape_only(split);
+  const int rank = RankLayout(split).rank_of({0, 0, stage, 0, 0});
+  Builder b(model, split, shape, rank, options);
+  return options.overlap_grad_reduce ? b.overlapped_tail_ops(chunk_order) : b.gradient_ops();
+}
+
+namespace {
+// The template builders' markers mean nothing outside the fast sim: as documented,
+// build_chunk_ops and build_gradient_ops leave those waits out.
+std::vector<Op> without_markers(std::vector<Op> ops) {
+  for (Op& op : ops)
+    for (int& w : op.waits)
+      if (w < -1) w = -1;
+  return ops;
+}
+}  // namespace
+
 std::vector<Op> build_chunk_ops(const ModelConfig& model, const ParallelSplit& split, int stage,
                                 int chunk, Pass pass, const StepProgramOptions& options) {
   validate(split, model, split.world_size());
@@ -746,7 +816,7 @@ std::vector<Op> build_chunk_ops(const ModelConfig& model, const ParallelSplit& s
                      std::to_string(chunk) + " in split " + describe(split));
   const PipelineSchedule shape = shape_only(split);
   const int rank = RankLayout(split).rank_of({0, 0, stage, 0, 0});
-  return Builder(model, split, shape, rank, options).chunk_ops(chunk, pass);
+  return without_markers(Builder(model, split, shape, rank, options).chunk_ops(chunk, pass, false).ops);
 }
 
 std::vector<Op> build_gradient_ops(const ModelConfig& model, const ParallelSplit& split, int stage,
@@ -754,7 +824,7 @@ std::vector<Op> build_gradient_ops(const ModelConfig& model, const ParallelSplit
   validate(split, model, split.world_size());
   const PipelineSchedule shape = shape_only(split);
   const int rank = RankLayout(split).rank_of({0, 0, stage, 0, 0});
-  return Builder(model, split, shape, rank, options).gradient_ops();
+  return without_markers(Builder(model, split, shape, rank, options).gradient_ops());
 }
 
 }  // namespace ibt::models

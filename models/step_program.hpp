@@ -232,6 +232,39 @@ StepProgram build_step_program(const ModelConfig& model, const ParallelSplit& sp
 //   overlap_grad_reduce);
 // - build_gradient_ops: the gradient reduction and optimizer tail of the stage in
 //   the non-overlapped order (waits index this list).
+// Action templates for the sim's fast walk (topologies/sim_fast.hpp). Like the above,
+// but a wait that reaches outside the list is kept as a marker instead of dropped:
+// - kWaitReceived: the pp_exchange that received the action's activation (gradient)
+//   -- every op that waits for it in the full program, not only the first;
+// - kWaitLastCompute: the last compute op issued before the list (the tail's
+//   gradient reductions wait for the last backward);
+// - kWaitLastGrad: the last grad_comm op issued before the list (the optimizer after
+//   overlapped reductions).
+// build_action_template: one forward or backward of `chunk` for any microbatch;
+// reduce_grads (backward only) = the chunk's last backward with overlap_grad_reduce,
+// the layers' gradient ops interleaved as build_step_program places them. producer is
+// the op whose output the next send carries (-1 = none): a send waits for it when it
+// is not on the comm stream.
+// build_tail_template: what follows the schedule's last action; with
+// overlap_grad_reduce chunk_order lists the chunks in the order of their last backward
+// (the order their buckets were reduced in), otherwise it is unused.
+// pipeline_message_bytes: the bytes of every pp_exchange of the split (op.bytes).
+double pipeline_message_bytes(const ModelConfig& model, const ParallelSplit& split,
+                              const StepProgramOptions& options = {});
+inline constexpr int kWaitReceived = -2;
+inline constexpr int kWaitLastCompute = -3;
+inline constexpr int kWaitLastGrad = -4;
+struct ActionTemplate {
+  std::vector<Op> ops;
+  int producer = -1;
+};
+ActionTemplate build_action_template(const ModelConfig& model, const ParallelSplit& split, int stage,
+                                     int chunk, Pass pass, bool reduce_grads,
+                                     const StepProgramOptions& options = {});
+std::vector<Op> build_tail_template(const ModelConfig& model, const ParallelSplit& split, int stage,
+                                    const std::vector<int>& chunk_order,
+                                    const StepProgramOptions& options = {});
+
 std::vector<Op> build_chunk_ops(const ModelConfig& model, const ParallelSplit& split, int stage,
                                 int chunk, Pass pass, const StepProgramOptions& options = {});
 std::vector<Op> build_gradient_ops(const ModelConfig& model, const ParallelSplit& split, int stage,
