@@ -6,8 +6,11 @@
 // Conventions every consumer relies on:
 // - No biases anywhere (Llama-style). GPT-3 had biases; they are < 0.1% of its
 //   parameters and FLOPs, and Megatron's FLOP formula ignores them too.
-// - Standard attention: heads query heads of head_dim() = hidden / heads and kv_heads
-//   key/value heads of the same size (GQA when kv_heads < heads).
+// - Standard attention: heads query heads of head_dim() and kv_heads key/value heads
+//   of the same size (GQA when kv_heads < heads). head_dim() is hidden / heads unless
+//   the file gives "head_dim" (explicit_head_dim): heads x head_dim may then differ
+//   from hidden, as in Gemma and MaxText's scaled models; the Q/K/V projections map
+//   hidden to heads*head_dim and the output projection back.
 // - attention == mla (DeepSeek-V3, Kimi K2): multi-head latent attention, modelled by
 //   its projections exactly (q down/up, kv down/up, output; see accounting.hpp), with
 //   per-head query/key size qk_nope_head_dim + qk_rope_head_dim and value size
@@ -29,6 +32,7 @@ struct ModelConfig {
   int hidden = 0;
   int heads = 0;
   int kv_heads = 0;            // == heads without GQA
+  int explicit_head_dim = 0;   // "head_dim" in the file; 0 = hidden / heads
   int ffn_hidden = 0;          // dense MLP inner size
   int vocab = 0;
   int seq_len = 0;
@@ -53,7 +57,7 @@ struct ModelConfig {
   double bias_update_rate = 0.0;    // aux-loss-free: bias step per training step
 
   bool is_moe() const { return num_experts > 0; }
-  int head_dim() const { return hidden / heads; }
+  int head_dim() const { return explicit_head_dim > 0 ? explicit_head_dim : hidden / heads; }
   bool layer_is_moe(int layer) const { return is_moe() && layer >= first_dense_layers; }
   int moe_layers() const { return is_moe() ? layers - first_dense_layers : 0; }
   // Per-head sizes of the attention core (query.key and value); equal to head_dim()

@@ -96,6 +96,7 @@ ModelConfig parse_model(const std::string& text, const std::string& origin) {
       {"layers", [&](const json& v, const std::string& f) { m.layers = get_int(v, origin, f, 1); }},
       {"hidden", [&](const json& v, const std::string& f) { m.hidden = get_int(v, origin, f, 1); }},
       {"heads", [&](const json& v, const std::string& f) { m.heads = get_int(v, origin, f, 1); }},
+      {"head_dim", [&](const json& v, const std::string& f) { m.explicit_head_dim = get_int(v, origin, f, 1); }},
       {"kv_heads", [&](const json& v, const std::string& f) {
          m.kv_heads = get_int(v, origin, f, 1);
          kv_given = true;
@@ -159,7 +160,9 @@ void validate_model(const ModelConfig& m, const std::string& origin) {
   need(m.kv_heads >= 1 && m.heads % m.kv_heads == 0, "kv_heads",
        "must divide heads (" + std::to_string(m.heads) + ")");
   if (m.attention == Attention::standard) {
-    need(m.hidden % m.heads == 0, "heads", "must divide hidden (" + std::to_string(m.hidden) + ")");
+    if (m.explicit_head_dim == 0)
+      need(m.hidden % m.heads == 0, "heads",
+           "must divide hidden (" + std::to_string(m.hidden) + "), or give \"head_dim\"");
     need(m.q_lora_rank == 0 && m.kv_lora_rank == 0 && m.qk_nope_head_dim == 0 &&
              m.qk_rope_head_dim == 0 && m.v_head_dim == 0,
          "attention", "MLA fields (q_lora_rank, kv_lora_rank, qk_*_head_dim, v_head_dim) need \"attention\": \"mla\"");
@@ -168,6 +171,7 @@ void validate_model(const ModelConfig& m, const std::string& origin) {
     need(m.qk_nope_head_dim > 0, "qk_nope_head_dim", "must be > 0 with mla attention");
     need(m.v_head_dim > 0, "v_head_dim", "must be > 0 with mla attention");
     need(m.kv_heads == m.heads, "kv_heads", "must equal heads with mla attention");
+    need(m.explicit_head_dim == 0, "head_dim", "is for standard attention (mla gives qk_*_head_dim, v_head_dim)");
   }
   if (m.num_experts > 0) {
     need(m.top_k >= 1 && m.top_k <= m.num_experts, "top_k",

@@ -28,7 +28,7 @@ namespace {
 
 constexpr const char* kHelp =
     "usage: mpiexec -n N ibt train --model NAME [split options] [--check] [--out FILE.h5]\n\n"
-    "Trains the model for --steps steps at the split (dp * tp * pp must equal N; ep divides dp)\n"
+    "Trains the model for --steps steps at the split (dp * tp * pp * cp must equal N; ep divides dp)\n"
     "on the CPU (fp32, OpenBLAS, one thread per rank) and prints per step: loss, step time,\n"
     "tokens/s, model TFLOP/s, MFU against the per-rank sgemm peak, and the time breakdown\n"
     "(compute; exposed communication per group tp, pp (incl. pipeline idle), dp, ep).\n"

@@ -95,6 +95,16 @@ TEST(EngineActivationMemory, MoeBlockKeepsTheAccountingPlusItsCopies) {
                                        tokens * 4.0 * (kRmsNormZeroMeans + copies));
 }
 
+// An explicit head_dim (heads x head_dim != hidden): Q, K, V and the context follow it.
+TEST(EngineActivationMemory, ExplicitHeadDimBlockKeepsWhatTheAccountingCounts) {
+  ModelConfig m = load_model("tiny-dense");
+  m.explicit_head_dim = 24;
+  ParallelSplit s{1, 2, 1, 1, 1, 1, 2, ScheduleKind::one_f_one_b};
+  const double tokens = 2.0 * m.seq_len;
+  EXPECT_EQ(cached_bytes(m, 0, 2, 2),
+            activation_bytes_per_layer(m, s, fp32_adam(), 0) + tokens * 4.0 * kRmsNormZeroMeans);
+}
+
 // Context parallelism (all_gather variant): 1/cp of the tokens, the probabilities of
 // the local queries against the whole sequence, and the gathered K/V of the sequence.
 TEST(EngineActivationMemory, ContextParallelBlockKeepsWhatTheAccountingCounts) {

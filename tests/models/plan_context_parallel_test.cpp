@@ -246,6 +246,20 @@ TEST(PlanContextParallel, ActivationsFallByCpPlusTheGatheredKv) {
   }
 }
 
+// An explicit head_dim (heads x head_dim != hidden): parameters, FLOPs and the step
+// program follow head_dim, not hidden / heads.
+TEST(PlanModelShapes, ExplicitHeadDim) {
+  ModelConfig m = load_model("tiny-dense");  // hidden 64, heads 4, kv_heads 2
+  m.explicit_head_dim = 24;
+  EXPECT_EQ(m.head_dim(), 24);
+  const ParamCounts c = count_parameters(m);
+  EXPECT_DOUBLE_EQ(c.attention_per_layer, 64.0 * (4 * 24 + 2 * 2 * 24) + 4 * 24 * 64.0);
+  EXPECT_DOUBLE_EQ(attention_forward_flops_per_token(m), 2.0 * m.layers * m.seq_len * 4 * (24 + 24));
+  ParallelSplit s = cp_split(2, 1, 2, 2, 2);
+  const double want = model_flops_per_step(m, s.microbatches * s.micro_batch_size);
+  EXPECT_NEAR(replica_flops(m, s) / want, 1.0, 1e-12);
+}
+
 TEST(PlanContextParallel, Zero1ShardsOverDpTimesCp) {
   const ModelConfig m = load_model("tiny-dense");
   ParallelSplit a = cp_split(1, 4), b = cp_split(2, 2);

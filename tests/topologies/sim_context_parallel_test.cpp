@@ -109,6 +109,7 @@ TEST(SimContextParallel, ProjectionBreakdownAddsUpWithCp) {
   for (auto comm : {models::CpComm::all_gather, models::CpComm::ring}) {
     models::ParallelSplit s = cp_split(4, comm, 8);
     s.tp = 8;
+    s.pp = 2;  // the sim's rank per stage skips the CP peers too
     s.dp = 2;
     s.sequence_parallel = true;
     s.zero1 = true;

@@ -36,7 +36,7 @@ ParallelSplit split(int dp, int tp, int pp, int ep, int vpp, int m, int mbs, Sch
   return ParallelSplit{dp, tp, pp, ep, vpp, m, mbs, k, sp, zero1, r};
 }
 
-ParallelSplit cp_split(ParallelSplit s, int cp, models::CpComm comm) {
+ParallelSplit with_cp(ParallelSplit s, int cp, models::CpComm comm) {
   s.cp = cp;
   s.cp_comm = comm;
   return s;
@@ -63,12 +63,19 @@ std::vector<Case> cases() {
       {"llama3-405b", "gb200-nvl72", split(2, 8, 8, 1, 4, 64, 1, interleaved, true, true, Recompute::none)},
       {"gpt3-175b", "tpu-v5p", split(4, 32, 8, 1, 1, 96, 1, one_f_one_b, true, false, Recompute::full), false},
       // context parallelism: ring and all-gather attention, with PP and interleaving
-      {"llama3-70b", "dgx-h100", cp_split(split(2, 4, 4, 1, 2, 8, 1, interleaved, true, true, Recompute::selective), 2,
+      {"llama3-70b", "dgx-h100", with_cp(split(2, 4, 4, 1, 2, 8, 1, interleaved, true, true, Recompute::selective), 2,
                                           models::CpComm::ring)},
-      {"deepseek-v3", "gb200-nvl72", cp_split(split(4, 4, 8, 4, 1, 16, 1, one_f_one_b, true, true, Recompute::none), 4,
+      {"deepseek-v3", "gb200-nvl72", with_cp(split(4, 4, 8, 4, 1, 16, 1, one_f_one_b, true, true, Recompute::none), 4,
                                               models::CpComm::all_gather)},
       // no pipeline: one stage, data + expert parallel
       {"tiny-moe", "dgx-h100", split(8, 1, 1, 4, 1, 4, 1, one_f_one_b, false, true, Recompute::selective)},
+      // context parallel: ring K/V passes (overlapped) and the all-gather variant
+      {"llama3-70b", "dgx-h100",
+       with_cp(split(2, 4, 4, 1, 2, 8, 1, interleaved, true, true, Recompute::selective), 4, models::CpComm::ring)},
+      {"deepseek-v3", "gb200-nvl72",
+       with_cp(split(8, 4, 4, 4, 1, 8, 1, one_f_one_b, true, true, Recompute::none), 2, models::CpComm::all_gather)},
+      {"llama3-8b", "tpu-v5p",
+       with_cp(split(1, 2, 1, 1, 1, 4, 1, one_f_one_b, true, false, Recompute::full), 8, models::CpComm::ring), false},
   };
 }
 
