@@ -24,7 +24,7 @@ void BM_ProjectOneConfig(benchmark::State& state) {
   s.dp = kDevices / (s.tp * s.pp);
   s.microbatches = static_cast<int>(kGlobalBatch / s.dp);
   s.sequence_parallel = true;
-  s.zero1 = true;
+  s.zero = 1;
   double step = 0;
   for (auto _ : state) {
     const auto p = ibt::topo::project(model, topo, s);

@@ -14,16 +14,22 @@ std::string_view to_string(Group g) {
     case Group::pp: return "pp";
     case Group::ep: return "ep";
     case Group::expert_dp: return "expert_dp";
+    case Group::dp_shard: return "dp_shard";
+    case Group::dp_replica: return "dp_replica";
   }
   return "?";
 }
 
-RankLayout::RankLayout(int tp, int dp, int pp, int ep) : tp_(tp), dp_(dp), pp_(pp), ep_(ep) {
+RankLayout::RankLayout(int tp, int dp, int pp, int ep, int shard_group)
+    : tp_(tp), dp_(dp), pp_(pp), ep_(ep), shard_(shard_group > 0 ? shard_group : dp) {
   if (tp < 1 || dp < 1 || pp < 1 || ep < 1)
     throw UsageError("rank layout: tp, dp, pp and ep must be >= 1");
   if (dp % ep != 0)
     throw UsageError("rank layout: dp (" + std::to_string(dp) + ") not divisible by ep (" +
                      std::to_string(ep) + ") (EP is drawn from DP)");
+  if (shard_group < 0 || dp % shard_ != 0)
+    throw UsageError("rank layout: dp (" + std::to_string(dp) + ") not divisible by shard_group (" +
+                     std::to_string(shard_group) + ")");
 }
 
 int RankLayout::group_size(Group g) const {
@@ -34,6 +40,8 @@ int RankLayout::group_size(Group g) const {
     case Group::pp: return pp_;
     case Group::ep: return ep_;
     case Group::expert_dp: return dp_ / ep_;
+    case Group::dp_shard: return shard_;
+    case Group::dp_replica: return dp_ / shard_;
   }
   return 1;
 }
@@ -64,6 +72,8 @@ int RankLayout::index_in_group(Group g, int rank) const {
     case Group::pp: return c.pp;
     case Group::ep: return c.ep;
     case Group::expert_dp: return c.expert_dp;
+    case Group::dp_shard: return c.dp % shard_;
+    case Group::dp_replica: return c.dp / shard_;
   }
   return 0;
 }
@@ -78,6 +88,8 @@ int RankLayout::group_color(Group g, int rank) const {
     case Group::pp: return c.tp + tp_ * c.dp;
     case Group::ep: return c.tp + tp_ * (c.expert_dp + (dp_ / ep_) * c.pp);
     case Group::expert_dp: return c.tp + tp_ * (c.ep + ep_ * c.pp);
+    case Group::dp_shard: return c.tp + tp_ * (c.dp / shard_ + (dp_ / shard_) * c.pp);
+    case Group::dp_replica: return c.tp + tp_ * (c.dp % shard_ + shard_ * c.pp);
   }
   return 0;
 }
@@ -96,6 +108,8 @@ std::vector<int> RankLayout::members(Group g, int rank) const {
       case Group::pp: m.pp = i; break;
       case Group::ep: m.dp = c.expert_dp * ep_ + i; break;
       case Group::expert_dp: m.dp = i * ep_ + c.ep; break;
+      case Group::dp_shard: m.dp = (c.dp / shard_) * shard_ + i; break;
+      case Group::dp_replica: m.dp = i * shard_ + c.dp % shard_; break;
     }
     out.push_back(rank_of(m));
   }

@@ -10,6 +10,7 @@
 #include "ibt/version.hpp"
 #include "models/model_file.hpp"
 #include "models/parallel_split.hpp"
+#include "suites/zero_flags.hpp"
 #include "suites/cli.hpp"
 #include "suites/failure_flags.hpp"
 #include "suites/run_recorder.hpp"
@@ -29,7 +30,8 @@ struct ProjectArgs {
   std::string model, topology, schedule = "1f1b", recompute = "none", dtype, out, rank_by = "mfu";
   long gpus = 0, dp = 0, tp = 1, pp = 1, ep = 1, vpp = 0, microbatches = 0, mbs = 1;
   long long global_batch = 0, global_batch_tokens = 16LL * 1024 * 1024;
-  bool zero1 = false, sp = false, no_sp = false, all = false, no_overlap = false;
+  ZeroFlags zero;
+  bool sp = false, no_sp = false, all = false, no_overlap = false;
   long top = 20;
   double memory_fraction = 0.9;
 };
@@ -76,7 +78,6 @@ int project_main(int argc, char** argv) {
        "global batch in tokens (divided by the model's sequence length)")
       ("schedule", po::value(&a.schedule)->default_value(a.schedule), "afab, 1f1b or interleaved")
       ("recompute", po::value(&a.recompute)->default_value(a.recompute), "none, selective or full")
-      ("zero", po::value<int>(), "ZeRO stage: 0 or 1")
       ("sp", po::bool_switch(&a.sp), "sequence parallelism (needs tp > 1; default on when tp > 1)")
       ("no-sp", po::bool_switch(&a.no_sp), "no sequence parallelism")
       ("dtype", po::value(&a.dtype), "compute dtype the peak and MFU refer to: fp32, tf32, bf16, fp8 (default bf16, else fp32)")
@@ -88,8 +89,14 @@ int project_main(int argc, char** argv) {
        "with --all: rank by mfu or goodput (goodput-adjusted MFU = MFU x goodput; needs the failure figures)")
       ("out", po::value(&a.out), "HDF5 results file to append a run of kind 'projection' to");
   suites::add_failure_options(opts);
+  po::options_description zero_opts("Sharded data parallelism (one split; with --all: comma lists to search)");
+  po::options_description hidden;
+  add_zero_options(zero_opts, hidden, a.zero, false);
+  opts.add(zero_opts);
+  po::options_description all_opts;
+  all_opts.add(opts).add(hidden);
   po::variables_map vm;
-  if (!parse_command_line(argc, argv, opts, vm)) {
+  if (!parse_command_line(argc, argv, all_opts, vm)) {
     std::cout << opts << "\n";
     return kExitOk;
   }
@@ -137,8 +144,9 @@ int project_main(int argc, char** argv) {
               topology.device.name.c_str(), global_batch, model.seq_len);
   if (a.all) {
     topo::keep_freed_memory_for_reuse();
-    auto ranked = topo::project_all(model, topology, static_cast<int>(a.gpus),
-                                    topo::default_search(topology, global_batch), options);
+    models::SplitSearch search = topo::default_search(topology, global_batch);
+    apply_zero_flags(a.zero, search);
+    auto ranked = topo::project_all(model, topology, static_cast<int>(a.gpus), search, options);
     for (auto& p : ranked) topo::add_goodput(p, model, options, failure);
     topo::rank_projections(ranked, rank_by);
     std::printf("ranked by %s\n", topo::to_string(rank_by));
@@ -176,11 +184,7 @@ int project_main(int argc, char** argv) {
       s.microbatches = static_cast<int>(global_batch / per);
     }
     s.recompute = models::parse_recompute(a.recompute);
-    if (vm.count("zero")) {
-      const int z = vm["zero"].as<int>();
-      if (z != 0 && z != 1) throw UsageError("--zero must be 0 or 1 (got " + std::to_string(z) + ")");
-      s.zero1 = z == 1;
-    }
+    apply_zero_flags(a.zero, s);
     if (a.sp && a.no_sp) throw UsageError("--sp and --no-sp contradict each other");
     s.sequence_parallel = s.tp > 1 && !a.no_sp;
     topo::Projection p = topo::project(model, topology, s, options);

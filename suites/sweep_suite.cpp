@@ -12,6 +12,7 @@
 
 #include "core/errors.hpp"
 #include "models/model_file.hpp"
+#include "suites/zero_flags.hpp"
 #include "suites/cli.hpp"
 #include "suites/mpi_session.hpp"
 #include "suites/run_recorder.hpp"
@@ -73,8 +74,13 @@ int run(int argc, char** argv, MpiSession& mpi) {
        "cuda: per-GPU peak for MFU (default: the catalog's dense peak for the GPU)")
       ("max-runs", po::value(&max_runs)->default_value(0), "stop after this many splits (0: all)")
       ("out", po::value(&out), "append one run per split to this HDF5 results file");
+  ZeroFlags zero;
+  po::options_description hidden;
+  add_zero_options(o, hidden, zero, true);
+  po::options_description all;
+  all.add(o).add(hidden);
   po::variables_map vm;
-  if (!parse_command_line(argc, argv, o, vm)) {
+  if (!parse_command_line(argc, argv, all, vm)) {
     if (mpi.rank() == 0) std::cout << kHelp << "\n" << o << "\n";
     return kExitOk;
   }
@@ -86,6 +92,7 @@ int run(int argc, char** argv, MpiSession& mpi) {
   models::SplitSearch search;
   search.microbatch_counts = parse_int_list(microbatches, "microbatches");
   search.try_sequence_parallel = true;  // every valid split, SP variants included
+  apply_zero_flags(zero, search);
   std::vector<models::ParallelSplit> splits;
   int skipped = 0;
   for (const auto& s : models::enumerate_splits(model, mpi.size(), search)) {

@@ -5,8 +5,9 @@
 // domain size x scale-out bandwidth per device; every other figure is the base's), and
 // in every cell the best projected MFU over all valid splits with PP = 1 and with
 // PP > 1 (default_search(): microbatch size 1, the global batch fixed, 1F1B and
-// interleaved v=2, recompute none/selective/full, ZeRO-1 on/off, SP when tp > 1,
-// tp <= domain size). gain = MFU(PP>1) / MFU(PP=1) - 1 (infinite when no PP = 1 split
+// interleaved v=2, recompute none/selective/full, ZeRO-1 on/off, without PP also
+// ZeRO-2, FSDP and HSDP, SP when tp > 1, tp <= domain size; or `search` when given,
+// its max_tp replaced by the largest domain). gain = MFU(PP>1) / MFU(PP=1) - 1 (infinite when no PP = 1 split
 // fits in memory). "PP needed" in a cell = gain > threshold.
 //
 // With failure assumptions (failure_model.hpp) each projection also gets its goodput,
@@ -46,7 +47,8 @@ struct CrossoverResult {
 CrossoverResult crossover(const models::ModelConfig& model, const Topology& base, int devices,
                           const std::vector<int>& domain_sizes, const std::vector<double>& scale_out_gbps,
                           long long global_batch, double threshold, const ProjectionOptions& options,
-                          const FailureAssumptions* failure = nullptr, RankBy rank_by = RankBy::mfu);
+                          const FailureAssumptions* failure = nullptr, RankBy rank_by = RankBy::mfu,
+                          const models::SplitSearch* search = nullptr);
 
 // The verdict line, e.g. "llama3-405b: PP stops being needed at domain >= 72 at 400 Gb/s
 // (and faster)"; per scale-out bandwidth, the smallest domain from which PP is not

@@ -44,7 +44,9 @@ std::uint64_t message_key(const Transfer& t) {
 Exposure exposure_of(Group g) {
   switch (g) {
     case Group::tp: return Exposure::tp;
-    case Group::dp: return Exposure::dp;
+    case Group::dp:
+    case Group::dp_shard:
+    case Group::dp_replica: return Exposure::dp;
     case Group::expert_dp: return Exposure::expert_dp;
     case Group::pp: return Exposure::pp;
     case Group::ep: return Exposure::ep;
@@ -56,7 +58,7 @@ Exposure exposure_of(Group g) {
 struct RankState {
   const StepProgram* prog = nullptr;
   size_t next = 0;                    // next op to process (program order)
-  std::array<double, 3> stream_free{};
+  std::array<double, models::kNumStreams> stream_free{};
   std::vector<double> ready, finish, dur;
   std::vector<double> transfer;        // exchange: the slower half's own transfer time
   std::vector<char> posted;           // exchange: ready time known to partners

@@ -31,6 +31,11 @@ TopologyPricer::TopologyPricer(const Topology& topology, const models::ParallelS
   placement_[static_cast<int>(Group::expert_dp)] =
       place_group(split.dp / split.ep, static_cast<long long>(split.tp) * split.ep, D);
   placement_[static_cast<int>(Group::pp)] = place_group(split.pp, stage_stride_, D);
+  // Hybrid sharding: shard groups are consecutive DP ranks, replicas stride over them.
+  const int shard = split.zero_shard();
+  placement_[static_cast<int>(Group::dp_shard)] = place_group(shard, split.tp, D);
+  placement_[static_cast<int>(Group::dp_replica)] =
+      place_group(split.dp / shard, static_cast<long long>(split.tp) * shard, D);
 }
 
 void TopologyPricer::add_attention_score_traffic(const models::ModelConfig& model, double passes,

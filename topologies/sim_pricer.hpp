@@ -49,7 +49,7 @@ class TopologyPricer : public OpPricer {
   bool dispatch_overlaps_ = false;  // max(roofline, overhead) instead of their sum
   double score_bytes_forward_ = 0;  // extra attention-core bytes per forward op
   long long stage_stride_ = 1;    // ranks between pipeline stages (tp * dp)
-  std::array<Placement, 6> placement_{};  // by models::Group
+  std::array<Placement, models::kNumGroups> placement_{};  // by models::Group
 };
 
 // The dtype MFU is computed against: bf16 where the device has it, else fp32.

@@ -1,5 +1,6 @@
 #pragma once
-// The MPI communicators of one rank for a split: tp, dp, pp, ep and expert_dp, made by
+// The MPI communicators of one rank for a split: tp, dp, pp, ep, expert_dp, dp_shard
+// and dp_replica, made by
 // MPI_Comm_split with the colours and keys of rank_groups.hpp, so member i of each
 // communicator is the member with index_in_group() == i (for pp: the stage).
 #include <memory>
@@ -18,6 +19,9 @@ struct ProcessGroups {
   int world_rank = 0;
   RankCoord coord;
   std::unique_ptr<MpiCommunicator> world, tp, dp, pp, ep, expert_dp;
+  // Hybrid sharding (rank_groups.hpp): the shard group and the replicas of one shard
+  // (dp and a single rank without a shard group).
+  std::unique_ptr<MpiCommunicator> dp_shard, dp_replica;
 };
 
 }  // namespace ibt::models

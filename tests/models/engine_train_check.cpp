@@ -55,7 +55,9 @@ Args parse(int argc, char** argv) {
     else if (k == "--micro-batch-size") a.split.micro_batch_size = num();
     else if (k == "--schedule") a.split.schedule = parse_schedule(v);
     else if (k == "--steps") a.steps = num();
-    else if (k == "--zero1") a.split.zero1 = num() != 0;
+    else if (k == "--zero1") a.split.zero = num() != 0 ? 1 : 0;
+    else if (k == "--zero") a.split.zero = num();
+    else if (k == "--shard-group") a.split.shard_group = num();
     else if (k == "--sequence-parallel") a.split.sequence_parallel = num() != 0;
     else if (k == "--lr") a.lr = std::atof(v.c_str());
     else if (k == "--reference-lr") a.reference_lr = std::atof(v.c_str());
