@@ -202,14 +202,26 @@ std::vector<ParallelSplit> enumerate_splits(const ModelConfig& model, int world_
             if (z == 1 || ((z == 2 || z == 3) && sharded_ok)) zeros.push_back({z, 0});
         if (dp > 1 && ep == 1 && sharded_ok) {
           std::vector<int> groups = q.shard_groups;
-          for (int d : q.shard_domains)
-            if (d > 0 && d % tp == 0) groups.push_back(d / tp);
+          for (int d : q.shard_domains) {  // the largest group of dp ranks inside the domain
+            int best = 0;
+            for (int g : divisors(dp))
+              if (static_cast<long long>(g) * tp <= d) best = g;
+            if (best > 1) groups.push_back(best);
+          }
           std::sort(groups.begin(), groups.end());
           groups.erase(std::unique(groups.begin(), groups.end()), groups.end());
           for (int g : groups)
             if (g > 1 && g < dp && dp % g == 0) zeros.push_back({3, g});
         }
-        for (int mbs : q.micro_batch_sizes) {
+        // Micro-batch sizes: the listed ones for every split, and for ZeRO-3 also the
+        // sharded_micro_batch_sizes (FSDP gathers every unit once per microbatch).
+        std::vector<int> all_mbs = q.micro_batch_sizes;
+        if (dp > 1 && std::any_of(zeros.begin(), zeros.end(), [](auto zg) { return zg.first == 3; }))
+          for (int b : q.sharded_micro_batch_sizes)
+            if (std::find(all_mbs.begin(), all_mbs.end(), b) == all_mbs.end()) all_mbs.push_back(b);
+        for (int mbs : all_mbs) {
+          const bool listed = std::find(q.micro_batch_sizes.begin(), q.micro_batch_sizes.end(), mbs) !=
+                              q.micro_batch_sizes.end();
           std::vector<int> ms;
           if (q.global_batch > 0) {
             const long long per = static_cast<long long>(dp) * mbs;
@@ -223,6 +235,7 @@ std::vector<ParallelSplit> enumerate_splits(const ModelConfig& model, int world_
               for (bool sp : sps)
                 for (auto [z, g] : zeros)
                   for (auto rc : q.recomputes) {
+                    if (!listed && z != 3) continue;
                     ParallelSplit s{dp, tp, pp, ep, v, m, mbs, kind, sp, z, rc, g};
                     if (first_failure(s, model, world_size).empty()) out.push_back(s);
                   }

@@ -119,13 +119,17 @@ struct SplitSearch {
   std::vector<int> zero_stages = {0};
   // HSDP shard-group sizes tried with ZeRO-3 (those that properly divide dp).
   std::vector<int> shard_groups = {};
-  // Also try, with ZeRO-3, the shard group that fills a scale-up domain of each of
-  // these sizes (g = domain / tp), the usual HSDP placement (shard inside the node or
-  // rack, replicate across).
+  // Also try, with ZeRO-3, for each of these scale-up domain sizes the largest shard
+  // group that fits in one domain (the largest divisor g of dp with g * tp <= domain):
+  // the usual HSDP placement, shard inside the node or rack, replicate across.
   std::vector<int> shard_domains = {};
   // false: ZeRO-2/3 and HSDP only where pp == 1 (the pruned projection search: FSDP
   // is the no-PP strategy, and DeepSpeed refuses ZeRO-2/3 with its pipeline engine).
   bool sharded_with_pp = true;
+  // Micro-batch sizes also tried for ZeRO-3 splits (after micro_batch_sizes): FSDP
+  // gathers every unit's weights once per microbatch, so fewer, larger microbatches
+  // are how it is run at scale.
+  std::vector<int> sharded_micro_batch_sizes = {};
   bool try_sequence_parallel = true;  // also emit the SP variant when tp > 1
   bool only_sequence_parallel = false;  // when tp > 1, emit only the SP variant
   int max_tp = 0;  // 0 = no limit (e.g. the scale-up domain size for projection)

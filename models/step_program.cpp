@@ -125,9 +125,10 @@ class Builder {
     action_ = -1;
     mb_ = -1;
     chunk_ = -1;
-    // ZeRO-3 reduce-scatters inside the backward; the tail registers the buckets (and,
-    // with a shard group, all-reduces the shards across replicas).
-    if (!o_.overlap_grad_reduce || s_.zero == 3) all_grad_buckets();
+    // ZeRO-2/3 reduce-scatter inside every backward; the last backward of a chunk (with
+    // overlap) or the tail registers the buckets (and, with a shard group, all-reduces
+    // the shards across replicas).
+    if (!o_.overlap_grad_reduce) all_grad_buckets();
     optimizer_step();
     for (const Op& op : prog_.ops) prog_.flops_by_phase[static_cast<int>(op.phase)] += op.flops;
     return std::move(prog_);
@@ -497,20 +498,20 @@ class Builder {
     const int vs = vstage();
     // The last virtual stage starts from its own loss (same stream, in order).
     producer_ = vs < V_ - 1 && mb_ >= 0 ? recv_grad_.at(slot()) : -1;
-    // ZeRO-3 reduce-scatters every unit's gradient after every backward.
-    const bool zero3 = s_.zero == 3;
+    // ZeRO-2/3 reduce-scatter every unit's gradient after every backward.
+    const bool every = s_.zero >= 2;
     if (vs == V_ - 1) {
       head_bwd();
-      if (reduce_grads_now || zero3) grad_buckets(m_.layers, !zero3);
+      if (reduce_grads_now || every) grad_buckets(m_.layers, reduce_grads_now);
     }
     const LayerRange r = stage_layers(m_, V_, vs);
     for (int l = r.end() - 1; l >= r.first; --l) {
       layer_bwd(l);
-      if (reduce_grads_now || zero3) grad_buckets(l, !zero3);
+      if (reduce_grads_now || every) grad_buckets(l, reduce_grads_now);
     }
     if (vs == 0) {
       embedding_bwd();
-      if (reduce_grads_now || zero3) grad_buckets(kEmbeddingLayer, !zero3);
+      if (reduce_grads_now || every) grad_buckets(kEmbeddingLayer, reduce_grads_now);
     }
     layer_ = kNoLayer;
   }
@@ -524,8 +525,8 @@ class Builder {
       const int vs = vstage();
       const LayerRange r = stage_layers(m_, V_, vs);
       auto bucket_done = [this](int layer) {
-        if (s_.zero != 3) return grad_buckets(layer);
-        pending_bucket_layer_ = layer;  // reduce-scattered in the backward already
+        if (s_.zero < 2) return grad_buckets(layer);
+        pending_bucket_layer_ = layer;  // reduce-scattered in every backward already
         replica_reduce(bucket(layer));
         buckets_.push_back(layer);
       };
@@ -609,8 +610,9 @@ class Builder {
     pushed.chunk = -1;
   }
 
-  // Gradient reduction of one layer's bucket (after its last backward; with ZeRO-3
-  // after every backward, record = false: the bucket is recorded once, in the tail).
+  // Gradient reduction of one layer's bucket (after its last backward; with ZeRO-2/3
+  // after every backward, record = false except after the last one with overlap: the
+  // bucket is recorded, and HSDP's replica all-reduce issued, once).
   void grad_buckets(int layer, bool record = true) {
     pending_bucket_layer_ = layer;
     const Bucket b = bucket(layer);

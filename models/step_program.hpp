@@ -61,10 +61,13 @@
 // for it. The gather of unit n waits for the end of unit n-2 (units counted in issue
 // order over the whole step): so it runs while unit n-1 computes (FSDP's prefetch
 // of the next unit, at most two units gathered at once), and the very first unit of
-// the step has nothing to hide behind: its gather is exposed. After each unit's
-// backward, for every microbatch (FSDP reduces each backward; no no_sync), its
-// gradient reduce-scatter on grad_comm; after the schedule, with a shard group, one
-// dp_replica all-reduce of each unit's shard; no gather after the optimizer.
+// the step has nothing to hide behind: its gather is exposed. ZeRO-2 and ZeRO-3: after
+// each unit's backward, for every microbatch (FSDP reduces each backward, no no_sync;
+// DeepSpeed ZeRO-2 likewise keeps no full gradient across micro-steps), its gradient
+// reduce-scatter on grad_comm; with a shard group, one dp_replica all-reduce of each
+// unit's shard, after the unit's last backward (overlap_grad_reduce) or after the
+// schedule; ZeRO-3 has no gather after the optimizer. The sim prices the param_comm
+// and grad_comm streams as independent: it does not model their sharing one link.
 // MoE layers under TP and EP (what the cpu executor must implement to match): the
 // MoE input is the full sequence on every TP rank (after the SP all-gather with SP);
 // the router runs replicated on it; each TP rank dispatches its copy of the tokens to

@@ -150,6 +150,7 @@ models::SplitSearch default_search(const Topology& topology, long long global_ba
   s.zero_stages = {1, 2, 3};
   s.shard_domains = {topology.domain_size()};
   s.sharded_with_pp = false;
+  s.sharded_micro_batch_sizes = {2, 4, 8, 16};
   s.try_sequence_parallel = true;
   s.only_sequence_parallel = true;
   s.max_tp = topology.domain_size();
