@@ -213,15 +213,17 @@ RankMemory memory_per_rank(const ModelConfig& m, const ParallelSplit& s, const P
   r.weights = (s.zero >= 3 ? sharded : r.params) * p.weight_bytes;
   r.grads = (s.zero >= 2 ? sharded : r.params) * p.grad_bytes;
   r.optimizer = (s.zero >= 1 ? sharded : r.params) * p.optimizer_bytes;
-  if (s.zero >= 2) {
-    double largest = 0, largest_pair = 0;
-    for (const auto& chunk : zero_units(m, s, stage))
-      for (size_t i = 0; i < chunk.size(); ++i) {
-        largest = std::max(largest, chunk[i]);
-        largest_pair = std::max(largest_pair, chunk[i] + (i + 1 < chunk.size() ? chunk[i + 1] : 0.0));
-      }
-    r.buffers = largest * p.grad_bytes + (s.zero >= 3 ? largest_pair * p.weight_bytes : 0.0);
-  }
+  // ZeRO buffers: ZeRO-2 the gradients of the unit being back-propagated; ZeRO-3 in
+  // forward unit u and the prefetched u+1 gathered, in backward u, the prefetched u-1
+  // and u's gradients.
+  for (const auto& chunk : zero_units(m, s, stage))
+    for (size_t i = 0; i < chunk.size() && s.zero >= 2; ++i) {
+      const double next = i + 1 < chunk.size() ? chunk[i + 1] : 0.0, prev = i > 0 ? chunk[i - 1] : 0.0;
+      const double held = s.zero == 2 ? chunk[i] * p.grad_bytes
+                                      : std::max((chunk[i] + next) * p.weight_bytes,
+                                                 (chunk[i] + prev) * p.weight_bytes + chunk[i] * p.grad_bytes);
+      r.buffers = std::max(r.buffers, held);
+    }
   r.chunks_in_flight = max_chunks_in_flight(sched, stage);
   r.layers_in_flight = max_layers_in_flight(sched, m, stage);
   r.activations = peak_activation_bytes(m, s, p, stage, sched);

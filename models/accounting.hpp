@@ -30,8 +30,9 @@
 //     2  also gradients P·g/d, plus a buffer of one unit's full gradients (the unit
 //        being back-propagated; reduce-scattered after every backward, step_program.hpp)
 //     3  also weights P·w/d, plus the gathered weights of two consecutive units (the
-//        one computing and the prefetched next one; the largest such pair of the stage)
-//        and one unit's full gradients
+//        one computing and the prefetched next one) and, in backward, the computing
+//        unit's full gradients: the most of max(w·(n_u + n_u+1), w·(n_u + n_u-1) + g·n_u)
+//        over the stage's units (what the cpu engine holds, zero_units.hpp)
 //   "Units" are the embedding, each layer and the head (final norm + LM head), FSDP's
 //   usual wrapping. With the default bf16 mixed precision (w 2, g 2, o 12: fp32 master
 //   weights, Adam m and v) stage 0 is 16 bytes per parameter, 1: 4 + 12/d, 2: 2 + 14/d,
