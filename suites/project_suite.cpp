@@ -40,7 +40,8 @@ const char* kConventions =
     "MFU = model FLOPs per step / (step time x devices x peak FLOP/s of --dtype); model FLOPs "
     "= 6 x matmul-active parameters + full-sequence attention per token (causal masking not "
     "discounted, recompute not counted; models/accounting.hpp). HFU adds recompute. Memory: "
-    "bf16 mixed-precision Adam (fp32 Adam when --dtype fp32), 16 bytes per parameter before ZeRO-1, activations "
+    "bf16 mixed-precision Adam (fp32 Adam when --dtype fp32), 16 bytes per parameter before ZeRO (ZeRO-1 4 + 12/d, "
+    "ZeRO-2 2 + 14/d, ZeRO-3 16/d, plus ZeRO-2/3 unit buffers; d = dp or the HSDP shard group), activations "
     "saved by a Llama-style block (no dropout, fused attention; Korthikanti et al. 2022 without dropout for GPT) x the "
     "chunks the schedule holds in flight; a split above the usable memory fraction is infeasible.";
 
@@ -53,7 +54,11 @@ int project_main(int argc, char** argv) {
       "Prints step time, MFU and HFU, the breakdown (compute, exposed communication per group,\n"
       "pipeline bubble) and memory per device. --all searches every valid split (tp <= domain\n"
       "size, 1f1b and interleaved v=2, recompute none/selective/full, ZeRO-1 on/off, sequence\n"
-      "parallelism when tp > 1) at the global batch and ranks them.\n\n"
+      "parallelism when tp > 1; without PP also ZeRO-2, ZeRO-3 (FSDP, also at micro-batch sizes\n"
+      "2-16) and HSDP sharded inside one scale-up domain) at the global batch and ranks them,\n"
+      "each labelled with its strategy (ddp, zero1, zero2, fsdp, hsdp8, then tpN ppN epN).\n"
+      "A single split that does not fit in memory is still priced: DOES NOT FIT says by how\n"
+      "much, the step time follows.\n\n"
       "Conventions: MFU = model FLOPs / (step time x devices x peak of --dtype); model FLOPs are\n"
       "6N (active parameters) + full-sequence attention, no recompute; HFU counts recompute.\n"
       "Goodput: from a per-node failure rate, the checkpoint size and write bandwidth and the\n"
