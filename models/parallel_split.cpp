@@ -16,6 +16,17 @@ std::string_view to_string(ScheduleKind k) {
   return "?";
 }
 
+std::string_view to_string(CpComm c) {
+  return c == CpComm::ring ? "ring" : "all_gather";
+}
+
+CpComm parse_cp_comm(std::string_view name) {
+  for (auto c : {CpComm::all_gather, CpComm::ring})
+    if (name == to_string(c)) return c;
+  throw UsageError("unknown context-parallel communication '" + std::string(name) +
+                   "' (expected all_gather or ring)");
+}
+
 std::string_view to_string(Recompute r) {
   switch (r) {
     case Recompute::none: return "none";
@@ -41,7 +52,9 @@ Recompute parse_recompute(std::string_view name) {
 
 std::string describe(const ParallelSplit& s) {
   std::ostringstream o;
-  o << "dp" << s.dp << " tp" << s.tp << " pp" << s.pp << " ep" << s.ep << " vpp" << s.vpp
+  o << "dp" << s.dp << " tp" << s.tp << " pp" << s.pp;
+  if (s.cp != 1) o << " cp" << s.cp << (s.cp_comm == CpComm::ring ? " ring" : "");
+  o << " ep" << s.ep << " vpp" << s.vpp
     << " m" << s.microbatches << " b" << s.micro_batch_size << " " << to_string(s.schedule);
   if (s.sequence_parallel) o << " sp";
   if (s.zero > 0) o << " zero" << s.zero;
@@ -63,6 +76,7 @@ std::string strategy_label(const ParallelSplit& s) {
     o << w;
   };
   if (s.tp > 1) word("tp" + std::to_string(s.tp) + (s.sequence_parallel ? " sp" : ""));
+  if (s.cp > 1) word("cp" + std::to_string(s.cp) + (s.cp_comm == CpComm::ring ? " ring" : ""));
   if (s.pp > 1) word("pp" + std::to_string(s.pp) + (s.vpp > 1 ? " v" + std::to_string(s.vpp) : ""));
   if (s.ep > 1) word("ep" + std::to_string(s.ep));
   if (o.tellp() == 0) o << "single";
@@ -84,11 +98,12 @@ std::string first_failure(const ParallelSplit& s, const ModelConfig& m, int worl
     return v >= 1 ? std::string() : std::string(name) + " must be >= 1 (got " + std::to_string(v) + ")";
   };
   for (auto [name, v] : {std::pair{"dp", s.dp}, {"tp", s.tp}, {"pp", s.pp}, {"ep", s.ep},
-                         {"vpp", s.vpp}, {"microbatches", s.microbatches},
+                         {"cp", s.cp}, {"vpp", s.vpp}, {"microbatches", s.microbatches},
                          {"micro_batch_size", s.micro_batch_size}})
     if (auto e = positive(name, v); !e.empty()) return e;
-  if (static_cast<long long>(s.dp) * s.tp * s.pp != world)
-    return "dp*tp*pp (" + std::to_string(static_cast<long long>(s.dp) * s.tp * s.pp) +
+  const long long product = static_cast<long long>(s.dp) * s.tp * s.pp * s.cp;
+  if (product != world)
+    return std::string(s.cp > 1 ? "dp*tp*pp*cp (" : "dp*tp*pp (") + std::to_string(product) +
            ") != world size (" + std::to_string(world) + ")";
   // Tensor parallelism.
   if (auto e = divides("heads", m.heads, "tp", s.tp); !e.empty()) return e;
@@ -102,6 +117,16 @@ std::string first_failure(const ParallelSplit& s, const ModelConfig& m, int worl
     if (s.tp == 1) return "sequence_parallel needs tp > 1";
     if (auto e = divides("seq_len", m.seq_len, "tp", s.tp); !e.empty())
       return e + " (sequence parallel)";
+  }
+  // Context parallelism: 2*cp chunks per sequence, paired for causal balance.
+  if (s.cp == 1 && s.cp_comm != CpComm::all_gather) return "cp_comm ring needs cp > 1";
+  if (s.cp > 1) {
+    if (auto e = divides("seq_len", m.seq_len, "2*cp", 2LL * s.cp); !e.empty())
+      return e + " (context parallel: 2*cp chunks per sequence)";
+    if (s.sequence_parallel)
+      if (auto e = divides("seq_len", m.seq_len, "cp*tp", static_cast<long long>(s.cp) * s.tp);
+          !e.empty())
+        return e + " (context and sequence parallel)";
   }
   // Pipeline parallelism and schedules.
   if (static_cast<long long>(s.pp) * s.vpp > m.layers)
@@ -128,9 +153,11 @@ std::string first_failure(const ParallelSplit& s, const ModelConfig& m, int worl
   if (auto e = divides("dp", s.dp, "ep", s.ep); !e.empty()) return e + " (EP is drawn from DP)";
   if (m.is_moe())
     if (auto e = divides("num_experts", m.num_experts, "ep", s.ep); !e.empty()) return e;
-  // Sharded data parallelism.
+  // Sharded data parallelism (ZeRO-1 also shards over CP ranks: they are replicas).
   if (s.zero < 0 || s.zero > 3) return "zero stage must be 0, 1, 2 or 3 (got " + std::to_string(s.zero) + ")";
-  if (s.zero > 0 && s.dp == 1) return "zero" + std::to_string(s.zero) + " needs dp > 1";
+  if (s.zero == 1 && s.grad_replicas() == 1) return "zero1 needs dp > 1 (or cp > 1)";
+  if (s.zero >= 2 && s.dp == 1) return "zero" + std::to_string(s.zero) + " needs dp > 1";
+  if (s.zero >= 2 && s.cp > 1) return "zero" + std::to_string(s.zero) + " with cp > 1 is not supported yet";
   if (s.shard_group != 0) {
     const std::string g = "shard_group (" + std::to_string(s.shard_group) + ")";
     if (s.zero == 0) return g + " needs a ZeRO stage (zero >= 1): it says over whom states are sharded";
@@ -139,6 +166,7 @@ std::string first_failure(const ParallelSplit& s, const ModelConfig& m, int worl
              "); sharding over all of dp is shard_group 0";
     if (auto e = divides("dp", s.dp, "shard_group", s.shard_group); !e.empty()) return e;
     if (s.ep > 1) return g + " with ep > 1 is not supported (expert weights shard over expert_dp)";
+    if (s.cp > 1) return g + " with cp > 1 is not supported yet";
   }
   return {};
 }
@@ -174,7 +202,9 @@ std::vector<ParallelSplit> enumerate_splits(const ModelConfig& model, int world_
     if (pp < q.min_pp || !within(pp, q.max_pp) || pp > model.layers) continue;
     for (int tp : divisors(world_size / pp)) {
       if (!within(tp, q.max_tp) || model.heads % tp || model.kv_heads % tp) continue;
-      const int dp = world_size / pp / tp;
+      for (int cp : divisors(world_size / pp / tp)) {
+      if (!within(cp, q.max_cp) || (cp > 1 && model.seq_len % (2LL * cp))) continue;
+      const int dp = world_size / pp / tp / cp;
       for (int ep : divisors(dp)) {
         if (!within(ep, q.max_ep) || (ep > 1 && (!model.is_moe() || model.num_experts % ep)))
           continue;
@@ -193,13 +223,13 @@ std::vector<ParallelSplit> enumerate_splits(const ModelConfig& model, int world_
           if (q.only_sequence_parallel) sps = {true};
           else if (q.try_sequence_parallel) sps = {false, true};
         }
-        // (zero stage, shard group): stage 0 always; the others when dp > 1; HSDP
-        // shard groups with ZeRO-3 only where they properly divide dp.
+        // (zero stage, shard group): stage 0 always; ZeRO-1 when dp*cp > 1; ZeRO-2/3
+        // when dp > 1 and cp == 1; HSDP shard groups with ZeRO-3 only where they
+        // properly divide dp.
         std::vector<std::pair<int, int>> zeros = {{0, 0}};
-        const bool sharded_ok = q.sharded_with_pp || pp == 1;
-        if (dp > 1)
-          for (int z : q.zero_stages)
-            if (z == 1 || ((z == 2 || z == 3) && sharded_ok)) zeros.push_back({z, 0});
+        const bool sharded_ok = (q.sharded_with_pp || pp == 1) && cp == 1;
+        for (int z : q.zero_stages)
+          if ((z == 1 && dp * cp > 1) || ((z == 2 || z == 3) && dp > 1 && sharded_ok)) zeros.push_back({z, 0});
         if (dp > 1 && ep == 1 && sharded_ok) {
           std::vector<int> groups = q.shard_groups;
           for (int d : q.shard_domains) {  // the largest group of dp ranks inside the domain
@@ -216,7 +246,7 @@ std::vector<ParallelSplit> enumerate_splits(const ModelConfig& model, int world_
         // Micro-batch sizes: the listed ones for every split, and for ZeRO-3 also the
         // sharded_micro_batch_sizes (FSDP gathers every unit once per microbatch).
         std::vector<int> all_mbs = q.micro_batch_sizes;
-        if (dp > 1 && std::any_of(zeros.begin(), zeros.end(), [](auto zg) { return zg.first == 3; }))
+        if (std::any_of(zeros.begin(), zeros.end(), [](auto zg) { return zg.first == 3; }))
           for (int b : q.sharded_micro_batch_sizes)
             if (std::find(all_mbs.begin(), all_mbs.end(), b) == all_mbs.end()) all_mbs.push_back(b);
         for (int mbs : all_mbs) {
@@ -236,10 +266,13 @@ std::vector<ParallelSplit> enumerate_splits(const ModelConfig& model, int world_
                 for (auto [z, g] : zeros)
                   for (auto rc : q.recomputes) {
                     if (!listed && z != 3) continue;
-                    ParallelSplit s{dp, tp, pp, ep, v, m, mbs, kind, sp, z, rc, g};
-                    if (first_failure(s, model, world_size).empty()) out.push_back(s);
+                    for (CpComm cc : cp > 1 ? q.cp_comms : std::vector<CpComm>{CpComm::all_gather}) {
+                      ParallelSplit s{dp, tp, pp, ep, v, m, mbs, kind, sp, z, rc, cp, cc, g};
+                      if (first_failure(s, model, world_size).empty()) out.push_back(s);
+                    }
                   }
         }
+      }
       }
     }
   }

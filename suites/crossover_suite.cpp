@@ -66,7 +66,7 @@ int crossover_main(int argc, char** argv) {
   namespace po = boost::program_options;
   std::string model_name, base = "dgx-h100", domains = "8,16,32,64,72,128,256",
                           gbps = "100,200,400,800,1600", out, dtype, rank_by_text = "mfu";
-  long gpus = 0;
+  long gpus = 0, max_cp = 16;
   long long global_batch = 0, global_batch_tokens = 16LL * 1024 * 1024;
   double threshold = 0.05;
   po::options_description opts(
@@ -81,7 +81,8 @@ int crossover_main(int argc, char** argv) {
       "recompute none/selective/full, ZeRO-1 on/off, and without PP ZeRO-2, ZeRO-3 (FSDP) and\n"
       "HSDP sharded inside each domain (strategy labels: fsdp, hsdp8, zero1 ...; FSDP/HSDP are\n"
       "no-PP splits), sequence parallelism when tp > 1,\n"
-      "tp <= domain size; bf16 mixed-precision Adam memory; DP gradient reduction overlapped.\n"
+      "context parallelism up to --cp (all_gather and ring; CP splits without PP count as\n"
+      "no PP), tp <= domain size; bf16 mixed-precision Adam memory; DP gradient reduction overlapped.\n"
       "Goodput: with a failure rate (the flags below or the base topology's reliability section)\n"
       "each cell also shows goodput-adjusted MFU = MFU x goodput (Daly's optimal checkpoint\n"
       "interval; topologies/failure_model.hpp); --rank-by goodput picks the bests and the gain on it.\n"
@@ -95,6 +96,8 @@ int crossover_main(int argc, char** argv) {
       ("base-topology", po::value(&base)->default_value(base), "topology giving the device and the other figures")
       ("global-batch", po::value(&global_batch), "global batch in sequences (overrides --global-batch-tokens)")
       ("global-batch-tokens", po::value(&global_batch_tokens)->default_value(global_batch_tokens), "global batch in tokens")
+      ("cp", po::value(&max_cp)->default_value(max_cp),
+       "largest context-parallel degree searched (all_gather and ring; where 2*cp divides seq_len; 1 = no CP)")
       ("threshold", po::value(&threshold)->default_value(threshold), "relative MFU gain above which PP counts as needed")
       ("dtype", po::value(&dtype), "dtype of the peak MFU refers to (default bf16)")
       ("rank-by", po::value(&rank_by_text)->default_value(rank_by_text),
@@ -116,6 +119,7 @@ int crossover_main(int argc, char** argv) {
   }
   if (model_name.empty()) throw UsageError("--model is required");
   require_positive(gpus, "--gpus");
+  require_positive(max_cp, "--cp");
   if (!(threshold >= 0)) throw UsageError("--threshold must be >= 0");
   const auto domain_list = parse_list<int>(domains, "--domain-sizes");
   const auto gbps_list = parse_list<double>(gbps, "--scale-out-gbps");
@@ -139,7 +143,8 @@ int crossover_main(int argc, char** argv) {
   search.shard_domains = domain_list;  // HSDP inside each cell's domain
   apply_zero_flags(zero, search);
   const topo::CrossoverResult r = topo::crossover(model, topology, static_cast<int>(gpus), domain_list,
-                                                  gbps_list, gb, threshold, options, &failure, rank_by, &search);
+                                                  gbps_list, gb, threshold, options, &failure, rank_by,
+                                                  static_cast<int>(max_cp), &search);
   const bool with_goodput = failure.complete();
   std::printf("compared by %s%s\n", topo::to_string(rank_by),
               with_goodput ? "" : ("; goodput not computed: " + failure.missing()).c_str());

@@ -48,7 +48,8 @@ CrossoverResult crossover(const models::ModelConfig& model, const Topology& base
                           const std::vector<int>& domain_sizes, const std::vector<double>& scale_out_gbps,
                           long long global_batch, double threshold, const ProjectionOptions& options,
                           const FailureAssumptions* failure = nullptr, RankBy rank_by = RankBy::mfu,
-                          const models::SplitSearch* search = nullptr);
+                          int max_cp = 0,  // > 0: the largest CP degree searched (else default_search's)
+                          const models::SplitSearch* search = nullptr);  // else default_search()
 
 // The verdict line, e.g. "llama3-405b: PP stops being needed at domain >= 72 at 400 Gb/s
 // (and faster)"; per scale-out bandwidth, the smallest domain from which PP is not

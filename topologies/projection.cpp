@@ -3,8 +3,10 @@
 #include <algorithm>
 #include <cstdio>
 #include <malloc.h>
+#include <mutex>
 
 #include "core/errors.hpp"
+#include "core/parallel.hpp"
 #include "models/schedule.hpp"
 #include "models/step_program.hpp"
 #include "topologies/sim_pricer.hpp"
@@ -50,34 +52,47 @@ bool prepare(const models::ModelConfig& model, const Topology& topology, const P
   return check_memory(model, topology, options, p);
 }
 
-std::vector<models::StepProgram> stage_programs(const models::ModelConfig& model,
-                                                const models::ParallelSplit& split,
-                                                const ProjectionOptions& options) {
+models::StepProgramOptions program_options(const ProjectionOptions& options) {
   models::StepProgramOptions po;
   po.activation_bytes = static_cast<int>(options.precision.activation_bytes);
   po.gradient_bytes = static_cast<int>(options.precision.grad_bytes);
   po.param_bytes = static_cast<int>(options.precision.weight_bytes);
   po.overlap_grad_reduce = options.overlap_grad_reduce;
+  return po;
+}
+
+std::vector<models::StepProgram> stage_programs(const models::ModelConfig& model,
+                                                const models::ParallelSplit& split,
+                                                const ProjectionOptions& options) {
+  const models::StepProgramOptions po = program_options(options);
   const models::PipelineSchedule schedule = models::build_schedule(split);
   std::vector<models::StepProgram> programs;
   programs.reserve(split.pp);
   for (int s = 0; s < split.pp; ++s)
-    programs.push_back(models::build_step_program(model, split, schedule, s * split.tp * split.dp, po));
+    programs.push_back(models::build_step_program(model, split, schedule, s * split.tp * split.cp * split.dp, po));
   return programs;
 }
 
-void price(const std::vector<models::StepProgram>& programs, const models::ModelConfig& model,
-           const Topology& topology,
-           const ProjectionOptions& options, Projection& p) {
-  const std::string dtype = options.dtype.empty() ? default_dtype(topology) : options.dtype;
-  TopologyPricer pricer(topology, p.split, dtype);
+namespace {
+
+// The pricer of a projection: the topology's, with the options' attention and
+// dispatch assumptions.
+TopologyPricer make_pricer(const models::ModelConfig& model, const Topology& topology,
+                           const ProjectionOptions& options, const models::ParallelSplit& split,
+                           const std::string& dtype) {
+  TopologyPricer pricer(topology, split, dtype);
   pricer.set_dispatch_overlaps_compute(options.dispatch_overlaps_compute);
   if (options.attention_score_passes > 0)
     pricer.add_attention_score_traffic(model, options.attention_score_passes,
                                        options.precision.activation_bytes);
-  SimResult sim = simulate(programs, pricer);
+  return pricer;
+}
+
+// Sets feasible, the times, MFU and the first stage's breakdown from a walked step.
+void record(SimResult sim, const Topology& topology, const ProjectionOptions& options,
+            const std::string& dtype, Projection& p) {
   p.priced = true;
-  p.feasible = p.fits_memory;
+  p.feasible = p.fits_memory;  // a split that does not fit may be priced all the same
   p.step_s = sim.step_us * 1e-6;
   const double peak = topology.device.peak(dtype).get() * 1e12;
   p.mfu = p.model_flops / (p.step_s * p.devices * peak);
@@ -89,14 +104,38 @@ void price(const std::vector<models::StepProgram>& programs, const models::Model
   if (options.keep_sim) p.sim = std::move(sim);
 }
 
+}  // namespace
+
+void price(const std::vector<models::StepProgram>& programs, const models::ModelConfig& model,
+           const Topology& topology,
+           const ProjectionOptions& options, Projection& p) {
+  const std::string dtype = options.dtype.empty() ? default_dtype(topology) : options.dtype;
+  TopologyPricer pricer = make_pricer(model, topology, options, p.split, dtype);
+  record(simulate(programs, pricer), topology, options, dtype, p);
+}
+
+void price(const StepTemplates& templates, const models::ModelConfig& model, const Topology& topology,
+           const ProjectionOptions& options, Projection& p) {
+  const std::string dtype = options.dtype.empty() ? default_dtype(topology) : options.dtype;
+  TopologyPricer pricer = make_pricer(model, topology, options, p.split, dtype);
+  record(simulate_fast(templates, pricer, options.keep_sim ? StageDetail::all : StageDetail::first),
+         topology, options, dtype, p);
+}
+
 namespace {
+// price_if_too_big: also price a split that does not fit (a single projection does, so
+// the user sees the step time; searches do not spend the time).
 Projection project_split(const models::ModelConfig& model, const Topology& topology,
                          const models::ParallelSplit& split, const ProjectionOptions& options,
                          bool price_if_too_big) {
   Projection p;
   p.split = split;
   if (!prepare(model, topology, options, p) && !price_if_too_big) return p;
-  price(stage_programs(model, split, options), model, topology, options, p);
+  // The fast walk's action templates know three streams and waits inside an action;
+  // ZeRO-2/3's per-unit reductions and ZeRO-3's gathers (their own stream, waiting on
+  // the unit before the previous one, across actions) are priced by the full walk.
+  if (split.zero >= 2) price(stage_programs(model, split, options), model, topology, options, p);
+  else price(StepTemplates(model, split, program_options(options)), model, topology, options, p);
   return p;
 }
 }  // namespace
@@ -108,21 +147,28 @@ Projection project(const models::ModelConfig& model, const Topology& topology,
 
 std::vector<Projection> project_all(const models::ModelConfig& model, const Topology& topology,
                                     int devices, const models::SplitSearch& search,
-                                    const ProjectionOptions& options) {
-  std::vector<Projection> out;
-  for (const auto& split : models::enumerate_splits(model, devices, search)) {
+                                    const ProjectionOptions& options, const SearchRun& run) {
+  const std::vector<models::ParallelSplit> splits = models::enumerate_splits(model, devices, search);
+  std::vector<Projection> out(splits.size());
+  std::mutex progress_mutex;
+  size_t done = 0;
+  parallel_for(splits.size(), run.jobs, [&](size_t i) {
     try {
-      out.push_back(project_split(model, topology, split, options, false));
+      out[i] = project_split(model, topology, splits[i], options, false);
     } catch (const UsageError& e) {
       // A split the topology cannot carry (e.g. a group across domains with no
       // scale-out network) is reported, not dropped.
       Projection p;
-      p.split = split;
+      p.split = splits[i];
       p.devices = devices;
       p.reason = e.what();
-      out.push_back(p);
+      out[i] = p;
     }
-  }
+    if (run.progress) {
+      std::lock_guard<std::mutex> lock(progress_mutex);
+      run.progress(++done, splits.size());
+    }
+  });
   std::stable_sort(out.begin(), out.end(), [](const Projection& a, const Projection& b) {
     if (a.feasible != b.feasible) return a.feasible;
     return a.feasible && a.step_s < b.step_s;
@@ -154,6 +200,8 @@ models::SplitSearch default_search(const Topology& topology, long long global_ba
   s.try_sequence_parallel = true;
   s.only_sequence_parallel = true;
   s.max_tp = topology.domain_size();
+  // Context parallelism up to 16 (Llama 3 405B's long-context degree), both variants.
+  s.max_cp = 16;
   return s;
 }
 

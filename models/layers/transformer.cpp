@@ -67,7 +67,8 @@ std::vector<MoeLayer*> Transformer::moe_layers() {
 }
 
 MicrobatchLoss Transformer::forward(const Batch& mb, const Tensor* input, Tensor& output, StageCache& c,
-                                    TpReducer& tp, ExpertExchange* ep, UnitHooks* hooks) const {
+                                    TpReducer& tp, ExpertExchange* ep, ContextExchange* cp,
+                                    UnitHooks* hooks) const {
   MicrobatchLoss loss;
   const int first_block = embedding ? 1 : 0;
   auto before = [hooks](int u) { if (hooks) hooks->before_forward(u); };
@@ -96,7 +97,7 @@ MicrobatchLoss Transformer::forward(const Batch& mb, const Tensor* input, Tensor
   Tensor y;
   for (size_t i = 0; i < blocks.size(); ++i) {
     before(first_block + static_cast<int>(i));
-    blocks[i].forward(x, c.batch, c.seq, y, c.blocks[i], tp, ep);
+    blocks[i].forward(x, c.batch, c.seq, y, c.blocks[i], tp, ep, cp);
     after(first_block + static_cast<int>(i));
     if (blocks[i].moe) {
       loss.moe_load.push_back(c.blocks[i].moe.routing.load);
@@ -133,7 +134,7 @@ MicrobatchLoss Transformer::forward(const Batch& mb, const Tensor* input, Tensor
 }
 
 void Transformer::backward(StageCache& c, const Tensor* d_output, const LossScale& scale, Tensor& d_input,
-                           TpReducer& tp, ExpertExchange* ep, UnitHooks* hooks) {
+                           TpReducer& tp, ExpertExchange* ep, ContextExchange* cp, UnitHooks* hooks) {
   Tensor dy, dx;
   const int first_block = embedding ? 1 : 0;
   auto before = [hooks](int u) { if (hooks) hooks->before_backward(u); };
@@ -161,7 +162,7 @@ void Transformer::backward(StageCache& c, const Tensor* d_output, const LossScal
   }
   for (size_t i = blocks.size(); i-- > 0;) {
     before(first_block + static_cast<int>(i));
-    blocks[i].backward(c.blocks[i], c.batch, c.seq, dy, scale.aux_per_sequence, dx, tp, ep);
+    blocks[i].backward(c.blocks[i], c.batch, c.seq, dy, scale.aux_per_sequence, dx, tp, ep, cp);
     after(first_block + static_cast<int>(i));
     std::swap(dy, dx);
   }
