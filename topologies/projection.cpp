@@ -69,6 +69,7 @@ std::vector<models::StepProgram> stage_programs(const models::ModelConfig& model
   std::vector<models::StepProgram> programs;
   programs.reserve(split.pp);
   for (int s = 0; s < split.pp; ++s)
+    // The first rank of stage s (rank order tp, cp, dp, pp: models/rank_groups.hpp).
     programs.push_back(models::build_step_program(model, split, schedule, s * split.tp * split.cp * split.dp, po));
   return programs;
 }
@@ -82,6 +83,8 @@ TopologyPricer make_pricer(const models::ModelConfig& model, const Topology& top
                            const std::string& dtype) {
   TopologyPricer pricer(topology, split, dtype);
   pricer.set_dispatch_overlaps_compute(options.dispatch_overlaps_compute);
+  if (options.fp8_gemms) pricer.set_fp8_gemms();
+  if (options.tp_comm_overlap) pricer.set_tp_comm_overlap(model, options.precision.activation_bytes);
   if (options.attention_score_passes > 0)
     pricer.add_attention_score_traffic(model, options.attention_score_passes,
                                        options.precision.activation_bytes);
@@ -97,6 +100,8 @@ void record(SimResult sim, const Topology& topology, const ProjectionOptions& op
   const double peak = topology.device.peak(dtype).get() * 1e12;
   p.mfu = p.model_flops / (p.step_s * p.devices * peak);
   p.hfu = p.hardware_flops / (p.step_s * p.devices * peak);
+  p.topology_name = topology.name;
+  p.mfu_band = mfu_band(topology.name, p.mfu);
   p.tokens_per_s = p.tokens_per_step / p.step_s;
   const StageTime& first = sim.stages.front();
   p.compute_s = first.compute_us * 1e-6;

@@ -27,6 +27,7 @@
 #include "topologies/sim_executor.hpp"
 #include "topologies/sim_fast.hpp"
 #include "topologies/topology.hpp"
+#include "topologies/uncertainty.hpp"
 
 namespace ibt::topo {
 
@@ -44,6 +45,13 @@ struct ProjectionOptions {
   // max(roofline, overhead)) instead of adding to it (the default): eager frameworks
   // whose small kernels are launch-bound (sim_pricer.hpp).
   bool dispatch_overlaps_compute = false;
+  // Sequence-parallel TP all-gathers and reduce-scatters split into chunks that overlap
+  // the GEMM next to them (Megatron-Core --tp-comm-overlap, XLA collective matmul):
+  // sim_pricer.hpp states the cost.
+  bool tp_comm_overlap = false;
+  // The linear layers' GEMMs in fp8 (Transformer Engine), MFU still against `dtype`'s
+  // peak (bf16): sim_pricer.hpp states the cost.
+  bool fp8_gemms = false;
   ProjectionOptions() : precision(models::bf16_mixed_adam()) {}
 };
 
@@ -57,6 +65,8 @@ struct Projection {
   bool priced = false;         // step time and breakdown computed (also for a split that does not fit)
   double step_s = 0;
   double mfu = 0, hfu = 0;
+  MfuBand mfu_band;             // from the topology family's validation error (uncertainty.hpp)
+  std::string topology_name;
   double tokens_per_s = 0;
   double tokens_per_step = 0;
   double model_flops = 0, hardware_flops = 0;  // per step, all devices
