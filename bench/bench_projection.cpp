@@ -37,7 +37,7 @@ Case kimi_on_h100() {
   s.dp = 16384 / (s.tp * s.pp);
   s.microbatches = static_cast<int>(kGlobalBatch / s.dp);
   s.sequence_parallel = true;
-  s.zero1 = true;
+  s.zero = 1;
   return {"kimi-k2", "dgx-h100", 16384, s};
 }
 
@@ -48,7 +48,7 @@ Case deepseek_on_tpu() {
   s.dp = 2048 / (s.tp * s.pp);
   s.microbatches = static_cast<int>(kGlobalBatch / s.dp);  // 256
   s.sequence_parallel = true;
-  s.zero1 = true;
+  s.zero = 1;
   return {"deepseek-v3", "tpu-v5p", 2048, s};
 }
 

@@ -226,16 +226,53 @@ RankMemory memory_per_rank(const ModelConfig& m, const ParallelSplit& s, const P
       }
     }
   }
-  r.weights = r.params * p.weight_bytes;
-  r.grads = r.params * p.grad_bytes;
   const double dense = r.params - r.expert_params;
-  // ZeRO-1 shards over the gradient groups: dp x cp (expert weights: expert_dp x cp).
-  r.optimizer = s.zero1 ? p.optimizer_bytes * (dense / (s.dp * s.cp) + r.expert_params / (s.expert_dp() * s.cp))
-                        : p.optimizer_bytes * r.params;
+  // What one copy of the sharded states holds per rank: ZeRO-1 shards over the gradient
+  // groups, dp x cp (expert weights: expert_dp x cp), or the HSDP shard group; ZeRO-2/3
+  // (cp == 1) over dp or the shard group.
+  const double d = s.shard_group > 0 ? s.shard_group : static_cast<double>(s.dp) * s.cp;
+  const double sharded = dense / d + r.expert_params / (static_cast<double>(s.expert_dp()) * s.cp);
+  r.weights = (s.zero >= 3 ? sharded : r.params) * p.weight_bytes;
+  r.grads = (s.zero >= 2 ? sharded : r.params) * p.grad_bytes;
+  r.optimizer = (s.zero >= 1 ? sharded : r.params) * p.optimizer_bytes;
+  // ZeRO buffers: ZeRO-2 the gradients of the unit being back-propagated; ZeRO-3 in
+  // forward unit u and the prefetched u+1 gathered, in backward u, the prefetched u-1
+  // and u's gradients.
+  for (const auto& chunk : zero_units(m, s, stage))
+    for (size_t i = 0; i < chunk.size() && s.zero >= 2; ++i) {
+      const double next = i + 1 < chunk.size() ? chunk[i + 1] : 0.0, prev = i > 0 ? chunk[i - 1] : 0.0;
+      const double held = s.zero == 2 ? chunk[i] * p.grad_bytes
+                                      : std::max((chunk[i] + next) * p.weight_bytes,
+                                                 (chunk[i] + prev) * p.weight_bytes + chunk[i] * p.grad_bytes);
+      r.buffers = std::max(r.buffers, held);
+    }
   r.chunks_in_flight = max_chunks_in_flight(sched, stage);
   r.layers_in_flight = max_layers_in_flight(sched, m, stage);
   r.activations = peak_activation_bytes(m, s, p, stage, sched) + cp_transient_bytes(m, s, p);
   return r;
+}
+
+std::vector<std::vector<double>> zero_units(const ModelConfig& m, const ParallelSplit& s, int stage) {
+  const ParamCounts c = count_parameters(m);
+  const int V = s.pp * s.vpp;
+  const double t = s.tp;
+  std::vector<std::vector<double>> out;
+  for (int chunk = 0; chunk < s.vpp; ++chunk) {
+    const int vs = chunk * s.pp + stage;
+    std::vector<double> units;
+    if (vs == 0) units.push_back(c.embedding / t);
+    const LayerRange range = stage_layers(m, V, vs);
+    for (int l = range.first; l < range.end(); ++l) {
+      double u = (c.attention_per_layer - c.attention_tp_replicated_per_layer) / t +
+                 c.attention_tp_replicated_per_layer + c.norms_per_layer;
+      u += m.layer_is_moe(l) ? c.router_per_layer + c.shared_per_layer / t + (m.num_experts / s.ep) * c.per_expert / t
+                             : c.dense_mlp_per_layer / t;
+      units.push_back(u);
+    }
+    if (vs == V - 1) units.push_back(c.lm_head / t + c.final_norm);
+    out.push_back(std::move(units));
+  }
+  return out;
 }
 
 RankMemory peak_memory_per_rank(const ModelConfig& m, const ParallelSplit& s,

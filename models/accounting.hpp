@@ -23,7 +23,21 @@
 //   and value_head_dim = 128 per head. Their multi-token-prediction module is not
 //   modelled.
 // - Memory per rank: weights + gradients + optimizer states (bytes per parameter from
-//   Precision; zero1 shards the optimizer states over dp, expert ones over expert_dp)
+//   Precision) + ZeRO buffers. Sharding is over the shard group d (dp, or the HSDP
+//   shard_group; expert weights over expert_dp), per stage of ZeRO:
+//     0  weights P·w, gradients P·g, optimizer P·o
+//     1  optimizer P·o/d (Megatron's distributed optimizer is this stage)
+//     2  also gradients P·g/d, plus a buffer of one unit's full gradients (the unit
+//        being back-propagated; reduce-scattered after every backward, step_program.hpp)
+//     3  also weights P·w/d, plus the gathered weights of two consecutive units (the
+//        one computing and the prefetched next one) and, in backward, the computing
+//        unit's full gradients: the most of max(w·(n_u + n_u+1), w·(n_u + n_u-1) + g·n_u)
+//        over the stage's units (what the cpu engine holds, zero_units.hpp)
+//   "Units" are the embedding, each layer and the head (final norm + LM head), FSDP's
+//   usual wrapping. With the default bf16 mixed precision (w 2, g 2, o 12: fp32 master
+//   weights, Adam m and v) stage 0 is 16 bytes per parameter, 1: 4 + 12/d, 2: 2 + 14/d,
+//   3: 16/d (design.md), plus buffers. Megatron keeps fp32 main gradients (g 4), which
+//   this plan does not assume (it would add 2 bytes per parameter, /d with ZeRO-2/3).
 //   + activations: the most bytes of saved activations the stage's schedule holds at
 //   once (forward done, backward not started; schedule.hpp). For 1F1B that is p - stage
 //   microbatches of the stage's layers; for Megatron's interleaved schedule
@@ -74,6 +88,7 @@
 //   heads, f 3.25h, tp 8 with SP, fused attention) it is 15.875h/t elements per token,
 //   31.75*s*b*h/t bytes instead of Korthikanti's 34*s*b*h/t.
 #include <string>
+#include <vector>
 
 #include "models/model_config.hpp"
 #include "models/parallel_split.hpp"
@@ -157,9 +172,11 @@ struct RankMemory {
   double grads = 0;
   double optimizer = 0;
   double activations = 0;
+  double buffers = 0;         // ZeRO-2/3: gathered-weight and unit-gradient buffers (above)
   int chunks_in_flight = 0;   // from the schedule (schedule.hpp max_chunks_in_flight)
   int layers_in_flight = 0;   // the same in layers (max_layers_in_flight)
-  double total() const { return weights + grads + optimizer + activations; }
+  double total() const { return weights + grads + optimizer + activations + buffers; }
+  double model_state() const { return weights + grads + optimizer; }  // without buffers and activations
 };
 // Memory of a rank of pipeline stage `stage` (all TP/CP/DP/EP peers of a stage are equal
 // up to rounding). The split must be valid for the model.
@@ -169,6 +186,10 @@ RankMemory memory_per_rank(const ModelConfig& m, const ParallelSplit& s, const P
 // search over thousands of splits should call.
 RankMemory memory_per_rank(const ModelConfig& m, const ParallelSplit& s, const Precision& p,
                            int stage, const PipelineSchedule& schedule);
+// ZeRO-2/3 unit sizes of a stage (parameters this rank holds unsharded per unit, in
+// forward order: per chunk [embedding], layers..., [head]), and the largest pair of
+// consecutive units inside one chunk (what ZeRO-3 holds gathered with prefetch).
+std::vector<std::vector<double>> zero_units(const ModelConfig& m, const ParallelSplit& s, int stage);
 // The stage with the largest total.
 RankMemory peak_memory_per_rank(const ModelConfig& m, const ParallelSplit& s,
                                 const Precision& p);

@@ -1,5 +1,6 @@
 #include "models/parallel_split.hpp"
 
+#include <algorithm>
 #include <sstream>
 
 #include "core/errors.hpp"
@@ -56,8 +57,29 @@ std::string describe(const ParallelSplit& s) {
   o << " ep" << s.ep << " vpp" << s.vpp
     << " m" << s.microbatches << " b" << s.micro_batch_size << " " << to_string(s.schedule);
   if (s.sequence_parallel) o << " sp";
-  if (s.zero1) o << " zero1";
+  if (s.zero > 0) o << " zero" << s.zero;
+  if (s.shard_group > 0) o << " shard" << s.shard_group;
   o << " recompute=" << to_string(s.recompute);
+  return o.str();
+}
+
+std::string strategy_label(const ParallelSplit& s) {
+  std::ostringstream o;
+  if (s.dp > 1) {
+    if (s.zero == 3) o << (s.shard_group > 0 ? "hsdp" + std::to_string(s.shard_group) : "fsdp");
+    else if (s.shard_group > 0) o << "hsdp" << s.shard_group << "-zero" << s.zero;
+    else if (s.zero > 0) o << "zero" << s.zero;
+    else o << "ddp";
+  }
+  auto word = [&o](const std::string& w) {
+    if (o.tellp() > 0) o << ' ';
+    o << w;
+  };
+  if (s.tp > 1) word("tp" + std::to_string(s.tp) + (s.sequence_parallel ? " sp" : ""));
+  if (s.cp > 1) word("cp" + std::to_string(s.cp) + (s.cp_comm == CpComm::ring ? " ring" : ""));
+  if (s.pp > 1) word("pp" + std::to_string(s.pp) + (s.vpp > 1 ? " v" + std::to_string(s.vpp) : ""));
+  if (s.ep > 1) word("ep" + std::to_string(s.ep));
+  if (o.tellp() == 0) o << "single";
   return o.str();
 }
 
@@ -131,7 +153,21 @@ std::string first_failure(const ParallelSplit& s, const ModelConfig& m, int worl
   if (auto e = divides("dp", s.dp, "ep", s.ep); !e.empty()) return e + " (EP is drawn from DP)";
   if (m.is_moe())
     if (auto e = divides("num_experts", m.num_experts, "ep", s.ep); !e.empty()) return e;
-  if (s.zero1 && s.grad_replicas() == 1) return "zero1 needs dp > 1 (or cp > 1)";
+  // Sharded data parallelism (ZeRO-1 also shards over CP ranks: they are replicas).
+  if (s.zero < 0 || s.zero > 3) return "zero stage must be 0, 1, 2 or 3 (got " + std::to_string(s.zero) + ")";
+  if (s.zero == 1 && s.grad_replicas() == 1) return "zero1 needs dp > 1 (or cp > 1)";
+  if (s.zero >= 2 && s.dp == 1) return "zero" + std::to_string(s.zero) + " needs dp > 1";
+  if (s.zero >= 2 && s.cp > 1) return "zero" + std::to_string(s.zero) + " with cp > 1 is not supported yet";
+  if (s.shard_group != 0) {
+    const std::string g = "shard_group (" + std::to_string(s.shard_group) + ")";
+    if (s.zero == 0) return g + " needs a ZeRO stage (zero >= 1): it says over whom states are sharded";
+    if (s.shard_group < 2 || s.shard_group >= s.dp)
+      return g + " must be > 1 and < dp (" + std::to_string(s.dp) +
+             "); sharding over all of dp is shard_group 0";
+    if (auto e = divides("dp", s.dp, "shard_group", s.shard_group); !e.empty()) return e;
+    if (s.ep > 1) return g + " with ep > 1 is not supported (expert weights shard over expert_dp)";
+    if (s.cp > 1) return g + " with cp > 1 is not supported yet";
+  }
   return {};
 }
 
@@ -187,9 +223,35 @@ std::vector<ParallelSplit> enumerate_splits(const ModelConfig& model, int world_
           if (q.only_sequence_parallel) sps = {true};
           else if (q.try_sequence_parallel) sps = {false, true};
         }
-        std::vector<bool> zeros = {false};
-        if (q.try_zero1 && dp * cp > 1) zeros.push_back(true);
-        for (int mbs : q.micro_batch_sizes) {
+        // (zero stage, shard group): stage 0 always; ZeRO-1 when dp*cp > 1; ZeRO-2/3
+        // when dp > 1 and cp == 1; HSDP shard groups with ZeRO-3 only where they
+        // properly divide dp.
+        std::vector<std::pair<int, int>> zeros = {{0, 0}};
+        const bool sharded_ok = (q.sharded_with_pp || pp == 1) && cp == 1;
+        for (int z : q.zero_stages)
+          if ((z == 1 && dp * cp > 1) || ((z == 2 || z == 3) && dp > 1 && sharded_ok)) zeros.push_back({z, 0});
+        if (dp > 1 && ep == 1 && sharded_ok) {
+          std::vector<int> groups = q.shard_groups;
+          for (int d : q.shard_domains) {  // the largest group of dp ranks inside the domain
+            int best = 0;
+            for (int g : divisors(dp))
+              if (static_cast<long long>(g) * tp <= d) best = g;
+            if (best > 1) groups.push_back(best);
+          }
+          std::sort(groups.begin(), groups.end());
+          groups.erase(std::unique(groups.begin(), groups.end()), groups.end());
+          for (int g : groups)
+            if (g > 1 && g < dp && dp % g == 0) zeros.push_back({3, g});
+        }
+        // Micro-batch sizes: the listed ones for every split, and for ZeRO-3 also the
+        // sharded_micro_batch_sizes (FSDP gathers every unit once per microbatch).
+        std::vector<int> all_mbs = q.micro_batch_sizes;
+        if (std::any_of(zeros.begin(), zeros.end(), [](auto zg) { return zg.first == 3; }))
+          for (int b : q.sharded_micro_batch_sizes)
+            if (std::find(all_mbs.begin(), all_mbs.end(), b) == all_mbs.end()) all_mbs.push_back(b);
+        for (int mbs : all_mbs) {
+          const bool listed = std::find(q.micro_batch_sizes.begin(), q.micro_batch_sizes.end(), mbs) !=
+                              q.micro_batch_sizes.end();
           std::vector<int> ms;
           if (q.global_batch > 0) {
             const long long per = static_cast<long long>(dp) * mbs;
@@ -201,10 +263,11 @@ std::vector<ParallelSplit> enumerate_splits(const ModelConfig& model, int world_
           for (int m : ms)
             for (auto [kind, v] : scheds)
               for (bool sp : sps)
-                for (bool z : zeros)
+                for (auto [z, g] : zeros)
                   for (auto rc : q.recomputes) {
+                    if (!listed && z != 3) continue;
                     for (CpComm cc : cp > 1 ? q.cp_comms : std::vector<CpComm>{CpComm::all_gather}) {
-                      ParallelSplit s{dp, tp, pp, ep, v, m, mbs, kind, sp, z, rc, cp, cc};
+                      ParallelSplit s{dp, tp, pp, ep, v, m, mbs, kind, sp, z, rc, cp, cc, g};
                       if (first_failure(s, model, world_size).empty()) out.push_back(s);
                     }
                   }

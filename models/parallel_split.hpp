@@ -33,8 +33,18 @@
 //   extra data-parallel replicas (rank_groups.hpp: the dp_cp groups). The global
 //   batch does not grow with cp: CP ranks share their sequences.
 // - Options that would have no effect are rejected so that every split has one
-//   spelling: sequence_parallel needs tp > 1, zero1 needs dp > 1, ep > 1 needs an MoE
-//   model.
+//   spelling: sequence_parallel needs tp > 1, zero >= 1 needs dp > 1, ep > 1 needs an
+//   MoE model, shard_group is 0 unless it is a proper divisor of dp.
+// - Sharded data parallelism (ZeRO, Rajbhandari et al. 2020; FSDP): zero = 1 shards
+//   the optimizer states over the DP group, 2 also the gradients (each rank keeps the
+//   reduced 1/d slice), 3 also the parameters (gathered layer by layer before its
+//   forward and again before its backward, the next layer's gather prefetched).
+//   Expert weights are sharded over expert_dp, the rest over dp.
+// - Hybrid sharding (HSDP; PyTorch HYBRID_SHARD, ZeRO++'s hpZ): shard_group = g > 0
+//   shards the states inside groups of g consecutive DP ranks and replicates them
+//   over the dp/g groups: gradients are reduce-scattered inside the shard group, then
+//   the shards all-reduced across the replicas. Needs zero >= 1, 1 < g < dp, g | dp
+//   and (for now) ep == 1.
 // - The global batch, in sequences, is dp * microbatches * micro_batch_size.
 #include <string>
 #include <string_view>
@@ -75,10 +85,15 @@ struct ParallelSplit {
   int micro_batch_size = 1;    // sequences per microbatch
   ScheduleKind schedule = ScheduleKind::one_f_one_b;
   bool sequence_parallel = false;
-  bool zero1 = false;          // optimizer states sharded over dp (expert ones over expert_dp)
+  int zero = 0;                // ZeRO stage 0..3: what is sharded over dp (above)
   Recompute recompute = Recompute::none;
   int cp = 1;                  // context-parallel degree (sequence split over cp ranks)
   CpComm cp_comm = CpComm::all_gather;
+  int shard_group = 0;         // HSDP: DP ranks per shard group; 0 = all of dp
+
+  // DP ranks that share one copy of the sharded states, and how many copies there are.
+  int zero_shard() const { return shard_group > 0 ? shard_group : dp; }
+  int zero_replicas() const { return dp / zero_shard(); }
 
   int world_size() const { return dp * tp * pp * cp; }
   // The group a non-expert weight's gradient is reduced over: dp replicas times cp.
@@ -93,8 +108,15 @@ struct ParallelSplit {
 
 // One line, e.g. "dp2 tp2 pp2 ep1 vpp1 m4 b1 1f1b sp zero1 recompute=none"; with
 // context parallelism " cp2" (" cp2 ring" for the ring variant) follows pp (absent at
-// cp 1, so older lines are unchanged).
+// cp 1, so older lines are unchanged); ZeRO stages 1..3 as "zero1".."zero3", a shard
+// group as "shard8" after them.
 std::string describe(const ParallelSplit& s);
+// The strategy in the field's words, for tables and search results: the data-parallel
+// flavour ("ddp", "zero1", "zero2", "fsdp" for ZeRO-3 over all of dp, "hsdp8" for
+// ZeRO-3 sharded over groups of 8 with replicas across them, "hsdp8-zero2" ...), then
+// "tpN" (+"sp"), "ppN" (+"vN"), "epN" where > 1, e.g. "fsdp tp4 sp", "zero1 tp8 sp pp16".
+// With dp == 1 the first word is omitted (a single replica: "tp8 pp16").
+std::string strategy_label(const ParallelSplit& s);
 
 // Throws UsageError naming the first failed constraint, e.g.
 // "split dp2 tp3 ...: heads (4) not divisible by tp (3)".
@@ -114,7 +136,22 @@ struct SplitSearch {
                                          ScheduleKind::interleaved};
   std::vector<int> interleave_chunks = {2};  // vpp values tried for interleaved
   std::vector<Recompute> recomputes = {Recompute::none};
-  bool try_zero1 = false;             // also emit the zero1 variant when dp > 1
+  // ZeRO stages tried when dp > 1 (stage 0 always, whatever the list says, so that
+  // every search has the plain replicated split to compare with).
+  std::vector<int> zero_stages = {0};
+  // HSDP shard-group sizes tried with ZeRO-3 (those that properly divide dp).
+  std::vector<int> shard_groups = {};
+  // Also try, with ZeRO-3, for each of these scale-up domain sizes the largest shard
+  // group that fits in one domain (the largest divisor g of dp with g * tp <= domain):
+  // the usual HSDP placement, shard inside the node or rack, replicate across.
+  std::vector<int> shard_domains = {};
+  // false: ZeRO-2/3 and HSDP only where pp == 1 (the pruned projection search: FSDP
+  // is the no-PP strategy, and DeepSpeed refuses ZeRO-2/3 with its pipeline engine).
+  bool sharded_with_pp = true;
+  // Micro-batch sizes also tried for ZeRO-3 splits (after micro_batch_sizes): FSDP
+  // gathers every unit's weights once per microbatch, so fewer, larger microbatches
+  // are how it is run at scale.
+  std::vector<int> sharded_micro_batch_sizes = {};
   bool try_sequence_parallel = true;  // also emit the SP variant when tp > 1
   bool only_sequence_parallel = false;  // when tp > 1, emit only the SP variant
   int max_tp = 0;  // 0 = no limit (e.g. the scale-up domain size for projection)

@@ -14,6 +14,8 @@ std::string_view to_string(Group g) {
     case Group::pp: return "pp";
     case Group::ep: return "ep";
     case Group::expert_dp: return "expert_dp";
+    case Group::dp_shard: return "dp_shard";
+    case Group::dp_replica: return "dp_replica";
     case Group::cp: return "cp";
     case Group::dp_cp: return "dp_cp";
     case Group::expert_dp_cp: return "expert_dp_cp";
@@ -21,13 +23,16 @@ std::string_view to_string(Group g) {
   return "?";
 }
 
-RankLayout::RankLayout(int tp, int dp, int pp, int ep, int cp)
-    : tp_(tp), dp_(dp), pp_(pp), ep_(ep), cp_(cp) {
+RankLayout::RankLayout(int tp, int dp, int pp, int ep, int cp, int shard_group)
+    : tp_(tp), dp_(dp), pp_(pp), ep_(ep), cp_(cp), shard_(shard_group > 0 ? shard_group : dp) {
   if (tp < 1 || dp < 1 || pp < 1 || ep < 1 || cp < 1)
     throw UsageError("rank layout: tp, dp, pp, ep and cp must be >= 1");
   if (dp % ep != 0)
     throw UsageError("rank layout: dp (" + std::to_string(dp) + ") not divisible by ep (" +
                      std::to_string(ep) + ") (EP is drawn from DP)");
+  if (shard_group < 0 || dp % shard_ != 0)
+    throw UsageError("rank layout: dp (" + std::to_string(dp) + ") not divisible by shard_group (" +
+                     std::to_string(shard_group) + ")");
 }
 
 int RankLayout::group_size(Group g) const {
@@ -38,6 +43,8 @@ int RankLayout::group_size(Group g) const {
     case Group::pp: return pp_;
     case Group::ep: return ep_;
     case Group::expert_dp: return dp_ / ep_;
+    case Group::dp_shard: return shard_;
+    case Group::dp_replica: return dp_ / shard_;
     case Group::cp: return cp_;
     case Group::dp_cp: return dp_ * cp_;
     case Group::expert_dp_cp: return dp_ / ep_ * cp_;
@@ -74,6 +81,8 @@ int RankLayout::index_in_group(Group g, int rank) const {
     case Group::pp: return c.pp;
     case Group::ep: return c.ep;
     case Group::expert_dp: return c.expert_dp;
+    case Group::dp_shard: return c.dp % shard_;
+    case Group::dp_replica: return c.dp / shard_;
     case Group::cp: return c.cp;
     case Group::dp_cp: return c.cp + cp_ * c.dp;
     case Group::expert_dp_cp: return c.cp + cp_ * c.expert_dp;
@@ -94,6 +103,8 @@ int RankLayout::group_color(Group g, int rank) const {
     case Group::cp: return c.tp + tp_ * (c.dp + dp_ * c.pp);
     case Group::dp_cp: return c.tp + tp_ * c.pp;
     case Group::expert_dp_cp: return c.tp + tp_ * (c.ep + ep_ * c.pp);
+    case Group::dp_shard: return c.tp + tp_ * (c.cp + cp_ * (c.dp / shard_ + (dp_ / shard_) * c.pp));
+    case Group::dp_replica: return c.tp + tp_ * (c.cp + cp_ * (c.dp % shard_ + shard_ * c.pp));
   }
   return 0;
 }
@@ -112,6 +123,8 @@ std::vector<int> RankLayout::members(Group g, int rank) const {
       case Group::pp: m.pp = i; break;
       case Group::ep: m.dp = c.expert_dp * ep_ + i; break;
       case Group::expert_dp: m.dp = i * ep_ + c.ep; break;
+      case Group::dp_shard: m.dp = (c.dp / shard_) * shard_ + i; break;
+      case Group::dp_replica: m.dp = i * shard_ + c.dp % shard_; break;
       case Group::cp: m.cp = i; break;
       case Group::dp_cp: m.cp = i % cp_, m.dp = i / cp_; break;
       case Group::expert_dp_cp: m.cp = i % cp_, m.dp = (i / cp_) * ep_ + c.ep; break;

@@ -19,6 +19,12 @@
 // tp and pp coordinates) and expert_dp_cp (expert_dp x cp); at cp == 1 these are the
 // dp and expert_dp groups.
 //
+// Hybrid sharding (shard_group g > 0, ParallelSplit): dp_shard is g *consecutive* DP
+// ranks (they hold one copy of the sharded states between them; consecutive so that
+// they land in one scale-up domain first), dp_replica joins the ranks with the same
+// index inside their shard group across the dp/g groups (each holds the same slice).
+// Without a shard group dp_shard is the whole dp group and dp_replica a single rank.
+//
 // Groups are identified, for MPI_Comm_split, by group_color() (the same for all
 // members, distinct between groups of one kind, in 0..group_count()-1) and ordered by
 // index_in_group() (the member's coordinate along that axis).
@@ -30,9 +36,10 @@
 namespace ibt::models {
 
 // A communicating group in the step program. none = a local op (compute).
-enum class Group { none, tp, dp, pp, ep, expert_dp, cp, dp_cp, expert_dp_cp };
-inline constexpr int kGroupKinds = 9;
-// "none", "tp", "dp", "pp", "ep", "expert_dp", "cp", "dp_cp", "expert_dp_cp"
+enum class Group { none, tp, dp, pp, ep, expert_dp, cp, dp_cp, expert_dp_cp, dp_shard, dp_replica };
+inline constexpr int kGroupKinds = 11;
+// "none", "tp", "dp", "pp", "ep", "expert_dp", "cp", "dp_cp", "expert_dp_cp", "dp_shard",
+// "dp_replica"
 std::string_view to_string(Group g);
 
 struct RankCoord {
@@ -47,9 +54,10 @@ struct RankCoord {
 
 class RankLayout {
  public:
-  // Sizes must be >= 1 and ep must divide dp (throws UsageError otherwise).
-  RankLayout(int tp, int dp, int pp, int ep = 1, int cp = 1);
-  explicit RankLayout(const ParallelSplit& s) : RankLayout(s.tp, s.dp, s.pp, s.ep, s.cp) {}
+  // Sizes must be >= 1, ep and shard_group (0 = dp) must divide dp (throws UsageError
+  // otherwise).
+  RankLayout(int tp, int dp, int pp, int ep = 1, int cp = 1, int shard_group = 0);
+  explicit RankLayout(const ParallelSplit& s) : RankLayout(s.tp, s.dp, s.pp, s.ep, s.cp, s.shard_group) {}
 
   int world_size() const { return tp_ * cp_ * dp_ * pp_; }
   int group_size(Group g) const;   // none: 1
@@ -72,7 +80,7 @@ class RankLayout {
   int rank_at_stage(int rank, int stage) const;
 
  private:
-  int tp_, dp_, pp_, ep_, cp_;
+  int tp_, dp_, pp_, ep_, cp_, shard_;  // shard_: DP ranks per dp_shard group
 };
 
 }  // namespace ibt::models

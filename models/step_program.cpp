@@ -69,6 +69,7 @@ std::string_view to_string(Stream s) {
     case Stream::compute: return "compute";
     case Stream::comm: return "comm";
     case Stream::grad_comm: return "grad_comm";
+    case Stream::param_comm: return "param_comm";
     case Stream::p2p: return "p2p";
   }
   return "?";
@@ -130,6 +131,9 @@ class Builder {
     action_ = -1;
     mb_ = -1;
     chunk_ = -1;
+    // ZeRO-2/3 reduce-scatter inside every backward; the last backward of a chunk (with
+    // overlap) or the tail registers the buckets (and, with a shard group, all-reduces
+    // the shards across replicas).
     if (!o_.overlap_grad_reduce) all_grad_buckets();
     optimizer_step();
     for (const Op& op : prog_.ops) prog_.flops_by_phase[static_cast<int>(op.phase)] += op.flops;
@@ -219,8 +223,36 @@ class Builder {
     op.flops = flops;
     op.bytes = bytes;
     op.waits[0] = wait_for_producer(Stream::compute);
+    op.waits[1] = gather_wait_;  // ZeRO-3: the unit's first compute op needs its weights
+    gather_wait_ = -1;
     last_compute_ = producer_ = push(op);
   }
+
+  // ZeRO-3: the all-gather of a unit's parameters before its forward or backward
+  // (step_program.hpp, "ZeRO-3 / FSDP").
+  void begin_unit(int layer) {
+    if (s_.zero != 3) return;
+    unit_end_.push_back(last_compute_);  // the end of the unit before this one
+    const int wait = unit_end_.size() >= 2 ? unit_end_[unit_end_.size() - 2] : -1;
+    const Bucket b = bucket(layer);
+    const double full_dense = b.dense, full_expert = b.expert;
+    for (auto [g, elements] : {std::pair{shard_group(), full_dense}, {expert_group(), full_expert}}) {
+      if (layout_.group_size(g) == 1 || elements <= 0) continue;
+      Op op;
+      op.kind = OpKind::param_all_gather;
+      op.phase = phase_;
+      op.group = g;
+      op.stream = Stream::param_comm;
+      op.expert = g == expert_group();
+      op.bytes = elements * o_.param_bytes;
+      op.waits[0] = wait;
+      op.layer = layer;
+      gather_wait_ = push(op);
+    }
+  }
+
+  // The group the dense weights' states are sharded over.
+  Group shard_group() const { return s_.shard_group > 0 ? Group::dp_shard : dense_group(); }
 
   // A GEMM of [rows x k] x [k x n] (n already this rank's share); backward does both
   // the input and the weight gradient (twice the FLOPs, twice the traffic).
@@ -489,12 +521,14 @@ class Builder {
 
   void layer_fwd(int layer) {
     layer_ = layer;
+    begin_unit(layer);
     attention_fwd();
     mlp_fwd(layer);
   }
 
   void layer_bwd(int layer) {
     layer_ = layer;
+    begin_unit(layer);
     if (s_.recompute == Recompute::full) {
       // Re-run the layer's forward from its saved input; the backward then continues
       // from the incoming gradient, not from the recomputed output.
@@ -511,17 +545,20 @@ class Builder {
 
   void embedding_fwd() {
     layer_ = kEmbeddingLayer;
+    begin_unit(kEmbeddingLayer);
     compute(OpKind::embedding, 0.0, T_ * m_.hidden * e_);
     tp_reduce_fwd();  // vocab-parallel lookup: partial rows summed over TP
   }
   void embedding_bwd() {
     layer_ = kEmbeddingLayer;
+    begin_unit(kEmbeddingLayer);
     tp_reduce_bwd();
     compute(OpKind::embedding, 0.0, T_ * m_.hidden * e_);
   }
 
   void head_fwd() {
     layer_ = m_.layers;
+    begin_unit(m_.layers);
     norm(OpKind::final_norm);
     tp_gather_fwd();
     gemm(OpKind::lm_head_gemm, T_, m_.hidden, m_.vocab / static_cast<double>(t_));
@@ -531,6 +568,7 @@ class Builder {
   }
   void head_bwd() {
     layer_ = m_.layers;
+    begin_unit(m_.layers);
     compute(OpKind::loss, 0.0, T_ * m_.vocab / static_cast<double>(t_) * e_);
     gemm(OpKind::lm_head_gemm, T_, m_.hidden, m_.vocab / static_cast<double>(t_));
     tp_gather_bwd();
@@ -555,18 +593,20 @@ class Builder {
     const int vs = vstage();
     // The last virtual stage starts from its own loss (same stream, in order).
     producer_ = vs < V_ - 1 ? (mb_ >= 0 ? recv_grad_.at(slot()) : kWaitReceived) : -1;
+    // ZeRO-2/3 reduce-scatter every unit's gradient after every backward.
+    const bool every = s_.zero >= 2;
     if (vs == V_ - 1) {
       head_bwd();
-      if (reduce_grads_now) grad_buckets(m_.layers);
+      if (reduce_grads_now || every) grad_buckets(m_.layers, reduce_grads_now);
     }
     const LayerRange r = stage_layers(m_, V_, vs);
     for (int l = r.end() - 1; l >= r.first; --l) {
       layer_bwd(l);
-      if (reduce_grads_now) grad_buckets(l);
+      if (reduce_grads_now || every) grad_buckets(l, reduce_grads_now);
     }
     if (vs == 0) {
       embedding_bwd();
-      if (reduce_grads_now) grad_buckets(kEmbeddingLayer);
+      if (reduce_grads_now || every) grad_buckets(kEmbeddingLayer, reduce_grads_now);
     }
     layer_ = kNoLayer;
   }
@@ -579,9 +619,15 @@ class Builder {
       chunk_ = chunk;
       const int vs = vstage();
       const LayerRange r = stage_layers(m_, V_, vs);
-      if (vs == V_ - 1) grad_buckets(m_.layers);
-      for (int l = r.end() - 1; l >= r.first; --l) grad_buckets(l);
-      if (vs == 0) grad_buckets(kEmbeddingLayer);
+      auto bucket_done = [this](int layer) {
+        if (s_.zero < 2) return grad_buckets(layer);
+        pending_bucket_layer_ = layer;  // reduce-scattered in every backward already
+        replica_reduce(bucket(layer));
+        buckets_.push_back(layer);
+      };
+      if (vs == V_ - 1) bucket_done(m_.layers);
+      for (int l = r.end() - 1; l >= r.first; --l) bucket_done(l);
+      if (vs == 0) bucket_done(kEmbeddingLayer);
     }
     chunk_ = -1;
   }
@@ -662,19 +708,30 @@ class Builder {
   Group dense_group() const { return s_.cp > 1 ? Group::dp_cp : Group::dp; }
   Group expert_group() const { return s_.cp > 1 ? Group::expert_dp_cp : Group::expert_dp; }
 
-  // Gradient reduction of one layer's bucket (after its last backward).
-  void grad_buckets(int layer) {
+  // Gradient reduction of one layer's bucket (after its last backward; with ZeRO-2/3
+  // after every backward, record = false except after the last one with overlap: the
+  // bucket is recorded, and HSDP's replica all-reduce issued, once).
+  void grad_buckets(int layer, bool record = true) {
     pending_bucket_layer_ = layer;
     const Bucket b = bucket(layer);
     const double gb = o_.gradient_bytes;
-    const OpKind kind = s_.zero1 ? OpKind::grad_reduce_scatter : OpKind::grad_all_reduce;
+    const OpKind kind = s_.zero >= 1 ? OpKind::grad_reduce_scatter : OpKind::grad_all_reduce;
     // TP-replicated weights with partial gradients: the MLA down projections (their
     // output gradients come from TP-split consumers) and, with SP, the norms (each TP
     // rank sees only its sequence shard).
     grad_op(OpKind::grad_all_reduce, Group::tp, b.tp_partial * gb, false, last_compute_);
-    grad_op(kind, dense_group(), b.dense * gb, false, last_compute_);
+    grad_op(kind, s_.zero >= 1 ? shard_group() : dense_group(), b.dense * gb, false, last_compute_);
     grad_op(kind, expert_group(), b.expert * gb, true, last_compute_);
+    if (!record) return;
+    if (s_.zero >= 1) replica_reduce(b);
     buckets_.push_back(layer);
+  }
+
+  // Hybrid sharding: the reduced shard summed over the replicas of the shard group.
+  void replica_reduce(const Bucket& b) {
+    if (s_.shard_group > 0)
+      grad_op(OpKind::grad_all_reduce, Group::dp_replica, b.dense / s_.zero_shard() * o_.gradient_bytes,
+              false, last_compute_);
   }
 
   void optimizer_step() {
@@ -687,9 +744,9 @@ class Builder {
     if (buckets_.empty()) {  // no reduction emitted buckets (never happens; defensive)
       return;
     }
-    const double shard = s_.zero1 ? dense / layout_.group_size(dense_group()) +
-                                        expert / layout_.group_size(expert_group())
-                                  : dense + expert;
+    const double shard = s_.zero >= 1 ? dense / layout_.group_size(shard_group()) +
+                                            expert / layout_.group_size(expert_group())
+                                      : dense + expert;
     Op op;
     op.kind = OpKind::optimizer;
     op.phase = Phase::optimizer;
@@ -710,11 +767,13 @@ class Builder {
           pending_bucket_layer_ = l;
           grad_op(OpKind::load_all_reduce, dense_group(), m_.num_experts * 8.0, false, opt);
         }
-    if (!s_.zero1) return;
+    // ZeRO-1/2: the updated shards gathered back into whole weights (ZeRO-3 keeps them
+    // sharded: the next step gathers each unit before its use).
+    if (s_.zero != 1 && s_.zero != 2) return;
     for (int l : buckets_) {
       pending_bucket_layer_ = l;
       const Bucket b = bucket(l);
-      grad_op(OpKind::param_all_gather, dense_group(), b.dense * o_.param_bytes, false, opt);
+      grad_op(OpKind::param_all_gather, shard_group(), b.dense * o_.param_bytes, false, opt);
       grad_op(OpKind::param_all_gather, expert_group(), b.expert * o_.param_bytes, true, opt);
     }
   }
@@ -731,6 +790,8 @@ class Builder {
   int layer_ = kNoLayer, mb_ = -1, chunk_ = -1, action_ = -1;
   int last_compute_ = -1, producer_ = -1, last_grad_ = -1;
   int pending_bucket_layer_ = kNoLayer;
+  int gather_wait_ = -1;        // ZeRO-3: the gather the next compute op waits for
+  std::vector<int> unit_end_;   // ZeRO-3: last compute op before each unit began
   std::vector<int> recv_act_, recv_grad_;
   std::vector<int> buckets_;
 };

@@ -59,11 +59,27 @@
 //       sequence shard); not the MoE router: its gate gradient is TP-summed in the
 //       backward, so its weight gradient is complete;
 //     - dp all-reduce of the non-expert weights, expert_dp all-reduce of the expert
-//       weights (zero1: reduce-scatter instead); with cp > 1 over dp_cp and
-//       expert_dp_cp (CP ranks are extra replicas of the weights);
-//   then optimizer (compute, on the rank's shard with zero1), then with aux-loss-free
-//   balancing one load_all_reduce per MoE layer (dp, E fp64 counts), then with zero1
-//   one param_all_gather per bucket and group.
+//       weights (zero >= 1: reduce-scatter instead, over dp_shard with a shard group,
+//       and then, with a shard group, a dp_replica all-reduce of the 1/g shard); with
+//       cp > 1 over dp_cp and expert_dp_cp (CP ranks are extra replicas of the weights);
+//   then optimizer (compute, on the rank's shard with zero >= 1), then with aux-loss-free
+//   balancing one load_all_reduce per MoE layer (dp, E fp64 counts), then with zero 1
+//   or 2 one param_all_gather per bucket and group (ZeRO-1 and ZeRO-2 move the same
+//   bytes; they differ in the gradient memory, accounting.hpp).
+// ZeRO-3 / FSDP (parameters sharded). "Units" are the embedding, each layer and the
+// head. Before each unit's forward AND again before its backward (parameters are
+// freed after use) a param_all_gather over the shard group (dp, or dp_shard; expert
+// weights over expert_dp) on the param_comm stream; the unit's first compute op waits
+// for it. The gather of unit n waits for the end of unit n-2 (units counted in issue
+// order over the whole step): so it runs while unit n-1 computes (FSDP's prefetch
+// of the next unit, at most two units gathered at once), and the very first unit of
+// the step has nothing to hide behind: its gather is exposed. ZeRO-2 and ZeRO-3: after
+// each unit's backward, for every microbatch (FSDP reduces each backward, no no_sync;
+// DeepSpeed ZeRO-2 likewise keeps no full gradient across micro-steps), its gradient
+// reduce-scatter on grad_comm; with a shard group, one dp_replica all-reduce of each
+// unit's shard, after the unit's last backward (overlap_grad_reduce) or after the
+// schedule; ZeRO-3 has no gather after the optimizer. The sim prices the param_comm
+// and grad_comm streams as independent: it does not model their sharing one link.
 // MoE layers under TP and EP (what the cpu executor must implement to match): the
 // MoE input is the full sequence on every TP rank (after the SP all-gather with SP);
 // the router runs replicated on it; each TP rank dispatches its copy of the tokens to
@@ -146,8 +162,8 @@ enum class OpKind : std::uint8_t {
   ep_combine,        // all-to-all, expert outputs back
   pp_exchange,       // blocking combined send/recv between pipeline stages
   grad_all_reduce,   // dp (non-expert) or expert_dp (expert) gradient all-reduce
-  grad_reduce_scatter,  // zero1
-  param_all_gather,     // zero1, after the optimizer
+  grad_reduce_scatter,  // zero >= 1
+  param_all_gather,     // zero 1/2: after the optimizer; zero 3: before each unit's use
   load_all_reduce,      // aux-loss-free MoE balancing: per-expert loads summed over dp
   // context parallelism (group cp)
   cp_kv_all_gather,     // all_gather variant: this layer's K and V of the whole sequence
@@ -164,8 +180,9 @@ std::string_view to_string(Phase p);
 // isend/irecv, overlapped with compute by default for the interleaved schedule,
 // overlap_p2p_comm), so a send waiting for its peer never holds up a TP or EP
 // collective of the next action.
-enum class Stream : std::uint8_t { compute, comm, grad_comm, p2p };
-inline constexpr int kNumStreams = 4;
+// param_comm: ZeRO-3's parameter all-gathers (FSDP's unshard stream).
+enum class Stream : std::uint8_t { compute, comm, grad_comm, p2p, param_comm };
+inline constexpr int kNumStreams = 5;
 std::string_view to_string(Stream s);
 
 // Special layer indices for ops outside the transformer layers.
@@ -235,7 +252,8 @@ StepProgram build_step_program(const ModelConfig& model, const ParallelSplit& sp
 //   expands to in build_step_program (same kinds, flops, bytes, groups and order;
 //   microbatch and action are -1; waits index this list; the wait on the received
 //   activation/gradient is omitted; no gradient reduction even with
-//   overlap_grad_reduce);
+//   overlap_grad_reduce, except ZeRO-3's per-unit gathers and reduce-scatters, which
+//   belong to every forward and backward);
 // - build_gradient_ops: the gradient reduction and optimizer tail of the stage in
 //   the non-overlapped order (waits index this list).
 // Action templates for the sim's fast walk (topologies/sim_fast.hpp). Like the above,

@@ -12,6 +12,7 @@
 #include "core/progress.hpp"
 #include "ibt/version.hpp"
 #include "models/model_file.hpp"
+#include "suites/zero_flags.hpp"
 #include "suites/cli.hpp"
 #include "suites/failure_flags.hpp"
 #include "suites/run_recorder.hpp"
@@ -52,6 +53,8 @@ std::vector<store::Column> cell_columns() {
           {"pp_needed", ColumnType::i64, ""},
           {"split_no_pp", ColumnType::str, "", 80},
           {"split_with_pp", ColumnType::str, "", 80},
+          {"strategy_no_pp", ColumnType::str, "", 40},
+          {"strategy_with_pp", ColumnType::str, "", 40},
           // Goodput (topologies/failure_model.hpp); NaN when not computed.
           {"goodput_no_pp", ColumnType::f64, ""},
           {"goodput_with_pp", ColumnType::f64, ""},
@@ -80,7 +83,9 @@ int crossover_main(int argc, char** argv) {
       "Assumptions: the global batch is fixed (--global-batch-tokens / sequence length), micro\n"
       "batch size 1, 2 or 4, microbatches = global batch / (dp x micro batch); searched: 1f1b and\n"
       "interleaved (v = 2, 4, 8),\n"
-      "recompute none/selective/full, ZeRO-1 on/off, sequence parallelism when tp > 1,\n"
+      "recompute none/selective/full, ZeRO-1 on/off, and without PP ZeRO-2, ZeRO-3 (FSDP) and\n"
+      "HSDP sharded inside each domain (strategy labels: fsdp, hsdp8, zero1 ...; FSDP/HSDP are\n"
+      "no-PP splits), sequence parallelism when tp > 1,\n"
       "context parallelism up to --cp (all_gather and ring; CP splits without PP count as\n"
       "no PP), tp <= domain size; bf16 mixed-precision Adam memory; DP gradient reduction overlapped.\n"
       "Goodput: with a failure rate (the flags below or the base topology's reliability section)\n"
@@ -109,8 +114,15 @@ int crossover_main(int argc, char** argv) {
        "threads sweeping the splits (the results are the same for any count; 0 = all cores)")
       ("out", po::value(&out), "HDF5 results file to append a run of kind 'crossover' to");
   add_failure_options(opts);
+  ZeroFlags zero;
+  po::options_description zero_opts("Sharded data parallelism searched");
+  po::options_description hidden;
+  add_zero_options(zero_opts, hidden, zero, true);
+  opts.add(zero_opts);
+  po::options_description all_opts;
+  all_opts.add(opts).add(hidden);
   po::variables_map vm;
-  if (!parse_command_line(argc, argv, opts, vm)) {
+  if (!parse_command_line(argc, argv, all_opts, vm)) {
     std::cout << opts << "\n";
     return kExitOk;
   }
@@ -137,10 +149,13 @@ int crossover_main(int argc, char** argv) {
 
   std::printf("ibt crossover: %s on %ld x %s, global batch %lld sequences x %d tokens, threshold %.0f%%\n",
               model.name.c_str(), gpus, topology.device.name.c_str(), gb, model.seq_len, 100 * threshold);
+  models::SplitSearch search = topo::default_search(topology, gb);
+  search.shard_domains = domain_list;  // HSDP inside each cell's domain
+  apply_zero_flags(zero, search);
   const bool with_goodput = failure.complete();
   std::printf("compared by %s%s\n", topo::to_string(rank_by),
               with_goodput ? "" : ("; goodput not computed: " + failure.missing()).c_str());
-  std::printf("%7s %9s %8s %8s %s%8s %-18s  %-52s %s\n", "domain", "Gb/s", "MFU pp1", "MFU pp>1",
+  std::printf("%7s %9s %8s %8s %s%8s %-18s  %-70s %s\n", "domain", "Gb/s", "MFU pp1", "MFU pp>1",
               with_goodput ? "gMFU pp1 gMFU pp>1 " : "", "gain", "verdict", "best PP=1 split", "best PP>1 split");
   std::fflush(stdout);
   auto cell_line = [&](const topo::CrossoverCell& c) {
@@ -153,11 +168,11 @@ int crossover_main(int argc, char** argv) {
                     c.best_no_pp.goodput.computed ? 100 * c.best_no_pp.goodput.goodput_mfu : 0.0,
                     c.best_with_pp.goodput.computed ? 100 * c.best_with_pp.goodput.goodput_mfu : 0.0);
     char line[512];
-    std::snprintf(line, sizeof line, "%7d %9g %7.1f%% %7.1f%% %s%8s %-18s  %-52s %s\n", c.domain_size, c.scale_out_gbps,
+    std::snprintf(line, sizeof line, "%7d %9g %7.1f%% %7.1f%% %s%8s %-18s  %-70s %s\n", c.domain_size, c.scale_out_gbps,
                   c.best_no_pp.feasible ? 100 * c.best_no_pp.mfu : 0.0,
                   c.best_with_pp.feasible ? 100 * c.best_with_pp.mfu : 0.0, gmfu, gain, c.verdict.c_str(),
-                  c.best_no_pp.feasible ? topo::split_label(c.best_no_pp.split).c_str() : "(none fits)",
-                  c.best_with_pp.feasible ? topo::split_label(c.best_with_pp.split).c_str() : "(none fits)");
+                  c.best_no_pp.feasible ? topo::strategy_and_split(c.best_no_pp.split).c_str() : "(none fits)",
+                  c.best_with_pp.feasible ? topo::strategy_and_split(c.best_with_pp.split).c_str() : "(none fits)");
     return std::string(line);
   };
   topo::keep_freed_memory_for_reuse();
@@ -167,6 +182,7 @@ int crossover_main(int argc, char** argv) {
   // Each cell is printed as soon as its row of the grid is known.
   run.on_cell = [&](const topo::CrossoverCell& c) { progress.print(cell_line(c)); };
   run.progress = [&](size_t done, size_t total) { progress.set(done, total); };
+  run.search = &search;
   const topo::CrossoverResult r = topo::crossover(model, topology, static_cast<int>(gpus), domain_list,
                                                   gbps_list, gb, threshold, options, &failure, rank_by,
                                                   static_cast<int>(max_cp), run);
@@ -214,6 +230,8 @@ int crossover_main(int argc, char** argv) {
                      static_cast<std::int64_t>(c.pp_needed),
                      c.best_no_pp.feasible ? topo::split_label(c.best_no_pp.split) : std::string("(none fits)"),
                      c.best_with_pp.feasible ? topo::split_label(c.best_with_pp.split) : std::string("(none fits)"),
+                     c.best_no_pp.feasible ? models::strategy_label(c.best_no_pp.split) : std::string(),
+                     c.best_with_pp.feasible ? models::strategy_label(c.best_with_pp.split) : std::string(),
                      goodput_of(c.best_no_pp, false), goodput_of(c.best_with_pp, false),
                      goodput_of(c.best_no_pp, true), goodput_of(c.best_with_pp, true)});
   recorder.finish(store::RunStatus::complete);

@@ -11,6 +11,7 @@
 #include "ibt/version.hpp"
 #include "models/model_file.hpp"
 #include "models/parallel_split.hpp"
+#include "suites/zero_flags.hpp"
 #include "suites/cli.hpp"
 #include "suites/failure_flags.hpp"
 #include "suites/run_recorder.hpp"
@@ -33,7 +34,8 @@ struct ProjectArgs {
   long gpus = 0, dp = 0, tp = 1, pp = 1, ep = 1, vpp = 0, microbatches = 0, mbs = 1, cp = 1;
   std::string cp_comm = "all_gather";
   long long global_batch = 0, global_batch_tokens = 16LL * 1024 * 1024;
-  bool zero1 = false, sp = false, no_sp = false, all = false, no_overlap = false, fp8 = false;
+  ZeroFlags zero;
+  bool sp = false, no_sp = false, all = false, no_overlap = false, fp8 = false;
   long top = 20;
   int jobs = 1;
   double memory_fraction = 0.9;
@@ -43,7 +45,8 @@ const char* kConventions =
     "MFU = model FLOPs per step / (step time x devices x peak FLOP/s of --dtype); model FLOPs "
     "= 6 x matmul-active parameters + full-sequence attention per token (causal masking not "
     "discounted, recompute not counted; models/accounting.hpp). HFU adds recompute. Memory: "
-    "bf16 mixed-precision Adam (fp32 Adam when --dtype fp32), 16 bytes per parameter before ZeRO-1, activations "
+    "bf16 mixed-precision Adam (fp32 Adam when --dtype fp32), 16 bytes per parameter before ZeRO (ZeRO-1 4 + 12/d, "
+    "ZeRO-2 2 + 14/d, ZeRO-3 16/d, plus ZeRO-2/3 unit buffers; d = dp or the HSDP shard group), activations "
     "saved by a Llama-style block (no dropout, fused attention; Korthikanti et al. 2022 without dropout for GPT) x the "
     "chunks the schedule holds in flight; a split above the usable memory fraction is infeasible.";
 
@@ -57,7 +60,11 @@ int project_main(int argc, char** argv) {
       "pipeline bubble) and memory per device. --all searches every valid split (tp <= domain\n"
       "size, micro batch 1/2/4, 1f1b and interleaved v = 2/4/8, recompute none/selective/full,\n"
       "ZeRO-1 on/off, sequence parallelism when tp > 1, context parallelism up to --cp (default\n"
-      "16) with all_gather and ring attention) at the global batch and ranks them.\n\n"
+      "16) with all_gather and ring attention; without PP also ZeRO-2, ZeRO-3 (FSDP, also at\n"
+      "micro-batch sizes 2-16) and HSDP sharded inside one scale-up domain) at the global batch\n"
+      "and ranks them, each labelled with its strategy (ddp, zero1, zero2, fsdp, hsdp8, then\n"
+      "tpN cpN ppN epN). A single split that does not fit in memory is still priced: DOES NOT\n"
+      "FIT says by how much, the step time follows.\n\n"
       "Conventions: MFU = model FLOPs / (step time x devices x peak of --dtype); model FLOPs are\n"
       "6N (active parameters) + full-sequence attention, no recompute; HFU counts recompute.\n"
       "Goodput: from a per-node failure rate, the checkpoint size and write bandwidth and the\n"
@@ -88,7 +95,6 @@ int project_main(int argc, char** argv) {
        "global batch in tokens (divided by the model's sequence length)")
       ("schedule", po::value(&a.schedule)->default_value(a.schedule), "afab, 1f1b or interleaved")
       ("recompute", po::value(&a.recompute)->default_value(a.recompute), "none, selective or full")
-      ("zero", po::value<int>(), "ZeRO stage: 0 or 1")
       ("sp", po::bool_switch(&a.sp), "sequence parallelism (needs tp > 1; default on when tp > 1)")
       ("no-sp", po::bool_switch(&a.no_sp), "no sequence parallelism")
       ("dtype", po::value(&a.dtype), "compute dtype the peak and MFU refer to: fp32, tf32, bf16, fp8 (default bf16, else fp32)")
@@ -107,8 +113,14 @@ int project_main(int argc, char** argv) {
        "with --all: rank by mfu or goodput (goodput-adjusted MFU = MFU x goodput; needs the failure figures)")
       ("out", po::value(&a.out), "HDF5 results file to append a run of kind 'projection' to");
   suites::add_failure_options(opts);
+  po::options_description zero_opts("Sharded data parallelism (one split; with --all: comma lists to search)");
+  po::options_description hidden;
+  add_zero_options(zero_opts, hidden, a.zero, false);
+  opts.add(zero_opts);
+  po::options_description all_opts;
+  all_opts.add(opts).add(hidden);
   po::variables_map vm;
-  if (!parse_command_line(argc, argv, opts, vm)) {
+  if (!parse_command_line(argc, argv, all_opts, vm)) {
     std::cout << opts << "\n";
     return kExitOk;
   }
@@ -160,6 +172,7 @@ int project_main(int argc, char** argv) {
   if (a.all) {
     topo::keep_freed_memory_for_reuse();
     models::SplitSearch search = topo::default_search(topology, global_batch);
+    apply_zero_flags(a.zero, search);
     if (!vm["cp"].defaulted()) {
       require_positive(a.cp, "--cp");
       search.max_cp = static_cast<int>(a.cp);
@@ -210,11 +223,7 @@ int project_main(int argc, char** argv) {
       s.microbatches = static_cast<int>(global_batch / per);
     }
     s.recompute = models::parse_recompute(a.recompute);
-    if (vm.count("zero")) {
-      const int z = vm["zero"].as<int>();
-      if (z != 0 && z != 1) throw UsageError("--zero must be 0 or 1 (got " + std::to_string(z) + ")");
-      s.zero1 = z == 1;
-    }
+    apply_zero_flags(a.zero, s);
     if (a.sp && a.no_sp) throw UsageError("--sp and --no-sp contradict each other");
     s.sequence_parallel = s.tp > 1 && !a.no_sp;
     topo::Projection p = topo::project(model, topology, s, options);

@@ -12,6 +12,7 @@
 
 #include "core/errors.hpp"
 #include "models/model_file.hpp"
+#include "suites/zero_flags.hpp"
 #include "suites/cli.hpp"
 #include "suites/mpi_session.hpp"
 #include "collectives/arrival_gate.hpp"
@@ -79,8 +80,13 @@ int run(int argc, char** argv, MpiSession& mpi) {
       ("timeout,T", po::value(&options.timeout_s)->default_value(options.timeout_s),
        "seconds a step may take before the job is ended naming the rank, op and group that stopped (exit 3)")
       ("out", po::value(&out), "append one run per split to this HDF5 results file");
+  ZeroFlags zero;
+  po::options_description hidden;
+  add_zero_options(o, hidden, zero, true);
+  po::options_description all;
+  all.add(o).add(hidden);
   po::variables_map vm;
-  if (!parse_command_line(argc, argv, o, vm)) {
+  if (!parse_command_line(argc, argv, all, vm)) {
     if (mpi.rank() == 0) std::cout << kHelp << "\n" << o << "\n";
     return kExitOk;
   }
@@ -94,6 +100,7 @@ int run(int argc, char** argv, MpiSession& mpi) {
   models::SplitSearch search;
   search.microbatch_counts = parse_int_list(microbatches, "microbatches");
   search.try_sequence_parallel = true;  // every valid split, SP variants included
+  apply_zero_flags(zero, search);
   if (max_cp < 1) throw UsageError("--cp must be at least 1, got " + std::to_string(max_cp));
   search.max_cp = max_cp;
   search.cp_comms = {models::CpComm::all_gather};  // the ring is the sim's only

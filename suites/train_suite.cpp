@@ -14,6 +14,7 @@
 #include "models/model_file.hpp"
 #include "reports/store.hpp"
 #include "collectives/arrival_gate.hpp"
+#include "suites/zero_flags.hpp"
 #include "suites/cli.hpp"
 #include "suites/job_guard.hpp"
 #include "suites/mpi_session.hpp"
@@ -60,14 +61,15 @@ struct TrainArgs {
   int cp = 1;
   std::string cp_comm = "all_gather";
   std::string schedule = "1f1b";
-  bool zero1 = false;
+  ZeroFlags zero;
   bool no_dp_overlap = false;
   std::string out;
   TrainOptions options;
 };
 
-po::options_description describe_options(TrainArgs& a) {
+po::options_description describe_options(TrainArgs& a, po::options_description& hidden) {
   po::options_description o("Options");
+  add_zero_options(o, hidden, a.zero, false);
   o.add_options()("help,h", "this text")
       ("model", po::value(&a.model)->default_value(a.model), "catalog name or path to a model .json")
       ("dp", po::value(&a.dp)->default_value(1), "data-parallel degree")
@@ -82,7 +84,6 @@ po::options_description describe_options(TrainArgs& a) {
       ("microbatches", po::value(&a.microbatches)->default_value(1), "microbatches per DP replica")
       ("micro-batch-size", po::value(&a.micro_batch_size)->default_value(1), "sequences per microbatch")
       ("schedule", po::value(&a.schedule)->default_value(a.schedule), "afab, 1f1b or interleaved")
-      ("zero1", po::bool_switch(&a.zero1), "shard AdamW states over dp (reduce-scatter + all-gather)")
       ("steps", po::value(&a.options.steps)->default_value(5), "training steps")
       ("lr", po::value(&a.options.lr)->default_value(3e-3), "AdamW learning rate")
       ("seed", po::value(&a.options.seed)->default_value(1234), "seed of weights and synthetic data")
@@ -152,9 +153,12 @@ namespace {
 
 int run(int argc, char** argv, MpiSession& mpi) {
   TrainArgs a;
-  const auto options = describe_options(a);
+  po::options_description hidden;
+  const auto options = describe_options(a, hidden);
+  po::options_description all;
+  all.add(options).add(hidden);
   po::variables_map vm;
-  if (!parse_command_line(argc, argv, options, vm)) {
+  if (!parse_command_line(argc, argv, all, vm)) {
     if (mpi.rank() == 0) std::cout << kHelp << "\n" << options << "\n";
     return kExitOk;
   }
@@ -166,7 +170,7 @@ int run(int argc, char** argv, MpiSession& mpi) {
   check_checkpoint_options(a.options);
   const models::ModelConfig model = models::load_model(a.model);
   a.options.split = split_from(a.dp, a.tp, a.pp, a.ep, a.vpp, a.microbatches, a.micro_batch_size, a.schedule);
-  a.options.split.zero1 = a.zero1;
+  apply_zero_flags(a.zero, a.options.split);
   a.options.split.cp = a.cp;
   a.options.split.cp_comm = models::parse_cp_comm(a.cp_comm);
   a.options.executor.dp_overlap = !a.no_dp_overlap;

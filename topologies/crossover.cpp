@@ -5,6 +5,7 @@
 #include <cstdio>
 #include <limits>
 #include <mutex>
+#include <optional>
 
 #include "core/errors.hpp"
 #include "core/parallel.hpp"
@@ -55,9 +56,10 @@ CrossoverResult crossover(const models::ModelConfig& model, const Topology& base
     }
   // One search over the largest domain's tp limit; each cell only admits tp <= its domain.
   const int max_domain = *std::max_element(domain_sizes.begin(), domain_sizes.end());
-  models::SplitSearch search = default_search(fabrics.front(), global_batch);
+  models::SplitSearch search = run.search ? *run.search : default_search(fabrics.front(), global_batch);
   search.max_tp = max_domain;
   if (max_cp > 0) search.max_cp = max_cp;
+  if (!run.search) search.shard_domains = domain_sizes;  // HSDP inside each cell's domain
   const std::vector<models::ParallelSplit> splits = models::enumerate_splits(model, devices, search);
   // Memory does not depend on the fabric: check each split once, keep those that fit.
   std::vector<Projection> prepared(splits.size());
@@ -84,14 +86,20 @@ CrossoverResult crossover(const models::ModelConfig& model, const Topology& base
     std::vector<Projection> priced(eligible.size() * G);
     parallel_for(eligible.size(), run.jobs, [&](size_t k) {
       const models::ParallelSplit& split = splits[eligible[k]];
-      const StepTemplates templates(model, split, program_options(options));
+      // ZeRO-2/3 programs (their param_comm stream and cross-action gather waits) take
+      // the full walk; every other split the fast one (sim_fast.hpp).
+      std::optional<StepTemplates> templates;
+      std::vector<models::StepProgram> programs;
+      if (split.zero >= 2) programs = stage_programs(model, split, options);
+      else templates.emplace(model, split, program_options(options));
       // The checkpoint size does not depend on the fabric either.
       const double checkpoint_bytes =
           with_goodput ? checkpoint_bytes_per_device(model, split, options.precision) : 0.0;
       for (size_t g = 0; g < G; ++g) {
         Projection& p = priced[k * G + g];
         p = prepared[eligible[k]];
-        price(templates, model, fabrics[row * G + g], options, p);
+        if (templates) price(*templates, model, fabrics[row * G + g], options, p);
+        else price(programs, model, fabrics[row * G + g], options, p);
         if (with_goodput) p.goodput = estimate_goodput(*failure, p.devices, checkpoint_bytes, p.step_s, p.mfu);
       }
       if (run.progress) {

@@ -5,8 +5,9 @@
 // domain size x scale-out bandwidth per device; every other figure is the base's), and
 // in every cell the best projected MFU over all valid splits with PP = 1 and with
 // PP > 1 (default_search(): microbatch size 1/2/4, the global batch fixed, 1F1B and
-// interleaved v = 2/4/8, recompute none/selective/full, ZeRO-1 on/off, SP when tp > 1,
-// tp <= domain size). gain = MFU(PP>1) / MFU(PP=1) - 1 (infinite when no PP = 1 split
+// interleaved v = 2/4/8, recompute none/selective/full, ZeRO-1 on/off, without PP also
+// ZeRO-2, FSDP and HSDP, SP when tp > 1, tp <= domain size; or run.search when given,
+// its max_tp replaced by the largest domain). gain = MFU(PP>1) / MFU(PP=1) - 1 (infinite when no PP = 1 split
 // fits in memory). With u the topology family's median |MFU error| on published runs
 // (uncertainty.hpp; 0 where no family covers the topology), a cell is
 //   "PP needed"          when gain > threshold + u,
@@ -60,6 +61,7 @@ struct CrossoverRun {
   int jobs = 1;
   std::function<void(const CrossoverCell&)> on_cell;
   std::function<void(size_t done, size_t total)> progress;
+  const models::SplitSearch* search = nullptr;  // else default_search()
 };
 
 CrossoverResult crossover(const models::ModelConfig& model, const Topology& base, int devices,

@@ -26,11 +26,16 @@ bool check_memory(const models::ModelConfig& m, const Topology& t, const Project
                   Projection& p) {
   p.memory = models::peak_memory_per_rank(m, p.split, o.precision, schedule_index(p.split)->schedule);
   p.memory_capacity_bytes = t.device.memory_GB.get() * 1e9 * o.usable_memory_fraction;
-  if (p.memory.total() <= p.memory_capacity_bytes) return true;
-  p.reason = "needs " + gb(p.memory.total()) + " per device on stage " +
+  p.fits_memory = p.memory.total() <= p.memory_capacity_bytes;
+  p.memory_excess_bytes = p.fits_memory ? 0.0 : p.memory.total() - p.memory_capacity_bytes;
+  if (p.fits_memory) return true;
+  char excess[64];
+  std::snprintf(excess, sizeof excess, "%.1f GB (%.0f%%) over: ", p.memory_excess_bytes / 1e9,
+                100.0 * p.memory_excess_bytes / p.memory_capacity_bytes);
+  p.reason = std::string(excess) + "needs " + gb(p.memory.total()) + " per device on stage " +
              std::to_string(p.memory.stage) + " (weights " + gb(p.memory.weights) + ", grads " +
              gb(p.memory.grads) + ", optimizer " + gb(p.memory.optimizer) + ", activations " +
-             gb(p.memory.activations) + ") > " + gb(p.memory_capacity_bytes) + " usable";
+             gb(p.memory.activations) + (p.memory.buffers > 0 ? ", ZeRO buffers " + gb(p.memory.buffers) : "") + ") > " + gb(p.memory_capacity_bytes) + " usable";
   return false;
 }
 
@@ -90,7 +95,8 @@ TopologyPricer make_pricer(const models::ModelConfig& model, const Topology& top
 // Sets feasible, the times, MFU and the first stage's breakdown from a walked step.
 void record(SimResult sim, const Topology& topology, const ProjectionOptions& options,
             const std::string& dtype, Projection& p) {
-  p.feasible = true;
+  p.priced = true;
+  p.feasible = p.fits_memory;  // a split that does not fit may be priced all the same
   p.step_s = sim.step_us * 1e-6;
   const double peak = topology.device.peak(dtype).get() * 1e12;
   p.mfu = p.model_flops / (p.step_s * p.devices * peak);
@@ -122,13 +128,27 @@ void price(const StepTemplates& templates, const models::ModelConfig& model, con
          topology, options, dtype, p);
 }
 
-Projection project(const models::ModelConfig& model, const Topology& topology,
-                   const models::ParallelSplit& split, const ProjectionOptions& options) {
+namespace {
+// price_if_too_big: also price a split that does not fit (a single projection does, so
+// the user sees the step time; searches do not spend the time).
+Projection project_split(const models::ModelConfig& model, const Topology& topology,
+                         const models::ParallelSplit& split, const ProjectionOptions& options,
+                         bool price_if_too_big) {
   Projection p;
   p.split = split;
-  if (!prepare(model, topology, options, p)) return p;
-  price(StepTemplates(model, split, program_options(options)), model, topology, options, p);
+  if (!prepare(model, topology, options, p) && !price_if_too_big) return p;
+  // The fast walk's action templates know three streams and waits inside an action;
+  // ZeRO-2/3's per-unit reductions and ZeRO-3's gathers (their own stream, waiting on
+  // the unit before the previous one, across actions) are priced by the full walk.
+  if (split.zero >= 2) price(stage_programs(model, split, options), model, topology, options, p);
+  else price(StepTemplates(model, split, program_options(options)), model, topology, options, p);
   return p;
+}
+}  // namespace
+
+Projection project(const models::ModelConfig& model, const Topology& topology,
+                   const models::ParallelSplit& split, const ProjectionOptions& options) {
+  return project_split(model, topology, split, options, true);
 }
 
 std::vector<Projection> project_all(const models::ModelConfig& model, const Topology& topology,
@@ -140,7 +160,7 @@ std::vector<Projection> project_all(const models::ModelConfig& model, const Topo
   size_t done = 0;
   parallel_for(splits.size(), run.jobs, [&](size_t i) {
     try {
-      out[i] = project(model, topology, splits[i], options);
+      out[i] = project_split(model, topology, splits[i], options, false);
     } catch (const UsageError& e) {
       // A split the topology cannot carry (e.g. a group across domains with no
       // scale-out network) is reported, not dropped.
@@ -177,7 +197,12 @@ models::SplitSearch default_search(const Topology& topology, long long global_ba
   s.schedules = {models::ScheduleKind::one_f_one_b, models::ScheduleKind::interleaved};
   s.interleave_chunks = {2, 4, 8};
   s.recomputes = {models::Recompute::none, models::Recompute::selective, models::Recompute::full};
-  s.try_zero1 = true;
+  // ZeRO-1 everywhere; ZeRO-2, FSDP and HSDP (shard group = one scale-up domain) on
+  // splits without PP only (parallel_split.hpp, sharded_with_pp).
+  s.zero_stages = {1, 2, 3};
+  s.shard_domains = {topology.domain_size()};
+  s.sharded_with_pp = false;
+  s.sharded_micro_batch_sizes = {2, 4, 8, 16};
   s.try_sequence_parallel = true;
   s.only_sequence_parallel = true;
   s.max_tp = topology.domain_size();

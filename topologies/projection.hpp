@@ -9,7 +9,9 @@
 //   recompute too.
 // - Memory per device: models::peak_memory_per_rank() with the precision's bytes per
 //   parameter; a split whose peak exceeds usable_memory_fraction of the device memory
-//   is infeasible, with the reason, and is not simulated.
+//   is infeasible, with the reason and memory_excess_bytes. project() still prices it
+//   (the step time it would have, so a user sees what the memory costs); the searches
+//   (project_all, crossover) do not.
 // - The breakdown is that of the pipeline's first stage (it holds the embedding and,
 //   in 1F1B, the most microbatches in flight); its compute + exposed communication
 //   per group + bubble add up to the step time.
@@ -58,6 +60,9 @@ struct Projection {
   int devices = 0;
   bool feasible = false;
   std::string reason;          // why not, when infeasible
+  bool fits_memory = false;    // peak memory <= usable (set by prepare())
+  double memory_excess_bytes = 0;  // peak memory - usable, when it does not fit
+  bool priced = false;         // step time and breakdown computed (also for a split that does not fit)
   double step_s = 0;
   double mfu = 0, hfu = 0;
   MfuBand mfu_band;             // from the topology family's validation error (uncertainty.hpp)
@@ -119,7 +124,8 @@ std::vector<Projection> project_all(const models::ModelConfig& model, const Topo
 void keep_freed_memory_for_reuse();
 
 // The search `ibt project --all` and `ibt crossover` use by default: microbatch size 1,
-// 2 or 4, 1F1B and interleaved (v = 2, 4, 8), recompute none/selective/full, ZeRO-1 on and off,
+// 2 or 4, 1F1B and interleaved (v = 2, 4, 8), recompute none/selective/full, ZeRO 0 and 1, and
+// without PP also ZeRO-2, ZeRO-3 (FSDP) and HSDP sharded over one scale-up domain,
 // context parallelism up to 16 (all_gather and ring, where 2cp divides seq_len),
 // sequence parallelism whenever tp > 1, tp at most the domain size.
 models::SplitSearch default_search(const Topology& topology, long long global_batch);

@@ -8,6 +8,10 @@ namespace ibt::topo {
 
 std::string split_label(const models::ParallelSplit& s) { return models::describe(s); }
 
+std::string strategy_and_split(const models::ParallelSplit& s) {
+  return "[" + models::strategy_label(s) + "] " + models::describe(s);
+}
+
 namespace {
 
 std::string fmt(const char* f, double a) {
@@ -72,16 +76,19 @@ std::string stage_table(const Projection& p) {
 
 std::string describe_projection(const Projection& p, const std::string& dtype) {
   std::string out = "split        " + split_label(p.split) + " (" + std::to_string(p.devices) +
-                    " devices)\n";
+                    " devices)\nstrategy     " + models::strategy_label(p.split) + "\n";
   auto mem = [&]() {
     return "memory       " + fmt("%.1f GB", p.memory.total() / 1e9) + " per device on stage " +
            std::to_string(p.memory.stage) + " (weights " + fmt("%.1f", p.memory.weights / 1e9) +
            ", grads " + fmt("%.1f", p.memory.grads / 1e9) + ", optimizer " +
            fmt("%.1f", p.memory.optimizer / 1e9) + ", activations " +
-           fmt("%.1f", p.memory.activations / 1e9) + " GB) of " +
+           fmt("%.1f", p.memory.activations / 1e9) +
+           (p.memory.buffers > 0 ? ", ZeRO buffers " + fmt("%.1f", p.memory.buffers / 1e9) : std::string()) + " GB) of " +
            fmt("%.1f GB", p.memory_capacity_bytes / 1e9) + " usable\n";
   };
-  if (!p.feasible) return out + "INFEASIBLE   " + p.reason + "\n";
+  if (!p.feasible && !p.priced) return out + "INFEASIBLE   " + p.reason + "\n";
+  if (!p.feasible)  // priced anyway: what the step would take if the memory were there
+    out += "DOES NOT FIT " + p.reason + "\n             (the figures below assume the memory were there)\n";
   out += "step time    " + fmt("%.4f s", p.step_s) + "\n";
   out += "MFU          " + format_mfu_with_band(p.mfu, p.mfu_band, p.topology_name) + " (model FLOPs vs " + dtype + " peak), HFU " +
          fmt("%.1f%%", 100 * p.hfu) + " (with recompute)\n";
@@ -107,7 +114,7 @@ std::string ranking_table(const std::vector<Projection>& ranked, size_t limit) {
   // Goodput columns only when the failure figures were given (failure_model.hpp).
   bool goodput = false;
   for (const auto& p : ranked) goodput = goodput || p.goodput.computed;
-  std::snprintf(line, sizeof line, "%4s  %-66s %3s %10s %6s %6s %8s  %s%s\n", "rank", "split", "PP",
+  std::snprintf(line, sizeof line, "%4s  %-18s %-66s %3s %10s %6s %6s %8s  %s%s\n", "rank", "strategy", "split", "PP",
                 "step (s)", "MFU", "HFU", "mem GB", goodput ? "goodput   gMFU  " : "", "largest exposed");
   out += line;
   size_t shown = 0, infeasible = 0;
@@ -122,8 +129,8 @@ std::string ranking_table(const std::vector<Projection>& ranked, size_t limit) {
     char gp[32] = "";
     if (goodput)
       std::snprintf(gp, sizeof gp, "%6.2f%% %5.1f%%  ", 100 * p.goodput.goodput, 100 * p.goodput.goodput_mfu);
-    std::snprintf(line, sizeof line, "%4zu  %-66s %3s %10.4f %5.1f%% %5.1f%% %8.1f  %s%s\n", i + 1,
-                  split_label(p.split).c_str(), p.split.pp > 1 ? "yes" : "no", p.step_s,
+    std::snprintf(line, sizeof line, "%4zu  %-18s %-66s %3s %10.4f %5.1f%% %5.1f%% %8.1f  %s%s\n", i + 1,
+                  models::strategy_label(p.split).c_str(), split_label(p.split).c_str(), p.split.pp > 1 ? "yes" : "no", p.step_s,
                   100 * p.mfu, 100 * p.hfu, p.memory.total() / 1e9, gp, largest_exposure(p).c_str());
     out += line;
   }
@@ -155,7 +162,9 @@ std::vector<store::Column> projection_columns() {
       {"micro_batch_size", ColumnType::i64, "sequences"},
       {"schedule", ColumnType::str, "", 12},
       {"sequence_parallel", ColumnType::i64, ""},
-      {"zero1", ColumnType::i64, ""},
+      {"zero", ColumnType::i64, ""},
+      {"shard_group", ColumnType::i64, ""},
+      {"strategy", ColumnType::str, "", 40},
       {"recompute", ColumnType::str, "", 12},
       {"feasible", ColumnType::i64, ""},
       {"reason", ColumnType::str, "", 256},
@@ -173,6 +182,11 @@ std::vector<store::Column> projection_columns() {
       {"bubble_s", ColumnType::f64, "s"},
       {"memory_bytes", ColumnType::f64, "B"},
       {"memory_capacity_bytes", ColumnType::f64, "B"},
+      // A split that does not fit: by how much (0 when it fits); step_s and the
+      // breakdown are still filled when it was priced (ibt project, one split).
+      {"fits_memory", ColumnType::i64, ""},
+      {"memory_excess_bytes", ColumnType::f64, "B"},
+      {"priced", ColumnType::i64, ""},
       // Goodput (failure_model.hpp); NaN when not computed (no failure figures).
       {"job_mtbf_s", ColumnType::f64, "s"},
       {"checkpoint_bytes", ColumnType::f64, "B"},
@@ -205,7 +219,9 @@ store::Row projection_row(const Projection& p) {
           static_cast<std::int64_t>(s.micro_batch_size),
           std::string(models::to_string(s.schedule)),
           static_cast<std::int64_t>(s.sequence_parallel),
-          static_cast<std::int64_t>(s.zero1),
+          static_cast<std::int64_t>(s.zero),
+          static_cast<std::int64_t>(s.shard_group),
+          models::strategy_label(s),
           std::string(models::to_string(s.recompute)),
           static_cast<std::int64_t>(p.feasible),
           reason,
@@ -223,6 +239,9 @@ store::Row projection_row(const Projection& p) {
           p.exposed_s[static_cast<int>(Exposure::bubble)],
           p.memory.total(),
           p.memory_capacity_bytes,
+          static_cast<std::int64_t>(p.fits_memory),
+          p.memory_excess_bytes,
+          static_cast<std::int64_t>(p.priced),
           g(p.goodput.job_mtbf_s),
           g(p.goodput.checkpoint_bytes),
           g(p.goodput.checkpoint_s),

@@ -11,6 +11,8 @@ namespace ibt::topo {
 
 // "dp64 tp8 pp16 ep1 vpp1 m32 b1 1f1b sp zero1 recompute=none" (models::describe).
 std::string split_label(const models::ParallelSplit& s);
+// "[fsdp tp4 sp] dp512 tp4 ..." : the strategy (models::strategy_label) before the split.
+std::string strategy_and_split(const models::ParallelSplit& s);
 
 // A multi-line report of one projection: step time, MFU/HFU, tokens/s, breakdown,
 // memory (or the infeasibility reason).

@@ -46,7 +46,9 @@ Exposure exposure_of(Group g) {
   switch (g) {
     case Group::tp: return Exposure::tp;
     case Group::dp:
-    case Group::dp_cp: return Exposure::dp;  // CP replicas' share of the gradient reduction
+    case Group::dp_cp:  // CP replicas' share of the gradient reduction
+    case Group::dp_shard:
+    case Group::dp_replica: return Exposure::dp;
     case Group::expert_dp:
     case Group::expert_dp_cp: return Exposure::expert_dp;
     case Group::cp: return Exposure::cp;

@@ -1,5 +1,7 @@
 #include "topologies/sim_fast.hpp"
 
+#include <stdexcept>
+
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
@@ -161,6 +163,8 @@ int stream_input(Stream s) {
     case Stream::compute: return kCompute;
     case Stream::comm: return kComm;
     case Stream::grad_comm: return kGradComm;
+    case Stream::param_comm:  // ZeRO-3 programs take the full walk (projection.cpp)
+      throw std::logic_error("sim_fast: ZeRO-3's param_comm stream is priced by the full walk");
     case Stream::p2p: break;  // exchanges are walked apart, never in a template
   }
   return kCompute;

@@ -86,8 +86,9 @@ models::ParallelSplit parse_split(const std::string& text) {
       s.cp_comm = models::CpComm::ring;
     } else if (token == "sp") {
       s.sequence_parallel = true;
-    } else if (token == "zero1") {
-      s.zero1 = true;
+    } else if (token.size() == 5 && token.rfind("zero", 0) == 0 && token[4] >= '1' && token[4] <= '3') {
+      s.zero = token[4] - '0';
+    } else if (degree(token, "shard", s.shard_group)) {
     } else if (token.rfind("recompute=", 0) == 0) {
       s.recompute = models::parse_recompute(token.substr(10));
     } else if (!schedule) {
@@ -98,7 +99,7 @@ models::ParallelSplit parse_split(const std::string& text) {
     }
   }
   if (seen != 7 || !schedule)
-    throw UsageError("split '" + text + "': expected 'dpN tpN ppN [cpN [ring]] epN vppN mN bN SCHEDULE [sp] [zero1] recompute=R'");
+    throw UsageError("split '" + text + "': expected 'dpN tpN ppN [cpN [ring]] epN vppN mN bN SCHEDULE [sp] [zeroN] [shardN] recompute=R'");
   return s;
 }
 

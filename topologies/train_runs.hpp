@@ -33,7 +33,7 @@ struct MeasuredTrainRun {
 };
 
 // The inverse of models::describe(ParallelSplit) ("dp2 tp1 pp1 ep1 vpp1 m2 b1 1f1b
-// [sp] [zero1] recompute=none"). Throws UsageError naming the text on anything else.
+// [sp] [zero1|zero2|zero3] [shardN] recompute=none"). Throws UsageError naming the text on anything else.
 models::ParallelSplit parse_split(const std::string& text);
 
 // Every complete run with a "steps" table in an HDF5 store. Throws UsageError naming

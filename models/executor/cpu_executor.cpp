@@ -122,9 +122,10 @@ class CpuPipelineBackend {
   // allocation, no page faults); every cache goes back there after its backward.
   CpuPipelineBackend(std::vector<std::unique_ptr<Transformer>>& chunks, const Batch& local, const LossScale& scale,
                      Communicator& pp, MpiTpReducer& tp, MpiExpertExchange& ep, MpiContextExchange* cp,
-                     int micro_batch_size, int64_t act_rows, int64_t hidden, std::vector<StageCache>& spare_caches)
+                     int micro_batch_size, int64_t act_rows, int64_t hidden, std::vector<StageCache>& spare_caches,
+                     ZeroUnits* zero)
       : chunks_(chunks), local_(local), scale_(scale), pp_(pp), tp_(tp), ep_(ep), cp_(cp), b_(micro_batch_size),
-        act_rows_(act_rows), hidden_(hidden), spare_(spare_caches) {
+        act_rows_(act_rows), hidden_(hidden), zero_(zero), spare_(spare_caches) {
     loads.resize(chunks.size());
   }
 
@@ -138,7 +139,8 @@ class CpuPipelineBackend {
       cache = std::move(spare_.back());
       spare_.pop_back();
     }
-    const MicrobatchLoss l = chunks_[chunk]->forward(mb, input, out, cache, tp_, &ep_, cp_);
+    const MicrobatchLoss l =
+        chunks_[chunk]->forward(mb, input, out, cache, tp_, &ep_, cp_, zero_ ? zero_->hooks(chunk) : nullptr);
     ce_sum += l.ce_sum;
     balance_sum += l.balance_sum;
     auto& acc = loads[chunk];
@@ -152,7 +154,8 @@ class CpuPipelineBackend {
   void backward(int microbatch, int chunk, const Tensor* d_output, Tensor* d_input) {
     Tensor d_in;
     const auto key = std::make_pair(microbatch, chunk);
-    chunks_[chunk]->backward(caches_[key], d_output, scale_, d_in, tp_, &ep_, cp_);
+    chunks_[chunk]->backward(caches_[key], d_output, scale_, d_in, tp_, &ep_, cp_,
+                             zero_ ? zero_->hooks(chunk) : nullptr);
     spare_.push_back(std::move(caches_[key]));
     caches_.erase(key);
     if (d_input) *d_input = std::move(d_in);
@@ -182,6 +185,7 @@ class CpuPipelineBackend {
   MpiContextExchange* cp_;  // nullptr without context parallelism
   int b_;
   int64_t act_rows_, hidden_;
+  ZeroUnits* zero_;
   std::map<std::pair<int, int>, StageCache> caches_;  // (microbatch, chunk)
   std::vector<StageCache>& spare_;
 };
@@ -193,6 +197,9 @@ std::string cpu_executor_check(const ParallelSplit& split, const ModelConfig& mo
   if (!why.empty()) return why;
   const std::string prefix = "split " + describe(split) + ": ";
   if (split.recompute != Recompute::none) return prefix + "the cpu executor does not implement recompute";
+  if (split.zero >= 2 && model.tied_embeddings)
+    return prefix + "ZeRO-2/3 with tied embeddings are not implemented in the cpu executor "
+                    "(the embedding and the head would be one unit)";
   if (model.tied_embeddings && split.pp > 1)
     return prefix + "tied embeddings across pipeline stages are not implemented in the cpu executor";
   if (split.cp > 1 && split.cp_comm == CpComm::ring)
@@ -230,10 +237,22 @@ CpuExecutor::CpuExecutor(const ModelConfig& m, const ParallelSplit& split, const
     part.ep = Shard{me.ep, split.ep};
     chunks_.push_back(std::make_unique<Transformer>(m, train.seed, part));
   }
+  if (split.zero >= 2) {
+    ZeroUnits::Comms comms;
+    comms.shard = groups_->dp_shard.get();
+    comms.replica = groups_->dp_replica.get();
+    comms.expert_shard = groups_->expert_dp.get();
+    comms.tp = groups_->tp.get();
+    comms.sequence_parallel = split.sequence_parallel;
+    zero_ = std::make_unique<ZeroUnits>(split.zero, chunks_, comms);
+    return;
+  }
   Bucket dense, experts;
   // CP ranks hold the same weights: they reduce gradients (and shard ZeRO-1 states)
-  // with the DP replicas.
-  dense.comm = groups_->dp_cp.get();
+  // with the DP replicas. With a shard group (cp == 1) ZeRO-1 shards inside it and
+  // all-reduces the shard over the replicas.
+  dense.comm = split.shard_group > 0 ? groups_->dp_shard.get() : groups_->dp_cp.get();
+  dense.replica = split.shard_group > 0 ? groups_->dp_replica.get() : nullptr;
   experts.comm = groups_->expert_dp_cp.get();
   for (Param* p : params()) (is_expert(*p) ? experts : dense).params.push_back(p);
   for (Bucket* b : {&dense, &experts}) {
@@ -241,13 +260,13 @@ CpuExecutor::CpuExecutor(const ModelConfig& m, const ParallelSplit& split, const
     for (Param* p : b->params) b->total += p->value.data.size();
     const size_t d = static_cast<size_t>(b->comm->size());
     b->shard = (b->total + d - 1) / d;
-    if (split.zero1) {
+    if (split.zero >= 1) {
       b->m.assign(b->shard, 0.0f);
       b->v.assign(b->shard, 0.0f);
     }
     buckets_.push_back(std::move(*b));
   }
-  if (!split.zero1) optimizer_ = std::make_unique<AdamW>(train.adam, params());
+  if (split.zero == 0) optimizer_ = std::make_unique<AdamW>(train.adam, params());
 }
 
 double CpuExecutor::zero1_reduce_and_update(double& dp_seconds, double& compute_seconds) {
@@ -266,6 +285,10 @@ double CpuExecutor::zero1_reduce_and_update(double& dp_seconds, double& compute_
     }
     b.grad_shard.assign(b.shard, 0.0f);
     b.comm->reduce_scatter(flat.data(), b.grad_shard.data(), b.shard, DType::float32, ReduceOp::sum);
+    // HSDP: the shard group's sum, summed over its replicas.
+    const bool replicated = b.replica && b.replica->size() > 1;
+    if (replicated)
+      b.replica->all_reduce(b.grad_shard.data(), b.grad_shard.data(), b.shard, DType::float32, ReduceOp::sum);
     dp_seconds += MPI_Wtime() - t0;
 
     // Update the slice [lo, hi) of the flat weights, param by param (decay differs).
@@ -277,7 +300,7 @@ double CpuExecutor::zero1_reduce_and_update(double& dp_seconds, double& compute_
       const size_t a = std::max(at, lo), e = std::min(at + n, hi);
       if (a < e) {
         float* g = b.grad_shard.data() + (a - lo);
-        if (!(tp_replicated(*p) && me.tp != 0))
+        if (!(tp_replicated(*p) && me.tp != 0) && !(replicated && b.replica->rank() != 0))
           for (size_t i = 0; i < e - a; ++i) sum_sq += static_cast<double>(g[i]) * g[i];
         adamw_update(p->value.ptr() + (a - at), g, b.m.data() + (a - lo), b.v.data() + (a - lo),
                      static_cast<int64_t>(e - a), step_ + 1, train_.adam, p->decay);
@@ -307,10 +330,11 @@ std::vector<Param*> CpuExecutor::params() {
 }
 
 double CpuExecutor::model_state_bytes() {
+  if (zero_) return zero_->state_bytes();
   double elements = 0;
   for (Param* p : params()) elements += static_cast<double>(p->value.numel());
   double adam_elements = elements;  // m and v for every weight, or a 1/d slice with ZeRO-1
-  if (split_.zero1) {
+  if (split_.zero >= 1) {
     adam_elements = 0;
     for (const Bucket& b : buckets_) adam_elements += static_cast<double>(b.shard);
   }
@@ -378,12 +402,13 @@ StepStats CpuExecutor::step(TimeBreakdown* time) {
   for (Param* p : params()) p->grad.zero();
   CpuPipelineBackend pipe(chunks_, local, scale, *groups_->pp, tp, ep, split_.cp > 1 ? &cp : nullptr, b,
                           static_cast<int64_t>(b) * local.seq_len / (split_.sequence_parallel ? split_.tp : 1),
-                          model_.hidden, spare_caches_);
+                          model_.hidden, spare_caches_, zero_.get());
+  if (zero_) zero_->set_timer(&t.dp);
   walk_pipeline(schedule_, me.pp, pipe, t);
   const double ce_sum = pipe.ce_sum, balance_sum = pipe.balance_sum;
   const auto& loads = pipe.loads;
 
-  if (split_.sequence_parallel) {
+  if (split_.sequence_parallel && !zero_) {  // (ZeRO-2/3 sum them in each unit's backward)
     // Norm weights saw only this rank's rows: their gradients are partial over TP.
     const double t0 = MPI_Wtime();
     for (Param* p : params())
@@ -392,7 +417,10 @@ StepStats CpuExecutor::step(TimeBreakdown* time) {
     t.tp += MPI_Wtime() - t0;
   }
   double zero1_grad_sq = 0;
-  if (split_.zero1) {
+  if (zero_) {
+    zero1_grad_sq = zero_->finish_gradients();
+    zero_->update(step_ + 1, train_.adam, t.compute);  // (ZeRO-2's weight gather counts as dp)
+  } else if (split_.zero >= 1) {
     zero1_grad_sq = zero1_reduce_and_update(t.dp, t.compute);  // also updates the weights
   } else {
     reduce_gradients(t.dp);
@@ -408,7 +436,7 @@ StepStats CpuExecutor::step(TimeBreakdown* time) {
   stats.tokens = static_cast<int64_t>(global_sequences) * model_.seq_len;
   stats.loss = sums[0] / static_cast<double>(stats.tokens);
   stats.aux_loss = scale.aux_per_sequence * sums[1];
-  if (split_.zero1) {
+  if (split_.zero >= 1) {
     groups_->world->all_reduce(&zero1_grad_sq, &zero1_grad_sq, 1, DType::float64, ReduceOp::sum);
     stats.grad_norm = std::sqrt(zero1_grad_sq);
   } else {
@@ -431,7 +459,13 @@ StepStats CpuExecutor::step(TimeBreakdown* time) {
   }
   t.compute += MPI_Wtime() - t_opt;
   const double t_norm = MPI_Wtime();
-  stats.param_norm = std::sqrt(global_sum_squares(false));
+  if (zero_) {
+    double sq = zero_->weight_sum_squares();
+    groups_->world->all_reduce(&sq, &sq, 1, DType::float64, ReduceOp::sum);
+    stats.param_norm = std::sqrt(sq);
+  } else {
+    stats.param_norm = std::sqrt(global_sum_squares(false));
+  }
   t.other += MPI_Wtime() - t_norm;
   t.total = MPI_Wtime() - start;
   stats.seconds = t.total;
@@ -467,8 +501,11 @@ TrainingState CpuExecutor::training_state() {
   s.steps_done = step_;
   s.optimizer_steps = optimizer_ ? optimizer_->steps() : step_;
   s.seed = train_.seed;
+  if (zero_) zero_->save(s);  // ZeRO-3: the weights are these shards
+  const bool full_weights = split_.zero < 3;
   for (size_t c = 0; c < chunks_.size(); ++c) {
-    for (Param* p : chunks_[c]->params()) s.arrays.push_back({"params/" + chunk_name(c) + "/" + p->name, p->value.data});
+    if (full_weights)
+      for (Param* p : chunks_[c]->params()) s.arrays.push_back({"params/" + chunk_name(c) + "/" + p->name, p->value.data});
     std::vector<MoeLayer*> moe = chunks_[c]->moe_layers();
     for (size_t i = 0; i < moe.size(); ++i)
       s.arrays.push_back({"moe_bias/" + chunk_name(c) + "/layer" + std::to_string(i), moe[i]->selection_bias});
@@ -484,7 +521,7 @@ TrainingState CpuExecutor::training_state() {
       }
   }
   for (size_t b = 0; b < buckets_.size(); ++b) {
-    if (!split_.zero1) break;
+    if (split_.zero == 0) break;
     s.arrays.push_back({"zero1/bucket" + std::to_string(b) + "/m", buckets_[b].m});
     s.arrays.push_back({"zero1/bucket" + std::to_string(b) + "/v", buckets_[b].v});
   }
@@ -495,9 +532,11 @@ void CpuExecutor::restore_training_state(const TrainingState& s) {
   if (s.seed != train_.seed)
     throw UsageError("checkpoint: seed " + std::to_string(s.seed) + " differs from this run's " +
                      std::to_string(train_.seed));
+  if (zero_) zero_->restore(s);
   for (size_t c = 0; c < chunks_.size(); ++c) {
-    for (Param* p : chunks_[c]->params())
-      take_array(s, "params/" + chunk_name(c) + "/" + p->name, p->value.ptr(), p->value.data.size());
+    if (split_.zero < 3)
+      for (Param* p : chunks_[c]->params())
+        take_array(s, "params/" + chunk_name(c) + "/" + p->name, p->value.ptr(), p->value.data.size());
     std::vector<MoeLayer*> moe = chunks_[c]->moe_layers();
     for (size_t i = 0; i < moe.size(); ++i)
       take_array(s, "moe_bias/" + chunk_name(c) + "/layer" + std::to_string(i), moe[i]->selection_bias.data(),
@@ -516,7 +555,7 @@ void CpuExecutor::restore_training_state(const TrainingState& s) {
     optimizer_->set_steps(s.optimizer_steps);
   }
   for (size_t b = 0; b < buckets_.size(); ++b) {
-    if (!split_.zero1) break;
+    if (split_.zero == 0) break;
     take_array(s, "zero1/bucket" + std::to_string(b) + "/m", buckets_[b].m.data(), buckets_[b].m.size());
     take_array(s, "zero1/bucket" + std::to_string(b) + "/v", buckets_[b].v.data(), buckets_[b].v.size());
   }

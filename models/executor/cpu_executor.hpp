@@ -20,6 +20,11 @@
 //  - ZeRO-1: instead of the all-reduce, gradients are reduce-scattered over dp (expert
 //    ones over expert_dp) in one padded flat buffer; each rank keeps AdamW states for
 //    its 1/d slice only, updates that slice, and the updated weights are all-gathered.
+//  - ZeRO-2 and ZeRO-3 (FSDP): per unit (embedding, block, head) gradients reduce-scattered
+//    after every backward, and with ZeRO-3 weights all-gathered before every forward
+//    and backward (zero_units.hpp).
+//  - Hybrid sharding (shard_group): the sharding above inside dp_shard, then the shard
+//    all-reduced over dp_replica before the update.
 //  - Sequence parallelism (with tp > 1): between TP regions each TP rank keeps 1/tp of
 //    the token rows; all-gather before and reduce-scatter after each TP region
 //    (block.hpp), norm gradients summed over tp; pipeline messages are 1/tp as large.
@@ -45,6 +50,7 @@
 #include "models/data.hpp"
 #include "models/executor/process_groups.hpp"
 #include "models/executor/time_breakdown.hpp"
+#include "models/executor/zero_units.hpp"
 #include "models/layers/transformer.hpp"
 #include "models/model_config.hpp"
 #include "models/optimizer.hpp"
@@ -68,8 +74,11 @@ class CpuExecutor {
   const PipelineSchedule& schedule() const { return schedule_; }
   // Parameters this rank holds (all chunks).
   std::vector<Param*> params();
-  // Bytes of parameters, gradients and AdamW states this rank holds.
+  // Bytes of parameters, gradients and AdamW states this rank holds between steps.
   double model_state_bytes();
+  // ZeRO-2/3: the most bytes of gathered weights and unit gradients held at once in
+  // the steps so far (0 otherwise).
+  double zero_buffer_peak_bytes() const { return zero_ ? zero_->peak_buffer_bytes() : 0.0; }
 
   // --- checkpointing (models/checkpoint/) ---
   // Steps completed: also the data position, since step k reads batch k.
@@ -91,6 +100,7 @@ class CpuExecutor {
     Communicator* comm = nullptr;
     size_t total = 0;   // elements
     size_t shard = 0;   // ZeRO-1: padded total / comm size
+    Communicator* replica = nullptr;  // HSDP: the shard's replicas (dense bucket)
     std::vector<float> m, v, grad_shard;
   };
   void reduce_gradients(double& dp_seconds);
@@ -108,7 +118,8 @@ class CpuExecutor {
   std::unique_ptr<ProcessGroups> groups_;
   PipelineSchedule schedule_;
   std::vector<std::unique_ptr<Transformer>> chunks_;  // chunk c = virtual stage c*pp + stage
-  std::unique_ptr<AdamW> optimizer_;  // without ZeRO-1
+  std::unique_ptr<AdamW> optimizer_;  // without ZeRO
+  std::unique_ptr<ZeroUnits> zero_;   // ZeRO-2 and ZeRO-3
   std::vector<Bucket> buckets_;
   // Activation caches of finished microbatches, kept so the next step's reuse their
   // buffers instead of allocating and zero-filling them afresh.

@@ -1,6 +1,7 @@
 #pragma once
-// The MPI communicators of one rank for a split: tp, dp, pp, ep, expert_dp and, for
-// context parallelism, cp and the gradient groups dp_cp and expert_dp_cp, made by
+// The MPI communicators of one rank for a split: tp, dp, pp, ep, expert_dp; for
+// context parallelism cp and the gradient groups dp_cp and expert_dp_cp; for hybrid
+// sharding dp_shard and dp_replica; made by
 // MPI_Comm_split with the colours and keys of rank_groups.hpp, so member i of each
 // communicator is the member with index_in_group() == i (for pp: the stage).
 #include <memory>
@@ -20,6 +21,9 @@ struct ProcessGroups {
   RankCoord coord;
   std::unique_ptr<MpiCommunicator> world, tp, dp, pp, ep, expert_dp;
   std::unique_ptr<MpiCommunicator> cp, dp_cp, expert_dp_cp;
+  // Hybrid sharding (rank_groups.hpp): the shard group and the replicas of one shard
+  // (dp and a single rank without a shard group).
+  std::unique_ptr<MpiCommunicator> dp_shard, dp_replica;
 };
 
 }  // namespace ibt::models

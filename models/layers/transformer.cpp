@@ -42,6 +42,23 @@ std::vector<Param*> Transformer::params() {
   return out;
 }
 
+int Transformer::unit_count() const {
+  return (embedding ? 1 : 0) + static_cast<int>(blocks.size()) + (head ? 1 : 0);
+}
+
+std::vector<Param*> Transformer::unit_params(int unit) {
+  const int first_block = embedding ? 1 : 0;
+  if (embedding && unit == 0) return {&embedding->table};
+  const int b = unit - first_block;
+  if (b >= 0 && b < static_cast<int>(blocks.size())) return blocks[b].params();
+  if (head && unit == first_block + static_cast<int>(blocks.size())) {
+    std::vector<Param*> out = final_norm->params();
+    if (!(embedding && head->tied())) out.push_back(&head->weight());
+    return out;
+  }
+  throw std::logic_error("Transformer::unit_params: no unit " + std::to_string(unit));
+}
+
 std::vector<MoeLayer*> Transformer::moe_layers() {
   std::vector<MoeLayer*> out;
   for (TransformerBlock& b : blocks)
@@ -50,8 +67,12 @@ std::vector<MoeLayer*> Transformer::moe_layers() {
 }
 
 MicrobatchLoss Transformer::forward(const Batch& mb, const Tensor* input, Tensor& output, StageCache& c,
-                                    TpReducer& tp, ExpertExchange* ep, ContextExchange* cp) const {
+                                    TpReducer& tp, ExpertExchange* ep, ContextExchange* cp,
+                                    UnitHooks* hooks) const {
   MicrobatchLoss loss;
+  const int first_block = embedding ? 1 : 0;
+  auto before = [hooks](int u) { if (hooks) hooks->before_forward(u); };
+  auto after = [hooks](int u) { if (hooks) hooks->after_forward(u); };
   c.batch = mb.sequences;
   c.seq = mb.seq_len;
   c.tokens = mb.inputs;
@@ -59,7 +80,9 @@ MicrobatchLoss Transformer::forward(const Batch& mb, const Tensor* input, Tensor
   Tensor x;
   if (embedding) {
     Tensor partial;
+    before(0);
     embedding->forward(mb.inputs, partial);
+    after(0);
     // Vocab-parallel embedding: partial rows (summed, or reduce-scattered with SP).
     if (tp.sequence_parallel()) tp.reduce_scatter_rows(partial, x);
     else {
@@ -73,7 +96,9 @@ MicrobatchLoss Transformer::forward(const Batch& mb, const Tensor* input, Tensor
   c.blocks.resize(blocks.size());
   Tensor y;
   for (size_t i = 0; i < blocks.size(); ++i) {
+    before(first_block + static_cast<int>(i));
     blocks[i].forward(x, c.batch, c.seq, y, c.blocks[i], tp, ep, cp);
+    after(first_block + static_cast<int>(i));
     if (blocks[i].moe) {
       loss.moe_load.push_back(c.blocks[i].moe.routing.load);
       if (blocks[i].moe->uses_aux_loss())
@@ -86,6 +111,8 @@ MicrobatchLoss Transformer::forward(const Batch& mb, const Tensor* input, Tensor
     return loss;
   }
   output = Tensor();
+  const int head_unit = first_block + static_cast<int>(blocks.size());
+  before(head_unit);
   if (tp.sequence_parallel()) {  // the vocab-parallel head needs every row
     Tensor local;
     final_norm->forward(x, local, c.final_norm);
@@ -94,6 +121,7 @@ MicrobatchLoss Transformer::forward(const Batch& mb, const Tensor* input, Tensor
     final_norm->forward(x, c.normed, c.final_norm);
   }
   head->forward(c.normed, c.logits);
+  after(head_unit);
   // Vocab-parallel softmax: global max, then global sums (loss.hpp).
   local_row_max(c.logits, c.stats.row_max);
   tp.max(c.stats.row_max);
@@ -106,10 +134,15 @@ MicrobatchLoss Transformer::forward(const Batch& mb, const Tensor* input, Tensor
 }
 
 void Transformer::backward(StageCache& c, const Tensor* d_output, const LossScale& scale, Tensor& d_input,
-                           TpReducer& tp, ExpertExchange* ep, ContextExchange* cp) {
+                           TpReducer& tp, ExpertExchange* ep, ContextExchange* cp, UnitHooks* hooks) {
   Tensor dy, dx;
+  const int first_block = embedding ? 1 : 0;
+  auto before = [hooks](int u) { if (hooks) hooks->before_backward(u); };
+  auto after = [hooks](int u) { if (hooks) hooks->after_backward(u); };
   if (head) {
     Tensor d_logits, d_normed;
+    const int head_unit = first_block + static_cast<int>(blocks.size());
+    before(head_unit);
     logits_grad(c.logits, c.targets, head->vocab_begin(), c.stats, scale.ce_per_token, d_logits);
     head->backward(c.normed, d_logits, d_normed);
     // Vocab-parallel head: partial input gradient (reduce-scattered to rows with SP).
@@ -121,12 +154,15 @@ void Transformer::backward(StageCache& c, const Tensor* d_output, const LossScal
       tp.sum(d_normed);
     }
     final_norm->backward(c.final_norm, d_normed, dy);
+    after(head_unit);
   } else {
     if (!d_output) throw std::logic_error("Transformer::backward: a part without the head needs d_output");
     dy = *d_output;
   }
   for (size_t i = blocks.size(); i-- > 0;) {
+    before(first_block + static_cast<int>(i));
     blocks[i].backward(c.blocks[i], c.batch, c.seq, dy, scale.aux_per_sequence, dx, tp, ep, cp);
+    after(first_block + static_cast<int>(i));
     std::swap(dy, dx);
   }
   // The block caches stay allocated: the next microbatch using this cache reuses them.
@@ -136,7 +172,9 @@ void Transformer::backward(StageCache& c, const Tensor* d_output, const LossScal
       tp.all_gather_rows(dy, full);
       dy = std::move(full);
     }
+    before(0);
     embedding->backward(c.tokens, dy);
+    after(0);
     d_input = Tensor();
   } else {
     d_input = std::move(dy);

@@ -55,6 +55,20 @@ struct LossScale {
   double aux_per_sequence = 0;       // aux_loss_coeff / sequences in the global batch
 };
 
+// Called around each unit's use: units are numbered 0.. in forward order ([embedding],
+// blocks..., [final norm + LM head]); backward visits them in reverse. ZeRO-3 (FSDP)
+// gathers a unit's weights in before() and frees them in after(); ZeRO-2 and 3 give
+// the unit zeroed gradients before its backward and reduce-scatter them after
+// (models/executor/zero_units.hpp).
+class UnitHooks {
+ public:
+  virtual ~UnitHooks() = default;
+  virtual void before_forward(int unit) = 0;
+  virtual void after_forward(int unit) = 0;
+  virtual void before_backward(int unit) = 0;
+  virtual void after_backward(int unit) = 0;
+};
+
 class Transformer {
  public:
   Transformer(const ModelConfig& m, uint64_t seed, ModelPart part = {});
@@ -66,11 +80,16 @@ class Transformer {
   // ep: the EP all-to-alls (required when the part's MoE layers hold a subset of experts).
   // cp: the context-parallel group (mb then holds this CP rank's tokens, cp_local_batch).
   MicrobatchLoss forward(const Batch& mb, const Tensor* input, Tensor& output, StageCache& cache,
-                         TpReducer& tp, ExpertExchange* ep = nullptr, ContextExchange* cp = nullptr) const;
+                         TpReducer& tp, ExpertExchange* ep = nullptr, ContextExchange* cp = nullptr,
+                         UnitHooks* hooks = nullptr) const;
   // d_output: gradient of this part's output (nullptr on the head part, which starts
   // from the loss). d_input: gradient for the previous part (empty on the embedding part).
   void backward(StageCache& cache, const Tensor* d_output, const LossScale& scale, Tensor& d_input,
-                TpReducer& tp, ExpertExchange* ep = nullptr, ContextExchange* cp = nullptr);
+                TpReducer& tp, ExpertExchange* ep = nullptr, ContextExchange* cp = nullptr,
+                UnitHooks* hooks = nullptr);
+  // Units of this part (UnitHooks): the parameters of unit u, in params() order.
+  int unit_count() const;
+  std::vector<Param*> unit_params(int unit);
 
   std::vector<Param*> params();           // each parameter once (a tied head adds nothing)
   std::vector<MoeLayer*> moe_layers();

@@ -76,8 +76,8 @@ TEST(CudaExecutor, RefusesWhatItDoesNotImplement) {
   const models::ModelConfig dense = models::load_model("tiny-dense");
   models::ParallelSplit zero1 = single_rank(1);
   zero1.dp = 2;
-  zero1.zero1 = true;
-  EXPECT_NE(gpu::cuda_executor_check(zero1, dense, 2).find("ZeRO-1"), std::string::npos);
+  zero1.zero = 1;
+  EXPECT_NE(gpu::cuda_executor_check(zero1, dense, 2).find("ZeRO"), std::string::npos);
   EXPECT_EQ(gpu::cuda_executor_check(single_rank(1), dense, 1), "");
 }
 

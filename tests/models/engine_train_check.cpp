@@ -21,6 +21,7 @@
 #include <string>
 
 #include "core/errors.hpp"
+#include "models/accounting.hpp"
 #include "models/blas.hpp"
 #include "models/executor/cpu_executor.hpp"
 #include "models/model_file.hpp"
@@ -37,6 +38,7 @@ struct Args {
   double lr = 3e-3;
   double reference_lr = 0;  // > 0: a deliberately different reference (the negative test)
   double aux_loss = 0;      // > 0: switch the model to the classic aux loss with this weight
+  bool memory_check = false;  // also compare the held model state and ZeRO buffers with the plan
 };
 
 Args parse(int argc, char** argv) {
@@ -57,11 +59,14 @@ Args parse(int argc, char** argv) {
     else if (k == "--micro-batch-size") a.split.micro_batch_size = num();
     else if (k == "--schedule") a.split.schedule = parse_schedule(v);
     else if (k == "--steps") a.steps = num();
-    else if (k == "--zero1") a.split.zero1 = num() != 0;
+    else if (k == "--zero1") a.split.zero = num() != 0 ? 1 : 0;
+    else if (k == "--zero") a.split.zero = num();
+    else if (k == "--shard-group") a.split.shard_group = num();
     else if (k == "--sequence-parallel") a.split.sequence_parallel = num() != 0;
     else if (k == "--lr") a.lr = std::atof(v.c_str());
     else if (k == "--reference-lr") a.reference_lr = std::atof(v.c_str());
     else if (k == "--aux-loss") a.aux_loss = std::atof(v.c_str());
+    else if (k == "--memory-check") a.memory_check = num() != 0;
     else throw ibt::UsageError("unknown option " + k);
   }
   return a;
@@ -118,6 +123,22 @@ int main(int argc, char** argv) {
       }
     }
     if (rank == 0 && status == 0) std::printf("OK: matches the serial reference for %d steps\n", a.steps);
+    if (a.memory_check && status == 0) {
+      // What this rank holds between steps (weights, gradients, AdamW m and v; ZeRO
+      // shards) and the peak of ZeRO's gathered weights and unit gradients during the
+      // steps, against accounting.hpp's plan for the fp32 engine. The plan does not pad
+      // shards to a multiple of the group size: allow 16 bytes per element of padding.
+      const RankMemory plan = memory_per_rank(m, a.split, fp32_adam(), exec.groups().coord.pp);
+      const double held = exec.model_state_bytes(), buffers = exec.zero_buffer_peak_bytes();
+      const double padding = 16.0 * 2 * (m.layers + 2) * a.split.dp;
+      const bool ok = std::abs(held - plan.model_state()) <= padding && buffers == plan.buffers;
+      std::printf("rank %d memory: held %.0f B (plan %.0f), ZeRO buffers peak %.0f B (plan %.0f)%s\n", rank, held,
+                  plan.model_state(), buffers, plan.buffers, ok ? "" : "  MISMATCH");
+      int bad = ok ? 0 : 1;
+      MPI_Allreduce(MPI_IN_PLACE, &bad, 1, MPI_INT, MPI_MAX, MPI_COMM_WORLD);
+      if (bad) status = 1;
+      else if (rank == 0) std::printf("OK: model state and ZeRO buffers match the memory plan\n");
+    }
   } catch (const ibt::UsageError& e) {
     if (rank == 0) std::fprintf(stderr, "error: %s\n", e.what());
     status = 2;

@@ -115,7 +115,7 @@ TEST(PlanAccounting, TinyDenseMemoryByHand) {
   EXPECT_EQ(r1.activations, 2 * 78080);
   EXPECT_EQ(peak_memory_per_rank(m, s, fp32_adam()).stage, 0);
   // ZeRO-1 shards the optimizer over dp = 2.
-  s.zero1 = true;
+  s.zero = 1;
   EXPECT_EQ(memory_per_rank(m, s, fp32_adam(), 0).optimizer, 45312 * 4);
   // Sequence parallel + selective recompute (scores dropped): norms 256/2 + 2/2 rstd,
   // sharded (192 + 384)/2 = 288 -> (128 + 288) * 4 + 1 * 4 = 1668 B x 32 tokens.
@@ -182,7 +182,7 @@ TEST(PlanAccounting, MoeLayerActivationsDifferFromDense) {
 TEST(PlanAccounting, MoeMemoryShardsExpertsOverEp) {
   const ModelConfig m = load_model("tiny-moe");
   ParallelSplit s{4, 1, 1, 4, 1, 1, 1, ScheduleKind::one_f_one_b};
-  s.zero1 = true;
+  s.zero = 1;
   const RankMemory r = memory_per_rank(m, s, bf16_mixed_adam(), 0);
   // 3 MoE layers x 2 local experts x 12288.
   EXPECT_EQ(r.expert_params, 73728);

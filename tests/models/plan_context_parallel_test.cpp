@@ -47,7 +47,7 @@ TEST(PlanContextParallel, ValidateNamesEachRule) {
   EXPECT_EQ(check(sp, mha, 64), "seq_len (32) not divisible by cp*tp (64) (context and sequence parallel)");
   // ZeRO-1 over the CP replicas alone is meaningful (dp 1, cp 2).
   ParallelSplit z = cp_split(2);
-  z.zero1 = true;
+  z.zero = 1;
   EXPECT_EQ(check(z, m, 2), "");
   EXPECT_THROW(validate(cp_split(3), m, 3), UsageError);
 }
@@ -263,7 +263,7 @@ TEST(PlanModelShapes, ExplicitHeadDim) {
 TEST(PlanContextParallel, Zero1ShardsOverDpTimesCp) {
   const ModelConfig m = load_model("tiny-dense");
   ParallelSplit a = cp_split(1, 4), b = cp_split(2, 2);
-  a.zero1 = b.zero1 = true;
+  a.zero = b.zero = 1;
   const Precision pr = bf16_mixed_adam();
   EXPECT_DOUBLE_EQ(memory_per_rank(m, a, pr, 0).optimizer, memory_per_rank(m, b, pr, 0).optimizer);
 }

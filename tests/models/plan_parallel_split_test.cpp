@@ -69,7 +69,7 @@ TEST(PlanParallelSplit, EnumerationEqualsBruteForce) {
     for (int world : {1, 2, 3, 4, 6, 8}) {
       const ModelConfig m = load_model(name);
       SplitSearch q;
-      q.try_zero1 = true;
+      q.zero_stages = {1};
       q.recomputes = {Recompute::none, Recompute::full};
       q.interleave_chunks = {2, 4};
       const auto found = enumerate_splits(m, world, q);
@@ -122,7 +122,7 @@ TEST(PlanParallelSplit, FastAtSixteenThousandRanks) {
   q.global_batch = 4096;
   q.micro_batch_sizes = {1, 2, 4};
   q.recomputes = {Recompute::none, Recompute::selective, Recompute::full};
-  q.try_zero1 = true;
+  q.zero_stages = {1};
   q.interleave_chunks = {2, 3, 4};
   const auto t0 = std::chrono::steady_clock::now();
   const auto splits = enumerate_splits(m, 16384, q);

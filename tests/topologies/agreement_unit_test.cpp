@@ -39,7 +39,7 @@ Topology calibrated(bool with_four) {
 TEST(TrainRuns, SplitTextParsesBack) {
   models::ParallelSplit s = split(2, 2, 2, 4);
   s.sequence_parallel = true;
-  s.zero1 = true;
+  s.zero = 1;
   EXPECT_EQ(parse_split(models::describe(s)), s);
   models::ParallelSplit i = split(1, 1, 2, 4);
   i.vpp = 2;

@@ -292,7 +292,7 @@ TEST(FailureModel, CheckpointBytesAreWeightsAndOptimizerOverDp) {
   s.dp = 8;
   s.microbatches = 1;
   EXPECT_NEAR(checkpoint_bytes_per_device(m, s, p), total * 14 / 8, 1e-6 * total);
-  s.zero1 = true;  // sharding the optimizer changes memory, not what is saved
+  s.zero = 1;  // sharding the optimizer changes memory, not what is saved
   EXPECT_NEAR(checkpoint_bytes_per_device(m, s, p), total * 14 / 8, 1e-6 * total);
   // With pipeline stages the largest stage sets the size: at least the even share.
   models::ParallelSplit q;

@@ -112,7 +112,7 @@ TEST(SimContextParallel, ProjectionBreakdownAddsUpWithCp) {
     s.pp = 2;  // the sim's rank per stage skips the CP peers too
     s.dp = 2;
     s.sequence_parallel = true;
-    s.zero1 = true;
+    s.zero = 1;
     const Projection p = project(m, t, s);
     ASSERT_TRUE(p.feasible) << p.reason;
     double sum = p.compute_s;

@@ -32,8 +32,8 @@ struct Case {
 };
 
 ParallelSplit split(int dp, int tp, int pp, int ep, int vpp, int m, int mbs, ScheduleKind k, bool sp,
-                    bool zero1, Recompute r) {
-  return ParallelSplit{dp, tp, pp, ep, vpp, m, mbs, k, sp, zero1, r};
+                    int zero, Recompute r) {
+  return ParallelSplit{dp, tp, pp, ep, vpp, m, mbs, k, sp, zero, r};
 }
 
 ParallelSplit with_cp(ParallelSplit s, int cp, models::CpComm comm) {

@@ -308,7 +308,7 @@ TEST(Projection, BreakdownAddsUpToTheStepTime) {
   s.dp = 8;
   s.microbatches = 16;
   s.sequence_parallel = true;
-  s.zero1 = true;
+  s.zero = 1;
   s.recompute = models::Recompute::selective;
   const Projection p = project(m, t, s);
   ASSERT_TRUE(p.feasible) << p.reason;
