@@ -24,6 +24,7 @@
 #include "suites/accept_reference.hpp"
 #include "suites/backends.hpp"
 #include "suites/cli.hpp"
+#include "suites/job_facts.hpp"
 #include "suites/job_guard.hpp"
 #include "suites/mpi_session.hpp"
 #include "suites/p2p_rows.hpp"
@@ -150,7 +151,10 @@ int run(int argc, char** argv, MpiSession& mpi) {
   po::variables_map vm;
   po::store(po::command_line_parser(argc, argv).options(opts).run(), vm);
   if (vm.count("help")) {
-    if (mpi.rank() == 0) std::cout << kHelpIntro << "\n" << opts << "\n";
+    if (mpi.rank() == 0)
+      print_help(std::cout, kHelpIntro, opts,
+                 {"mpiexec -n 2 ibt accept --reference topologies/references/local-cpu.json --junit accept.xml",
+                "ibt accept --generate-reference dgx-h100 --ranks 16 --write h100-16.json"});
     return kExitOk;
   }
   po::notify(vm);
@@ -215,10 +219,7 @@ int run(int argc, char** argv, MpiSession& mpi) {
     recorder->set_attr("ibt_version", std::string(kVersion));
     recorder->set_attr("git_commit", std::string(kGitCommit));
     recorder->set_attr("world_size", static_cast<std::int64_t>(mpi.size()));
-    std::string hosts;
-    for (std::size_t i = 0; i < facts.hosts.size(); ++i) hosts += (i ? "," : "") + facts.hosts[i];
-    recorder->set_attr("hosts", hosts);
-    recorder->set_attr("rank_hosts", facts.host_of_rank_list);
+    record_job_facts(recorder.get(), facts, "ibt accept");
     recorder->set_attr("backend", backend->name());
     for (const auto& [key, value] : backend->provenance()) recorder->set_attr(key, value);
     recorder->set_attr("domains", static_cast<std::int64_t>(layout.num_domains));
@@ -230,10 +231,6 @@ int run(int argc, char** argv, MpiSession& mpi) {
     std::printf("# ibt accept %s (%s): reference %s (%s), %zu metrics, %d ranks on %zu host(s), %d domain(s) by %s\n",
                 kVersion, kGitCommit, reference_path.c_str(), ref.system.c_str(), ref.metrics.size(), mpi.size(),
                 facts.hosts.size(), layout.num_domains, layout.method.c_str());
-    const long cores = sysconf(_SC_NPROCESSORS_ONLN);
-    if (cores > 0 && mpi.size() > cores && facts.hosts.size() == 1)
-      std::fprintf(stderr, "# warning: %d ranks share %ld cores: timings measure scheduling, not the interconnect\n",
-                   mpi.size(), cores);
     std::fflush(nullptr);
   }
 

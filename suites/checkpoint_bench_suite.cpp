@@ -18,6 +18,7 @@
 #include "collectives/sizes.hpp"
 #include "models/checkpoint/checkpointer.hpp"
 #include "models/checkpoint/shard_io.hpp"
+#include "suites/cli.hpp"
 #include "suites/mpi_session.hpp"
 #include "suites/run_recorder.hpp"
 #include "suites/suites.hpp"
@@ -99,7 +100,9 @@ int run(int argc, char** argv, MpiSession& mpi) {
   po::variables_map vm;
   po::store(po::command_line_parser(argc, argv).options(options).run(), vm);
   if (vm.count("help")) {
-    if (mpi.rank() == 0) std::cout << kHelpIntro << "\n" << options << "\n";
+    if (mpi.rank() == 0)
+      print_help(std::cout, kHelpIntro, options,
+                 {"mpiexec -n 2 ibt checkpoint-bench --state-bytes 256M --repeats 5 --out ckpt-bench.h5"});
     return kExitOk;
   }
   po::notify(vm);

@@ -18,6 +18,7 @@
 #include "suites/backends.hpp"
 #include "suites/cli.hpp"
 #include "suites/collectives_table.hpp"
+#include "suites/job_facts.hpp"
 #include "suites/job_guard.hpp"
 #include "suites/mpi_session.hpp"
 #include "suites/suites.hpp"
@@ -227,14 +228,7 @@ int run(int argc, char** argv, MpiSession& mpi) {
     recorder->set_attr("ibt_version", std::string(kVersion));
     recorder->set_attr("git_commit", std::string(kGitCommit));
     recorder->set_attr("world_size", static_cast<std::int64_t>(mpi.size()));
-    std::string hosts, per_host;
-    for (std::size_t i = 0; i < facts.hosts.size(); ++i) {
-      hosts += (i ? "," : "") + facts.hosts[i];
-      per_host += (i ? "," : "") + std::to_string(facts.ranks_per_host[i]);
-    }
-    recorder->set_attr("hosts", hosts);
-    recorder->set_attr("ranks_per_host", per_host);
-    recorder->set_attr("rank_hosts", facts.host_of_rank_list);
+    record_job_facts(recorder.get(), facts, "ibt collectives");
     recorder->set_attr("backend", backend->name());
     for (const auto& [key, value] : backend->provenance()) recorder->set_attr(key, value);
     recorder->set_attr("domains", static_cast<std::int64_t>(layout.num_domains));
@@ -252,7 +246,6 @@ int run(int argc, char** argv, MpiSession& mpi) {
     recorder->set_attr("config", config.dump());
     recorder->set_environment(allowed_environment(environ));
 
-    long cores = sysconf(_SC_NPROCESSORS_ONLN);
     std::printf("# ibt collectives %s (%s): %d ranks on %zu host(s), %d domain(s) by %s, backend %s\n", kVersion,
                 kGitCommit, mpi.size(), facts.hosts.size(), layout.num_domains, layout.method.c_str(),
                 backend->name().c_str());
@@ -260,10 +253,6 @@ int run(int argc, char** argv, MpiSession& mpi) {
                 harness.iters, harness.warmup_iters, std::string(to_string(harness.aggregation)).c_str(),
                 harness.check ? "on" : "off", harness.blocking ? "blocking" : "non-blocking",
                 harness.rotate_bytes ? format_size(harness.rotate_bytes).c_str() : "off");
-    const int max_per_host = facts.ranks_per_host.empty() ? 0 : *std::max_element(facts.ranks_per_host.begin(), facts.ranks_per_host.end());
-    if (cores > 0 && max_per_host > cores)
-      std::fprintf(stderr, "# warning: %d ranks share %ld cores on one host: timings are dominated by "
-                           "scheduling, not the interconnect\n", max_per_host, cores);
     if (recorder->active()) std::printf("# results: %s, run %s\n", args.out.c_str(), recorder->run_id().c_str());
     for (const auto& n : notes) std::fprintf(stderr, "# note: %s\n", n.c_str());
     print_table_header(stdout);

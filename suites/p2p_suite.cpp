@@ -12,6 +12,7 @@
 #include "collectives/sizes.hpp"
 #include "ibt/version.hpp"
 #include "suites/cli.hpp"
+#include "suites/job_facts.hpp"
 #include "suites/job_guard.hpp"
 #include "suites/mpi_session.hpp"
 #include "suites/p2p_rows.hpp"
@@ -109,7 +110,10 @@ int run(int argc, char** argv, MpiSession& mpi) {
   po::variables_map vm;
   po::store(po::command_line_parser(argc, argv).options(options).run(), vm);
   if (vm.count("help")) {
-    if (mpi.rank() == 0) std::cout << kHelpIntro << "\n" << options << "\n";
+    if (mpi.rank() == 0)
+      print_help(std::cout, kHelpIntro, options,
+                 {"mpiexec -n 8 ibt p2p-matrix --sizes 8,1M --out p2p.h5",
+                "mpiexec -n 8 ibt p2p-matrix --domains --domain-size 4 --fail-on-outliers"});
     return kExitOk;
   }
   po::notify(vm);
@@ -130,10 +134,7 @@ int run(int argc, char** argv, MpiSession& mpi) {
     recorder->set_attr("ibt_version", std::string(kVersion));
     recorder->set_attr("git_commit", std::string(kGitCommit));
     recorder->set_attr("world_size", static_cast<std::int64_t>(mpi.size()));
-    std::string hosts;
-    for (std::size_t i = 0; i < facts.hosts.size(); ++i) hosts += (i ? "," : "") + facts.hosts[i];
-    recorder->set_attr("hosts", hosts);
-    recorder->set_attr("rank_hosts", facts.host_of_rank_list);
+    record_job_facts(recorder.get(), facts, "ibt p2p-matrix");
     recorder->set_attr("backend", std::string("mpi"));
     recorder->set_attr("domains", static_cast<std::int64_t>(layout.num_domains));
     recorder->set_attr("domain_method", layout.method);

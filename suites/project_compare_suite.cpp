@@ -41,7 +41,8 @@ int project_compare_main(int argc, char** argv) {
   pos.add("runs", -1);
   po::variables_map vm;
   if (!parse_command_line(argc, argv, opts, vm, &pos)) {
-    std::cout << opts << "\n";
+    print_help(std::cout, "ibt project-compare FILE.h5[:RUN] [...] --topology T [--bound PCT]", opts,
+               {"ibt project-compare held.h5 --topology mine.json --bound 20"});
     return kExitOk;
   }
   if (runs.empty()) throw UsageError("give at least one FILE.h5 or FILE.h5:RUN_ID of `ibt train` runs");

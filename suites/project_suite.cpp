@@ -70,7 +70,7 @@ int project_main(int argc, char** argv) {
       ("ep", po::value(&a.ep)->default_value(a.ep), "expert parallel degree (drawn from dp)")
       ("vpp", po::value(&a.vpp), "model chunks per stage (interleaved; default 2 for interleaved, else 1)")
       ("microbatches", po::value(&a.microbatches), "microbatches per step (default: from the global batch)")
-      ("mbs", po::value(&a.mbs)->default_value(a.mbs), "sequences per microbatch")
+      ("micro-batch-size", po::value(&a.mbs)->default_value(a.mbs), "sequences per microbatch")
       ("global-batch", po::value(&a.global_batch), "global batch in sequences (overrides --global-batch-tokens)")
       ("global-batch-tokens", po::value(&a.global_batch_tokens)->default_value(a.global_batch_tokens),
        "global batch in tokens (divided by the model's sequence length)")
@@ -88,11 +88,16 @@ int project_main(int argc, char** argv) {
        "with --all: rank by mfu or goodput (goodput-adjusted MFU = MFU x goodput; needs the failure figures)")
       ("out", po::value(&a.out), "HDF5 results file to append a run of kind 'projection' to");
   suites::add_failure_options(opts);
+  po::options_description old_spellings;  // kept for one release, not in --help
+  old_spellings.add_options()("mbs", po::value<long>());
   po::variables_map vm;
-  if (!parse_command_line(argc, argv, opts, vm)) {
-    std::cout << opts << "\n";
+  if (!parse_command_line(argc, argv, opts, vm, nullptr, "", &old_spellings)) {
+    print_help(std::cout, "ibt project --model M --topology T --gpus N [split options | --all] [--out FILE.h5]", opts,
+               {"ibt project --model llama3-405b --topology dgx-h100 --gpus 8192 --all",
+                "ibt project --model llama3-70b --topology dgx-b200 --gpus 1024 --tp 8 --pp 4 --micro-batch-size 1 --out proj.h5"});
     return kExitOk;
   }
+  take_alias(vm, "mbs", "micro-batch-size", a.mbs);
   if (a.model.empty()) throw UsageError("--model is required");
   if (a.topology.empty()) throw UsageError("--topology is required");
   require_positive(a.gpus, "--gpus");
@@ -165,7 +170,7 @@ int project_main(int argc, char** argv) {
     s.schedule = models::parse_schedule(a.schedule);
     s.vpp = a.vpp > 0 ? static_cast<int>(a.vpp) : (s.schedule == models::ScheduleKind::interleaved ? 2 : 1);
     s.micro_batch_size = static_cast<int>(a.mbs);
-    require_positive(a.mbs, "--mbs");
+    require_positive(a.mbs, "--micro-batch-size");
     if (a.microbatches > 0) {
       s.microbatches = static_cast<int>(a.microbatches);
     } else {
@@ -187,6 +192,8 @@ int project_main(int argc, char** argv) {
     topo::add_goodput(p, model, options, failure);
     std::printf("%s%s", topo::describe_projection(p, options.dtype).c_str(), topo::describe_goodput(p.goodput).c_str());
     recorder.append("projections", topo::projection_columns(), topo::projection_row(p));
+    for (const auto& row : topo::projection_stage_rows(p))
+      recorder.append("projection_stages", topo::projection_stage_columns(), row);
   }
   std::printf("%s", topo::describe_assumptions(failure).c_str());
   std::printf("conventions: %s\n", kConventions);

@@ -75,7 +75,8 @@ int run(int argc, char** argv, MpiSession& mpi) {
       ("out", po::value(&out), "append one run per split to this HDF5 results file");
   po::variables_map vm;
   if (!parse_command_line(argc, argv, o, vm)) {
-    if (mpi.rank() == 0) std::cout << kHelp << "\n" << o << "\n";
+    if (mpi.rank() == 0)
+      print_help(std::cout, kHelp, o, {"mpiexec -n 4 ibt sweep --model tiny-dense --steps 3 --out sweep.h5"});
     return kExitOk;
   }
   if (options.steps < 2) throw UsageError("--steps must be at least 2 (the first step is not timed)");

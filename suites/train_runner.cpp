@@ -22,6 +22,7 @@
 #include "models/reference_trainer.hpp"
 #include "reports/store.hpp"
 #include "suites/cli.hpp"
+#include "suites/job_facts.hpp"
 #include "suites/train_checkpoints.hpp"
 #include "topologies/device_peak.hpp"
 #include "topologies/gemm_peak.hpp"
@@ -148,7 +149,10 @@ double measure_sgemm_peak_gflops(MPI_Comm world) {
 
 void record_provenance(RunRecorder* rec, int argc, char** argv, MPI_Comm world) {
   const JobFacts facts = gather_job_facts(world);
-  if (!rec || !rec->active()) return;
+  if (!rec || !rec->active()) {
+    record_job_facts(nullptr, facts, argv[0]);  // the warning, without a file to record it in
+    return;
+  }
   RunRecorder& recorder = *rec;
   int size = 1;
   MPI_Comm_size(world, &size);
@@ -156,10 +160,7 @@ void record_provenance(RunRecorder* rec, int argc, char** argv, MPI_Comm world) 
   recorder.set_attr("ibt_version", std::string(kVersion));
   recorder.set_attr("git_commit", std::string(kGitCommit));
   recorder.set_attr("world_size", static_cast<std::int64_t>(size));
-  std::string hosts;
-  for (size_t i = 0; i < facts.hosts.size(); ++i) hosts += (i ? "," : "") + facts.hosts[i];
-  recorder.set_attr("hosts", hosts);
-  recorder.set_attr("rank_hosts", facts.host_of_rank_list);
+  record_job_facts(&recorder, facts, argv[0]);
   recorder.set_attr("backend", std::string("mpi"));
   char version[MPI_MAX_LIBRARY_VERSION_STRING];
   int len = 0;

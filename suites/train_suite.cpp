@@ -142,7 +142,10 @@ int run(int argc, char** argv, MpiSession& mpi) {
   const auto options = describe_options(a);
   po::variables_map vm;
   if (!parse_command_line(argc, argv, options, vm)) {
-    if (mpi.rank() == 0) std::cout << kHelp << "\n" << options << "\n";
+    if (mpi.rank() == 0)
+      print_help(std::cout, kHelp, options,
+                 {"mpiexec -n 8 ibt train --model tiny-moe --dp 2 --tp 2 --pp 2 --ep 2 --microbatches 4 --schedule 1f1b --steps 5 --check --out train.h5",
+                "mpiexec -n 2 ibt train --model small-dense --dp 2 --micro-batch-size 2 --steps 5 --out fit.h5"});
     return kExitOk;
   }
   if (a.options.steps < 1) throw UsageError("--steps must be at least 1");

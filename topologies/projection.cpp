@@ -80,6 +80,16 @@ void price(const std::vector<models::StepProgram>& programs, const models::Model
   const StageTime& first = sim.stages.front();
   p.compute_s = first.compute_us * 1e-6;
   for (int e = 0; e < kNumExposures; ++e) p.exposed_s[e] = first.exposed_us[e] * 1e-6;
+  p.stages.clear();
+  p.bottleneck_stage = 0;
+  for (const StageTime& st : sim.stages) {
+    Projection::StageBreakdown b;
+    b.compute_s = st.compute_us * 1e-6;
+    for (int e = 0; e < kNumExposures; ++e) b.exposed_s[e] = st.exposed_us[e] * 1e-6;
+    p.stages.push_back(b);
+  }
+  for (size_t s = 1; s < p.stages.size(); ++s)
+    if (p.stages[s].compute_s > p.stages[p.bottleneck_stage].compute_s) p.bottleneck_stage = static_cast<int>(s);
   if (options.keep_sim) p.sim = std::move(sim);
 }
 
