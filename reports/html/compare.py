@@ -173,11 +173,14 @@ def ratio(p):
     return p.b / p.a if p.higher_is_better else p.a / p.b
 
 
-def verdict(geo_mean, band):
+def verdict(geo_mean, band, metric=""):
+    """faster/slower for times and bandwidths; higher/lower for MFU, which is a share of a
+    peak (a newer system can be faster at a lower MFU)."""
+    better, worse = ("higher", "lower") if "MFU" in metric else ("faster", "slower")
     if geo_mean > 1 + band:
-        return "faster"
+        return better
     if geo_mean < 1 / (1 + band):
-        return "slower"
+        return worse
     return "same"
 
 
@@ -200,7 +203,7 @@ def summarize(points, tol):
         gm = math.exp(sum(math.log(r) for r in rs) / len(rs))
         # The band: the tolerance, or the typical (median) larger spread of the two sides.
         band = max(tol, float(np.median([max(p.spread_a, p.spread_b) for p in pts])))
-        out.append((g, len(rs), gm, band, verdict(gm, band)))
+        out.append((g, len(rs), gm, band, verdict(gm, band, g[3])))
     return out
 
 

@@ -33,7 +33,8 @@ def _scaling_rows(runs):
             r = {c: t[c][i] for c in t.columns}
             r["run"] = run
             measured = str(r["source"]).startswith("measured")
-            r["line"] = f"{r['system']} · {r['model']}" + (" · measured" if measured else "")
+            where = r["system"] if measured else f"{r['topology']} ({r['system']})"
+            r["line"] = f"{where} · {r['model']}" + (" · measured" if measured else "")
             parts = {}
             for label, cols in SCALING_PARTS:
                 vals = [_num(r[c]) for c in cols if c in r]
@@ -54,6 +55,8 @@ def scaling_figures(runs):
     for r in rows:
         groups[(str(r["model"]), str(r["scaling"]))].append(r)
     for (model, mode), mine in sorted(groups.items()):
+        if not any(int(r["feasible"]) for r in mine):
+            continue  # nothing to draw; the per-generation lines say '-' and the stored reason stays in the file
         run_labels = sorted({r["run"].label for r in mine})
         lines = defaultdict(list)
         for r in mine:
@@ -88,7 +91,7 @@ def scaling_figures(runs):
                               (["system", "source", "devices", "global batch", "best split", "MFU %",
                                 "tokens/s/device", "step s"], table)))
         # Breakdown per point as shares of the step, one panel per system.
-        systems = sorted(lines)
+        systems = [line for line in sorted(lines) if any(int(r["feasible"]) for r in lines[line])]
         fig, axes = plt.subplots(1, len(systems), figsize=(4.2 * len(systems), 3.6), squeeze=False, sharey=True)
         drawn = set()
         for ax, line in zip(axes[0], systems):

@@ -4,7 +4,7 @@
 #   1. strong scaling of llama3-8b on two generations (dgx-a100, dgx-h100) at 16/32/64
 #      devices: every point's best MFU equals what `ibt project --all` finds for the same
 #      model, devices and batch (the same search through another command), units are stored,
-#      and an infeasible point (a batch no split divides) stores NaN, never 0;
+#      and an infeasible point (no split fits in memory) stores NaN, never 0;
 #   2. weak scaling: the global batch is devices x sequences per device;
 #   3. measured points join from a real `ibt train` run (--measured);
 #   4. the report: one line per generation, the scaling figures, the generation comparison
@@ -35,8 +35,9 @@ for topo in dgx-a100 dgx-h100; do
   "$ibt" project --model llama3-8b --topology $topo --gpus 32 --tp 4 --pp 2 "${batch[@]}" --out "$dir/gen.h5" > /dev/null
   "$ibt" project --model llama3-8b --topology $topo --gpus 32 --tp 8 "${batch[@]}" --out "$dir/gen.h5" > /dev/null
 done
-# 48 devices: the batch of 64 sequences has no split (dp must divide 64): NaN, not 0.
-"$ibt" scaling --model llama3-8b --topology dgx-h100 --gpus 48 "${batch[@]}" --out "$dir/s.h5" > "$dir/none.log"
+# llama3-405b on 8 H100s fits in no split (7 TB per device): NaN, never 0.
+"$ibt" scaling --model llama3-405b --topology dgx-h100 --gpus 8 "${batch[@]}" --out "$dir/s.h5" > "$dir/none.log"
+grep -q "no split fits in memory" "$dir/none.log" || { cat "$dir/none.log"; fail "no reason for the infeasible point"; }
 "$ibt" scaling --model llama3-8b --topology dgx-h100 --gpus 16,32 --scaling weak --sequences-per-device 2 \
   --out "$dir/s.h5" > /dev/null
 $mpirun -n 1 "$ibt" train --model tiny-dense --steps 4 --out "$dir/m.h5" > /dev/null
@@ -93,17 +94,20 @@ for fig in scaling_llama3-8b_strong scaling_breakdown_llama3-8b_strong scaling_l
   grep -q "<figure id='fig-$fig'" "$page" || fail "no figure $fig"
 done
 grep -q "dgx-a100 (NVIDIA A100 SXM4 80GB) · llama3-8b (strong)" "$page" || fail "no per-generation line naming system and model"
-grep -q "generation comparison" "$page" || fail "no generation comparison"
+grep -q "<h2>Generation comparison: one model, split and batch across systems</h2>" "$page" || fail "no generation comparison"
 if grep -q "quickstart.h5:0000\|s.h5:00000[0-9] ·" "$page"; then fail "a legend names a file"; fi
 "$here/browser_check.sh" "$page" "$dir/scaling.png" 5
 
 "$ibt" report --compare "$dir/p-dgx-a100.h5" "$dir/p-dgx-h100.h5" --out "$dir/cmp" > /dev/null
-grep -Eq "<td>projection</td><td>llama3-8b</td><td></td><td>MFU</td><td>[0-9]+</td><td>[0-9.]+</td><td class='faster'>" \
-  "$dir/cmp/index.html" || fail "H100 vs A100 projections not 'faster'"
+# Step time: H100 faster; MFU (a share of a 3x higher peak): lower. Both beyond the band.
+grep -Eq "<td>projection</td><td>llama3-8b</td><td></td><td>step time</td><td>[0-9]+</td><td>[0-9.]+</td><td class='faster'>" \
+  "$dir/cmp/index.html" || fail "H100 vs A100 projected step time not 'faster'"
+grep -Eq "<td>projection</td><td>llama3-8b</td><td></td><td>MFU</td><td>[0-9]+</td><td>0\.[0-9]+</td><td class='lower'>" \
+  "$dir/cmp/index.html" || fail "H100 vs A100 projected MFU not 'lower'"
 "$here/browser_check.sh" "$dir/cmp/index.html" "$dir/cmp.png" 1
 $mpirun -n 1 "$ibt" train --model tiny-dense --steps 4 --out "$dir/m2.h5" > /dev/null
 "$ibt" report --compare "$dir/m.h5" "$dir/m2.h5" --out "$dir/cmp3" > /dev/null
-grep -Eq "<td>train</td><td>tiny-dense</td><td></td><td>step time median</td><td>3</td><td>[0-9.]+</td><td class='(same|faster|slower)'>[a-z]+</td><td>±[0-9.]+%</td>" \
+grep -Eq "<td>train</td><td>tiny-dense</td><td></td><td>step time median</td><td>1</td><td>[0-9.]+</td><td class='(same|faster|slower)'>[a-z]+</td><td>±[0-9.]+%</td>" \
   "$dir/cmp3/index.html" || fail "no step-time verdict with its noise band for two train runs"
 # Nothing in common: exit 2, not a silent "nothing to compare".
 "$here/../expect_exit.sh" 2 "share nothing to compare" "$ibt" report --compare "$dir/m.h5" "$dir/gen.h5" \
