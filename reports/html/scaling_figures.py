@@ -17,6 +17,15 @@ SCALING_PARTS = (("compute", ("compute_s",)), ("TP comm", ("exposed_tp_s",)),
                  ("PP comm", ("exposed_pp_s",)), ("bubble", ("bubble_s",)), ("other", ("other_s",)))
 
 
+# Systems get colours of their own, none of them a breakdown component's
+# (figures.COMPONENT_COLOURS), so a colour never means two things on one page.
+SYSTEM_COLOURS = ("#1b9e77", "#7570b3", "#e7298a", "#66a61e", "#e6ab02", "#a6761d", "#17becf", "#444444")
+
+
+def system_colour(index):
+    return SYSTEM_COLOURS[index % len(SYSTEM_COLOURS)]
+
+
 def _num(v):
     v = float(v)
     return None if math.isnan(v) else v
@@ -63,10 +72,10 @@ def scaling_figures(runs):
             lines[r["line"]].append(r)
         fig, (ax_mfu, ax_tok) = plt.subplots(1, 2, figsize=(11, 4))
         table = []
-        for line, pts in sorted(lines.items()):
+        for n, (line, pts) in enumerate(sorted(lines.items())):
             pts.sort(key=lambda r: int(r["devices"]))
             ok = [r for r in pts if int(r["feasible"])]
-            style = dict(marker="o", ls="-" if "measured" in line else "--", label=line)
+            style = dict(marker="o", ls="-" if "measured" in line else "--", label=line, color=system_colour(n))
             ax_mfu.plot([int(r["devices"]) for r in ok], [100 * float(r["mfu"]) for r in ok], **style)
             ax_tok.plot([int(r["devices"]) for r in ok], [float(r["tokens_per_s_per_device"]) for r in ok], **style)
             for r in pts:
@@ -74,8 +83,12 @@ def scaling_figures(runs):
                               str(int(r["global_batch"])), r["split"] if int(r["feasible"]) else r["reason"],
                               _fmt(100 * float(r["mfu"]), 3), _fmt(float(r["tokens_per_s_per_device"])),
                               _fmt(float(r["step_s"]))])
+        devices = sorted({int(r["devices"]) for r in mine if int(r["feasible"])})
         for ax, ylabel in ((ax_mfu, "MFU (%)"), (ax_tok, "tokens/s per device")):
             ax.set_xscale("log", base=2)
+            ax.set_xticks(devices)
+            ax.set_xticklabels([str(d) for d in devices])
+            ax.minorticks_off()
             ax.set_xlabel("devices")
             ax.set_ylabel(ylabel)
             ax.grid(True, which="both", alpha=0.3)
@@ -167,7 +180,7 @@ def generation_figures(runs, max_splits=6):
         width = 0.8 / len(systems)
         for j, system in enumerate(systems):
             ax.barh([i + j * width for i in range(len(chosen))], [100 * splits[sp][system][0] for sp in chosen],
-                    height=width, label=system)
+                    height=width, label=system, color=system_colour(j))
         ax.set_yticks([i + 0.4 - width / 2 for i in range(len(chosen))])
         ax.set_yticklabels(chosen, fontsize=6)
         ax.invert_yaxis()
@@ -178,8 +191,7 @@ def generation_figures(runs, max_splits=6):
         parts = [splits[sp][system][2] for sp in chosen for system in systems]
         drawn = stacked_breakdown(axb, labels, parts)
         axb.invert_yaxis()
-        axb.set_xscale("log")
-        axb.set_xlabel("seconds per step (log; stacked components)")
+        axb.set_xlabel("seconds per step (stacked components)")
         axb.legend(fontsize=6)
         fig.suptitle(f"generation comparison: {model} on {devices} devices, global batch {batch} sequences", fontsize=9)
         fig.tight_layout()
