@@ -9,7 +9,7 @@
 #   - IBT_DATA_DIR points a copied binary with no share/ beside it at the installed files;
 #   - without any, the error names the missing folder (exit 2).
 set -eu
-build=$1 dir=$2
+build=$1 dir=$2 here=$(cd "$(dirname "$0")" && pwd)
 fail() { echo "install_test: FAIL: $*" >&2; exit 1; }
 rm -rf "$dir" && mkdir -p "$dir"
 cmake --install "$build" --prefix "$dir/first" > "$dir/install.log" || { cat "$dir/install.log"; fail "cmake --install"; }
@@ -43,6 +43,6 @@ grep -q "ibt report (installed renderer): wrote .*html/index.html" "$dir/report.
 mkdir -p "$dir/elsewhere" && cp "$prefix/bin/ibt" "$dir/elsewhere/ibt"
 "${clean[@]}" IBT_DATA_DIR="$prefix/share/ibt" "$dir/elsewhere/ibt" project --model installed-tiny \
   --topology installed-cpu --gpus 2 > /dev/null || fail "IBT_DATA_DIR"
-"$(dirname "$0")/../expect_exit.sh" 2 "installed-tiny" "${clean[@]}" "$dir/elsewhere/ibt" project \
+"$here/../expect_exit.sh" 2 "installed-tiny" "${clean[@]}" "$dir/elsewhere/ibt" project \
   --model installed-tiny --topology local-cpu --gpus 2 || fail "an unknown model was not refused by name"
 echo "install_test: ok"
