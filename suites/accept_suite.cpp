@@ -139,8 +139,8 @@ int run(int argc, char** argv, MpiSession& mpi) {
       ("help,h", "show this help")
       ("reference", po::value(&reference_path), "reference file (JSON), e.g. topologies/references/local-cpu.json")
       ("junit", po::value(&junit), "write a JUnit XML report here (one testcase per metric, plus correctness)")
-      ("out", po::value(&out), "append this run (kind accept) to an HDF5 results file")
-      ("timeout,T", po::value(&timeout)->default_value(timeout), "seconds one measurement may take")
+      ("out,o", po::value(&out), "append this run (kind accept) to an HDF5 results file")
+      ("timeout,T", double_value(&timeout), "seconds one measurement may take")
       ("backend", po::value(&backend_name)->default_value(backend_name), "mpi or nccl (collectives; p2p is MPI)")
       ("generate-reference", po::value(&generate_from),
        "TOPOLOGY: instead of measuring, write a default reference from a catalog topology (name or .json path)")

@@ -45,7 +45,7 @@ int calibrate_main(int argc, char** argv) {
   opts.add_options()
       ("help,h", "show this help")
       ("inputs", po::value(&inputs)->multitoken(), "HDF5 result files (positional)")
-      ("out", po::value(&out), "topology JSON file to write")
+      ("out,o", po::value(&out), "topology JSON file to write")
       ("topology", po::value(&base)->default_value(base), "topology the fits are added to (catalog name or path)")
       ("name", po::value(&name), "name of the calibrated topology (default: the --out file's stem)")
       ("measure-local", po::bool_switch(&measure_local),

@@ -58,7 +58,7 @@ po::options_description describe_options(BenchArgs& a) {
       ("state-bytes", po::value(&a.state_bytes), "bytes of state per rank (required; K, M, G suffixes)")
       ("dir", po::value(&a.dir)->default_value(a.dir), "directory for the checkpoints (shared by all ranks)")
       ("repeats", po::value(&a.repeats)->default_value(a.repeats), "write+read rounds")
-      ("out", po::value(&a.out), "append this run (kind checkpoint_bench) to an HDF5 results file")
+      ("out,o", po::value(&a.out), "append this run (kind checkpoint_bench) to an HDF5 results file")
       ("keep", po::bool_switch(&a.keep), "keep the written checkpoints")
       ("cached-reads", po::bool_switch(&a.cached_reads), "do not drop the shards from the page cache before reading");
   return o;

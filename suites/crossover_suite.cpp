@@ -74,12 +74,12 @@ int crossover_main(int argc, char** argv) {
       ("topology", po::value(&base)->default_value(base), "topology giving the device and the other figures")
       ("global-batch", po::value(&global_batch), "global batch in sequences (overrides --global-batch-tokens)")
       ("global-batch-tokens", po::value(&global_batch_tokens)->default_value(global_batch_tokens), "global batch in tokens")
-      ("threshold", po::value(&threshold)->default_value(threshold), "relative MFU gain above which PP counts as needed")
+      ("threshold", double_value(&threshold), "relative MFU gain above which PP counts as needed")
       ("dtype", po::value(&dtype), "dtype of the peak MFU refers to (default bf16)")
       ("rank-by", po::value(&rank_by_text)->default_value(rank_by_text),
        "compare by mfu or goodput: goodput picks the best splits and computes the gain on goodput-adjusted "
        "MFU (MFU x goodput; needs the failure figures below or the base topology's reliability section)")
-      ("out", po::value(&out), "HDF5 results file to append a run of kind 'crossover' to");
+      ("out,o", po::value(&out), "HDF5 results file to append a run of kind 'crossover' to");
   add_failure_options(opts);
   po::options_description old_spellings;  // kept for one release, not in --help
   old_spellings.add_options()("base-topology", po::value<std::string>());

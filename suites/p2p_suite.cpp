@@ -56,14 +56,14 @@ po::options_description describe_options(P2pArgs& a) {
       ("domain-size", po::value(&a.domain_size)->default_value(a.domain_size),
        "declare every K consecutive ranks a domain (0: ranks that share memory)")
       ("serial", po::bool_switch(&a.serial), "one pair at a time instead of a whole round at once")
-      ("threshold", po::value(&a.threshold)->default_value(a.threshold),
+      ("threshold", double_value(&a.threshold),
        "relative distance from the median that makes an outlier (0.5 = 50%)")
       ("bandwidth-from", po::value(&a.bandwidth_from)->default_value(a.bandwidth_from),
        "sizes from this one up are judged by bandwidth, smaller ones by latency")
       ("fail-on-outliers", po::bool_switch(&a.fail_on_outliers), "exit 1 when any outlier is found")
-      ("timeout,T", po::value(&a.timeout)->default_value(a.timeout),
+      ("timeout,T", double_value(&a.timeout),
        "seconds one round may take; past it the job ends naming the ranks that did not arrive")
-      ("out", po::value(&a.out), "append this run (kind p2p_matrix) to an HDF5 results file")
+      ("out,o", po::value(&a.out), "append this run (kind p2p_matrix) to an HDF5 results file")
       ("inject-delay", po::value(&a.inject_delay),
        "RANK:US - RANK waits US microseconds before every send (testing the outlier detection)");
   return o;

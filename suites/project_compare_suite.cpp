@@ -36,7 +36,7 @@ int project_compare_main(int argc, char** argv) {
       ("help,h", "show this help")
       ("runs", po::value(&runs)->multitoken(), "FILE.h5 or FILE.h5:RUN_ID (positional, repeatable)")
       ("topology", po::value(&topology)->default_value(topology), "catalog name or topology JSON file")
-      ("bound", po::value(&bound_pct)->default_value(bound_pct), "allowed |relative difference| of the step time, percent");
+      ("bound", double_value(&bound_pct), "allowed |relative difference| of the step time, percent");
   po::positional_options_description pos;
   pos.add("runs", -1);
   po::variables_map vm;

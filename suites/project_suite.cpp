@@ -81,12 +81,12 @@ int project_main(int argc, char** argv) {
       ("no-sp", po::bool_switch(&a.no_sp), "no sequence parallelism")
       ("dtype", po::value(&a.dtype), "compute dtype the peak and MFU refer to: fp32, tf32, bf16, fp8 (default bf16, else fp32)")
       ("no-overlap", po::bool_switch(&a.no_overlap), "gradient reduction after the backward pass instead of overlapping it")
-      ("memory-fraction", po::value(&a.memory_fraction)->default_value(a.memory_fraction), "usable fraction of device memory")
+      ("memory-fraction", double_value(&a.memory_fraction), "usable fraction of device memory")
       ("all", po::bool_switch(&a.all), "search every valid split and rank them")
       ("top", po::value(&a.top)->default_value(a.top), "with --all: rows to print (0 = all)")
       ("rank-by", po::value(&a.rank_by)->default_value(a.rank_by),
        "with --all: rank by mfu or goodput (goodput-adjusted MFU = MFU x goodput; needs the failure figures)")
-      ("out", po::value(&a.out), "HDF5 results file to append a run of kind 'projection' to");
+      ("out,o", po::value(&a.out), "HDF5 results file to append a run of kind 'projection' to");
   suites::add_failure_options(opts);
   po::options_description old_spellings;  // kept for one release, not in --help
   old_spellings.add_options()("mbs", po::value<long>());

@@ -110,7 +110,7 @@ int report_main(int argc, char** argv) {
       ("help,h", "show this help")
       ("out,o", po::value(&out), "folder to write index.html and the figures to (created if missing)")
       ("compare", po::bool_switch(&compare), "compare two files (A = baseline, B = candidate)")
-      ("tolerance", po::value(&tolerance)->default_value(tolerance),
+      ("tolerance", double_value(&tolerance),
        "--compare: ratios within 1 +/- this are 'same'")
       ("title", po::value(&title), "page title")
       ("crossover-experiment", po::value(&experiments)->composing(),

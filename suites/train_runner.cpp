@@ -126,6 +126,18 @@ double read_gemm_peak_gflops(const std::string& path, const TrainExecutor& exec,
 
 }  // namespace
 
+void normalize_peak_flags(bool old_spelling_given, TrainOptions& o) {
+  if (old_spelling_given) {
+    if (o.peak_tflops > 0) throw UsageError("--peak-gflops and --peak-tflops are one option (--peak-gflops is its old "
+                                            "spelling, in GFLOP/s): give --peak-tflops once");
+    note_old_spelling("peak-gflops", "peak-tflops");
+  }
+  if (o.executor.kind != "cuda" && o.peak_tflops > 0) {
+    o.peak_gflops = o.peak_tflops * 1e3;
+    o.peak_tflops = 0;
+  }
+}
+
 double measure_sgemm_peak_gflops(MPI_Comm world) {
   const int prev = blas_threads();
   set_blas_threads(1);
@@ -177,10 +189,9 @@ TrainOutcome run_training(const ModelConfig& model, const TrainOptions& o, MPI_C
   const std::string why = train_executor_check(o.executor, o.split, model, size);
   if (!why.empty()) throw UsageError(why);
   const bool on_gpu = o.executor.kind == "cuda";
-  if (on_gpu && o.peak_gflops > 0) throw UsageError("--peak-gflops is the cpu executor's: give --peak-tflops with --executor cuda");
+  if (on_gpu && o.peak_gflops > 0) throw UsageError("--peak-gflops is the cpu executor's old flag: give --peak-tflops");
   if (!on_gpu && (o.peak_tflops > 0 || o.gemm_peak_tflops > 0 || !o.gemm_peak_file.empty()))
-    throw UsageError("--peak-tflops, --gemm-peak-tflops and --gemm-peak-from are the cuda executor's: give "
-                     "--peak-gflops with --executor cpu");
+    throw UsageError("--gemm-peak-tflops and --gemm-peak-from are the cuda executor's");
   if (on_gpu && (o.checkpoint_every > 0 || !o.resume_dir.empty()))
     throw UsageError("--checkpoint-every and --resume are the cpu executor's: the cuda executor does not save its "
                      "device state yet");
@@ -210,7 +221,7 @@ TrainOutcome run_training(const ModelConfig& model, const TrainOptions& o, MPI_C
   std::string peak_source;
   if (!on_gpu) {
     peak = o.peak_gflops > 0 ? o.peak_gflops : measure_sgemm_peak_gflops(world);
-    peak_source = o.peak_gflops > 0 ? "given (--peak-gflops)" : "measured single-thread sgemm 1024^3, median over ranks";
+    peak_source = o.peak_gflops > 0 ? "given (--peak-tflops)" : "measured single-thread sgemm 1024^3, median over ranks";
   } else if (o.peak_tflops > 0) {
     peak = o.peak_tflops * 1e3;
     peak_source = "given (--peak-tflops)";

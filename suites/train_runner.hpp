@@ -67,6 +67,11 @@ struct TrainOutcome {
 // median over ranks.
 double measure_sgemm_peak_gflops(MPI_Comm world);
 
+// One peak flag for both executors, --peak-tflops (per rank); the cpu executor keeps its
+// figure in GFLOP/s (peak_gflops), so a cpu --peak-tflops moves there. --peak-gflops is
+// the old spelling (a note says so; both together are refused).
+void normalize_peak_flags(bool old_spelling_given, TrainOptions& options);
+
 // Runs the steps. recorder: rank 0's (may be inactive); the caller has set the run's
 // provenance attributes, this adds model/split/config attributes and the tables
 // "steps" and "memory". Throws UsageError for a split the executor cannot run, and
