@@ -26,12 +26,14 @@ double reduce_inputs(std::size_t j, int n, ReduceOp op) {
   for (int r = 1; r < n; ++r) {
     const double v = input_value(r, j);
     switch (op) {
-      case ReduceOp::sum: acc += v; break;
+      case ReduceOp::sum:
+      case ReduceOp::avg: acc += v; break;
       case ReduceOp::max: acc = std::max(acc, v); break;
       case ReduceOp::min: acc = std::min(acc, v); break;
+      case ReduceOp::prod: acc *= v; break;
     }
   }
-  return acc;
+  return op == ReduceOp::avg ? acc / n : acc;
 }
 
 const std::vector<std::unique_ptr<Collective>>& all_collectives() {

@@ -41,7 +41,7 @@ struct Alias {
   std::string_view alias;
   DType type;
 };
-constexpr std::array<Alias, 9> kAliases{{{"float", DType::float32},
+constexpr std::array<Alias, 11> kAliases{{{"float", DType::float32},
                                          {"fp32", DType::float32},
                                          {"double", DType::float64},
                                          {"fp64", DType::float64},
@@ -49,7 +49,9 @@ constexpr std::array<Alias, 9> kAliases{{{"float", DType::float32},
                                          {"bf16", DType::bfloat16},
                                          {"half", DType::float16},
                                          {"fp16", DType::float16},
-                                         {"e4m3", DType::fp8_e4m3}}};
+                                         {"e4m3", DType::fp8_e4m3},
+                                         {"f8e4m3", DType::fp8_e4m3},
+                                         {"f8e5m2", DType::fp8_e5m2}}};
 
 }  // namespace
 
@@ -60,6 +62,8 @@ std::string_view to_string(ReduceOp op) {
     case ReduceOp::sum: return "sum";
     case ReduceOp::max: return "max";
     case ReduceOp::min: return "min";
+    case ReduceOp::prod: return "prod";
+    case ReduceOp::avg: return "avg";
   }
   return "?";
 }
@@ -77,7 +81,9 @@ ReduceOp parse_reduce_op(std::string_view name) {
   if (name == "sum") return ReduceOp::sum;
   if (name == "max") return ReduceOp::max;
   if (name == "min") return ReduceOp::min;
-  throw UsageError("unknown reduce op '" + std::string(name) + "' (expected sum, max or min)");
+  if (name == "prod") return ReduceOp::prod;
+  if (name == "avg") return ReduceOp::avg;
+  throw UsageError("unknown reduce op '" + std::string(name) + "' (expected sum, prod, min, max or avg)");
 }
 
 std::vector<DType> parse_dtype_list(std::string_view csv) {

@@ -10,7 +10,8 @@ namespace ibt {
 
 // fp8 types exist only on the NCCL backend (MPI has no such type).
 enum class DType { float32, float64, int32, bfloat16, float16, fp8_e4m3, fp8_e5m2 };
-enum class ReduceOp { sum, max, min };
+// prod and avg as nccl-tests' -o; avg (sum / n) exists only where the backend has it (NCCL).
+enum class ReduceOp { sum, max, min, prod, avg };
 
 std::string_view to_string(DType t);
 std::string_view to_string(ReduceOp op);

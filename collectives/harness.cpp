@@ -15,20 +15,30 @@
 namespace ibt {
 
 RankAggregation parse_rank_aggregation(std::string_view name) {
+  if (name == "rank0" || name == "0") return RankAggregation::rank0;
   if (name == "avg" || name == "1") return RankAggregation::avg;
   if (name == "min" || name == "2") return RankAggregation::min;
   if (name == "max" || name == "3") return RankAggregation::max;
-  throw UsageError("unknown rank aggregation '" + std::string(name) + "' (expected avg, min or max)");
+  throw UsageError("unknown rank aggregation '" + std::string(name) + "' (expected avg, min, max or rank0, or nccl-tests' 1, 2, 3, 0)");
 }
 
 std::string_view to_string(RankAggregation a) {
   switch (a) {
+    case RankAggregation::rank0: return "rank0";
     case RankAggregation::avg: return "avg";
     case RankAggregation::min: return "min";
     case RankAggregation::max: return "max";
   }
   return "?";
 }
+
+TimingMode parse_timing_mode(std::string_view name) {
+  if (name == "loop") return TimingMode::loop;
+  if (name == "imb") return TimingMode::imb;
+  throw UsageError("unknown timing mode '" + std::string(name) + "' (expected loop or imb)");
+}
+
+std::string_view to_string(TimingMode m) { return m == TimingMode::imb ? "imb" : "loop"; }
 
 namespace {
 
@@ -56,7 +66,7 @@ class BackendBuffer {
 struct Pool {
   Pool(Backend& backend, std::size_t bytes, std::size_t rotate_bytes, int iters)
       : stride((std::max<std::size_t>(bytes, 1) + kSlotAlignment - 1) / kSlotAlignment * kSlotAlignment),
-        slots(bytes < rotate_bytes ? static_cast<int>(std::clamp<std::size_t>(rotate_bytes / stride, 1, iters)) : 1),
+        slots(bytes < rotate_bytes ? static_cast<int>(std::clamp<std::size_t>(rotate_bytes / stride, 1, std::max(iters, 1))) : 1),
         memory(backend, stride * slots) {}
   unsigned char* slot(int i) const { return memory.data() + (i % slots) * stride; }
   std::size_t stride;
@@ -78,16 +88,22 @@ struct ScopeGroup {
   Scope scope;
   std::unique_ptr<Communicator> comm;
   int groups;
+  int group_index;  // this rank's group among the scope's groups (the split color)
 };
 
 struct MeasureRequest {
   const Collective* op;
   Scope scope;
   int groups;
+  int group_index;
   OpShape shape;
   DType dtype;
   Placement placement;
 };
+
+// IMB-MPI1 times its point-to-point benchmarks (PingPong, Sendrecv) as one loop with no
+// barrier between calls, and its collectives call by call behind a barrier.
+bool imb_times_whole_loop(const Collective& op) { return op.name() == "ping_pong" || op.name() == "send_recv"; }
 
 Measurement measure(Backend& backend, Communicator& comm, MPI_Comm control, const MeasureRequest& req,
                     const HarnessOptions& opt, Watchdog* watchdog) {
@@ -97,8 +113,9 @@ Measurement measure(Backend& backend, Communicator& comm, MPI_Comm control, cons
   const std::size_t recv_bytes = (in_place ? std::max(req.shape.send_elems, req.shape.recv_elems)
                                            : req.shape.recv_elems) * elem;
   const std::size_t send_bytes = in_place ? 0 : req.shape.send_elems * elem;
-  Pool recv_pool(backend, recv_bytes, opt.rotate_bytes, opt.iters);
-  Pool send_pool(backend, send_bytes, opt.rotate_bytes, opt.iters);
+  const int calls = opt.iters * opt.agg_iters;  // calls timed per pass
+  Pool recv_pool(backend, recv_bytes, opt.rotate_bytes, calls);
+  Pool send_pool(backend, send_bytes, opt.rotate_bytes, calls);
   const int root = std::min(opt.root, comm.size() - 1);
   const std::size_t send_off = in_place ? op.in_place_send_offset(req.shape, comm.rank()) * elem : 0;
   const std::size_t recv_off = in_place ? op.in_place_recv_offset(req.shape, comm.rank()) * elem : 0;
@@ -114,38 +131,44 @@ Measurement measure(Backend& backend, Communicator& comm, MPI_Comm control, cons
   WatchdogScope guard(watchdog, watchdog_seconds, describe(op, req.scope, req.dtype, req.shape.bytes, req.placement));
   // Warm-up visits every buffer slot the timed loop will use, so first-touch costs
   // (memory registration, CUDA-graph capture) never land in a timed iteration.
-  const int timed_slots = std::min(opt.iters, std::max(recv_pool.slots, send_pool.slots));
+  const int timed_slots = std::min(calls, std::max(recv_pool.slots, send_pool.slots));
   const int warmups = opt.warmup_iters > 0 ? std::max(opt.warmup_iters, timed_slots) : 0;
   for (int i = 0; i < warmups; ++i) run_on_slot(i);
   comm.synchronize();
   comm.barrier();
 
-  // The mean comes from the loop timed as a whole, as nccl-tests and IMB time it: a clock
-  // read per iteration costs tens of ns, a measurable share of an 8-byte op. The
-  // per-iteration distribution (p50, p99) comes from a second pass that reads the clock
-  // around each iteration. With --blocking each iteration is timed alone anyway, so one
-  // pass serves both.
+  // loop (nccl-tests): the mean comes from the loop timed as a whole; a clock read per
+  // iteration costs tens of ns, a measurable share of an 8-byte op. The per-iteration
+  // distribution (p50, p99) comes from a second pass that reads the clock around each
+  // iteration. With --blocking, and in imb mode, each iteration is timed alone anyway
+  // (behind a barrier), so one pass serves both. An iteration is agg_iters calls.
+  const bool timed_alone = opt.blocking || (opt.timing == TimingMode::imb && !imb_times_whole_loop(op));
+  auto run_iteration = [&](int i) {
+    for (int a = 0; a < opt.agg_iters; ++a) run_on_slot(i * opt.agg_iters + a);
+  };
   auto per_iteration = backend.make_timer(comm, opt.iters);
   double local_total = 0;
-  if (!opt.blocking) {
+  if (!timed_alone) {
     auto whole = backend.make_timer(comm, 1);
     whole->begin(0);
-    for (int i = 0; i < opt.iters; ++i) run_on_slot(i);
+    for (int i = 0; i < opt.iters; ++i) run_iteration(i);
     whole->end(0);
     local_total = whole->durations().front();
     comm.barrier();
   }
   for (int i = 0; i < opt.iters; ++i) {
-    if (opt.blocking) comm.barrier();
+    if (timed_alone) comm.barrier();
     per_iteration->begin(i);
-    run_on_slot(i);
+    run_iteration(i);
     per_iteration->end(i);
   }
   const std::vector<double> durations = per_iteration->durations();
-  if (opt.blocking) local_total = std::accumulate(durations.begin(), durations.end(), 0.0);
+  if (timed_alone) local_total = std::accumulate(durations.begin(), durations.end(), 0.0);
 
   std::uint64_t wrong = 0;
-  if (opt.check) {
+  // nccl-tests' -c N: N checked passes, each from freshly written inputs; stops at the
+  // first pass with wrong values.
+  for (int pass = 0; opt.check && pass < opt.check_iters && wrong == 0; ++pass) {
     CheckContext ctx{&op, req.shape, req.dtype, opt.reduce_op, req.placement, comm.rank(), comm.size(), root};
     HostImages img = make_inputs(ctx);
     backend.upload(recv_pool.slot(0), img.recv.data(), img.recv.size());
@@ -166,13 +189,33 @@ Measurement measure(Backend& backend, Communicator& comm, MPI_Comm control, cons
   // Combine over every rank of the job (all groups of the scope ran concurrently).
   int world_size = 1;
   MPI_Comm_size(control, &world_size);
-  double local_avg = opt.iters > 0 ? local_total / opt.iters : 0.0;
+  double local_avg = calls > 0 ? local_total / calls : 0.0;  // seconds per call
   double combined = 0;
-  const MPI_Op reduce = opt.aggregation == RankAggregation::max   ? MPI_MAX
-                        : opt.aggregation == RankAggregation::min ? MPI_MIN
-                                                                  : MPI_SUM;
-  MPI_Allreduce(&local_avg, &combined, 1, MPI_DOUBLE, reduce, control);
-  if (opt.aggregation == RankAggregation::avg) combined /= world_size;
+  if (opt.aggregation == RankAggregation::rank0) {
+    combined = local_avg;
+    MPI_Bcast(&combined, 1, MPI_DOUBLE, 0, control);
+  } else {
+    const MPI_Op reduce = opt.aggregation == RankAggregation::max   ? MPI_MAX
+                          : opt.aggregation == RankAggregation::min ? MPI_MIN
+                                                                    : MPI_SUM;
+    MPI_Allreduce(&local_avg, &combined, 1, MPI_DOUBLE, reduce, control);
+    if (opt.aggregation == RankAggregation::avg) combined /= world_size;
+  }
+  // Per group: every rank's (group, world rank, mean) to rank 0, which keeps each group's
+  // slowest rank. Only where a scope has several groups (intra, inter).
+  std::vector<double> all_means;
+  std::vector<int> all_groups;
+  if (req.groups > 1) {
+    int world_rank = 0;
+    MPI_Comm_rank(control, &world_rank);
+    if (world_rank == 0) {
+      all_means.resize(world_size);
+      all_groups.resize(world_size);
+    }
+    MPI_Gather(&local_avg, 1, MPI_DOUBLE, all_means.data(), 1, MPI_DOUBLE, 0, control);
+    MPI_Gather(&req.group_index, 1, MPI_INT, all_groups.data(), 1, MPI_INT, 0, control);
+  }
+  // Per-iteration durations are of agg_iters calls.
   std::vector<double> slowest(durations.size());
   MPI_Allreduce(durations.data(), slowest.data(), static_cast<int>(durations.size()), MPI_DOUBLE, MPI_MAX, control);
   std::uint64_t wrong_total = 0;
@@ -191,13 +234,24 @@ Measurement measure(Backend& backend, Communicator& comm, MPI_Comm control, cons
   m.iters = opt.iters;
   const double divisor = op.time_divisor();
   m.time_us = combined / divisor * 1e6;
-  m.p50_us = quantile(slowest, 0.50) / divisor * 1e6;
-  m.p99_us = quantile(slowest, 0.99) / divisor * 1e6;
+  m.p50_us = quantile(slowest, 0.50) / opt.agg_iters / divisor * 1e6;
+  m.p99_us = quantile(slowest, 0.99) / opt.agg_iters / divisor * 1e6;
   const double seconds = m.time_us * 1e-6;
   m.algbw_GBps = seconds > 0 ? static_cast<double>(m.bytes) / seconds / 1e9 : 0.0;
   m.busbw_GBps = m.algbw_GBps * op.bus_factor(comm.size());
   m.wrong = wrong_total;
   m.checked = opt.check;
+  std::map<int, Measurement::GroupTime> by_group;
+  for (std::size_t r = 0; r < all_means.size(); ++r) {
+    auto& g = by_group[all_groups[r]];
+    g.group = all_groups[r];
+    g.world_ranks.push_back(static_cast<int>(r));
+    g.time_us = std::max(g.time_us, all_means[r] / divisor * 1e6);
+  }
+  for (auto& [index, g] : by_group) {
+    g.busbw_GBps = g.time_us > 0 ? static_cast<double>(m.bytes) / (g.time_us * 1e3) * op.bus_factor(comm.size()) : 0.0;
+    m.per_group.push_back(std::move(g));
+  }
   return m;
 }
 
@@ -219,7 +273,7 @@ void run_harness(Backend& backend, MPI_Comm control, const DomainLayout& layout,
       continue;
     }
     const GroupKey key = group_key(scope, layout);
-    groups.push_back({scope, backend.split(key.color, key.key), group_count(scope, layout)});
+    groups.push_back({scope, backend.split(key.color, key.key), group_count(scope, layout), key.color});
   }
 
   int measurement = 0;
@@ -270,7 +324,8 @@ void run_harness(Backend& backend, MPI_Comm control, const DomainLayout& layout,
           for (Placement placement : opt.placements) {
             if (!op->supports(placement)) continue;
             Measurement m = measure(backend, *group.comm, control,
-                                    {op, group.scope, group.groups, shape, dtype, placement}, opt, watchdog);
+                                    {op, group.scope, group.groups, group.group_index, shape, dtype, placement}, opt,
+                                    watchdog);
             (placement == Placement::in_place ? result.in_place : result.out_of_place) = m;
           }
           if (reporter && events.on_size) events.on_size(result);

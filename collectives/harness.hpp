@@ -18,10 +18,25 @@
 
 namespace ibt {
 
-// How per-rank times are combined into the reported time (nccl-tests' -a).
-enum class RankAggregation { avg, min, max };
+// How per-rank times are combined into the reported time (nccl-tests' -a: 0 rank 0,
+// 1 avg, 2 min, 3 max).
+enum class RankAggregation { rank0, avg, min, max };
 RankAggregation parse_rank_aggregation(std::string_view name);
 std::string_view to_string(RankAggregation a);
+
+// How an iteration is timed.
+//   loop: nccl-tests' way. The -n iterations run back to back and the loop is timed as a
+//         whole; time = loop time / (iters x agg), per rank. What a training step sees:
+//         consecutive collectives pipeline, and a late rank's delay is absorbed by others.
+//   imb:  Intel MPI Benchmarks' way. A barrier before every call, the clock read around
+//         each call alone; time = mean of those per-call times, per rank (IMB's t_avg,
+//         t_min, t_max over ranks are -a avg, min, max). Small messages read higher than
+//         in loop mode (no pipelining across calls); this is the mode to compare with IMB.
+//         ping_pong and send_recv are timed as a loop here too, as IMB's PingPong and
+//         Sendrecv are.
+enum class TimingMode { loop, imb };
+TimingMode parse_timing_mode(std::string_view name);  // throws UsageError naming the value
+std::string_view to_string(TimingMode m);
 
 struct HarnessOptions {
   std::vector<const Collective*> ops;
@@ -33,6 +48,9 @@ struct HarnessOptions {
   int iters = 20;
   int warmup_iters = 5;
   bool check = true;
+  int check_iters = 1;    // checked passes per measurement (nccl-tests' -c N); 0 with check off
+  int agg_iters = 1;      // calls per timed iteration (nccl-tests' -m); time is per call
+  TimingMode timing = TimingMode::loop;
   bool blocking = false;  // barrier (untimed) between iterations, as nccl-tests' -z
   RankAggregation aggregation = RankAggregation::max;
   int root = 0;
@@ -60,6 +78,15 @@ struct Measurement {
   double algbw_GBps = 0, busbw_GBps = 0;
   std::uint64_t wrong = 0;
   bool checked = false;
+  // One entry per group of the scope (intra: per domain; inter: per local index), in
+  // group order, when the scope has more than one group: which world ranks, and the
+  // group's time (its slowest rank's mean per call), so a slow domain can be named.
+  struct GroupTime {
+    int group = 0;
+    std::vector<int> world_ranks;
+    double time_us = 0, busbw_GBps = 0;
+  };
+  std::vector<GroupTime> per_group;
 };
 
 // One line of the table: the placements measured at one size.

@@ -34,4 +34,28 @@ inline std::vector<store::Column> collectives_columns() {
   };
 }
 
+// One row per group of an intra or inter scope (a domain, or a rail: the ranks with one
+// local index), beside each "collectives" row of that scope: which ranks and hosts, the
+// group's time (its slowest rank's mean per call) and busbw, and whether it is an outlier
+// by p2p-matrix's rule (--outlier-threshold).
+inline const char* kCollectivesGroupsTable = "collectives_groups";
+
+inline std::vector<store::Column> collectives_groups_columns() {
+  using store::ColumnType;
+  return {
+      {"op", ColumnType::str, "", 16},
+      {"scope", ColumnType::str, "", 8},
+      {"dtype", ColumnType::str, "", 12},
+      {"placement", ColumnType::str, "", 4},
+      {"bytes", ColumnType::u64, "B"},
+      {"group", ColumnType::i64, ""},          // intra: the domain index; inter: the local rank
+      {"ranks", ColumnType::str, "", 256},     // world ranks, "0-3" or "0,4,8"
+      {"hosts", ColumnType::str, "", 256},
+      {"time_us", ColumnType::f64, "us"},
+      {"busbw_GBps", ColumnType::f64, "GB/s"},
+      {"outlier", ColumnType::i64, ""},        // 1 when slower than the others by the rule
+      {"ratio_to_median", ColumnType::f64, ""},  // value / median for an outlier, else 0
+  };
+}
+
 }  // namespace ibt

@@ -125,8 +125,14 @@ double activation_bytes_per_layer(const ModelConfig& m, const ParallelSplit& s,
     unsharded += (m.kv_lora_rank + m.qk_rope_head_dim) + m.kv_lora_rank;
     sharded += 2 * H * dqk + 2 * H * dv;   // Q, K, V, context
   }
+  // Context parallelism, all_gather variant: the K/V of the whole sequence gathered
+  // from the CP group are kept for the backward (cp times the local K/V per local
+  // token); the ring variant keeps only the local ones (its blocks are transient:
+  // cp_transient_bytes()).
+  if (s.cp > 1 && s.cp_comm == CpComm::all_gather) sharded += s.cp * cp_kv_elements_per_token(m);
   if (p.stores_attention_scores)
     core = H * m.seq_len;  // softmax probabilities, one s-long row per head and query
+                           // (with CP: the rank's queries against the whole sequence)
   else
     core_fp32 = H;         // FlashAttention: one log-sum-exp per head and query
   if (m.layer_is_moe(layer)) {
@@ -156,8 +162,21 @@ double activation_bytes_per_layer(const ModelConfig& m, const ParallelSplit& s,
       elements = h / res_div;
       break;
   }
-  const double tokens = static_cast<double>(m.seq_len) * s.micro_batch_size;
+  // With CP the rank holds seq_len/cp tokens of each sequence.
+  const double tokens = static_cast<double>(m.seq_len) * s.micro_batch_size / s.cp;
   return tokens * (elements * p.activation_bytes + fp32_values * 4.0);
+}
+
+double cp_kv_elements_per_token(const ModelConfig& m) {
+  if (m.attention == Attention::standard) return 2.0 * m.kv_heads * m.head_dim();
+  return static_cast<double>(m.heads) * (m.qk_head_dim() + m.value_head_dim());
+}
+
+double cp_transient_bytes(const ModelConfig& m, const ParallelSplit& s, const Precision& p) {
+  if (s.cp == 1 || s.cp_comm != CpComm::ring) return 0.0;
+  const double block_tokens = static_cast<double>(m.seq_len) * s.micro_batch_size / s.cp;
+  // A K/V block being sent and one being received; in the backward also their dK/dV.
+  return 4.0 * block_tokens * cp_kv_elements_per_token(m) / s.tp * p.activation_bytes;
 }
 
 double peak_activation_bytes(const ModelConfig& m, const ParallelSplit& s, const Precision& p,
@@ -210,11 +229,12 @@ RankMemory memory_per_rank(const ModelConfig& m, const ParallelSplit& s, const P
   r.weights = r.params * p.weight_bytes;
   r.grads = r.params * p.grad_bytes;
   const double dense = r.params - r.expert_params;
-  r.optimizer = s.zero1 ? p.optimizer_bytes * (dense / s.dp + r.expert_params / s.expert_dp())
+  // ZeRO-1 shards over the gradient groups: dp x cp (expert weights: expert_dp x cp).
+  r.optimizer = s.zero1 ? p.optimizer_bytes * (dense / (s.dp * s.cp) + r.expert_params / (s.expert_dp() * s.cp))
                         : p.optimizer_bytes * r.params;
   r.chunks_in_flight = max_chunks_in_flight(sched, stage);
   r.layers_in_flight = max_layers_in_flight(sched, m, stage);
-  r.activations = peak_activation_bytes(m, s, p, stage, sched);
+  r.activations = peak_activation_bytes(m, s, p, stage, sched) + cp_transient_bytes(m, s, p);
   return r;
 }
 

@@ -55,6 +55,15 @@
 //   them by t (Megatron saves the sharded GEMM input and all-gathers it again in the
 //   backward; the CPU engine keeps the gathered copy, 2h(1 - 1/t) more per token, and
 //   its experts' outputs before the TP reduction, whole rows).
+//   Context parallelism (cp > 1): the rank holds seq_len/cp tokens of each sequence, so
+//   every per-token tensor above is counted for seq_len*b/cp tokens (the unfused core's
+//   probabilities are still s long: local queries against the whole sequence). The
+//   all_gather variant also keeps the gathered K/V of the whole sequence for the
+//   backward (cp x the local K/V per local token, split by TP like the heads); the
+//   ring variant keeps only its own, plus transient blocks in flight: a K/V block sent
+//   and one received, and in the backward their dK/dV (4 blocks of seq_len*b/cp
+//   tokens), counted once per rank with the activations. ZeRO-1 shards the optimizer
+//   states over dp x cp.
 //   Selective recompute drops the core's saved state (scores or log-sum-exp): with
 //   fused attention it saves almost nothing. Full recompute keeps the layer input only
 //   (h, /t with SP). Embedding and logits buffers are not counted.
@@ -130,6 +139,11 @@ Precision bf16_mixed_adam();
 // dense and MoE layers differ, all dense layers are equal).
 double activation_bytes_per_layer(const ModelConfig& m, const ParallelSplit& s,
                                   const Precision& p, int layer = 0);
+// K plus V elements per token (whole model width, before TP): 2*kv_heads*head_dim, or
+// for MLA heads*(qk_head_dim + value_head_dim).
+double cp_kv_elements_per_token(const ModelConfig& m);
+// Ring CP's transient K/V and dK/dV blocks on one rank (0 without the ring).
+double cp_transient_bytes(const ModelConfig& m, const ParallelSplit& s, const Precision& p);
 // The most activation bytes a stage holds at once under the schedule (each forward adds
 // its chunk's layers, each backward frees them).
 double peak_activation_bytes(const ModelConfig& m, const ParallelSplit& s, const Precision& p,
@@ -147,7 +161,7 @@ struct RankMemory {
   int layers_in_flight = 0;   // the same in layers (max_layers_in_flight)
   double total() const { return weights + grads + optimizer + activations; }
 };
-// Memory of a rank of pipeline stage `stage` (all TP/DP/EP peers of a stage are equal
+// Memory of a rank of pipeline stage `stage` (all TP/CP/DP/EP peers of a stage are equal
 // up to rounding). The split must be valid for the model.
 RankMemory memory_per_rank(const ModelConfig& m, const ParallelSplit& s, const Precision& p,
                            int stage);

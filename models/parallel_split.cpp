@@ -15,6 +15,17 @@ std::string_view to_string(ScheduleKind k) {
   return "?";
 }
 
+std::string_view to_string(CpComm c) {
+  return c == CpComm::ring ? "ring" : "all_gather";
+}
+
+CpComm parse_cp_comm(std::string_view name) {
+  for (auto c : {CpComm::all_gather, CpComm::ring})
+    if (name == to_string(c)) return c;
+  throw UsageError("unknown context-parallel communication '" + std::string(name) +
+                   "' (expected all_gather or ring)");
+}
+
 std::string_view to_string(Recompute r) {
   switch (r) {
     case Recompute::none: return "none";
@@ -40,7 +51,9 @@ Recompute parse_recompute(std::string_view name) {
 
 std::string describe(const ParallelSplit& s) {
   std::ostringstream o;
-  o << "dp" << s.dp << " tp" << s.tp << " pp" << s.pp << " ep" << s.ep << " vpp" << s.vpp
+  o << "dp" << s.dp << " tp" << s.tp << " pp" << s.pp;
+  if (s.cp != 1) o << " cp" << s.cp << (s.cp_comm == CpComm::ring ? " ring" : "");
+  o << " ep" << s.ep << " vpp" << s.vpp
     << " m" << s.microbatches << " b" << s.micro_batch_size << " " << to_string(s.schedule);
   if (s.sequence_parallel) o << " sp";
   if (s.zero1) o << " zero1";
@@ -63,11 +76,12 @@ std::string first_failure(const ParallelSplit& s, const ModelConfig& m, int worl
     return v >= 1 ? std::string() : std::string(name) + " must be >= 1 (got " + std::to_string(v) + ")";
   };
   for (auto [name, v] : {std::pair{"dp", s.dp}, {"tp", s.tp}, {"pp", s.pp}, {"ep", s.ep},
-                         {"vpp", s.vpp}, {"microbatches", s.microbatches},
+                         {"cp", s.cp}, {"vpp", s.vpp}, {"microbatches", s.microbatches},
                          {"micro_batch_size", s.micro_batch_size}})
     if (auto e = positive(name, v); !e.empty()) return e;
-  if (static_cast<long long>(s.dp) * s.tp * s.pp != world)
-    return "dp*tp*pp (" + std::to_string(static_cast<long long>(s.dp) * s.tp * s.pp) +
+  const long long product = static_cast<long long>(s.dp) * s.tp * s.pp * s.cp;
+  if (product != world)
+    return std::string(s.cp > 1 ? "dp*tp*pp*cp (" : "dp*tp*pp (") + std::to_string(product) +
            ") != world size (" + std::to_string(world) + ")";
   // Tensor parallelism.
   if (auto e = divides("heads", m.heads, "tp", s.tp); !e.empty()) return e;
@@ -81,6 +95,16 @@ std::string first_failure(const ParallelSplit& s, const ModelConfig& m, int worl
     if (s.tp == 1) return "sequence_parallel needs tp > 1";
     if (auto e = divides("seq_len", m.seq_len, "tp", s.tp); !e.empty())
       return e + " (sequence parallel)";
+  }
+  // Context parallelism: 2*cp chunks per sequence, paired for causal balance.
+  if (s.cp == 1 && s.cp_comm != CpComm::all_gather) return "cp_comm ring needs cp > 1";
+  if (s.cp > 1) {
+    if (auto e = divides("seq_len", m.seq_len, "2*cp", 2LL * s.cp); !e.empty())
+      return e + " (context parallel: 2*cp chunks per sequence)";
+    if (s.sequence_parallel)
+      if (auto e = divides("seq_len", m.seq_len, "cp*tp", static_cast<long long>(s.cp) * s.tp);
+          !e.empty())
+        return e + " (context and sequence parallel)";
   }
   // Pipeline parallelism and schedules.
   if (static_cast<long long>(s.pp) * s.vpp > m.layers)
@@ -107,7 +131,7 @@ std::string first_failure(const ParallelSplit& s, const ModelConfig& m, int worl
   if (auto e = divides("dp", s.dp, "ep", s.ep); !e.empty()) return e + " (EP is drawn from DP)";
   if (m.is_moe())
     if (auto e = divides("num_experts", m.num_experts, "ep", s.ep); !e.empty()) return e;
-  if (s.zero1 && s.dp == 1) return "zero1 needs dp > 1";
+  if (s.zero1 && s.grad_replicas() == 1) return "zero1 needs dp > 1 (or cp > 1)";
   return {};
 }
 
@@ -142,7 +166,9 @@ std::vector<ParallelSplit> enumerate_splits(const ModelConfig& model, int world_
     if (pp < q.min_pp || !within(pp, q.max_pp) || pp > model.layers) continue;
     for (int tp : divisors(world_size / pp)) {
       if (!within(tp, q.max_tp) || model.heads % tp || model.kv_heads % tp) continue;
-      const int dp = world_size / pp / tp;
+      for (int cp : divisors(world_size / pp / tp)) {
+      if (!within(cp, q.max_cp) || (cp > 1 && model.seq_len % (2LL * cp))) continue;
+      const int dp = world_size / pp / tp / cp;
       for (int ep : divisors(dp)) {
         if (!within(ep, q.max_ep) || (ep > 1 && (!model.is_moe() || model.num_experts % ep)))
           continue;
@@ -162,7 +188,7 @@ std::vector<ParallelSplit> enumerate_splits(const ModelConfig& model, int world_
           else if (q.try_sequence_parallel) sps = {false, true};
         }
         std::vector<bool> zeros = {false};
-        if (q.try_zero1 && dp > 1) zeros.push_back(true);
+        if (q.try_zero1 && dp * cp > 1) zeros.push_back(true);
         for (int mbs : q.micro_batch_sizes) {
           std::vector<int> ms;
           if (q.global_batch > 0) {
@@ -177,10 +203,13 @@ std::vector<ParallelSplit> enumerate_splits(const ModelConfig& model, int world_
               for (bool sp : sps)
                 for (bool z : zeros)
                   for (auto rc : q.recomputes) {
-                    ParallelSplit s{dp, tp, pp, ep, v, m, mbs, kind, sp, z, rc};
-                    if (first_failure(s, model, world_size).empty()) out.push_back(s);
+                    for (CpComm cc : cp > 1 ? q.cp_comms : std::vector<CpComm>{CpComm::all_gather}) {
+                      ParallelSplit s{dp, tp, pp, ep, v, m, mbs, kind, sp, z, rc, cp, cc};
+                      if (first_failure(s, model, world_size).empty()) out.push_back(s);
+                    }
                   }
         }
+      }
       }
     }
   }

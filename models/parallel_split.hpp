@@ -3,7 +3,7 @@
 // expert (ep) parallelism, the pipeline schedule and the memory-saving options.
 //
 // Rules ibt adopts (validate() enforces each, naming it when it fails):
-// - world size = dp * tp * pp. EP is not a separate factor: the EP group is carved out
+// - world size = dp * tp * pp * cp. EP is not a separate factor: the EP group is carved out
 //   of the DP group, as Megatron does. ep must divide dp; the dp replicas of a stage
 //   split into dp/ep "expert-data-parallel" (expert_dp) groups of ep consecutive DP
 //   ranks each (rank_groups.hpp gives the exact order). Expert weights are sharded
@@ -25,6 +25,13 @@
 // - Schedules: afab (GPipe: all forwards then all backwards) and 1f1b need vpp == 1;
 //   interleaved needs pp >= 2, vpp >= 2 and microbatches % pp == 0 (Megatron's rule).
 //   1f1b needs microbatches >= pp (otherwise it degenerates into afab; ask for afab).
+// - CP (context parallelism): each sequence is cut into 2*cp chunks and CP rank i
+//   holds chunks i and 2cp-1-i (causal load balance, as Llama 3 and Megatron-Core
+//   pair them), so seq_len % (2*cp) == 0; with sequence parallelism each TP rank then
+//   holds 1/tp of the CP rank's tokens, so seq_len % (cp*tp) == 0 as well. CP ranks
+//   hold the same weights and join the gradient reduction (and the ZeRO-1 shards) as
+//   extra data-parallel replicas (rank_groups.hpp: the dp_cp groups). The global
+//   batch does not grow with cp: CP ranks share their sequences.
 // - Options that would have no effect are rejected so that every split has one
 //   spelling: sequence_parallel needs tp > 1, zero1 needs dp > 1, ep > 1 needs an MoE
 //   model.
@@ -44,7 +51,16 @@ enum class ScheduleKind { afab, one_f_one_b, interleaved };
 // whole forward is recomputed.
 enum class Recompute { none, selective, full };
 
+// How context-parallel attention gets the other ranks' keys and values:
+// all_gather: Llama 3's variant, K and V all-gathered once per layer (dK, dV
+// reduce-scattered in the backward); ring: K/V blocks passed around the CP ring, cp-1
+// steps, each hidden behind the attention of the block in hand when that is long
+// enough (Megatron-Core's p2p; dK/dV travel back around the ring in the backward).
+enum class CpComm { all_gather, ring };
+
 std::string_view to_string(ScheduleKind k);  // "afab", "1f1b", "interleaved"
+std::string_view to_string(CpComm c);        // "all_gather", "ring"
+CpComm parse_cp_comm(std::string_view name);  // throws UsageError naming the value
 std::string_view to_string(Recompute r);     // "none", "selective", "full"
 ScheduleKind parse_schedule(std::string_view name);  // throws UsageError naming the value
 Recompute parse_recompute(std::string_view name);    // throws UsageError naming the value
@@ -61,8 +77,12 @@ struct ParallelSplit {
   bool sequence_parallel = false;
   bool zero1 = false;          // optimizer states sharded over dp (expert ones over expert_dp)
   Recompute recompute = Recompute::none;
+  int cp = 1;                  // context-parallel degree (sequence split over cp ranks)
+  CpComm cp_comm = CpComm::all_gather;
 
-  int world_size() const { return dp * tp * pp; }
+  int world_size() const { return dp * tp * pp * cp; }
+  // The group a non-expert weight's gradient is reduced over: dp replicas times cp.
+  int grad_replicas() const { return dp * cp; }
   int expert_dp() const { return dp / ep; }
   long long global_batch() const {
     return static_cast<long long>(dp) * microbatches * micro_batch_size;
@@ -71,7 +91,9 @@ struct ParallelSplit {
   bool operator==(const ParallelSplit&) const = default;
 };
 
-// One line, e.g. "dp2 tp2 pp2 ep1 vpp1 m4 b1 1f1b sp zero1 recompute=none".
+// One line, e.g. "dp2 tp2 pp2 ep1 vpp1 m4 b1 1f1b sp zero1 recompute=none"; with
+// context parallelism " cp2" (" cp2 ring" for the ring variant) follows pp (absent at
+// cp 1, so older lines are unchanged).
 std::string describe(const ParallelSplit& s);
 
 // Throws UsageError naming the first failed constraint, e.g.
@@ -99,10 +121,15 @@ struct SplitSearch {
   int max_pp = 0;  // 0 = no limit; 1 = no pipeline parallelism
   int min_pp = 1;  // 2 = pipeline parallel splits only
   int max_ep = 0;  // 0 = no limit
+  // Context-parallel degrees tried: every divisor c of world/(pp*tp) with
+  // 2c | seq_len up to max_cp (1 = no CP, the default; 0 = no limit), with each
+  // variant listed.
+  int max_cp = 1;
+  std::vector<CpComm> cp_comms = {CpComm::all_gather, CpComm::ring};
 };
 
 // Every valid split for the model and world size, in a deterministic order (pp, tp,
-// ep, then the option lists in their given order). With pp == 1 only the 1f1b
+// cp, ep, then the option lists in their given order). With pp == 1 only the 1f1b
 // schedule is emitted (afab and 1f1b are the same step for one stage, save
 // activation memory). Fast: for 16,384 ranks it is a few thousand validate() calls.
 std::vector<ParallelSplit> enumerate_splits(const ModelConfig& model, int world_size,

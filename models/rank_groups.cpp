@@ -14,13 +14,17 @@ std::string_view to_string(Group g) {
     case Group::pp: return "pp";
     case Group::ep: return "ep";
     case Group::expert_dp: return "expert_dp";
+    case Group::cp: return "cp";
+    case Group::dp_cp: return "dp_cp";
+    case Group::expert_dp_cp: return "expert_dp_cp";
   }
   return "?";
 }
 
-RankLayout::RankLayout(int tp, int dp, int pp, int ep) : tp_(tp), dp_(dp), pp_(pp), ep_(ep) {
-  if (tp < 1 || dp < 1 || pp < 1 || ep < 1)
-    throw UsageError("rank layout: tp, dp, pp and ep must be >= 1");
+RankLayout::RankLayout(int tp, int dp, int pp, int ep, int cp)
+    : tp_(tp), dp_(dp), pp_(pp), ep_(ep), cp_(cp) {
+  if (tp < 1 || dp < 1 || pp < 1 || ep < 1 || cp < 1)
+    throw UsageError("rank layout: tp, dp, pp, ep and cp must be >= 1");
   if (dp % ep != 0)
     throw UsageError("rank layout: dp (" + std::to_string(dp) + ") not divisible by ep (" +
                      std::to_string(ep) + ") (EP is drawn from DP)");
@@ -34,6 +38,9 @@ int RankLayout::group_size(Group g) const {
     case Group::pp: return pp_;
     case Group::ep: return ep_;
     case Group::expert_dp: return dp_ / ep_;
+    case Group::cp: return cp_;
+    case Group::dp_cp: return dp_ * cp_;
+    case Group::expert_dp_cp: return dp_ / ep_ * cp_;
   }
   return 1;
 }
@@ -46,14 +53,17 @@ RankCoord RankLayout::coord(int rank) const {
                      std::to_string(world_size()));
   RankCoord c;
   c.tp = rank % tp_;
-  c.dp = (rank / tp_) % dp_;
-  c.pp = rank / (tp_ * dp_);
+  c.cp = (rank / tp_) % cp_;
+  c.dp = (rank / (tp_ * cp_)) % dp_;
+  c.pp = rank / (tp_ * cp_ * dp_);
   c.ep = c.dp % ep_;
   c.expert_dp = c.dp / ep_;
   return c;
 }
 
-int RankLayout::rank_of(const RankCoord& c) const { return c.tp + tp_ * (c.dp + dp_ * c.pp); }
+int RankLayout::rank_of(const RankCoord& c) const {
+  return c.tp + tp_ * (c.cp + cp_ * (c.dp + dp_ * c.pp));
+}
 
 int RankLayout::index_in_group(Group g, int rank) const {
   const RankCoord c = coord(rank);
@@ -64,6 +74,9 @@ int RankLayout::index_in_group(Group g, int rank) const {
     case Group::pp: return c.pp;
     case Group::ep: return c.ep;
     case Group::expert_dp: return c.expert_dp;
+    case Group::cp: return c.cp;
+    case Group::dp_cp: return c.cp + cp_ * c.dp;
+    case Group::expert_dp_cp: return c.cp + cp_ * c.expert_dp;
   }
   return 0;
 }
@@ -73,11 +86,14 @@ int RankLayout::group_color(Group g, int rank) const {
   const RankCoord c = coord(rank);
   switch (g) {
     case Group::none: return rank;
-    case Group::tp: return c.dp + dp_ * c.pp;
-    case Group::dp: return c.tp + tp_ * c.pp;
-    case Group::pp: return c.tp + tp_ * c.dp;
-    case Group::ep: return c.tp + tp_ * (c.expert_dp + (dp_ / ep_) * c.pp);
-    case Group::expert_dp: return c.tp + tp_ * (c.ep + ep_ * c.pp);
+    case Group::tp: return c.cp + cp_ * (c.dp + dp_ * c.pp);
+    case Group::dp: return c.tp + tp_ * (c.cp + cp_ * c.pp);
+    case Group::pp: return c.tp + tp_ * (c.cp + cp_ * c.dp);
+    case Group::ep: return c.tp + tp_ * (c.cp + cp_ * (c.expert_dp + (dp_ / ep_) * c.pp));
+    case Group::expert_dp: return c.tp + tp_ * (c.cp + cp_ * (c.ep + ep_ * c.pp));
+    case Group::cp: return c.tp + tp_ * (c.dp + dp_ * c.pp);
+    case Group::dp_cp: return c.tp + tp_ * c.pp;
+    case Group::expert_dp_cp: return c.tp + tp_ * (c.ep + ep_ * c.pp);
   }
   return 0;
 }
@@ -96,6 +112,9 @@ std::vector<int> RankLayout::members(Group g, int rank) const {
       case Group::pp: m.pp = i; break;
       case Group::ep: m.dp = c.expert_dp * ep_ + i; break;
       case Group::expert_dp: m.dp = i * ep_ + c.ep; break;
+      case Group::cp: m.cp = i; break;
+      case Group::dp_cp: m.cp = i % cp_, m.dp = i / cp_; break;
+      case Group::expert_dp_cp: m.cp = i % cp_, m.dp = (i / cp_) * ep_ + c.ep; break;
     }
     out.push_back(rank_of(m));
   }

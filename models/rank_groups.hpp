@@ -2,18 +2,22 @@
 // Which ranks form the tp, dp, pp, ep and expert_dp groups: pure arithmetic, no MPI,
 // so it is tested for 16,384 ranks on a laptop and shared by every executor.
 //
-// Rank order (Megatron's RankGenerator order tp-cp-ep-dp-pp without cp; tp varies
-// fastest, pp slowest):
+// Rank order (Megatron's RankGenerator order tp-cp-ep-dp-pp; tp varies fastest, pp
+// slowest):
 //
-//     rank = tp_rank + tp * (dp_rank + dp * pp_rank)
+//     rank = tp_rank + tp * (cp_rank + cp * (dp_rank + dp * pp_rank))
 //     dp_rank = ep_rank + ep * expert_dp_rank
 //
 // so TP peers are consecutive ranks (they land in one node / NVLink domain first),
-// then DP replicas, then pipeline stages. EP nests inside DP: an EP group is ep
+// then CP peers (next to TP: ring attention's K/V passes stay inside the domain
+// first), then DP replicas, then pipeline stages. EP nests inside DP: an EP group is ep
 // *consecutive* DP ranks (same tp_rank, same pp_rank, same expert_dp_rank), and the
 // expert_dp group joins the ranks holding the same experts (same ep_rank) across
 // the dp/ep EP groups. Gradients of expert weights are reduced over expert_dp;
-// gradients of all other weights over dp.
+// gradients of all other weights over dp. With cp > 1 the CP peers hold the same
+// weights too, so gradients are reduced over dp_cp (dp x cp: the ranks with the same
+// tp and pp coordinates) and expert_dp_cp (expert_dp x cp); at cp == 1 these are the
+// dp and expert_dp groups.
 //
 // Groups are identified, for MPI_Comm_split, by group_color() (the same for all
 // members, distinct between groups of one kind, in 0..group_count()-1) and ordered by
@@ -26,8 +30,10 @@
 namespace ibt::models {
 
 // A communicating group in the step program. none = a local op (compute).
-enum class Group { none, tp, dp, pp, ep, expert_dp };
-std::string_view to_string(Group g);  // "none", "tp", "dp", "pp", "ep", "expert_dp"
+enum class Group { none, tp, dp, pp, ep, expert_dp, cp, dp_cp, expert_dp_cp };
+inline constexpr int kGroupKinds = 9;
+// "none", "tp", "dp", "pp", "ep", "expert_dp", "cp", "dp_cp", "expert_dp_cp"
+std::string_view to_string(Group g);
 
 struct RankCoord {
   int tp = 0;
@@ -35,28 +41,29 @@ struct RankCoord {
   int pp = 0;
   int ep = 0;         // dp % ep_size
   int expert_dp = 0;  // dp / ep_size
+  int cp = 0;
   bool operator==(const RankCoord&) const = default;
 };
 
 class RankLayout {
  public:
   // Sizes must be >= 1 and ep must divide dp (throws UsageError otherwise).
-  RankLayout(int tp, int dp, int pp, int ep = 1);
-  explicit RankLayout(const ParallelSplit& s) : RankLayout(s.tp, s.dp, s.pp, s.ep) {}
+  RankLayout(int tp, int dp, int pp, int ep = 1, int cp = 1);
+  explicit RankLayout(const ParallelSplit& s) : RankLayout(s.tp, s.dp, s.pp, s.ep, s.cp) {}
 
-  int world_size() const { return tp_ * dp_ * pp_; }
+  int world_size() const { return tp_ * cp_ * dp_ * pp_; }
   int group_size(Group g) const;   // none: 1
   int group_count(Group g) const;  // world_size() / group_size(g)
 
   RankCoord coord(int rank) const;       // throws UsageError when out of range
-  int rank_of(const RankCoord& c) const;  // uses tp, dp, pp (ep/expert_dp ignored)
+  int rank_of(const RankCoord& c) const;  // uses tp, cp, dp, pp (ep/expert_dp ignored)
 
   // Members of rank's group of kind g, ordered by index_in_group (none: {rank}).
   std::vector<int> members(Group g, int rank) const;
   int index_in_group(Group g, int rank) const;
   int group_color(Group g, int rank) const;
 
-  // The pipeline neighbours of a rank (same tp/dp coordinates), wrapping around
+  // The pipeline neighbours of a rank (same tp/cp/dp coordinates), wrapping around
   // (interleaved schedules send from the last stage to the first).
   int next_stage_rank(int rank) const;
   int prev_stage_rank(int rank) const;
@@ -65,7 +72,7 @@ class RankLayout {
   int rank_at_stage(int rank, int stage) const;
 
  private:
-  int tp_, dp_, pp_, ep_;
+  int tp_, dp_, pp_, ep_, cp_;
 };
 
 }  // namespace ibt::models

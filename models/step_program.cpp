@@ -44,6 +44,10 @@ std::string_view to_string(OpKind k) {
     case OpKind::grad_reduce_scatter: return "grad_reduce_scatter";
     case OpKind::param_all_gather: return "param_all_gather";
     case OpKind::load_all_reduce: return "load_all_reduce";
+    case OpKind::cp_kv_all_gather: return "cp_kv_all_gather";
+    case OpKind::cp_kv_reduce_scatter: return "cp_kv_reduce_scatter";
+    case OpKind::cp_kv_pass: return "cp_kv_pass";
+    case OpKind::cp_dkv_pass: return "cp_dkv_pass";
   }
   return "?";
 }
@@ -94,7 +98,8 @@ class Builder {
     prog_.stage = prog_.coord.pp;
     prog_.actions = sched.per_stage.at(prog_.stage);
     t_ = s.tp;
-    T_ = static_cast<double>(s.micro_batch_size) * m.seq_len;
+    // This rank's tokens of a microbatch (its 1/cp of each sequence with CP).
+    T_ = static_cast<double>(s.micro_batch_size) * m.seq_len / s.cp;
     e_ = o.activation_bytes;
     V_ = s.pp * s.vpp;
     const size_t slots = static_cast<size_t>(s.microbatches) * s.vpp;
@@ -130,19 +135,46 @@ class Builder {
     return std::move(prog_);
   }
 
-  // One forward or backward of `chunk` for any microbatch (build_chunk_ops).
-  std::vector<Op> chunk_ops(int chunk, Pass pass) {
+  // One forward or backward of `chunk` for any microbatch (build_action_template):
+  // the wait on the received input is kWaitReceived.
+  ActionTemplate chunk_ops(int chunk, Pass pass, bool reduce_grads) {
     mb_ = -1;
     action_ = -1;
     chunk_ = chunk;
     if (pass == Pass::forward) forward_chunk();
-    else backward_chunk(false);
+    else backward_chunk(reduce_grads);
+    ActionTemplate t;
+    t.producer = producer_ >= 0 ? producer_ : -1;
+    t.ops = std::move(prog_.ops);
+    return t;
+  }
+
+  // The gradient reduction and optimizer tail (build_tail_template), as it follows
+  // the schedule's last action: the first compute op before it is kWaitLastCompute.
+  std::vector<Op> gradient_ops() {
+    last_compute_ = kWaitLastCompute;
+    all_grad_buckets();
+    optimizer_step();
     return std::move(prog_.ops);
   }
 
-  // The gradient reduction and optimizer tail (build_gradient_ops).
-  std::vector<Op> gradient_ops() {
-    all_grad_buckets();
+  // The tail with overlapped gradient reduction: the buckets were reduced in the
+  // chunks' last backwards (in `chunk_order`), so only the optimizer (waiting for the
+  // last of those reductions, kWaitLastGrad) and what follows it remain.
+  std::vector<Op> overlapped_tail_ops(const std::vector<int>& chunk_order) {
+    last_compute_ = kWaitLastCompute;
+    for (int chunk : chunk_order) {
+      chunk_ = chunk;
+      const int vs = vstage();
+      const LayerRange r = stage_layers(m_, V_, vs);
+      if (vs == V_ - 1) grad_buckets(m_.layers);
+      for (int l = r.end() - 1; l >= r.first; --l) grad_buckets(l);
+      if (vs == 0) grad_buckets(kEmbeddingLayer);
+    }
+    chunk_ = -1;
+    const bool reduced = !prog_.ops.empty();
+    prog_.ops.clear();
+    last_grad_ = reduced ? kWaitLastGrad : -1;
     optimizer_step();
     return std::move(prog_.ops);
   }
@@ -171,6 +203,8 @@ class Builder {
   // the current action. An op waits for it only when it runs on another stream (ops of
   // one stream run in order anyway).
   int wait_for_producer(Stream mine) const {
+    // A template's received input arrives by a pp_exchange, on the comm stream.
+    if (producer_ == kWaitReceived) return mine != Stream::comm ? kWaitReceived : -1;
     return producer_ >= 0 && prog_.ops[producer_].stream != mine ? producer_ : -1;
   }
 
@@ -236,7 +270,7 @@ class Builder {
     norm(OpKind::attn_norm);
     tp_gather_fwd();
     attention_projections();
-    attention_core();
+    cp_attention_core();
     gemm(OpKind::out_proj_gemm, T_, m_.heads * static_cast<double>(m_.value_head_dim()) / t_,
          m_.hidden);
     tp_reduce_fwd();
@@ -279,12 +313,71 @@ class Builder {
   }
 
   // softmax(QK^T)V over the full causal sequence (not discounted, accounting.hpp).
+  // With CP, T_ local queries attend to all seq_len keys.
   void attention_core() {
+    const Op op = core_op(1.0);
+    compute(OpKind::attention_core, op.flops, op.bytes);
+  }
+  // The attention core's cost, or `share` of it (a ring step), not yet pushed.
+  Op core_op(double share) const {
     const double mult = phase_ == Phase::backward ? 2.0 : 1.0;
     const double H = m_.heads / static_cast<double>(s_.tp);
     const double dqk = m_.qk_head_dim(), dv = m_.value_head_dim();
-    compute(OpKind::attention_core, mult * 2.0 * T_ * m_.seq_len * H * (dqk + dv),
-            mult * e_ * T_ * H * (2 * dqk + 2 * dv));
+    Op op;
+    op.kind = OpKind::attention_core;
+    op.phase = phase_;
+    op.stream = Stream::compute;
+    op.flops = share * mult * 2.0 * T_ * m_.seq_len * H * (dqk + dv);
+    op.bytes = share * mult * e_ * T_ * H * (2 * dqk + 2 * dv);
+    return op;
+  }
+
+  // Elements of K plus V per token on this rank (TP-split heads).
+  double kv_width() const {
+    if (m_.attention == Attention::standard) return 2.0 * m_.kv_heads * m_.head_dim() / t_;
+    return m_.heads * static_cast<double>(m_.qk_head_dim() + m_.value_head_dim()) / t_;
+  }
+
+  // The attention core with the CP communication around it (step_program.hpp).
+  // Recompute re-runs the forward's communication; the all-gather variant keeps the
+  // gathered K/V for the backward, so the backward only reduce-scatters dK/dV.
+  void cp_attention_core() {
+    if (s_.cp == 1) return attention_core();
+    const bool backward = phase_ == Phase::backward;
+    const double full_kv = static_cast<double>(s_.micro_batch_size) * m_.seq_len * kv_width() * e_;
+    if (s_.cp_comm == CpComm::all_gather) {
+      if (!backward) collective(OpKind::cp_kv_all_gather, Group::cp, full_kv);
+      attention_core();
+      if (backward) collective(OpKind::cp_kv_reduce_scatter, Group::cp, full_kv);
+      return;
+    }
+    // Ring: cp parts of 1/cp of the core each, one block of full_kv/cp per pass.
+    const double block = full_kv / s_.cp;
+    const int start = producer_;  // the QKV projection (forward) or out_proj backward
+    int kv_prev = -1, dkv_prev = -1, part_prev = -1;
+    for (int j = 0; j < s_.cp; ++j) {
+      int kv = -1, dkv = -1;
+      if (j < s_.cp - 1) kv = ring_pass(OpKind::cp_kv_pass, block, j == 0 ? start : -1);
+      if (backward && j >= 1) dkv = ring_pass(OpKind::cp_dkv_pass, block, part_prev);
+      Op part_op = core_op(1.0 / s_.cp);
+      part_op.waits = {j == 0 ? (start >= 0 && prog_.ops[start].stream != Stream::compute ? start : -1) : kv_prev,
+                       backward ? dkv_prev : -1};
+      last_compute_ = producer_ = part_prev = push(part_op);
+      kv_prev = kv;
+      dkv_prev = dkv;
+    }
+    if (backward) producer_ = ring_pass(OpKind::cp_dkv_pass, block, part_prev);
+  }
+
+  int ring_pass(OpKind kind, double bytes, int wait) {
+    Op op;
+    op.kind = kind;
+    op.phase = phase_;
+    op.group = Group::cp;
+    op.stream = Stream::comm;
+    op.bytes = bytes;
+    op.waits[0] = wait;
+    return push(op);
   }
 
   double gated() const { return m_.activation == Activation::swiglu ? 2.0 : 1.0; }
@@ -384,10 +477,10 @@ class Builder {
     if (s_.recompute == Recompute::selective) {
       const Phase saved = phase_;
       phase_ = Phase::recompute;
-      attention_core();
+      cp_attention_core();
       phase_ = saved;
     }
-    attention_core();
+    cp_attention_core();
     attention_projections_bwd();
     tp_gather_bwd();
     norm(OpKind::attn_norm);
@@ -446,8 +539,9 @@ class Builder {
   void forward_chunk() {
     phase_ = Phase::forward;
     const int vs = vstage();
-    // mb_ < 0: a chunk template (build_chunk_ops), no exchange to wait for.
-    producer_ = vs > 0 && mb_ >= 0 ? recv_act_.at(slot()) : -1;
+    // mb_ < 0: a chunk template (build_action_template): kWaitReceived stands for
+    // the exchange that received the activation.
+    producer_ = vs > 0 ? (mb_ >= 0 ? recv_act_.at(slot()) : kWaitReceived) : -1;
     if (vs == 0) embedding_fwd();
     const LayerRange r = stage_layers(m_, V_, vs);
     for (int l = r.first; l < r.end(); ++l) layer_fwd(l);
@@ -459,7 +553,7 @@ class Builder {
     phase_ = Phase::backward;
     const int vs = vstage();
     // The last virtual stage starts from its own loss (same stream, in order).
-    producer_ = vs < V_ - 1 && mb_ >= 0 ? recv_grad_.at(slot()) : -1;
+    producer_ = vs < V_ - 1 ? (mb_ >= 0 ? recv_grad_.at(slot()) : kWaitReceived) : -1;
     if (vs == V_ - 1) {
       head_bwd();
       if (reduce_grads_now) grad_buckets(m_.layers);
@@ -498,8 +592,7 @@ class Builder {
                       : (a.recv->payload == Payload::activation ? Phase::forward : Phase::backward);
     op.group = Group::pp;
     op.stream = Stream::comm;
-    // With SP each TP rank holds (and sends) its sequence shard.
-    op.bytes = (sp() ? T_ / t_ : T_) * m_.hidden * e_;
+    op.bytes = pipeline_message_bytes(m_, s_, o_);
     // The data sent is the output of the action just before this exchange (the
     // exchange does not change producer_: a later exchange of the same round may
     // send it).
@@ -564,6 +657,10 @@ class Builder {
     pushed.chunk = -1;
   }
 
+  // Where non-expert and expert gradients are reduced (CP ranks are replicas too).
+  Group dense_group() const { return s_.cp > 1 ? Group::dp_cp : Group::dp; }
+  Group expert_group() const { return s_.cp > 1 ? Group::expert_dp_cp : Group::expert_dp; }
+
   // Gradient reduction of one layer's bucket (after its last backward).
   void grad_buckets(int layer) {
     pending_bucket_layer_ = layer;
@@ -574,8 +671,8 @@ class Builder {
     // output gradients come from TP-split consumers) and, with SP, the norms (each TP
     // rank sees only its sequence shard).
     grad_op(OpKind::grad_all_reduce, Group::tp, b.tp_partial * gb, false, last_compute_);
-    grad_op(kind, Group::dp, b.dense * gb, false, last_compute_);
-    grad_op(kind, Group::expert_dp, b.expert * gb, true, last_compute_);
+    grad_op(kind, dense_group(), b.dense * gb, false, last_compute_);
+    grad_op(kind, expert_group(), b.expert * gb, true, last_compute_);
     buckets_.push_back(layer);
   }
 
@@ -589,7 +686,9 @@ class Builder {
     if (buckets_.empty()) {  // no reduction emitted buckets (never happens; defensive)
       return;
     }
-    const double shard = s_.zero1 ? dense / s_.dp + expert / s_.expert_dp() : dense + expert;
+    const double shard = s_.zero1 ? dense / layout_.group_size(dense_group()) +
+                                        expert / layout_.group_size(expert_group())
+                                  : dense + expert;
     Op op;
     op.kind = OpKind::optimizer;
     op.phase = Phase::optimizer;
@@ -608,14 +707,14 @@ class Builder {
       for (int l : buckets_)
         if (l >= 0 && l < m_.layers && m_.layer_is_moe(l)) {
           pending_bucket_layer_ = l;
-          grad_op(OpKind::load_all_reduce, Group::dp, m_.num_experts * 8.0, false, opt);
+          grad_op(OpKind::load_all_reduce, dense_group(), m_.num_experts * 8.0, false, opt);
         }
     if (!s_.zero1) return;
     for (int l : buckets_) {
       pending_bucket_layer_ = l;
       const Bucket b = bucket(l);
-      grad_op(OpKind::param_all_gather, Group::dp, b.dense * o_.param_bytes, false, opt);
-      grad_op(OpKind::param_all_gather, Group::expert_dp, b.expert * o_.param_bytes, true, opt);
+      grad_op(OpKind::param_all_gather, dense_group(), b.dense * o_.param_bytes, false, opt);
+      grad_op(OpKind::param_all_gather, expert_group(), b.expert * o_.param_bytes, true, opt);
     }
   }
 
@@ -668,6 +767,47 @@ PipelineSchedule shape_only(const ParallelSplit& split) {
 }
 }  // namespace
 
+double pipeline_message_bytes(const ModelConfig& model, const ParallelSplit& split,
+                              const StepProgramOptions& options) {
+  const double tokens = static_cast<double>(split.micro_batch_size) * model.seq_len;
+  // With SP each TP rank holds (and sends) its sequence shard.
+  return (split.sequence_parallel ? tokens / split.tp : tokens) * model.hidden * options.activation_bytes;
+}
+
+ActionTemplate build_action_template(const ModelConfig& model, const ParallelSplit& split, int stage,
+                                     int chunk, Pass pass, bool reduce_grads,
+                                     const StepProgramOptions& options) {
+  validate(split, model, split.world_size());
+  if (stage < 0 || stage >= split.pp || chunk < 0 || chunk >= split.vpp)
+    throw UsageError("step program: no stage " + std::to_string(stage) + " chunk " +
+                     std::to_string(chunk) + " in split " + describe(split));
+  const PipelineSchedule shape = shape_only(split);
+  const int rank = RankLayout(split).rank_of({0, 0, stage, 0, 0});
+  return Builder(model, split, shape, rank, options)
+      .chunk_ops(chunk, pass, reduce_grads && pass == Pass::backward);
+}
+
+std::vector<Op> build_tail_template(const ModelConfig& model, const ParallelSplit& split, int stage,
+                                    const std::vector<int>& chunk_order,
+                                    const StepProgramOptions& options) {
+  validate(split, model, split.world_size());
+  const PipelineSchedule shape = shape_only(split);
+  const int rank = RankLayout(split).rank_of({0, 0, stage, 0, 0});
+  Builder b(model, split, shape, rank, options);
+  return options.overlap_grad_reduce ? b.overlapped_tail_ops(chunk_order) : b.gradient_ops();
+}
+
+namespace {
+// The template builders' markers mean nothing outside the fast sim: as documented,
+// build_chunk_ops and build_gradient_ops leave those waits out.
+std::vector<Op> without_markers(std::vector<Op> ops) {
+  for (Op& op : ops)
+    for (int& w : op.waits)
+      if (w < -1) w = -1;
+  return ops;
+}
+}  // namespace
+
 std::vector<Op> build_chunk_ops(const ModelConfig& model, const ParallelSplit& split, int stage,
                                 int chunk, Pass pass, const StepProgramOptions& options) {
   validate(split, model, split.world_size());
@@ -676,7 +816,7 @@ std::vector<Op> build_chunk_ops(const ModelConfig& model, const ParallelSplit& s
                      std::to_string(chunk) + " in split " + describe(split));
   const PipelineSchedule shape = shape_only(split);
   const int rank = RankLayout(split).rank_of({0, 0, stage, 0, 0});
-  return Builder(model, split, shape, rank, options).chunk_ops(chunk, pass);
+  return without_markers(Builder(model, split, shape, rank, options).chunk_ops(chunk, pass, false).ops);
 }
 
 std::vector<Op> build_gradient_ops(const ModelConfig& model, const ParallelSplit& split, int stage,
@@ -684,7 +824,7 @@ std::vector<Op> build_gradient_ops(const ModelConfig& model, const ParallelSplit
   validate(split, model, split.world_size());
   const PipelineSchedule shape = shape_only(split);
   const int rank = RankLayout(split).rank_of({0, 0, stage, 0, 0});
-  return Builder(model, split, shape, rank, options).gradient_ops();
+  return without_markers(Builder(model, split, shape, rank, options).gradient_ops());
 }
 
 }  // namespace ibt::models

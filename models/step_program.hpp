@@ -39,6 +39,17 @@
 //     router_gemm (no counts exchange: the forward's counts are reused). With recompute=full each layer's forward ops are
 //     re-run (phase recompute, with their collectives) just before its backward;
 //     with selective, the attention core is re-run before its backward.
+//   Context parallelism (cp > 1): every op above works on the rank's b*S/cp tokens
+//     (chunks i and 2cp-1-i of each sequence) and the attention core on its queries
+//     against the whole sequence (1/cp of the FLOPs). With cp_comm all_gather,
+//     cp_kv_all_gather follows the QKV projections (the core waits for it) and
+//     cp_kv_reduce_scatter follows the core's backward (the projections' backward
+//     waits for it): neither is hidden. With ring, the core is cp ops of 1/cp of its
+//     FLOPs each; K/V pass j (cp_kv_pass, j < cp-1) starts with part j and part j+1
+//     waits for it, so a pass is hidden when a part takes longer. In the backward
+//     the K/V passes run the same way and each block's dK/dV follow it one step
+//     later (cp_dkv_pass j waits for part j-1, part j+1 waits for it); the last
+//     dK/dV pass returns the blocks home after the last part, exposed.
 //   exchange: one pp_exchange op (the PipeAction holds the peers and messages).
 //   After the schedule (or, with overlap_grad_reduce, right after the layer's last
 //   backward): per layer ("bucket"), gradient ops on the grad_comm stream:
@@ -48,7 +59,8 @@
 //       sequence shard); not the MoE router: its gate gradient is TP-summed in the
 //       backward, so its weight gradient is complete;
 //     - dp all-reduce of the non-expert weights, expert_dp all-reduce of the expert
-//       weights (zero1: reduce-scatter instead);
+//       weights (zero1: reduce-scatter instead); with cp > 1 over dp_cp and
+//       expert_dp_cp (CP ranks are extra replicas of the weights);
 //   then optimizer (compute, on the rank's shard with zero1), then with aux-loss-free
 //   balancing one load_all_reduce per MoE layer (dp, E fp64 counts), then with zero1
 //   one param_all_gather per bucket and group.
@@ -85,7 +97,7 @@
 //
 // Model FLOPs identity (tested): summing flops over ops with phase forward/backward
 // of every stage's program, multiplying the ops with tp_sharded == true by tp, gives
-// accounting's model_flops_per_step() / dp (one model replica's share).
+// accounting's model_flops_per_step() / (dp * cp) (one model replica's share).
 #include <array>
 #include <cstdint>
 #include <string>
@@ -136,6 +148,11 @@ enum class OpKind : std::uint8_t {
   grad_reduce_scatter,  // zero1
   param_all_gather,     // zero1, after the optimizer
   load_all_reduce,      // aux-loss-free MoE balancing: per-expert loads summed over dp
+  // context parallelism (group cp)
+  cp_kv_all_gather,     // all_gather variant: this layer's K and V of the whole sequence
+  cp_kv_reduce_scatter, // all_gather variant, backward: dK, dV back to their owners
+  cp_kv_pass,           // ring variant: one ring step of a K/V block (send next, recv prev)
+  cp_dkv_pass,          // ring variant, backward: one ring step of a dK/dV block
 };
 std::string_view to_string(OpKind k);
 bool is_comm(OpKind k);
@@ -215,6 +232,39 @@ StepProgram build_step_program(const ModelConfig& model, const ParallelSplit& sp
 //   overlap_grad_reduce);
 // - build_gradient_ops: the gradient reduction and optimizer tail of the stage in
 //   the non-overlapped order (waits index this list).
+// Action templates for the sim's fast walk (topologies/sim_fast.hpp). Like the above,
+// but a wait that reaches outside the list is kept as a marker instead of dropped:
+// - kWaitReceived: the pp_exchange that received the action's activation (gradient)
+//   -- every op that waits for it in the full program, not only the first;
+// - kWaitLastCompute: the last compute op issued before the list (the tail's
+//   gradient reductions wait for the last backward);
+// - kWaitLastGrad: the last grad_comm op issued before the list (the optimizer after
+//   overlapped reductions).
+// build_action_template: one forward or backward of `chunk` for any microbatch;
+// reduce_grads (backward only) = the chunk's last backward with overlap_grad_reduce,
+// the layers' gradient ops interleaved as build_step_program places them. producer is
+// the op whose output the next send carries (-1 = none): a send waits for it when it
+// is not on the comm stream.
+// build_tail_template: what follows the schedule's last action; with
+// overlap_grad_reduce chunk_order lists the chunks in the order of their last backward
+// (the order their buckets were reduced in), otherwise it is unused.
+// pipeline_message_bytes: the bytes of every pp_exchange of the split (op.bytes).
+double pipeline_message_bytes(const ModelConfig& model, const ParallelSplit& split,
+                              const StepProgramOptions& options = {});
+inline constexpr int kWaitReceived = -2;
+inline constexpr int kWaitLastCompute = -3;
+inline constexpr int kWaitLastGrad = -4;
+struct ActionTemplate {
+  std::vector<Op> ops;
+  int producer = -1;
+};
+ActionTemplate build_action_template(const ModelConfig& model, const ParallelSplit& split, int stage,
+                                     int chunk, Pass pass, bool reduce_grads,
+                                     const StepProgramOptions& options = {});
+std::vector<Op> build_tail_template(const ModelConfig& model, const ParallelSplit& split, int stage,
+                                    const std::vector<int>& chunk_order,
+                                    const StepProgramOptions& options = {});
+
 std::vector<Op> build_chunk_ops(const ModelConfig& model, const ParallelSplit& split, int stage,
                                 int chunk, Pass pass, const StepProgramOptions& options = {});
 std::vector<Op> build_gradient_ops(const ModelConfig& model, const ParallelSplit& split, int stage,

@@ -17,10 +17,14 @@
 #include "ibt/version.hpp"
 #include "suites/backends.hpp"
 #include "suites/cli.hpp"
+#include "collectives/group_outliers.hpp"
+#include "suites/collectives_nccl_flags.hpp"
+#include "suites/collectives_nccl_format.hpp"
 #include "suites/collectives_table.hpp"
 #include "suites/job_facts.hpp"
 #include "suites/job_guard.hpp"
 #include "suites/mpi_session.hpp"
+#include "suites/p2p_rows.hpp"
 #include "suites/suites.hpp"
 
 extern char** environ;
@@ -34,10 +38,13 @@ struct CollectivesArgs {
   std::string min_bytes = "8", max_bytes = "4M", step_bytes = "0";
   double step_factor = 2.0;
   std::string ops = "all", dtypes = "float32", reduce_op = "sum", scopes = "all", placement = "both";
-  std::string aggregation = "max", backend = "mpi", out, rotate = "64M", inject_stall, nccl_comm = "split";
+  std::string aggregation = "avg", backend = "mpi", out, rotate = "64M", inject_stall, nccl_comm = "split";
+  std::string output_format = "ibt", timing = "loop", outlier_bandwidth_from = "64K";
   int cuda_graph = 0;
   int iters = 20, warmup = 5, check = 1, blocking = 0, root = 0, domain_size = 0, inject_wrong = -1;
-  double timeout = 60;
+  int cycles = 1;
+  BackendFlags backend_flags;
+  double timeout = 60, outlier_threshold = 0.5;
 };
 
 po::options_description describe_options(CollectivesArgs& a) {
@@ -51,13 +58,16 @@ po::options_description describe_options(CollectivesArgs& a) {
        "add this many bytes between steps instead (0: use --step-factor)");
   po::options_description what("What to measure");
   what.add_options()
-      ("op,t", po::value(&a.ops)->default_value(a.ops),
+      ("op", po::value(&a.ops)->default_value(a.ops),
        "comma list of all_reduce, all_gather, reduce_scatter, all_to_all, broadcast, send_recv, "
-       "ping_pong, or all")
+       "ping_pong, or all (not -t: that is nccl-tests' threads)")
       ("dtype,d", po::value(&a.dtypes)->default_value(a.dtypes),
-       "comma list of float32, float64, int32, bfloat16, float16 (fp8_e4m3, fp8_e5m2 on nccl); "
-       "bf16/fp16 reduce through a user-defined MPI op")
-      ("reduce-op,o", po::value(&a.reduce_op)->default_value(a.reduce_op), "sum, max or min")
+       "comma list of float32, float64, int32, bfloat16, float16 (fp8_e4m3, fp8_e5m2 on nccl), or all "
+       "(every type the backend has); nccl-tests' names float, double, half work too; bf16/fp16 "
+       "reduce through a user-defined MPI op")
+      ("reduce-op,o", po::value(&a.reduce_op)->default_value(a.reduce_op),
+       "sum, prod, min, max, or avg (nccl only: MPI has no average). prod is checked exactly while "
+       "the product fits the type (|5^ranks|)")
       ("root,r", po::value(&a.root)->default_value(a.root), "root rank (within the group) of broadcast")
       ("scope", po::value(&a.scopes)->default_value(a.scopes),
        "intra (one scale-up domain), inter (one rank per domain, same local index), world, or all "
@@ -70,11 +80,22 @@ po::options_description describe_options(CollectivesArgs& a) {
       ("iters,n", po::value(&a.iters)->default_value(a.iters), "timed iterations per size")
       ("warmup-iters,w", po::value(&a.warmup)->default_value(a.warmup), "untimed iterations first")
       ("check,c", po::value(&a.check)->default_value(a.check),
-       "1: check every result in a separate, untimed pass; 0: skip")
+       "N: check every result in N separate, untimed passes (nccl-tests' -c); 0: skip")
+      ("agg-iters,m", po::value(&a.backend_flags.agg_iters)->default_value(a.backend_flags.agg_iters),
+       "calls per timed iteration; the time is per call (nccl-tests' -m; on mpi the calls run back "
+       "to back, as MPI has no group aggregation)")
+      ("run-cycles,N", po::value(&a.cycles)->default_value(a.cycles),
+       "run the whole sweep this many times, every cycle printed and stored (nccl-tests' -N; 0, "
+       "infinite, is refused: nothing here runs unbounded)")
+      ("timing", po::value(&a.timing)->default_value(a.timing),
+       "loop: nccl-tests' timing (-n calls back to back, timed as a whole); imb: Intel MPI Benchmarks' "
+       "(a barrier before every call, each call timed alone, buffers reused unless --rotate-bytes is "
+       "given; -a avg/min/max = IMB's t_avg/t_min/t_max). See the text above")
       ("blocking,z", po::value(&a.blocking)->default_value(a.blocking),
        "1: barrier (untimed) between iterations, so each is timed alone")
       ("average,a", po::value(&a.aggregation)->default_value(a.aggregation),
-       "combine per-rank mean times by avg, min or max (max: the slowest rank, as nccl-tests)")
+       "combine per-rank mean times by avg, min, max or rank0 (nccl-tests' 1, 2, 3, 0; avg is "
+       "nccl-tests' default, max the slowest rank)")
       ("timeout,T", po::value(&a.timeout)->default_value(a.timeout),
        "seconds one measurement may take; past it the job ends, naming the op, scope, size and "
        "the ranks that did not arrive, and the run is marked failed")
@@ -86,10 +107,28 @@ po::options_description describe_options(CollectivesArgs& a) {
       ("cuda-graph,G", po::value(&a.cuda_graph)->default_value(a.cuda_graph),
        "nccl: 1 captures each call once as a CUDA graph and replays it (as nccl-tests -G)")
       ("nccl-comm", po::value(&a.nccl_comm)->default_value(a.nccl_comm),
-       "nccl: build group communicators by ncclCommSplit (split) or a fresh init per group (init)");
+       "nccl: build group communicators by ncclCommSplit (split) or a fresh init per group (init)")
+      ("threads,t", po::value(&a.backend_flags.threads)->default_value(a.backend_flags.threads),
+       "threads per process (nccl-tests' -t): 1; ibt runs one rank per process")
+      ("gpus,g", po::value(&a.backend_flags.gpus)->default_value(a.backend_flags.gpus),
+       "GPUs per thread (nccl-tests' -g): 1; the nccl backend drives one GPU per rank")
+      ("report-cputime,C", po::value(&a.backend_flags.report_cputime)->default_value(a.backend_flags.report_cputime),
+       "1: label the time as CPU time (nccl-tests' -C); the mpi backend's time is the host clock "
+       "around blocking calls either way; not on nccl yet")
+      ("local-register,R", po::value(&a.backend_flags.local_register)->default_value(a.backend_flags.local_register),
+       "buffer registration (nccl-tests' -R): 0 only (MPI has no registration call; not on nccl yet)");
   po::options_description output("Output");
   output.add_options()
-      ("out", po::value(&a.out), "append this run to an HDF5 results file (created if missing)");
+      ("out", po::value(&a.out), "append this run to an HDF5 results file (created if missing)")
+      ("output-format", po::value(&a.output_format)->default_value(a.output_format),
+       "ibt (scope, group, p50/p99 columns) or nccl-tests (nccl-tests' own lines, read unchanged by "
+       "scripts that parse nccl-tests logs)")
+      ("outlier-threshold", po::value(&a.outlier_threshold)->default_value(a.outlier_threshold),
+       "intra/inter: a domain (rail) whose busbw is below median x (1 - t) at sizes >= "
+       "--outlier-bandwidth-from, or whose time is above median x (1 + t) below it, is named (as "
+       "p2p-matrix)")
+      ("outlier-bandwidth-from", po::value(&a.outlier_bandwidth_from)->default_value(a.outlier_bandwidth_from),
+       "size from which domains are judged by busbw rather than time");
   po::options_description testing("Testing (fault injection)");
   testing.add_options()
       ("inject-stall", po::value(&a.inject_stall),
@@ -112,12 +151,28 @@ const char* kHelpIntro =
     "the whole buffer as nccl-tests counts them (all_gather: output; reduce_scatter and\n"
     "all_to_all: input); IMB and OSU quote per-peer sizes for those three. ping_pong reports\n"
     "half the round trip of a group of 2. Every result is checked (#wrong, summed over ranks);\n"
-    "a wrong value makes the exit status 1.\n";
+    "a wrong value makes the exit status 1.\n\n"
+    "Timing modes (--timing, stored with every run):\n"
+    "  loop  nccl-tests: -n calls back to back, the loop timed whole, time per call. Consecutive\n"
+    "        calls overlap a little, as in a training step; compare with nccl-tests.\n"
+    "  imb   Intel MPI Benchmarks (IMB-MPI1): a barrier before every call, each call timed alone,\n"
+    "        one buffer reused; -a avg|min|max = IMB's t_avg|t_min|t_max; ping_pong and send_recv\n"
+    "        are timed as a loop, as IMB's PingPong and Sendrecv. Compare with IMB (its sizes for\n"
+    "        all_gather, reduce_scatter, all_to_all are per rank: multiply by the group).\n"
+    "-z 1 puts a barrier between loop iterations too. Flags follow nccl-tests (-t -g -b -e -i -f\n"
+    "-n -m -w -N -c -o -d -r -z -T -G -C -a -R and their long names); the collectives are --op.\n"
+    "intra/inter scopes store one row per domain (rail) too, and name a slow one.\n";
 
 HarnessOptions to_harness_options(const CollectivesArgs& a, const Backend& backend) {
   HarnessOptions h;
   h.ops = parse_collectives(a.ops);
-  h.dtypes = parse_dtype_list(a.dtypes);
+  if (a.dtypes == "all") {  // nccl-tests' -d all: every type the backend has
+    for (DType t : {DType::float32, DType::float64, DType::int32, DType::bfloat16, DType::float16, DType::fp8_e4m3,
+                    DType::fp8_e5m2})
+      if (backend.supports(t)) h.dtypes.push_back(t);
+  } else {
+    h.dtypes = parse_dtype_list(a.dtypes);
+  }
   for (DType t : h.dtypes)
     if (!backend.supports(t))
       throw UsageError("dtype " + std::string(to_string(t)) + " is not available on the " + backend.name() + " backend");
@@ -133,14 +188,21 @@ HarnessOptions to_harness_options(const CollectivesArgs& a, const Backend& backe
   else if (a.placement == "in") h.placements = {Placement::in_place};
   else throw UsageError("--placement must be out, in or both (got '" + a.placement + "')");
   require_positive(a.iters, "--iters");
+  if (a.check < 0) throw UsageError("--check must not be negative (0: off, N: N checked passes)");
+  if (a.cycles < 1)
+    throw UsageError("--run-cycles must be at least 1 (nccl-tests' 0, run forever, is not offered)");
+  if (!(a.outlier_threshold > 0 && a.outlier_threshold < 1))
+    throw UsageError("--outlier-threshold must be between 0 and 1");
   if (a.warmup < 0) throw UsageError("--warmup-iters must not be negative");
-  if (a.check != 0 && a.check != 1) throw UsageError("--check must be 0 or 1");
   if (a.blocking != 0 && a.blocking != 1) throw UsageError("--blocking must be 0 or 1");
   if (!(a.timeout > 0)) throw UsageError("--timeout must be positive");
   if (a.root < 0) throw UsageError("--root must not be negative");
   h.iters = a.iters;
   h.warmup_iters = a.warmup;
-  h.check = a.check == 1;
+  h.check = a.check > 0;
+  h.check_iters = a.check;
+  h.agg_iters = a.backend_flags.agg_iters;
+  h.timing = parse_timing_mode(a.timing);
   h.blocking = a.blocking == 1;
   h.aggregation = parse_rank_aggregation(a.aggregation);
   h.root = a.root;
@@ -182,6 +244,30 @@ store::Row to_row(const Measurement& m, const std::string& backend) {
           static_cast<std::uint64_t>(m.wrong)};
 }
 
+// "0-3" or "0,2,4": world ranks of a group.
+std::string rank_list(const std::vector<int>& ranks) {
+  if (ranks.empty()) return "";
+  bool consecutive = true;
+  for (std::size_t i = 1; i < ranks.size(); ++i) consecutive = consecutive && ranks[i] == ranks[i - 1] + 1;
+  if (consecutive && ranks.size() > 1) return std::to_string(ranks.front()) + "-" + std::to_string(ranks.back());
+  std::string out;
+  for (int r : ranks) out += (out.empty() ? "" : ",") + std::to_string(r);
+  return out;
+}
+
+// The distinct hosts of a group's ranks, in rank order.
+std::string hosts_of(const std::vector<int>& ranks, const std::vector<std::string>& host_of_rank) {
+  std::vector<std::string> seen;
+  std::string out;
+  for (int r : ranks) {
+    const std::string h = r < static_cast<int>(host_of_rank.size()) ? host_of_rank[r] : "?";
+    if (std::find(seen.begin(), seen.end(), h) != seen.end()) continue;
+    seen.push_back(h);
+    out += (out.empty() ? "" : ",") + h;
+  }
+  return out;
+}
+
 struct Summary {
   std::map<std::pair<std::string, std::string>, std::pair<double, int>> busbw;  // (op, scope) -> sum, n
   std::vector<std::pair<std::string, std::string>> order;
@@ -199,7 +285,11 @@ int run(int argc, char** argv, MpiSession& mpi) {
   CollectivesArgs args;
   auto options = describe_options(args);
   po::variables_map vm;
-  po::store(po::command_line_parser(argc, argv).options(options).run(), vm);
+  const std::vector<std::string> spelled = nccl_tests_spellings(argc, argv);
+  po::store(po::command_line_parser(std::vector<std::string>(spelled.begin() + 1, spelled.end()))
+                .options(options)
+                .run(),
+            vm);
   if (vm.count("help")) {
     if (mpi.rank() == 0) std::cout << kHelpIntro << "\n" << options << "\n";
     return kExitOk;
@@ -207,9 +297,16 @@ int run(int argc, char** argv, MpiSession& mpi) {
   po::notify(vm);
 
   if (args.cuda_graph != 0 && args.cuda_graph != 1) throw UsageError("--cuda-graph must be 0 or 1");
+  check_backend_flags(args.backend_flags, args.backend);
+  if (args.output_format != "ibt" && args.output_format != "nccl-tests")
+    throw UsageError("--output-format must be ibt or nccl-tests (got '" + args.output_format + "')");
+  // IMB reuses one buffer per role unless told otherwise (-off_cache): so does imb timing.
+  if (args.timing == "imb" && vm["rotate-bytes"].defaulted()) args.rotate = "0";
+  const std::size_t outlier_bandwidth_from = parse_size(args.outlier_bandwidth_from, "--outlier-bandwidth-from");
   auto backend = make_backend(args.backend, MPI_COMM_WORLD,
                               {args.timeout, args.cuda_graph == 1, args.nccl_comm});
   const HarnessOptions base = to_harness_options(args, *backend);
+  const bool nccl_format = args.output_format == "nccl-tests";
   const DomainLayout layout = detect_domains(MPI_COMM_WORLD, args.domain_size);
   std::vector<std::string> notes;
   HarnessOptions harness = base;
@@ -242,38 +339,76 @@ int run(int argc, char** argv, MpiSession& mpi) {
                              {"timeout_s", args.timeout}, {"rotate_bytes", args.rotate},
                              {"placement", args.placement}, {"root", args.root},
                              {"domain_size", args.domain_size}, {"backend", args.backend},
-                             {"cuda_graph", args.cuda_graph}, {"nccl_comm", args.nccl_comm}};
+                             {"cuda_graph", args.cuda_graph}, {"nccl_comm", args.nccl_comm},
+                             {"timing", args.timing}, {"agg_iters", args.backend_flags.agg_iters},
+                             {"run_cycles", args.cycles}, {"report_cputime", args.backend_flags.report_cputime},
+                             {"output_format", args.output_format},
+                             {"outlier_threshold", args.outlier_threshold},
+                             {"outlier_bandwidth_from", args.outlier_bandwidth_from}};
     recorder->set_attr("config", config.dump());
+    recorder->set_attr("timing_mode", args.timing);
     recorder->set_environment(allowed_environment(environ));
 
     std::printf("# ibt collectives %s (%s): %d ranks on %zu host(s), %d domain(s) by %s, backend %s\n", kVersion,
                 kGitCommit, mpi.size(), facts.hosts.size(), layout.num_domains, layout.method.c_str(),
                 backend->name().c_str());
-    std::printf("# %d timed iterations after %d warm-up; time = %s over ranks; check %s; %s; rotate %s\n",
-                harness.iters, harness.warmup_iters, std::string(to_string(harness.aggregation)).c_str(),
-                harness.check ? "on" : "off", harness.blocking ? "blocking" : "non-blocking",
+    std::printf("# timing %s: %d timed iterations of %d call(s) after %d warm-up; time = %s over ranks; check %s; "
+                "%s; rotate %s\n",
+                args.timing.c_str(), harness.iters, harness.agg_iters, harness.warmup_iters,
+                std::string(to_string(harness.aggregation)).c_str(),
+                harness.check ? (std::to_string(harness.check_iters) + "x").c_str() : "off",
+                harness.blocking ? "blocking" : "non-blocking",
                 harness.rotate_bytes ? format_size(harness.rotate_bytes).c_str() : "off");
     if (recorder->active()) std::printf("# results: %s, run %s\n", args.out.c_str(), recorder->run_id().c_str());
     for (const auto& n : notes) std::fprintf(stderr, "# note: %s\n", n.c_str());
-    print_table_header(stdout);
+    if (!nccl_format) print_table_header(stdout);
     std::fflush(nullptr);
   }
 
   Summary summary;
+  NcclTestsPrinter nccl_printer(stdout, {parse_size(args.min_bytes, "--min-bytes"), parse_size(args.max_bytes, "--max-bytes"),
+                                         parse_size(args.step_bytes, "--step-bytes"), args.step_factor, args.warmup,
+                                         args.iters, args.backend_flags.agg_iters, args.check, args.cuda_graph,
+                                         args.blocking, args.backend_flags.report_cputime == 1, args.reduce_op,
+                                         args.root});
+  std::size_t outliers = 0;
+  const std::vector<std::string> host_of_rank = hosts_by_rank(facts.host_of_rank_list, mpi.size());
   HarnessEvents events;
   events.on_size = [&](const SizeResult& r) {
-    print_table_line(stdout, r, args.reduce_op);
+    if (nccl_format) nccl_printer.line(r);
+    else print_table_line(stdout, r, args.reduce_op);
     for (const auto* m : {&r.out_of_place, &r.in_place}) {
       if (!*m) continue;
       summary.add(**m);
       recorder->append(kCollectivesTable, collectives_columns(), to_row(**m, backend->name()));
+      const auto slow = find_group_outliers((*m)->per_group, (*m)->bytes, args.outlier_threshold, outlier_bandwidth_from);
+      for (const auto& g : (*m)->per_group) {
+        const GroupOutlier* flagged = nullptr;
+        for (const auto& o : slow)
+          if (o.group == g.group) flagged = &o;
+        const std::string hosts = hosts_of(g.world_ranks, host_of_rank), ranks = rank_list(g.world_ranks);
+        recorder->append(kCollectivesGroupsTable, collectives_groups_columns(),
+                         {(*m)->op, (*m)->scope, (*m)->dtype, std::string(to_string((*m)->placement)),
+                          static_cast<std::uint64_t>((*m)->bytes), static_cast<std::int64_t>(g.group), ranks, hosts,
+                          g.time_us, g.busbw_GBps, static_cast<std::int64_t>(flagged != nullptr),
+                          flagged ? flagged->ratio : 0.0});
+        if (flagged) {
+          ++outliers;
+          std::fprintf(stderr, "# outlier: %s %s %zu B %s: %s %d (hosts %s; ranks %s) %s %.3g, %.2fx the median %.3g\n",
+                       (*m)->op.c_str(), (*m)->scope.c_str(), (*m)->bytes, std::string(to_string((*m)->placement)).c_str(),
+                       (*m)->scope == "intra" ? "domain" : "rail", g.group, hosts.c_str(), ranks.c_str(),
+                       flagged->metric == "bandwidth" ? "busbw GB/s" : "time us", flagged->value, flagged->ratio,
+                       flagged->median);
+        }
+      }
     }
   };
   events.on_note = [](const std::string& text) { std::fprintf(stderr, "# note: %s\n", text.c_str()); };
 
   ArrivalGate gate(MPI_COMM_WORLD);
   try {
-    run_harness(*backend, MPI_COMM_WORLD, layout, harness, gate, guard.watchdog(), events);
+    for (int cycle = 0; cycle < args.cycles; ++cycle)
+      run_harness(*backend, MPI_COMM_WORLD, layout, harness, gate, guard.watchdog(), events);
   } catch (const TimeoutError& e) {
     guard.fail_and_exit(e.what(), kExitTimeout);
   } catch (const UsageError&) {
@@ -285,11 +420,17 @@ int run(int argc, char** argv, MpiSession& mpi) {
   }
 
   if (mpi.rank() != 0) return kExitOk;
-  std::printf("#\n# Average bus bandwidth (GB/s, over sizes and placements):\n");
-  for (const auto& key : summary.order) {
-    const auto& [sum, n] = summary.busbw[key];
-    std::printf("#   %-14s %-5s %10.3f\n", key.first.c_str(), key.second.c_str(), n ? sum / n : 0.0);
+  if (nccl_format) {
+    nccl_printer.finish();
+  } else {
+    std::printf("#\n# Average bus bandwidth (GB/s, over sizes and placements):\n");
+    for (const auto& key : summary.order) {
+      const auto& [sum, n] = summary.busbw[key];
+      std::printf("#   %-14s %-5s %10.3f\n", key.first.c_str(), key.second.c_str(), n ? sum / n : 0.0);
+    }
   }
+  if (outliers > 0)
+    std::printf("# Outlier domains: %zu (listed on stderr; rows in table %s)\n", outliers, kCollectivesGroupsTable);
   std::printf("# Wrong values: %llu%s\n", static_cast<unsigned long long>(summary.wrong),
               harness.check ? "" : " (checking was off)");
   if (summary.wrong > 0) {

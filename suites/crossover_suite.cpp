@@ -47,7 +47,7 @@ int crossover_main(int argc, char** argv) {
   namespace po = boost::program_options;
   std::string model_name, base = "dgx-h100", domains = "8,16,32,64,72,128,256",
                           gbps = "100,200,400,800,1600", out, dtype, rank_by_text = "mfu";
-  long gpus = 0;
+  long gpus = 0, max_cp = 16;
   long long global_batch = 0, global_batch_tokens = 16LL * 1024 * 1024;
   double threshold = 0.05;
   po::options_description opts(
@@ -60,7 +60,8 @@ int crossover_main(int argc, char** argv) {
       "Assumptions: the global batch is fixed (--global-batch-tokens / sequence length), micro\n"
       "batch size 1, microbatches = global batch / dp; searched: 1f1b and interleaved (v=2),\n"
       "recompute none/selective/full, ZeRO-1 on/off, sequence parallelism when tp > 1,\n"
-      "tp <= domain size; bf16 mixed-precision Adam memory; DP gradient reduction overlapped.\n"
+      "context parallelism up to --cp (all_gather and ring; CP splits without PP count as\n"
+      "no PP), tp <= domain size; bf16 mixed-precision Adam memory; DP gradient reduction overlapped.\n"
       "Goodput: with a failure rate (the flags below or the base topology's reliability section)\n"
       "each cell also shows goodput-adjusted MFU = MFU x goodput (Daly's optimal checkpoint\n"
       "interval; topologies/failure_model.hpp); --rank-by goodput picks the bests and the gain on it.\n"
@@ -74,6 +75,8 @@ int crossover_main(int argc, char** argv) {
       ("topology", po::value(&base)->default_value(base), "topology giving the device and the other figures")
       ("global-batch", po::value(&global_batch), "global batch in sequences (overrides --global-batch-tokens)")
       ("global-batch-tokens", po::value(&global_batch_tokens)->default_value(global_batch_tokens), "global batch in tokens")
+      ("cp", po::value(&max_cp)->default_value(max_cp),
+       "largest context-parallel degree searched (all_gather and ring; where 2*cp divides seq_len; 1 = no CP)")
       ("threshold", double_value(&threshold), "relative MFU gain above which PP counts as needed")
       ("dtype", po::value(&dtype), "dtype of the peak MFU refers to (default bf16)")
       ("rank-by", po::value(&rank_by_text)->default_value(rank_by_text),
@@ -93,6 +96,7 @@ int crossover_main(int argc, char** argv) {
   take_alias(vm, "base-topology", "topology", base);
   if (model_name.empty()) throw UsageError("--model is required");
   require_positive(gpus, "--gpus");
+  require_positive(max_cp, "--cp");
   if (!(threshold >= 0)) throw UsageError("--threshold must be >= 0");
   const auto domain_list = parse_positive_list<int>(domains, "--domain-sizes");
   const auto gbps_list = parse_positive_list<double>(gbps, "--scale-out-gbps");
@@ -113,7 +117,8 @@ int crossover_main(int argc, char** argv) {
               model.name.c_str(), gpus, topology.device.name.c_str(), gb, model.seq_len, 100 * threshold);
   topo::keep_freed_memory_for_reuse();
   const topo::CrossoverResult r = topo::crossover(model, topology, static_cast<int>(gpus), domain_list,
-                                                  gbps_list, gb, threshold, options, &failure, rank_by);
+                                                  gbps_list, gb, threshold, options, &failure, rank_by,
+                                                  static_cast<int>(max_cp));
   const bool with_goodput = failure.complete();
   std::printf("compared by %s%s\n", topo::to_string(rank_by),
               with_goodput ? "" : ("; goodput not computed: " + failure.missing()).c_str());

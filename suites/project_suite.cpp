@@ -27,7 +27,8 @@ namespace po = boost::program_options;
 
 struct ProjectArgs {
   std::string model, topology, schedule = "1f1b", recompute = "none", dtype, out, rank_by = "mfu";
-  long gpus = 0, dp = 0, tp = 1, pp = 1, ep = 1, vpp = 0, microbatches = 0, mbs = 1;
+  long gpus = 0, dp = 0, tp = 1, pp = 1, ep = 1, vpp = 0, microbatches = 0, mbs = 1, cp = 1;
+  std::string cp_comm = "all_gather";
   long long global_batch = 0, global_batch_tokens = 16LL * 1024 * 1024;
   bool zero1 = false, sp = false, no_sp = false, all = false, no_overlap = false;
   long top = 20;
@@ -51,7 +52,8 @@ int project_main(int argc, char** argv) {
       "Prints step time, MFU and HFU, the breakdown (compute, exposed communication per group,\n"
       "pipeline bubble) and memory per device. --all searches every valid split (tp <= domain\n"
       "size, 1f1b and interleaved v=2, recompute none/selective/full, ZeRO-1 on/off, sequence\n"
-      "parallelism when tp > 1) at the global batch and ranks them.\n\n"
+      "parallelism when tp > 1, context parallelism up to --cp (default 16) with all_gather and\n"
+      "ring attention) at the global batch and ranks them.\n\n"
       "Conventions: MFU = model FLOPs / (step time x devices x peak of --dtype); model FLOPs are\n"
       "6N (active parameters) + full-sequence attention, no recompute; HFU counts recompute.\n"
       "Goodput: from a per-node failure rate, the checkpoint size and write bandwidth and the\n"
@@ -68,6 +70,12 @@ int project_main(int argc, char** argv) {
       ("tp", po::value(&a.tp)->default_value(a.tp), "tensor parallel degree")
       ("pp", po::value(&a.pp)->default_value(a.pp), "pipeline stages")
       ("ep", po::value(&a.ep)->default_value(a.ep), "expert parallel degree (drawn from dp)")
+      ("cp", po::value(&a.cp)->default_value(a.cp),
+       "context parallel degree (sequence split over cp ranks); with --all: the largest CP degree searched "
+       "(default 16, where seq_len allows)")
+      ("cp-comm", po::value(&a.cp_comm)->default_value(a.cp_comm),
+       "context-parallel attention: all_gather (Llama 3: K/V gathered per layer) or ring (K/V blocks passed, "
+       "hidden behind attention where it is long enough); --all tries both")
       ("vpp", po::value(&a.vpp), "model chunks per stage (interleaved; default 2 for interleaved, else 1)")
       ("microbatches", po::value(&a.microbatches), "microbatches per step (default: from the global batch)")
       ("micro-batch-size", po::value(&a.mbs)->default_value(a.mbs), "sequences per microbatch")
@@ -142,8 +150,12 @@ int project_main(int argc, char** argv) {
               topology.device.name.c_str(), global_batch, model.seq_len);
   if (a.all) {
     topo::keep_freed_memory_for_reuse();
-    auto ranked = topo::project_all(model, topology, static_cast<int>(a.gpus),
-                                    topo::default_search(topology, global_batch), options);
+    models::SplitSearch search = topo::default_search(topology, global_batch);
+    if (!vm["cp"].defaulted()) {
+      require_positive(a.cp, "--cp");
+      search.max_cp = static_cast<int>(a.cp);
+    }
+    auto ranked = topo::project_all(model, topology, static_cast<int>(a.gpus), search, options);
     for (auto& p : ranked) topo::add_goodput(p, model, options, failure);
     topo::rank_projections(ranked, rank_by);
     std::printf("ranked by %s\n", topo::to_string(rank_by));
@@ -160,13 +172,16 @@ int project_main(int argc, char** argv) {
     s.tp = static_cast<int>(a.tp);
     s.pp = static_cast<int>(a.pp);
     s.ep = static_cast<int>(a.ep);
+    s.cp = static_cast<int>(a.cp);
+    s.cp_comm = models::parse_cp_comm(a.cp_comm);
     require_positive(a.tp, "--tp");
     require_positive(a.pp, "--pp");
     require_positive(a.ep, "--ep");
-    if (a.gpus % (a.tp * a.pp) != 0)
-      throw UsageError("--gpus (" + std::to_string(a.gpus) + ") is not divisible by tp*pp (" +
-                       std::to_string(a.tp * a.pp) + ")");
-    s.dp = a.dp > 0 ? static_cast<int>(a.dp) : static_cast<int>(a.gpus / (a.tp * a.pp));
+    require_positive(a.cp, "--cp");
+    if (a.gpus % (a.tp * a.pp * a.cp) != 0)
+      throw UsageError("--gpus (" + std::to_string(a.gpus) + ") is not divisible by tp*pp*cp (" +
+                       std::to_string(a.tp * a.pp * a.cp) + ")");
+    s.dp = a.dp > 0 ? static_cast<int>(a.dp) : static_cast<int>(a.gpus / (a.tp * a.pp * a.cp));
     s.schedule = models::parse_schedule(a.schedule);
     s.vpp = a.vpp > 0 ? static_cast<int>(a.vpp) : (s.schedule == models::ScheduleKind::interleaved ? 2 : 1);
     s.micro_batch_size = static_cast<int>(a.mbs);

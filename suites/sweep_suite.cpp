@@ -58,7 +58,7 @@ namespace {
 int run(int argc, char** argv, MpiSession& mpi) {
   std::string model_name = "tiny-dense", microbatches = "1,2,4", out;
   TrainOptions options;
-  int max_runs = 0;
+  int max_runs = 0, max_cp = 1;
   po::options_description o("Options");
   o.add_options()("help,h", "this text")
       ("model", po::value(&model_name)->default_value(model_name), "catalog name or path to a model .json")
@@ -70,6 +70,8 @@ int run(int argc, char** argv, MpiSession& mpi) {
       ("peak-tflops", po::value(&options.peak_tflops)->default_value(0),
        "per-rank peak for MFU, TFLOP/s (default: cpu: single-thread sgemm measured once; cuda: the catalog's dense "
        "peak for the GPU)")
+      ("cp", po::value(&max_cp)->default_value(max_cp),
+       "also try context-parallel degrees up to this (where 2*cp divides seq_len; all_gather attention)")
       ("max-runs", po::value(&max_runs)->default_value(0), "stop after this many splits (0: all)")
       ("out,o", po::value(&out), "append one run per split to this HDF5 results file");
   po::options_description old_spellings;  // kept for one release, not in --help
@@ -89,6 +91,9 @@ int run(int argc, char** argv, MpiSession& mpi) {
   models::SplitSearch search;
   search.microbatch_counts = parse_int_list(microbatches, "microbatches");
   search.try_sequence_parallel = true;  // every valid split, SP variants included
+  if (max_cp < 1) throw UsageError("--cp must be at least 1, got " + std::to_string(max_cp));
+  search.max_cp = max_cp;
+  search.cp_comms = {models::CpComm::all_gather};  // the ring is the sim's only
   std::vector<models::ParallelSplit> splits;
   int skipped = 0;
   for (const auto& s : models::enumerate_splits(model, mpi.size(), search)) {

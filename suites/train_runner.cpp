@@ -82,7 +82,8 @@ std::vector<store::Column> step_columns() {
           {"dp_comm", ColumnType::f64, "s"},      {"ep_comm", ColumnType::f64, "s"},
           {"other", ColumnType::f64, "s"},        {"ref_loss", ColumnType::f64, "nats"},
           {"ref_grad_norm", ColumnType::f64, ""}, {"ref_param_norm", ColumnType::f64, ""},
-          {"mfu_gemm_peak", ColumnType::f64, ""}};
+          {"mfu_gemm_peak", ColumnType::f64, ""},
+          {"cp_comm", ColumnType::f64, "s"}};  // appended: context-parallel K/V traffic
 }
 
 std::vector<store::Column> memory_columns() {
@@ -283,7 +284,8 @@ TrainOutcome run_training(const ModelConfig& model, const TrainOptions& o, MPI_C
     recorder->set_attr("model_flops_per_step", flops_per_step);
     recorder->set_attr("flops_convention", std::string("model FLOPs = 6*matmul_active + attention over the full "
                                                        "sequence (causal masking not discounted), models/accounting.hpp"));
-    nlohmann::json cfg = {{"dp", o.split.dp},   {"tp", o.split.tp}, {"pp", o.split.pp},
+    nlohmann::json cfg = {{"dp", o.split.dp},   {"tp", o.split.tp}, {"pp", o.split.pp}, {"cp", o.split.cp},
+                          {"cp_comm", std::string(to_string(o.split.cp_comm))},
                           {"ep", o.split.ep},   {"vpp", o.split.vpp}, {"microbatches", o.split.microbatches},
                           {"micro_batch_size", o.split.micro_batch_size},
                           {"schedule", std::string(to_string(o.split.schedule))},
@@ -302,8 +304,8 @@ TrainOutcome run_training(const ModelConfig& model, const TrainOptions& o, MPI_C
     if (gemm_peak > 0)
       std::printf("# MFU also against a measured GEMM peak of %.1f TFLOP/s per GPU (%s)\n", gemm_peak * 1e-3,
                   gemm_peak_source.c_str());
-    std::printf("# %4s %10s %9s %10s %9s %7s | %8s %8s %8s %8s %8s  (seconds, mean over ranks)\n", "step", "loss",
-                "time_s", "tokens/s", "TFLOP/s", "MFU", "compute", "tp", "pp+idle", "dp", "ep");
+    std::printf("# %4s %10s %9s %10s %9s %7s | %8s %8s %8s %8s %8s %8s  (seconds, mean over ranks)\n", "step",
+                "loss", "time_s", "tokens/s", "TFLOP/s", "MFU", "compute", "tp", "pp+idle", "dp", "ep", "cp");
   }
 
   checkpoint::RunIdentity identity{model.name, describe(o.split), size, o.seed, o.lr, data->describe()};
@@ -322,8 +324,8 @@ TrainOutcome run_training(const ModelConfig& model, const TrainOptions& o, MPI_C
     TimeBreakdown t;
     const StepStats st = exec.step(&t);
     // Breakdown averaged over ranks; step time = the slowest rank.
-    double parts[7] = {t.compute, t.tp, t.pp, t.dp, t.ep, t.other, t.total};
-    MPI_Allreduce(MPI_IN_PLACE, parts, 7, MPI_DOUBLE, MPI_SUM, world);
+    double parts[8] = {t.compute, t.tp, t.pp, t.dp, t.ep, t.other, t.total, t.cp};
+    MPI_Allreduce(MPI_IN_PLACE, parts, 8, MPI_DOUBLE, MPI_SUM, world);
     double step_time = t.total;
     MPI_Allreduce(MPI_IN_PLACE, &step_time, 1, MPI_DOUBLE, MPI_MAX, world);
     for (double& p : parts) p /= size;
@@ -362,8 +364,9 @@ TrainOutcome run_training(const ModelConfig& model, const TrainOptions& o, MPI_C
     }
     MPI_Bcast(&bad, 1, MPI_INT, 0, world);
     if (rank == 0 && o.print_steps) {
-      std::printf("  %4d %10.6f %9.4f %10.1f %9.5f %6.2f%% | %8.4f %8.4f %8.4f %8.4f %8.4f", s, st.loss, step_time,
-                  tokens_per_s, tflops, 100 * mfu, parts[0], parts[1], parts[2], parts[3], parts[4]);
+      std::printf("  %4d %10.6f %9.4f %10.1f %9.5f %6.2f%% | %8.4f %8.4f %8.4f %8.4f %8.4f %8.4f", s, st.loss,
+                  step_time, tokens_per_s, tflops, 100 * mfu, parts[0], parts[1], parts[2], parts[3], parts[4],
+                  parts[7]);
       if (o.check) std::printf("  ref %.6f %s", ref.loss, bad ? "MISMATCH" : "ok");
       std::printf("\n");
       std::fflush(stdout);
@@ -374,7 +377,7 @@ TrainOutcome run_training(const ModelConfig& model, const TrainOptions& o, MPI_C
                        {static_cast<std::int64_t>(s), st.loss, st.aux_loss, st.grad_norm, st.param_norm, step_time,
                         tokens_per_s, tflops, mfu, parts[0], parts[1], parts[2], parts[3], parts[4], parts[5],
                         reference ? ref.loss : nan, reference ? ref.grad_norm : nan,
-                        reference ? ref.param_norm : nan, mfu_gemm});
+                        reference ? ref.param_norm : nan, mfu_gemm, parts[7]});
     }
     checkpoints.after_step(s, exec.checkpointable());
     if (s > first_step || o.steps == first_step + 1) {

@@ -55,6 +55,8 @@ constexpr const char* kHelp =
 struct TrainArgs {
   std::string model = "tiny-dense";
   int dp = 1, tp = 1, pp = 1, ep = 1, vpp = 1, microbatches = 1, micro_batch_size = 1;
+  int cp = 1;
+  std::string cp_comm = "all_gather";
   std::string schedule = "1f1b";
   bool zero1 = false;
   bool no_dp_overlap = false;
@@ -70,6 +72,10 @@ po::options_description describe_options(TrainArgs& a) {
       ("tp", po::value(&a.tp)->default_value(1), "tensor-parallel degree")
       ("pp", po::value(&a.pp)->default_value(1), "pipeline stages")
       ("ep", po::value(&a.ep)->default_value(1), "expert-parallel degree (divides dp)")
+      ("cp", po::value(&a.cp)->default_value(1),
+       "context-parallel degree: each sequence split over cp ranks (2*cp chunks, paired for causal balance)")
+      ("cp-comm", po::value(&a.cp_comm)->default_value(a.cp_comm),
+       "context-parallel attention: all_gather (K/V gathered per layer; the cpu executor's) or ring (sim only)")
       ("vpp", po::value(&a.vpp)->default_value(1), "model chunks per stage (interleaved)")
       ("microbatches", po::value(&a.microbatches)->default_value(1), "microbatches per DP replica")
       ("micro-batch-size", po::value(&a.micro_batch_size)->default_value(1), "sequences per microbatch")
@@ -155,6 +161,8 @@ int run(int argc, char** argv, MpiSession& mpi) {
   const models::ModelConfig model = models::load_model(a.model);
   a.options.split = split_from(a.dp, a.tp, a.pp, a.ep, a.vpp, a.microbatches, a.micro_batch_size, a.schedule);
   a.options.split.zero1 = a.zero1;
+  a.options.split.cp = a.cp;
+  a.options.split.cp_comm = models::parse_cp_comm(a.cp_comm);
   a.options.executor.dp_overlap = !a.no_dp_overlap;
   if (a.options.peak_tflops < 0 || a.options.gemm_peak_tflops < 0 || a.options.peak_gflops < 0)
     throw UsageError("--peak-gflops, --peak-tflops and --gemm-peak-tflops must not be negative");

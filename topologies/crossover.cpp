@@ -30,7 +30,7 @@ std::string gbps_label(double g) {
 CrossoverResult crossover(const models::ModelConfig& model, const Topology& base, int devices,
                           const std::vector<int>& domain_sizes, const std::vector<double>& scale_out_gbps,
                           long long global_batch, double threshold, const ProjectionOptions& options,
-                          const FailureAssumptions* failure, RankBy rank_by) {
+                          const FailureAssumptions* failure, RankBy rank_by, int max_cp) {
   if (domain_sizes.empty() || scale_out_gbps.empty()) throw UsageError("crossover: empty grid");
   const bool with_goodput = failure && failure->complete();
   if (rank_by == RankBy::goodput && !with_goodput)
@@ -54,6 +54,7 @@ CrossoverResult crossover(const models::ModelConfig& model, const Topology& base
   const int max_domain = *std::max_element(domain_sizes.begin(), domain_sizes.end());
   models::SplitSearch search = default_search(fabrics.front(), global_batch);
   search.max_tp = max_domain;
+  if (max_cp > 0) search.max_cp = max_cp;
   for (const auto& split : models::enumerate_splits(model, devices, search)) {
     Projection prepared;
     prepared.split = split;

@@ -46,7 +46,8 @@ struct CrossoverResult {
 CrossoverResult crossover(const models::ModelConfig& model, const Topology& base, int devices,
                           const std::vector<int>& domain_sizes, const std::vector<double>& scale_out_gbps,
                           long long global_batch, double threshold, const ProjectionOptions& options,
-                          const FailureAssumptions* failure = nullptr, RankBy rank_by = RankBy::mfu);
+                          const FailureAssumptions* failure = nullptr, RankBy rank_by = RankBy::mfu,
+                          int max_cp = 0);  // > 0: the largest CP degree searched (else default_search's)
 
 // The verdict line, e.g. "llama3-405b: PP stops being needed at domain >= 72 at 400 Gb/s
 // (and faster)"; per scale-out bandwidth, the smallest domain from which PP is not

@@ -3,8 +3,10 @@
 #include <algorithm>
 #include <cstdio>
 #include <malloc.h>
+#include <mutex>
 
 #include "core/errors.hpp"
+#include "core/parallel.hpp"
 #include "models/schedule.hpp"
 #include "models/step_program.hpp"
 #include "topologies/sim_pricer.hpp"
@@ -45,14 +47,19 @@ bool prepare(const models::ModelConfig& model, const Topology& topology, const P
   return check_memory(model, topology, options, p);
 }
 
-std::vector<models::StepProgram> stage_programs(const models::ModelConfig& model,
-                                                const models::ParallelSplit& split,
-                                                const ProjectionOptions& options) {
+models::StepProgramOptions program_options(const ProjectionOptions& options) {
   models::StepProgramOptions po;
   po.activation_bytes = static_cast<int>(options.precision.activation_bytes);
   po.gradient_bytes = static_cast<int>(options.precision.grad_bytes);
   po.param_bytes = static_cast<int>(options.precision.weight_bytes);
   po.overlap_grad_reduce = options.overlap_grad_reduce;
+  return po;
+}
+
+std::vector<models::StepProgram> stage_programs(const models::ModelConfig& model,
+                                                const models::ParallelSplit& split,
+                                                const ProjectionOptions& options) {
+  const models::StepProgramOptions po = program_options(options);
   const models::PipelineSchedule schedule = models::build_schedule(split);
   std::vector<models::StepProgram> programs;
   programs.reserve(split.pp);
@@ -61,16 +68,25 @@ std::vector<models::StepProgram> stage_programs(const models::ModelConfig& model
   return programs;
 }
 
-void price(const std::vector<models::StepProgram>& programs, const models::ModelConfig& model,
-           const Topology& topology,
-           const ProjectionOptions& options, Projection& p) {
-  const std::string dtype = options.dtype.empty() ? default_dtype(topology) : options.dtype;
-  TopologyPricer pricer(topology, p.split, dtype);
+namespace {
+
+// The pricer of a projection: the topology's, with the options' attention and
+// dispatch assumptions.
+TopologyPricer make_pricer(const models::ModelConfig& model, const Topology& topology,
+                           const ProjectionOptions& options, const models::ParallelSplit& split,
+                           const std::string& dtype) {
+  TopologyPricer pricer(topology, split, dtype);
   pricer.set_dispatch_overlaps_compute(options.dispatch_overlaps_compute);
   if (options.attention_score_passes > 0)
     pricer.add_attention_score_traffic(model, options.attention_score_passes,
                                        options.precision.activation_bytes);
-  SimResult sim = simulate(programs, pricer);
+  return pricer;
+}
+
+// Sets feasible, the times, MFU and the first stage's breakdown from a walked step; with
+// every stage walked in detail (all_detailed), every stage's breakdown and the bottleneck.
+void record(SimResult sim, bool all_detailed, const Topology& topology, const ProjectionOptions& options,
+            const std::string& dtype, Projection& p) {
   p.feasible = true;
   p.step_s = sim.step_us * 1e-6;
   const double peak = topology.device.peak(dtype).get() * 1e12;
@@ -83,6 +99,7 @@ void price(const std::vector<models::StepProgram>& programs, const models::Model
   p.stages.clear();
   p.bottleneck_stage = 0;
   for (const StageTime& st : sim.stages) {
+    if (!all_detailed && !p.stages.empty()) break;  // summarised stages carry no breakdown
     Projection::StageBreakdown b;
     b.compute_s = st.compute_us * 1e-6;
     for (int e = 0; e < kNumExposures; ++e) b.exposed_s[e] = st.exposed_us[e] * 1e-6;
@@ -93,32 +110,57 @@ void price(const std::vector<models::StepProgram>& programs, const models::Model
   if (options.keep_sim) p.sim = std::move(sim);
 }
 
+}  // namespace
+
+void price(const std::vector<models::StepProgram>& programs, const models::ModelConfig& model,
+           const Topology& topology,
+           const ProjectionOptions& options, Projection& p) {
+  const std::string dtype = options.dtype.empty() ? default_dtype(topology) : options.dtype;
+  TopologyPricer pricer = make_pricer(model, topology, options, p.split, dtype);
+  record(simulate(programs, pricer), true, topology, options, dtype, p);
+}
+
+void price(const StepTemplates& templates, const models::ModelConfig& model, const Topology& topology,
+           const ProjectionOptions& options, Projection& p) {
+  const std::string dtype = options.dtype.empty() ? default_dtype(topology) : options.dtype;
+  TopologyPricer pricer = make_pricer(model, topology, options, p.split, dtype);
+  record(simulate_fast(templates, pricer, options.keep_sim ? StageDetail::all : StageDetail::first),
+         options.keep_sim, topology, options, dtype, p);
+}
+
 Projection project(const models::ModelConfig& model, const Topology& topology,
                    const models::ParallelSplit& split, const ProjectionOptions& options) {
   Projection p;
   p.split = split;
   if (!prepare(model, topology, options, p)) return p;
-  price(stage_programs(model, split, options), model, topology, options, p);
+  price(StepTemplates(model, split, program_options(options)), model, topology, options, p);
   return p;
 }
 
 std::vector<Projection> project_all(const models::ModelConfig& model, const Topology& topology,
                                     int devices, const models::SplitSearch& search,
-                                    const ProjectionOptions& options) {
-  std::vector<Projection> out;
-  for (const auto& split : models::enumerate_splits(model, devices, search)) {
+                                    const ProjectionOptions& options, const SearchRun& run) {
+  const std::vector<models::ParallelSplit> splits = models::enumerate_splits(model, devices, search);
+  std::vector<Projection> out(splits.size());
+  std::mutex progress_mutex;
+  size_t done = 0;
+  parallel_for(splits.size(), run.jobs, [&](size_t i) {
     try {
-      out.push_back(project(model, topology, split, options));
+      out[i] = project(model, topology, splits[i], options);
     } catch (const UsageError& e) {
       // A split the topology cannot carry (e.g. a group across domains with no
       // scale-out network) is reported, not dropped.
       Projection p;
-      p.split = split;
+      p.split = splits[i];
       p.devices = devices;
       p.reason = e.what();
-      out.push_back(p);
+      out[i] = p;
     }
-  }
+    if (run.progress) {
+      std::lock_guard<std::mutex> lock(progress_mutex);
+      run.progress(++done, splits.size());
+    }
+  });
   std::stable_sort(out.begin(), out.end(), [](const Projection& a, const Projection& b) {
     if (a.feasible != b.feasible) return a.feasible;
     return a.feasible && a.step_s < b.step_s;
@@ -145,6 +187,8 @@ models::SplitSearch default_search(const Topology& topology, long long global_ba
   s.try_sequence_parallel = true;
   s.only_sequence_parallel = true;
   s.max_tp = topology.domain_size();
+  // Context parallelism up to 16 (Llama 3 405B's long-context degree), both variants.
+  s.max_cp = 16;
   return s;
 }
 

@@ -13,6 +13,7 @@
 // - The breakdown is that of the pipeline's first stage (it holds the embedding and,
 //   in 1F1B, the most microbatches in flight); its compute + exposed communication
 //   per group + bubble add up to the step time.
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -22,6 +23,7 @@
 #include "models/step_program.hpp"
 #include "topologies/failure_model.hpp"
 #include "topologies/sim_executor.hpp"
+#include "topologies/sim_fast.hpp"
 #include "topologies/topology.hpp"
 
 namespace ibt::topo {
@@ -58,7 +60,8 @@ struct Projection {
   // Every stage's breakdown (compute + exposed parts add up to its finish), and the
   // bottleneck: the stage whose compute stream is busiest (with uneven stages, e.g.
   // the last stage's output layer, it is not stage 0). Reports show the bottleneck's
-  // breakdown and keep the others available.
+  // breakdown and keep the others available. Searches (keep_sim off) walk only the
+  // first stage in detail: then `stages` holds stage 0 alone.
   struct StageBreakdown {
     double compute_s = 0;
     std::array<double, kNumExposures> exposed_s{};
@@ -83,16 +86,32 @@ std::vector<models::StepProgram> stage_programs(const models::ModelConfig& model
                                                 const models::ParallelSplit& split,
                                                 const ProjectionOptions& options);
 // Prices prepared programs on a topology (p from prepare() on any topology with the
-// same device memory); sets feasible and the times.
+// same device memory); sets feasible and the times. The full event walk (simulate()).
 void price(const std::vector<models::StepProgram>& programs, const models::ModelConfig& model,
            const Topology& topology,
            const ProjectionOptions& options, Projection& p);
+// The same from the split's action templates (sim_fast.hpp): what project(),
+// project_all() and crossover() use. With options.keep_sim every stage is walked op by
+// op (bitwise simulate()'s result); otherwise the first stage only (its breakdown is
+// the Projection's), the others by summaries (equal up to rounding, sim_fast.hpp).
+void price(const StepTemplates& templates, const models::ModelConfig& model, const Topology& topology,
+           const ProjectionOptions& options, Projection& p);
+// The element sizes and overlap the step programs of a projection use.
+models::StepProgramOptions program_options(const ProjectionOptions& options);
+
+// How a search runs: on `jobs` threads (the results are the same, in the same order,
+// for any count), calling `progress` with (splits done, total) as it goes (from one
+// thread at a time).
+struct SearchRun {
+  int jobs = 1;
+  std::function<void(size_t done, size_t total)> progress;
+};
 
 // Every split enumerate_splits() yields for `devices`, projected and ranked: feasible
 // ones by step time (fastest first), then the infeasible ones with their reasons.
 std::vector<Projection> project_all(const models::ModelConfig& model, const Topology& topology,
                                     int devices, const models::SplitSearch& search,
-                                    const ProjectionOptions& options = {});
+                                    const ProjectionOptions& options = {}, const SearchRun& run = {});
 
 // Step programs of large searches are tens of MB each, built and dropped thousands of
 // times; glibc returns such blocks to the kernel (mmap/munmap) and every program then
@@ -102,6 +121,7 @@ void keep_freed_memory_for_reuse();
 
 // The search `ibt project --all` and `ibt crossover` use by default: microbatch size 1,
 // 1F1B and interleaved (v = 2), recompute none/selective/full, ZeRO-1 on and off,
+// context parallelism up to 16 (all_gather and ring, where 2cp divides seq_len),
 // sequence parallelism whenever tp > 1, tp at most the domain size.
 models::SplitSearch default_search(const Topology& topology, long long global_batch);
 

@@ -146,6 +146,10 @@ std::vector<store::Column> projection_columns() {
       {"interval_steps", ColumnType::i64, "steps"},
       {"goodput", ColumnType::f64, ""},
       {"goodput_mfu", ColumnType::f64, ""},
+      // Context parallelism (appended: older files lack these columns).
+      {"cp", ColumnType::i64, ""},
+      {"cp_comm", ColumnType::str, "", 12},
+      {"exposed_cp_s", ColumnType::f64, "s"},
   };
 }
 
@@ -214,7 +218,10 @@ store::Row projection_row(const Projection& p) {
           g(p.goodput.daly_s),
           static_cast<std::int64_t>(p.goodput.interval_steps),
           g(p.goodput.goodput),
-          g(p.goodput.goodput_mfu)};
+          g(p.goodput.goodput_mfu),
+          static_cast<std::int64_t>(s.cp),
+          std::string(models::to_string(s.cp_comm)),
+          p.exposed_s[static_cast<int>(Exposure::cp)]};
 }
 
 }  // namespace ibt::topo

@@ -50,7 +50,14 @@ std::vector<ScalingPoint> project_scaling(const models::ModelConfig& model, cons
     std::vector<Projection> ranked =
         project_all(model, topology, n, default_search(topology, pt.global_batch), options);
     pt.candidates = static_cast<int>(ranked.size());
-    if (!ranked.empty()) {
+    if (!ranked.empty() && ranked.front().feasible) {
+      // The search walks only stage 0 in detail; the winner again with every stage, for
+      // the bottleneck stage's breakdown (the same step time up to rounding: sim_fast.hpp).
+      ProjectionOptions detailed = options;
+      detailed.keep_sim = true;
+      pt.best = project(model, topology, ranked.front().split, detailed);
+      pt.best.sim = SimResult{};
+    } else if (!ranked.empty()) {
       pt.best = std::move(ranked.front());
     } else {
       pt.best.devices = n;

@@ -25,6 +25,7 @@ const char* to_string(Exposure e) {
     case Exposure::expert_dp: return "expert_dp";
     case Exposure::pp: return "pp";
     case Exposure::ep: return "ep";
+    case Exposure::cp: return "cp";
     case Exposure::bubble: return "bubble";
     case Exposure::count: break;
   }
@@ -44,8 +45,11 @@ std::uint64_t message_key(const Transfer& t) {
 Exposure exposure_of(Group g) {
   switch (g) {
     case Group::tp: return Exposure::tp;
-    case Group::dp: return Exposure::dp;
-    case Group::expert_dp: return Exposure::expert_dp;
+    case Group::dp:
+    case Group::dp_cp: return Exposure::dp;  // CP replicas' share of the gradient reduction
+    case Group::expert_dp:
+    case Group::expert_dp_cp: return Exposure::expert_dp;
+    case Group::cp: return Exposure::cp;
     case Group::pp: return Exposure::pp;
     case Group::ep: return Exposure::ep;
     case Group::none: break;
@@ -71,6 +75,66 @@ double wait_done(const RankState& r, const Op& op) {
 }
 
 }  // namespace
+
+StageTime stage_breakdown(int stage, const std::vector<Op>& ops, const std::vector<double>& ready,
+                          const std::vector<double>& finish, const std::vector<double>& dur,
+                          const std::vector<double>& transfer, const BreakdownRange& range) {
+  StageTime st;
+  st.stage = stage;
+  // Books the wait [from, to) before op i could start. The wait that ended last is to
+  // blame, but only for the time it ran itself: a collective that first waited for a
+  // pipeline receive (a sequence-parallel all-gather at the start of a backward, say)
+  // passes the time before it started on to its own cause, so pipeline idle time is
+  // booked as bubble and not as the collective's group. A pipeline receive's own
+  // transfer is pp communication; the rest of its wait is the bubble.
+  std::function<void(size_t, double, double)> blame_wait = [&](size_t i, double from, double to) {
+    if (to <= from) return;
+    const Op& op = ops[i];
+    int cause = -1;
+    for (int w : op.waits)
+      if (w >= 0 && (cause < 0 || finish[w] > finish[cause])) cause = w;
+    if (cause < 0) {
+      st.exposed_us[static_cast<int>(Exposure::bubble)] += to - from;
+      return;
+    }
+    if (finish[cause] < to) {  // the op's own stream was busy after its cause ended
+      st.exposed_us[static_cast<int>(exposure_of(op.group))] += to - std::max(from, finish[cause]);
+      to = std::max(from, finish[cause]);
+      if (to <= from) return;
+    }
+    const Op& c = ops[cause];
+    if (c.kind == OpKind::pp_exchange) {
+      const double moved = std::min(to - from, transfer[cause]);
+      st.exposed_us[static_cast<int>(Exposure::pp)] += moved;
+      st.exposed_us[static_cast<int>(Exposure::bubble)] += to - from - moved;
+      return;
+    }
+    const double started = std::max(from, ready[cause]);
+    st.exposed_us[static_cast<int>(exposure_of(c.group))] += to - started;
+    blame_wait(static_cast<size_t>(cause), from, started);
+  };
+  double compute_free = range.compute_free;
+  for (size_t i = range.first; i < ops.size(); ++i) {
+    const Op& op = ops[i];
+    st.op_us[static_cast<int>(op.kind)] += dur[i];
+    st.finish_us = std::max(st.finish_us, finish[i]);
+    if (op.stream != Stream::compute) continue;
+    st.compute_us += dur[i];
+    if (ready[i] > compute_free) blame_wait(i, compute_free, ready[i]);
+    compute_free = finish[i];
+  }
+  if (!range.step_end) return st;
+  for (size_t i = 0; i < range.first; ++i) st.finish_us = std::max(st.finish_us, finish[i]);
+  // After the last compute op: the op that ends the stage's step.
+  if (st.finish_us > compute_free) {
+    int last = -1;
+    for (size_t i = 0; i < ops.size(); ++i)
+      if (finish[i] == st.finish_us) last = static_cast<int>(i);
+    const Group g = last >= 0 ? ops[last].group : Group::none;
+    st.exposed_us[static_cast<int>(exposure_of(g))] += st.finish_us - compute_free;
+  }
+  return st;
+}
 
 SimResult simulate(const std::vector<StepProgram>& programs, OpPricer& pricer) {
   const int P = static_cast<int>(programs.size());
@@ -163,62 +227,10 @@ SimResult simulate(const std::vector<StepProgram>& programs, OpPricer& pricer) {
     }
   }
 
-  // Books the wait [from, to) before op i could start. The wait that ended last is to
-  // blame, but only for the time it ran itself: a collective that first waited for a
-  // pipeline receive (a sequence-parallel all-gather at the start of a backward, say)
-  // passes the time before it started on to its own cause, so pipeline idle time is
-  // booked as bubble and not as the collective's group. A pipeline receive's own
-  // transfer is pp communication; the rest of its wait is the bubble.
-  std::function<void(const RankState&, size_t, double, double, StageTime&)> blame_wait =
-      [&](const RankState& r, size_t i, double from, double to, StageTime& st) {
-        if (to <= from) return;
-        const Op& op = r.prog->ops[i];
-        int cause = -1;
-        for (int w : op.waits)
-          if (w >= 0 && (cause < 0 || r.finish[w] > r.finish[cause])) cause = w;
-        if (cause < 0) {
-          st.exposed_us[static_cast<int>(Exposure::bubble)] += to - from;
-          return;
-        }
-        if (r.finish[cause] < to) {  // the op's own stream was busy after its cause ended
-          st.exposed_us[static_cast<int>(exposure_of(op.group))] += to - std::max(from, r.finish[cause]);
-          to = std::max(from, r.finish[cause]);
-          if (to <= from) return;
-        }
-        const Op& c = r.prog->ops[cause];
-        if (c.kind == OpKind::pp_exchange) {
-          const double transfer = std::min(to - from, r.transfer[cause]);
-          st.exposed_us[static_cast<int>(Exposure::pp)] += transfer;
-          st.exposed_us[static_cast<int>(Exposure::bubble)] += to - from - transfer;
-          return;
-        }
-        const double started = std::max(from, r.ready[cause]);
-        st.exposed_us[static_cast<int>(exposure_of(c.group))] += to - started;
-        blame_wait(r, static_cast<size_t>(cause), from, started, st);
-      };
   SimResult result;
   for (int s = 0; s < P; ++s) {
     const RankState& r = ranks[s];
-    StageTime st;
-    st.stage = s;
-    double compute_free = 0;
-    for (size_t i = 0; i < r.prog->ops.size(); ++i) {
-      const Op& op = r.prog->ops[i];
-      st.op_us[static_cast<int>(op.kind)] += r.dur[i];
-      st.finish_us = std::max(st.finish_us, r.finish[i]);
-      if (op.stream != Stream::compute) continue;
-      st.compute_us += r.dur[i];
-      if (r.ready[i] > compute_free) blame_wait(r, i, compute_free, r.ready[i], st);
-      compute_free = r.finish[i];
-    }
-    // After the last compute op: the op that ends the stage's step.
-    if (st.finish_us > compute_free) {
-      int last = -1;
-      for (size_t i = 0; i < r.prog->ops.size(); ++i)
-        if (r.finish[i] == st.finish_us) last = static_cast<int>(i);
-      const Group g = last >= 0 ? r.prog->ops[last].group : Group::none;
-      st.exposed_us[static_cast<int>(exposure_of(g))] += st.finish_us - compute_free;
-    }
+    StageTime st = stage_breakdown(s, r.prog->ops, r.ready, r.finish, r.dur, r.transfer);
     result.step_us = std::max(result.step_us, st.finish_us);
     result.stages.push_back(st);
   }

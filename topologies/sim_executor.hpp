@@ -24,17 +24,20 @@ class OpPricer {
  public:
   virtual ~OpPricer() = default;
   // Duration of `op` of `program` in microseconds. pp_exchange: the cost of each half,
-  // given the peer stage of that half.
+  // given the peer stage of that half. The fast walk (sim_fast.hpp) prices each
+  // distinct op once: op_us must depend only on the op's kind, phase, group, stream,
+  // flops and bytes (and the program's stage), not on its microbatch or position;
+  // exchange_half_us only on the program's stage, the peer and the bytes.
   virtual double op_us(const models::StepProgram& program, const models::Op& op) = 0;
   virtual double exchange_half_us(const models::StepProgram& program, const models::Op& op,
                                   int peer_stage) = 0;
 };
 
 // Where a stage's time went. compute + sum(exposed) + bubble == step time.
-enum class Exposure { tp, dp, expert_dp, pp, ep, bubble, count };
+enum class Exposure { tp, dp, expert_dp, pp, ep, cp, bubble, count };
 const char* to_string(Exposure e);
 inline constexpr int kNumExposures = static_cast<int>(Exposure::count);
-inline constexpr int kNumOpKinds = static_cast<int>(models::OpKind::load_all_reduce) + 1;
+inline constexpr int kNumOpKinds = static_cast<int>(models::OpKind::cp_dkv_pass) + 1;
 
 struct StageTime {
   int stage = 0;
@@ -48,6 +51,22 @@ struct SimResult {
   double step_us = 0;  // the last stage's finish
   std::vector<StageTime> stages;
 };
+
+// The breakdown of one stage's walked ops (compute, exposed waits by cause, op time
+// by kind, finish); ready/finish/dur/transfer are per op (transfer: a pp_exchange's
+// slower half). Shared by simulate() and the fast walk (sim_fast.hpp) so both book
+// waits by the same rules. The bubble of waiting for later stages is not included.
+// A part of the walk: only ops [first, end) are booked (waits may reach ops before
+// first), the compute stream free at compute_free before them; step_end = they end
+// the step (the time after the last compute op is booked, finish_us is over all ops).
+struct BreakdownRange {
+  size_t first = 0;
+  double compute_free = 0;
+  bool step_end = true;
+};
+StageTime stage_breakdown(int stage, const std::vector<models::Op>& ops, const std::vector<double>& ready,
+                          const std::vector<double>& finish, const std::vector<double>& dur,
+                          const std::vector<double>& transfer, const BreakdownRange& range = {});
 
 // programs[s] is the program of a rank of stage s (all built from one schedule).
 // Throws RuntimeError naming the stuck stages if the exchanges cannot all complete.

@@ -1,0 +1,586 @@
+#include "topologies/sim_fast.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <cstring>
+#include <limits>
+#include <map>
+#include <mutex>
+#include <string>
+#include <tuple>
+#include <unordered_map>
+
+#include "core/errors.hpp"
+
+namespace ibt::topo {
+
+using models::ActionKind;
+using models::ActionTemplate;
+using models::Group;
+using models::Op;
+using models::OpKind;
+using models::Stream;
+using models::Transfer;
+
+namespace {
+
+constexpr double kNever = -std::numeric_limits<double>::infinity();
+
+// simulate()'s message identity: (payload, microbatch, source virtual stage).
+std::uint64_t message_key(const Transfer& t) {
+  return (static_cast<std::uint64_t>(t.payload) << 48) |
+         (static_cast<std::uint64_t>(t.microbatch) << 24) |
+         static_cast<std::uint64_t>(t.src_virtual_stage);
+}
+
+std::shared_ptr<const ScheduleIndex> make_index(const models::ParallelSplit& split) {
+  auto ix = std::make_shared<ScheduleIndex>();
+  ix->schedule = models::build_schedule(split);
+  const auto& per_stage = ix->schedule.per_stage;
+  const int P = static_cast<int>(per_stage.size());
+  const int V = ix->schedule.chunks;
+  std::vector<std::unordered_map<std::uint64_t, int>> send_of(P), recv_of(P);
+  ix->last_backward.assign(P, std::vector<int>(V, -1));
+  for (int s = 0; s < P; ++s)
+    for (int i = 0; i < static_cast<int>(per_stage[s].size()); ++i) {
+      const auto& a = per_stage[s][i];
+      if (a.send) send_of[s][message_key(*a.send)] = i;
+      if (a.recv) recv_of[s][message_key(*a.recv)] = i;
+      if (a.kind == ActionKind::backward) ix->last_backward[s][a.chunk] = i;
+    }
+  ix->partner.resize(P);
+  ix->chunk_order.resize(P);
+  for (int s = 0; s < P; ++s) {
+    ix->partner[s].assign(per_stage[s].size(), {-1, -1});
+    for (int i = 0; i < static_cast<int>(per_stage[s].size()); ++i) {
+      const auto& a = per_stage[s][i];
+      auto match = [&](const Transfer& t, const std::vector<std::unordered_map<std::uint64_t, int>>& table) {
+        const auto it = table.at(t.peer_stage).find(message_key(t));
+        if (it == table.at(t.peer_stage).end())
+          throw RuntimeError("sim: stage " + std::to_string(t.peer_stage) +
+                             " has no exchange matching a message sent to it");
+        return it->second;
+      };
+      if (a.send) ix->partner[s][i][0] = match(*a.send, recv_of);
+      if (a.recv) ix->partner[s][i][1] = match(*a.recv, send_of);
+    }
+    std::vector<int>& order = ix->chunk_order[s];
+    for (int c = 0; c < V; ++c) order.push_back(c);
+    std::stable_sort(order.begin(), order.end(),
+                     [&](int a, int b) { return ix->last_backward[s][a] < ix->last_backward[s][b]; });
+  }
+  return ix;
+}
+
+// Templates per chunk: forward, backward, backward with the overlapped gradient ops.
+constexpr int kVariants = 3;
+int template_id(int chunk, int variant) { return chunk * kVariants + variant; }
+
+}  // namespace
+
+std::shared_ptr<const ScheduleIndex> schedule_index(const models::ParallelSplit& split) {
+  using Key = std::tuple<int, int, int, int>;
+  static std::mutex mutex;
+  static std::map<Key, std::shared_ptr<const ScheduleIndex>> cache;
+  const Key key{static_cast<int>(split.schedule), split.pp, split.vpp, split.microbatches};
+  {
+    std::lock_guard<std::mutex> lock(mutex);
+    const auto it = cache.find(key);
+    if (it != cache.end()) return it->second;
+  }
+  auto built = make_index(split);  // outside the lock: another thread may build it too
+  std::lock_guard<std::mutex> lock(mutex);
+  return cache.emplace(key, std::move(built)).first->second;
+}
+
+StepTemplates::StepTemplates(const models::ModelConfig& model, const models::ParallelSplit& split,
+                             const models::StepProgramOptions& options)
+    : split_(split), index_(schedule_index(split)) {
+  models::validate(split, model, split.world_size());
+  exchange_bytes_ = models::pipeline_message_bytes(model, split, options);
+  const int P = split.pp, V = split.vpp;
+  templates_.resize(P);
+  action_template_.resize(P);
+  tails_.resize(P);
+  for (int s = 0; s < P; ++s) {
+    templates_[s].resize(static_cast<size_t>(V) * kVariants);
+    for (int c = 0; c < V; ++c) {
+      templates_[s][template_id(c, 0)] =
+          models::build_action_template(model, split, s, c, models::Pass::forward, false, options);
+      templates_[s][template_id(c, 1)] =
+          models::build_action_template(model, split, s, c, models::Pass::backward, false, options);
+      if (options.overlap_grad_reduce)
+        templates_[s][template_id(c, 2)] =
+            models::build_action_template(model, split, s, c, models::Pass::backward, true, options);
+    }
+    const auto& actions = index_->schedule.per_stage[s];
+    action_template_[s].assign(actions.size(), -1);
+    for (int i = 0; i < static_cast<int>(actions.size()); ++i) {
+      const auto& a = actions[i];
+      if (a.kind == ActionKind::forward) action_template_[s][i] = template_id(a.chunk, 0);
+      if (a.kind == ActionKind::backward)
+        action_template_[s][i] =
+            template_id(a.chunk, options.overlap_grad_reduce && index_->last_backward[s][a.chunk] == i ? 2 : 1);
+    }
+    tails_[s] = models::build_tail_template(model, split, s, index_->chunk_order[s], options);
+  }
+}
+
+namespace {
+
+// Times an action (or the tail) starts from and ends with.
+enum Input { kCompute, kComm, kGradComm, kReceived, kInputs };  // kReceived doubles as the output "data ready"
+using Times = std::array<double, kInputs>;
+
+Times unit(int input) {
+  Times t;
+  t.fill(kNever);
+  t[input] = 0;
+  return t;
+}
+
+void raise(Times& a, const Times& b) {
+  for (int k = 0; k < kInputs; ++k) a[k] = std::max(a[k], b[k]);
+}
+
+// An action template's durations and, for each output (streams free, data ready for a
+// send), its max-plus function of the inputs: out[k] = max_j(in[j] + table[k][j]).
+struct PricedTemplate {
+  std::vector<double> dur;
+  std::array<Times, kInputs> table{};
+  int producer = -1;  // the op a send waits for (not on the comm stream), or -1
+  // Per input: at or below this offset from the compute stream's time, the input
+  // moves no op of the action (every op is as late through the compute stream); +inf
+  // when no op depends on it, -inf when some op depends on it and not on compute.
+  Times irrelevant_below{};
+};
+
+int stream_input(Stream s) {
+  switch (s) {
+    case Stream::compute: return kCompute;
+    case Stream::comm: return kComm;
+    case Stream::grad_comm: return kGradComm;
+  }
+  return kCompute;
+}
+
+PricedTemplate summarise(const std::vector<Op>& ops, std::vector<double> dur, int producer) {
+  PricedTemplate t;
+  t.dur = std::move(dur);
+  std::vector<Times> finish(ops.size());
+  std::array<Times, 3> stream_free{unit(kCompute), unit(kComm), unit(kGradComm)};
+  for (size_t i = 0; i < ops.size(); ++i) {
+    const Op& op = ops[i];
+    Times ready = stream_free[stream_input(op.stream)];
+    for (int w : op.waits) {
+      if (w >= 0) raise(ready, finish[w]);
+      else if (w == models::kWaitReceived) raise(ready, unit(kReceived));
+      else if (w == models::kWaitLastCompute) raise(ready, unit(kCompute));
+      else if (w == models::kWaitLastGrad) raise(ready, unit(kGradComm));
+    }
+    for (int k = 0; k < kInputs; ++k) finish[i][k] = ready[k] + t.dur[i];
+    stream_free[stream_input(op.stream)] = finish[i];
+  }
+  for (int k = 0; k < kInputs; ++k) {
+    double floor = std::numeric_limits<double>::infinity();
+    if (k != kCompute)
+      for (const Times& f : finish)
+        if (f[k] != kNever) floor = std::min(floor, f[kCompute] == kNever ? kNever : f[kCompute] - f[k]);
+    t.irrelevant_below[k] = floor;
+  }
+  t.table[kCompute] = stream_free[0];
+  t.table[kComm] = stream_free[1];
+  t.table[kGradComm] = stream_free[2];
+  t.producer = producer >= 0 && ops[producer].stream != Stream::comm ? producer : -1;
+  if (t.producer >= 0) t.table[kReceived] = finish[t.producer];
+  else t.table[kReceived].fill(kNever);
+  return t;
+}
+
+// Prices ops of one stage, each distinct op once.
+class StagePrices {
+ public:
+  StagePrices(OpPricer& pricer, int stage) : pricer_(pricer) { stub_.stage = stage; }
+  std::vector<double> operator()(const std::vector<Op>& ops) {
+    std::vector<double> dur(ops.size());
+    for (size_t i = 0; i < ops.size(); ++i) {
+      const Op& op = ops[i];
+      const Key key{op.kind, op.phase, op.group, op.stream, op.flops, op.bytes};
+      auto it = memo_.find(key);
+      if (it == memo_.end()) it = memo_.emplace(key, pricer_.op_us(stub_, op)).first;
+      dur[i] = it->second;
+    }
+    return dur;
+  }
+
+ private:
+  using Key = std::tuple<OpKind, models::Phase, Group, Stream, double, double>;
+  OpPricer& pricer_;
+  models::StepProgram stub_;
+  std::map<Key, double> memo_;
+};
+
+// One stage's walk state. Detailed stages also keep every op with its times (the
+// arrays simulate() keeps) for stage_breakdown().
+struct StageWalk {
+  bool detailed = false;
+  size_t next = 0;                 // next action
+  Times free{0.0, 0.0, 0.0, kNever};  // streams free; [kReceived] unused
+  double data_ready = kNever;      // when the last action's output can be sent (kNever: no wait)
+  std::vector<double> ex_ready;    // per action: an exchange's issue time
+  std::vector<char> posted;
+  std::vector<double> ex_transfer; // per action: the slower half's transfer
+  std::vector<double> received;    // [payload][mb * v + chunk]: arrival of a received message
+  std::vector<int> received_op;    // detailed: the exchange op that received it
+  std::vector<int> action_op;      // detailed: the op of an exchange action
+  // Detailed only.
+  std::vector<Op> ops;
+  std::vector<double> ready, finish, dur, transfer;
+  int producer = -1, last_compute = -1, last_grad = -1;
+  // Detailed with memoised breakdowns (BreakdownMemo): the breakdown booked so far.
+  bool memo = false;
+  size_t final_action = 0;  // the last forward/backward: always walked op by op
+  StageTime booked;
+};
+
+// The breakdown of the first stage, action by action. An action's exposed waits
+// depend only on where its inputs lie relative to its start (the compute stream
+// free): the comm and grad_comm streams free, the received input's arrival and that
+// exchange's transfer. In the steady state of a schedule those offsets repeat action
+// after action, so each (template, offsets) is walked op by op and broken down once
+// and reused when the offsets agree within kTolerance of the current time. Exposures
+// are 1-Lipschitz in the offsets (differences of max-plus functions), so a reuse errs
+// by at most 2 x kTolerance x time x (compute ops of the action); the result is held to
+// 1e-9 of the step time by tests/topologies/sim_fast_test.cpp.
+class BreakdownMemo {
+ public:
+  static constexpr double kTolerance = 1e-12;
+  static constexpr size_t kEntriesPerTemplate = 8;
+  struct Key {
+    std::array<double, 4> offsets{};
+    bool received = false;
+  };
+  explicit BreakdownMemo(size_t templates) : entries_(templates) {}
+
+  const std::array<double, kNumExposures>* find(int id, const Key& key, double now) const {
+    const double eps = kTolerance * std::max(1.0, now);
+    for (const Entry& e : entries_[id]) {
+      if (e.key.received != key.received) continue;
+      bool same = true;
+      for (size_t k = 0; k < key.offsets.size() && same; ++k)
+        same = e.key.offsets[k] == key.offsets[k] || std::abs(e.key.offsets[k] - key.offsets[k]) <= eps;
+      if (same) return &e.exposed;
+    }
+    return nullptr;
+  }
+  void add(int id, const Key& key, const std::array<double, kNumExposures>& exposed) {
+    auto& list = entries_[id];
+    if (list.size() == kEntriesPerTemplate) list.erase(list.begin());
+    list.push_back({key, exposed});
+  }
+
+ private:
+  struct Entry {
+    Key key;
+    std::array<double, kNumExposures> exposed{};
+  };
+  std::vector<std::vector<Entry>> entries_;
+};
+
+void add_into(StageTime& total, const StageTime& part) {
+  total.compute_us += part.compute_us;
+  for (int e = 0; e < kNumExposures; ++e) total.exposed_us[e] += part.exposed_us[e];
+  for (int k = 0; k < kNumOpKinds; ++k) total.op_us[k] += part.op_us[k];
+}
+
+size_t slot(const Transfer& t, int chunks, int microbatches) {
+  return (t.payload == models::Payload::activation ? 0 : static_cast<size_t>(microbatches) * chunks) +
+         static_cast<size_t>(t.microbatch) * chunks + t.dst_chunk;
+}
+
+// Walks one action template instance op by op (simulate()'s arithmetic).
+void walk_ops(StageWalk& w, const std::vector<Op>& ops, const std::vector<double>& dur, int producer,
+              int received_op) {
+  const int base = static_cast<int>(w.ops.size());
+  for (size_t k = 0; k < ops.size(); ++k) {
+    Op op = ops[k];
+    for (int& x : op.waits) {
+      if (x >= 0) x += base;
+      else if (x == models::kWaitReceived) x = received_op;
+      else if (x == models::kWaitLastCompute) x = w.last_compute;
+      else if (x == models::kWaitLastGrad) x = w.last_grad;
+    }
+    double waited = 0;
+    for (int x : op.waits)
+      if (x >= 0) waited = std::max(waited, w.finish[x]);
+    const int s = stream_input(op.stream);
+    const double ready = std::max(w.free[s], waited);
+    const double finish = ready + dur[k];
+    w.free[s] = finish;
+    if (op.stream == Stream::compute) w.last_compute = static_cast<int>(w.ops.size());
+    if (op.stream == Stream::grad_comm) w.last_grad = static_cast<int>(w.ops.size());
+    w.ops.push_back(op);
+    w.ready.push_back(ready);
+    w.finish.push_back(finish);
+    w.dur.push_back(dur[k]);
+    w.transfer.push_back(0.0);
+  }
+  if (producer >= 0) {
+    w.producer = base + producer;
+    w.data_ready = w.finish[w.producer];
+  } else {
+    w.producer = -1;
+    w.data_ready = kNever;
+  }
+}
+
+// Applies a template's summary: the times of its outputs from the state's inputs.
+void apply(StageWalk& w, const PricedTemplate& t, double received) {
+  const Times in{w.free[kCompute], w.free[kComm], w.free[kGradComm], received};
+  Times out;
+  for (int k = 0; k < kInputs; ++k) {
+    double v = kNever;
+    for (int j = 0; j < kInputs; ++j) v = std::max(v, in[j] + t.table[k][j]);
+    out[k] = v;
+  }
+  // A stream with no op in the template keeps its time (table entry 0 on itself).
+  w.free[kCompute] = out[kCompute];
+  w.free[kComm] = out[kComm];
+  w.free[kGradComm] = out[kGradComm];
+  w.data_ready = out[kReceived];
+}
+
+}  // namespace
+
+SimResult simulate_fast(const StepTemplates& templates, OpPricer& pricer, StageDetail detail) {
+  const ScheduleIndex& ix = templates.index();
+  const auto& per_stage = ix.schedule.per_stage;
+  const int P = static_cast<int>(per_stage.size());
+  const int V = ix.schedule.chunks, M = ix.schedule.microbatches;
+
+  // Price every template (each distinct op once per stage) and summarise it.
+  std::vector<std::vector<PricedTemplate>> priced(P);
+  std::vector<PricedTemplate> tails(P);
+  for (int s = 0; s < P; ++s) {
+    StagePrices prices(pricer, s);
+    for (int id = 0; id < templates.templates_per_stage(s); ++id) {
+      const ActionTemplate& t = templates.action_template(s, id);
+      priced[s].push_back(summarise(t.ops, prices(t.ops), t.producer));
+    }
+    tails[s] = summarise(templates.tail(s), prices(templates.tail(s)), -1);
+  }
+  // Exchange halves cost the same for every message between two stages.
+  models::StepProgram stub;
+  Op exchange;
+  exchange.kind = OpKind::pp_exchange;
+  exchange.group = Group::pp;
+  exchange.stream = Stream::comm;
+  exchange.bytes = templates.exchange_bytes();
+  std::vector<double> half_cost(static_cast<size_t>(P) * P, -1.0);
+  auto half_us = [&](int stage, int peer) {
+    double& c = half_cost[static_cast<size_t>(stage) * P + peer];
+    if (c < 0) {
+      stub.stage = stage;
+      c = pricer.exchange_half_us(stub, exchange, peer);
+    }
+    return c;
+  };
+
+  std::vector<StageWalk> walks(P);
+  for (int s = 0; s < P; ++s) {
+    StageWalk& w = walks[s];
+    w.detailed = detail == StageDetail::all || s == 0;
+    w.memo = detail == StageDetail::first && s == 0;
+    for (size_t i = 0; i < per_stage[s].size(); ++i)
+      if (per_stage[s][i].kind != ActionKind::exchange) w.final_action = i;
+    const size_t n = per_stage[s].size();
+    w.ex_ready.assign(n, 0.0);
+    w.posted.assign(n, 0);
+    w.ex_transfer.assign(n, 0.0);
+    w.received.assign(2 * static_cast<size_t>(M) * V, kNever);
+    if (w.detailed) {
+      w.received_op.assign(2 * static_cast<size_t>(M) * V, -1);
+      w.action_op.assign(n, -1);
+    }
+  }
+
+  // The action a forward/backward waits for: the exchange that received its input.
+  auto input_slot = [&](int stage, const models::PipeAction& a) -> long long {
+    const int vs = ix.schedule.virtual_stage(stage, a.chunk);
+    const bool forward = a.kind == ActionKind::forward;
+    if (forward ? vs == 0 : vs == ix.schedule.virtual_stages() - 1) return -1;
+    Transfer t;
+    t.payload = forward ? models::Payload::activation : models::Payload::gradient;
+    t.microbatch = a.microbatch;
+    t.dst_chunk = a.chunk;
+    return static_cast<long long>(slot(t, V, M));
+  };
+
+  // The memoised first stage: a forward/backward walked op by op and broken down, or
+  // its summary applied and a remembered breakdown booked. The chunks' last backwards
+  // with overlapped reductions and the stage's final action are always walked: the
+  // tail's waits reach into them.
+  BreakdownMemo memo(walks.empty() ? 0 : static_cast<size_t>(templates.templates_per_stage(0)));
+  std::vector<StageTime> template_totals;  // compute_us and op_us of each template
+  if (!walks.empty() && walks[0].memo)
+    for (int id = 0; id < templates.templates_per_stage(0); ++id) {
+      StageTime t;
+      const auto& ops = templates.action_template(0, id).ops;
+      for (size_t k = 0; k < ops.size(); ++k) {
+        t.op_us[static_cast<int>(ops[k].kind)] += priced[0][id].dur[k];
+        if (ops[k].stream == Stream::compute) t.compute_us += priced[0][id].dur[k];
+      }
+      template_totals.push_back(t);
+    }
+  auto book_action = [&](StageWalk& w, int s, int action, int id, long long in) {
+    const double now = w.free[kCompute];
+    BreakdownMemo::Key key;
+    key.received = in >= 0;
+    key.offsets = {w.free[kComm] - now, w.free[kGradComm] - now, 0.0, 0.0};
+    if (key.received) {
+      const int op = w.received_op[in];
+      key.offsets[2] = w.finish[op] - now;
+      key.offsets[3] = w.transfer[op];
+    }
+    // Inputs that move no op of the action are left out of the key (the grad_comm
+    // stream's time, say, when the action has no gradient reduction).
+    const Times& below = priced[s][id].irrelevant_below;
+    if (key.offsets[0] <= below[kComm]) key.offsets[0] = kNever;
+    if (key.offsets[1] <= below[kGradComm]) key.offsets[1] = kNever;
+    if (key.received && key.offsets[2] <= below[kReceived]) key.offsets[2] = key.offsets[3] = kNever;
+    const bool always = static_cast<size_t>(action) == w.final_action ||
+                        (id % kVariants == 2);
+    const auto* known = always ? nullptr : memo.find(id, key, now);
+    if (known) {
+      apply(w, priced[s][id], key.received ? w.received[in] : kNever);
+      w.producer = -1;  // not in the op list: a later exchange's wait is not booked through it
+      StageTime part = template_totals[id];
+      part.exposed_us = *known;
+      add_into(w.booked, part);
+      return;
+    }
+    BreakdownRange range;
+    range.first = w.ops.size();
+    range.compute_free = now;
+    range.step_end = false;
+    const ActionTemplate& t = templates.action_template(s, id);
+    walk_ops(w, t.ops, priced[s][id].dur, priced[s][id].producer, key.received ? w.received_op[in] : -1);
+    const StageTime part = stage_breakdown(s, w.ops, w.ready, w.finish, w.dur, w.transfer, range);
+    add_into(w.booked, part);
+    if (!always) memo.add(id, key, part.exposed_us);
+  };
+
+  size_t remaining = 0;
+  for (int s = 0; s < P; ++s) remaining += per_stage[s].size();
+  while (remaining > 0) {
+    bool progress = false;
+    for (int s = 0; s < P; ++s) {
+      StageWalk& w = walks[s];
+      const auto& actions = per_stage[s];
+      while (w.next < actions.size()) {
+        const size_t i = w.next;
+        const models::PipeAction& a = actions[i];
+        if (a.kind != ActionKind::exchange) {
+          const int id = templates.template_of(s, static_cast<int>(i));
+          const long long in = input_slot(s, a);
+          if (w.memo) {
+            book_action(w, s, static_cast<int>(i), id, in);
+          } else if (w.detailed) {
+            const ActionTemplate& t = templates.action_template(s, id);
+            walk_ops(w, t.ops, priced[s][id].dur, priced[s][id].producer,
+                     in >= 0 ? w.received_op[in] : -1);
+          } else {
+            apply(w, priced[s][id], in >= 0 ? w.received[in] : kNever);
+          }
+        } else {
+          if (!w.posted[i]) {
+            // simulate(): max(stream free, the producer's finish when it waits for one).
+            w.ex_ready[i] = std::max(w.free[kComm], a.send ? std::max(0.0, w.data_ready) : 0.0);
+            w.posted[i] = 1;
+            progress = true;
+            if (w.detailed) {
+              Op op;
+              op.kind = OpKind::pp_exchange;
+              op.group = Group::pp;
+              op.stream = Stream::comm;
+              op.bytes = templates.exchange_bytes();
+              op.action = static_cast<int>(i);
+              if (a.send && w.producer >= 0) op.waits[0] = w.producer;
+              w.action_op[i] = static_cast<int>(w.ops.size());
+              w.ops.push_back(op);
+              w.ready.push_back(w.ex_ready[i]);
+              w.finish.push_back(0.0);
+              w.dur.push_back(0.0);
+              w.transfer.push_back(0.0);
+            }
+          }
+          double done = w.ex_ready[i];
+          bool blocked = false;
+          for (int half = 0; half < 2; ++half) {
+            const auto& t = half == 0 ? a.send : a.recv;
+            if (!t) continue;
+            const int peer_action = ix.partner[s][i][half];
+            const StageWalk& peer = walks[t->peer_stage];
+            const double c = half_us(s, t->peer_stage);
+            w.ex_transfer[i] = std::max(w.ex_transfer[i], c);
+            if (!peer.posted[peer_action]) blocked = true;
+            else done = std::max(done, std::max(w.ex_ready[i], peer.ex_ready[peer_action]) + c);
+          }
+          if (blocked) break;
+          w.free[kComm] = done;
+          if (a.recv) w.received[slot(*a.recv, V, M)] = done;
+          if (w.detailed) {
+            const int op = w.action_op[i];
+            w.finish[op] = done;
+            w.dur[op] = done - w.ex_ready[i];
+            w.transfer[op] = w.ex_transfer[i];
+            if (a.recv) w.received_op[slot(*a.recv, V, M)] = op;
+            if (w.memo) w.booked.op_us[static_cast<int>(OpKind::pp_exchange)] += w.dur[op];
+          }
+        }
+        ++w.next;
+        --remaining;
+        progress = true;
+      }
+    }
+    if (!progress) {
+      std::string stuck;
+      for (int s = 0; s < P; ++s)
+        if (walks[s].next < per_stage[s].size())
+          stuck += (stuck.empty() ? "" : ", ") + std::to_string(s) + " at action " + std::to_string(walks[s].next);
+      throw RuntimeError("sim: the pipeline exchanges cannot complete (stuck stages: " + stuck + ")");
+    }
+  }
+
+  SimResult result;
+  for (int s = 0; s < P; ++s) {
+    StageWalk& w = walks[s];
+    StageTime st;
+    if (w.memo) {
+      BreakdownRange range;
+      range.first = w.ops.size();
+      range.compute_free = w.free[kCompute];
+      walk_ops(w, templates.tail(s), tails[s].dur, -1, -1);
+      const StageTime tail = stage_breakdown(s, w.ops, w.ready, w.finish, w.dur, w.transfer, range);
+      st = w.booked;
+      add_into(st, tail);
+      st.stage = s;
+      st.finish_us = tail.finish_us;
+    } else if (w.detailed) {
+      walk_ops(w, templates.tail(s), tails[s].dur, -1, -1);
+      st = stage_breakdown(s, w.ops, w.ready, w.finish, w.dur, w.transfer);
+    } else {
+      apply(w, tails[s], kNever);
+      st.stage = s;
+      st.finish_us = std::max({0.0, w.free[kCompute], w.free[kComm], w.free[kGradComm]});
+    }
+    result.step_us = std::max(result.step_us, st.finish_us);
+    result.stages.push_back(st);
+  }
+  for (auto& st : result.stages)
+    st.exposed_us[static_cast<int>(Exposure::bubble)] += result.step_us - st.finish_us;
+  return result;
+}
+
+}  // namespace ibt::topo

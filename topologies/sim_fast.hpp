@@ -1,0 +1,88 @@
+#pragma once
+// The sim executor's fast walk, for searches (`ibt project --all`, `ibt crossover`):
+// simulate()'s rules and step time (sim_executor.hpp) without building the full step
+// programs, whose size grows with microbatches x layers per stage.
+//
+// How:
+// - every forward (backward) of a chunk on a stage expands to the same ops whatever
+//   its microbatch (models::build_action_template), so the walk keeps one template
+//   per (stage, chunk, pass) and prices each distinct op of it once;
+// - inside one action each op finishes at max(its stream free, what it waits for) +
+//   its duration: a max-plus linear function of the four times the action starts from
+//   (compute, comm and grad_comm streams free, and the arrival of its received input).
+//   A template is summarised once as those functions (a 4x4 table), and a stage is
+//   walked action by action: O(actions), not O(ops). Pipeline exchanges are walked as
+//   simulate() walks them (rendezvous, the slower half's transfer);
+// - stages whose breakdown is wanted (StageDetail) are walked op by op from the same
+//   templates, with simulate()'s arithmetic, and broken down by stage_breakdown().
+//   `ibt project --all` and `ibt crossover` need the first stage's breakdown only.
+//
+// Exactness. Walked op by op the arithmetic is simulate()'s, operation for operation:
+// with StageDetail::all the result equals simulate() on the full programs bit for bit.
+// A summary adds the same durations in another association (t + (a + b) instead of
+// (t + a) + b), so with StageDetail::first the other stages' times, and through the
+// exchanges the first stage's, may differ from simulate() by floating-point rounding
+// only: a few ulps per op on the critical path, below 1e-9 of the step time for any
+// catalog configuration (tests/topologies/sim_fast_test.cpp holds both modes to it).
+#include <array>
+#include <memory>
+#include <vector>
+
+#include "models/model_config.hpp"
+#include "models/parallel_split.hpp"
+#include "models/schedule.hpp"
+#include "models/step_program.hpp"
+#include "topologies/sim_executor.hpp"
+
+namespace ibt::topo {
+
+// A schedule with what the walk derives from it: for each exchange the matching
+// exchange of each half on the peer stage, and each chunk's last backward. Depends on
+// (kind, p, v, m) only, so a search shares one per distinct schedule.
+struct ScheduleIndex {
+  models::PipelineSchedule schedule;
+  // [stage][action]: for an exchange, the peer's action matching its send half and
+  // its receive half (-1 where the half is absent).
+  std::vector<std::vector<std::array<int, 2>>> partner;
+  std::vector<std::vector<int>> last_backward;  // [stage][chunk]: action index
+  std::vector<std::vector<int>> chunk_order;    // [stage]: chunks by their last backward
+};
+
+// The index of split's schedule; built once per distinct schedule and kept for the
+// life of the process (thread-safe). Throws RuntimeError when an exchange has no match.
+std::shared_ptr<const ScheduleIndex> schedule_index(const models::ParallelSplit& split);
+
+// The fabric-independent half of a split's walk: its schedule and action templates.
+// Built once per split, priced on any number of topologies.
+class StepTemplates {
+ public:
+  StepTemplates(const models::ModelConfig& model, const models::ParallelSplit& split,
+                const models::StepProgramOptions& options);
+
+  const models::ParallelSplit& split() const { return split_; }
+  const ScheduleIndex& index() const { return *index_; }
+  // Template of a forward/backward action (-1 for an exchange) and the templates.
+  int template_of(int stage, int action) const { return action_template_[stage][action]; }
+  const models::ActionTemplate& action_template(int stage, int id) const { return templates_[stage][id]; }
+  int templates_per_stage(int stage) const { return static_cast<int>(templates_[stage].size()); }
+  const std::vector<models::Op>& tail(int stage) const { return tails_[stage]; }
+  double exchange_bytes() const { return exchange_bytes_; }
+
+ private:
+  models::ParallelSplit split_;
+  std::shared_ptr<const ScheduleIndex> index_;
+  std::vector<std::vector<models::ActionTemplate>> templates_;  // [stage][chunk * 3 + variant]
+  std::vector<std::vector<int>> action_template_;               // [stage][action]
+  std::vector<std::vector<models::Op>> tails_;                  // [stage]
+  double exchange_bytes_ = 0;
+};
+
+enum class StageDetail { first, all };
+
+// The step of the templates' split priced by `pricer`. Stages walked by summaries
+// (all but the first with StageDetail::first) carry finish_us and the final bubble
+// only; detailed ones the full breakdown.
+SimResult simulate_fast(const StepTemplates& templates, OpPricer& pricer,
+                        StageDetail detail = StageDetail::first);
+
+}  // namespace ibt::topo

@@ -23,14 +23,29 @@ TopologyPricer::TopologyPricer(const Topology& topology, const models::ParallelS
   bytes_per_us_ = t_.device.memory_bandwidth_GBps.get() * 1e3 * t_.model.memory_efficiency.get();
   overhead_us_ = t_.model.op_overhead_us.get();
   const int D = t_.domain_size();
-  stage_stride_ = static_cast<long long>(split.tp) * split.dp;
+  const long long tp_cp = static_cast<long long>(split.tp) * split.cp;
+  stage_stride_ = tp_cp * split.dp;
+  const int expert_dp = split.dp / split.ep;
   placement_[static_cast<int>(Group::none)] = Placement{};
   placement_[static_cast<int>(Group::tp)] = place_group(split.tp, 1, D);
-  placement_[static_cast<int>(Group::dp)] = place_group(split.dp, split.tp, D);
-  placement_[static_cast<int>(Group::ep)] = place_group(split.ep, split.tp, D);
-  placement_[static_cast<int>(Group::expert_dp)] =
-      place_group(split.dp / split.ep, static_cast<long long>(split.tp) * split.ep, D);
+  placement_[static_cast<int>(Group::cp)] = place_group(split.cp, split.tp, D);
+  placement_[static_cast<int>(Group::dp)] = place_group(split.dp, tp_cp, D);
+  placement_[static_cast<int>(Group::ep)] = place_group(split.ep, tp_cp, D);
+  placement_[static_cast<int>(Group::expert_dp)] = place_group(expert_dp, tp_cp * split.ep, D);
   placement_[static_cast<int>(Group::pp)] = place_group(split.pp, stage_stride_, D);
+  // dp x cp is one strided group (cp varies fastest, then dp).
+  placement_[static_cast<int>(Group::dp_cp)] = place_group(split.dp * split.cp, split.tp, D);
+  // expert_dp x cp is two strides (cp, then expert_dp past the EP peers): a domain
+  // holds the CP peers it holds times the expert_dp peers it holds.
+  if (split.ep == 1) {
+    placement_[static_cast<int>(Group::expert_dp_cp)] = placement_[static_cast<int>(Group::dp_cp)];
+  } else {
+    Placement p;
+    p.n = expert_dp * split.cp;
+    p.per_domain = std::min(p.n, placement_[static_cast<int>(Group::cp)].per_domain *
+                                     placement_[static_cast<int>(Group::expert_dp)].per_domain);
+    placement_[static_cast<int>(Group::expert_dp_cp)] = p;
+  }
 }
 
 void TopologyPricer::add_attention_score_traffic(const models::ModelConfig& model, double passes,
@@ -52,9 +67,14 @@ double TopologyPricer::op_us(const models::StepProgram&, const Op& op) {
     case OpKind::grad_all_reduce:
     case OpKind::load_all_reduce: coll = CollOp::all_reduce; break;
     case OpKind::sp_all_gather:
+    case OpKind::cp_kv_all_gather:
     case OpKind::param_all_gather: coll = CollOp::all_gather; break;
     case OpKind::sp_reduce_scatter:
+    case OpKind::cp_kv_reduce_scatter:
     case OpKind::grad_reduce_scatter: coll = CollOp::reduce_scatter; break;
+    case OpKind::cp_kv_pass:
+    case OpKind::cp_dkv_pass:
+      return p2p_cost(t_, placement_[static_cast<int>(Group::cp)].intra(), op.bytes).time_us;
     case OpKind::ep_counts:
     case OpKind::ep_dispatch:
     case OpKind::ep_combine: coll = CollOp::all_to_all; break;

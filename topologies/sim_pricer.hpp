@@ -10,9 +10,12 @@
 // time, whichever is longer, not their sum.
 // (ops without FLOPs -- norms, embedding, loss -- are memory-bound by construction).
 // Communication op: collective_model.hpp for the op's group, placed on the domains by
-// the rank order of models/rank_groups.hpp (rank = tp + tp*(dp + dp*pp), domains of
-// consecutive ranks), so a TP group inside a domain uses scale-up links and a DP group
-// spanning domains crosses the network.
+// the rank order of models/rank_groups.hpp (rank = tp + tp*(cp + cp*(dp + dp*pp)),
+// domains of consecutive ranks), so a TP group inside a domain uses scale-up links and
+// a DP group spanning domains crosses the network. A context-parallel ring step
+// (cp_kv_pass, cp_dkv_pass: every CP rank sends a block to the next and receives one
+// from the previous at once) costs one point-to-point message over the slowest link
+// of the ring: scale-up when the CP group lies in one domain, else the network.
 #include <array>
 #include <string>
 
@@ -48,8 +51,8 @@ class TopologyPricer : public OpPricer {
   double overhead_us_ = 0;
   bool dispatch_overlaps_ = false;  // max(roofline, overhead) instead of their sum
   double score_bytes_forward_ = 0;  // extra attention-core bytes per forward op
-  long long stage_stride_ = 1;    // ranks between pipeline stages (tp * dp)
-  std::array<Placement, 6> placement_{};  // by models::Group
+  long long stage_stride_ = 1;    // ranks between pipeline stages (tp * cp * dp)
+  std::array<Placement, models::kGroupKinds> placement_{};  // by models::Group
 };
 
 // The dtype MFU is computed against: bf16 where the device has it, else fp32.

@@ -81,6 +81,10 @@ models::ParallelSplit parse_split(const std::string& text) {
         degree(token, "ep", s.ep) || degree(token, "vpp", s.vpp) || degree(token, "m", s.microbatches) ||
         degree(token, "b", s.micro_batch_size)) {
       ++seen;
+    } else if (degree(token, "cp", s.cp)) {
+      // context parallel (absent at cp 1)
+    } else if (token == "ring") {
+      s.cp_comm = models::CpComm::ring;
     } else if (token == "sp") {
       s.sequence_parallel = true;
     } else if (token == "zero1") {
@@ -95,7 +99,7 @@ models::ParallelSplit parse_split(const std::string& text) {
     }
   }
   if (seen != 7 || !schedule)
-    throw UsageError("split '" + text + "': expected 'dpN tpN ppN epN vppN mN bN SCHEDULE [sp] [zero1] recompute=R'");
+    throw UsageError("split '" + text + "': expected 'dpN tpN ppN [cpN [ring]] epN vppN mN bN SCHEDULE [sp] [zero1] recompute=R'");
   return s;
 }
 

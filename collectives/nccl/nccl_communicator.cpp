@@ -67,6 +67,10 @@ ncclRedOp_t nccl_op(ReduceOp op) {
       return ncclMax;
     case ReduceOp::min:
       return ncclMin;
+    case ReduceOp::prod:
+      return ncclProd;
+    case ReduceOp::avg:
+      return ncclAvg;
   }
   throw UsageError("unknown reduction op");
 }

@@ -81,6 +81,30 @@ class MpiExpertExchange final : public ExpertExchange {
   double& seconds_;
 };
 
+// The CP group's K/V all-gather and dK/dV reduce-scatter on the cp communicator, timed.
+class MpiContextExchange final : public ContextExchange {
+ public:
+  MpiContextExchange(Communicator& comm, double& seconds) : comm_(comm), seconds_(seconds) {}
+  int size() const override { return comm_.size(); }
+  int rank() const override { return comm_.rank(); }
+  void all_gather_rows(const Tensor& local, Tensor& full) override {
+    const double start = MPI_Wtime();
+    full.reset({local.rows() * comm_.size(), local.row_size()});
+    comm_.all_gather(local.ptr(), full.ptr(), static_cast<size_t>(local.numel()), DType::float32);
+    seconds_ += MPI_Wtime() - start;
+  }
+  void reduce_scatter_rows(const Tensor& full, Tensor& local) override {
+    const double start = MPI_Wtime();
+    local.reset({full.rows() / comm_.size(), full.row_size()});
+    comm_.reduce_scatter(full.ptr(), local.ptr(), static_cast<size_t>(local.numel()), DType::float32, ReduceOp::sum);
+    seconds_ += MPI_Wtime() - start;
+  }
+
+ private:
+  Communicator& comm_;
+  double& seconds_;
+};
+
 // Weights whose TP shards are identical copies (norms, the MoE router): counted once
 // in norms, and never sliced.
 bool tp_replicated(const Param& p) {
@@ -95,9 +119,9 @@ class CpuPipelineBackend {
  public:
   using Activation = Tensor;
   CpuPipelineBackend(std::vector<std::unique_ptr<Transformer>>& chunks, const Batch& local, const LossScale& scale,
-                     Communicator& pp, MpiTpReducer& tp, MpiExpertExchange& ep, int micro_batch_size,
-                     int64_t act_rows, int64_t hidden)
-      : chunks_(chunks), local_(local), scale_(scale), pp_(pp), tp_(tp), ep_(ep), b_(micro_batch_size),
+                     Communicator& pp, MpiTpReducer& tp, MpiExpertExchange& ep, MpiContextExchange* cp,
+                     int micro_batch_size, int64_t act_rows, int64_t hidden)
+      : chunks_(chunks), local_(local), scale_(scale), pp_(pp), tp_(tp), ep_(ep), cp_(cp), b_(micro_batch_size),
         act_rows_(act_rows), hidden_(hidden) {
     loads.resize(chunks.size());
   }
@@ -108,7 +132,7 @@ class CpuPipelineBackend {
     const Batch mb = local_.slice(microbatch * b_, b_);
     Tensor out;
     const MicrobatchLoss l =
-        chunks_[chunk]->forward(mb, input, out, caches_[{microbatch, chunk}], tp_, &ep_);
+        chunks_[chunk]->forward(mb, input, out, caches_[{microbatch, chunk}], tp_, &ep_, cp_);
     ce_sum += l.ce_sum;
     balance_sum += l.balance_sum;
     auto& acc = loads[chunk];
@@ -121,7 +145,7 @@ class CpuPipelineBackend {
 
   void backward(int microbatch, int chunk, const Tensor* d_output, Tensor* d_input) {
     Tensor d_in;
-    chunks_[chunk]->backward(caches_[{microbatch, chunk}], d_output, scale_, d_in, tp_, &ep_);
+    chunks_[chunk]->backward(caches_[{microbatch, chunk}], d_output, scale_, d_in, tp_, &ep_, cp_);
     caches_.erase({microbatch, chunk});
     if (d_input) *d_input = std::move(d_in);
   }
@@ -147,6 +171,7 @@ class CpuPipelineBackend {
   Communicator& pp_;
   MpiTpReducer& tp_;
   MpiExpertExchange& ep_;
+  MpiContextExchange* cp_;  // nullptr without context parallelism
   int b_;
   int64_t act_rows_, hidden_;
   std::map<std::pair<int, int>, StageCache> caches_;  // (microbatch, chunk)
@@ -161,6 +186,12 @@ std::string cpu_executor_check(const ParallelSplit& split, const ModelConfig& mo
   if (split.recompute != Recompute::none) return prefix + "the cpu executor does not implement recompute";
   if (model.tied_embeddings && split.pp > 1)
     return prefix + "tied embeddings across pipeline stages are not implemented in the cpu executor";
+  if (split.cp > 1 && split.cp_comm == CpComm::ring)
+    return prefix + "the cpu executor implements context parallelism with cp_comm all_gather; ring is priced by "
+                    "the sim (ibt project) only";
+  if (split.cp > 1 && model.is_moe() && model.balance == RoutingBalance::aux_loss)
+    return prefix + "the per-sequence MoE aux loss with cp > 1 is not implemented in the cpu executor "
+                    "(each CP rank sees part of every sequence)";
   return "";
 }
 
@@ -191,8 +222,10 @@ CpuExecutor::CpuExecutor(const ModelConfig& m, const ParallelSplit& split, const
     chunks_.push_back(std::make_unique<Transformer>(m, train.seed, part));
   }
   Bucket dense, experts;
-  dense.comm = groups_->dp.get();
-  experts.comm = groups_->expert_dp.get();
+  // CP ranks hold the same weights: they reduce gradients (and shard ZeRO-1 states)
+  // with the DP replicas.
+  dense.comm = groups_->dp_cp.get();
+  experts.comm = groups_->expert_dp_cp.get();
   for (Param* p : params()) (is_expert(*p) ? experts : dense).params.push_back(p);
   for (Bucket* b : {&dense, &experts}) {
     if (b->params.empty()) continue;
@@ -276,7 +309,7 @@ double CpuExecutor::model_state_bytes() {
 }
 
 void CpuExecutor::reduce_gradients(double& dp_seconds) {
-  if (split_.dp == 1) return;
+  if (split_.grad_replicas() == 1) return;
   const double start = MPI_Wtime();
   for (Bucket& b : buckets_)
     if (b.comm->size() > 1) all_reduce_grads(b.params, *b.comm);
@@ -310,6 +343,7 @@ double CpuExecutor::global_sum_squares(bool grads) {
   // the replicated weights.
   for (Param* p : params()) {
     if (is_expert(*p) ? me.expert_dp != 0 : me.dp != 0) continue;
+    if (me.cp != 0) continue;  // CP peers hold identical copies too
     if (tp_replicated(*p) && me.tp != 0) continue;
     local += sum_squares(grads ? p->grad : p->value);
   }
@@ -322,7 +356,8 @@ StepStats CpuExecutor::step(TimeBreakdown* time) {
   TimeBreakdown t;
   const RankCoord& me = groups_->coord;
   const int m = split_.microbatches, b = split_.micro_batch_size;
-  const Batch local = data_.batch(step_, me.dp * m * b, m * b);
+  // This DP replica's sequences; with CP, this CP rank's chunks of each of them.
+  const Batch local = cp_local_batch(data_.batch(step_, me.dp * m * b, m * b), split_.cp, me.cp);
   const int global_sequences = split_.dp * m * b;
   LossScale scale;
   scale.ce_per_token = 1.0f / static_cast<float>(static_cast<int64_t>(global_sequences) * model_.seq_len);
@@ -330,9 +365,10 @@ StepStats CpuExecutor::step(TimeBreakdown* time) {
 
   MpiTpReducer tp(*groups_->tp, split_.sequence_parallel, t.tp);
   MpiExpertExchange ep(*groups_->ep, t.ep);
+  MpiContextExchange cp(*groups_->cp, t.cp);
   for (Param* p : params()) p->grad.zero();
-  CpuPipelineBackend pipe(chunks_, local, scale, *groups_->pp, tp, ep, b,
-                          static_cast<int64_t>(b) * model_.seq_len / (split_.sequence_parallel ? split_.tp : 1),
+  CpuPipelineBackend pipe(chunks_, local, scale, *groups_->pp, tp, ep, split_.cp > 1 ? &cp : nullptr, b,
+                          static_cast<int64_t>(b) * local.seq_len / (split_.sequence_parallel ? split_.tp : 1),
                           model_.hidden);
   walk_pipeline(schedule_, me.pp, pipe, t);
   const double ce_sum = pipe.ce_sum, balance_sum = pipe.balance_sum;
@@ -373,13 +409,13 @@ StepStats CpuExecutor::step(TimeBreakdown* time) {
 
   const double t_opt = MPI_Wtime();
   if (optimizer_) optimizer_->step();
-  // Aux-loss-free balancing: the load over the whole global batch (sum over dp; TP
-  // peers route identically and are not summed).
+  // Aux-loss-free balancing: the load over the whole global batch (sum over dp and cp;
+  // TP peers route identically and are not summed).
   for (size_t c = 0; c < chunks_.size(); ++c) {
     std::vector<MoeLayer*> moe = chunks_[c]->moe_layers();
     for (size_t i = 0; i < moe.size(); ++i) {
       std::vector<double> l(loads[c][i].begin(), loads[c][i].end());
-      groups_->dp->all_reduce(l.data(), l.data(), l.size(), DType::float64, ReduceOp::sum);
+      groups_->dp_cp->all_reduce(l.data(), l.data(), l.size(), DType::float64, ReduceOp::sum);
       std::vector<int64_t> total(l.begin(), l.end());
       moe[i]->update_bias(total);
     }

@@ -23,7 +23,14 @@
 //  - Sequence parallelism (with tp > 1): between TP regions each TP rank keeps 1/tp of
 //    the token rows; all-gather before and reduce-scatter after each TP region
 //    (block.hpp), norm gradients summed over tp; pipeline messages are 1/tp as large.
-// Not implemented here (rejected with a UsageError naming the option): recompute, tied embeddings with pp > 1.
+//  - CP: each rank runs its CP share of every sequence (chunks i and 2cp-1-i,
+//    layers/context_parallel.hpp); attention all-gathers K/V over the cp communicator
+//    and reduce-scatters dK/dV (MpiContextExchange); gradients (and ZeRO-1 shards,
+//    and aux-loss-free loads) are reduced over dp_cp / expert_dp_cp instead of dp /
+//    expert_dp: CP ranks are extra data-parallel replicas of the weights.
+// Not implemented here (rejected with a UsageError naming the option): recompute, tied
+// embeddings with pp > 1, the classic per-sequence aux loss with cp > 1 (its sequence
+// statistics would need a CP reduction).
 //
 // Step statistics (loss, grad/param norms, MoE loads) are reduced over the world so
 // every rank returns the same numbers as ReferenceTrainer::step().

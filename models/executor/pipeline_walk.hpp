@@ -19,8 +19,9 @@
 //   void gradients_final(int chunk);
 //       // the chunk's last backward of the step has been issued: its gradients are
 //       // complete, so their data-parallel reduction may start (overlapping the rest)
-// and adds the TP and EP communication it does inside forward/backward to time.tp and
-// time.ep: the walk charges compute actions with their time minus that communication.
+// and adds the TP, EP and CP communication it does inside forward/backward to time.tp,
+// time.ep and time.cp: the walk charges compute actions with their time minus that
+// communication.
 #include <map>
 #include <stdexcept>
 #include <tuple>
@@ -58,7 +59,7 @@ void walk_pipeline(const PipelineSchedule& schedule, int stage, Backend& backend
       continue;
     }
     const double t0 = backend.clock();
-    const double comm0 = time.tp + time.ep;
+    const double comm0 = time.tp + time.ep + time.cp;
     const int vs = schedule.virtual_stage(stage, a.chunk);
     if (a.kind == ActionKind::forward) {
       const Activation* input = nullptr;
@@ -84,7 +85,7 @@ void walk_pipeline(const PipelineSchedule& schedule, int stage, Backend& backend
       if (vs > 0) outbox[{Payload::gradient, a.microbatch, vs}] = std::move(d_input);
       if (--backwards_left.at(static_cast<size_t>(a.chunk)) == 0) backend.gradients_final(a.chunk);
     }
-    time.compute += (backend.clock() - t0) - (time.tp + time.ep - comm0);
+    time.compute += (backend.clock() - t0) - (time.tp + time.ep + time.cp - comm0);
   }
 }
 

@@ -28,6 +28,9 @@ ProcessGroups::ProcessGroups(const ParallelSplit& split, MPI_Comm world_comm) : 
   pp = split_group(world_comm, layout, Group::pp, world_rank);
   ep = split_group(world_comm, layout, Group::ep, world_rank);
   expert_dp = split_group(world_comm, layout, Group::expert_dp, world_rank);
+  cp = split_group(world_comm, layout, Group::cp, world_rank);
+  dp_cp = split_group(world_comm, layout, Group::dp_cp, world_rank);
+  expert_dp_cp = split_group(world_comm, layout, Group::expert_dp_cp, world_rank);
 }
 
 }  // namespace ibt::models

@@ -1,5 +1,6 @@
 #pragma once
-// The MPI communicators of one rank for a split: tp, dp, pp, ep and expert_dp, made by
+// The MPI communicators of one rank for a split: tp, dp, pp, ep, expert_dp and, for
+// context parallelism, cp and the gradient groups dp_cp and expert_dp_cp, made by
 // MPI_Comm_split with the colours and keys of rank_groups.hpp, so member i of each
 // communicator is the member with index_in_group() == i (for pp: the stage).
 #include <memory>
@@ -18,6 +19,7 @@ struct ProcessGroups {
   int world_rank = 0;
   RankCoord coord;
   std::unique_ptr<MpiCommunicator> world, tp, dp, pp, ep, expert_dp;
+  std::unique_ptr<MpiCommunicator> cp, dp_cp, expert_dp_cp;
 };
 
 }  // namespace ibt::models

@@ -10,10 +10,15 @@
 // backward() takes the FULL output gradient and returns a PARTIAL input gradient
 // (all-reduced by the caller). No positional encoding is applied: the causal mask
 // alone makes positions distinguishable (documented limitation: no RoPE).
+//
+// Context parallelism (context_parallel.hpp): with a ContextExchange of size cp > 1, x
+// holds this CP rank's S/cp tokens of each sequence (`seq` is that local length); K and
+// V are all-gathered over the CP group, and dK, dV reduce-scattered back.
 #include <cstdint>
 #include <string>
 #include <vector>
 
+#include "models/layers/context_parallel.hpp"
 #include "models/model_config.hpp"
 #include "models/tensor.hpp"
 
@@ -22,17 +27,20 @@ namespace ibt::models {
 struct AttentionCache {
   Tensor x;        // input [T, hidden]
   Tensor q, k, v;  // [T, H_local*d], [T, KV_local*d], [T, KV_local*d]
-  Tensor probs;    // softmax rows [B, H_local, S, S]
+  Tensor probs;    // softmax rows [B, H_local, S, S] ([B, H_local, S/cp, S] with CP)
   Tensor context;  // P·V per head, [T, H_local*d]
+  Tensor k_full, v_full;  // context parallel: the CP group's K, V in sequence order [B*S, KV_local*d]
 };
 
 class SelfAttention {
  public:
   SelfAttention(const ModelConfig& m, uint64_t seed, int layer, Shard tp);
   // x: [batch*seq, hidden] (replicated over TP). out: [batch*seq, hidden], partial.
-  void forward(const Tensor& x, int batch, int seq, Tensor& out, AttentionCache& cache) const;
+  void forward(const Tensor& x, int batch, int seq, Tensor& out, AttentionCache& cache,
+               ContextExchange* cp = nullptr) const;
   // d_out: full output gradient. dx: partial input gradient (overwritten).
-  void backward(const AttentionCache& cache, int batch, int seq, const Tensor& d_out, Tensor& dx);
+  void backward(const AttentionCache& cache, int batch, int seq, const Tensor& d_out, Tensor& dx,
+                ContextExchange* cp = nullptr);
   std::vector<Param*> params() { return {&wq, &wk, &wv, &wo}; }
 
   Param wq, wk, wv;  // [H_local*d, hidden], [KV_local*d, hidden] x 2

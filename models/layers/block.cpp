@@ -33,14 +33,14 @@ std::vector<Param*> TransformerBlock::params() {
 }
 
 void TransformerBlock::forward(const Tensor& x, int batch, int seq, Tensor& y, BlockCache& c,
-                               TpReducer& tp, ExpertExchange* ep) const {
+                               TpReducer& tp, ExpertExchange* ep, ContextExchange* cp) const {
   // With sequence parallelism x, h and y hold this rank's rows only; the attention and
   // FFN see all rows (gathered) and their partial outputs are reduce-scattered.
   const bool sp = tp.sequence_parallel();
   Tensor normed, gathered, partial, reduced;
   attn_norm.forward(x, normed, c.attn_norm);
   if (sp) tp.all_gather_rows(normed, gathered);
-  attention.forward(sp ? gathered : normed, batch, seq, partial, c.attention);
+  attention.forward(sp ? gathered : normed, batch, seq, partial, c.attention, cp);
   if (sp) tp.reduce_scatter_rows(partial, reduced);
   else tp.sum(partial);  // row-parallel Wo
   Tensor h = x;
@@ -60,7 +60,7 @@ void TransformerBlock::forward(const Tensor& x, int batch, int seq, Tensor& y, B
 
 void TransformerBlock::backward(BlockCache& c, int batch, int seq, const Tensor& dy,
                                 double aux_weight_per_sequence, Tensor& dx, TpReducer& tp,
-                                ExpertExchange* ep) {
+                                ExpertExchange* ep, ContextExchange* cp) {
   const bool sp = tp.sequence_parallel();
   Tensor d_normed, d_branch, d_full, d_local;
   if (sp) tp.all_gather_rows(dy, d_full);
@@ -77,7 +77,7 @@ void TransformerBlock::backward(BlockCache& c, int batch, int seq, const Tensor&
   Tensor dh = dy;
   add_into(dh, d_branch);
   if (sp) tp.all_gather_rows(dh, d_full);
-  attention.backward(c.attention, batch, seq, sp ? d_full : dh, d_normed);
+  attention.backward(c.attention, batch, seq, sp ? d_full : dh, d_normed, cp);
   if (sp) tp.reduce_scatter_rows(d_normed, d_local);
   else tp.sum(d_normed);  // column-parallel Wq, Wk, Wv
   attn_norm.backward(c.attn_norm, sp ? d_local : d_normed, d_branch);

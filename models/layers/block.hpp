@@ -29,11 +29,13 @@ class TransformerBlock {
   // ep: this rank's part of the expert-parallel group (MoE layers only). With
   // ep.count > 1 forward/backward need an ExpertExchange for the all-to-alls.
   TransformerBlock(const ModelConfig& m, uint64_t seed, int layer, Shard tp, Shard ep);
+  // cp: the context-parallel group (attention only; context_parallel.hpp), or nullptr.
   void forward(const Tensor& x, int batch, int seq, Tensor& y, BlockCache& cache, TpReducer& tp,
-               ExpertExchange* ep = nullptr) const;
+               ExpertExchange* ep = nullptr, ContextExchange* cp = nullptr) const;
   // aux_weight_per_sequence: see MoeLayer::backward. dx overwritten.
   void backward(BlockCache& cache, int batch, int seq, const Tensor& dy,
-                double aux_weight_per_sequence, Tensor& dx, TpReducer& tp, ExpertExchange* ep = nullptr);
+                double aux_weight_per_sequence, Tensor& dx, TpReducer& tp, ExpertExchange* ep = nullptr,
+                ContextExchange* cp = nullptr);
   std::vector<Param*> params();
   int layer() const { return layer_; }
 

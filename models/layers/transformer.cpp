@@ -50,7 +50,7 @@ std::vector<MoeLayer*> Transformer::moe_layers() {
 }
 
 MicrobatchLoss Transformer::forward(const Batch& mb, const Tensor* input, Tensor& output, StageCache& c,
-                                    TpReducer& tp, ExpertExchange* ep) const {
+                                    TpReducer& tp, ExpertExchange* ep, ContextExchange* cp) const {
   MicrobatchLoss loss;
   c.batch = mb.sequences;
   c.seq = mb.seq_len;
@@ -73,7 +73,7 @@ MicrobatchLoss Transformer::forward(const Batch& mb, const Tensor* input, Tensor
   c.blocks.resize(blocks.size());
   Tensor y;
   for (size_t i = 0; i < blocks.size(); ++i) {
-    blocks[i].forward(x, c.batch, c.seq, y, c.blocks[i], tp, ep);
+    blocks[i].forward(x, c.batch, c.seq, y, c.blocks[i], tp, ep, cp);
     if (blocks[i].moe) {
       loss.moe_load.push_back(c.blocks[i].moe.routing.load);
       if (blocks[i].moe->uses_aux_loss())
@@ -106,7 +106,7 @@ MicrobatchLoss Transformer::forward(const Batch& mb, const Tensor* input, Tensor
 }
 
 void Transformer::backward(StageCache& c, const Tensor* d_output, const LossScale& scale, Tensor& d_input,
-                           TpReducer& tp, ExpertExchange* ep) {
+                           TpReducer& tp, ExpertExchange* ep, ContextExchange* cp) {
   Tensor dy, dx;
   if (head) {
     Tensor d_logits, d_normed;
@@ -127,7 +127,7 @@ void Transformer::backward(StageCache& c, const Tensor* d_output, const LossScal
     dy = *d_output;
   }
   for (size_t i = blocks.size(); i-- > 0;) {
-    blocks[i].backward(c.blocks[i], c.batch, c.seq, dy, scale.aux_per_sequence, dx, tp, ep);
+    blocks[i].backward(c.blocks[i], c.batch, c.seq, dy, scale.aux_per_sequence, dx, tp, ep, cp);
     std::swap(dy, dx);
   }
   c.blocks.clear();

@@ -64,12 +64,13 @@ class Transformer {
   // input: the previous part's output [T, hidden] (nullptr when has_embedding).
   // output: this part's output (left empty on the head part).
   // ep: the EP all-to-alls (required when the part's MoE layers hold a subset of experts).
+  // cp: the context-parallel group (mb then holds this CP rank's tokens, cp_local_batch).
   MicrobatchLoss forward(const Batch& mb, const Tensor* input, Tensor& output, StageCache& cache,
-                         TpReducer& tp, ExpertExchange* ep = nullptr) const;
+                         TpReducer& tp, ExpertExchange* ep = nullptr, ContextExchange* cp = nullptr) const;
   // d_output: gradient of this part's output (nullptr on the head part, which starts
   // from the loss). d_input: gradient for the previous part (empty on the embedding part).
   void backward(StageCache& cache, const Tensor* d_output, const LossScale& scale, Tensor& d_input,
-                TpReducer& tp, ExpertExchange* ep = nullptr);
+                TpReducer& tp, ExpertExchange* ep = nullptr, ContextExchange* cp = nullptr);
 
   std::vector<Param*> params();           // each parameter once (a tied head adds nothing)
   std::vector<MoeLayer*> moe_layers();

@@ -179,7 +179,7 @@ for rate in "${rate_list[@]}"; do
     shift
     "$here/launch.sh" --name "$name" --ppn "$ppn" --timeout 1200 --result "$file" "${preload_args[@]}" -- "$ibt" "$@" --out "$file"
   }
-  run "$out/collectives-$rate.h5" collectives --scope all -t all_reduce,send_recv -b 1K -e 1M -f 4 -n 5 -w 1 \
+  run "$out/collectives-$rate.h5" collectives --scope all --op all_reduce,send_recv -b 1K -e 1M -f 4 -n 5 -w 1 \
     >"$out/collectives-$rate.txt" 2>&1 || die "ibt collectives failed at $rate (see $out/collectives-$rate.txt)"
   run "$out/sweep-$rate.h5" sweep --model "$model" --steps "$steps" --microbatches "$microbatches" "${peak_args[@]}" \
     >"$out/sweep-$rate.txt" 2>&1 || die "ibt sweep failed at $rate (see $out/sweep-$rate.txt)"

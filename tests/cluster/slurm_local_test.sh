@@ -80,7 +80,7 @@ done
 echo "$test_name: local Slurm up ($(srun --version), node $node, ports $ctld_port/$slurmd_port)"
 
 file=$dir/slurm.h5
-timeout 120 srun --mpi=pmi2 -n 2 -t 2 "$ibt" collectives -t all_reduce --scope world -b 8 -e 64K -f 8 -n 5 -w 1 --out "$file" ||
+timeout 120 srun --mpi=pmi2 -n 2 -t 2 "$ibt" collectives --op all_reduce --scope world -b 8 -e 64K -f 8 -n 5 -w 1 --out "$file" ||
   fail "srun of ibt collectives failed"
 
 attr() { h5dump -a "/runs/000001/$1" "$file" | sed -n 's/^ *(0): //p' | tr -d '"'; }

@@ -27,7 +27,7 @@ trap 'remove_and_verify $name' EXIT
 
 start=$SECONDS
 "$scripts/launch.sh" --name "$name" --ppn 2 --timeout 150 --finalize-grace 10 --preload "$shim" --result "$file" -- \
-  "$ibt" collectives --scope all -t all_reduce -b $size -e $size -n $iters -w $warmup --rotate-bytes 0 --out "$file"
+  "$ibt" collectives --scope all --op all_reduce -b $size -e $size -n $iters -w $warmup --rotate-bytes 0 --out "$file"
 status=$?
 echo "$test_name: job ended after $((SECONDS - start))s with status $status"
 ((status == 0)) || fail "the job exited $status"

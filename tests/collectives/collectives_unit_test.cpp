@@ -99,7 +99,10 @@ TEST(DTypes, ParseNamesAndAliases) {
   EXPECT_EQ(parse_dtype("float16"), DType::float16);
   EXPECT_EQ(parse_dtype_list("float32,int32").size(), 2u);
   EXPECT_THROW(parse_dtype("float8"), UsageError);
-  EXPECT_THROW(parse_reduce_op("prod"), UsageError);
+  EXPECT_EQ(parse_reduce_op("prod"), ReduceOp::prod);  // nccl-tests' -o set
+  EXPECT_EQ(parse_reduce_op("avg"), ReduceOp::avg);
+  EXPECT_EQ(parse_dtype("f8e5m2"), DType::fp8_e5m2);
+  EXPECT_THROW(parse_reduce_op("mulsum"), UsageError);
   EXPECT_FALSE(mpi_supports(DType::fp8_e4m3));
 }
 
@@ -218,6 +221,11 @@ TEST(Checker, SumsAreAcceptedWithinTheStatedUlpBound) {
   EXPECT_DOUBLE_EQ(accepted_error(300, DType::bfloat16, ReduceOp::sum, 3), 4.0);
   EXPECT_DOUBLE_EQ(accepted_error(300, DType::bfloat16, ReduceOp::max, 3), 0.0);
   EXPECT_DOUBLE_EQ(accepted_error(300, DType::int32, ReduceOp::sum, 3), 0.0);
+  EXPECT_DOUBLE_EQ(accepted_error(300, DType::bfloat16, ReduceOp::prod, 3), 4.0);
+  EXPECT_DOUBLE_EQ(accepted_error(300, DType::int32, ReduceOp::prod, 3), 0.0);
+  // prod and avg reduce the inputs as nccl-tests' -o prod / -o avg do.
+  EXPECT_DOUBLE_EQ(reduce_inputs(5, 3, ReduceOp::prod), input_value(0, 5) * input_value(1, 5) * input_value(2, 5));
+  EXPECT_DOUBLE_EQ(reduce_inputs(5, 3, ReduceOp::avg), reduce_inputs(5, 3, ReduceOp::sum) / 3);
 }
 
 TEST(Stats, QuantilesInterpolateLikeNumpy) {

@@ -9,7 +9,7 @@ dir=$3
 rm -rf "$dir" && mkdir -p "$dir"
 file=$dir/stall.h5
 start=$(date +%s)
-output=$("${mpirun[@]}" -n 3 "$ibt" collectives -n 2 -w 1 -t all_reduce --scope world -b 8 -e 64 --placement out \
+output=$("${mpirun[@]}" -n 3 "$ibt" collectives -n 2 -w 1 --op all_reduce --scope world -b 8 -e 64 --placement out \
   -T 3 --inject-stall 1:2 --out "$file" 2>&1)
 status=$?
 elapsed=$(($(date +%s) - start))
@@ -26,7 +26,7 @@ echo "stalled_rank_test: ok (ended after ${elapsed}s, status $status, $rows rows
 
 # The same rank stalling inside the op: every rank had arrived, so the watchdog ends it.
 file=$dir/hang.h5
-output=$("${mpirun[@]}" -n 3 "$ibt" collectives -n 2 -w 1 -t all_reduce --scope world -b 8 -e 64 --placement out \
+output=$("${mpirun[@]}" -n 3 "$ibt" collectives -n 2 -w 1 --op all_reduce --scope world -b 8 -e 64 --placement out \
   -T 3 --inject-stall 1:2:inside --out "$file" 2>&1)
 status=$?
 printf '%s\n' "$output"

@@ -4,6 +4,8 @@
 // the softmax probabilities), which is fp32_adam()'s Precision.
 #include <gtest/gtest.h>
 
+#include <algorithm>
+
 #include "engine_test_util.hpp"
 #include "models/accounting.hpp"
 #include "models/layers/block.hpp"
@@ -21,16 +23,41 @@ double floats(const MlpCache& c) { return floats(c.x) + floats(c.gate) + floats(
 // Every float a block's cache holds after one forward, in bytes.
 // With tp > 1, shard 0 of the block (heads and ffn columns split, no sequence
 // parallelism: the identity reducer stands in for the TP peers, sizes are unaffected).
-double cached_bytes(const ModelConfig& m, int layer, int batch, int tp_shards = 1) {
+// Context parallelism's collectives for a size count in one process: the gather stacks
+// this rank's rows cp times, as cp peers would send theirs (same shapes, other values);
+// the reduce-scatter keeps the first block. Only sizes are measured here; the values
+// are checked under mpiexec (engine_conformance_cp*).
+class ReplicatingContext final : public ContextExchange {
+ public:
+  explicit ReplicatingContext(int n) : n_(n) {}
+  int size() const override { return n_; }
+  int rank() const override { return 0; }
+  void all_gather_rows(const Tensor& local, Tensor& full) override {
+    full.reset({local.rows() * n_, local.row_size()});
+    for (int j = 0; j < n_; ++j) std::copy(local.data.begin(), local.data.end(), full.data.begin() + j * local.numel());
+  }
+  void reduce_scatter_rows(const Tensor& full, Tensor& local) override {
+    local.reset({full.rows() / n_, full.row_size()});
+    std::copy_n(full.data.begin(), local.numel(), local.data.begin());
+  }
+
+ private:
+  int n_;
+};
+
+double cached_bytes(const ModelConfig& m, int layer, int batch, int tp_shards = 1, int cp = 1) {
   TransformerBlock block(m, 7, layer, Shard{0, tp_shards}, Shard{0, 1});
-  const Tensor x = test::random_tensor({static_cast<int64_t>(batch) * m.seq_len, m.hidden}, 11);
+  const int seq = m.seq_len / cp;  // this CP rank's tokens of each sequence
+  const Tensor x = test::random_tensor({static_cast<int64_t>(batch) * seq, m.hidden}, 11);
   Tensor y;
   BlockCache c;
   IdentityTp tp;
-  block.forward(x, batch, m.seq_len, y, c, tp);
+  ReplicatingContext context(cp);
+  block.forward(x, batch, seq, y, c, tp, nullptr, cp > 1 ? &context : nullptr);
   double n = floats(c.attn_norm) + floats(c.ffn_norm);
   const AttentionCache& a = c.attention;
   n += floats(a.x) + floats(a.q) + floats(a.k) + floats(a.v) + floats(a.probs) + floats(a.context);
+  n += floats(a.k_full) + floats(a.v_full);
   n += floats(c.mlp);
   const MoeCache& e = c.moe;
   n += floats(e.x) + floats(e.routing.logits) + static_cast<double>(e.routing.weight.size()) +
@@ -66,6 +93,25 @@ TEST(EngineActivationMemory, MoeBlockKeepsTheAccountingPlusItsCopies) {
   const double copies = (1.0 + m.top_k) * m.hidden;
   EXPECT_EQ(cached_bytes(m, 1, 2), activation_bytes_per_layer(m, s, fp32_adam(), 1) +
                                        tokens * 4.0 * (kRmsNormZeroMeans + copies));
+}
+
+// Context parallelism (all_gather variant): 1/cp of the tokens, the probabilities of
+// the local queries against the whole sequence, and the gathered K/V of the sequence.
+TEST(EngineActivationMemory, ContextParallelBlockKeepsWhatTheAccountingCounts) {
+  for (const char* name : {"tiny-dense", "tiny-moe"}) {
+    const ModelConfig m = load_model(name);
+    for (int cp : {2, 4}) {
+      for (int tp : {1, 2}) {
+        ParallelSplit s{1, tp, 1, 1, 1, 1, 2, ScheduleKind::one_f_one_b};
+        s.cp = cp;
+        const double tokens = 2.0 * m.seq_len / cp;
+        const double copies = m.is_moe() ? (1.0 + m.top_k) * m.hidden : 0.0;  // layer 1 of tiny-moe is MoE
+        EXPECT_EQ(cached_bytes(m, 1, 2, tp, cp),
+                  activation_bytes_per_layer(m, s, fp32_adam(), 1) + tokens * 4.0 * (kRmsNormZeroMeans + copies))
+            << name << " cp" << cp << " tp" << tp;
+      }
+    }
+  }
 }
 
 }  // namespace

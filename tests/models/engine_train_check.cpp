@@ -5,6 +5,7 @@
 // quantity) when not, 2 on bad arguments.
 //
 //   mpiexec -n 4 engine_train_check --model tiny-dense --dp 2 --tp 2 --steps 3
+//   mpiexec -n 4 engine_train_check --model tiny-dense --cp 2 --tp 2 --steps 3
 //
 // Tolerances (relative, fp32): loss 2e-5, gradient norm 1e-4, parameter norm 1e-5.
 // The split changes only the order of fp32 sums (TP partial sums, DP all-reduce,
@@ -51,6 +52,7 @@ Args parse(int argc, char** argv) {
     else if (k == "--pp") a.split.pp = num();
     else if (k == "--vpp") a.split.vpp = num();
     else if (k == "--ep") a.split.ep = num();
+    else if (k == "--cp") a.split.cp = num();
     else if (k == "--microbatches") a.split.microbatches = num();
     else if (k == "--micro-batch-size") a.split.micro_batch_size = num();
     else if (k == "--schedule") a.split.schedule = parse_schedule(v);
@@ -99,9 +101,9 @@ int main(int argc, char** argv) {
       const StepStats want = ref.step();
       if (rank == 0)
         std::printf("step %d loss %.7f (ref %.7f) grad_norm %.7g (ref %.7g) param_norm %.9g (ref %.9g) "
-                    "| %.3fs compute %.3f tp %.3f pp %.3f dp %.3f ep %.3f\n",
+                    "| %.3fs compute %.3f tp %.3f pp %.3f dp %.3f ep %.3f cp %.3f\n",
                     s, got.loss, want.loss, got.grad_norm, want.grad_norm, got.param_norm, want.param_norm,
-                    t.total, t.compute, t.tp, t.pp, t.dp, t.ep);
+                    t.total, t.compute, t.tp, t.pp, t.dp, t.ep, t.cp);
       if (rank == 0 && got.aux_loss > 0)
         std::printf("        aux_loss %.9g (ref %.9g)\n", got.aux_loss, want.aux_loss);
       const char* bad = !close(got.loss, want.loss, 2e-5)              ? "loss"

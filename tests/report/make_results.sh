@@ -12,7 +12,7 @@ $mpirun -n 2 "$ibt" collectives "${quick[@]}" --rotate-bytes 0 --out "$dir/b.h5"
 $mpirun -n 3 "$ibt" p2p-matrix -n 3 -w 1 --out "$dir/a.h5" > "$dir/p2p.log"
 # Exit status 1 is what this run must give: its run is stored with status "failed".
 set +e
-$mpirun -n 2 "$ibt" collectives -n 2 -w 1 -t all_reduce -b 64 -e 256 --inject-wrong 1 --out "$dir/a.h5" > "$dir/wrong.log" 2>&1
+$mpirun -n 2 "$ibt" collectives -n 2 -w 1 --op all_reduce -b 64 -e 256 --inject-wrong 1 --out "$dir/a.h5" > "$dir/wrong.log" 2>&1
 status=$?
 set -e
 if [[ $status -ne 1 ]]; then echo "make_results: the injected wrong result gave status $status, expected 1" >&2; exit 1; fi

@@ -74,7 +74,7 @@ for r in rows:
     assert r["feasible"] == 1 and 0 < r["mfu"] < 1, r
     assert abs(r["tokens_per_s_per_device"] * r["devices"] * r["step_s"] - 64 * 8192) < 1e-6 * 64 * 8192, r
     if key in best:
-        assert abs(best[key] - r["mfu"]) < 1e-12, (key, best[key], r["mfu"])
+        assert abs(best[key] - r["mfu"]) < 1e-9 * best[key], (key, best[key], r["mfu"])  # sim_fast.hpp: rounding only
         checked += 1
 assert checked == 4, checked
 h100 = {int(r["devices"]): r["mfu"] for r in rows if r["topology"] == b"dgx-h100"}

@@ -1,0 +1,162 @@
+// The fast walk (topologies/sim_fast.hpp) against the full event walk (simulate() on
+// the full step programs) on real catalog models and topologies: dense, MoE with EP,
+// interleaved at depths 2 and 4, uneven stages (61 layers), recompute, ZeRO-1, sequence
+// parallelism, micro-batch size > 1, overlapped and non-overlapped gradient reduction.
+// Walked op by op (StageDetail::all) the result must be bitwise equal; with summaries
+// (StageDetail::first, what searches use) the step time and the first stage's
+// breakdown must agree to 1e-9 of the step time (sim_fast.hpp states the bound).
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <string>
+
+#include "models/model_file.hpp"
+#include "models/schedule.hpp"
+#include "models/step_program.hpp"
+#include "topologies/projection.hpp"
+#include "topologies/sim_executor.hpp"
+#include "topologies/sim_fast.hpp"
+#include "topologies/sim_pricer.hpp"
+
+namespace ibt::topo {
+namespace {
+
+using models::ParallelSplit;
+using models::Recompute;
+using models::ScheduleKind;
+
+struct Case {
+  std::string model, topology;
+  ParallelSplit split;
+  bool overlap = true;
+};
+
+ParallelSplit split(int dp, int tp, int pp, int ep, int vpp, int m, int mbs, ScheduleKind k, bool sp,
+                    bool zero1, Recompute r) {
+  return ParallelSplit{dp, tp, pp, ep, vpp, m, mbs, k, sp, zero1, r};
+}
+
+std::vector<Case> cases() {
+  using enum ScheduleKind;
+  return {
+      // dense, 1F1B, even stages
+      {"llama3-8b", "dgx-h100", split(2, 8, 4, 1, 1, 8, 1, one_f_one_b, true, true, Recompute::none)},
+      // dense, no SP, full recompute, no overlap, afab
+      {"llama3-8b", "dgx-a100", split(4, 2, 2, 1, 1, 4, 2, afab, false, false, Recompute::full), false},
+      // dense, interleaved depth 4, selective recompute, micro-batch size 2
+      {"llama3-70b", "dgx-h100", split(2, 8, 4, 1, 4, 8, 2, interleaved, true, true, Recompute::selective)},
+      // MoE with EP and MLA, uneven stages (61 layers on 8 stages), 1F1B
+      {"deepseek-v3", "dgx-h100", split(8, 8, 8, 8, 1, 16, 1, one_f_one_b, true, true, Recompute::none)},
+      // MoE, interleaved depth 2 over uneven virtual stages, full recompute, scale-up domain 72
+      {"kimi-k2", "gb200-nvl72", split(4, 4, 4, 4, 2, 8, 1, interleaved, true, false, Recompute::full)},
+      // MoE without TP, pipeline only, no overlap
+      {"mixtral-8x7b", "dgx-h200", split(8, 1, 4, 8, 1, 8, 1, one_f_one_b, false, true, Recompute::none),
+       false},
+      // many microbatches, so that the steady state repeats (memoised breakdowns)
+      {"deepseek-v3", "dgx-b200", split(4, 8, 16, 4, 1, 128, 1, one_f_one_b, true, true, Recompute::selective)},
+      {"llama3-405b", "gb200-nvl72", split(2, 8, 8, 1, 4, 64, 1, interleaved, true, true, Recompute::none)},
+      {"gpt3-175b", "tpu-v5p", split(4, 32, 8, 1, 1, 96, 1, one_f_one_b, true, false, Recompute::full), false},
+      // no pipeline: one stage, data + expert parallel
+      {"tiny-moe", "dgx-h100", split(8, 1, 1, 4, 1, 4, 1, one_f_one_b, false, true, Recompute::selective)},
+  };
+}
+
+void expect_stage_equal(const StageTime& a, const StageTime& b, const std::string& where) {
+  EXPECT_EQ(a.finish_us, b.finish_us) << where;
+  EXPECT_EQ(a.compute_us, b.compute_us) << where;
+  for (int e = 0; e < kNumExposures; ++e)
+    EXPECT_EQ(a.exposed_us[e], b.exposed_us[e]) << where << " " << to_string(static_cast<Exposure>(e));
+  for (int k = 0; k < kNumOpKinds; ++k)
+    EXPECT_EQ(a.op_us[k], b.op_us[k]) << where << " " << models::to_string(static_cast<models::OpKind>(k));
+}
+
+class SimFast : public ::testing::TestWithParam<int> {};
+
+TEST_P(SimFast, MatchesTheFullEventWalk) {
+  const Case c = cases().at(GetParam());
+  const models::ModelConfig model = models::load_model(c.model);
+  const Topology topology = load_topology(c.topology);
+  ProjectionOptions options;
+  options.overlap_grad_reduce = c.overlap;
+  const std::string label = c.model + " on " + c.topology + ": " + models::describe(c.split);
+  ASSERT_EQ(models::check(c.split, model, c.split.world_size()), "") << label;
+
+  TopologyPricer pricer(topology, c.split, default_dtype(topology));
+  const SimResult full = simulate(stage_programs(model, c.split, options), pricer);
+  const StepTemplates templates(model, c.split, program_options(options));
+  const SimResult exact = simulate_fast(templates, pricer, StageDetail::all);
+  const SimResult fast = simulate_fast(templates, pricer, StageDetail::first);
+
+  // Op by op: bitwise equal, every stage.
+  EXPECT_EQ(exact.step_us, full.step_us) << label;
+  ASSERT_EQ(exact.stages.size(), full.stages.size());
+  for (size_t s = 0; s < full.stages.size(); ++s)
+    expect_stage_equal(exact.stages[s], full.stages[s], label + " stage " + std::to_string(s));
+
+  // Summaries: equal to rounding; the first stage's breakdown (what a search reports).
+  const double tol = 1e-9 * full.step_us;
+  EXPECT_NEAR(fast.step_us, full.step_us, tol) << label;
+  const StageTime& f = fast.stages.front();
+  const StageTime& r = full.stages.front();
+  EXPECT_NEAR(f.compute_us, r.compute_us, tol) << label;
+  for (int e = 0; e < kNumExposures; ++e)
+    EXPECT_NEAR(f.exposed_us[e], r.exposed_us[e], tol) << label << " " << to_string(static_cast<Exposure>(e));
+  for (size_t s = 0; s < full.stages.size(); ++s)
+    EXPECT_NEAR(fast.stages[s].finish_us, full.stages[s].finish_us, tol) << label << " stage " << s;
+  // The walk is not vacuous: the split has the communication it is meant to test.
+  EXPECT_GT(r.compute_us, 0.0);
+  if (c.split.pp > 1) {
+    EXPECT_GT(r.exposed_us[static_cast<int>(Exposure::bubble)], 0.0) << label;
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(Catalog, SimFast, ::testing::Range(0, static_cast<int>(cases().size())));
+
+// A projection (what `ibt project` prints) is the same through either walk.
+TEST(SimFastProjection, ProjectEqualsPricingTheFullPrograms) {
+  const models::ModelConfig model = models::load_model("deepseek-v3");
+  const Topology topology = load_topology("dgx-h100");
+  const ParallelSplit s = split(16, 8, 8, 16, 1, 16, 1, ScheduleKind::one_f_one_b, true, true, Recompute::selective);
+  ProjectionOptions options;
+  Projection full;
+  full.split = s;
+  ASSERT_TRUE(prepare(model, topology, options, full));
+  price(stage_programs(model, s, options), model, topology, options, full);
+  const Projection fast = project(model, topology, s, options);
+  EXPECT_NEAR(fast.step_s, full.step_s, 1e-9 * full.step_s);
+  EXPECT_NEAR(fast.mfu, full.mfu, 1e-9 * full.mfu);
+  for (int e = 0; e < kNumExposures; ++e) EXPECT_NEAR(fast.exposed_s[e], full.exposed_s[e], 1e-9 * full.step_s);
+  options.keep_sim = true;
+  const Projection kept = project(model, topology, s, options);
+  EXPECT_EQ(kept.step_s, full.step_s);
+  EXPECT_EQ(kept.compute_s, full.compute_s);
+}
+
+// Searches give the same ranking on any number of threads.
+TEST(SimFastProjection, ProjectAllIsTheSameOnFourThreads) {
+  const models::ModelConfig model = models::load_model("mixtral-8x7b");
+  const Topology topology = load_topology("dgx-h100");
+  const auto search = default_search(topology, 256);
+  const auto serial = project_all(model, topology, 64, search);
+  SearchRun run;
+  run.jobs = 4;
+  size_t calls = 0, last = 0;
+  run.progress = [&](size_t done, size_t total) {
+    ++calls;
+    last = done;
+    EXPECT_EQ(total, serial.size());
+  };
+  const auto parallel = project_all(model, topology, 64, search, {}, run);
+  ASSERT_EQ(parallel.size(), serial.size());
+  ASSERT_GT(serial.size(), 10u);
+  EXPECT_EQ(calls, serial.size());
+  EXPECT_EQ(last, serial.size());
+  for (size_t i = 0; i < serial.size(); ++i) {
+    EXPECT_EQ(parallel[i].split, serial[i].split) << i;
+    EXPECT_EQ(parallel[i].step_s, serial[i].step_s) << i;
+    EXPECT_EQ(parallel[i].reason, serial[i].reason) << i;
+  }
+}
+
+}  // namespace
+}  // namespace ibt::topo

@@ -61,6 +61,7 @@ std::string cuda_executor_check(const models::ParallelSplit& split, const models
   if (model.is_moe() || split.ep > 1) return prefix + "MoE/expert parallelism yet (model " + model.name + ")";
   if (model.attention != models::Attention::standard) return prefix + "MLA (model " + model.name + ")";
   if (split.zero1) return prefix + "ZeRO-1 yet";
+  if (split.cp > 1) return prefix + "context parallelism yet";
   if (split.sequence_parallel) return prefix + "sequence parallelism yet";
   if (split.recompute != models::Recompute::none) return prefix + "activation recompute";
   if (model.tied_embeddings && split.pp > 1) return prefix + "tied embeddings across pipeline stages";

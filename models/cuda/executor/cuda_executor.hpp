@@ -15,7 +15,7 @@
 // Step statistics are reduced over the world exactly as CpuExecutor::step() does, so
 // `ibt train --check` compares both with the serial reference.
 //
-// Not implemented (refused by cuda_executor_check with one line): MoE/EP, ZeRO-1,
+// Not implemented (refused by cuda_executor_check with one line): MoE/EP, ZeRO-1, CP,
 // sequence parallelism, recompute, tied embeddings with pp > 1, MLA, fp8.
 #include <mpi.h>
 

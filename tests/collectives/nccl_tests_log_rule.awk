@@ -1,0 +1,26 @@
+# The rule scripts that read nccl-tests logs apply (the layout of NVIDIA/nccl-tests
+# src/util.cu): a data row is a line not starting with '#' of 13 whitespace-separated
+# fields, size count type redop root, then time algbw busbw #wrong for out-of-place and
+# again for in-place; each test ends with "# Out of bounds values : N OK|FAILED" and
+# "# Avg bus bandwidth    : X", the mean busbw over the test's rows and placements.
+# Prints one line per test: "TEST rows=R avg=X computed=Y wrong=W", and "BAD <line>" for
+# any line that breaks the rule.
+function num(s) { return s ~ /^-?[0-9]+(\.[0-9]+)?(e[-+]?[0-9]+)?$/ }
+/^# Collective test starting:/ { test = $5; rows = 0; sum = 0; n = 0; next }
+/^# Out of bounds values/ { wrong = $7; next }
+/^# Avg bus bandwidth/ {
+  printf "%s rows=%d avg=%s computed=%.6g wrong=%s\n", test, rows, $6, (n ? sum / n : 0), wrong
+  next
+}
+/^#/ { next }
+/^[ \t]*$/ { next }
+{
+  if (NF == 13 && num($1) && num($2) && num($5) && num($6) && num($7) && num($8) && ($9 == "N/A" || num($9)) &&
+      num($10) && num($11) && num($12) && ($13 == "N/A" || num($13))) {
+    rows++; sum += $8 + $12; n += 2
+  } else if (NF == 9 && num($1) && num($6) && num($8)) {  # one placement only
+    rows++; sum += $8; n += 1
+  } else {
+    print "BAD " $0
+  }
+}
