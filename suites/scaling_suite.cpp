@@ -59,6 +59,7 @@ std::vector<store::Column> scaling_columns() {
           {"exposed_ep_s", ColumnType::f64, "s"},
           {"bubble_s", ColumnType::f64, "s"},
           {"other_s", ColumnType::f64, "s"},
+          {"exposed_cp_s", ColumnType::f64, "s"},
           {"memory_bytes", ColumnType::f64, "B"}};
 }
 
@@ -100,6 +101,7 @@ store::Row scaling_row(const topo::ScalingPoint& pt, const std::string& model, t
           part(topo::Exposure::ep),
           part(topo::Exposure::bubble),
           v(pt.other_s),
+          part(topo::Exposure::cp),
           ok && p.memory.total() > 0 ? p.memory.total() : kNaN};
 }
 

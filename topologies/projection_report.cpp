@@ -159,7 +159,8 @@ std::vector<store::Column> projection_stage_columns() {
           {"bottleneck", ColumnType::i64, ""},      {"compute_s", ColumnType::f64, "s"},
           {"exposed_tp_s", ColumnType::f64, "s"},   {"exposed_dp_s", ColumnType::f64, "s"},
           {"exposed_expert_dp_s", ColumnType::f64, "s"}, {"exposed_pp_s", ColumnType::f64, "s"},
-          {"exposed_ep_s", ColumnType::f64, "s"},   {"bubble_s", ColumnType::f64, "s"}};
+          {"exposed_ep_s", ColumnType::f64, "s"},   {"bubble_s", ColumnType::f64, "s"},
+          {"exposed_cp_s", ColumnType::f64, "s"}};
 }
 
 std::vector<store::Row> projection_stage_rows(const Projection& p) {
@@ -169,7 +170,8 @@ std::vector<store::Row> projection_stage_rows(const Projection& p) {
     auto x = [&](Exposure e) { return b.exposed_s[static_cast<int>(e)]; };
     rows.push_back({split_label(p.split), static_cast<std::int64_t>(s),
                     static_cast<std::int64_t>(static_cast<int>(s) == p.bottleneck_stage), b.compute_s, x(Exposure::tp),
-                    x(Exposure::dp), x(Exposure::expert_dp), x(Exposure::pp), x(Exposure::ep), x(Exposure::bubble)});
+                    x(Exposure::dp), x(Exposure::expert_dp), x(Exposure::pp), x(Exposure::ep), x(Exposure::bubble),
+                    x(Exposure::cp)});
   }
   return rows;
 }
@@ -221,7 +223,7 @@ store::Row projection_row(const Projection& p) {
           g(p.goodput.goodput_mfu),
           static_cast<std::int64_t>(s.cp),
           std::string(models::to_string(s.cp_comm)),
-          p.exposed_s[static_cast<int>(Exposure::cp)]};
+          t(p.exposed_s[static_cast<int>(Exposure::cp)])};
 }
 
 }  // namespace ibt::topo

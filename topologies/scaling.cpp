@@ -121,6 +121,7 @@ std::vector<ScalingPoint> measured_scaling(const std::string& path, const models
     p.exposed_s[static_cast<int>(Exposure::pp)] = m.pp_s;
     p.exposed_s[static_cast<int>(Exposure::expert_dp)] = std::nan("");
     p.exposed_s[static_cast<int>(Exposure::bubble)] = std::nan("");
+    p.exposed_s[static_cast<int>(Exposure::cp)] = std::nan("");  // not in a train run's steps table
     pt.other_s = m.other_s;
     auto it = best.find(ranks);
     if (it == best.end() || it->second.best.mfu < p.mfu) best[ranks] = std::move(pt);

@@ -226,12 +226,14 @@ BREAKDOWN = (("compute", ("compute_s",), ("compute",)),
              ("PP comm", ("exposed_pp_s",), ()),
              ("bubble", ("bubble_s",), ()),
              ("PP comm + bubble", (), ("pp_comm_and_bubble",)),
-             ("other", (), ("other",)))
+             ("other", (), ("other",)),
+             ("CP comm", ("exposed_cp_s",), ()))
 
 # One colour per breakdown component in every figure of every report, so "orange" always
 # means the same thing.
 COMPONENT_COLOURS = {"compute": "#4c72b0", "TP comm": "#dd8452", "DP comm": "#55a868", "EP comm": "#c44e52",
-                     "PP comm": "#8172b3", "bubble": "#937860", "PP comm + bubble": "#a27fb0", "other": "#8c8c8c"}
+                     "PP comm": "#8172b3", "bubble": "#937860", "PP comm + bubble": "#a27fb0", "other": "#8c8c8c",
+                     "CP comm": "#ccb974"}
 # PP splits are marked the same way wherever splits are compared.
 PP_COLOUR, NO_PP_COLOUR, PP_HATCH = "#c44e52", "#4c72b0", "//"
 

@@ -14,7 +14,8 @@ from figures import BREAKDOWN, Figure, _fmt, stacked_breakdown
 # The scaling table's breakdown columns per component label (figures.BREAKDOWN's labels).
 SCALING_PARTS = (("compute", ("compute_s",)), ("TP comm", ("exposed_tp_s",)),
                  ("DP comm", ("exposed_dp_s", "exposed_expert_dp_s")), ("EP comm", ("exposed_ep_s",)),
-                 ("PP comm", ("exposed_pp_s",)), ("bubble", ("bubble_s",)), ("other", ("other_s",)))
+                 ("PP comm", ("exposed_pp_s",)), ("bubble", ("bubble_s",)), ("other", ("other_s",)),
+                 ("CP comm", ("exposed_cp_s",)))
 
 
 # Systems get colours of their own, none of them a breakdown component's
