@@ -69,6 +69,7 @@ std::string_view to_string(Stream s) {
     case Stream::compute: return "compute";
     case Stream::comm: return "comm";
     case Stream::grad_comm: return "grad_comm";
+    case Stream::p2p: return "p2p";
   }
   return "?";
 }
@@ -203,8 +204,8 @@ class Builder {
   // the current action. An op waits for it only when it runs on another stream (ops of
   // one stream run in order anyway).
   int wait_for_producer(Stream mine) const {
-    // A template's received input arrives by a pp_exchange, on the comm stream.
-    if (producer_ == kWaitReceived) return mine != Stream::comm ? kWaitReceived : -1;
+    // A template's received input arrives by a pp_exchange, on the p2p stream.
+    if (producer_ == kWaitReceived) return mine != Stream::p2p ? kWaitReceived : -1;
     return producer_ >= 0 && prog_.ops[producer_].stream != mine ? producer_ : -1;
   }
 
@@ -591,12 +592,12 @@ class Builder {
     op.phase = a.send ? (a.send->payload == Payload::activation ? Phase::forward : Phase::backward)
                       : (a.recv->payload == Payload::activation ? Phase::forward : Phase::backward);
     op.group = Group::pp;
-    op.stream = Stream::comm;
+    op.stream = Stream::p2p;
     op.bytes = pipeline_message_bytes(m_, s_, o_);
     // The data sent is the output of the action just before this exchange (the
     // exchange does not change producer_: a later exchange of the same round may
     // send it).
-    if (a.send) op.waits[0] = wait_for_producer(Stream::comm);
+    if (a.send) op.waits[0] = wait_for_producer(Stream::p2p);
     // mb_/chunk_ describe the message received (or sent when there is no receive).
     const Transfer& t = a.recv ? *a.recv : *a.send;
     mb_ = t.microbatch;

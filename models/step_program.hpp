@@ -84,8 +84,9 @@
 // (backward) waits for the pp_exchange that received its activation (gradient); a
 // pp_exchange that sends waits for the op that produced the data. Gradient
 // reductions run on their own grad_comm stream so that they can overlap compute; the
-// optimizer waits for the last of them. pp_exchange ops are on the comm stream: a
-// blocking executor simply runs every op in list order, which is always valid.
+// optimizer waits for the last of them. pp_exchange ops are on the p2p stream (a
+// waiting send does not delay the TP collectives behind it); a blocking executor
+// simply runs every op in list order, which is always valid.
 //
 // FLOPs and bytes are per rank (this rank's share). flops are floating-point ops the
 // rank executes (a multiply-add = 2). For compute ops, bytes = the operands read and
@@ -159,7 +160,12 @@ bool is_comm(OpKind k);
 
 enum class Phase : std::uint8_t { forward, backward, recompute, optimizer };
 std::string_view to_string(Phase p);
-enum class Stream : std::uint8_t { compute, comm, grad_comm };
+// p2p: pipeline exchanges have a stream of their own (Megatron posts them as batched
+// isend/irecv, overlapped with compute by default for the interleaved schedule,
+// overlap_p2p_comm), so a send waiting for its peer never holds up a TP or EP
+// collective of the next action.
+enum class Stream : std::uint8_t { compute, comm, grad_comm, p2p };
+inline constexpr int kNumStreams = 4;
 std::string_view to_string(Stream s);
 
 // Special layer indices for ops outside the transformer layers.

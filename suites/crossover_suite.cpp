@@ -16,6 +16,7 @@
 #include "suites/run_recorder.hpp"
 #include "suites/suites.hpp"
 #include "topologies/crossover.hpp"
+#include "topologies/framework.hpp"
 #include "topologies/projection_report.hpp"
 #include "topologies/sim_pricer.hpp"
 
@@ -46,7 +47,8 @@ std::vector<store::Column> cell_columns() {
 int crossover_main(int argc, char** argv) {
   namespace po = boost::program_options;
   std::string model_name, base = "dgx-h100", domains = "8,16,32,64,72,128,256",
-                          gbps = "100,200,400,800,1600", out, dtype, rank_by_text = "mfu";
+                          gbps = "100,200,400,800,1600", out, dtype, rank_by_text = "mfu",
+                          framework = "ibt";
   long gpus = 0, max_cp = 16;
   long long global_batch = 0, global_batch_tokens = 16LL * 1024 * 1024;
   double threshold = 0.05;
@@ -79,6 +81,8 @@ int crossover_main(int argc, char** argv) {
        "largest context-parallel degree searched (all_gather and ring; where 2*cp divides seq_len; 1 = no CP)")
       ("threshold", double_value(&threshold), "relative MFU gain above which PP counts as needed")
       ("dtype", po::value(&dtype), "dtype of the peak MFU refers to (default bf16)")
+      ("framework", po::value(&framework)->default_value(framework),
+       "megatron-core, megatron-2021, maxtext or ibt: what the framework overlaps and fuses (ibt project --help)")
       ("rank-by", po::value(&rank_by_text)->default_value(rank_by_text),
        "compare by mfu or goodput: goodput picks the best splits and computes the gain on goodput-adjusted "
        "MFU (MFU x goodput; needs the failure figures below or the base topology's reliability section)")
@@ -106,6 +110,7 @@ int crossover_main(int argc, char** argv) {
   topo::ProjectionOptions options;
   options.dtype = dtype.empty() ? topo::default_dtype(topology) : dtype;
   topology.device.peak(options.dtype);
+  topo::apply(topo::framework_profile(framework), options);
   if (options.dtype == "fp32") options.precision = models::fp32_adam();
   const topo::FailureAssumptions failure = topo::failure_assumptions(topology, failure_overrides(vm));
   const topo::RankBy rank_by = topo::parse_rank_by(rank_by_text);
@@ -122,8 +127,8 @@ int crossover_main(int argc, char** argv) {
   const bool with_goodput = failure.complete();
   std::printf("compared by %s%s\n", topo::to_string(rank_by),
               with_goodput ? "" : ("; goodput not computed: " + failure.missing()).c_str());
-  std::printf("%7s %9s %8s %8s %s%8s %6s  %-52s %s\n", "domain", "Gb/s", "MFU pp1", "MFU pp>1",
-              with_goodput ? "gMFU pp1 gMFU pp>1 " : "", "gain", "PP?", "best PP=1 split", "best PP>1 split");
+  std::printf("%7s %9s %8s %8s %s%8s %-18s  %-52s %s\n", "domain", "Gb/s", "MFU pp1", "MFU pp>1",
+              with_goodput ? "gMFU pp1 gMFU pp>1 " : "", "gain", "verdict", "best PP=1 split", "best PP>1 split");
   for (const auto& c : r.cells) {
     char gain[16];
     if (std::isinf(c.gain)) std::snprintf(gain, sizeof gain, "inf");
@@ -133,11 +138,23 @@ int crossover_main(int argc, char** argv) {
       std::snprintf(gmfu, sizeof gmfu, "%7.1f%% %8.1f%% ",
                     c.best_no_pp.goodput.computed ? 100 * c.best_no_pp.goodput.goodput_mfu : 0.0,
                     c.best_with_pp.goodput.computed ? 100 * c.best_with_pp.goodput.goodput_mfu : 0.0);
-    std::printf("%7d %9g %7.1f%% %7.1f%% %s%8s %6s  %-52s %s\n", c.domain_size, c.scale_out_gbps,
+    std::printf("%7d %9g %7.1f%% %7.1f%% %s%8s %-18s  %-52s %s\n", c.domain_size, c.scale_out_gbps,
                 c.best_no_pp.feasible ? 100 * c.best_no_pp.mfu : 0.0,
-                c.best_with_pp.feasible ? 100 * c.best_with_pp.mfu : 0.0, gmfu, gain, c.pp_needed ? "yes" : "no",
+                c.best_with_pp.feasible ? 100 * c.best_with_pp.mfu : 0.0, gmfu, gain, c.verdict.c_str(),
                 c.best_no_pp.feasible ? topo::split_label(c.best_no_pp.split).c_str() : "(none fits)",
                 c.best_with_pp.feasible ? topo::split_label(c.best_with_pp.split).c_str() : "(none fits)");
+  }
+  if (!r.cells.empty()) {
+    const topo::CrossoverCell& c0 = r.cells.front();
+    const topo::Projection& any = c0.best_no_pp.feasible ? c0.best_no_pp : c0.best_with_pp;
+    if (any.mfu_band.known)
+      std::printf("uncertainty: +-%.1f%% (median |MFU error| of family %s on published runs, "
+                  "topologies/validation/bands.json): a gain within threshold +- that is 'within uncertainty'\n",
+                  100 * c0.uncertainty, any.mfu_band.family.c_str());
+    else
+      std::printf("uncertainty: no validation band for %s (no published runs of its family in "
+                  "topologies/validation/published-runs.csv): verdicts compare the gain with the threshold alone\n",
+                  topology.name.c_str());
   }
   std::printf("verdict: %s\n", r.verdict.c_str());
   std::printf("%s", topo::describe_assumptions(failure).c_str());

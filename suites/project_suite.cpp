@@ -14,6 +14,7 @@
 #include "suites/failure_flags.hpp"
 #include "suites/run_recorder.hpp"
 #include "suites/suites.hpp"
+#include "topologies/framework.hpp"
 #include "topologies/projection.hpp"
 #include "topologies/projection_goodput.hpp"
 #include "topologies/projection_report.hpp"
@@ -27,10 +28,11 @@ namespace po = boost::program_options;
 
 struct ProjectArgs {
   std::string model, topology, schedule = "1f1b", recompute = "none", dtype, out, rank_by = "mfu";
+  std::string framework = "ibt";
   long gpus = 0, dp = 0, tp = 1, pp = 1, ep = 1, vpp = 0, microbatches = 0, mbs = 1, cp = 1;
   std::string cp_comm = "all_gather";
   long long global_batch = 0, global_batch_tokens = 16LL * 1024 * 1024;
-  bool zero1 = false, sp = false, no_sp = false, all = false, no_overlap = false;
+  bool zero1 = false, sp = false, no_sp = false, all = false, no_overlap = false, fp8 = false;
   long top = 20;
   double memory_fraction = 0.9;
 };
@@ -88,6 +90,11 @@ int project_main(int argc, char** argv) {
       ("sp", po::bool_switch(&a.sp), "sequence parallelism (needs tp > 1; default on when tp > 1)")
       ("no-sp", po::bool_switch(&a.no_sp), "no sequence parallelism")
       ("dtype", po::value(&a.dtype), "compute dtype the peak and MFU refer to: fp32, tf32, bf16, fp8 (default bf16, else fp32)")
+      ("framework", po::value(&a.framework)->default_value(a.framework),
+       "what the training framework overlaps and fuses: megatron-core (flash attention, grad-reduce and TP comm "
+       "overlap), megatron-2021 (unfused attention, no overlap), maxtext (fused attention, collective matmul), "
+       "ibt (fused attention, grad-reduce overlap only); topologies/framework.hpp cites each")
+      ("fp8", po::bool_switch(&a.fp8), "linear-layer GEMMs in fp8 at the fp8 peak with their casts (Transformer Engine); MFU stays against --dtype's peak")
       ("no-overlap", po::bool_switch(&a.no_overlap), "gradient reduction after the backward pass instead of overlapping it")
       ("memory-fraction", double_value(&a.memory_fraction), "usable fraction of device memory")
       ("all", po::bool_switch(&a.all), "search every valid split and rank them")
@@ -123,7 +130,9 @@ int project_main(int argc, char** argv) {
     throw UsageError("--rank-by goodput: goodput cannot be computed: " + failure.missing());
   // fp32 compute means the fp32 engine: 4-byte activations and gradients, fp32 Adam.
   if (options.dtype == "fp32") options.precision = models::fp32_adam();
-  options.overlap_grad_reduce = !a.no_overlap;
+  topo::apply(topo::framework_profile(a.framework), options);
+  if (a.no_overlap) options.overlap_grad_reduce = false;
+  options.fp8_gemms = a.fp8;
   options.usable_memory_fraction = a.memory_fraction;
   options.keep_sim = !a.all;
   const long long global_batch =
@@ -140,6 +149,7 @@ int project_main(int argc, char** argv) {
   recorder.set_attr("world_size", static_cast<std::int64_t>(a.gpus));
   recorder.set_attr("backend", std::string("sim"));
   recorder.set_attr("dtype", options.dtype);
+  recorder.set_attr("framework", a.framework);
   recorder.set_attr("global_batch", static_cast<std::int64_t>(global_batch));
   recorder.set_attr("conventions", std::string(kConventions));
   recorder.set_attr("failure_assumptions", topo::describe_assumptions(failure));

@@ -156,7 +156,7 @@ int scaling_main(int argc, char** argv) {
       "generation (topology), the best split at every point (every split `ibt project --all`\n"
       "searches: tp <= domain size, 1f1b and interleaved v=2, recompute none/selective/full,\n"
       "ZeRO-1 on/off, sequence parallelism when tp > 1), with its step-time breakdown (the\n"
-      "bottleneck pipeline stage: the one with the most compute).\n"
+      "bottleneck pipeline stage: the busiest, least idle one).\n"
       "Strong scaling keeps the global batch fixed; weak scaling keeps the batch per device\n"
       "fixed (global batch = devices x --sequences-per-device; default: the first point's).\n"
       "MFU = model FLOPs / (step time x devices x peak of --dtype); model FLOPs are 6N (active\n"

@@ -4,8 +4,10 @@
 #include <cmath>
 #include <cstdlib>
 #include <limits>
+#include <numeric>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "core/errors.hpp"
 
@@ -34,19 +36,62 @@ double bus_factor(CollOp op, int n) {
   return 1.0;
 }
 
-Placement place_group(int n, long long stride, int domain_size) {
+namespace {
+
+// Members of the group starting at `first` in each domain it touches: the fewest and
+// how many domains.
+struct Straddle {
+  long long fewest = 0;
+  int domains = 0;
+};
+Straddle straddle(long long first, int n, long long stride, long long D) {
+  Straddle s{n, 0};
+  for (long long i = 0; i < n;) {
+    const long long domain = (first + i * stride) / D;
+    const long long last = std::min<long long>(n - 1, ((domain + 1) * D - 1 - first) / stride);
+    s.fewest = std::min(s.fewest, last - i + 1);
+    ++s.domains;
+    i = last + 1;
+  }
+  return s;
+}
+
+}  // namespace
+
+Placement place_group(int n, long long stride, int domain_size, long long world) {
   Placement p;
   p.n = n;
-  const long long D = domain_size;
   if (n <= 1) return p;
+  long long D = domain_size;
+  if (world > 0 && world < D) D = world;  // the job is one (smaller) domain
   if (D % (stride * n) == 0) {
     p.per_domain = n;  // whole group inside each domain
-  } else if (stride % D == 0) {
-    p.per_domain = 1;  // one member per domain
+  } else if (stride % D == 0 || stride >= D) {
+    p.per_domain = 1;  // consecutive members are a domain or more apart
   } else if (D % stride == 0 && (stride * n) % D == 0) {
     p.per_domain = static_cast<int>(D / stride);
   } else {
-    p.per_domain = 1;  // misaligned: assume the worst (documented above)
+    // Uneven: the groups start at a + stride*n*b (a < stride); which members share a
+    // domain depends on first mod D only, so each residue is examined once.
+    const long long span = stride * n;
+    const long long period = D / std::gcd(span, D);  // span * b mod D repeats after this
+    const long long groups = world > 0 ? std::min(period, std::max<long long>(1, world / span)) : period;
+    std::vector<char> seen(static_cast<size_t>(D), 0);
+    Straddle worst{n, 1};
+    for (long long b = 0; b < groups; ++b) {
+      for (long long a = 0; a < stride; ++a) {
+        const long long first = a + span * b;
+        if (world > 0 && first + (n - 1) * stride >= world) continue;
+        char& mark = seen[static_cast<size_t>(first % D)];
+        if (mark) continue;
+        mark = 1;
+        const Straddle s = straddle(first, n, stride, D);
+        if (s.fewest < worst.fewest || (s.fewest == worst.fewest && s.domains > worst.domains))
+          worst = s;
+      }
+    }
+    p.per_domain = static_cast<int>(worst.fewest);
+    p.spanned = worst.fewest >= n ? 0 : worst.domains;
   }
   return p;
 }

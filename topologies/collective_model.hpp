@@ -41,16 +41,23 @@ double bus_factor(CollOp op, int n);
 
 struct Placement {
   int n = 1;           // devices in the group
-  int per_domain = 1;  // of which in one scale-up domain (k)
+  int per_domain = 1;  // of which in one scale-up domain (k; the fewest, if uneven)
+  int spanned = 0;     // domains the group touches (0: n / per_domain, the even case)
   bool intra() const { return per_domain >= n; }
   bool inter() const { return per_domain <= 1 && n > 1; }
-  int domains() const { return (n + per_domain - 1) / per_domain; }
+  int domains() const { return spanned > 0 ? spanned : (n + per_domain - 1) / per_domain; }
 };
 
-// Where the group {first + i*stride, i < n} falls with `domain_size` consecutive ranks
-// per domain. Groups that do not tile the domains evenly are placed conservatively
-// (per_domain = 1: every step on the network).
-Placement place_group(int n, long long stride, int domain_size);
+// Where the groups {first + i*stride, i < n} of a job of `world` devices fall with
+// `domain_size` consecutive ranks per domain (world 0: a job of many domains). A job
+// smaller than one domain is one domain of its own size (a 4,096-chip TPU slice). A
+// group that does not tile the domains (DP64 on 72-GPU NVL72 racks) straddles a
+// boundary: it is priced by the links it really uses -- its members inside one domain
+// talk over the scale-up fabric, and only the crossings use the network, through the
+// NICs of the members on each side. All groups of a kind run at once and the step
+// waits for the slowest, so the placement is that of the worst group: the fewest
+// members in one domain (the fewest NICs carrying the crossing) and the most domains.
+Placement place_group(int n, long long stride, int domain_size, long long world = 0);
 
 struct CollectiveCost {
   double time_us = 0;

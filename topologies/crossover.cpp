@@ -80,7 +80,12 @@ CrossoverResult crossover(const models::ModelConfig& model, const Topology& base
       c.gain = std::numeric_limits<double>::infinity();
     else
       c.gain = c.best_no_pp.feasible ? -1.0 : 0.0;
-    c.pp_needed = c.gain > threshold;
+    const Projection& any = c.best_no_pp.feasible ? c.best_no_pp : c.best_with_pp;
+    c.uncertainty = any.mfu_band.known ? any.mfu_band.relative : 0.0;
+    c.pp_needed = c.gain > threshold + c.uncertainty;
+    c.verdict = c.pp_needed                                ? "PP needed"
+                : c.gain < threshold - c.uncertainty || !c.best_with_pp.feasible ? "PP not needed"
+                                                                                 : "within uncertainty";
   }
   r.verdict = crossover_verdict(model.name, r);
   return r;

@@ -7,7 +7,13 @@
 // PP > 1 (default_search(): microbatch size 1, the global batch fixed, 1F1B and
 // interleaved v=2, recompute none/selective/full, ZeRO-1 on/off, SP when tp > 1,
 // tp <= domain size). gain = MFU(PP>1) / MFU(PP=1) - 1 (infinite when no PP = 1 split
-// fits in memory). "PP needed" in a cell = gain > threshold.
+// fits in memory). With u the topology family's median |MFU error| on published runs
+// (uncertainty.hpp; 0 where no family covers the topology), a cell is
+//   "PP needed"          when gain > threshold + u,
+//   "PP not needed"      when gain < threshold - u (or nothing with PP fits),
+//   "within uncertainty" otherwise: the two bests are closer than the projection's
+//                        error can tell apart;
+// and names the best no-PP split beside the best PP split.
 //
 // With failure assumptions (failure_model.hpp) each projection also gets its goodput,
 // and with rank_by == goodput the best splits and the gain are those of the
@@ -32,6 +38,8 @@ struct CrossoverCell {
   Projection best_with_pp;
   double gain = 0;          // relative, of the rank_by figure; +inf when only PP fits
   bool pp_needed = false;
+  std::string verdict;      // "PP needed", "PP not needed" or "within uncertainty"
+  double uncertainty = 0;   // u above
 };
 
 struct CrossoverResult {

@@ -64,7 +64,8 @@ std::vector<models::StepProgram> stage_programs(const models::ModelConfig& model
   std::vector<models::StepProgram> programs;
   programs.reserve(split.pp);
   for (int s = 0; s < split.pp; ++s)
-    programs.push_back(models::build_step_program(model, split, schedule, s * split.tp * split.dp, po));
+    // The first rank of stage s (rank order tp, cp, dp, pp: models/rank_groups.hpp).
+    programs.push_back(models::build_step_program(model, split, schedule, s * split.tp * split.cp * split.dp, po));
   return programs;
 }
 
@@ -77,6 +78,8 @@ TopologyPricer make_pricer(const models::ModelConfig& model, const Topology& top
                            const std::string& dtype) {
   TopologyPricer pricer(topology, split, dtype);
   pricer.set_dispatch_overlaps_compute(options.dispatch_overlaps_compute);
+  if (options.fp8_gemms) pricer.set_fp8_gemms();
+  if (options.tp_comm_overlap) pricer.set_tp_comm_overlap(model, options.precision.activation_bytes);
   if (options.attention_score_passes > 0)
     pricer.add_attention_score_traffic(model, options.attention_score_passes,
                                        options.precision.activation_bytes);
@@ -92,6 +95,8 @@ void record(SimResult sim, bool all_detailed, const Topology& topology, const Pr
   const double peak = topology.device.peak(dtype).get() * 1e12;
   p.mfu = p.model_flops / (p.step_s * p.devices * peak);
   p.hfu = p.hardware_flops / (p.step_s * p.devices * peak);
+  p.topology_name = topology.name;
+  p.mfu_band = mfu_band(topology.name, p.mfu);
   p.tokens_per_s = p.tokens_per_step / p.step_s;
   const StageTime& first = sim.stages.front();
   p.compute_s = first.compute_us * 1e-6;
@@ -105,8 +110,12 @@ void record(SimResult sim, bool all_detailed, const Topology& topology, const Pr
     for (int e = 0; e < kNumExposures; ++e) b.exposed_s[e] = st.exposed_us[e] * 1e-6;
     p.stages.push_back(b);
   }
+  // The busiest stage (least bubble: compute + exposed communication), as `ibt project`'s
+  // stage table names it.
+  const int bubble = static_cast<int>(Exposure::bubble);
   for (size_t s = 1; s < p.stages.size(); ++s)
-    if (p.stages[s].compute_s > p.stages[p.bottleneck_stage].compute_s) p.bottleneck_stage = static_cast<int>(s);
+    if (p.stages[s].exposed_s[bubble] < p.stages[p.bottleneck_stage].exposed_s[bubble])
+      p.bottleneck_stage = static_cast<int>(s);
   if (options.keep_sim) p.sim = std::move(sim);
 }
 

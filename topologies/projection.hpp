@@ -25,6 +25,7 @@
 #include "topologies/sim_executor.hpp"
 #include "topologies/sim_fast.hpp"
 #include "topologies/topology.hpp"
+#include "topologies/uncertainty.hpp"
 
 namespace ibt::topo {
 
@@ -42,6 +43,13 @@ struct ProjectionOptions {
   // max(roofline, overhead)) instead of adding to it (the default): eager frameworks
   // whose small kernels are launch-bound (sim_pricer.hpp).
   bool dispatch_overlaps_compute = false;
+  // Sequence-parallel TP all-gathers and reduce-scatters split into chunks that overlap
+  // the GEMM next to them (Megatron-Core --tp-comm-overlap, XLA collective matmul):
+  // sim_pricer.hpp states the cost.
+  bool tp_comm_overlap = false;
+  // The linear layers' GEMMs in fp8 (Transformer Engine), MFU still against `dtype`'s
+  // peak (bf16): sim_pricer.hpp states the cost.
+  bool fp8_gemms = false;
   ProjectionOptions() : precision(models::bf16_mixed_adam()) {}
 };
 
@@ -52,13 +60,15 @@ struct Projection {
   std::string reason;          // why not, when infeasible
   double step_s = 0;
   double mfu = 0, hfu = 0;
+  MfuBand mfu_band;             // from the topology family's validation error (uncertainty.hpp)
+  std::string topology_name;
   double tokens_per_s = 0;
   double tokens_per_step = 0;
   double model_flops = 0, hardware_flops = 0;  // per step, all devices
   double compute_s = 0;                          // first stage
   std::array<double, kNumExposures> exposed_s{};  // first stage, by cause
   // Every stage's breakdown (compute + exposed parts add up to its finish), and the
-  // bottleneck: the stage whose compute stream is busiest (with uneven stages, e.g.
+  // bottleneck: the busiest stage (compute + exposed communication, i.e. the least bubble) (with uneven stages, e.g.
   // the last stage's output layer, it is not stage 0). Reports show the bottleneck's
   // breakdown and keep the others available. Searches (keep_sim off) walk only the
   // first stage in detail: then `stages` holds stage 0 alone.

@@ -26,6 +26,48 @@ std::string largest_exposure(const Projection& p) {
          fmt("%.0f%%", 100.0 * p.exposed_s[best] / p.step_s);
 }
 
+// Every stage's breakdown (the sim keeps them for single projections) and the
+// bottleneck: the stage with the most work of its own (compute + exposed
+// communication = step time - its idle), which sets the pipeline's pace -- an MoE
+// stage's EP all-to-all or the last stage's loss head hides here, not in stage 0.
+std::string stage_table(const Projection& p) {
+  const auto& stages = p.sim.stages;
+  if (stages.size() < 2) return "";
+  const double step_us = p.step_s * 1e6;
+  std::string out = "stages       (seconds; busy = compute + exposed communication = step - bubble)\n";
+  out += "  stage   compute";
+  for (int e = 0; e < kNumExposures; ++e)
+    if (static_cast<Exposure>(e) != Exposure::bubble) {
+      char name[24];
+      std::snprintf(name, sizeof name, "%10s", to_string(static_cast<Exposure>(e)));
+      out += name;
+    }
+  out += "    bubble      busy\n";
+  size_t busiest = 0;
+  for (size_t i = 0; i < stages.size(); ++i) {
+    const StageTime& st = stages[i];
+    const double busy = step_us - st.exposed_us[static_cast<int>(Exposure::bubble)];
+    if (busy > step_us - stages[busiest].exposed_us[static_cast<int>(Exposure::bubble)]) busiest = i;
+    out += fmt("  %5.0f", static_cast<double>(st.stage)) + fmt(" %9.4f", st.compute_us * 1e-6);
+    for (int e = 0; e < kNumExposures; ++e)
+      if (static_cast<Exposure>(e) != Exposure::bubble) out += fmt(" %9.4f", st.exposed_us[e] * 1e-6);
+    out += fmt(" %9.4f", st.exposed_us[static_cast<int>(Exposure::bubble)] * 1e-6) + fmt(" %9.4f", busy * 1e-6) + "\n";
+  }
+  const StageTime& b = stages[busiest];
+  int worst = -1;
+  for (int e = 0; e < kNumExposures; ++e)
+    if (static_cast<Exposure>(e) != Exposure::bubble && b.exposed_us[e] > 0 && (worst < 0 || b.exposed_us[e] > b.exposed_us[worst]))
+      worst = e;
+  out += "bottleneck   stage " + std::to_string(b.stage) + ": busy " +
+         fmt("%.1f%%", 100 * (step_us - b.exposed_us[static_cast<int>(Exposure::bubble)]) / step_us) +
+         " of the step" +
+         (worst >= 0 ? std::string(", largest exposed communication ") + to_string(static_cast<Exposure>(worst)) + " " +
+                           fmt("%.4f s", b.exposed_us[worst] * 1e-6)
+                     : std::string()) +
+         "\n";
+  return out;
+}
+
 }  // namespace
 
 std::string describe_projection(const Projection& p, const std::string& dtype) {
@@ -41,11 +83,11 @@ std::string describe_projection(const Projection& p, const std::string& dtype) {
   };
   if (!p.feasible) return out + "INFEASIBLE   " + p.reason + "\n";
   out += "step time    " + fmt("%.4f s", p.step_s) + "\n";
-  out += "MFU          " + fmt("%.1f%%", 100 * p.mfu) + " (model FLOPs vs " + dtype + " peak), HFU " +
+  out += "MFU          " + format_mfu_with_band(p.mfu, p.mfu_band, p.topology_name) + " (model FLOPs vs " + dtype + " peak), HFU " +
          fmt("%.1f%%", 100 * p.hfu) + " (with recompute)\n";
   out += "throughput   " + fmt("%.4g tokens/s", p.tokens_per_s) + ", " +
          fmt("%.4g model FLOP per step", p.model_flops) + "\n";
-  out += "breakdown    (pipeline stage 0; parts add up to the step time)\n";
+  out += "breakdown    (pipeline stage 0; parts add up to the step time; every stage below)\n";
   out += "  compute          " + fmt("%9.4f s", p.compute_s) + fmt("  %5.1f%%", 100 * p.compute_s / p.step_s) + "\n";
   for (int e = 0; e < kNumExposures; ++e) {
     const auto x = static_cast<Exposure>(e);
@@ -55,12 +97,7 @@ std::string describe_projection(const Projection& p, const std::string& dtype) {
                   100 * p.exposed_s[e] / p.step_s);
     out += line;
   }
-  if (p.stages.size() > 1) {
-    const auto& b = p.stages[p.bottleneck_stage];
-    out += "bottleneck   stage " + std::to_string(p.bottleneck_stage) + " of " + std::to_string(p.stages.size()) +
-           " (most compute): compute " + fmt("%.4f s", b.compute_s) + fmt(" (%.1f%% of the step)", 100 * b.compute_s / p.step_s) +
-           "; every stage's breakdown: table projection_stages\n";
-  }
+  out += stage_table(p);
   return out + mem();
 }
 

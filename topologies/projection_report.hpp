@@ -25,7 +25,7 @@ store::Row projection_row(const Projection& p);
 
 // Table "projection_stages": one row per pipeline stage of a feasible projection (its
 // compute and exposed parts, which add up to its finish), with bottleneck = 1 on the
-// stage with the most compute: reports show that stage's breakdown, the others beside it.
+// busiest stage (least bubble): reports show that stage's breakdown, the others beside it.
 std::vector<store::Column> projection_stage_columns();
 std::vector<store::Row> projection_stage_rows(const Projection& p);
 

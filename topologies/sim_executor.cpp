@@ -60,10 +60,14 @@ Exposure exposure_of(Group g) {
 struct RankState {
   const StepProgram* prog = nullptr;
   size_t next = 0;                    // next op to process (program order)
-  std::array<double, 3> stream_free{};
+  std::array<double, models::kNumStreams> stream_free{};
+  // An exchange that receives finishes when its receive half completes: that is when
+  // its data can be used; its send half completes when the peer's receive half does,
+  // which the peer's consumer waits for, so the step time never misses it.
   std::vector<double> ready, finish, dur;
   std::vector<double> transfer;        // exchange: the slower half's own transfer time
-  std::vector<char> posted;           // exchange: ready time known to partners
+  std::vector<double> send_post, recv_post;  // exchange: when each half was posted
+  std::vector<char> posted;           // exchange: post times known to partners
   std::unordered_map<std::uint64_t, int> send_op, recv_op;  // message -> exchange op
 };
 
@@ -147,6 +151,8 @@ SimResult simulate(const std::vector<StepProgram>& programs, OpPricer& pricer) {
     r.finish.assign(n, 0.0);
     r.dur.assign(n, 0.0);
     r.transfer.assign(n, 0.0);
+    r.send_post.assign(n, 0.0);
+    r.recv_post.assign(n, 0.0);
     r.posted.assign(n, 0);
     for (size_t i = 0; i < n; ++i) {
       const Op& op = r.prog->ops[i];
@@ -160,15 +166,17 @@ SimResult simulate(const std::vector<StepProgram>& programs, OpPricer& pricer) {
     }
   }
 
-  // Issue time of the partner's matching exchange, or -1 while it has not issued.
-  auto partner_ready = [&](int peer, const std::unordered_map<std::uint64_t, int> RankState::*table,
-                           std::uint64_t key) -> double {
+  // When the partner posted its half of a message (the receive, for our send: table
+  // recv_op; the send, for our receive: table send_op), or -1 while it has not.
+  auto partner_post = [&](int peer, const std::unordered_map<std::uint64_t, int> RankState::*table,
+                          std::uint64_t key) -> double {
     const RankState& pr = ranks.at(peer);
     auto it = (pr.*table).find(key);
     if (it == (pr.*table).end())
       throw RuntimeError("sim: stage " + std::to_string(peer) +
                          " has no exchange matching a message sent to it");
-    return pr.posted[it->second] ? pr.ready[it->second] : -1.0;
+    if (!pr.posted[it->second]) return -1.0;
+    return table == &RankState::recv_op ? pr.recv_post[it->second] : pr.send_post[it->second];
   };
 
   size_t remaining = 0;
@@ -184,34 +192,42 @@ SimResult simulate(const std::vector<StepProgram>& programs, OpPricer& pricer) {
         if (op.kind != OpKind::pp_exchange) {
           r.ready[i] = std::max(r.stream_free[stream], wait_done(r, op));
           r.finish[i] = r.ready[i] + r.dur[i];
+          r.stream_free[stream] = r.finish[i];
         } else {
+          // Exchanges are posted in program order as non-blocking halves (isend and
+          // irecv): the receive as soon as the stream reaches it, the send once its
+          // data is produced. Each half completes when its peer has posted the other
+          // half, plus the transfer; the consumer waits for the receive only.
+          const auto& a = r.prog->actions.at(op.action);
           if (!r.posted[i]) {
-            r.ready[i] = std::max(r.stream_free[stream], wait_done(r, op));
+            r.recv_post[i] = r.stream_free[stream];
+            r.send_post[i] = std::max(r.stream_free[stream], wait_done(r, op));
+            r.ready[i] = a.recv ? r.recv_post[i] : r.send_post[i];
             r.posted[i] = 1;
             progress = true;
           }
-          const auto& a = r.prog->actions.at(op.action);
-          double done = r.ready[i];
+          double send_done = 0, recv_done = 0;
           bool blocked = false;
           if (a.send) {
-            const double p = partner_ready(a.send->peer_stage, &RankState::recv_op, message_key(*a.send));
+            const double p = partner_post(a.send->peer_stage, &RankState::recv_op, message_key(*a.send));
             const double c = pricer.exchange_half_us(*r.prog, op, a.send->peer_stage);
             r.transfer[i] = std::max(r.transfer[i], c);
             if (p < 0) blocked = true;
-            else done = std::max(done, std::max(r.ready[i], p) + c);
+            else send_done = std::max(r.send_post[i], p) + c;
           }
           if (a.recv) {
-            const double p = partner_ready(a.recv->peer_stage, &RankState::send_op, message_key(*a.recv));
+            const double p = partner_post(a.recv->peer_stage, &RankState::send_op, message_key(*a.recv));
             const double c = pricer.exchange_half_us(*r.prog, op, a.recv->peer_stage);
             r.transfer[i] = std::max(r.transfer[i], c);
             if (p < 0) blocked = true;
-            else done = std::max(done, std::max(r.ready[i], p) + c);
+            else recv_done = std::max(r.recv_post[i], p) + c;
           }
           if (blocked) break;
-          r.finish[i] = done;
-          r.dur[i] = done - r.ready[i];
+          r.finish[i] = a.recv ? recv_done : send_done;
+          r.dur[i] = r.finish[i] - r.ready[i];
+          // The next exchange is posted after this one is, not after it completes.
+          r.stream_free[stream] = std::max(r.send_post[i], r.recv_post[i]);
         }
-        r.stream_free[stream] = r.finish[i];
         ++r.next;
         --remaining;
         progress = true;

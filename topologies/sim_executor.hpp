@@ -4,13 +4,21 @@
 // symmetric, so one rank per stage stands for all of them.
 //
 // Rules (the same the program declares for every executor):
-// - each rank has three streams (compute, comm, grad_comm); ops of one stream run one
+// - each rank has four streams (compute, comm, grad_comm, p2p); ops of one stream run one
 //   after the other in program order;
 // - an op also waits for the ops in its waits[] (a collective for its producer, a
 //   consumer for its collective);
-// - a pp_exchange is a rendezvous: each half (send, receive) completes when both sides
-//   have issued their matching exchange, plus the transfer time; the op completes when
-//   both halves have.
+// - a pp_exchange is a pair of non-blocking halves (Megatron's batched isend/irecv,
+//   overlapped with compute): exchanges are posted in program order on the p2p stream,
+//   the receive when the stream reaches it, the send when its data is produced; each
+//   half completes when the peer has posted the matching half, plus the transfer
+//   time. An exchange that receives finishes with its receive half (what its
+//   consumer waits for; a send waiting for a busy downstream stage holds up nothing
+//   but itself), one that only sends with its send half; the next exchange is posted
+//   once this one is posted. Both halves of a message complete at the same time
+//   (max of the two posts + transfer), so a send's completion is the peer's receive,
+//   which the peer's consumer waits for: the step time never misses it. (sim_fast
+//   walks exchanges by the same rules.)
 // The costs come from an OpPricer (sim_pricer.hpp prices ops from a topology); the
 // executor itself knows nothing of hardware, so tests drive it with hand-made costs.
 #include <array>

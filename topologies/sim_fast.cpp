@@ -161,6 +161,7 @@ int stream_input(Stream s) {
     case Stream::compute: return kCompute;
     case Stream::comm: return kComm;
     case Stream::grad_comm: return kGradComm;
+    case Stream::p2p: break;  // exchanges are walked apart, never in a template
   }
   return kCompute;
 }
@@ -192,7 +193,9 @@ PricedTemplate summarise(const std::vector<Op>& ops, std::vector<double> dur, in
   t.table[kCompute] = stream_free[0];
   t.table[kComm] = stream_free[1];
   t.table[kGradComm] = stream_free[2];
-  t.producer = producer >= 0 && ops[producer].stream != Stream::comm ? producer : -1;
+  // A send waits for its data whatever stream produced it (exchanges have a stream of
+  // their own).
+  t.producer = producer;
   if (t.producer >= 0) t.table[kReceived] = finish[t.producer];
   else t.table[kReceived].fill(kNever);
   return t;
@@ -228,7 +231,10 @@ struct StageWalk {
   size_t next = 0;                 // next action
   Times free{0.0, 0.0, 0.0, kNever};  // streams free; [kReceived] unused
   double data_ready = kNever;      // when the last action's output can be sent (kNever: no wait)
-  std::vector<double> ex_ready;    // per action: an exchange's issue time
+  std::vector<double> ex_ready;    // per action: an exchange's issue time (its receive's post, else its send's)
+  std::vector<double> send_post, recv_post;  // per action: when an exchange posted each half
+  double p2p_free = 0;             // when the next exchange can be posted
+  double p2p_done = 0;             // the latest exchange finish
   std::vector<char> posted;
   std::vector<double> ex_transfer; // per action: the slower half's transfer
   std::vector<double> received;    // [payload][mb * v + chunk]: arrival of a received message
@@ -375,7 +381,7 @@ SimResult simulate_fast(const StepTemplates& templates, OpPricer& pricer, StageD
   Op exchange;
   exchange.kind = OpKind::pp_exchange;
   exchange.group = Group::pp;
-  exchange.stream = Stream::comm;
+  exchange.stream = Stream::p2p;
   exchange.bytes = templates.exchange_bytes();
   std::vector<double> half_cost(static_cast<size_t>(P) * P, -1.0);
   auto half_us = [&](int stage, int peer) {
@@ -396,6 +402,8 @@ SimResult simulate_fast(const StepTemplates& templates, OpPricer& pricer, StageD
       if (per_stage[s][i].kind != ActionKind::exchange) w.final_action = i;
     const size_t n = per_stage[s].size();
     w.ex_ready.assign(n, 0.0);
+    w.send_post.assign(n, 0.0);
+    w.recv_post.assign(n, 0.0);
     w.posted.assign(n, 0);
     w.ex_transfer.assign(n, 0.0);
     w.received.assign(2 * static_cast<size_t>(M) * V, kNever);
@@ -495,15 +503,18 @@ SimResult simulate_fast(const StepTemplates& templates, OpPricer& pricer, StageD
           }
         } else {
           if (!w.posted[i]) {
-            // simulate(): max(stream free, the producer's finish when it waits for one).
-            w.ex_ready[i] = std::max(w.free[kComm], a.send ? std::max(0.0, w.data_ready) : 0.0);
+            // simulate(): the receive posted when the p2p stream reaches it, the send
+            // when its data is produced too.
+            w.recv_post[i] = w.p2p_free;
+            w.send_post[i] = std::max(w.p2p_free, a.send ? std::max(0.0, w.data_ready) : 0.0);
+            w.ex_ready[i] = a.recv ? w.recv_post[i] : w.send_post[i];
             w.posted[i] = 1;
             progress = true;
             if (w.detailed) {
               Op op;
               op.kind = OpKind::pp_exchange;
               op.group = Group::pp;
-              op.stream = Stream::comm;
+              op.stream = Stream::p2p;
               op.bytes = templates.exchange_bytes();
               op.action = static_cast<int>(i);
               if (a.send && w.producer >= 0) op.waits[0] = w.producer;
@@ -515,7 +526,7 @@ SimResult simulate_fast(const StepTemplates& templates, OpPricer& pricer, StageD
               w.transfer.push_back(0.0);
             }
           }
-          double done = w.ex_ready[i];
+          double half_done[2] = {0.0, 0.0};
           bool blocked = false;
           for (int half = 0; half < 2; ++half) {
             const auto& t = half == 0 ? a.send : a.recv;
@@ -524,11 +535,19 @@ SimResult simulate_fast(const StepTemplates& templates, OpPricer& pricer, StageD
             const StageWalk& peer = walks[t->peer_stage];
             const double c = half_us(s, t->peer_stage);
             w.ex_transfer[i] = std::max(w.ex_transfer[i], c);
-            if (!peer.posted[peer_action]) blocked = true;
-            else done = std::max(done, std::max(w.ex_ready[i], peer.ex_ready[peer_action]) + c);
+            if (!peer.posted[peer_action]) {
+              blocked = true;
+              continue;
+            }
+            // Our send meets the peer's receive, our receive the peer's send.
+            const double mine = half == 0 ? w.send_post[i] : w.recv_post[i];
+            const double theirs = half == 0 ? peer.recv_post[peer_action] : peer.send_post[peer_action];
+            half_done[half] = std::max(mine, theirs) + c;
           }
           if (blocked) break;
-          w.free[kComm] = done;
+          const double done = a.recv ? half_done[1] : half_done[0];
+          w.p2p_free = std::max(w.send_post[i], w.recv_post[i]);
+          w.p2p_done = std::max(w.p2p_done, done);
           if (a.recv) w.received[slot(*a.recv, V, M)] = done;
           if (w.detailed) {
             const int op = w.action_op[i];
@@ -573,7 +592,7 @@ SimResult simulate_fast(const StepTemplates& templates, OpPricer& pricer, StageD
     } else {
       apply(w, tails[s], kNever);
       st.stage = s;
-      st.finish_us = std::max({0.0, w.free[kCompute], w.free[kComm], w.free[kGradComm]});
+      st.finish_us = std::max({0.0, w.free[kCompute], w.free[kComm], w.free[kGradComm], w.p2p_done});
     }
     result.step_us = std::max(result.step_us, st.finish_us);
     result.stages.push_back(st);

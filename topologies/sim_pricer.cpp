@@ -20,21 +20,23 @@ TopologyPricer::TopologyPricer(const Topology& topology, const models::ParallelS
     throw UsageError("topology '" + t_.name + "' has no " + dtype + " peak (" + peak.note +
                      "); choose another --dtype");
   flops_per_us_ = peak.get() * 1e6 * t_.model.gemm_efficiency.get();
+  gemm_flops_per_us_ = flops_per_us_;
   bytes_per_us_ = t_.device.memory_bandwidth_GBps.get() * 1e3 * t_.model.memory_efficiency.get();
   overhead_us_ = t_.model.op_overhead_us.get();
   const int D = t_.domain_size();
   const long long tp_cp = static_cast<long long>(split.tp) * split.cp;
   stage_stride_ = tp_cp * split.dp;
   const int expert_dp = split.dp / split.ep;
+  const long long W = split.world_size();
   placement_[static_cast<int>(Group::none)] = Placement{};
-  placement_[static_cast<int>(Group::tp)] = place_group(split.tp, 1, D);
-  placement_[static_cast<int>(Group::cp)] = place_group(split.cp, split.tp, D);
-  placement_[static_cast<int>(Group::dp)] = place_group(split.dp, tp_cp, D);
-  placement_[static_cast<int>(Group::ep)] = place_group(split.ep, tp_cp, D);
-  placement_[static_cast<int>(Group::expert_dp)] = place_group(expert_dp, tp_cp * split.ep, D);
-  placement_[static_cast<int>(Group::pp)] = place_group(split.pp, stage_stride_, D);
+  placement_[static_cast<int>(Group::tp)] = place_group(split.tp, 1, D, W);
+  placement_[static_cast<int>(Group::cp)] = place_group(split.cp, split.tp, D, W);
+  placement_[static_cast<int>(Group::dp)] = place_group(split.dp, tp_cp, D, W);
+  placement_[static_cast<int>(Group::ep)] = place_group(split.ep, tp_cp, D, W);
+  placement_[static_cast<int>(Group::expert_dp)] = place_group(expert_dp, tp_cp * split.ep, D, W);
+  placement_[static_cast<int>(Group::pp)] = place_group(split.pp, stage_stride_, D, W);
   // dp x cp is one strided group (cp varies fastest, then dp).
-  placement_[static_cast<int>(Group::dp_cp)] = place_group(split.dp * split.cp, split.tp, D);
+  placement_[static_cast<int>(Group::dp_cp)] = place_group(split.dp * split.cp, split.tp, D, W);
   // expert_dp x cp is two strides (cp, then expert_dp past the EP peers): a domain
   // holds the CP peers it holds times the expert_dp peers it holds.
   if (split.ep == 1) {
@@ -53,6 +55,39 @@ void TopologyPricer::add_attention_score_traffic(const models::ModelConfig& mode
   const double heads = static_cast<double>(model.heads) / split_.tp;
   const double seq = model.seq_len;
   score_bytes_forward_ = passes * element_bytes * split_.micro_batch_size * heads * seq * seq;
+}
+
+void TopologyPricer::set_fp8_gemms() {
+  const Figure& fp8 = t_.device.peak("fp8");
+  if (!fp8.known())
+    throw UsageError("topology '" + t_.name + "' has no fp8 peak (" + fp8.note + "): fp8 GEMMs cannot be priced");
+  gemm_flops_per_us_ = fp8.get() * 1e6 * t_.model.gemm_efficiency.get();
+  cast_bytes_per_gemm_byte_ = 1.5;
+}
+
+namespace {
+bool is_linear_gemm(OpKind k) {
+  switch (k) {
+    case OpKind::qkv_gemm:
+    case OpKind::q_down_gemm:
+    case OpKind::q_up_gemm:
+    case OpKind::kv_down_gemm:
+    case OpKind::kv_up_gemm:
+    case OpKind::out_proj_gemm:
+    case OpKind::mlp_up_gemm:
+    case OpKind::mlp_down_gemm:
+    case OpKind::expert_up_gemm:
+    case OpKind::expert_down_gemm:
+    case OpKind::shared_up_gemm:
+    case OpKind::shared_down_gemm: return true;
+    default: return false;  // router and LM head stay in bf16 in TE's recipe
+  }
+}
+}  // namespace
+
+void TopologyPricer::set_tp_comm_overlap(const models::ModelConfig& model, double element_bytes) {
+  // bytes = tokens * hidden * element_bytes; GEMM = 2 * tokens * hidden * hidden / tp.
+  tp_overlap_flops_per_byte_ = 2.0 * model.hidden / split_.tp / element_bytes;
 }
 
 double TopologyPricer::compute_us(double flops, double bytes) const {
@@ -84,9 +119,22 @@ double TopologyPricer::op_us(const models::StepProgram&, const Op& op) {
       const double mult = op.phase == models::Phase::backward ? 2.0 : 1.0;
       return compute_us(op.flops, op.bytes + mult * score_bytes_forward_);
     }
-    default: return compute_us(op.flops, op.bytes);
+    default:
+      if (gemm_flops_per_us_ != flops_per_us_ && is_linear_gemm(op.kind)) {
+        const double roofline = std::max(op.flops / gemm_flops_per_us_, op.bytes / bytes_per_us_) +
+                                cast_bytes_per_gemm_byte_ * op.bytes / bytes_per_us_;
+        return dispatch_overlaps_ ? std::max(roofline, overhead_us_) : roofline + overhead_us_;
+      }
+      return compute_us(op.flops, op.bytes);
   }
-  return collective_cost(t_, coll, placement_[static_cast<int>(op.group)], op.bytes).time_us;
+  const double comm = collective_cost(t_, coll, placement_[static_cast<int>(op.group)], op.bytes).time_us;
+  const bool overlappable = (op.kind == OpKind::sp_all_gather || op.kind == OpKind::sp_reduce_scatter) &&
+                            op.group == Group::tp && op.phase != models::Phase::optimizer;
+  if (tp_overlap_flops_per_byte_ > 0 && overlappable) {
+    const double gemm = tp_overlap_flops_per_byte_ * op.bytes / flops_per_us_;
+    return std::max(comm / split_.tp, comm - gemm);
+  }
+  return comm;
 }
 
 double TopologyPricer::exchange_half_us(const models::StepProgram& program, const Op& op,

@@ -9,6 +9,22 @@
 // frameworks launch asynchronously), so an op costs its device time or its dispatch
 // time, whichever is longer, not their sum.
 // (ops without FLOPs -- norms, embedding, loss -- are memory-bound by construction).
+// With set_fp8_gemms (Transformer Engine's fp8 recipe), the linear layers' GEMMs run
+// at the fp8 peak times gemm_efficiency and pay the casts: each operand read in bf16
+// and written in fp8 once (1.5x the GEMM's bf16 operand bytes at memory bandwidth;
+// the scaling factors' amax reductions are small and left out). Attention, norms and
+// the rest stay at the dtype's rate.
+// With set_tp_comm_overlap, a sequence-parallel all-gather or reduce-scatter of the TP
+// group is split into tp chunks, each sent while the GEMM next to it works on the
+// chunk before (Transformer Engine's userbuffer overlap, XLA's collective matmul): it
+// costs what the GEMM cannot hide, and at least one chunk,
+//     max(comm / tp, comm - gemm)
+// where gemm is the smallest GEMM next to such a collective in a transformer block,
+// [tokens x hidden] x [hidden x hidden/tp] (the attention output projection; the
+// others are wider), derived from the collective's own size (tokens x hidden
+// elements). Stated approximations: the GEMM is not slowed by sharing the device
+// with the transfer, and the TP all-reduce without sequence parallelism is not
+// overlapped (Megatron-Core's overlap needs sequence parallelism).
 // Communication op: collective_model.hpp for the op's group, placed on the domains by
 // the rank order of models/rank_groups.hpp (rank = tp + tp*(cp + cp*(dp + dp*pp)),
 // domains of consecutive ranks), so a TP group inside a domain uses scale-up links and
@@ -42,15 +58,21 @@ class TopologyPricer : public OpPricer {
   // microbatch per forward (2x backward) are added to each attention_core op's bytes.
   void add_attention_score_traffic(const models::ModelConfig& model, double passes, double element_bytes);
   void set_dispatch_overlaps_compute(bool on) { dispatch_overlaps_ = on; }
+  void set_tp_comm_overlap(const models::ModelConfig& model, double element_bytes);
+  void set_fp8_gemms();  // UsageError when the device has no fp8 peak
 
  private:
   const Topology& t_;
   models::ParallelSplit split_;
   double flops_per_us_ = 0;       // peak * efficiency
+  double gemm_flops_per_us_ = 0;  // the linear layers' rate (fp8 with set_fp8_gemms)
+  double cast_bytes_per_gemm_byte_ = 0;
   double bytes_per_us_ = 0;       // memory bandwidth * efficiency
   double overhead_us_ = 0;
   bool dispatch_overlaps_ = false;  // max(roofline, overhead) instead of their sum
   double score_bytes_forward_ = 0;  // extra attention-core bytes per forward op
+  // TP overlap: GEMM FLOPs hiding a collective, per byte of it (0 = no overlap).
+  double tp_overlap_flops_per_byte_ = 0;
   long long stage_stride_ = 1;    // ranks between pipeline stages (tp * cp * dp)
   std::array<Placement, models::kGroupKinds> placement_{};  // by models::Group
 };

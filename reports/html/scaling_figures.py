@@ -129,7 +129,7 @@ def scaling_figures(runs):
                   for line in systems for r in sorted(lines[line], key=lambda r: int(r["devices"])) if int(r["feasible"])]
         figures.append(Figure(f"scaling_breakdown_{model}_{mode}", fig,
                               f"{model}, {mode} scaling: where the step goes at each point, as shares of the step time "
-                              "(projections: the bottleneck pipeline stage, the one with the most compute, named in the "
+                              "(projections: the bottleneck pipeline stage, the busiest (least idle) one, named in the "
                               "table; measured: means over ranks).",
                               (["system", "devices", "split", "stage"] + [f"{lab} s" for lab in order], btable)))
     return figures

@@ -2,6 +2,7 @@
 // hierarchical algorithms across domains, calibrated fits.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 
 #include "core/errors.hpp"
@@ -20,8 +21,69 @@ TEST(Placement, FollowsTheRankOrder) {
   const Placement p = place_group(16, 2, 8);
   EXPECT_EQ(p.per_domain, 4);
   EXPECT_EQ(p.domains(), 4);
-  // Misaligned (tp 16 on 72-device domains) is placed conservatively.
-  EXPECT_EQ(place_group(16, 1, 72).per_domain, 1);
+  // Misaligned (tp 16 on 72-device domains): the group at ranks 64..79 has 8 members
+  // on each side of the boundary.
+  const Placement m = place_group(16, 1, 72);
+  EXPECT_EQ(m.per_domain, 8);
+  EXPECT_EQ(m.domains(), 2);
+}
+
+// Groups that do not tile the scale-up domain are priced by the links they use.
+TEST(Placement, StraddlingGroupsOnNvl72) {
+  // DP64 over 64 x 72 GPUs (tp 1): groups start every 64 ranks; the one at 64 has 8
+  // GPUs in the first rack and 56 in the second, the one at 8 sits in one rack.
+  const Placement dp = place_group(64, 1, 72, 64 * 72);
+  EXPECT_EQ(dp.per_domain, 8);
+  EXPECT_EQ(dp.domains(), 2);
+  EXPECT_FALSE(dp.intra());
+  EXPECT_FALSE(dp.inter());
+  // DP64 at tp 2 (every other rank): 128-rank spans on 72-rank racks, 4 members of the
+  // group at ranks 64..191 (its first four even ranks) in rack 0, 36 in rack 1, the
+  // rest in rack 2.
+  const Placement dp2 = place_group(64, 2, 72, 2 * 64 * 9);
+  EXPECT_EQ(dp2.per_domain, 4);
+  EXPECT_EQ(dp2.domains(), 3);
+
+  // The straddling all-reduce costs more than inside one rack, and much less than with
+  // every step on the network (the old conservative rule): only the crossing uses the
+  // NICs, 8 of them on the thin side.
+  const Topology t = load_topology("gb200-nvl72");
+  const double S = 2e9;  // a large gradient bucket
+  Placement inside;
+  inside.n = 64;
+  inside.per_domain = 64;
+  Placement all_network;
+  all_network.n = 64;
+  all_network.per_domain = 1;
+  const double straddle_us = collective_cost(t, CollOp::all_reduce, dp, S).time_us;
+  const double inside_us = collective_cost(t, CollOp::all_reduce, inside, S).time_us;
+  const double network_us = collective_cost(t, CollOp::all_reduce, all_network, S).time_us;
+  EXPECT_GT(straddle_us, inside_us);
+  EXPECT_LT(straddle_us, 0.5 * network_us);
+  // The bandwidth term is that of a ring over min(NVLink, 8 NICs x 50 GB/s).
+  const double flat_bw = std::min(900 * 0.8, 8 * 50 * 0.85) * 1e3;  // bytes per us
+  EXPECT_LE(straddle_us, 2.0 * 63 / 64 * S / flat_bw + 500.0);
+}
+
+TEST(Placement, StraddlingGroupsOnTpuV5p) {
+  // A 4,096-chip job on v5p is one 4,096-chip slice: every group on ICI (the old rule
+  // put DP4096 on the 6.25 GB/s data-center network).
+  const Placement one_slice = place_group(4096, 1, 6144, 4096);
+  EXPECT_TRUE(one_slice.intra());
+  // 8,192 chips on 6,144-chip slices: the second DP4096 group has 2,048 chips in each
+  // of two slices, so only its crossing uses DCN.
+  const Placement two = place_group(4096, 1, 6144, 8192);
+  EXPECT_EQ(two.per_domain, 2048);
+  EXPECT_EQ(two.domains(), 2);
+  const Topology t = load_topology("tpu-v5p");
+  const double S = 1e9;
+  Placement all_dcn;
+  all_dcn.n = 4096;
+  all_dcn.per_domain = 1;
+  EXPECT_LT(collective_cost(t, CollOp::all_reduce, one_slice, S).time_us,
+            collective_cost(t, CollOp::all_reduce, two, S).time_us);
+  EXPECT_LT(collective_cost(t, CollOp::all_reduce, two, S).time_us,
+            0.1 * collective_cost(t, CollOp::all_reduce, all_dcn, S).time_us);
 }
 
 TEST(CollectiveModel, BusBandwidthTendsToTheEffectiveLinkRate) {
