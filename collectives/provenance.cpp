@@ -5,6 +5,8 @@
 #include <cstring>
 #include <ctime>
 
+#include <unistd.h>
+
 namespace ibt {
 
 bool environment_allowed(const std::string& name) {
@@ -33,6 +35,9 @@ JobFacts gather_job_facts(MPI_Comm world) {
   MPI_Get_processor_name(name, &len);
   std::vector<char> all(static_cast<std::size_t>(size) * MPI_MAX_PROCESSOR_NAME);
   MPI_Gather(name, MPI_MAX_PROCESSOR_NAME, MPI_CHAR, all.data(), MPI_MAX_PROCESSOR_NAME, MPI_CHAR, 0, world);
+  const int cores = static_cast<int>(sysconf(_SC_NPROCESSORS_ONLN));
+  std::vector<int> all_cores(static_cast<std::size_t>(size));
+  MPI_Gather(&cores, 1, MPI_INT, all_cores.data(), 1, MPI_INT, 0, world);
   JobFacts facts;
   if (rank != 0) return facts;
   for (int r = 0; r < size; ++r) {
@@ -41,12 +46,22 @@ JobFacts gather_job_facts(MPI_Comm world) {
     if (it == facts.hosts.end()) {
       facts.hosts.push_back(host);
       facts.ranks_per_host.push_back(1);
+      facts.cores_per_host.push_back(all_cores[static_cast<std::size_t>(r)]);
     } else {
       ++facts.ranks_per_host[it - facts.hosts.begin()];
     }
     facts.host_of_rank_list += (r ? "," : "") + std::string("r") + std::to_string(r) + "=" + host;
   }
   return facts;
+}
+
+std::string JobFacts::oversubscription() const {
+  std::string out;
+  for (std::size_t h = 0; h < hosts.size() && h < cores_per_host.size(); ++h)
+    if (cores_per_host[h] > 0 && ranks_per_host[h] > cores_per_host[h])
+      out += (out.empty() ? "" : "; ") + std::to_string(ranks_per_host[h]) + " ranks on " +
+             std::to_string(cores_per_host[h]) + " cores of " + hosts[h];
+  return out;
 }
 
 std::string utc_now_iso8601() {

@@ -10,6 +10,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "core/data_dirs.hpp"
 #include "core/errors.hpp"
 #include "core/input_file.hpp"
 
@@ -63,10 +64,7 @@ E get_enum(const json& v, const std::string& origin, const std::string& field,
 
 }  // namespace
 
-std::string catalog_dir() {
-  if (const char* env = std::getenv("IBT_MODELS_DIR"); env && *env) return env;
-  return IBT_MODELS_DIR;
-}
+std::string catalog_dir() { return data_dir("IBT_MODELS_DIR", "models/catalog", IBT_MODELS_DIR); }
 
 std::vector<std::string> catalog_names() {
   std::vector<std::string> names;

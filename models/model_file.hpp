@@ -14,7 +14,7 @@
 
 namespace ibt::models {
 
-// The catalog folder: $IBT_MODELS_DIR if set, else the compiled-in
+// The catalog folder: $IBT_MODELS_DIR, else an installed share/ibt (core/data_dirs.hpp), else the compiled-in
 // IBT_MODELS_DIR (<source>/models/catalog).
 std::string catalog_dir();
 // Names (file stems) of the catalog's models, sorted.

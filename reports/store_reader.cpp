@@ -16,6 +16,12 @@ std::optional<AttrValue> RunInfo::attr(const std::string& name) const {
   return std::nullopt;
 }
 
+std::string RunInfo::oversubscription() const {
+  if (attr_string("oversubscribed") != "1") return "";
+  const std::string text = attr_string("oversubscription");
+  return text.empty() ? "oversubscribed" : text;
+}
+
 std::string RunInfo::attr_string(const std::string& name) const {
   const auto value = attr(name);
   if (!value) return "";

@@ -24,6 +24,7 @@
 #include "suites/accept_reference.hpp"
 #include "suites/backends.hpp"
 #include "suites/cli.hpp"
+#include "suites/job_facts.hpp"
 #include "suites/job_guard.hpp"
 #include "suites/mpi_session.hpp"
 #include "suites/p2p_rows.hpp"
@@ -138,8 +139,8 @@ int run(int argc, char** argv, MpiSession& mpi) {
       ("help,h", "show this help")
       ("reference", po::value(&reference_path), "reference file (JSON), e.g. topologies/references/local-cpu.json")
       ("junit", po::value(&junit), "write a JUnit XML report here (one testcase per metric, plus correctness)")
-      ("out", po::value(&out), "append this run (kind accept) to an HDF5 results file")
-      ("timeout,T", po::value(&timeout)->default_value(timeout), "seconds one measurement may take")
+      ("out,o", po::value(&out), "append this run (kind accept) to an HDF5 results file")
+      ("timeout,T", double_value(&timeout), "seconds one measurement may take")
       ("backend", po::value(&backend_name)->default_value(backend_name), "mpi or nccl (collectives; p2p is MPI)")
       ("generate-reference", po::value(&generate_from),
        "TOPOLOGY: instead of measuring, write a default reference from a catalog topology (name or .json path)")
@@ -150,7 +151,10 @@ int run(int argc, char** argv, MpiSession& mpi) {
   po::variables_map vm;
   store_command_line(argc, argv, opts, vm);
   if (vm.count("help")) {
-    if (mpi.rank() == 0) std::cout << kHelpIntro << "\n" << opts << "\n";
+    if (mpi.rank() == 0)
+      print_help(std::cout, kHelpIntro, opts,
+                 {"mpiexec -n 2 ibt accept --reference topologies/references/local-cpu.json --junit accept.xml",
+                "ibt accept --generate-reference dgx-h100 --ranks 16 --write h100-16.json"});
     return kExitOk;
   }
   po::notify(vm);
@@ -215,10 +219,7 @@ int run(int argc, char** argv, MpiSession& mpi) {
     recorder->set_attr("ibt_version", std::string(kVersion));
     recorder->set_attr("git_commit", std::string(kGitCommit));
     recorder->set_attr("world_size", static_cast<std::int64_t>(mpi.size()));
-    std::string hosts;
-    for (std::size_t i = 0; i < facts.hosts.size(); ++i) hosts += (i ? "," : "") + facts.hosts[i];
-    recorder->set_attr("hosts", hosts);
-    recorder->set_attr("rank_hosts", facts.host_of_rank_list);
+    record_job_facts(recorder.get(), facts, "ibt accept");
     recorder->set_attr("backend", backend->name());
     for (const auto& [key, value] : backend->provenance()) recorder->set_attr(key, value);
     recorder->set_attr("domains", static_cast<std::int64_t>(layout.num_domains));
@@ -230,10 +231,6 @@ int run(int argc, char** argv, MpiSession& mpi) {
     std::printf("# ibt accept %s (%s): reference %s (%s), %zu metrics, %d ranks on %zu host(s), %d domain(s) by %s\n",
                 kVersion, kGitCommit, reference_path.c_str(), ref.system.c_str(), ref.metrics.size(), mpi.size(),
                 facts.hosts.size(), layout.num_domains, layout.method.c_str());
-    const long cores = sysconf(_SC_NPROCESSORS_ONLN);
-    if (cores > 0 && mpi.size() > cores && facts.hosts.size() == 1)
-      std::fprintf(stderr, "# warning: %d ranks share %ld cores: timings measure scheduling, not the interconnect\n",
-                   mpi.size(), cores);
     std::fflush(nullptr);
   }
 

@@ -23,7 +23,7 @@ int calibrate_main(int argc, char** argv) {
   namespace po = boost::program_options;
   std::vector<std::string> inputs;
   std::string out, base = "local-cpu", name;
-  bool measure_local = false;
+  bool measure_local = false, allow_oversubscribed = false;
   std::vector<std::string> fit_train;
   po::options_description opts(
       "ibt calibrate FILE.h5 [FILE.h5 ...] --out TOPOLOGY.json: fit time = alpha + bytes/bandwidth\n"
@@ -45,21 +45,29 @@ int calibrate_main(int argc, char** argv) {
   opts.add_options()
       ("help,h", "show this help")
       ("inputs", po::value(&inputs)->multitoken(), "HDF5 result files (positional)")
-      ("out", po::value(&out), "topology JSON file to write")
-      ("base", po::value(&base)->default_value(base), "topology the fits are added to (catalog name or path)")
+      ("out,o", po::value(&out), "topology JSON file to write")
+      ("topology", po::value(&base)->default_value(base), "topology the fits are added to (catalog name or path)")
       ("name", po::value(&name), "name of the calibrated topology (default: the --out file's stem)")
       ("measure-local", po::bool_switch(&measure_local),
        "also measure this machine's fp32 sgemm rate and memory bandwidth (one thread) into the device figures")
       ("fit-train", po::value(&fit_train)->composing(),
        "FILE.h5:RUN_ID or FILE.h5 (repeatable): fit compute efficiency to these train runs only; the other "
-       "train runs in the input files are held out and reported");
+       "train runs in the input files are held out and reported")
+      ("allow-oversubscribed", po::bool_switch(&allow_oversubscribed),
+       "fit runs measured with more ranks than cores on a host (refused without it: such timings measure the "
+       "scheduler, with residuals of 40-67% seen)");
   po::positional_options_description pos;
   pos.add("inputs", -1);
+  po::options_description old_spellings;  // kept for one release, not in --help
+  old_spellings.add_options()("base", po::value<std::string>());
   po::variables_map vm;
-  if (!parse_command_line(argc, argv, opts, vm, &pos)) {
-    std::cout << opts << "\n";
+  if (!parse_command_line(argc, argv, opts, vm, &pos, "", &old_spellings)) {
+    print_help(std::cout, "ibt calibrate FILE.h5 [FILE.h5 ...] --out TOPOLOGY.json [options]", opts,
+               {"ibt calibrate results/quickstart.h5 --topology local-cpu --out my-cluster.json",
+                "ibt calibrate fit.h5 held.h5 --fit-train fit.h5 --out mine.json"});
     return kExitOk;
   }
+  take_alias(vm, "base", "topology", base);
   if (inputs.empty()) throw UsageError("give at least one HDF5 results file");
   if (out.empty()) throw UsageError("--out is required");
   if (name.empty()) {
@@ -70,10 +78,16 @@ int calibrate_main(int argc, char** argv) {
   std::vector<topo::MeasuredCollective> rows;
   std::vector<topo::MeasuredTrainRun> train;
   std::vector<topo::MeasuredLayout> layouts;
+  std::vector<std::string> oversubscribed;  // "FILE:RUN (4 ranks on 2 cores of host)" of the collectives runs
   for (const auto& f : inputs) {
     bool has_collectives = false;
-    for (const auto& run : store::list_runs(f))
-      for (const auto& t : run.tables) has_collectives |= t == "collectives";
+    for (const auto& run : store::list_runs(f)) {
+      bool collectives = false;
+      for (const auto& t : run.tables) collectives |= t == "collectives";
+      has_collectives |= collectives;
+      if (const std::string over = run.oversubscription(); collectives && !over.empty())
+        oversubscribed.push_back(f + ":" + run.id + " (" + over + ")");
+    }
     if (has_collectives) {
       auto r = topo::read_collective_rows(f);
       std::printf("%s: %zu measured collective rows\n", f.c_str(), r.size());
@@ -85,6 +99,18 @@ int calibrate_main(int argc, char** argv) {
     train.insert(train.end(), t.begin(), t.end());
   }
   if (rows.empty()) throw UsageError("no collectives run in the given files: nothing to fit communication from");
+  // Train runs are checked where the compute fit takes them, below.
+  auto oversubscribed_runs = [&](const std::vector<std::string>& runs) {
+    std::string list;
+    for (const auto& r : runs) list += (list.empty() ? "" : ", ") + r;
+    if (!allow_oversubscribed)
+      throw UsageError("oversubscribed measurements: " + list +
+                       ": their timings measure the scheduler, not the hardware; re-measure with at most one "
+                       "rank per core, or pass --allow-oversubscribed to fit them anyway");
+    std::fprintf(stderr, "# warning: ibt calibrate: fitting oversubscribed measurements (--allow-oversubscribed): %s\n",
+                 list.c_str());
+  };
+  if (!oversubscribed.empty()) oversubscribed_runs(oversubscribed);
   const auto layout = topo::agreed_layout(layouts);  // refuses mixed layouts, naming the files
   topo::CalibrationReport rep = topo::calibrate(base_topology, rows, inputs, name);
   // The fits hold on the layout they were measured on: take its domain size, and price
@@ -126,6 +152,10 @@ int calibrate_main(int argc, char** argv) {
   if (measure_local)
     std::printf("measured: fp32 %.4f TFLOP/s, memory %.1f GB/s\n", rep.topology.device.fp32.get(),
                 rep.topology.device.memory_bandwidth_GBps.get());
+  std::vector<std::string> oversubscribed_fit;
+  for (const auto& r : fit_runs)
+    if (!r.oversubscription.empty()) oversubscribed_fit.push_back(r.label() + " (" + r.oversubscription + ")");
+  if (!oversubscribed_fit.empty()) oversubscribed_runs(oversubscribed_fit);
   if (!fit_runs.empty()) {
     const topo::ComputeFit cf = topo::fit_compute(rep.topology, fit_runs, held_out);
     std::printf("compute fit: gemm_efficiency %.4f of fp32 peak %.4f TFLOP/s = %.2f GFLOP/s achieved, from %zu run(s)\n",

@@ -18,6 +18,7 @@
 #include "collectives/sizes.hpp"
 #include "models/checkpoint/checkpointer.hpp"
 #include "models/checkpoint/shard_io.hpp"
+#include "suites/cli.hpp"
 #include "suites/mpi_session.hpp"
 #include "core/memory_plan.hpp"
 #include "suites/cli.hpp"
@@ -61,7 +62,7 @@ po::options_description describe_options(BenchArgs& a) {
       ("state-bytes", po::value(&a.state_bytes), "bytes of state per rank (required; K, M, G suffixes)")
       ("dir", po::value(&a.dir)->default_value(a.dir), "directory for the checkpoints (shared by all ranks)")
       ("repeats", po::value(&a.repeats)->default_value(a.repeats), "write+read rounds")
-      ("out", po::value(&a.out), "append this run (kind checkpoint_bench) to an HDF5 results file")
+      ("out,o", po::value(&a.out), "append this run (kind checkpoint_bench) to an HDF5 results file")
       ("keep", po::bool_switch(&a.keep), "keep the written checkpoints")
       ("cached-reads", po::bool_switch(&a.cached_reads), "do not drop the shards from the page cache before reading")
       ("timeout,T", po::value(&a.timeout)->default_value(a.timeout),
@@ -105,7 +106,9 @@ int run(int argc, char** argv, MpiSession& mpi) {
   po::variables_map vm;
   store_command_line(argc, argv, options, vm);
   if (vm.count("help")) {
-    if (mpi.rank() == 0) std::cout << kHelpIntro << "\n" << options << "\n";
+    if (mpi.rank() == 0)
+      print_help(std::cout, kHelpIntro, options,
+                 {"mpiexec -n 2 ibt checkpoint-bench --state-bytes 256M --repeats 5 --out ckpt-bench.h5"});
     return kExitOk;
   }
   po::notify(vm);

@@ -2,6 +2,8 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdio>
+#include <ostream>
 #include <sstream>
 #include <thread>
 #include <type_traits>
@@ -111,14 +113,48 @@ int resolve_jobs(int jobs) {
   return jobs;
 }
 
+void note_old_spelling(const char* old_name, const char* name) {
+  std::fprintf(stderr, "# note: --%s is now --%s; the old spelling goes in a later release\n", old_name, name);
+}
+
+boost::program_options::typed_value<double>* double_value(double* target) {
+  char text[32];
+  std::snprintf(text, sizeof text, "%g", *target);
+  return boost::program_options::value(target)->default_value(*target, text);
+}
+
+void print_help(std::ostream& out, const std::string& usage,
+                const boost::program_options::options_description& options,
+                const std::vector<std::string>& examples) {
+  // Some commands' intros already open with their usage line (and explain more after it).
+  out << (usage.rfind("usage:", 0) == 0 ? "" : "usage: ") << usage << "\n\n" << options << "\n";
+  if (examples.empty()) return;
+  out << "examples:\n";
+  for (const auto& e : examples) out << "  " << e << "\n";
+}
+
+std::vector<std::string> parse_list_of_names(const std::string& text, const char* option) {
+  std::vector<std::string> out;
+  std::stringstream ss(text);
+  std::string item;
+  while (std::getline(ss, item, ','))
+    out.push_back(item.empty() ? throw UsageError(std::string(option) + ": empty name in '" + text + "'") : item);
+  if (out.empty() || text.back() == ',') throw UsageError(std::string(option) + ": empty name in '" + text + "'");
+  return out;
+}
+
 bool parse_command_line(int argc, char** argv, const boost::program_options::options_description& options,
                         boost::program_options::variables_map& vm,
                         const boost::program_options::positional_options_description* positional,
-                        const std::string& hint) {
+                        const std::string& hint,
+                        const boost::program_options::options_description* hidden) {
   namespace po = boost::program_options;
   try {
     po::command_line_parser parser(argc, argv);
-    parser.options(options);
+    po::options_description all;
+    all.add(options);
+    if (hidden) all.add(*hidden);
+    parser.options(all);
     if (positional) parser.positional(*positional);
     const po::parsed_options parsed = parser.run();
     refuse_stray_words(parsed, positional != nullptr);

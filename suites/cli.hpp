@@ -2,8 +2,11 @@
 // Small helpers shared by the suites' command lines.
 #include <boost/program_options.hpp>
 
+#include <sstream>
 #include <string>
 #include <vector>
+
+#include "core/errors.hpp"
 
 namespace ibt::suites {
 
@@ -44,6 +47,54 @@ int resolve_jobs(int jobs);
 bool parse_command_line(int argc, char** argv, const boost::program_options::options_description& options,
                         boost::program_options::variables_map& vm,
                         const boost::program_options::positional_options_description* positional = nullptr,
-                        const std::string& hint = "");
+                        const std::string& hint = "",
+                        const boost::program_options::options_description* hidden = nullptr);
+
+// Old spellings of options, kept for one release: parsed (pass them as `hidden` to
+// parse_command_line) but never shown in --help. take_alias() moves an old spelling's
+// value to the canonical option's variable, with a note on stderr, and refuses both given.
+void note_old_spelling(const char* old_name, const char* name);
+template <typename T>
+void take_alias(const boost::program_options::variables_map& vm, const char* old_name, const char* name,
+                T& target) {
+  if (!vm.count(old_name)) return;
+  if (vm.count(name) && !vm[name].defaulted())
+    throw UsageError(std::string("--") + old_name + " and --" + name + " are one option (--" + old_name +
+                     " is its old spelling): give it once");
+  target = vm[old_name].as<T>();
+  note_old_spelling(old_name, name);
+}
+
+// A double option whose default prints as typed ("0.003"), not as boost's round trip
+// of the binary value ("0.0030000000000000001").
+boost::program_options::typed_value<double>* double_value(double* target);
+
+// Every command's --help: the usage line (`usage` is prefixed "usage: " unless it starts
+// with it, so an intro text may follow it), the option descriptions, then examples (one
+// command per line, each printed indented).
+void print_help(std::ostream& out, const std::string& usage,
+                const boost::program_options::options_description& options,
+                const std::vector<std::string>& examples);
+
+// "512,1024,2048" -> {512, 1024, 2048}. UsageError naming the option and the item for
+// anything that is not a positive number, or an empty list.
+template <typename T>
+std::vector<T> parse_positive_list(const std::string& text, const char* option) {
+  std::vector<T> out;
+  std::stringstream ss(text);
+  std::string item;
+  while (std::getline(ss, item, ',')) {
+    std::stringstream is(item);
+    T v{};
+    if (!(is >> v) || !is.eof() || !(v > 0))
+      throw UsageError(std::string(option) + ": '" + item + "' is not a positive number");
+    out.push_back(v);
+  }
+  if (out.empty()) throw UsageError(std::string(option) + " is empty");
+  return out;
+}
+
+// "dgx-a100,dgx-h100" -> {"dgx-a100", "dgx-h100"}; UsageError for an empty item.
+std::vector<std::string> parse_list_of_names(const std::string& text, const char* option);
 
 }  // namespace ibt::suites

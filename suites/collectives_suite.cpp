@@ -21,6 +21,7 @@
 #include "suites/collectives_nccl_flags.hpp"
 #include "suites/collectives_nccl_format.hpp"
 #include "suites/collectives_table.hpp"
+#include "suites/job_facts.hpp"
 #include "suites/job_guard.hpp"
 #include "suites/mpi_session.hpp"
 #include "suites/p2p_rows.hpp"
@@ -321,14 +322,7 @@ int run(int argc, char** argv, MpiSession& mpi) {
     recorder->set_attr("ibt_version", std::string(kVersion));
     recorder->set_attr("git_commit", std::string(kGitCommit));
     recorder->set_attr("world_size", static_cast<std::int64_t>(mpi.size()));
-    std::string hosts, per_host;
-    for (std::size_t i = 0; i < facts.hosts.size(); ++i) {
-      hosts += (i ? "," : "") + facts.hosts[i];
-      per_host += (i ? "," : "") + std::to_string(facts.ranks_per_host[i]);
-    }
-    recorder->set_attr("hosts", hosts);
-    recorder->set_attr("ranks_per_host", per_host);
-    recorder->set_attr("rank_hosts", facts.host_of_rank_list);
+    record_job_facts(recorder.get(), facts, "ibt collectives");
     recorder->set_attr("backend", backend->name());
     for (const auto& [key, value] : backend->provenance()) recorder->set_attr(key, value);
     recorder->set_attr("domains", static_cast<std::int64_t>(layout.num_domains));
@@ -352,7 +346,6 @@ int run(int argc, char** argv, MpiSession& mpi) {
     recorder->set_attr("timing_mode", args.timing);
     recorder->set_environment(allowed_environment(environ));
 
-    long cores = sysconf(_SC_NPROCESSORS_ONLN);
     std::printf("# ibt collectives %s (%s): %d ranks on %zu host(s), %d domain(s) by %s, backend %s\n", kVersion,
                 kGitCommit, mpi.size(), facts.hosts.size(), layout.num_domains, layout.method.c_str(),
                 backend->name().c_str());
@@ -363,10 +356,6 @@ int run(int argc, char** argv, MpiSession& mpi) {
                 harness.check ? (std::to_string(harness.check_iters) + "x").c_str() : "off",
                 harness.blocking ? "blocking" : "non-blocking",
                 harness.rotate_bytes ? format_size(harness.rotate_bytes).c_str() : "off");
-    const int max_per_host = facts.ranks_per_host.empty() ? 0 : *std::max_element(facts.ranks_per_host.begin(), facts.ranks_per_host.end());
-    if (cores > 0 && max_per_host > cores)
-      std::fprintf(stderr, "# warning: %d ranks share %ld cores on one host: timings are dominated by "
-                           "scheduling, not the interconnect\n", max_per_host, cores);
     if (recorder->active()) std::printf("# results: %s, run %s\n", args.out.c_str(), recorder->run_id().c_str());
     for (const auto& n : notes) std::fprintf(stderr, "# note: %s\n", n.c_str());
     if (!nccl_format) print_table_header(stdout);

@@ -25,28 +25,12 @@
 namespace ibt::suites {
 namespace {
 
-template <typename T>
-std::vector<T> parse_list(const std::string& text, const char* option) {
-  std::vector<T> out;
-  std::stringstream ss(text);
-  std::string item;
-  while (std::getline(ss, item, ',')) {
-    std::stringstream is(item);
-    T v{};
-    if (!(is >> v) || !is.eof() || !(v > 0))
-      throw UsageError(std::string(option) + ": '" + item + "' is not a positive number");
-    out.push_back(v);
-  }
-  if (out.empty()) throw UsageError(std::string(option) + " is empty");
-  return out;
-}
-
 std::vector<store::Column> cell_columns() {
   using store::ColumnType;
   return {{"domain_size", ColumnType::i64, "devices"},
           {"scale_out_gbps", ColumnType::f64, "Gb/s"},
-          {"mfu_no_pp", ColumnType::f64, ""},
-          {"mfu_with_pp", ColumnType::f64, ""},
+          {"mfu_no_pp", ColumnType::f64, "fraction"},
+          {"mfu_with_pp", ColumnType::f64, "fraction"},
           {"step_no_pp_s", ColumnType::f64, "s"},
           {"step_with_pp_s", ColumnType::f64, "s"},
           {"gain", ColumnType::f64, ""},
@@ -75,7 +59,7 @@ int crossover_main(int argc, char** argv) {
   int jobs = 1;
   po::options_description opts(
       "ibt crossover: when does pipeline parallelism stop being needed?\n"
-      "For each cell of a grid of fabrics derived from --base-topology (devices per scale-up\n"
+      "For each cell of a grid of fabrics derived from --topology (devices per scale-up\n"
       "domain x scale-out Gb/s per device; every other figure is the base's), every valid split\n"
       "is projected and the best MFU with PP = 1 and with PP > 1 are compared:\n"
       "  gain = MFU(PP>1) / MFU(PP=1) - 1 (infinite when no PP = 1 split fits in memory);\n"
@@ -98,12 +82,12 @@ int crossover_main(int argc, char** argv) {
       ("gpus", po::value(&gpus), "number of devices")
       ("domain-sizes", po::value(&domains)->default_value(domains), "comma list of devices per scale-up domain")
       ("scale-out-gbps", po::value(&gbps)->default_value(gbps), "comma list of scale-out Gb/s per device")
-      ("base-topology", po::value(&base)->default_value(base), "topology giving the device and the other figures")
+      ("topology", po::value(&base)->default_value(base), "topology giving the device and the other figures")
       ("global-batch", po::value(&global_batch), "global batch in sequences (overrides --global-batch-tokens)")
       ("global-batch-tokens", po::value(&global_batch_tokens)->default_value(global_batch_tokens), "global batch in tokens")
       ("cp", po::value(&max_cp)->default_value(max_cp),
        "largest context-parallel degree searched (all_gather and ring; where 2*cp divides seq_len; 1 = no CP)")
-      ("threshold", po::value(&threshold)->default_value(threshold), "relative MFU gain above which PP counts as needed")
+      ("threshold", double_value(&threshold), "relative MFU gain above which PP counts as needed")
       ("dtype", po::value(&dtype), "dtype of the peak MFU refers to (default bf16)")
       ("framework", po::value(&framework)->default_value(framework),
        "megatron-core, megatron-2021, maxtext or ibt: what the framework overlaps and fuses (ibt project --help)")
@@ -112,27 +96,29 @@ int crossover_main(int argc, char** argv) {
        "MFU (MFU x goodput; needs the failure figures below or the base topology's reliability section)")
       ("jobs,j", po::value(&jobs)->default_value(jobs),
        "threads sweeping the splits (the results are the same for any count; 0 = all cores)")
-      ("out", po::value(&out), "HDF5 results file to append a run of kind 'crossover' to");
+      ("out,o", po::value(&out), "HDF5 results file to append a run of kind 'crossover' to");
   add_failure_options(opts);
   ZeroFlags zero;
   po::options_description zero_opts("Sharded data parallelism searched");
-  po::options_description hidden;
-  add_zero_options(zero_opts, hidden, zero, true);
+  po::options_description old_spellings;  // kept for one release, not in --help
+  old_spellings.add_options()("base-topology", po::value<std::string>());
+  add_zero_options(zero_opts, old_spellings, zero, true);
   opts.add(zero_opts);
-  po::options_description all_opts;
-  all_opts.add(opts).add(hidden);
   po::variables_map vm;
-  if (!parse_command_line(argc, argv, all_opts, vm)) {
-    std::cout << opts << "\n";
+  if (!parse_command_line(argc, argv, opts, vm, nullptr, "", &old_spellings)) {
+    print_help(std::cout, "ibt crossover --model M --gpus N [--topology T] [--domain-sizes ...] [--scale-out-gbps ...]",
+               opts, {"ibt crossover --model deepseek-v3 --gpus 8192 --domain-sizes 8,16,32,64,72 --scale-out-gbps 100,400,1600 --topology dgx-h100 --out crossover.h5",
+                "ibt crossover --model llama3-70b --gpus 1024 --rank-by goodput"});
     return kExitOk;
   }
+  take_alias(vm, "base-topology", "topology", base);
   if (model_name.empty()) throw UsageError("--model is required");
   require_positive(gpus, "--gpus");
   require_positive(max_cp, "--cp");
   if (!(threshold >= 0)) throw UsageError("--threshold must be >= 0");
   jobs = resolve_jobs(jobs);
-  const auto domain_list = parse_list<int>(domains, "--domain-sizes");
-  const auto gbps_list = parse_list<double>(gbps, "--scale-out-gbps");
+  const auto domain_list = parse_positive_list<int>(domains, "--domain-sizes");
+  const auto gbps_list = parse_positive_list<double>(gbps, "--scale-out-gbps");
   if (!out.empty()) store::check_appendable(out);
   const models::ModelConfig model = models::load_model(model_name);
   const topo::Topology topology = topo::load_topology(base);
@@ -225,8 +211,10 @@ int crossover_main(int argc, char** argv) {
   for (const auto& c : r.cells)
     recorder.append("crossover", cell_columns(),
                     {static_cast<std::int64_t>(c.domain_size), c.scale_out_gbps,
-                     c.best_no_pp.feasible ? c.best_no_pp.mfu : 0.0, c.best_with_pp.feasible ? c.best_with_pp.mfu : 0.0,
-                     c.best_no_pp.step_s, c.best_with_pp.step_s, std::isinf(c.gain) ? 1e300 : c.gain,
+                     // No split fits: NaN, never 0 (an average over cells must not count it).
+                     c.best_no_pp.feasible ? c.best_no_pp.mfu : nan, c.best_with_pp.feasible ? c.best_with_pp.mfu : nan,
+                     c.best_no_pp.feasible ? c.best_no_pp.step_s : nan,
+                     c.best_with_pp.feasible ? c.best_with_pp.step_s : nan, std::isinf(c.gain) ? 1e300 : c.gain,
                      static_cast<std::int64_t>(c.pp_needed),
                      c.best_no_pp.feasible ? topo::split_label(c.best_no_pp.split) : std::string("(none fits)"),
                      c.best_with_pp.feasible ? topo::split_label(c.best_with_pp.split) : std::string("(none fits)"),

@@ -1,4 +1,4 @@
-// `ibt export FILE.h5 --csv|--json [--run ID] [--table NAME] [--output PATH]`.
+// `ibt export FILE.h5 --csv|--json [--run ID] [--table NAME] [--out PATH]`.
 #include <boost/program_options.hpp>
 #include <filesystem>
 #include <fstream>
@@ -18,9 +18,9 @@ namespace ibt::suites {
 namespace {
 
 const char* kExportUsage =
-    "usage: ibt export FILE.h5 --csv|--json [--run ID] [--table NAME] [--output PATH]\n"
+    "usage: ibt export FILE.h5 --csv|--json [--run ID] [--table NAME] [--out PATH]\n"
     "\n"
-    "Writes runs of an ibt results file as CSV or JSON (to stdout unless --output).\n"
+    "Writes runs of an ibt results file as CSV or JSON (to stdout unless --out).\n"
     "  CSV:  one header line (run_id, kind, then the table's columns) and one line per\n"
     "        table row. Several runs are concatenated when their table has the same\n"
     "        columns; a CSV holds one table, so name it with --table when runs hold several.\n"
@@ -31,7 +31,7 @@ const char* kExportUsage =
     "\n"
     "examples:\n"
     "  ibt export results.h5 --csv --table collectives > collectives.csv\n"
-    "  ibt export results.h5 --json --run last --output last-run.json\n"
+    "  ibt export results.h5 --json --run last --out last-run.json\n"
     "  python3 -c 'import pandas as pd; print(pd.read_csv(\"collectives.csv\"))'\n"
     "\n"
     "options";
@@ -40,7 +40,7 @@ const char* kExportUsage =
 void require_distinct(const std::string& output, const std::string& input) {
   std::error_code ec;
   if (std::filesystem::exists(output, ec) && std::filesystem::equivalent(output, input, ec))
-    throw UsageError(output + ": is the results file being exported; choose another --output");
+    throw UsageError(output + ": is the results file being exported; choose another --out");
 }
 
 }  // namespace
@@ -53,9 +53,10 @@ int export_main(int argc, char** argv) {
       ("json", "write JSON")
       ("run,r", po::value<std::string>()->value_name("ID"), "export only this run: its id, its number, or 'last'")
       ("table,t", po::value<std::string>()->value_name("NAME"), "export only this table (e.g. collectives)")
-      ("output,o", po::value<std::string>()->value_name("PATH"), "write here instead of stdout (replaced if present)");
+      ("out,o", po::value<std::string>()->value_name("PATH"), "write here instead of stdout (replaced if present)");
   po::options_description all;
-  all.add(visible).add_options()("file", po::value<std::string>());
+  // --output: the old spelling of --out, kept for one release.
+  all.add(visible).add_options()("file", po::value<std::string>())("output", po::value<std::string>());
   po::positional_options_description positional;
   positional.add("file", 1);
 
@@ -78,11 +79,13 @@ int export_main(int argc, char** argv) {
   if (csv) reports::write_csv(text, path, selection);
   else text << reports::export_json(path, selection).dump(2) << '\n';
 
-  if (!vm.count("output")) {
+  std::string out_path = vm.count("out") ? vm["out"].as<std::string>() : "";
+  take_alias(vm, "output", "out", out_path);
+  if (out_path.empty()) {
     std::cout << text.str();
     return kExitOk;
   }
-  const std::string output = vm["output"].as<std::string>();
+  const std::string output = out_path;
   require_distinct(output, path);
   std::ofstream file(output, std::ios::binary | std::ios::trunc);
   if (!file) throw UsageError(output + ": cannot open for writing");

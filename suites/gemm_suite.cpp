@@ -71,7 +71,9 @@ int gemm_main(int argc, char** argv) {
       "out", po::value(&a.out), "HDF5 results file to append the run to");
   po::variables_map vm;
   if (!parse_command_line(argc, argv, opts, vm)) {
-    std::cout << opts << "\n";
+    print_help(std::cout, "ibt gemm [--dtype bf16,fp8] [--hidden H --ffn F ...] [--out FILE.h5]", opts,
+               {"ibt gemm --out gpu.h5",
+                "ibt gemm --dtype fp8 --hidden 8192 --ffn 28672"});
     return kExitOk;
   }
 

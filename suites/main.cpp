@@ -41,6 +41,8 @@ const std::vector<Suite>& suites() {
        ibt::suites::project_main},
       {"crossover", "where pipeline parallelism stops paying, over domain sizes and network bandwidths",
        ibt::suites::crossover_main},
+      {"scaling", "MFU and tokens/s per device against device count per hardware generation, best split per point",
+       ibt::suites::scaling_main},
       {"calibrate", "fit a topology file from measured collectives and train runs", ibt::suites::calibrate_main},
       {"checkpoint-bench", "checkpoint write and read bandwidth for a state size, without training",
        ibt::suites::checkpoint_bench_main},
@@ -58,7 +60,7 @@ const std::vector<Suite>& suites() {
 void print_usage(std::FILE* out) {
   std::fprintf(out,
                "ibt %s (%s): a benchmark and conformance suite for interconnect-bound LLM training\n\n"
-               "usage: ibt <command> [options]     (ibt <command> --help for its options)\n\n"
+               "usage: ibt <command> [options]     (ibt <command> --help, or ibt help <command>, for its options)\n\n"
                "commands:\n",
                ibt::kVersion, ibt::kGitCommit);
   for (const auto& s : suites()) std::fprintf(out, "  %-16s %s\n", s.name, s.summary);
@@ -75,6 +77,14 @@ int main(int argc, char** argv) {
   // A file-size limit (ulimit -f) makes a write fail with EFBIG, which the store
   // undoes, instead of killing the process mid-write.
   std::signal(SIGXFSZ, SIG_IGN);
+  // `ibt help CMD` is `ibt CMD --help`.
+  std::vector<char*> help_args;
+  static char help_flag[] = "--help";
+  if (argc == 3 && !std::strcmp(argv[1], "help")) {
+    help_args = {argv[0], argv[2], help_flag};
+    argc = 3;
+    argv = help_args.data();
+  }
   if (argc < 2 || !std::strcmp(argv[1], "--help") || !std::strcmp(argv[1], "-h") || !std::strcmp(argv[1], "help")) {
     print_usage(stdout);
     return argc < 2 ? ibt::kExitUsage : ibt::kExitOk;

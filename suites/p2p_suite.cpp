@@ -12,6 +12,7 @@
 #include "collectives/sizes.hpp"
 #include "ibt/version.hpp"
 #include "suites/cli.hpp"
+#include "suites/job_facts.hpp"
 #include "suites/job_guard.hpp"
 #include "suites/mpi_session.hpp"
 #include "suites/p2p_rows.hpp"
@@ -55,14 +56,14 @@ po::options_description describe_options(P2pArgs& a) {
       ("domain-size", po::value(&a.domain_size)->default_value(a.domain_size),
        "declare every K consecutive ranks a domain (0: ranks that share memory)")
       ("serial", po::bool_switch(&a.serial), "one pair at a time instead of a whole round at once")
-      ("threshold", po::value(&a.threshold)->default_value(a.threshold),
+      ("threshold", double_value(&a.threshold),
        "relative distance from the median that makes an outlier (0.5 = 50%)")
       ("bandwidth-from", po::value(&a.bandwidth_from)->default_value(a.bandwidth_from),
        "sizes from this one up are judged by bandwidth, smaller ones by latency")
       ("fail-on-outliers", po::bool_switch(&a.fail_on_outliers), "exit 1 when any outlier is found")
-      ("timeout,T", po::value(&a.timeout)->default_value(a.timeout),
+      ("timeout,T", double_value(&a.timeout),
        "seconds one round may take; past it the job ends naming the ranks that did not arrive")
-      ("out", po::value(&a.out), "append this run (kind p2p_matrix) to an HDF5 results file")
+      ("out,o", po::value(&a.out), "append this run (kind p2p_matrix) to an HDF5 results file")
       ("inject-delay", po::value(&a.inject_delay),
        "RANK:US - RANK waits US microseconds before every send (testing the outlier detection)");
   return o;
@@ -109,7 +110,10 @@ int run(int argc, char** argv, MpiSession& mpi) {
   po::variables_map vm;
   store_command_line(argc, argv, options, vm);
   if (vm.count("help")) {
-    if (mpi.rank() == 0) std::cout << kHelpIntro << "\n" << options << "\n";
+    if (mpi.rank() == 0)
+      print_help(std::cout, kHelpIntro, options,
+                 {"mpiexec -n 8 ibt p2p-matrix --sizes 8,1M --out p2p.h5",
+                "mpiexec -n 8 ibt p2p-matrix --domains --domain-size 4 --fail-on-outliers"});
     return kExitOk;
   }
   po::notify(vm);
@@ -130,10 +134,7 @@ int run(int argc, char** argv, MpiSession& mpi) {
     recorder->set_attr("ibt_version", std::string(kVersion));
     recorder->set_attr("git_commit", std::string(kGitCommit));
     recorder->set_attr("world_size", static_cast<std::int64_t>(mpi.size()));
-    std::string hosts;
-    for (std::size_t i = 0; i < facts.hosts.size(); ++i) hosts += (i ? "," : "") + facts.hosts[i];
-    recorder->set_attr("hosts", hosts);
-    recorder->set_attr("rank_hosts", facts.host_of_rank_list);
+    record_job_facts(recorder.get(), facts, "ibt p2p-matrix");
     recorder->set_attr("backend", std::string("mpi"));
     recorder->set_attr("domains", static_cast<std::int64_t>(layout.num_domains));
     recorder->set_attr("domain_method", layout.method);

@@ -36,12 +36,13 @@ int project_compare_main(int argc, char** argv) {
       ("help,h", "show this help")
       ("runs", po::value(&runs)->multitoken(), "FILE.h5 or FILE.h5:RUN_ID (positional, repeatable)")
       ("topology", po::value(&topology)->default_value(topology), "catalog name or topology JSON file")
-      ("bound", po::value(&bound_pct)->default_value(bound_pct), "allowed |relative difference| of the step time, percent");
+      ("bound", double_value(&bound_pct), "allowed |relative difference| of the step time, percent");
   po::positional_options_description pos;
   pos.add("runs", -1);
   po::variables_map vm;
   if (!parse_command_line(argc, argv, opts, vm, &pos)) {
-    std::cout << opts << "\n";
+    print_help(std::cout, "ibt project-compare FILE.h5[:RUN] [...] --topology T [--bound PCT]", opts,
+               {"ibt project-compare held.h5 --topology mine.json --bound 20"});
     return kExitOk;
   }
   if (runs.empty()) throw UsageError("give at least one FILE.h5 or FILE.h5:RUN_ID of `ibt train` runs");

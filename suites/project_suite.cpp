@@ -89,7 +89,7 @@ int project_main(int argc, char** argv) {
        "hidden behind attention where it is long enough); --all tries both")
       ("vpp", po::value(&a.vpp), "model chunks per stage (interleaved; default 2 for interleaved, else 1)")
       ("microbatches", po::value(&a.microbatches), "microbatches per step (default: from the global batch)")
-      ("mbs", po::value(&a.mbs)->default_value(a.mbs), "sequences per microbatch")
+      ("micro-batch-size", po::value(&a.mbs)->default_value(a.mbs), "sequences per microbatch")
       ("global-batch", po::value(&a.global_batch), "global batch in sequences (overrides --global-batch-tokens)")
       ("global-batch-tokens", po::value(&a.global_batch_tokens)->default_value(a.global_batch_tokens),
        "global batch in tokens (divided by the model's sequence length)")
@@ -104,26 +104,28 @@ int project_main(int argc, char** argv) {
        "ibt (fused attention, grad-reduce overlap only); topologies/framework.hpp cites each")
       ("fp8", po::bool_switch(&a.fp8), "linear-layer GEMMs in fp8 at the fp8 peak with their casts (Transformer Engine); MFU stays against --dtype's peak")
       ("no-overlap", po::bool_switch(&a.no_overlap), "gradient reduction after the backward pass instead of overlapping it")
-      ("memory-fraction", po::value(&a.memory_fraction)->default_value(a.memory_fraction), "usable fraction of device memory")
+      ("memory-fraction", double_value(&a.memory_fraction), "usable fraction of device memory")
       ("all", po::bool_switch(&a.all), "search every valid split and rank them")
       ("jobs,j", po::value(&a.jobs)->default_value(a.jobs),
        "with --all: threads projecting the splits (the ranking is the same for any count; 0 = all cores)")
       ("top", po::value(&a.top)->default_value(a.top), "with --all: rows to print (0 = all)")
       ("rank-by", po::value(&a.rank_by)->default_value(a.rank_by),
        "with --all: rank by mfu or goodput (goodput-adjusted MFU = MFU x goodput; needs the failure figures)")
-      ("out", po::value(&a.out), "HDF5 results file to append a run of kind 'projection' to");
+      ("out,o", po::value(&a.out), "HDF5 results file to append a run of kind 'projection' to");
   suites::add_failure_options(opts);
   po::options_description zero_opts("Sharded data parallelism (one split; with --all: comma lists to search)");
-  po::options_description hidden;
-  add_zero_options(zero_opts, hidden, a.zero, false);
+  po::options_description old_spellings;  // kept for one release, not in --help
+  old_spellings.add_options()("mbs", po::value<long>());
+  add_zero_options(zero_opts, old_spellings, a.zero, false);
   opts.add(zero_opts);
-  po::options_description all_opts;
-  all_opts.add(opts).add(hidden);
   po::variables_map vm;
-  if (!parse_command_line(argc, argv, all_opts, vm)) {
-    std::cout << opts << "\n";
+  if (!parse_command_line(argc, argv, opts, vm, nullptr, "", &old_spellings)) {
+    print_help(std::cout, "ibt project --model M --topology T --gpus N [split options | --all] [--out FILE.h5]", opts,
+               {"ibt project --model llama3-405b --topology dgx-h100 --gpus 8192 --all",
+                "ibt project --model llama3-70b --topology dgx-b200 --gpus 1024 --tp 8 --pp 4 --micro-batch-size 1 --out proj.h5"});
     return kExitOk;
   }
+  take_alias(vm, "mbs", "micro-batch-size", a.mbs);
   if (a.model.empty()) throw UsageError("--model is required");
   if (a.topology.empty()) throw UsageError("--topology is required");
   require_positive(a.gpus, "--gpus");
@@ -212,7 +214,7 @@ int project_main(int argc, char** argv) {
     s.schedule = models::parse_schedule(a.schedule);
     s.vpp = a.vpp > 0 ? static_cast<int>(a.vpp) : (s.schedule == models::ScheduleKind::interleaved ? 2 : 1);
     s.micro_batch_size = static_cast<int>(a.mbs);
-    require_positive(a.mbs, "--mbs");
+    require_positive(a.mbs, "--micro-batch-size");
     if (a.microbatches > 0) {
       s.microbatches = static_cast<int>(a.microbatches);
     } else {
@@ -230,6 +232,8 @@ int project_main(int argc, char** argv) {
     topo::add_goodput(p, model, options, failure);
     std::printf("%s%s", topo::describe_projection(p, options.dtype).c_str(), topo::describe_goodput(p.goodput).c_str());
     recorder.append("projections", topo::projection_columns(), topo::projection_row(p));
+    for (const auto& row : topo::projection_stage_rows(p))
+      recorder.append("projection_stages", topo::projection_stage_columns(), row);
   }
   std::printf("%s", topo::describe_assumptions(failure).c_str());
   std::printf("conventions: %s\n", kConventions);

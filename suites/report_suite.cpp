@@ -12,6 +12,7 @@
 #include <iostream>
 #include <vector>
 
+#include "core/data_dirs.hpp"
 #include "core/errors.hpp"
 #include "reports/store.hpp"
 #include "suites/cli.hpp"
@@ -73,17 +74,14 @@ std::string find_python(const std::string& requested) {
 }
 
 std::string find_renderer() {
-  std::vector<fs::path> dirs;
-  if (const char* env = std::getenv("IBT_REPORT_SCRIPT_DIR")) dirs.emplace_back(env);
-#ifdef IBT_REPORT_SCRIPT_DIR
-  dirs.emplace_back(IBT_REPORT_SCRIPT_DIR);
+#ifndef IBT_REPORT_SCRIPT_DIR
+#define IBT_REPORT_SCRIPT_DIR "reports/html"
 #endif
-  std::error_code ec;
-  const fs::path exe = fs::read_symlink("/proc/self/exe", ec);
-  if (!ec) dirs.push_back(exe.parent_path().parent_path() / "reports" / "html");
-  for (const auto& d : dirs)
-    if (fs::exists(d / "render_report.py")) return (d / "render_report.py").string();
-  throw RuntimeError("reports/html/render_report.py not found (set IBT_REPORT_SCRIPT_DIR to the folder holding it)");
+  const fs::path dir = data_dir("IBT_REPORT_SCRIPT_DIR", "reports/html", IBT_REPORT_SCRIPT_DIR);
+  if (fs::exists(dir / "render_report.py")) return (dir / "render_report.py").string();
+  throw RuntimeError((dir / "render_report.py").string() +
+                     " not found (set IBT_REPORT_SCRIPT_DIR to the folder holding render_report.py, or IBT_DATA_DIR "
+                     "to an installed share/ibt)");
 }
 
 const char* kHelpIntro =
@@ -112,7 +110,7 @@ int report_main(int argc, char** argv) {
       ("help,h", "show this help")
       ("out,o", po::value(&out), "folder to write index.html and the figures to (created if missing)")
       ("compare", po::bool_switch(&compare), "compare two files (A = baseline, B = candidate)")
-      ("tolerance", po::value(&tolerance)->default_value(tolerance),
+      ("tolerance", double_value(&tolerance),
        "--compare: ratios within 1 +/- this are 'same'")
       ("title", po::value(&title), "page title")
       ("crossover-experiment", po::value(&experiments)->composing(),
@@ -126,7 +124,10 @@ int report_main(int argc, char** argv) {
   positional.add("files", -1);
   po::variables_map vm;
   if (!parse_command_line(argc, argv, all, vm, &positional, " (see --help)")) {
-    std::cout << kHelpIntro << "\n" << opts << "\n";
+    print_help(std::cout, kHelpIntro, opts,
+               {"ibt report results/quickstart.h5 sweep.h5 --out report/",
+                "ibt report scaling.h5 generations.h5 --out report/",
+                "ibt report --compare h100.h5 b200.h5 --out compare/"});
     return kExitOk;
   }
   if (files.empty()) throw UsageError("no results files given (ibt report FILE.h5 ... --out DIR)");

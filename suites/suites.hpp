@@ -15,6 +15,7 @@ int train_main(int argc, char** argv);
 int sweep_main(int argc, char** argv);
 int project_main(int argc, char** argv);
 int crossover_main(int argc, char** argv);
+int scaling_main(int argc, char** argv);
 int calibrate_main(int argc, char** argv);
 int checkpoint_bench_main(int argc, char** argv);
 int project_compare_main(int argc, char** argv);

@@ -67,32 +67,32 @@ int run(int argc, char** argv, MpiSession& mpi) {
       ("model", po::value(&model_name)->default_value(model_name), "catalog name or path to a model .json")
       ("steps", po::value(&options.steps)->default_value(3), "training steps per split (the first is not timed)")
       ("microbatches", po::value(&microbatches)->default_value(microbatches), "microbatch counts to try")
-      ("lr", po::value(&options.lr)->default_value(3e-3), "AdamW learning rate")
-      ("peak-gflops", po::value(&options.peak_gflops)->default_value(0),
-       "per-rank peak for MFU (default: measure single-thread sgemm once)")
+      ("lr", double_value(&options.lr), "AdamW learning rate")
       ("executor", po::value(&options.executor.kind)->default_value("cpu"), "cpu or cuda (one GPU per rank)")
       ("precision", po::value(&options.executor.precision), "cuda: bf16 (default) or fp32 GEMM operands")
       ("peak-tflops", po::value(&options.peak_tflops)->default_value(0),
-       "cuda: per-GPU peak for MFU (default: the catalog's dense peak for the GPU)")
+       "per-rank peak for MFU, TFLOP/s (default: cpu: single-thread sgemm measured once; cuda: the catalog's dense "
+       "peak for the GPU)")
       ("cp", po::value(&max_cp)->default_value(max_cp),
        "also try context-parallel degrees up to this (where 2*cp divides seq_len; all_gather attention)")
       ("max-runs", po::value(&max_runs)->default_value(0), "stop after this many splits (0: all)")
       ("timeout,T", po::value(&options.timeout_s)->default_value(options.timeout_s),
        "seconds a step may take before the job is ended naming the rank, op and group that stopped (exit 3)")
-      ("out", po::value(&out), "append one run per split to this HDF5 results file");
+      ("out,o", po::value(&out), "append one run per split to this HDF5 results file");
   ZeroFlags zero;
-  po::options_description hidden;
-  add_zero_options(o, hidden, zero, true);
-  po::options_description all;
-  all.add(o).add(hidden);
+  po::options_description old_spellings;  // kept for one release, not in --help
+  old_spellings.add_options()("peak-gflops", po::value(&options.peak_gflops));
+  add_zero_options(o, old_spellings, zero, true);
   po::variables_map vm;
-  if (!parse_command_line(argc, argv, all, vm)) {
-    if (mpi.rank() == 0) std::cout << kHelp << "\n" << o << "\n";
+  if (!parse_command_line(argc, argv, o, vm, nullptr, "", &old_spellings)) {
+    if (mpi.rank() == 0)
+      print_help(std::cout, kHelp, o, {"mpiexec -n 4 ibt sweep --model tiny-dense --steps 3 --out sweep.h5"});
     return kExitOk;
   }
   if (options.steps < 2) throw UsageError("--steps must be at least 2 (the first step is not timed)");
   require_timeout(options.timeout_s, "--timeout");
   if (!(options.lr > 0 && options.lr <= 10)) throw UsageError("--lr must be in (0, 10], got " + std::to_string(options.lr));
+  normalize_peak_flags(vm.count("peak-gflops") > 0, options);
   const models::ModelConfig model = models::load_model(model_name);
   check_output_on_all_ranks(out, MPI_COMM_WORLD);
   require_executor_device(options.executor);

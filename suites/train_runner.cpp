@@ -25,6 +25,7 @@
 #include "models/reference_trainer.hpp"
 #include "reports/store.hpp"
 #include "suites/cli.hpp"
+#include "suites/job_facts.hpp"
 #include "suites/train_checkpoints.hpp"
 #include "topologies/device_peak.hpp"
 #include "topologies/gemm_peak.hpp"
@@ -140,6 +141,18 @@ int blas_threads_for_run(int requested, int ranks) {
   return static_cast<int>(n);
 }
 
+void normalize_peak_flags(bool old_spelling_given, TrainOptions& o) {
+  if (old_spelling_given) {
+    if (o.peak_tflops > 0) throw UsageError("--peak-gflops and --peak-tflops are one option (--peak-gflops is its old "
+                                            "spelling, in GFLOP/s): give --peak-tflops once");
+    note_old_spelling("peak-gflops", "peak-tflops");
+  }
+  if (o.executor.kind != "cuda" && o.peak_tflops > 0) {
+    o.peak_gflops = o.peak_tflops * 1e3;
+    o.peak_tflops = 0;
+  }
+}
+
 double measure_sgemm_peak_gflops(MPI_Comm world, int threads) {
   const int prev = blas_threads();
   set_blas_threads(threads);
@@ -163,7 +176,10 @@ double measure_sgemm_peak_gflops(MPI_Comm world, int threads) {
 
 void record_provenance(RunRecorder* rec, int argc, char** argv, MPI_Comm world) {
   const JobFacts facts = gather_job_facts(world);
-  if (!rec || !rec->active()) return;
+  if (!rec || !rec->active()) {
+    record_job_facts(nullptr, facts, argv[0]);  // the warning, without a file to record it in
+    return;
+  }
   RunRecorder& recorder = *rec;
   int size = 1;
   MPI_Comm_size(world, &size);
@@ -171,10 +187,7 @@ void record_provenance(RunRecorder* rec, int argc, char** argv, MPI_Comm world) 
   recorder.set_attr("ibt_version", std::string(kVersion));
   recorder.set_attr("git_commit", std::string(kGitCommit));
   recorder.set_attr("world_size", static_cast<std::int64_t>(size));
-  std::string hosts;
-  for (size_t i = 0; i < facts.hosts.size(); ++i) hosts += (i ? "," : "") + facts.hosts[i];
-  recorder.set_attr("hosts", hosts);
-  recorder.set_attr("rank_hosts", facts.host_of_rank_list);
+  record_job_facts(&recorder, facts, argv[0]);
   recorder.set_attr("backend", std::string("mpi"));
   char version[MPI_MAX_LIBRARY_VERSION_STRING];
   int len = 0;
@@ -191,10 +204,9 @@ TrainOutcome run_training(const ModelConfig& model, const TrainOptions& o, MPI_C
   const std::string why = train_executor_check(o.executor, o.split, model, size);
   if (!why.empty()) throw UsageError(why);
   const bool on_gpu = o.executor.kind == "cuda";
-  if (on_gpu && o.peak_gflops > 0) throw UsageError("--peak-gflops is the cpu executor's: give --peak-tflops with --executor cuda");
+  if (on_gpu && o.peak_gflops > 0) throw UsageError("--peak-gflops is the cpu executor's old flag: give --peak-tflops");
   if (!on_gpu && (o.peak_tflops > 0 || o.gemm_peak_tflops > 0 || !o.gemm_peak_file.empty()))
-    throw UsageError("--peak-tflops, --gemm-peak-tflops and --gemm-peak-from are the cuda executor's: give "
-                     "--peak-gflops with --executor cpu");
+    throw UsageError("--gemm-peak-tflops and --gemm-peak-from are the cuda executor's");
   if (on_gpu && (o.checkpoint_every > 0 || !o.resume_dir.empty()))
     throw UsageError("--checkpoint-every and --resume are the cpu executor's: the cuda executor does not save its "
                      "device state yet");
@@ -252,7 +264,7 @@ TrainOutcome run_training(const ModelConfig& model, const TrainOptions& o, MPI_C
   std::string peak_source;
   if (!on_gpu) {
     peak = o.peak_gflops > 0 ? o.peak_gflops : measure_sgemm_peak_gflops(world, threads);
-    peak_source = o.peak_gflops > 0 ? "given (--peak-gflops)"
+    peak_source = o.peak_gflops > 0 ? "given (--peak-tflops)"
                                     : "measured sgemm 1024^3 at " + std::to_string(blas_threads()) +
                                           " BLAS thread(s) per rank, median over ranks";
   } else if (o.peak_tflops > 0) {

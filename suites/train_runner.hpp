@@ -81,6 +81,11 @@ double measure_sgemm_peak_gflops(MPI_Comm world, int threads = 1);
 // non-positive OPENBLAS_NUM_THREADS is a UsageError naming it.
 int blas_threads_for_run(int requested, int ranks);
 
+// One peak flag for both executors, --peak-tflops (per rank); the cpu executor keeps its
+// figure in GFLOP/s (peak_gflops), so a cpu --peak-tflops moves there. --peak-gflops is
+// the old spelling (a note says so; both together are refused).
+void normalize_peak_flags(bool old_spelling_given, TrainOptions& options);
+
 // Runs the steps. recorder: rank 0's (may be inactive); the caller has set the run's
 // provenance attributes, this adds model/split/config attributes and the tables
 // "steps" and "memory". Throws UsageError for a split the executor cannot run, and

@@ -85,18 +85,17 @@ po::options_description describe_options(TrainArgs& a, po::options_description& 
       ("micro-batch-size", po::value(&a.micro_batch_size)->default_value(1), "sequences per microbatch")
       ("schedule", po::value(&a.schedule)->default_value(a.schedule), "afab, 1f1b or interleaved")
       ("steps", po::value(&a.options.steps)->default_value(5), "training steps")
-      ("lr", po::value(&a.options.lr)->default_value(3e-3), "AdamW learning rate")
+      ("lr", double_value(&a.options.lr), "AdamW learning rate")
       ("seed", po::value(&a.options.seed)->default_value(1234), "seed of weights and synthetic data")
       ("check", po::bool_switch(&a.options.check), "compare every step with the serial reference")
-      ("peak-gflops", po::value(&a.options.peak_gflops)->default_value(0),
-       "cpu: per-rank peak for MFU (default: measure sgemm at the run's BLAS threads)")
       ("threads", po::value(&a.options.threads)->default_value(0),
        "cpu: OpenBLAS threads per rank (default: OPENBLAS_NUM_THREADS in a one-rank run, else 1)")
       ("executor", po::value(&a.options.executor.kind)->default_value("cpu"), "cpu or cuda (one GPU per rank)")
       ("precision", po::value(&a.options.executor.precision),
        "GEMM precision: fp32 (cpu, the only one), bf16 (cuda default) or fp32 (cuda); fp8 is not offered")
       ("peak-tflops", po::value(&a.options.peak_tflops)->default_value(0),
-       "cuda: per-GPU peak for MFU (default: the catalog's dense peak for the GPU)")
+       "per-rank peak for MFU, TFLOP/s (default: cpu: measured single-thread sgemm; cuda: the catalog's dense peak "
+       "for the GPU)")
       ("gemm-peak-tflops", po::value(&a.options.gemm_peak_tflops)->default_value(0),
        "cuda: a measured cuBLAS GEMM peak per GPU (from `ibt gemm`), for a second MFU")
       ("gemm-peak-from", po::value(&a.options.gemm_peak_file),
@@ -105,7 +104,7 @@ po::options_description describe_options(TrainArgs& a, po::options_description& 
        "cuda: run the DP all-reduce after the last backward instead of overlapping it")
       ("data", po::value(&a.options.data_file), "raw token-id file instead of synthetic data")
       ("token-bytes", po::value(&a.options.token_bytes)->default_value(2), "2 (uint16) or 4 (uint32)")
-      ("out", po::value(&a.out), "append the run to this HDF5 results file")
+      ("out,o", po::value(&a.out), "append the run to this HDF5 results file")
       ("dump", po::value(&a.options.dump_path),
        "write initial weights, batches, losses and step-0 gradients to this HDF5 file (layout: suites/train_runner.hpp)")
       ("checkpoint-every", po::value(&a.options.checkpoint_every)->default_value(0),
@@ -153,13 +152,15 @@ namespace {
 
 int run(int argc, char** argv, MpiSession& mpi) {
   TrainArgs a;
-  po::options_description hidden;
-  const auto options = describe_options(a, hidden);
-  po::options_description all;
-  all.add(options).add(hidden);
+  po::options_description old_spellings;  // kept for one release, not in --help
+  const auto options = describe_options(a, old_spellings);
+  old_spellings.add_options()("peak-gflops", po::value(&a.options.peak_gflops));
   po::variables_map vm;
-  if (!parse_command_line(argc, argv, all, vm)) {
-    if (mpi.rank() == 0) std::cout << kHelp << "\n" << options << "\n";
+  if (!parse_command_line(argc, argv, options, vm, nullptr, "", &old_spellings)) {
+    if (mpi.rank() == 0)
+      print_help(std::cout, kHelp, options,
+                 {"mpiexec -n 8 ibt train --model tiny-moe --dp 2 --tp 2 --pp 2 --ep 2 --microbatches 4 --schedule 1f1b --steps 5 --check --out train.h5",
+                "mpiexec -n 2 ibt train --model small-dense --dp 2 --micro-batch-size 2 --steps 5 --out fit.h5"});
     return kExitOk;
   }
   if (a.options.steps < 1) throw UsageError("--steps must be at least 1");
@@ -167,6 +168,7 @@ int run(int argc, char** argv, MpiSession& mpi) {
   require_timeout(a.options.timeout_s, "--timeout");
   if (!(a.options.lr > 0 && a.options.lr <= 10))
     throw UsageError("--lr must be in (0, 10], got " + std::to_string(a.options.lr));
+  normalize_peak_flags(vm.count("peak-gflops") > 0, a.options);
   check_checkpoint_options(a.options);
   const models::ModelConfig model = models::load_model(a.model);
   a.options.split = split_from(a.dp, a.tp, a.pp, a.ep, a.vpp, a.microbatches, a.micro_batch_size, a.schedule);

@@ -92,8 +92,9 @@ TopologyPricer make_pricer(const models::ModelConfig& model, const Topology& top
   return pricer;
 }
 
-// Sets feasible, the times, MFU and the first stage's breakdown from a walked step.
-void record(SimResult sim, const Topology& topology, const ProjectionOptions& options,
+// Sets feasible, the times, MFU and the first stage's breakdown from a walked step; with
+// every stage walked in detail (all_detailed), every stage's breakdown and the bottleneck.
+void record(SimResult sim, bool all_detailed, const Topology& topology, const ProjectionOptions& options,
             const std::string& dtype, Projection& p) {
   p.priced = true;
   p.feasible = p.fits_memory;  // a split that does not fit may be priced all the same
@@ -107,6 +108,21 @@ void record(SimResult sim, const Topology& topology, const ProjectionOptions& op
   const StageTime& first = sim.stages.front();
   p.compute_s = first.compute_us * 1e-6;
   for (int e = 0; e < kNumExposures; ++e) p.exposed_s[e] = first.exposed_us[e] * 1e-6;
+  p.stages.clear();
+  p.bottleneck_stage = 0;
+  for (const StageTime& st : sim.stages) {
+    if (!all_detailed && !p.stages.empty()) break;  // summarised stages carry no breakdown
+    Projection::StageBreakdown b;
+    b.compute_s = st.compute_us * 1e-6;
+    for (int e = 0; e < kNumExposures; ++e) b.exposed_s[e] = st.exposed_us[e] * 1e-6;
+    p.stages.push_back(b);
+  }
+  // The busiest stage (least bubble: compute + exposed communication), as `ibt project`'s
+  // stage table names it.
+  const int bubble = static_cast<int>(Exposure::bubble);
+  for (size_t s = 1; s < p.stages.size(); ++s)
+    if (p.stages[s].exposed_s[bubble] < p.stages[p.bottleneck_stage].exposed_s[bubble])
+      p.bottleneck_stage = static_cast<int>(s);
   if (options.keep_sim) p.sim = std::move(sim);
 }
 
@@ -117,7 +133,7 @@ void price(const std::vector<models::StepProgram>& programs, const models::Model
            const ProjectionOptions& options, Projection& p) {
   const std::string dtype = options.dtype.empty() ? default_dtype(topology) : options.dtype;
   TopologyPricer pricer = make_pricer(model, topology, options, p.split, dtype);
-  record(simulate(programs, pricer), topology, options, dtype, p);
+  record(simulate(programs, pricer), true, topology, options, dtype, p);
 }
 
 void price(const StepTemplates& templates, const models::ModelConfig& model, const Topology& topology,
@@ -125,7 +141,7 @@ void price(const StepTemplates& templates, const models::ModelConfig& model, con
   const std::string dtype = options.dtype.empty() ? default_dtype(topology) : options.dtype;
   TopologyPricer pricer = make_pricer(model, topology, options, p.split, dtype);
   record(simulate_fast(templates, pricer, options.keep_sim ? StageDetail::all : StageDetail::first),
-         topology, options, dtype, p);
+         options.keep_sim, topology, options, dtype, p);
 }
 
 namespace {

@@ -72,6 +72,17 @@ struct Projection {
   double model_flops = 0, hardware_flops = 0;  // per step, all devices
   double compute_s = 0;                          // first stage
   std::array<double, kNumExposures> exposed_s{};  // first stage, by cause
+  // Every stage's breakdown (compute + exposed parts add up to its finish), and the
+  // bottleneck: the busiest stage (compute + exposed communication, i.e. the least bubble) (with uneven stages, e.g.
+  // the last stage's output layer, it is not stage 0). Reports show the bottleneck's
+  // breakdown and keep the others available. Searches (keep_sim off) walk only the
+  // first stage in detail: then `stages` holds stage 0 alone.
+  struct StageBreakdown {
+    double compute_s = 0;
+    std::array<double, kNumExposures> exposed_s{};
+  };
+  std::vector<StageBreakdown> stages;
+  int bottleneck_stage = 0;
   models::RankMemory memory;                     // the peak stage
   double memory_capacity_bytes = 0;              // usable per device
   SimResult sim;                                 // only with keep_sim

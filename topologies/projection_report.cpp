@@ -169,8 +169,8 @@ std::vector<store::Column> projection_columns() {
       {"feasible", ColumnType::i64, ""},
       {"reason", ColumnType::str, "", 256},
       {"step_s", ColumnType::f64, "s"},
-      {"mfu", ColumnType::f64, ""},
-      {"hfu", ColumnType::f64, ""},
+      {"mfu", ColumnType::f64, "fraction"},
+      {"hfu", ColumnType::f64, "fraction"},
       {"tokens_per_s", ColumnType::f64, "tokens/s"},
       {"model_flops", ColumnType::f64, "FLOP"},
       {"compute_s", ColumnType::f64, "s"},
@@ -204,10 +204,36 @@ std::vector<store::Column> projection_columns() {
   };
 }
 
+std::vector<store::Column> projection_stage_columns() {
+  using store::ColumnType;
+  return {{"split", ColumnType::str, "", 80},       {"stage", ColumnType::i64, "stage"},
+          {"bottleneck", ColumnType::i64, ""},      {"compute_s", ColumnType::f64, "s"},
+          {"exposed_tp_s", ColumnType::f64, "s"},   {"exposed_dp_s", ColumnType::f64, "s"},
+          {"exposed_expert_dp_s", ColumnType::f64, "s"}, {"exposed_pp_s", ColumnType::f64, "s"},
+          {"exposed_ep_s", ColumnType::f64, "s"},   {"bubble_s", ColumnType::f64, "s"},
+          {"exposed_cp_s", ColumnType::f64, "s"}};
+}
+
+std::vector<store::Row> projection_stage_rows(const Projection& p) {
+  std::vector<store::Row> rows;
+  for (size_t s = 0; s < p.stages.size(); ++s) {
+    const auto& b = p.stages[s];
+    auto x = [&](Exposure e) { return b.exposed_s[static_cast<int>(e)]; };
+    rows.push_back({split_label(p.split), static_cast<std::int64_t>(s),
+                    static_cast<std::int64_t>(static_cast<int>(s) == p.bottleneck_stage), b.compute_s, x(Exposure::tp),
+                    x(Exposure::dp), x(Exposure::expert_dp), x(Exposure::pp), x(Exposure::ep), x(Exposure::bubble),
+                    x(Exposure::cp)});
+  }
+  return rows;
+}
+
 store::Row projection_row(const Projection& p) {
   const auto& s = p.split;
   std::string reason = p.reason.substr(0, 255);
-  auto g = [&](double v) { return p.goodput.computed ? v : std::numeric_limits<double>::quiet_NaN(); };
+  const double nan = std::numeric_limits<double>::quiet_NaN();
+  auto g = [&](double v) { return p.goodput.computed ? v : nan; };
+  // An infeasible split has no time: NaN, never 0, so an average over rows cannot mix it in.
+  auto t = [&](double v) { return p.feasible ? v : nan; };
   return {split_label(s),
           static_cast<std::int64_t>(p.devices),
           static_cast<std::int64_t>(s.dp),
@@ -225,18 +251,18 @@ store::Row projection_row(const Projection& p) {
           std::string(models::to_string(s.recompute)),
           static_cast<std::int64_t>(p.feasible),
           reason,
-          p.step_s,
-          p.mfu,
-          p.hfu,
-          p.tokens_per_s,
+          t(p.step_s),
+          t(p.mfu),
+          t(p.hfu),
+          t(p.tokens_per_s),
           p.model_flops,
-          p.compute_s,
-          p.exposed_s[static_cast<int>(Exposure::tp)],
-          p.exposed_s[static_cast<int>(Exposure::dp)],
-          p.exposed_s[static_cast<int>(Exposure::expert_dp)],
-          p.exposed_s[static_cast<int>(Exposure::pp)],
-          p.exposed_s[static_cast<int>(Exposure::ep)],
-          p.exposed_s[static_cast<int>(Exposure::bubble)],
+          t(p.compute_s),
+          t(p.exposed_s[static_cast<int>(Exposure::tp)]),
+          t(p.exposed_s[static_cast<int>(Exposure::dp)]),
+          t(p.exposed_s[static_cast<int>(Exposure::expert_dp)]),
+          t(p.exposed_s[static_cast<int>(Exposure::pp)]),
+          t(p.exposed_s[static_cast<int>(Exposure::ep)]),
+          t(p.exposed_s[static_cast<int>(Exposure::bubble)]),
           p.memory.total(),
           p.memory_capacity_bytes,
           static_cast<std::int64_t>(p.fits_memory),
@@ -253,7 +279,7 @@ store::Row projection_row(const Projection& p) {
           g(p.goodput.goodput_mfu),
           static_cast<std::int64_t>(s.cp),
           std::string(models::to_string(s.cp_comm)),
-          p.exposed_s[static_cast<int>(Exposure::cp)]};
+          t(p.exposed_s[static_cast<int>(Exposure::cp)])};
 }
 
 }  // namespace ibt::topo

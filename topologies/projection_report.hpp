@@ -25,6 +25,12 @@ std::string ranking_table(const std::vector<Projection>& ranked, size_t limit);
 std::vector<store::Column> projection_columns();
 store::Row projection_row(const Projection& p);
 
+// Table "projection_stages": one row per pipeline stage of a feasible projection (its
+// compute and exposed parts, which add up to its finish), with bottleneck = 1 on the
+// busiest stage (least bubble): reports show that stage's breakdown, the others beside it.
+std::vector<store::Column> projection_stage_columns();
+std::vector<store::Row> projection_stage_rows(const Projection& p);
+
 }  // namespace ibt::topo
 
 namespace ibt::topo {

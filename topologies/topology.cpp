@@ -8,6 +8,7 @@
 #include <set>
 #include <sstream>
 
+#include "core/data_dirs.hpp"
 #include "core/errors.hpp"
 #include "core/input_file.hpp"
 
@@ -412,10 +413,7 @@ std::string to_json(const Topology& t) {
   return j.dump(2) + "\n";
 }
 
-std::string catalog_dir() {
-  if (const char* env = std::getenv("IBT_TOPOLOGIES_DIR"); env && *env) return env;
-  return IBT_TOPOLOGIES_DIR;
-}
+std::string catalog_dir() { return data_dir("IBT_TOPOLOGIES_DIR", "topologies/catalog", IBT_TOPOLOGIES_DIR); }
 
 std::vector<std::string> catalog_names() {
   std::vector<std::string> names;

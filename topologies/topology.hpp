@@ -119,7 +119,7 @@ struct Topology {
   std::vector<std::pair<std::string, const Figure*>> figures() const;
 };
 
-// $IBT_TOPOLOGIES_DIR if set, else the compiled-in <source>/topologies/catalog.
+// $IBT_TOPOLOGIES_DIR, else an installed share/ibt (core/data_dirs.hpp), else the compiled-in <source>/topologies/catalog.
 std::string catalog_dir();
 std::vector<std::string> catalog_names();
 // A catalog name ("dgx-h100") or a path (contains '/' or ends in ".json").

@@ -26,6 +26,7 @@ MeasuredTrainRun from_run(const std::string& path, const store::RunInfo& run) {
   m.file = path;
   m.run_id = run.id;
   m.model = run.attr_string("model");
+  m.oversubscription = run.oversubscription();
   const std::string where = path + ": run " + run.id + ": ";
   if (m.model.empty()) throw UsageError(where + "has no 'model' attribute (not an `ibt train` run)");
   try {

@@ -29,6 +29,8 @@ struct MeasuredTrainRun {
   // times include it (the config attribute says so). Fits refuse such runs; the
   // comparison prints a warning.
   bool checked = false;
+  // "" unless measured with more ranks than cores on a host (store::RunInfo).
+  std::string oversubscription;
   std::string label() const { return file + ":" + run_id; }
 };
 

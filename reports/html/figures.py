@@ -11,6 +11,7 @@ from collections import defaultdict, namedtuple
 import matplotlib
 
 matplotlib.use("Agg")
+import matplotlib.patches  # noqa: E402
 import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 
@@ -212,6 +213,11 @@ def _split_shape(split):
     return " ".join(w for w in str(split).split() if not re.fullmatch(r"(dp|m)\d+", w))
 
 
+def _uses_pp(split):
+    m = re.search(r"\bpp(\d+)\b", str(split))
+    return bool(m) and int(m.group(1)) > 1
+
+
 # Step-time parts, as (label, projection columns, measured columns).
 BREAKDOWN = (("compute", ("compute_s",), ("compute",)),
              ("TP comm", ("exposed_tp_s",), ("tp_comm",)),
@@ -220,11 +226,42 @@ BREAKDOWN = (("compute", ("compute_s",), ("compute",)),
              ("PP comm", ("exposed_pp_s",), ()),
              ("bubble", ("bubble_s",), ()),
              ("PP comm + bubble", (), ("pp_comm_and_bubble",)),
-             ("other", (), ("other",)))
+             ("other", (), ("other",)),
+             ("CP comm", ("exposed_cp_s",), ()))
+
+# One colour per breakdown component in every figure of every report, so "orange" always
+# means the same thing.
+COMPONENT_COLOURS = {"compute": "#4c72b0", "TP comm": "#dd8452", "DP comm": "#55a868", "EP comm": "#c44e52",
+                     "PP comm": "#8172b3", "bubble": "#937860", "PP comm + bubble": "#a27fb0", "other": "#8c8c8c",
+                     "CP comm": "#ccb974"}
+# PP splits are marked the same way wherever splits are compared.
+PP_COLOUR, NO_PP_COLOUR, PP_HATCH = "#c44e52", "#4c72b0", "//"
+
+
+def stacked_breakdown(ax, labels, parts_list, horizontal=True):
+    """Stacked bars of step-time parts (dicts part -> seconds), one bar per label, coloured
+    by COMPONENT_COLOURS. Returns the parts drawn, in order."""
+    drawn = [lab for lab, _, _ in BREAKDOWN if any((p.get(lab) or 0) > 0 for p in parts_list)]
+    base = np.zeros(len(parts_list))
+    for lab in drawn:
+        vals = np.array([p.get(lab) or 0.0 for p in parts_list], dtype=float)
+        vals = np.nan_to_num(vals)
+        if horizontal:
+            ax.barh(range(len(parts_list)), vals, left=base, label=lab, color=COMPONENT_COLOURS[lab])
+        else:
+            ax.bar(range(len(parts_list)), vals, bottom=base, label=lab, color=COMPONENT_COLOURS[lab])
+        base += vals
+    if horizontal:
+        ax.set_yticks(range(len(labels)))
+        ax.set_yticklabels(labels, fontsize=6)
+    else:
+        ax.set_xticks(range(len(labels)))
+        ax.set_xticklabels(labels, fontsize=6, rotation=30, ha="right")
+    return drawn
 
 
 def _training_points(runs):
-    """[(model, source, split, devices, mfu, {part: seconds})] from measured and projected runs."""
+    """[(model, source, split, devices, mfu, {part: seconds}, system, run)] from measured and projected runs."""
     points = []
     for run in runs:
         t = run.tables.get("projections")
@@ -234,7 +271,7 @@ def _training_points(runs):
                     continue
                 parts = {label: sum(float(t[c][i]) for c in cols if t.has(c)) for label, cols, _ in BREAKDOWN if cols}
                 points.append((run.attrs.get("model", "?"), "projected", str(t["split"][i]), int(t["devices"][i]),
-                               float(t["mfu"][i]), parts))
+                               float(t["mfu"][i]), parts, run.system, run))
         t = run.tables.get("steps")
         if run.kind == "train" and t is not None and t.length and t.has("mfu"):
             # The first step warms caches and allocators: leave it out when there are others.
@@ -242,7 +279,7 @@ def _training_points(runs):
             med = lambda col: float(np.median([float(t[col][i]) for i in rows]))  # noqa: E731
             parts = {label: sum(med(c) for c in cols if t.has(c)) for label, _, cols in BREAKDOWN if cols}
             points.append((run.attrs.get("model", "?"), f"measured ({run.label})", str(run.attrs.get("split", "?")),
-                           int(run.attrs.get("world_size", 0)), med("mfu"), parts))
+                           int(run.attrs.get("world_size", 0)), med("mfu"), parts, run.system, run))
     return points
 
 
@@ -251,47 +288,79 @@ def training_figures(runs):
     figures = []
     for model in sorted({p[0] for p in points}):
         mine = [p for p in points if p[0] == model]
-        lines = defaultdict(dict)  # (kind, shape) -> devices -> best mfu
-        for _, source, split, devices, mfu, _ in mine:
-            key = ("measured" if source.startswith("measured") else "projected", _split_shape(split))
+        systems = sorted({p[6] for p in mine})
+        # A line follows one split shape on ONE system: points of different systems are never merged.
+        lines = defaultdict(dict)  # (system, kind, shape) -> devices -> best mfu
+        for _, source, split, devices, mfu, _, system, _ in mine:
+            key = (system, "measured" if source.startswith("measured") else "projected", _split_shape(split))
             lines[key][devices] = max(mfu, lines[key].get(devices, 0.0))
         best = sorted(lines, key=lambda k: -max(lines[k].values()))[:8]
-        fig, ax = plt.subplots(figsize=(7, 4))
+        fig, ax = plt.subplots(figsize=(7.5, 4.2))
         rows = []
-        for kind, shape in best:
-            pts = sorted(lines[(kind, shape)].items())
+        for system, kind, shape in best:
+            pts = sorted(lines[(system, kind, shape)].items())
             ax.plot([p[0] for p in pts], [100 * p[1] for p in pts], marker="o" if kind == "measured" else ".",
-                    ls="-" if kind == "measured" else "--", label=f"{kind}: {shape}")
-            rows += [[kind, shape, str(d), f"{100 * m:.2f}"] for d, m in pts]
+                    ls="-" if kind == "measured" else "--", label=f"{system} · {model} · {kind}: {shape}")
+            rows += [[system, kind, shape, str(d), f"{100 * m:.2f}"] for d, m in pts]
         ax.set_xscale("log", base=2)
         ax.set_xlabel("devices")
         ax.set_ylabel("MFU (%)")
-        ax.set_title(f"{model}: MFU against devices (best 8 split shapes)", fontsize=9)
+        on = systems[0] if len(systems) == 1 else f"{len(systems)} systems (one line per system, never merged)"
+        ax.set_title(f"{model} on {on}: MFU against devices (best 8 lines)", fontsize=9)
         ax.grid(True, alpha=0.3)
-        ax.legend(fontsize=6)
+        ax.legend(fontsize=5.5)
         fig.tight_layout()
-        figures.append(Figure(f"mfu_{model}", fig, f"{model}: MFU against device count per split shape (the split "
-                              "without its data-parallel degree); solid: measured (median over steps after the "
-                              "first), dashed: projected.", (["source", "split", "devices", "MFU %"], rows)))
+        figures.append(Figure(f"mfu_{model}", fig, f"{model}: MFU against device count per system and split shape "
+                              "(the split without its data-parallel degree); solid: measured (median over steps "
+                              "after the first), dashed: projected. Systems: " + "; ".join(systems) + ".",
+                              (["system", "source", "split", "devices", "MFU %"], rows)))
         top = sorted(mine, key=lambda p: -p[4])[:12]
-        labels = [lab for lab, _, _ in BREAKDOWN if any(p[5].get(lab, 0) > 0 for p in top)]
         fig, ax = plt.subplots(figsize=(8.5, 0.42 * len(top) + 1.6))
-        left = np.zeros(len(top))
-        for lab in labels:
-            vals = np.array([p[5].get(lab, 0.0) for p in top])
-            ax.barh(range(len(top)), vals, left=left, label=lab)
-            left += vals
-        ax.set_yticks(range(len(top)))
-        ax.set_yticklabels([f"{p[2]} ({p[1].split(' ')[0]})" for p in top], fontsize=6)
+        labels = stacked_breakdown(ax, [f"{p[2]} ({p[1].split(' ')[0]}, {p[6]})" for p in top], [p[5] for p in top])
         ax.invert_yaxis()
         ax.set_xlabel("seconds per step")
         ax.set_title(f"{model}: step-time breakdown, the {len(top)} best by MFU", fontsize=9)
         ax.legend(fontsize=6)
         fig.tight_layout()
-        rows = [[p[1], p[2], str(p[3]), f"{100 * p[4]:.2f}"] + [_fmt(p[5].get(lab, 0.0)) for lab in labels] for p in top]
+        rows = [[p[6], p[1], p[2], str(p[3]), f"{100 * p[4]:.2f}"] + [_fmt(p[5].get(lab, 0.0)) for lab in labels]
+                for p in top]
         figures.append(Figure(f"breakdown_{model}", fig, f"{model}: compute, exposed communication per group and "
-                              "pipeline bubble per step, stacked (measured runs cannot split PP communication from "
-                              "the bubble).", (["source", "split", "devices", "MFU %"] + labels, rows)))
+                              "pipeline bubble per step, stacked (projections: pipeline stage 0, as stored in the "
+                              "projections table; measured runs cannot split PP communication from the bubble).",
+                              (["system", "source", "split", "devices", "MFU %"] + labels, rows)))
+    figures += sweep_figures(runs)
+    return figures
+
+
+def sweep_figures(runs):
+    """One bar chart per `ibt sweep`: MFU of every split it trained, PP splits hatched."""
+    sweeps = defaultdict(list)  # (file, command line) -> [(split, mfu, run)]
+    for model, source, split, devices, mfu, _, system, run in _training_points(runs):
+        if run.kind == "train" and "sweep_index" in run.attrs:
+            sweeps[(run.file, str(run.attrs.get("command_line", "")), model, system)].append((split, mfu, run))
+    figures = []
+    for n, ((file, command, model, system), pts) in enumerate(sorted(sweeps.items())):
+        pts.sort(key=lambda p: -p[1])
+        fig, ax = plt.subplots(figsize=(8, 0.36 * len(pts) + 1.4))
+        pp = [_uses_pp(p[0]) for p in pts]
+        for uses, colour, hatch in ((False, NO_PP_COLOUR, None), (True, PP_COLOUR, PP_HATCH)):
+            idx = [i for i, u in enumerate(pp) if u == uses]
+            if idx:
+                ax.barh(idx, [100 * pts[i][1] for i in idx], color=colour, hatch=hatch, edgecolor="white")
+        ax.set_yticks(range(len(pts)))
+        ax.set_yticklabels([p[0] + ("  [PP]" if u else "") for p, u in zip(pts, pp)], fontsize=6)
+        ax.invert_yaxis()
+        ax.set_xlabel("MFU (%, median over steps after the first)")
+        ax.set_title(f"sweep of {model} on {system} ({file})", fontsize=9)
+        ax.legend(handles=[matplotlib.patches.Patch(color=NO_PP_COLOUR, label="no PP"),
+                           matplotlib.patches.Patch(facecolor=PP_COLOUR, hatch=PP_HATCH, label="uses PP")], fontsize=7)
+        ax.grid(True, axis="x", alpha=0.3)
+        fig.tight_layout()
+        rows = [[str(i + 1), p[0], "yes" if u else "no", f"{100 * p[1]:.2f}", p[2].label] for i, (p, u) in
+                enumerate(zip(pts, pp))]
+        figures.append(Figure(f"sweep_{file}_{n}", fig, f"MFU by split of one `ibt sweep` ({command}); splits "
+                              "using pipeline parallelism are red and hatched.",
+                              (["rank", "split", "PP", "MFU %", "run"], rows)))
     return figures
 
 

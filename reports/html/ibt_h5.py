@@ -3,6 +3,7 @@
 Only what the report needs: every run's attributes, environment and tables, with
 fixed-length strings (which h5py returns as bytes) decoded to str.
 """
+import json
 import os
 
 import h5py
@@ -67,6 +68,29 @@ class Run:
     @property
     def status(self):
         return self.attrs.get("status", "?")
+
+    @property
+    def system(self):
+        """The hardware a run measured or projected, in words: "dgx-h100 (H100 SXM5 80GB)" for a
+        projection on a topology, the GPU for a measured cuda run, "CPU (hosts)" for a CPU run."""
+        topology = self.attrs.get("topology")
+        if topology and self.attrs.get("backend") == "sim":
+            try:
+                device = json.loads(self.attrs.get("topology_json", "{}")).get("device", {}).get("name", "")
+            except ValueError:
+                device = ""
+            return f"{topology} ({device})" if device else str(topology)
+        if self.attrs.get("gpu_name"):
+            return str(self.attrs["gpu_name"])
+        hosts = self.attrs.get("hosts")
+        return f"CPU ({hosts})" if hosts else "unknown system"
+
+    @property
+    def oversubscription(self):
+        """"" unless the run recorded that its ranks outnumbered a host's cores."""
+        if str(self.attrs.get("oversubscribed", "0")) != "1":
+            return ""
+        return str(self.attrs.get("oversubscription", "oversubscribed"))
 
     @property
     def label(self):

@@ -2,7 +2,7 @@
 """Renders ibt results files as one self-contained HTML page (ibt report).
 
     render_report.py --out DIR [--title T] [--command-line C] -- FILE.h5 [FILE2.h5 ...]
-    render_report.py --out DIR --compare [--tolerance 0.1] -- A.h5 B.h5
+    render_report.py --out DIR --compare [--tolerance 0.1] -- A.h5 B.h5   (compare.py says how)
 
 Writes DIR/index.html with every figure inlined as a base64 PNG (the page needs no
 network and no other file), and each figure as DIR/<name>.png and DIR/<name>.svg.
@@ -14,16 +14,16 @@ import argparse
 import base64
 import html
 import io
-import math
 import os
 import re
 import sys
-from collections import defaultdict
 
 sys.dont_write_bytecode = True  # keep the source tree clean: no __pycache__ beside the scripts
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import compare as C  # noqa: E402
 import crossover_experiment as XO  # noqa: E402
 import figures as F  # noqa: E402
+import scaling_figures as S  # noqa: E402
 from ibt_h5 import InputError, load_runs  # noqa: E402
 
 import matplotlib  # noqa: E402
@@ -36,8 +36,8 @@ table{border-collapse:collapse;font-size:12px;margin:.5em 0 1.5em}
 td,th{border:1px solid #ddd;padding:2px 6px;text-align:left} th{background:#f4f4f4}
 figure{margin:1em 0} figcaption{font-size:13px;color:#444;max-width:1100px}
 img.fig{max-width:100%;border:1px solid #eee}
-.status-complete,.PASS,.same,.faster{color:#176b1a;font-weight:600}
-.status-failed,.FAIL,.slower{color:#b00020;font-weight:700}
+.status-complete,.PASS,.same,.faster,.higher{color:#176b1a;font-weight:600}
+.status-failed,.FAIL,.slower,.lower{color:#b00020;font-weight:700}
 .status-partial,.status-running{color:#b36b00;font-weight:700}
 .absent{background:#fff8e1;border-left:4px solid #f0b400;padding:.5em 1em}
 details{margin:.3em 0} pre{white-space:pre-wrap;font-size:12px;background:#fafafa;padding:.5em}
@@ -88,7 +88,7 @@ class Page:
     @staticmethod
     def _cell(c):
         c = str(c)
-        cls = c if c in ("PASS", "FAIL", "same", "faster", "slower") else (
+        cls = c if c in ("PASS", "FAIL", "same", "faster", "slower", "higher", "lower") else (
             f"status-{c}" if c in ("complete", "failed", "partial", "running") else "")
         return f"<td class='{cls}'>{e(c)}</td>" if cls else f"<td>{e(c)}</td>"
 
@@ -125,9 +125,16 @@ def runs_section(page, runs):
     if bad:
         page.add(f"<p class='status-failed'>{len(bad)} of {len(runs)} runs did not complete: "
                  + ", ".join(e(f"{r.file}:{r.id} ({r.status})") for r in bad) + ". Their rows are shown as stored.</p>")
-    page.table(["file", "run", "kind", "status", "start", "end", "ranks", "tables", "error"],
-               [[r.file, r.id, r.kind, r.status, r.attrs.get("start_time", ""), r.attrs.get("end_time", ""),
-                 r.attrs.get("world_size", ""), ", ".join(sorted(r.tables)), r.attrs.get("error", "")] for r in runs],
+    over = [r for r in runs if r.oversubscription]
+    if over:
+        page.add(f"<p class='status-failed'>{len(over)} run(s) were measured oversubscribed (more ranks than "
+                 "cores on a host): their timings measure the scheduler, not the hardware. "
+                 + ", ".join(e(f"{r.file}:{r.id} ({r.oversubscription})") for r in over) + ".</p>")
+    page.table(["file", "run", "kind", "status", "system", "start", "end", "ranks", "oversubscribed", "tables",
+                "error"],
+               [[r.file, r.id, r.kind, r.status, r.system, r.attrs.get("start_time", ""), r.attrs.get("end_time", ""),
+                 r.attrs.get("world_size", ""), r.oversubscription or ("no" if "oversubscribed" in r.attrs else "?"),
+                 ", ".join(sorted(r.tables)), r.attrs.get("error", "")] for r in runs],
                scroll=False)
 
 
@@ -143,7 +150,8 @@ def provenance_section(page, runs, command_line):
     page.add("<h2>Provenance</h2>")
     if command_line:
         page.add(f"<p>This page: <code>{e(command_line)}</code>, matplotlib {e(matplotlib.__version__)}.</p>")
-    keys = ("command_line", "ibt_version", "git_commit", "hosts", "ranks_per_host", "backend", "mpi_library",
+    keys = ("command_line", "ibt_version", "git_commit", "hosts", "ranks_per_host", "cores_per_host",
+            "oversubscribed", "oversubscription", "backend", "mpi_library",
             "mpi_standard", "domains", "domain_method", "model", "topology", "reference")
     for r in runs:
         rows = [[k, r.attrs[k]] for k in keys if k in r.attrs]
@@ -168,6 +176,19 @@ def render(files, out, title, command_line, experiments=()):
     section(page, "Acceptance", F.accept_figures(runs), "No accept runs in these files.")
     section(page, "Training: MFU and step time", F.training_figures(runs),
             f"No training runs in these files ({F.TRAINING_SOURCES}).")
+    page.add("<h2 id='scaling'>Scaling: MFU against devices per hardware generation</h2>")
+    gens = S.generation_lines(runs)
+    if gens:
+        page.add("<p>One line per hardware generation (system and model; scaling mode in brackets): MFU of the "
+                 "best split at each device count.</p>")
+        page.table(["system · model (scaling)", "devices: MFU"], gens, scroll=False)
+    figs = S.scaling_figures(runs)
+    if not figs:
+        page.add("<p class='absent'>No scaling runs in these files (ibt scaling).</p>")
+    for f in figs:
+        page.figure(f)
+    section(page, "Generation comparison: one model, split and batch across systems", S.generation_figures(runs),
+            "No model, split, device count and batch projected on two or more systems in these files.")
     section(page, "Pipeline-parallel crossover", F.crossover_figures(runs), "No crossover runs in these files.")
     for folder in experiments:  # scripts/cluster/crossover_experiment.sh output folders
         figs, summary = XO.experiment_figures(folder)
@@ -179,93 +200,35 @@ def render(files, out, title, command_line, experiments=()):
     return page.write()
 
 
-# ---- --compare ----
-
-def latest_collectives(runs):
-    """(op, scope, dtype, bytes) -> (busbw, time_us), the newest complete-or-not run winning."""
-    out = {}
-    for run in runs:
-        t = run.tables.get("collectives")
-        if t is None:
-            continue
-        for i in range(t.length):
-            if t["placement"][i] == "out":
-                out[(t["op"][i], t["scope"][i], t["dtype"][i], int(t["bytes"][i]))] = (
-                    float(t["busbw_GBps"][i]), float(t["time_us"][i]))
-    return out
-
-
-def p2p_medians(runs):
-    out = {}
-    for run in runs:
-        t = run.tables.get("p2p_matrix")
-        if t is None:
-            continue
-        for size in sorted(set(int(b) for b in t["bytes"])):
-            sel = [i for i in range(t.length) if int(t["bytes"][i]) == size]
-            bw = sorted(float(t["bandwidth_GBps"][i]) for i in sel)
-            tm = sorted(float(t["time_us"][i]) for i in sel)
-            out[("p2p", "pairs", "bytes", size)] = (bw[len(bw) // 2], tm[len(tm) // 2])
-    return out
-
-
-def verdict(ratio, tol):
-    if ratio > 1 + tol:
-        return "faster"
-    if ratio < 1 - tol:
-        return "slower"
-    return "same"
-
+# ---- --compare (compare.py) ----
 
 def compare(files, out, title, command_line, tol):
     a_runs, b_runs = load_runs(files[0]), load_runs(files[1])
-    a = {**latest_collectives(a_runs), **p2p_medians(a_runs)}
-    b = {**latest_collectives(b_runs), **p2p_medians(b_runs)}
-    common = sorted(set(a) & set(b))
+    points = C.all_points(a_runs, b_runs)
     an, bn = os.path.basename(files[0]), os.path.basename(files[1])
     page = Page(out, title or f"ibt compare: {an} (A) vs {bn} (B)")
-    page.add(f"<p>A = {e(files[0])}, B = {e(files[1])}. Ratio = B/A of bandwidth (busbw for collectives, median "
-             f"pair bandwidth for p2p) and A/B of time, so above 1 means B is faster. Verdict per metric: the "
-             f"geometric mean of its ratios over sizes; 'same' within 1 &plusmn; {tol:g}.</p>")
+    page.add(f"<p>A = {e(files[0])}, B = {e(files[1])}. Compared: collectives and p2p (per-iteration p50 time and "
+             "bandwidth), train and sweep runs (median step time and MFU of the same model, split and ranks), "
+             "projections (same model, split and devices), crossover grids and scaling runs (best MFU). A ratio "
+             "above 1 means B is better. Verdict per series: the geometric mean of its ratios is 'faster' or "
+             f"'slower' only outside 1 &plusmn; the noise band: the larger of the tolerance ({tol:g}) and the "
+             "run-to-run spread of the two sides (p99/p50 - 1 of the iterations; the spread of the steps of "
+             "train runs; 0 for projections, which are deterministic).</p>")
     runs_section(page, a_runs + b_runs)
-    if not common:
-        page.add("<p class='absent'>The two files share no (op, scope, dtype, size): nothing to compare.</p>")
-    groups = defaultdict(list)
-    for k in common:
-        (abw, at), (bbw, bt) = a[k], b[k]
-        bw_ratio = bbw / abw if abw > 0 and bbw > 0 else float("nan")
-        t_ratio = at / bt if bt > 0 else float("nan")
-        groups[k[:3]].append((k[3], abw, bbw, bw_ratio, at, bt, t_ratio))
-    summary = []
-    for g, pts in sorted(groups.items()):
-        for idx, metric in ((3, "bandwidth"), (6, "time")):
-            vals = [p[idx] for p in pts if p[idx] > 0 and not math.isnan(p[idx])]
-            if vals:
-                gm = math.exp(sum(math.log(v) for v in vals) / len(vals))
-                summary.append([g[0], g[1], g[2], metric, str(len(vals)), f"{gm:.3f}", verdict(gm, tol)])
+    if not points:
+        page.add("<p class='absent'>The two files share no configuration (collective op/scope/dtype/size, p2p size, "
+                 "train model/split/ranks, projection model/split/devices, crossover cell, scaling point): nothing "
+                 "to compare.</p>")
     page.add("<h2>Verdicts</h2>")
-    page.table(["op", "scope", "dtype", "metric", "sizes", "geo-mean ratio", "verdict"], summary, scroll=False)
-    page.add("<h2>Ratios by size</h2>")
-    if groups:
-        fig, ax = plt.subplots(figsize=(8, 4.5))
-        for g, pts in sorted(groups.items()):
-            pts = [p for p in pts if not math.isnan(p[3])]
-            if pts:
-                ax.semilogx([p[0] for p in pts], [p[3] for p in pts], marker="o", ms=3, label="/".join(g))
-        ax.axhline(1, color="k", lw=0.8)
-        ax.axhspan(1 - tol, 1 + tol, color="grey", alpha=0.15)
-        ax.set_xlabel("message size (bytes)")
-        ax.set_ylabel(f"bandwidth ratio B/A ({bn} / {an})")
-        ax.grid(True, which="both", alpha=0.3)
-        ax.legend(fontsize=6, ncol=2)
-        fig.tight_layout()
-        rows = [["/".join(g), F.human_bytes(p[0]), F._fmt(p[1]), F._fmt(p[2]), F._fmt(p[3], 3), F._fmt(p[4]),
-                 F._fmt(p[5]), F._fmt(p[6], 3)] for g, pts in sorted(groups.items()) for p in pts]
-        page.figure(F.Figure("compare_bandwidth", fig, "Bandwidth ratio B/A per op/scope/dtype against size "
-                             f"(grey band: 'same' within {tol:g}).",
-                             (["series", "bytes", "A GB/s", "B GB/s", "B/A", "A us", "B us", "A/B time"], rows)))
+    page.table(["op or kind", "scope or model", "dtype or detail", "metric", "points", "geo-mean ratio", "verdict",
+                "noise band"],
+               [[g[0], g[1], g[2], g[3], str(n), f"{gm:.3f}", v, f"±{100 * band:.1f}%"]
+                for g, n, gm, band, v in C.summarize(points, tol)], scroll=False)
+    page.add("<h2>Ratios</h2>")
+    for f in C.ratio_figures(points, tol, an, bn):
+        page.figure(f)
     provenance_section(page, a_runs + b_runs, command_line)
-    return page.write()
+    return page.write(), bool(points)
 
 
 def main():
@@ -284,7 +247,11 @@ def main():
         if args.compare:
             if len(args.files) != 2:
                 raise InputError("--compare takes exactly two files")
-            path = compare(args.files, args.out, args.title, args.command_line, args.tolerance)
+            path, compared = compare(args.files, args.out, args.title, args.command_line, args.tolerance)
+            if not compared:
+                print(f"ibt report: error: {args.files[0]} and {args.files[1]} share nothing to compare "
+                      f"(the page {path} says what each holds)", file=sys.stderr)
+                return 2
         else:
             path = render(args.files, args.out, args.title, args.command_line, args.crossover_experiment)
     except InputError as err:

@@ -5,7 +5,8 @@
 - every figure inlined in the page also exists beside it as PNG and SVG;
 - every run of the files appears with its status, and the failed run is shown as failed;
 - numbers in the page are the stored ones: the busbw of each file's all_reduce world rows;
-- a section without data says so (no training runs in these files).
+- a section without data says so (no training runs in these files);
+- every multi-rank run records oversubscription, and the page flags those that were.
 """
 import os
 import re
@@ -45,6 +46,16 @@ for path in files:
                 failed_runs += 1
                 if "<td class='status-failed'>failed</td>" not in page:
                     fail(f"failed run {run_id} of {path} not shown as failed")
+            # Every multi-rank run records whether it was oversubscribed; the page names those that were.
+            if run.attrs["kind"] in ("collectives", "p2p_matrix"):
+                for attr in ("oversubscribed", "cores_per_host", "ranks_per_host"):
+                    if attr not in run.attrs:
+                        fail(f"{path}:{run_id} lacks attribute {attr}")
+                if int(run.attrs["oversubscribed"]) == 1:
+                    text = run.attrs["oversubscription"]
+                    text = text.decode() if isinstance(text, bytes) else text
+                    if f"{run_id} ({text})" not in page or "measured oversubscribed" not in page:
+                        fail(f"oversubscribed run {run_id} of {path} ({text}) is not flagged in the page")
             if "collectives" not in run:
                 continue
             rows = run["collectives"][:]

@@ -1,0 +1,211 @@
+"""Figures comparing hardware generations: `ibt scaling` runs (MFU and tokens/s per
+device against devices, one line per system) and the generation comparison (the same
+model, split, device count and batch projected on several topologies).
+
+Colours of breakdown components come from figures.COMPONENT_COLOURS, as everywhere.
+"""
+import math
+from collections import defaultdict
+
+import matplotlib.pyplot as plt
+
+from figures import BREAKDOWN, Figure, _fmt, stacked_breakdown
+
+# The scaling table's breakdown columns per component label (figures.BREAKDOWN's labels).
+SCALING_PARTS = (("compute", ("compute_s",)), ("TP comm", ("exposed_tp_s",)),
+                 ("DP comm", ("exposed_dp_s", "exposed_expert_dp_s")), ("EP comm", ("exposed_ep_s",)),
+                 ("PP comm", ("exposed_pp_s",)), ("bubble", ("bubble_s",)), ("other", ("other_s",)),
+                 ("CP comm", ("exposed_cp_s",)))
+
+
+# Systems get colours of their own, none of them a breakdown component's
+# (figures.COMPONENT_COLOURS), so a colour never means two things on one page.
+SYSTEM_COLOURS = ("#1b9e77", "#7570b3", "#e7298a", "#66a61e", "#e6ab02", "#a6761d", "#17becf", "#444444")
+
+
+def system_colour(index):
+    return SYSTEM_COLOURS[index % len(SYSTEM_COLOURS)]
+
+
+def _num(v):
+    v = float(v)
+    return None if math.isnan(v) else v
+
+
+def _scaling_rows(runs):
+    """[dict] of every scaling row, with its run."""
+    rows = []
+    for run in runs:
+        t = run.tables.get("scaling")
+        if t is None:
+            continue
+        for i in range(t.length):
+            r = {c: t[c][i] for c in t.columns}
+            r["run"] = run
+            measured = str(r["source"]).startswith("measured")
+            where = r["system"] if measured else f"{r['topology']} ({r['system']})"
+            r["line"] = f"{where} · {r['model']}" + (" · measured" if measured else "")
+            parts = {}
+            for label, cols in SCALING_PARTS:
+                vals = [_num(r[c]) for c in cols if c in r]
+                vals = [v for v in vals if v is not None]
+                if vals:
+                    parts[label] = sum(vals)
+            if measured and "PP comm" in parts and "bubble" not in parts:
+                parts["PP comm + bubble"] = parts.pop("PP comm")
+            r["parts"] = parts
+            rows.append(r)
+    return rows
+
+
+def scaling_figures(runs):
+    rows = _scaling_rows(runs)
+    figures = []
+    groups = defaultdict(list)  # (model, scaling mode) -> rows
+    for r in rows:
+        groups[(str(r["model"]), str(r["scaling"]))].append(r)
+    for (model, mode), mine in sorted(groups.items()):
+        if not any(int(r["feasible"]) for r in mine):
+            continue  # nothing to draw; the per-generation lines say '-' and the stored reason stays in the file
+        run_labels = sorted({r["run"].label for r in mine})
+        lines = defaultdict(list)
+        for r in mine:
+            lines[r["line"]].append(r)
+        fig, (ax_mfu, ax_tok) = plt.subplots(1, 2, figsize=(11, 4))
+        table = []
+        for n, (line, pts) in enumerate(sorted(lines.items())):
+            pts.sort(key=lambda r: int(r["devices"]))
+            ok = [r for r in pts if int(r["feasible"])]
+            style = dict(marker="o", ls="-" if "measured" in line else "--", label=line, color=system_colour(n))
+            ax_mfu.plot([int(r["devices"]) for r in ok], [100 * float(r["mfu"]) for r in ok], **style)
+            ax_tok.plot([int(r["devices"]) for r in ok], [float(r["tokens_per_s_per_device"]) for r in ok], **style)
+            for r in pts:
+                table.append([r["system"], str(r["source"]).split(" ")[0], str(int(r["devices"])),
+                              str(int(r["global_batch"])), r["split"] if int(r["feasible"]) else r["reason"],
+                              _fmt(100 * float(r["mfu"]), 3), _fmt(float(r["tokens_per_s_per_device"])),
+                              _fmt(float(r["step_s"]))])
+        devices = sorted({int(r["devices"]) for r in mine if int(r["feasible"])})
+        for ax, ylabel in ((ax_mfu, "MFU (%)"), (ax_tok, "tokens/s per device")):
+            ax.set_xscale("log", base=2)
+            ax.set_xticks(devices)
+            ax.set_xticklabels([str(d) for d in devices])
+            ax.minorticks_off()
+            ax.set_xlabel("devices")
+            ax.set_ylabel(ylabel)
+            ax.grid(True, which="both", alpha=0.3)
+            ax.legend(fontsize=6)
+        ax_tok.set_yscale("log")
+        fig.suptitle(f"{model}, {mode} scaling: best split per point, one line per system", fontsize=9)
+        fig.tight_layout()
+        merged = "" if len(run_labels) == 1 else f" Merged from {len(run_labels)} runs of the same model and mode."
+        figures.append(Figure(f"scaling_{model}_{mode}", fig,
+                              f"{model}, {mode} scaling ({'fixed global batch' if mode == 'strong' else 'fixed batch per device'}): "
+                              "MFU and tokens/s per device of the best split at each device count; dashed: projected, "
+                              f"solid: measured. Runs: {', '.join(run_labels)}.{merged}",
+                              (["system", "source", "devices", "global batch", "best split", "MFU %",
+                                "tokens/s/device", "step s"], table)))
+        # Breakdown per point as shares of the step, one panel per system.
+        systems = [line for line in sorted(lines) if any(int(r["feasible"]) for r in lines[line])]
+        fig, axes = plt.subplots(1, len(systems), figsize=(4.2 * len(systems), 3.6), squeeze=False, sharey=True)
+        drawn = set()
+        for ax, line in zip(axes[0], systems):
+            ok = sorted((r for r in lines[line] if int(r["feasible"])), key=lambda r: int(r["devices"]))
+            shares = [{k: v / float(r["step_s"]) for k, v in r["parts"].items()} for r in ok]
+            drawn |= set(stacked_breakdown(ax, [str(int(r["devices"])) for r in ok], shares, horizontal=False))
+            ax.set_title(line, fontsize=7)
+            ax.set_xlabel("devices")
+        axes[0][0].set_ylabel("share of step time (bottleneck stage)")
+        handles, labels = axes[0][0].get_legend_handles_labels()
+        for ax in axes[0][1:]:
+            for h, lab in zip(*ax.get_legend_handles_labels()):
+                if lab not in labels:
+                    handles.append(h)
+                    labels.append(lab)
+        axes[0][-1].legend(handles, labels, fontsize=6)
+        fig.tight_layout()
+        order = [lab for lab, _, _ in BREAKDOWN if lab in drawn]
+        btable = [[r["system"], str(int(r["devices"])), r["split"], str(int(r["breakdown_stage"]))] +
+                  [_fmt(r["parts"].get(lab, 0.0)) for lab in order]
+                  for line in systems for r in sorted(lines[line], key=lambda r: int(r["devices"])) if int(r["feasible"])]
+        figures.append(Figure(f"scaling_breakdown_{model}_{mode}", fig,
+                              f"{model}, {mode} scaling: where the step goes at each point, as shares of the step time "
+                              "(projections: the bottleneck pipeline stage, the busiest (least idle) one, named in the "
+                              "table; measured: means over ranks).",
+                              (["system", "devices", "split", "stage"] + [f"{lab} s" for lab in order], btable)))
+    return figures
+
+
+def generation_lines(runs):
+    """The report's one line per hardware generation: [(system · model, "512: 41.2%, ...")]."""
+    per = defaultdict(list)
+    for r in _scaling_rows(runs):
+        mfu = f"{100 * float(r['mfu']):.1f}%" if int(r["feasible"]) else "-"
+        per[r["line"] + f" ({r['scaling']})"].append((int(r["devices"]), mfu))
+    return [[k, ", ".join(f"{d}: {m}" for d, m in sorted(v))] for k, v in sorted(per.items())]
+
+
+# ---- the generation comparison: one split, several systems ----
+
+def _projection_rows(runs):
+    """(model, devices, global batch) -> split -> system -> (mfu, step_s, parts)."""
+    out = defaultdict(lambda: defaultdict(dict))
+    for run in runs:
+        t = run.tables.get("projections")
+        if t is None or not t.has("split", "mfu", "devices"):
+            continue
+        batch = int(run.attrs.get("global_batch", 0))
+        for i in range(t.length):
+            if t.has("feasible") and not int(t["feasible"][i]):
+                continue
+            parts = {label: sum(float(t[c][i]) for c in cols if t.has(c)) for label, cols, _ in BREAKDOWN if cols}
+            key = (str(run.attrs.get("model", "?")), int(t["devices"][i]), batch)
+            out[key][str(t["split"][i])][run.system] = (float(t["mfu"][i]), float(t["step_s"][i]), parts)
+    return out
+
+
+def generation_figures(runs, max_splits=6):
+    figures = []
+    for (model, devices, batch), splits in sorted(_projection_rows(runs).items()):
+        systems = sorted({s for per in splits.values() for s in per})
+        if len(systems) < 2:
+            continue
+        common = [sp for sp, per in splits.items() if len(per) == len(systems)]
+        if not common:
+            continue
+        # The splits every system can run, best first by the geometric mean of their MFUs.
+        score = {sp: math.exp(sum(math.log(max(v[0], 1e-12)) for v in splits[sp].values()) / len(systems))
+                 for sp in common}
+        chosen = sorted(common, key=lambda sp: -score[sp])[:max_splits]
+        fig, (ax, axb) = plt.subplots(1, 2, figsize=(12, 0.5 * len(chosen) * len(systems) / 2 + 3.2),
+                                      gridspec_kw={"width_ratios": [1, 1.3]})
+        width = 0.8 / len(systems)
+        for j, system in enumerate(systems):
+            ax.barh([i + j * width for i in range(len(chosen))], [100 * splits[sp][system][0] for sp in chosen],
+                    height=width, label=system, color=system_colour(j))
+        ax.set_yticks([i + 0.4 - width / 2 for i in range(len(chosen))])
+        ax.set_yticklabels(chosen, fontsize=6)
+        ax.invert_yaxis()
+        ax.set_xlabel("MFU (%)")
+        ax.legend(fontsize=6)
+        ax.grid(True, axis="x", alpha=0.3)
+        labels = [f"{sp.split(' recompute')[0]} | {system}" for sp in chosen for system in systems]
+        parts = [splits[sp][system][2] for sp in chosen for system in systems]
+        drawn = stacked_breakdown(axb, labels, parts)
+        axb.invert_yaxis()
+        axb.set_xlabel("seconds per step (stacked components)")
+        axb.legend(fontsize=6)
+        fig.suptitle(f"generation comparison: {model} on {devices} devices, global batch {batch} sequences", fontsize=9)
+        fig.tight_layout()
+        rows = [[sp, system, f"{100 * splits[sp][system][0]:.2f}", _fmt(splits[sp][system][1]),
+                 _fmt(splits[sp][system][1] / splits[sp][systems[0]][1], 3)] +
+                [_fmt(splits[sp][system][2].get(lab, 0.0)) for lab in drawn] for sp in chosen for system in systems]
+        figures.append(Figure(f"generations_{model}_{devices}", fig,
+                              f"The same model ({model}), splits, device count ({devices}) and global batch ({batch} "
+                              f"sequences) projected on {len(systems)} systems: MFU per split and where the step goes "
+                              f"(breakdown of pipeline stage 0 as the projections table stores it). The {len(chosen)} "
+                              "splits all systems can run with the best geometric-mean MFU; step ratio is against "
+                              f"{systems[0]}.",
+                              (["split", "system", "MFU %", "step s", f"step / {systems[0]}"] + [f"{lab} s" for lab in drawn],
+                               rows)))
+    return figures
+

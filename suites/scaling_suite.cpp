@@ -1,0 +1,277 @@
+// ibt scaling: MFU and tokens/s per device against device count, the best split per
+// point, for one model on one or several topologies (hardware generations), projected
+// by the sim executor (topologies/scaling.hpp); measured `ibt train`/`ibt sweep` runs of
+// the same model can join the table (--measured).
+#include <boost/program_options.hpp>
+#include <cmath>
+#include <cstdio>
+#include <iostream>
+#include <limits>
+#include <map>
+
+#include "core/errors.hpp"
+#include "ibt/version.hpp"
+#include "models/model_file.hpp"
+#include "suites/cli.hpp"
+#include "suites/run_recorder.hpp"
+#include "suites/suites.hpp"
+#include "topologies/projection_report.hpp"
+#include "topologies/scaling.hpp"
+#include "topologies/sim_pricer.hpp"
+
+namespace ibt::suites {
+namespace {
+
+namespace po = boost::program_options;
+
+const double kNaN = std::numeric_limits<double>::quiet_NaN();
+
+// Fractions are stored as fractions (unit "fraction"), times in seconds; every
+// breakdown column is of the stage named by breakdown_stage.
+std::vector<store::Column> scaling_columns() {
+  using store::ColumnType;
+  return {{"source", ColumnType::str, "", 96},
+          {"topology", ColumnType::str, "", 48},
+          {"system", ColumnType::str, "", 64},
+          {"model", ColumnType::str, "", 48},
+          {"scaling", ColumnType::str, "", 8},
+          {"devices", ColumnType::i64, "devices"},
+          {"global_batch", ColumnType::i64, "sequences"},
+          {"split", ColumnType::str, "", 80},
+          {"dp", ColumnType::i64, "ranks"},
+          {"tp", ColumnType::i64, "ranks"},
+          {"pp", ColumnType::i64, "stages"},
+          {"ep", ColumnType::i64, "ranks"},
+          {"feasible", ColumnType::i64, ""},
+          {"reason", ColumnType::str, "", 256},
+          {"candidates", ColumnType::i64, "splits"},
+          {"step_s", ColumnType::f64, "s"},
+          {"mfu", ColumnType::f64, "fraction"},
+          {"hfu", ColumnType::f64, "fraction"},
+          {"tokens_per_s", ColumnType::f64, "tokens/s"},
+          {"tokens_per_s_per_device", ColumnType::f64, "tokens/s/device"},
+          {"breakdown_stage", ColumnType::i64, "stage"},
+          {"compute_s", ColumnType::f64, "s"},
+          {"exposed_tp_s", ColumnType::f64, "s"},
+          {"exposed_dp_s", ColumnType::f64, "s"},
+          {"exposed_expert_dp_s", ColumnType::f64, "s"},
+          {"exposed_pp_s", ColumnType::f64, "s"},
+          {"exposed_ep_s", ColumnType::f64, "s"},
+          {"bubble_s", ColumnType::f64, "s"},
+          {"other_s", ColumnType::f64, "s"},
+          {"exposed_cp_s", ColumnType::f64, "s"},
+          {"memory_bytes", ColumnType::f64, "B"}};
+}
+
+store::Row scaling_row(const topo::ScalingPoint& pt, const std::string& model, topo::ScalingMode mode) {
+  const topo::Projection& p = pt.best;
+  const bool ok = p.feasible;
+  auto v = [&](double x) { return ok ? x : kNaN; };
+  // Projections: the bottleneck stage (projection.hpp); measured: means over ranks.
+  const bool staged = ok && !p.stages.empty();
+  const topo::Projection::StageBreakdown stage =
+      staged ? p.stages[p.bottleneck_stage] : topo::Projection::StageBreakdown{p.compute_s, p.exposed_s};
+  auto part = [&](topo::Exposure e) { return v(stage.exposed_s[static_cast<int>(e)]); };
+  return {pt.source,
+          pt.topology,
+          pt.system,
+          model,
+          std::string(topo::to_string(mode)),
+          static_cast<std::int64_t>(pt.devices),
+          static_cast<std::int64_t>(pt.global_batch),
+          ok ? topo::split_label(p.split) : std::string("(none fits)"),
+          static_cast<std::int64_t>(ok ? p.split.dp : 0),
+          static_cast<std::int64_t>(ok ? p.split.tp : 0),
+          static_cast<std::int64_t>(ok ? p.split.pp : 0),
+          static_cast<std::int64_t>(ok ? p.split.ep : 0),
+          static_cast<std::int64_t>(ok),
+          p.reason.substr(0, 255),
+          static_cast<std::int64_t>(pt.candidates),
+          v(p.step_s),
+          v(p.mfu),
+          v(p.hfu),
+          v(p.tokens_per_s),
+          pt.tokens_per_s_per_device(),
+          static_cast<std::int64_t>(staged ? p.bottleneck_stage : -1),
+          v(stage.compute_s),
+          part(topo::Exposure::tp),
+          part(topo::Exposure::dp),
+          part(topo::Exposure::expert_dp),
+          part(topo::Exposure::pp),
+          part(topo::Exposure::ep),
+          part(topo::Exposure::bubble),
+          v(pt.other_s),
+          part(topo::Exposure::cp),
+          ok && p.memory.total() > 0 ? p.memory.total() : kNaN};
+}
+
+void print_points(const std::vector<topo::ScalingPoint>& points) {
+  std::printf("%8s %9s %8s %12s %7s  %-62s %s\n", "devices", "batch", "MFU", "tok/s/dev", "step s", "best split",
+              "compute share (stage), largest exposed");
+  for (const auto& pt : points) {
+    const topo::Projection& p = pt.best;
+    if (!p.feasible) {
+      std::printf("%8d %9lld %8s %12s %7s  %s\n", pt.devices, pt.global_batch, "-", "-", "-", p.reason.c_str());
+      continue;
+    }
+    const bool staged = !p.stages.empty();
+    const auto& st = staged ? p.stages[p.bottleneck_stage] : topo::Projection::StageBreakdown{p.compute_s, p.exposed_s};
+    int worst = 0;
+    for (int e = 1; e < topo::kNumExposures; ++e)
+      if (st.exposed_s[e] > st.exposed_s[worst]) worst = e;
+    char detail[96];
+    std::snprintf(detail, sizeof detail, "%.0f%% (%s), %s %.0f%%", 100 * st.compute_s / p.step_s,
+                  staged ? ("stage " + std::to_string(p.bottleneck_stage)).c_str() : "rank mean",
+                  topo::to_string(static_cast<topo::Exposure>(worst)), 100 * st.exposed_s[worst] / p.step_s);
+    std::printf("%8d %9lld %7.1f%% %12.4g %7.3g  %-62s %s\n", pt.devices, pt.global_batch, 100 * p.mfu,
+                pt.tokens_per_s_per_device(), p.step_s, topo::split_label(p.split).c_str(), detail);
+  }
+}
+
+// One line per hardware generation: "dgx-h100 (H100 ...): 512 41.2%  1024 40.8% ...".
+void print_generation_lines(const std::vector<topo::ScalingPoint>& all) {
+  std::map<std::string, std::string> lines;
+  std::vector<std::string> order;
+  for (const auto& pt : all) {
+    const std::string key = pt.topology + " (" + pt.system + ")";
+    if (!lines.count(key)) order.push_back(key);
+    char cell[48];
+    if (pt.best.feasible) std::snprintf(cell, sizeof cell, "  %d: %.1f%%", pt.devices, 100 * pt.best.mfu);
+    else std::snprintf(cell, sizeof cell, "  %d: -", pt.devices);
+    lines[key] += cell;
+  }
+  std::printf("\nMFU by generation (best split per point; '-': no split fits):\n");
+  for (const auto& key : order) std::printf("  %-40s%s\n", key.c_str(), lines[key].c_str());
+}
+
+}  // namespace
+
+int scaling_main(int argc, char** argv) {
+  std::string model_name, topologies, gpus_text, mode_text = "strong", dtype, out;
+  std::vector<std::string> measured;
+  long long global_batch = 0, global_batch_tokens = 16LL * 1024 * 1024;
+  double per_device = 0, memory_fraction = 0.9;
+  po::options_description opts(
+      "ibt scaling: MFU and tokens/s per device against device count, one line per hardware\n"
+      "generation (topology), the best split at every point (every split `ibt project --all`\n"
+      "searches: tp <= domain size, 1f1b and interleaved v=2, recompute none/selective/full,\n"
+      "ZeRO-1 on/off, sequence parallelism when tp > 1), with its step-time breakdown (the\n"
+      "bottleneck pipeline stage: the busiest, least idle one).\n"
+      "Strong scaling keeps the global batch fixed; weak scaling keeps the batch per device\n"
+      "fixed (global batch = devices x --sequences-per-device; default: the first point's).\n"
+      "MFU = model FLOPs / (step time x devices x peak of --dtype); model FLOPs are 6N (active\n"
+      "parameters) + full-sequence attention, no recompute (models/accounting.hpp).\n"
+      "Options");
+  opts.add_options()
+      ("help,h", "show this help")
+      ("model", po::value(&model_name), "model: catalog name (models/catalog) or a .json path")
+      ("topology", po::value(&topologies),
+       "comma list of topologies (catalog names or .json paths), one line each: e.g. dgx-a100,dgx-h100,dgx-b200")
+      ("gpus", po::value(&gpus_text), "comma list of device counts, e.g. 512,1024,2048")
+      ("scaling", po::value(&mode_text)->default_value(mode_text), "strong (fixed global batch) or weak (fixed batch per device)")
+      ("global-batch", po::value(&global_batch), "strong: global batch in sequences (overrides --global-batch-tokens)")
+      ("global-batch-tokens", po::value(&global_batch_tokens)->default_value(global_batch_tokens),
+       "strong: global batch in tokens (divided by the model's sequence length); weak: the first point's")
+      ("sequences-per-device", po::value(&per_device), "weak: sequences per device per step")
+      ("dtype", po::value(&dtype), "compute dtype the peak and MFU refer to (default bf16, else fp32)")
+      ("memory-fraction", double_value(&memory_fraction), "usable fraction of device memory")
+      ("measured", po::value(&measured)->composing(),
+       "HDF5 file with `ibt train`/`ibt sweep` runs of the model: their points join the table as "
+       "source 'measured' (repeatable)")
+      ("out,o", po::value(&out), "HDF5 results file to append a run of kind 'scaling' to");
+  po::variables_map vm;
+  if (!parse_command_line(argc, argv, opts, vm)) {
+    print_help(std::cout, "ibt scaling --model M --topology T[,T2...] --gpus N[,N2...] [options]", opts,
+               {"ibt scaling --model llama3-70b --topology dgx-a100,dgx-h100,dgx-b200 --gpus 512,1024,2048,4096",
+                "ibt scaling --model gpt3-175b --topology dgx-h100 --gpus 384,768,1536 --scaling weak "
+                "--sequences-per-device 2 --out scaling.h5",
+                "ibt scaling --model tiny-dense --topology local-cpu --gpus 1,2,4 --measured sweep.h5"});
+    return kExitOk;
+  }
+  if (model_name.empty()) throw UsageError("--model is required");
+  if (topologies.empty()) throw UsageError("--topology is required (a comma list of topologies)");
+  if (gpus_text.empty()) throw UsageError("--gpus is required (a comma list of device counts)");
+  const auto gpus = parse_positive_list<int>(gpus_text, "--gpus");
+  const topo::ScalingMode mode = topo::parse_scaling_mode(mode_text);
+  if (!(memory_fraction > 0 && memory_fraction <= 1)) throw UsageError("--memory-fraction must be in (0, 1]");
+  if (vm.count("sequences-per-device") && !(per_device > 0))
+    throw UsageError("--sequences-per-device must be positive");
+  if (vm.count("sequences-per-device") && mode != topo::ScalingMode::weak)
+    throw UsageError("--sequences-per-device applies to --scaling weak only (strong scaling fixes the global batch)");
+  if (!out.empty()) store::check_appendable(out);
+
+  const models::ModelConfig model = models::load_model(model_name);
+  std::vector<topo::Topology> systems;
+  for (const auto& name : parse_list_of_names(topologies, "--topology")) systems.push_back(topo::load_topology(name));
+
+  topo::ScalingBatch batch;
+  batch.mode = mode;
+  batch.global_batch = global_batch > 0 ? global_batch : std::max<long long>(1, global_batch_tokens / model.seq_len);
+  batch.sequences_per_device =
+      per_device > 0 ? per_device : static_cast<double>(batch.global_batch) / static_cast<double>(gpus.front());
+  for (const int n : gpus) batch.at(n);  // refuses a weak-scaling batch that is not whole, before any work
+
+  RunRecorder recorder(out, "scaling");
+  recorder.set_attr("command_line", joined_command_line(argc, argv));
+  recorder.set_attr("ibt_version", std::string(kVersion));
+  recorder.set_attr("git_commit", std::string(kGitCommit));
+  recorder.set_attr("model", model.name);
+  recorder.set_attr("model_json", topo::model_file_text(model_name));
+  recorder.set_attr("topology", topologies);
+  recorder.set_attr("backend", std::string("sim"));
+  recorder.set_attr("scaling", std::string(topo::to_string(mode)));
+  if (mode == topo::ScalingMode::strong)
+    recorder.set_attr("global_batch", static_cast<std::int64_t>(batch.global_batch));
+  else
+    recorder.set_attr("sequences_per_device", batch.sequences_per_device);
+  recorder.set_attr("conventions",
+                    std::string("MFU = model FLOPs per step / (step time x devices x peak of the dtype), as a "
+                                "fraction; model FLOPs = 6 x matmul-active parameters + full-sequence attention "
+                                "(models/accounting.hpp); breakdown of the bottleneck stage (projections) or means "
+                                "over ranks (measured)"));
+
+  std::printf("ibt scaling: %s, %s scaling (%s), %zu topolog%s x %zu device counts\n", model.name.c_str(),
+              topo::to_string(mode),
+              mode == topo::ScalingMode::strong
+                  ? ("global batch " + std::to_string(batch.global_batch) + " sequences x " +
+                     std::to_string(model.seq_len) + " tokens").c_str()
+                  : ("batch " + std::to_string(batch.sequences_per_device) + " sequences per device").c_str(),
+              systems.size(), systems.size() == 1 ? "y" : "ies", gpus.size());
+  topo::keep_freed_memory_for_reuse();
+  std::vector<topo::ScalingPoint> all;
+  for (const auto& topology : systems) {
+    topo::ProjectionOptions options;
+    options.dtype = dtype.empty() ? topo::default_dtype(topology) : dtype;
+    topology.device.peak(options.dtype);  // an unknown dtype name fails here, naming it
+    if (options.dtype == "fp32") options.precision = models::fp32_adam();
+    options.usable_memory_fraction = memory_fraction;
+    std::printf("\n%s: %s, %d per scale-up domain, MFU against %s peak\n", topology.name.c_str(),
+                topology.device.name.c_str(), topology.domain_size(), options.dtype.c_str());
+    auto points = topo::project_scaling(model, topology, gpus, batch, options);
+    print_points(points);
+    for (auto& pt : points) {
+      recorder.append("scaling", scaling_columns(), scaling_row(pt, model.name, mode));
+      all.push_back(std::move(pt));
+    }
+  }
+  for (const auto& path : measured) {
+    auto points = topo::measured_scaling(path, model);
+    std::printf("\nmeasured (%s): %zu point(s) of %s (fastest timed step of each run; the best run per size)\n",
+                path.c_str(), points.size(), model.name.c_str());
+    if (points.empty()) {
+      std::printf("  no complete `ibt train` run of %s in %s\n", model.name.c_str(), path.c_str());
+      continue;
+    }
+    print_points(points);
+    for (auto& pt : points) {
+      recorder.append("scaling", scaling_columns(), scaling_row(pt, model.name, mode));
+      all.push_back(std::move(pt));
+    }
+  }
+  print_generation_lines(all);
+  recorder.finish(store::RunStatus::complete);
+  if (recorder.active()) std::printf("run %s written to %s\n", recorder.run_id().c_str(), out.c_str());
+  return kExitOk;
+}
+
+}  // namespace ibt::suites
