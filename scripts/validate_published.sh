@@ -42,14 +42,14 @@ ibt="$build/ibt"
 
 # One projection; prints "tokens_per_s mfu recompute" or nothing when no recompute fits.
 project_row() {
-  local model=$1 topo=$2 gpus=$3 tp=$4 pp=$5 vpp=$6 ep=$7 mbs=$8 gb=$9 rec=${10} zero=${11} fp8=${12} fw=${13}
+  local model=$1 topo=$2 gpus=$3 tp=$4 pp=$5 vpp=$6 ep=$7 cp=$8 mbs=$9 gb=${10} rec=${11} zero=${12} fp8=${13} fw=${14}
   local sched=1f1b
   [ "$pp" -gt 1 ] && [ "$vpp" -gt 1 ] && sched=interleaved
   local tries=("$rec")
   [ "$rec" = auto ] && tries=(none selective full)
   local r out
   for r in "${tries[@]}"; do
-    local args=(project --model "$model" --topology "$topo" --gpus "$gpus" --tp "$tp" --pp "$pp" --ep "$ep"
+    local args=(project --model "$model" --topology "$topo" --gpus "$gpus" --tp "$tp" --pp "$pp" --ep "$ep" --cp "$cp"
                 --mbs "$mbs" --global-batch "$gb" --schedule "$sched" --recompute "$r" --zero "$zero"
                 --framework "$fw")
     [ "$sched" = interleaved ] && args+=(--vpp "$vpp")
@@ -66,17 +66,17 @@ project_row() {
 
 rows=$(mktemp)
 trap 'rm -f "$rows"' EXIT
-printf "%-14s %-11s %-9s %5s %-22s %-10s %10s %10s %8s %7s\n" family model topology gpus "split" recompute published projected "MFU" error
-while IFS=, read -r family model topo gpus tp pp vpp ep mbs gb rec zero fp8 fw metric value source; do
+printf "%-18s %-13s %-9s %5s %-26s %-10s %10s %10s %8s %7s\n" family model topology gpus "split" recompute published projected "MFU" error
+while IFS=, read -r family model topo gpus tp pp vpp ep cp mbs gb rec zero fp8 fw metric value source; do
   case "$family" in ''|'#'*|family) continue ;; esac
   case "$metric" in
     tokens_per_s_per_gpu|mfu_percent) ;;
     *) echo "validate_published.sh: row $model: unknown metric '$metric' (tokens_per_s_per_gpu or mfu_percent)" >&2; exit 2 ;;
   esac
-  res=$(project_row "$model" "$topo" "$gpus" "$tp" "$pp" "$vpp" "$ep" "$mbs" "$gb" "$rec" "$zero" "$fp8" "$fw")
-  split="tp$tp pp$pp v$vpp ep$ep b$mbs"
+  res=$(project_row "$model" "$topo" "$gpus" "$tp" "$pp" "$vpp" "$ep" "$cp" "$mbs" "$gb" "$rec" "$zero" "$fp8" "$fw")
+  split="tp$tp pp$pp v$vpp ep$ep cp$cp b$mbs"
   if [ -z "$res" ]; then
-    printf "%-14s %-11s %-9s %5s %-22s %-10s %10s %10s %8s %7s\n" "$family" "$model" "$topo" "$gpus" "$split" "-" "$value" "no fit" "-" "-"
+    printf "%-18s %-13s %-9s %5s %-26s %-10s %10s %10s %8s %7s\n" "$family" "$model" "$topo" "$gpus" "$split" "-" "$value" "no fit" "-" "-"
     echo "$family NA $topo" >> "$rows"
     continue
   fi
@@ -92,7 +92,7 @@ while IFS=, read -r family model topo gpus tp pp vpp ep mbs gb rec zero fp8 fw m
     projected=$(awk -v t="$tps" -v g="$gpus" 'BEGIN {printf (t / g < 100 ? "%.1f" : "%.0f"), t / g}')
     err=$(awk -v t="$tps" -v g="$gpus" -v v="$value" 'BEGIN {printf "%.4f", t / g / v - 1}')
   fi
-  printf "%-14s %-11s %-9s %5s %-22s %-10s %10s %10s %7s%% %+6.1f%%\n" "$family" "$model" "$topo" "$gpus" "$split" "$used" "$value" "$projected" "$mfu" \
+  printf "%-18s %-13s %-9s %5s %-26s %-10s %10s %10s %7s%% %+6.1f%%\n" "$family" "$model" "$topo" "$gpus" "$split" "$used" "$value" "$projected" "$mfu" \
     "$(awk -v e="$err" 'BEGIN {print 100 * e}')"
   echo "$family $err $topo" >> "$rows"
 done < <(grep -v '^#' "$csv")
