@@ -13,9 +13,9 @@
 # in known_gaps below, whose signed mean today is far outside +-10%: for those --check
 # enforces only that the signed mean gets no worse than its recorded floor (what main
 # achieves today less a margin) nor beyond +10%, so CI stays green while the table tells the truth.
-# Measured 2026-11-25 (main 36eb699 + the Llama 3 rows): h100-nemo-fp8 5 rows median
-# |error| 3.5%, signed mean -4.1%; h100-llama3-bf16 2 rows median |error| 38.7%, signed
-# mean -38.7%; overall 7 rows median |error| 6.2%.
+# Measured 2026-11-25 (main 36eb699, 12 rows): h100-nemo-fp8 5 rows median |error| 3.5%,
+# signed mean -4.1%; a100-megatron-2022 4 rows 5.9%, +5.2%; h100-llama3-bf16 3 rows 44.8%,
+# -40.8% (a known gap); overall 12 rows median |error| 7.2%.
 # --bands FILE writes the per-family error quantiles `ibt project` reads for its
 # uncertainty bands (topologies/validation/bands.json is the committed copy).
 # Nothing in the sim is fitted to these rows (every constant is a catalog figure or a
@@ -143,7 +143,7 @@ if [ "$check" = 1 ]; then
   # (the measured figure above less 5 points, so unrelated pricing changes do not fail CI; a
   # change that makes the family worse than that does, and so does one that overshoots +10%).
   # Remove a family from here once its signed mean is within +-10%.
-  known_gaps="h100-llama3-bf16:-0.44"
+  known_gaps="h100-llama3-bf16:-0.46"
   verdict=$(awk -v gaps="$known_gaps" '
     BEGIN { n = split(gaps, g, " "); for (i = 1; i <= n; i++) { split(g[i], x, ":"); lo[x[1]] = x[2] } }
     /^family/ && ($2 in lo) {
