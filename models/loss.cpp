@@ -4,9 +4,28 @@
 #include <limits>
 
 #include "models/blas.hpp"
+#include "models/exp_kernels.hpp"
 #include "models/init.hpp"
 
 namespace ibt::models {
+
+__attribute__((target_clones("avx2", "default")))
+double sum_exp_shifted(const float* z, int64_t n, float shift) {
+  constexpr int kLanes = 8;
+  double lane[kLanes] = {};
+  int64_t j = 0;
+  for (; j + kLanes <= n; j += kLanes)
+    for (int l = 0; l < kLanes; ++l) lane[l] += exp_fp32(z[j + l] - shift);
+  double sum = 0;
+  for (; j < n; ++j) sum += exp_fp32(z[j] - shift);
+  for (double l : lane) sum += l;
+  return sum;
+}
+
+__attribute__((target_clones("avx2", "default")))
+void scaled_exp_shifted(const float* z, int64_t n, float shift, float coeff, float* out) {
+  for (int64_t j = 0; j < n; ++j) out[j] = coeff * exp_fp32(z[j] - shift);
+}
 
 LmHead::LmHead(const ModelConfig& m, uint64_t seed, Shard tp, Param* tied_table) : hidden_(m.hidden) {
   const int64_t rows = tp.size_of(m.vocab, "vocab");
@@ -24,14 +43,14 @@ LmHead::LmHead(const ModelConfig& m, uint64_t seed, Shard tp, Param* tied_table)
 
 void LmHead::forward(const Tensor& x, Tensor& logits) const {
   const int64_t v = weight_->value.rows();
-  logits.reset({x.rows(), v});
+  logits.resize({x.rows(), v});  // beta-0 GEMM: every element written
   linear_forward(x.ptr(), weight_->value.ptr(), logits.ptr(), x.rows(), hidden_, v);
 }
 
 void LmHead::backward(const Tensor& x, const Tensor& d_logits, Tensor& dx) {
   const int64_t v = weight_->value.rows();
   linear_backward_weight(d_logits.ptr(), x.ptr(), weight_->grad.ptr(), x.rows(), hidden_, v);
-  dx.reset({x.rows(), hidden_});
+  dx.resize({x.rows(), hidden_});
   linear_backward_input(d_logits.ptr(), weight_->value.ptr(), dx.ptr(), x.rows(), hidden_, v, false);
 }
 
@@ -50,9 +69,7 @@ void local_sum_exp_and_target(const Tensor& logits, const std::vector<int32_t>& 
   s.target_logit.assign(T, 0.0f);
   for (int64_t t = 0; t < T; ++t) {
     const float* z = logits.row(t);
-    double sum = 0;
-    for (int64_t j = 0; j < v; ++j) sum += std::exp(static_cast<double>(z[j]) - s.row_max[t]);
-    s.sum_exp[t] = static_cast<float>(sum);
+    s.sum_exp[t] = static_cast<float>(sum_exp_shifted(z, v, s.row_max[t]));
     const int64_t local = targets[t] - vocab_begin;
     if (local >= 0 && local < v) s.target_logit[t] = z[local];
   }
@@ -68,13 +85,11 @@ double loss_sum(const SoftmaxStats& s) {
 void logits_grad(const Tensor& logits, const std::vector<int32_t>& targets, int64_t vocab_begin,
                  const SoftmaxStats& s, float scale, Tensor& d_logits) {
   const int64_t T = logits.rows(), v = logits.row_size();
-  d_logits.reset({T, v});
+  d_logits.resize({T, v});  // every element written below
   for (int64_t t = 0; t < T; ++t) {
     const float* z = logits.row(t);
     float* d = d_logits.row(t);
-    const double inv = 1.0 / s.sum_exp[t];
-    for (int64_t j = 0; j < v; ++j)
-      d[j] = static_cast<float>(scale * std::exp(static_cast<double>(z[j]) - s.row_max[t]) * inv);
+    scaled_exp_shifted(z, v, s.row_max[t], static_cast<float>(scale / static_cast<double>(s.sum_exp[t])), d);
     const int64_t local = targets[t] - vocab_begin;
     if (local >= 0 && local < v) d[local] -= scale;
   }

@@ -48,10 +48,9 @@ StepStats ReferenceTrainer::step() {
   double ce_sum = 0, balance_sum = 0;
   for (int i = 0; i < chunks; ++i) {
     const Batch mb = batch.slice(i * mbs, mbs);
-    StageCache cache;
     Tensor out, d_in;
-    const MicrobatchLoss l = model_->forward(mb, nullptr, out, cache, tp);
-    model_->backward(cache, nullptr, scale, d_in, tp);
+    const MicrobatchLoss l = model_->forward(mb, nullptr, out, cache_, tp);
+    model_->backward(cache_, nullptr, scale, d_in, tp);
     ce_sum += l.ce_sum;
     balance_sum += l.balance_sum;
     if (stats.moe_load.empty()) stats.moe_load = l.moe_load;

@@ -59,6 +59,7 @@ class ReferenceTrainer {
   const DataSource& data_;
   std::unique_ptr<Transformer> model_;
   std::unique_ptr<AdamW> optimizer_;
+  StageCache cache_;  // one microbatch's activations; its buffers are reused every step
   int64_t step_ = 0;
 };
 

@@ -19,7 +19,10 @@ Tensor::Tensor(std::vector<int64_t> dims) : shape(std::move(dims)), data(product
 
 int64_t Tensor::row_size() const {
   if (shape.empty()) return 0;
-  return product(std::vector<int64_t>(shape.begin() + 1, shape.end()));
+  // No temporary vector: row() calls this once per row in the engine's inner loops.
+  int64_t n = 1;
+  for (size_t i = 1; i < shape.size(); ++i) n *= shape[i];
+  return n;
 }
 
 void Tensor::zero() { std::fill(data.begin(), data.end(), 0.0f); }
@@ -27,6 +30,11 @@ void Tensor::zero() { std::fill(data.begin(), data.end(), 0.0f); }
 void Tensor::reset(std::vector<int64_t> dims) {
   shape = std::move(dims);
   data.assign(product(shape), 0.0f);
+}
+
+void Tensor::resize(std::vector<int64_t> dims) {
+  shape = std::move(dims);
+  data.resize(static_cast<size_t>(product(shape)));
 }
 
 Param make_param(std::string name, Tensor value, bool decay) {
@@ -60,11 +68,23 @@ void add_into(Tensor& dst, const Tensor& src) {
   for (int64_t i = 0; i < dst.numel(); ++i) dst.data[i] += src.data[i];
 }
 
-double sum_squares(const Tensor& t) {
+__attribute__((target_clones("avx2", "default")))
+double sum_squares(const float* x, int64_t n) {
+  // Eight independent double accumulators: the adds pipeline (and vectorise) instead of
+  // waiting on one chain, and every product is exact in double, so the result differs
+  // from a sequential double sum only in the order of the additions.
+  constexpr int kLanes = 8;
+  double lane[kLanes] = {};
+  int64_t i = 0;
+  for (; i + kLanes <= n; i += kLanes)
+    for (int l = 0; l < kLanes; ++l) lane[l] += static_cast<double>(x[i + l]) * x[i + l];
   double s = 0;
-  for (float v : t.data) s += static_cast<double>(v) * v;
+  for (; i < n; ++i) s += static_cast<double>(x[i]) * x[i];
+  for (double l : lane) s += l;
   return s;
 }
+
+double sum_squares(const Tensor& t) { return sum_squares(t.ptr(), t.numel()); }
 
 int64_t Shard::size_of(int64_t n, const std::string& what) const {
   if (count < 1 || index < 0 || index >= count)

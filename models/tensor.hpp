@@ -26,6 +26,10 @@ struct Tensor {
   void zero();
   // Reshapes to `dims` and zero-fills (reuses the allocation when it is large enough).
   void reset(std::vector<int64_t> dims);
+  // Reshapes to `dims` WITHOUT clearing, for outputs the caller overwrites entirely (a
+  // GEMM with beta 0, an elementwise map). A buffer that keeps its size from one step
+  // to the next is then neither reallocated nor memset: the steady state of training.
+  void resize(std::vector<int64_t> dims);
 };
 
 // A trainable weight and its gradient (same shape). `decay` says whether AdamW's
@@ -45,6 +49,7 @@ Tensor slice_cols(const Tensor& t, int64_t begin, int64_t count);
 
 void add_into(Tensor& dst, const Tensor& src);   // dst += src (same size)
 double sum_squares(const Tensor& t);              // in double: norms over many tensors
+double sum_squares(const float* x, int64_t n);
 
 // Which part of a tensor-parallel (or expert-parallel) group this instance is.
 struct Shard {

@@ -100,7 +100,9 @@ int run(int argc, char** argv, MpiSession& mpi) {
   if (max_runs > 0 && static_cast<int>(splits.size()) > max_runs) splits.resize(static_cast<size_t>(max_runs));
   if (splits.empty()) throw UsageError("no split of " + model.name + " runs on " + std::to_string(mpi.size()) + " ranks");
   const bool on_gpu = options.executor.kind == "cuda";
-  if (!on_gpu && options.peak_gflops <= 0) options.peak_gflops = measure_sgemm_peak_gflops(MPI_COMM_WORLD);
+  if (!on_gpu && options.peak_gflops <= 0)  // at the thread count every split's run will use
+    options.peak_gflops =
+        measure_sgemm_peak_gflops(MPI_COMM_WORLD, blas_threads_for_run(options.threads, mpi.size()));
   options.print_steps = false;
   if (mpi.rank() == 0) {
     std::printf("# sweep of %s on %d ranks: %zu splits (%d valid ones skipped: not supported by the %s executor), "

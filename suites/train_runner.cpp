@@ -7,6 +7,7 @@
 #include <chrono>
 #include <cmath>
 #include <cstdio>
+#include <cstdlib>
 #include <fstream>
 #include <memory>
 #include <vector>
@@ -126,9 +127,20 @@ double read_gemm_peak_gflops(const std::string& path, const TrainExecutor& exec,
 
 }  // namespace
 
-double measure_sgemm_peak_gflops(MPI_Comm world) {
+int blas_threads_for_run(int requested, int ranks) {
+  if (requested > 0) return requested;
+  const char* env = std::getenv("OPENBLAS_NUM_THREADS");
+  if (ranks != 1 || !env || !*env) return 1;
+  char* end = nullptr;
+  const long n = std::strtol(env, &end, 10);
+  if (*end != '\0' || n < 1 || n > 4096)
+    throw UsageError(std::string("OPENBLAS_NUM_THREADS=") + env + " is not a thread count (a positive integer)");
+  return static_cast<int>(n);
+}
+
+double measure_sgemm_peak_gflops(MPI_Comm world, int threads) {
   const int prev = blas_threads();
-  set_blas_threads(1);
+  set_blas_threads(threads);
   const int n = 1024;
   std::vector<float> a(static_cast<size_t>(n) * n, 0.5f), b(a.size(), 0.25f), c(a.size());
   double best = 1e30;
@@ -186,7 +198,10 @@ TrainOutcome run_training(const ModelConfig& model, const TrainOptions& o, MPI_C
                      "device state yet");
   if (o.gemm_peak_tflops > 0 && !o.gemm_peak_file.empty())
     throw UsageError("give --gemm-peak-tflops or --gemm-peak-from, not both");
-  set_blas_threads(1);  // ranks share the cores (the reference runs on the CPU in either case)
+  // Ranks share the cores: one BLAS thread each unless --threads (or, in a one-rank
+  // run, OPENBLAS_NUM_THREADS) says otherwise. The reference uses the same count.
+  const int threads = blas_threads_for_run(o.threads, size);
+  set_blas_threads(threads);
 
   std::unique_ptr<DataSource> data;
   if (o.data_file.empty()) {
@@ -209,8 +224,10 @@ TrainOutcome run_training(const ModelConfig& model, const TrainOptions& o, MPI_C
   double peak = 0;
   std::string peak_source;
   if (!on_gpu) {
-    peak = o.peak_gflops > 0 ? o.peak_gflops : measure_sgemm_peak_gflops(world);
-    peak_source = o.peak_gflops > 0 ? "given (--peak-gflops)" : "measured single-thread sgemm 1024^3, median over ranks";
+    peak = o.peak_gflops > 0 ? o.peak_gflops : measure_sgemm_peak_gflops(world, threads);
+    peak_source = o.peak_gflops > 0 ? "given (--peak-gflops)"
+                                    : "measured sgemm 1024^3 at " + std::to_string(blas_threads()) +
+                                          " BLAS thread(s) per rank, median over ranks";
   } else if (o.peak_tflops > 0) {
     peak = o.peak_tflops * 1e3;
     peak_source = "given (--peak-tflops)";
@@ -262,6 +279,7 @@ TrainOutcome run_training(const ModelConfig& model, const TrainOptions& o, MPI_C
     recorder->set_attr("data", data->describe());
     recorder->set_attr("peak_gflops_per_rank", peak);
     recorder->set_attr("peak_source", peak_source);
+    recorder->set_attr("blas_threads", static_cast<std::int64_t>(blas_threads()));  // as OpenBLAS took it
     recorder->set_attr("executor", exec.kind());
     recorder->set_attr("precision", exec.precision());
     if (on_gpu) recorder->set_attr("gpu_name", exec.device_name());

@@ -21,7 +21,8 @@ struct TrainOptions {
   double lr = 3e-3;
   std::uint64_t seed = 1234;
   bool check = false;           // compare with the serial reference every step
-  double peak_gflops = 0;       // cpu, per rank; 0 = measure (single-thread sgemm)
+  double peak_gflops = 0;       // cpu, per rank; 0 = measure (sgemm at the run's BLAS threads)
+  int threads = 0;              // OpenBLAS threads per rank; 0 = blas_threads_for_run()
   ExecutorChoice executor;      // cpu (default) or cuda
   double peak_tflops = 0;       // cuda, per GPU; 0 = the catalog's dense peak for the GPU and precision
   double gemm_peak_tflops = 0;  // cuda: a measured cuBLAS GEMM peak (`ibt gemm`); 0 = none
@@ -61,11 +62,17 @@ struct TrainOutcome {
   std::string mismatch;         // "step 3: loss ..." when check failed
 };
 
-// Single-thread OpenBLAS sgemm throughput (1024^3, best of 5), GFLOP/s: the per-rank
-// peak MFU is measured against when no --peak-gflops is given. Collective: every rank
-// measures at once (so oversubscribed ranks measure their share), the job uses the
-// median over ranks.
-double measure_sgemm_peak_gflops(MPI_Comm world);
+// OpenBLAS sgemm throughput at `threads` threads (1024^3, best of 5), GFLOP/s: the
+// per-rank peak MFU is measured against when no --peak-gflops is given. Collective:
+// every rank measures at once (so oversubscribed ranks measure their share), the job
+// uses the median over ranks.
+double measure_sgemm_peak_gflops(MPI_Comm world, int threads = 1);
+
+// OpenBLAS threads per rank for a run of `ranks` ranks: `requested` (--threads) when
+// given; else, in a one-rank run, OPENBLAS_NUM_THREADS when set (a serial run may use
+// every core); else 1, because ranks share the machine's cores. A non-numeric or
+// non-positive OPENBLAS_NUM_THREADS is a UsageError naming it.
+int blas_threads_for_run(int requested, int ranks);
 
 // Runs the steps. recorder: rank 0's (may be inactive); the caller has set the run's
 // provenance attributes, this adds model/split/config attributes and the tables

@@ -86,7 +86,9 @@ po::options_description describe_options(TrainArgs& a) {
       ("seed", po::value(&a.options.seed)->default_value(1234), "seed of weights and synthetic data")
       ("check", po::bool_switch(&a.options.check), "compare every step with the serial reference")
       ("peak-gflops", po::value(&a.options.peak_gflops)->default_value(0),
-       "cpu: per-rank peak for MFU (default: measure single-thread sgemm)")
+       "cpu: per-rank peak for MFU (default: measure sgemm at the run's BLAS threads)")
+      ("threads", po::value(&a.options.threads)->default_value(0),
+       "cpu: OpenBLAS threads per rank (default: OPENBLAS_NUM_THREADS in a one-rank run, else 1)")
       ("executor", po::value(&a.options.executor.kind)->default_value("cpu"), "cpu or cuda (one GPU per rank)")
       ("precision", po::value(&a.options.executor.precision),
        "GEMM precision: fp32 (cpu, the only one), bf16 (cuda default) or fp32 (cuda); fp8 is not offered")
@@ -152,6 +154,7 @@ int run(int argc, char** argv, MpiSession& mpi) {
     return kExitOk;
   }
   if (a.options.steps < 1) throw UsageError("--steps must be at least 1");
+  if (a.options.threads < 0) throw UsageError("--threads must be at least 1 (or 0: the default)");
   check_checkpoint_options(a.options);
   const models::ModelConfig model = models::load_model(a.model);
   a.options.split = split_from(a.dp, a.tp, a.pp, a.ep, a.vpp, a.microbatches, a.micro_batch_size, a.schedule);

@@ -118,11 +118,13 @@ bool is_expert(const Param& p) { return p.name.find(".experts.") != std::string:
 class CpuPipelineBackend {
  public:
   using Activation = Tensor;
+  // spare_caches: caches of earlier steps, whose buffers a new microbatch reuses (no
+  // allocation, no page faults); every cache goes back there after its backward.
   CpuPipelineBackend(std::vector<std::unique_ptr<Transformer>>& chunks, const Batch& local, const LossScale& scale,
                      Communicator& pp, MpiTpReducer& tp, MpiExpertExchange& ep, MpiContextExchange* cp,
-                     int micro_batch_size, int64_t act_rows, int64_t hidden)
+                     int micro_batch_size, int64_t act_rows, int64_t hidden, std::vector<StageCache>& spare_caches)
       : chunks_(chunks), local_(local), scale_(scale), pp_(pp), tp_(tp), ep_(ep), cp_(cp), b_(micro_batch_size),
-        act_rows_(act_rows), hidden_(hidden) {
+        act_rows_(act_rows), hidden_(hidden), spare_(spare_caches) {
     loads.resize(chunks.size());
   }
 
@@ -131,8 +133,12 @@ class CpuPipelineBackend {
   void forward(int microbatch, int chunk, const Tensor* input, Tensor* output) {
     const Batch mb = local_.slice(microbatch * b_, b_);
     Tensor out;
-    const MicrobatchLoss l =
-        chunks_[chunk]->forward(mb, input, out, caches_[{microbatch, chunk}], tp_, &ep_, cp_);
+    StageCache& cache = caches_[{microbatch, chunk}];
+    if (!spare_.empty()) {
+      cache = std::move(spare_.back());
+      spare_.pop_back();
+    }
+    const MicrobatchLoss l = chunks_[chunk]->forward(mb, input, out, cache, tp_, &ep_, cp_);
     ce_sum += l.ce_sum;
     balance_sum += l.balance_sum;
     auto& acc = loads[chunk];
@@ -145,8 +151,10 @@ class CpuPipelineBackend {
 
   void backward(int microbatch, int chunk, const Tensor* d_output, Tensor* d_input) {
     Tensor d_in;
-    chunks_[chunk]->backward(caches_[{microbatch, chunk}], d_output, scale_, d_in, tp_, &ep_, cp_);
-    caches_.erase({microbatch, chunk});
+    const auto key = std::make_pair(microbatch, chunk);
+    chunks_[chunk]->backward(caches_[key], d_output, scale_, d_in, tp_, &ep_, cp_);
+    spare_.push_back(std::move(caches_[key]));
+    caches_.erase(key);
     if (d_input) *d_input = std::move(d_in);
   }
 
@@ -175,6 +183,7 @@ class CpuPipelineBackend {
   int b_;
   int64_t act_rows_, hidden_;
   std::map<std::pair<int, int>, StageCache> caches_;  // (microbatch, chunk)
+  std::vector<StageCache>& spare_;
 };
 
 }  // namespace
@@ -369,7 +378,7 @@ StepStats CpuExecutor::step(TimeBreakdown* time) {
   for (Param* p : params()) p->grad.zero();
   CpuPipelineBackend pipe(chunks_, local, scale, *groups_->pp, tp, ep, split_.cp > 1 ? &cp : nullptr, b,
                           static_cast<int64_t>(b) * local.seq_len / (split_.sequence_parallel ? split_.tp : 1),
-                          model_.hidden);
+                          model_.hidden, spare_caches_);
   walk_pipeline(schedule_, me.pp, pipe, t);
   const double ce_sum = pipe.ce_sum, balance_sum = pipe.balance_sum;
   const auto& loads = pipe.loads;

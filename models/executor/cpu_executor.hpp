@@ -110,6 +110,9 @@ class CpuExecutor {
   std::vector<std::unique_ptr<Transformer>> chunks_;  // chunk c = virtual stage c*pp + stage
   std::unique_ptr<AdamW> optimizer_;  // without ZeRO-1
   std::vector<Bucket> buckets_;
+  // Activation caches of finished microbatches, kept so the next step's reuse their
+  // buffers instead of allocating and zero-filling them afresh.
+  std::vector<StageCache> spare_caches_;
   int64_t step_ = 0;
 };
 

@@ -6,6 +6,7 @@
 
 #include "core/errors.hpp"
 #include "models/blas.hpp"
+#include "models/exp_kernels.hpp"
 #include "models/init.hpp"
 
 namespace ibt::models {
@@ -36,9 +37,11 @@ void SelfAttention::forward(const Tensor& x, int batch, int seq, Tensor& out, At
   const int64_t group = heads_ / kv_heads_;
   const float scale = 1.0f / std::sqrt(static_cast<float>(d));
   c.x = x;
-  c.q.reset({T, qw});
-  c.k.reset({T, kw});
-  c.v.reset({T, kw});
+  // Every output below is written in full (GEMMs with beta 0, the softmax rows and
+  // their masked tails), so the buffers are resized, not cleared.
+  c.q.resize({T, qw});
+  c.k.resize({T, kw});
+  c.v.resize({T, kw});
   linear_forward(x.ptr(), wq.value.ptr(), c.q.ptr(), T, hidden_, qw);
   linear_forward(x.ptr(), wk.value.ptr(), c.k.ptr(), T, hidden_, kw);
   linear_forward(x.ptr(), wv.value.ptr(), c.v.ptr(), T, hidden_, kw);
@@ -49,8 +52,8 @@ void SelfAttention::forward(const Tensor& x, int batch, int seq, Tensor& out, At
     cp_attention_forward(c.q, c.k_full, c.v_full, batch, full, heads_, kv_heads_, d, cp->size(), cp->rank(),
                          c.probs, c.context);
   } else {
-    c.probs.reset({batch, heads_, seq, seq});
-    c.context.reset({T, qw});
+    c.probs.resize({batch, heads_, seq, seq});  // every element written below
+    c.context.resize({T, qw});
     for (int b = 0; b < batch; ++b) {
       for (int64_t hq = 0; hq < heads_; ++hq) {
         const int64_t hk = hq / group;
@@ -63,7 +66,8 @@ void SelfAttention::forward(const Tensor& x, int batch, int seq, Tensor& out, At
           float* row = p + static_cast<int64_t>(i) * seq;
           const float mx = *std::max_element(row, row + i + 1);
           float sum = 0;
-          for (int j = 0; j <= i; ++j) sum += (row[j] = std::exp(row[j] - mx));
+          for (int j = 0; j <= i; ++j) row[j] = exp_fp32(row[j] - mx);  // vectorises
+          for (int j = 0; j <= i; ++j) sum += row[j];
           for (int j = 0; j <= i; ++j) row[j] /= sum;
           std::fill(row + i + 1, row + seq, 0.0f);
         }
@@ -72,7 +76,7 @@ void SelfAttention::forward(const Tensor& x, int batch, int seq, Tensor& out, At
       }
     }
   }
-  out.reset({T, hidden_});
+  out.resize({T, hidden_});
   linear_forward(c.context.ptr(), wo.value.ptr(), out.ptr(), T, qw, hidden_);
 }
 
@@ -122,7 +126,7 @@ void SelfAttention::backward(const AttentionCache& c, int batch, int seq, const 
   linear_backward_weight(dq.ptr(), c.x.ptr(), wq.grad.ptr(), T, hidden_, qw);
   linear_backward_weight(dk.ptr(), c.x.ptr(), wk.grad.ptr(), T, hidden_, kw);
   linear_backward_weight(dv.ptr(), c.x.ptr(), wv.grad.ptr(), T, hidden_, kw);
-  dx.reset({T, hidden_});
+  dx.resize({T, hidden_});
   linear_backward_input(dq.ptr(), wq.value.ptr(), dx.ptr(), T, hidden_, qw, false);
   linear_backward_input(dk.ptr(), wk.value.ptr(), dx.ptr(), T, hidden_, kw, true);
   linear_backward_input(dv.ptr(), wv.value.ptr(), dx.ptr(), T, hidden_, kw, true);

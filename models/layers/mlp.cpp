@@ -3,6 +3,7 @@
 #include <cmath>
 
 #include "models/blas.hpp"
+#include "models/exp_kernels.hpp"
 #include "models/init.hpp"
 
 namespace ibt::models {
@@ -23,10 +24,11 @@ float gelu_grad(float x) {
   return 0.5f * (1.0f + th) + 0.5f * x * (1.0f - th * th) * du;
 }
 
-float silu(float x) { return x / (1.0f + std::exp(-x)); }
+// exp_fp32 (exp_kernels.hpp) rather than libm's: inlined, the SwiGLU loops vectorise.
+float silu(float x) { return x / (1.0f + exp_fp32(-x)); }
 
 float silu_grad(float x) {
-  const float s = 1.0f / (1.0f + std::exp(-x));
+  const float s = 1.0f / (1.0f + exp_fp32(-x));
   return s * (1.0f + x * (1.0f - s));
 }
 
@@ -53,10 +55,11 @@ std::vector<Param*> Mlp::params() {
 void Mlp::forward(const Tensor& x, Tensor& out, MlpCache& c) const {
   const int64_t n = x.rows(), h = shape_.hidden, f = ffn_local_;
   c.x = x;
-  c.gate.reset({n, f});
-  c.act.reset({n, f});
+  // GEMMs with beta 0 and elementwise maps write every element: resize, not clear.
+  c.gate.resize({n, f});
+  c.act.resize({n, f});
   if (shape_.activation == Activation::swiglu) {
-    c.up.reset({n, f});
+    c.up.resize({n, f});
     linear_forward(x.ptr(), w_gate.value.ptr(), c.gate.ptr(), n, h, f);
     linear_forward(x.ptr(), w_up.value.ptr(), c.up.ptr(), n, h, f);
     for (int64_t i = 0; i < n * f; ++i) c.act.data[i] = silu(c.gate.data[i]) * c.up.data[i];
@@ -64,7 +67,7 @@ void Mlp::forward(const Tensor& x, Tensor& out, MlpCache& c) const {
     linear_forward(x.ptr(), w_up.value.ptr(), c.gate.ptr(), n, h, f);
     for (int64_t i = 0; i < n * f; ++i) c.act.data[i] = gelu(c.gate.data[i]);
   }
-  out.reset({n, h});
+  out.resize({n, h});
   linear_forward(c.act.ptr(), w_down.value.ptr(), out.ptr(), n, f, h);
 }
 
@@ -73,13 +76,13 @@ void Mlp::backward(const MlpCache& c, const Tensor& d_out, Tensor& dx) {
   Tensor d_act({n, f});
   linear_backward_weight(d_out.ptr(), c.act.ptr(), w_down.grad.ptr(), n, f, h);
   linear_backward_input(d_out.ptr(), w_down.value.ptr(), d_act.ptr(), n, f, h, false);
-  dx.reset({n, h});
+  dx.resize({n, h});  // the first input-gradient GEMM below has beta 0
   if (shape_.activation == Activation::swiglu) {
     Tensor d_gate({n, f}), d_up({n, f});
     for (int64_t i = 0; i < n * f; ++i) {
       // One exp per element: silu(g) = g*s and silu'(g) = s*(1 + g*(1-s)), s = sigmoid(g).
       const float g = c.gate.data[i];
-      const float sig = 1.0f / (1.0f + std::exp(-g));
+      const float sig = 1.0f / (1.0f + exp_fp32(-g));
       d_gate.data[i] = d_act.data[i] * c.up.data[i] * sig * (1.0f + g * (1.0f - sig));
       d_up.data[i] = d_act.data[i] * g * sig;
     }

@@ -21,7 +21,7 @@ void NormLayer::forward(const Tensor& x, Tensor& y, NormCache& c) const {
   c.x = x;
   c.mean.assign(rows, 0.0f);
   c.rstd.assign(rows, 0.0f);
-  y.reset(x.shape);
+  y.resize(x.shape);  // every element written below
   const float* g = gain.value.ptr();
   for (int64_t r = 0; r < rows; ++r) {
     const float* xr = x.row(r);
@@ -44,7 +44,7 @@ void NormLayer::forward(const Tensor& x, Tensor& y, NormCache& c) const {
 
 void NormLayer::backward(const NormCache& c, const Tensor& dy, Tensor& dx) {
   const int64_t rows = c.x.rows(), n = c.x.row_size();
-  dx.reset(c.x.shape);
+  dx.resize(c.x.shape);  // every element written below
   const float* g = gain.value.ptr();
   float* dg = gain.grad.ptr();
   for (int64_t r = 0; r < rows; ++r) {

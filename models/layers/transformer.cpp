@@ -121,7 +121,6 @@ void Transformer::backward(StageCache& c, const Tensor* d_output, const LossScal
       tp.sum(d_normed);
     }
     final_norm->backward(c.final_norm, d_normed, dy);
-    c.logits = Tensor();  // the largest buffer of the step: free it early
   } else {
     if (!d_output) throw std::logic_error("Transformer::backward: a part without the head needs d_output");
     dy = *d_output;
@@ -130,7 +129,7 @@ void Transformer::backward(StageCache& c, const Tensor* d_output, const LossScal
     blocks[i].backward(c.blocks[i], c.batch, c.seq, dy, scale.aux_per_sequence, dx, tp, ep, cp);
     std::swap(dy, dx);
   }
-  c.blocks.clear();
+  // The block caches stay allocated: the next microbatch using this cache reuses them.
   if (embedding) {
     if (tp.sequence_parallel()) {  // the embedding produced all rows
       Tensor full;
