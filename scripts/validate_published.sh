@@ -122,7 +122,7 @@ summary=$(awk '
   }' "$rows")
 echo
 echo "per family (error = projected / published - 1):"
-awk '/^family/ {printf "  %-16s %3d rows  median |error| %5.1f%%  signed mean %+5.1f%%  10th-90th percentile %+5.1f%% .. %+5.1f%%%s\n",
+awk '/^family/ {printf "  %-18s %3d rows  median |error| %5.1f%%  signed mean %+5.1f%%  10th-90th percentile %+5.1f%% .. %+5.1f%%%s\n",
        $2, $4, 100 * $6, 100 * $8, 100 * $10, 100 * $12, ($14 > 0 ? "  (" $14 " not projected)" : "")}' <<< "$summary"
 awk '/^overall/ {printf "overall: %d rows, median |error| %.1f%%\n", $3, 100 * $5}' <<< "$summary"
 echo "leave-one-family-out: nothing is fitted to these rows (GEMM efficiency, overheads and link"
