@@ -35,7 +35,23 @@ std::vector<int> to_int_vector(const std::vector<std::size_t>& v) {
 
 constexpr int kPointToPointTag = 7001;
 
+constexpr const char* kSiteCalls[] = {"MPI_Allreduce", "MPI_Allgather", "MPI_Reduce_scatter_block", "MPI_Alltoall",
+                                      "MPI_Alltoallv", "MPI_Bcast",     "MPI_Sendrecv",             "MPI_Send",
+                                      "MPI_Recv",      "MPI_Barrier"};
+
 }  // namespace
+
+// Publishes the call in flight for the watchdog (op_in_flight.hpp) while it runs.
+class InFlight {
+ public:
+  InFlight(const MpiCommunicator& c, int site, int peer_group_rank = -1) {
+    set_op_in_flight(&c.sites_[static_cast<std::size_t>(site)],
+                     peer_group_rank >= 0 && peer_group_rank < c.size_ ? c.world_ranks_[peer_group_rank] : -1);
+  }
+  ~InFlight() { clear_op_in_flight(); }
+  InFlight(const InFlight&) = delete;
+  InFlight& operator=(const InFlight&) = delete;
+};
 
 MpiCommunicator::MpiCommunicator(MPI_Comm comm) : comm_(comm) {
   MPI_Comm_rank(comm_, &rank_);
@@ -52,6 +68,16 @@ MpiCommunicator::MpiCommunicator(MPI_Comm comm) : comm_(comm) {
   MPI_Group_translate_ranks(group, size_, mine.data(), world_group, world_ranks_.data());
   MPI_Group_free(&group);
   MPI_Group_free(&world_group);
+  set_label("");
+}
+
+void MpiCommunicator::set_label(const std::string& label) {
+  std::string members;
+  for (std::size_t i = 0; i < world_ranks_.size() && i < 16; ++i)
+    members += (i ? ", " : "") + std::to_string(world_ranks_[i]);
+  if (world_ranks_.size() > 16) members += ", ... (" + std::to_string(world_ranks_.size()) + " ranks)";
+  const std::string group = (label.empty() ? "a group" : "the " + label + " group") + " (world ranks " + members + ")";
+  for (int i = 0; i < kSiteCount; ++i) sites_[static_cast<std::size_t>(i)].text = std::string(kSiteCalls[i]) + " on " + group;
 }
 
 MpiCommunicator::~MpiCommunicator() {
@@ -65,12 +91,14 @@ MpiCommunicator::~MpiCommunicator() {
 int MpiCommunicator::world_rank_of(int group_rank) const { return world_ranks_.at(group_rank); }
 
 void MpiCommunicator::all_reduce(const void* send, void* recv, std::size_t count, DType t, ReduceOp op) {
+  InFlight in_flight(*this, kAllreduce);
   const void* in = send == recv ? MPI_IN_PLACE : send;
   check(MPI_Allreduce(in, recv, checked_count(count), mpi_datatype(t), mpi_op(t, op), comm_),
         "MPI_Allreduce");
 }
 
 void MpiCommunicator::all_gather(const void* send, void* recv, std::size_t count, DType t) {
+  InFlight in_flight(*this, kAllgather);
   // In place as NCCL defines it: this rank's contribution already sits at its slot.
   const auto* slot = static_cast<const char*>(recv) + rank_ * count * size_of(t);
   const void* in = send == slot ? MPI_IN_PLACE : send;
@@ -80,6 +108,7 @@ void MpiCommunicator::all_gather(const void* send, void* recv, std::size_t count
 }
 
 void MpiCommunicator::reduce_scatter(const void* send, void* recv, std::size_t count, DType t, ReduceOp op) {
+  InFlight in_flight(*this, kReduceScatter);
   const std::size_t bytes = count * size_of(t);
   const auto* slot = static_cast<const char*>(send) + rank_ * bytes;
   if (recv == slot) {
@@ -96,6 +125,7 @@ void MpiCommunicator::reduce_scatter(const void* send, void* recv, std::size_t c
 }
 
 void MpiCommunicator::all_to_all(const void* send, void* recv, std::size_t count, DType t) {
+  InFlight in_flight(*this, kAlltoall);
   const void* in = send == recv ? MPI_IN_PLACE : send;
   check(MPI_Alltoall(in, checked_count(count), mpi_datatype(t), recv, checked_count(count),
                      mpi_datatype(t), comm_),
@@ -106,6 +136,7 @@ void MpiCommunicator::all_to_allv(const void* send, const std::vector<std::size_
                                   const std::vector<std::size_t>& send_displs, void* recv,
                                   const std::vector<std::size_t>& recv_counts,
                                   const std::vector<std::size_t>& recv_displs, DType t) {
+  InFlight in_flight(*this, kAlltoallv);
   const auto sc = to_int_vector(send_counts), sd = to_int_vector(send_displs);
   const auto rc = to_int_vector(recv_counts), rd = to_int_vector(recv_displs);
   check(MPI_Alltoallv(send, sc.data(), sd.data(), mpi_datatype(t), recv, rc.data(), rd.data(),
@@ -114,11 +145,13 @@ void MpiCommunicator::all_to_allv(const void* send, const std::vector<std::size_
 }
 
 void MpiCommunicator::broadcast(void* buf, std::size_t count, DType t, int root) {
+  InFlight in_flight(*this, kBcast);
   check(MPI_Bcast(buf, checked_count(count), mpi_datatype(t), root, comm_), "MPI_Bcast");
 }
 
 void MpiCommunicator::send_recv(const void* send, std::size_t send_count, int dst, void* recv,
                                 std::size_t recv_count, int src, DType t) {
+  InFlight in_flight(*this, kSendrecv, src);
   check(MPI_Sendrecv(send, checked_count(send_count), mpi_datatype(t), dst, kPointToPointTag, recv,
                      checked_count(recv_count), mpi_datatype(t), src, kPointToPointTag, comm_,
                      MPI_STATUS_IGNORE),
@@ -126,15 +159,20 @@ void MpiCommunicator::send_recv(const void* send, std::size_t send_count, int ds
 }
 
 void MpiCommunicator::send(const void* buf, std::size_t count, DType t, int dst) {
+  InFlight in_flight(*this, kSend, dst);
   check(MPI_Send(buf, checked_count(count), mpi_datatype(t), dst, kPointToPointTag, comm_), "MPI_Send");
 }
 
 void MpiCommunicator::recv(void* buf, std::size_t count, DType t, int src) {
+  InFlight in_flight(*this, kRecv, src);
   check(MPI_Recv(buf, checked_count(count), mpi_datatype(t), src, kPointToPointTag, comm_,
                  MPI_STATUS_IGNORE),
         "MPI_Recv");
 }
 
-void MpiCommunicator::barrier() { check(MPI_Barrier(comm_), "MPI_Barrier"); }
+void MpiCommunicator::barrier() {
+  InFlight in_flight(*this, kBarrier);
+  check(MPI_Barrier(comm_), "MPI_Barrier");
+}
 
 }  // namespace ibt

@@ -3,7 +3,11 @@
 // any MPI library (MPICH by default, Open MPI with -DIBT_MPI_FLAVOR_OPENMPI=ON) runs it.
 #include <mpi.h>
 
+#include <array>
+#include <string>
+
 #include "collectives/communicator.hpp"
+#include "collectives/op_in_flight.hpp"
 
 namespace ibt {
 
@@ -16,6 +20,8 @@ class MpiCommunicator final : public Communicator {
   MpiCommunicator& operator=(const MpiCommunicator&) = delete;
 
   MPI_Comm handle() const { return comm_; }
+  // Names the group in watchdog messages ("tp", "dp", ...): op_in_flight.hpp.
+  void set_label(const std::string& label);
 
   int rank() const override { return rank_; }
   int size() const override { return size_; }
@@ -43,6 +49,11 @@ class MpiCommunicator final : public Communicator {
   int rank_ = 0;
   int size_ = 1;
   std::vector<int> world_ranks_;
+  // One description per MPI call this class makes, published while the call runs.
+  enum Site { kAllreduce, kAllgather, kReduceScatter, kAlltoall, kAlltoallv, kBcast, kSendrecv, kSend, kRecv,
+              kBarrier, kSiteCount };
+  std::array<OpSite, kSiteCount> sites_;
+  friend class InFlight;
 };
 
 }  // namespace ibt

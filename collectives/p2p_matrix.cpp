@@ -175,58 +175,61 @@ void run_p2p_matrix(MPI_Comm world, const DomainLayout& layout, const P2pOptions
   }
 
   const std::size_t n = opt.sizes.size();
-  const std::size_t record = 2 + 4 * n;  // role, partner, then per size: mean, p50, p99, wrong
-  std::vector<double> mine(record), gathered(layout.world_rank == 0 ? record * layout.world_size : 0);
+  constexpr std::size_t record = 6;  // role, partner, mean, p50, p99, wrong (of one size)
+  std::vector<double> gathered(layout.world_rank == 0 ? record * layout.world_size : 0);
   for (const Step& step : steps) {
     const std::string what = describe_step(step.round, step.pairs, opt.by_domain);
     if (layout.world_rank == 0 && events.on_round) events.on_round(step.round, static_cast<int>(rounds.size()), step.pairs.size());
     gate.pass(what, opt.timeout_seconds);
     WatchdogScope guard(watchdog, opt.timeout_seconds, what);
-    std::fill(mine.begin(), mine.end(), 0.0);
+    // A rank takes part in at most one pair of a step.
+    int partner = -1;
+    bool initiator = false;
     for (const auto& [a, b] : step.pairs) {
       if (map.my_unit != a && map.my_unit != b) continue;
-      const bool initiator = map.my_unit == a;
-      const int partner = map.rank(initiator ? b : a);
-      mine[0] = initiator ? 1 : 2;
-      mine[1] = partner;
-      for (std::size_t s = 0; s < n; ++s) {
-        const PairTiming t = ping_pong(comm, partner, initiator, opt.sizes[s], opt,
-                                             layout.world_rank == opt.delay_rank, buffer);
-        mine[2 + 4 * s] = t.mean_us;
-        mine[3 + 4 * s] = t.p50_us;
-        mine[4 + 4 * s] = t.p99_us;
-        mine[5 + 4 * s] = static_cast<double>(t.wrong);
-      }
+      initiator = map.my_unit == a;
+      partner = map.rank(initiator ? b : a);
     }
-    MPI_Gather(mine.data(), static_cast<int>(record), MPI_DOUBLE, gathered.data(), static_cast<int>(record),
-               MPI_DOUBLE, 0, world);
-    if (layout.world_rank != 0) continue;
-    const auto unit_of = [&](int rank) {
-      if (!opt.by_domain) return rank;
-      for (int d = 0; d < map.units; ++d)
-        for (int r : map.ranks_of_domain[d])
-          if (r == rank) return d;
-      return -1;
-    };
-    for (int r = 0; r < layout.world_size; ++r) {
-      const double* rec = &gathered[record * r];
-      if (rec[0] != 1) continue;
-      const int partner = static_cast<int>(rec[1]);
-      const double* other = &gathered[record * partner];
-      for (std::size_t s = 0; s < n; ++s) {
+    // Gathered per size, so each size's rows reach rank 0 (and the results file) as
+    // soon as they are measured: an interruption loses at most the size in flight.
+    for (std::size_t s = 0; s < n; ++s) {
+      double mine[record] = {partner < 0 ? 0.0 : initiator ? 1.0 : 2.0, static_cast<double>(partner), 0, 0, 0, 0};
+      if (partner >= 0) {
+        const PairTiming t = ping_pong(comm, partner, initiator, opt.sizes[s], opt,
+                                       layout.world_rank == opt.delay_rank, buffer);
+        mine[2] = t.mean_us;
+        mine[3] = t.p50_us;
+        mine[4] = t.p99_us;
+        mine[5] = static_cast<double>(t.wrong);
+      }
+      MPI_Gather(mine, static_cast<int>(record), MPI_DOUBLE, gathered.data(), static_cast<int>(record), MPI_DOUBLE, 0,
+                 world);
+      if (layout.world_rank != 0) continue;
+      const auto unit_of = [&](int rank) {
+        if (!opt.by_domain) return rank;
+        for (int d = 0; d < map.units; ++d)
+          for (int r : map.ranks_of_domain[d])
+            if (r == rank) return d;
+        return -1;
+      };
+      for (int r = 0; r < layout.world_size; ++r) {
+        const double* rec = &gathered[record * r];
+        if (rec[0] != 1) continue;
+        const int other_rank = static_cast<int>(rec[1]);
+        const double* other = &gathered[record * other_rank];
         P2pResult res;
         res.round = step.round;
         res.rank_a = r;
-        res.rank_b = partner;
+        res.rank_b = other_rank;
         res.unit_a = unit_of(r);
-        res.unit_b = unit_of(partner);
+        res.unit_b = unit_of(other_rank);
         res.bytes = opt.sizes[s];
         res.iters = opt.iters;
-        res.time_us = rec[2 + 4 * s];
-        res.p50_us = rec[3 + 4 * s];
-        res.p99_us = rec[4 + 4 * s];
+        res.time_us = rec[2];
+        res.p50_us = rec[3];
+        res.p99_us = rec[4];
         res.bandwidth_GBps = res.time_us > 0 ? res.bytes / (res.time_us * 1e3) : 0;
-        res.wrong = static_cast<std::uint64_t>(rec[5 + 4 * s] + other[5 + 4 * s]);
+        res.wrong = static_cast<std::uint64_t>(rec[5] + other[5]);
         if (events.on_result) events.on_result(res);
       }
     }

@@ -11,6 +11,7 @@
 #include <nlohmann/json.hpp>
 
 #include "core/errors.hpp"
+#include "core/input_file.hpp"
 
 #ifndef IBT_MODELS_DIR
 #define IBT_MODELS_DIR "models/catalog"
@@ -190,6 +191,7 @@ ModelConfig load_model(const std::string& name_or_path) {
                        (name_or_path.size() > 5 &&
                         name_or_path.compare(name_or_path.size() - 5, 5, ".json") == 0);
   const std::string path = is_path ? name_or_path : catalog_dir() + "/" + name_or_path + ".json";
+  require_input_file(path, "model file");
   std::ifstream in(path);
   if (!in) {
     if (is_path) throw UsageError("model file " + path + " cannot be opened");

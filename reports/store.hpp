@@ -11,9 +11,13 @@
 //                            extendible, flushed after every append; each column's unit
 //                            is an attribute "unit:<column>" of the dataset
 //
-// Only rank 0 writes. Every failure to open, validate or write throws UsageError (a
-// file that is not ibt's, a path that is a directory) or RuntimeError (I/O), with a
-// message that names the file and the problem.
+// Only rank 0 writes. Every failure to open or validate throws UsageError (a file that
+// is not ibt's, a path that is a directory, a lock held elsewhere, no room), with a
+// message that names the file and the problem. A write that fails (disk full, I/O
+// error) undoes the append, records the run as failed and throws StorageError
+// (store_undo.hpp): every earlier run stays readable. Each run records its writer
+// (host, pid, start) and a heartbeat, so readers show a run whose writer died as
+// "interrupted" (writer_liveness.hpp).
 #include <cstdint>
 #include <memory>
 #include <optional>
@@ -45,6 +49,8 @@ class Run {
   virtual std::string id() const = 0;
   virtual void set_attr(const std::string& name, const AttrValue& value) = 0;
   virtual void set_environment(const std::vector<std::pair<std::string, std::string>>& vars) = 0;
+  // Refreshes the "heartbeat" attribute (writer_liveness.hpp): a writer alive.
+  virtual void heartbeat() = 0;
   // Creates (once) and returns the named table of this run.
   virtual Table& table(const std::string& name, const std::vector<Column>& columns) = 0;
   // Stores a dense float64 array (e.g. gathered parameters) under this run.

@@ -8,6 +8,7 @@
 #include <filesystem>
 
 #include "core/errors.hpp"
+#include "reports/store_undo.hpp"
 
 namespace ibt::store::detail {
 
@@ -79,7 +80,11 @@ h5::Handle open_checked(const std::string& path, bool for_append) {
       refuse(path, "is locked by another process (is an ibt run still writing to it?)");
     // A valid file whose superblock records an unfinished SWMR/latest-format writer
     // also fails here; HDF5's own message (with its h5clear hint) says so.
-    refuse(path, "is a damaged or truncated HDF5 file (HDF5: " + detail + ")");
+    std::string hint;
+    if (access(undo_path(path).c_str(), F_OK) == 0)
+      hint = "; an append to it was interrupted and left " + undo_path(path) +
+             ", the file as it was before that append: check it with `ibt show` and move it back over " + path;
+    refuse(path, "is a damaged or truncated HDF5 file (HDF5: " + detail + ")" + hint);
   }
   h5::Handle file(id, H5Fclose);
   require_ibt_schema(file.get(), path);
@@ -92,10 +97,13 @@ PathState check_append_target(const std::string& path) {
   h5::silence_errors();
   if (!existing_regular_file(path)) {
     require_creatable(path);
+    require_free_space(path, 0);
     return PathState::missing_but_creatable;
   }
   if (access(path.c_str(), R_OK | W_OK) != 0) refuse(path, std::string("is not writable (") + std::strerror(errno) + ")");
   open_checked(path, true);  // closed again at once: the caller reopens it for writing
+  struct stat st {};
+  if (stat(path.c_str(), &st) == 0) require_free_space(path, static_cast<std::uint64_t>(st.st_size));
   return PathState::ibt_results_file;
 }
 

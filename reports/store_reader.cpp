@@ -6,6 +6,7 @@
 #include "reports/row_layout.hpp"
 #include "reports/store.hpp"
 #include "reports/store_file.hpp"
+#include "reports/writer_liveness.hpp"
 
 namespace ibt::store {
 
@@ -63,6 +64,7 @@ RunInfo read_run(hid_t runs, const std::string& id, const std::string& path) {
       run.tables.push_back(name);
     }
   }
+  mark_if_interrupted(run);
   return run;
 }
 

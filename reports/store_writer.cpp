@@ -7,11 +7,17 @@
 #include <map>
 #include <memory>
 
+#include <unistd.h>
+#include <cerrno>
+#include <cstring>
+
 #include "core/errors.hpp"
 #include "core/hdf5.hpp"
 #include "reports/row_layout.hpp"
 #include "reports/store.hpp"
 #include "reports/store_file.hpp"
+#include "reports/store_undo.hpp"
+#include "reports/writer_liveness.hpp"
 
 namespace ibt::store {
 
@@ -30,24 +36,117 @@ namespace {
 constexpr const char* kRunsGroup = "runs";
 constexpr const char* kEnvironmentGroup = "environment";
 
-std::string utc_now() {
-  const std::time_t t = std::chrono::system_clock::to_time_t(std::chrono::system_clock::now());
-  std::tm tm{};
-  gmtime_r(&t, &tm);
-  char text[32];
-  std::strftime(text, sizeof text, "%Y-%m-%dT%H:%M:%SZ", &tm);
-  return text;
-}
+std::string utc_now() { return utc_now_iso(); }
 
 // The open file, shared by the store and its runs so that whichever is destroyed last
 // closes it. Every change is followed by flush(): H5Fflush hands all dirty metadata and
 // chunks to the OS, so a killed process loses at most what it was writing (a power cut
 // can lose more: there is no fsync).
+// A write that fails (disk full, file-size limit, I/O error) undoes the whole append
+// (store_undo.hpp): `failed` is then set and every later write throws StorageError
+// with `failure` at once, without touching HDF5.
 struct OpenFile {
   std::string path;
   h5::Handle file;
+  bool created = false;  // this append created the file: undoing it removes the file
+  bool failed = false;
+  std::string failure;
   void flush() const { h5::check(H5Fflush(file.get(), H5F_SCOPE_LOCAL), path + ": flushing"); }
+  ~OpenFile() {
+    // The append ended with the file intact: its undo copy is no longer needed.
+    if (!failed && file.valid() && !created && H5Fflush(file.get(), H5F_SCOPE_LOCAL) >= 0) discard_undo_copy(path);
+  }
 };
+
+// What is needed to record a run again after its append was undone.
+struct RunMemo {
+  std::string id;
+  std::vector<std::pair<std::string, AttrValue>> attrs;  // in the order set
+  std::map<std::string, long long> rows;                 // rows appended per table
+  void set(const std::string& name, const AttrValue& value) {
+    for (auto& [key, old] : attrs)
+      if (key == name) {
+        old = value;
+        return;
+      }
+    attrs.emplace_back(name, value);
+  }
+};
+
+// Writes the memo's run as `failed` with `reason` into the file at `path` by
+// copy-on-write (a temporary copy, written, then renamed over the file), so that this
+// write, too, can fail without harm. Returns "" or why it could not.
+std::string record_failed_run(const std::string& path, bool file_exists, const RunMemo& memo, const std::string& reason) {
+  const std::string temporary = undo_path(path) + ".failed-run";
+  std::string error;
+  if (file_exists && !copy_file(path, temporary, &error)) return error;
+  try {
+    h5::Handle fapl = h5::file_access_plist();
+    const hid_t id = file_exists ? H5Fopen(temporary.c_str(), H5F_ACC_RDWR, fapl.get())
+                                 : H5Fcreate(temporary.c_str(), H5F_ACC_TRUNC, H5P_DEFAULT, fapl.get());
+    h5::Handle file = h5::checked_file(id, temporary);
+    if (!file_exists) {
+      h5::set_attribute(file.get(), "ibt_schema", std::string(kSchemaName));
+      h5::set_attribute(file.get(), "ibt_schema_version", std::int64_t{kSchemaVersion});
+    }
+    h5::Handle runs = h5::checked_group(h5::has_child(file.get(), "runs")
+                                            ? H5Gopen2(file.get(), "runs", H5P_DEFAULT)
+                                            : H5Gcreate2(file.get(), "runs", H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT),
+                                        temporary);
+    h5::Handle run = h5::checked_group(H5Gcreate2(runs.get(), memo.id.c_str(), H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT),
+                                       temporary);
+    for (const auto& [name, value] : memo.attrs) h5::set_attribute(run.get(), name, value);
+    h5::set_attribute(run.get(), "status", std::string(to_string(RunStatus::failed)));
+    h5::set_attribute(run.get(), "end_time", utc_now());
+    h5::set_attribute(run.get(), "error", reason);
+    run.reset();
+    runs.reset();
+    h5::check(H5Fflush(file.get(), H5F_SCOPE_LOCAL), temporary);
+  } catch (const std::exception& e) {
+    unlink(temporary.c_str());
+    return e.what();
+  }
+  if (std::rename(temporary.c_str(), path.c_str()) != 0) {
+    error = std::strerror(errno);
+    unlink(temporary.c_str());
+    return error;
+  }
+  return "";
+}
+
+// Undoes the append after a failed write and throws StorageError saying what happened.
+[[noreturn]] void undo_failed_append(OpenFile& file, const RunMemo& memo, const std::string& what,
+                                     const std::string& detail, int saved_errno) {
+  std::string cause = describe_write_errno(detail, saved_errno);
+  if (cause.empty()) cause = "write failed (HDF5: " + detail + ")";
+  std::string message = file.path + ": " + cause + " while " + what;
+  bool restored = false;
+  if (file.created) {
+    restored = unlink(file.path.c_str()) == 0 || errno == ENOENT;
+  } else {
+    restored = restore_undo_copy(file.path);
+  }
+  if (restored) {
+    // The old inode is unlinked but still open here: give its blocks back now.
+    void* handle = nullptr;
+    if (H5Fget_vfd_handle(file.file.get(), H5P_DEFAULT, &handle) >= 0 && handle)
+      (void)ftruncate(*static_cast<int*>(handle), 0);
+    long long rows = 0;
+    for (const auto& [table, n] : memo.rows) rows += n;
+    const std::string reason = cause + " while " + what + "; the append was undone, so the " +
+                               std::to_string(rows) + " rows this run had stored are not in the file (they were printed)";
+    const std::string not_recorded = record_failed_run(file.path, !file.created, memo, reason);
+    message += file.created ? "; the new file was removed" : "; the append was undone: every earlier run is intact";
+    message += not_recorded.empty() ? ", and run " + memo.id + " is recorded as failed with this reason"
+                                    : " (run " + memo.id + " could not be recorded as failed: " + not_recorded + ")";
+  } else {
+    message += "; the undo copy " + undo_path(file.path) + " could not be moved back (" + std::strerror(errno) +
+               "): it holds the file as it was before this append";
+  }
+  file.failed = true;
+  file.failure = message;
+  throw StorageError(message);
+}
 
 // Rows per chunk: about 16 KiB of rows, so one flush rewrites little.
 hsize_t chunk_rows(std::size_t row_bytes) {
@@ -65,9 +164,10 @@ bool same_columns(const std::vector<Column>& a, const std::vector<Column>& b) {
 
 class TableWriter final : public Table {
  public:
-  TableWriter(std::shared_ptr<OpenFile> file, hid_t run_group, const std::string& where, const std::string& name,
-              const std::vector<Column>& columns)
-      : file_(std::move(file)), where_(where + "/" + name), layout_(columns), buffer_(layout_.row_bytes()) {
+  TableWriter(std::shared_ptr<OpenFile> file, std::shared_ptr<RunMemo> memo, hid_t run_group, const std::string& where,
+              const std::string& name, const std::vector<Column>& columns)
+      : file_(std::move(file)), memo_(std::move(memo)), name_(name), where_(where + "/" + name), layout_(columns),
+        buffer_(layout_.row_bytes()) {
     const std::string what = file_->path + ": creating table " + where_;
     const hsize_t empty = 0, unlimited = H5S_UNLIMITED, chunk = chunk_rows(layout_.row_bytes());
     h5::Handle space = h5::checked_space(H5Screate_simple(1, &empty, &unlimited), what);
@@ -84,6 +184,20 @@ class TableWriter final : public Table {
 
   void append(const Row& row) override {
     layout_.pack(row, buffer_.data(), where_);
+    if (file_->failed) throw StorageError(file_->failure);
+    try {
+      write_row();
+    } catch (const RuntimeError& e) {
+      undo_failed_append(*file_, *memo_, "appending row " + std::to_string(rows_ + 1) + " to " + where_,
+                         e.what(), errno);
+    }
+    memo_->rows[name_] = static_cast<long long>(rows_);
+  }
+
+  const std::vector<Column>& columns() const override { return layout_.columns(); }
+
+ private:
+  void write_row() {
     const std::string what = file_->path + ": appending a row to " + where_;
     const hsize_t new_rows = rows_ + 1, one = 1;
     h5::check(H5Dset_extent(dataset_.get(), &new_rows), what);
@@ -97,10 +211,9 @@ class TableWriter final : public Table {
     file_->flush();
   }
 
-  const std::vector<Column>& columns() const override { return layout_.columns(); }
-
- private:
   std::shared_ptr<OpenFile> file_;
+  std::shared_ptr<RunMemo> memo_;
+  std::string name_;
   std::string where_;
   RowLayout layout_;
   std::vector<unsigned char> buffer_;
@@ -120,15 +233,20 @@ void require_valid_name(const std::string& name, const char* kind, bool allow_sl
 class RunWriter final : public Run {
  public:
   RunWriter(std::shared_ptr<OpenFile> file, hid_t runs_group, std::string id, const std::string& kind)
-      : file_(std::move(file)), id_(std::move(id)), where_("/runs/" + id_) {
-    const std::string what = file_->path + ": creating run " + where_;
-    group_ = h5::checked_group(H5Gcreate2(runs_group, id_.c_str(), H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT), what);
-    environment_ = h5::checked_group(
-        H5Gcreate2(group_.get(), kEnvironmentGroup, H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT), what);
-    h5::set_attribute(group_.get(), "kind", kind);
-    h5::set_attribute(group_.get(), "status", std::string(to_string(RunStatus::running)));
-    h5::set_attribute(group_.get(), "start_time", utc_now());
-    file_->flush();
+      : file_(std::move(file)), memo_(std::make_shared<RunMemo>()), id_(std::move(id)), where_("/runs/" + id_) {
+    memo_->id = id_;
+    memo_->set("kind", kind);
+    memo_->set("start_time", utc_now());
+    for (const auto& [name, value] : writer_identity()) memo_->set(name, value);
+    guarded("creating run " + where_, [&] {
+      const std::string what = file_->path + ": creating run " + where_;
+      group_ = h5::checked_group(H5Gcreate2(runs_group, id_.c_str(), H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT), what);
+      environment_ = h5::checked_group(
+          H5Gcreate2(group_.get(), kEnvironmentGroup, H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT), what);
+      h5::set_attribute(group_.get(), "status", std::string(to_string(RunStatus::running)));
+      for (const auto& [name, value] : memo_->attrs) h5::set_attribute(group_.get(), name, value);
+      file_->flush();
+    });
   }
 
   // A run dropped without finish() (an exception unwinding, say) did not complete:
@@ -144,15 +262,25 @@ class RunWriter final : public Run {
   std::string id() const override { return id_; }
 
   void set_attr(const std::string& name, const AttrValue& value) override {
-    h5::set_attribute(group_.get(), name, value);
-    file_->flush();
+    memo_->set(name, value);
+    guarded("setting attribute '" + name + "' of run " + id_, [&] {
+      h5::set_attribute(group_.get(), name, value);
+      file_->flush();
+    });
+  }
+
+  void heartbeat() override {
+    if (finished_ || file_->failed) return;
+    set_attr("heartbeat", utc_now());
   }
 
   void set_environment(const std::vector<std::pair<std::string, std::string>>& vars) override {
-    for (const auto& old : h5::read_attributes(environment_.get()))
-      h5::check(H5Adelete(environment_.get(), old.first.c_str()), file_->path + ": replacing the environment");
-    for (const auto& [name, value] : vars) h5::set_attribute(environment_.get(), name, value);
-    file_->flush();
+    guarded("recording the environment of run " + id_, [&] {
+      for (const auto& old : h5::read_attributes(environment_.get()))
+        h5::check(H5Adelete(environment_.get(), old.first.c_str()), file_->path + ": replacing the environment");
+      for (const auto& [name, value] : vars) h5::set_attribute(environment_.get(), name, value);
+      file_->flush();
+    });
   }
 
   Table& table(const std::string& name, const std::vector<Column>& columns) override {
@@ -162,37 +290,56 @@ class RunWriter final : public Run {
         throw RuntimeError("table '" + name + "' of run " + id_ + " already exists with other columns");
       return *it->second;
     }
-    auto table = std::make_unique<TableWriter>(file_, group_.get(), where_, name, columns);
+    std::unique_ptr<TableWriter> table;
+    guarded("creating table " + where_ + "/" + name,
+            [&] { table = std::make_unique<TableWriter>(file_, memo_, group_.get(), where_, name, columns); });
     return *tables_.emplace(name, std::move(table)).first->second;
   }
 
   void write_array(const std::string& path, const std::vector<std::uint64_t>& shape, const double* data) override {
     require_valid_name(path, "array", true);
-    const std::string what = file_->path + ": writing array " + where_ + "/" + path;
-    h5::Handle lcpl = h5::checked_plist(H5Pcreate(H5P_LINK_CREATE), what);
-    h5::check(H5Pset_create_intermediate_group(lcpl.get(), 1), what);
-    const std::vector<hsize_t> dims(shape.begin(), shape.end());
-    h5::Handle space = h5::checked_space(
-        dims.empty() ? H5Screate(H5S_SCALAR) : H5Screate_simple(static_cast<int>(dims.size()), dims.data(), nullptr),
-        what);
-    h5::Handle dataset = h5::checked_dataset(
-        H5Dcreate2(group_.get(), path.c_str(), H5T_IEEE_F64LE, space.get(), lcpl.get(), H5P_DEFAULT, H5P_DEFAULT),
-        what);
-    if (H5Sget_simple_extent_npoints(space.get()) > 0)
-      h5::check(H5Dwrite(dataset.get(), H5T_NATIVE_DOUBLE, H5S_ALL, H5S_ALL, H5P_DEFAULT, data), what);
-    file_->flush();
+    guarded("writing array " + where_ + "/" + path, [&] {
+      const std::string what = file_->path + ": writing array " + where_ + "/" + path;
+      h5::Handle lcpl = h5::checked_plist(H5Pcreate(H5P_LINK_CREATE), what);
+      h5::check(H5Pset_create_intermediate_group(lcpl.get(), 1), what);
+      const std::vector<hsize_t> dims(shape.begin(), shape.end());
+      h5::Handle space = h5::checked_space(
+          dims.empty() ? H5Screate(H5S_SCALAR) : H5Screate_simple(static_cast<int>(dims.size()), dims.data(), nullptr),
+          what);
+      h5::Handle dataset = h5::checked_dataset(
+          H5Dcreate2(group_.get(), path.c_str(), H5T_IEEE_F64LE, space.get(), lcpl.get(), H5P_DEFAULT, H5P_DEFAULT),
+          what);
+      if (H5Sget_simple_extent_npoints(space.get()) > 0)
+        h5::check(H5Dwrite(dataset.get(), H5T_NATIVE_DOUBLE, H5S_ALL, H5S_ALL, H5P_DEFAULT, data), what);
+      file_->flush();
+    });
   }
 
   void finish(RunStatus status, const std::string& message) override {
-    h5::set_attribute(group_.get(), "status", std::string(to_string(status)));
-    h5::set_attribute(group_.get(), "end_time", utc_now());
-    if (!message.empty()) h5::set_attribute(group_.get(), "error", message);
-    file_->flush();
     finished_ = true;
+    if (file_->failed) return;  // already recorded as failed, with the storage error
+    guarded("recording the end of run " + id_, [&] {
+      h5::set_attribute(group_.get(), "status", std::string(to_string(status)));
+      h5::set_attribute(group_.get(), "end_time", utc_now());
+      if (!message.empty()) h5::set_attribute(group_.get(), "error", message);
+      file_->flush();
+    });
   }
 
  private:
+  // Runs one write; a failure undoes the append (store_undo.hpp) and throws StorageError.
+  template <class Body>
+  void guarded(const std::string& what, Body&& body) {
+    if (file_->failed) throw StorageError(file_->failure);
+    try {
+      body();
+    } catch (const RuntimeError& e) {
+      undo_failed_append(*file_, *memo_, what, e.what(), errno);
+    }
+  }
+
   std::shared_ptr<OpenFile> file_;  // first member: outlives the handles below
+  std::shared_ptr<RunMemo> memo_;
   std::string id_;
   std::string where_;
   h5::Handle group_;
@@ -243,6 +390,7 @@ std::shared_ptr<OpenFile> create_results_file(const std::string& path) {
   const hid_t id = H5Fcreate(path.c_str(), H5F_ACC_EXCL, H5P_DEFAULT, fapl.get());
   if (id < 0) h5::fail<UsageError>(path + ": cannot create the results file");
   file->file = h5::Handle(id, H5Fclose);
+  file->created = true;
   h5::set_attribute(id, "ibt_schema", std::string(kSchemaName));
   h5::set_attribute(id, "ibt_schema_version", std::int64_t{kSchemaVersion});
   return file;
@@ -253,8 +401,14 @@ std::shared_ptr<OpenFile> open_results_file(const std::string& path) {
   file->path = path;
   h5::Handle fapl = h5::file_access_plist();
   const hid_t id = H5Fopen(path.c_str(), H5F_ACC_RDWR, fapl.get());
-  if (id < 0) h5::fail<UsageError>(path + ": cannot open the results file for writing");
+  if (id < 0) {
+    if (h5::error_detail().find("unable to lock file") != std::string::npos)
+      throw UsageError(path + ": is locked by another process (is an ibt run still writing to it?)");
+    h5::fail<UsageError>(path + ": cannot open the results file for writing");
+  }
   file->file = h5::Handle(id, H5Fclose);
+  // Holding the lock now: nobody else appends between this copy and our writes.
+  take_undo_copy(path);
   return file;
 }
 

@@ -35,6 +35,7 @@
 #include <vector>
 
 #include "core/errors.hpp"
+#include "core/input_file.hpp"
 
 namespace ibt::suites {
 
@@ -207,6 +208,7 @@ inline AcceptReference parse_reference_text(const std::string& text, const std::
 }
 
 inline AcceptReference load_reference(const std::string& path) {
+  require_input_file(path, "--reference");
   std::ifstream in(path);
   if (!in) throw UsageError("--reference " + path + ": cannot read the file");
   std::stringstream ss;

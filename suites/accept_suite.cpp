@@ -148,7 +148,7 @@ int run(int argc, char** argv, MpiSession& mpi) {
        "--generate-reference: fraction of link bandwidth to expect (default: the topology's model efficiencies)")
       ("write", po::value(&write_to), "--generate-reference: the file to write (default: standard output)");
   po::variables_map vm;
-  po::store(po::command_line_parser(argc, argv).options(opts).run(), vm);
+  store_command_line(argc, argv, opts, vm);
   if (vm.count("help")) {
     if (mpi.rank() == 0) std::cout << kHelpIntro << "\n" << opts << "\n";
     return kExitOk;
@@ -171,7 +171,7 @@ int run(int argc, char** argv, MpiSession& mpi) {
     return kExitOk;
   }
   if (reference_path.empty()) throw UsageError("--reference is required (or --generate-reference TOPOLOGY)");
-  if (!(timeout > 0)) throw UsageError("--timeout must be positive");
+  require_timeout(timeout, "--timeout");
   const AcceptReference ref = load_reference(reference_path);  // every rank parses: same errors everywhere
   if (ref.job.ranks > 0 && ref.job.ranks != mpi.size())
     throw UsageError(reference_path + ": the reference is for " + std::to_string(ref.job.ranks) +

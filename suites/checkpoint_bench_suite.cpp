@@ -19,6 +19,9 @@
 #include "models/checkpoint/checkpointer.hpp"
 #include "models/checkpoint/shard_io.hpp"
 #include "suites/mpi_session.hpp"
+#include "core/memory_plan.hpp"
+#include "suites/cli.hpp"
+#include "suites/job_guard.hpp"
 #include "suites/run_recorder.hpp"
 #include "suites/suites.hpp"
 #include "suites/train_runner.hpp"
@@ -34,6 +37,7 @@ struct BenchArgs {
   int repeats = 3;
   bool keep = false;
   bool cached_reads = false;
+  double timeout = 600;
 };
 
 const char* kHelpIntro =
@@ -59,7 +63,9 @@ po::options_description describe_options(BenchArgs& a) {
       ("repeats", po::value(&a.repeats)->default_value(a.repeats), "write+read rounds")
       ("out", po::value(&a.out), "append this run (kind checkpoint_bench) to an HDF5 results file")
       ("keep", po::bool_switch(&a.keep), "keep the written checkpoints")
-      ("cached-reads", po::bool_switch(&a.cached_reads), "do not drop the shards from the page cache before reading");
+      ("cached-reads", po::bool_switch(&a.cached_reads), "do not drop the shards from the page cache before reading")
+      ("timeout,T", po::value(&a.timeout)->default_value(a.timeout),
+       "seconds one write+read round may take before the job is ended naming the rank, op and group (exit 3)");
   return o;
 }
 
@@ -97,17 +103,36 @@ int run(int argc, char** argv, MpiSession& mpi) {
   BenchArgs args;
   auto options = describe_options(args);
   po::variables_map vm;
-  po::store(po::command_line_parser(argc, argv).options(options).run(), vm);
+  store_command_line(argc, argv, options, vm);
   if (vm.count("help")) {
     if (mpi.rank() == 0) std::cout << kHelpIntro << "\n" << options << "\n";
     return kExitOk;
   }
   po::notify(vm);
+  refuse_nonsense_numbers(vm);
+  require_timeout(args.timeout, "--timeout");
   if (args.state_bytes.empty()) throw UsageError("--state-bytes SIZE is required (e.g. 256M)");
   const std::size_t bytes = parse_size(args.state_bytes, "--state-bytes");
   if (bytes < sizeof(float) || bytes % sizeof(float) != 0)
     throw UsageError("--state-bytes " + args.state_bytes + " must be a positive multiple of 4 (fp32 values)");
   if (args.repeats < 1) throw UsageError("--repeats must be at least 1, got " + std::to_string(args.repeats));
+  {
+    // The state and the copy read back, on every rank of this host: planned, not tried.
+    MPI_Comm host = MPI_COMM_NULL;
+    MPI_Comm_split_type(MPI_COMM_WORLD, MPI_COMM_TYPE_SHARED, 0, MPI_INFO_NULL, &host);
+    int local = 1;
+    MPI_Comm_size(host, &local);
+    MPI_Comm_free(&host);
+    std::string error;
+    try {
+      require_memory(2.0 * static_cast<double>(bytes), "--state-bytes " + args.state_bytes + " (the state and its read-back copy)", local);
+    } catch (const UsageError& e) {
+      error = e.what();
+    }
+    int failed = !error.empty();
+    MPI_Allreduce(MPI_IN_PLACE, &failed, 1, MPI_INT, MPI_MAX, MPI_COMM_WORLD);
+    if (failed) throw UsageError(error.empty() ? "--state-bytes " + args.state_bytes + ": not enough memory on another host" : error);
+  }
   check_output_on_all_ranks(args.out, MPI_COMM_WORLD);
   checkpoint::refuse_existing_checkpoints(args.dir, "--dir", "choose another directory (the benchmark removes what it writes)",
                                          MPI_COMM_WORLD);
@@ -115,6 +140,7 @@ int run(int argc, char** argv, MpiSession& mpi) {
 
   std::unique_ptr<RunRecorder> recorder;
   if (rank == 0) recorder = std::make_unique<RunRecorder>(args.out, "checkpoint_bench");
+  JobGuard guard("checkpoint-bench", rank, recorder.get());
   record_provenance(recorder.get(), argc, argv, MPI_COMM_WORLD);
   const char* read_note = args.cached_reads
                               ? "--cached-reads: reads follow the writes and come from the page cache (optimistic)"
@@ -155,6 +181,7 @@ int run(int argc, char** argv, MpiSession& mpi) {
   int wrong = 0;
   double max_resident = 0;
   for (int rep = 0; rep < args.repeats; ++rep) {
+    WatchdogScope watch(guard.watchdog(), args.timeout, "checkpoint-bench repeat " + std::to_string(rep) + " (write and read)");
     state.steps_done = rep;
     const checkpoint::SaveReport w = checkpoint::save_checkpoint(args.dir, state, identity, MPI_COMM_WORLD);
     written.push_back(w.step_dir);

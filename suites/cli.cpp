@@ -1,5 +1,10 @@
 #include "suites/cli.hpp"
 
+#include <algorithm>
+#include <cmath>
+#include <sstream>
+#include <type_traits>
+
 #include "core/errors.hpp"
 
 namespace ibt::suites {
@@ -19,6 +24,86 @@ void require_positive(long value, const char* option) {
   if (value <= 0) throw UsageError(std::string(option) + " must be positive (got " + std::to_string(value) + ")");
 }
 
+namespace {
+
+template <class T>
+bool check_number(const boost::any& value, const std::string& name, bool given) {
+  const T* v = boost::any_cast<T>(&value);
+  if (!v) return false;
+  if constexpr (std::is_floating_point_v<T>) {
+    if (!std::isfinite(*v))
+      throw UsageError("--" + name + " must be a finite number (got " + std::to_string(*v) + ")");
+  }
+  if constexpr (std::is_signed_v<T>) {
+    if (given && *v < 0 && name != "exit-after-step") {
+      std::ostringstream text;
+      text << *v;
+      throw UsageError("--" + name + " must not be negative (got " + text.str() + ")");
+    }
+  }
+  return true;
+}
+
+}  // namespace
+
+void refuse_nonsense_numbers(const boost::program_options::variables_map& vm) {
+  for (const auto& [name, entry] : vm) {
+    const bool given = !entry.defaulted();
+    const boost::any& v = entry.value();
+    check_number<double>(v, name, given) || check_number<float>(v, name, given) ||
+        check_number<int>(v, name, given) || check_number<long>(v, name, given) ||
+        check_number<long long>(v, name, given);
+  }
+}
+
+namespace {
+// Stray words, and an empty value given to an option that takes one (`--out ''`,
+// `--out $UNSET_VARIABLE`): a mistake, never a request to record nothing.
+void refuse_stray_words(const boost::program_options::parsed_options& parsed, bool positional_allowed) {
+  namespace po = boost::program_options;
+  for (const auto& option : parsed.options) {
+    if (!option.string_key.empty() && option.value.size() == 1 && option.value.front().empty() && parsed.description) {
+      const po::option_description* d = parsed.description->find_nothrow(option.string_key, false);
+      if (d && d->semantic()->max_tokens() > 0)
+        throw UsageError("--" + option.string_key + " was given an empty value");
+    }
+    if (!positional_allowed && (option.position_key >= 0 || option.string_key.empty())) {
+      const std::string word = option.original_tokens.empty() ? "" : option.original_tokens.front();
+      throw UsageError("unexpected argument '" + word + "' (options take one value each: give a list as a,b,c)");
+    }
+  }
+}
+}  // namespace
+
+void store_command_line(int argc, char** argv, const boost::program_options::options_description& options,
+                        boost::program_options::variables_map& vm) {
+  store_command_line(std::vector<std::string>(argv + std::min(argc, 1), argv + argc), options, vm);
+}
+
+void store_command_line(const std::vector<std::string>& args, const boost::program_options::options_description& options,
+                        boost::program_options::variables_map& vm) {
+  namespace po = boost::program_options;
+  try {
+    const po::parsed_options parsed = po::command_line_parser(args).options(options).run();
+    refuse_stray_words(parsed, false);
+    po::store(parsed, vm);
+  } catch (const po::error& e) {
+    throw UsageError(e.what());
+  }
+  refuse_nonsense_numbers(vm);
+}
+
+void require_timeout(double seconds, const char* option) {
+  constexpr double kWeek = 7 * 24 * 3600.0;
+  if (!(seconds > 0) || !(seconds <= kWeek))
+  {
+    std::ostringstream text;
+    text << option << " must be a positive number of seconds up to " << static_cast<long>(kWeek) << " (a week), got "
+         << seconds;
+    throw UsageError(text.str());
+  }
+}
+
 bool parse_command_line(int argc, char** argv, const boost::program_options::options_description& options,
                         boost::program_options::variables_map& vm,
                         const boost::program_options::positional_options_description* positional,
@@ -28,9 +113,12 @@ bool parse_command_line(int argc, char** argv, const boost::program_options::opt
     po::command_line_parser parser(argc, argv);
     parser.options(options);
     if (positional) parser.positional(*positional);
-    po::store(parser.run(), vm);
+    const po::parsed_options parsed = parser.run();
+    refuse_stray_words(parsed, positional != nullptr);
+    po::store(parsed, vm);
     if (vm.count("help")) return false;  // before notify: --help works without required options
     po::notify(vm);
+    refuse_nonsense_numbers(vm);
   } catch (const po::error& e) {
     throw UsageError(e.what() + hint);
   }

@@ -194,7 +194,7 @@ HarnessOptions to_harness_options(const CollectivesArgs& a, const Backend& backe
     throw UsageError("--outlier-threshold must be between 0 and 1");
   if (a.warmup < 0) throw UsageError("--warmup-iters must not be negative");
   if (a.blocking != 0 && a.blocking != 1) throw UsageError("--blocking must be 0 or 1");
-  if (!(a.timeout > 0)) throw UsageError("--timeout must be positive");
+  require_timeout(a.timeout, "--timeout");
   if (a.root < 0) throw UsageError("--root must not be negative");
   h.iters = a.iters;
   h.warmup_iters = a.warmup;
@@ -285,10 +285,7 @@ int run(int argc, char** argv, MpiSession& mpi) {
   auto options = describe_options(args);
   po::variables_map vm;
   const std::vector<std::string> spelled = nccl_tests_spellings(argc, argv);
-  po::store(po::command_line_parser(std::vector<std::string>(spelled.begin() + 1, spelled.end()))
-                .options(options)
-                .run(),
-            vm);
+  store_command_line(std::vector<std::string>(spelled.begin() + 1, spelled.end()), options, vm);
   if (vm.count("help")) {
     if (mpi.rank() == 0) std::cout << kHelpIntro << "\n" << options << "\n";
     return kExitOk;
@@ -424,6 +421,8 @@ int run(int argc, char** argv, MpiSession& mpi) {
     guard.fail_and_exit(e.what(), kExitTimeout);
   } catch (const UsageError&) {
     throw;
+  } catch (const StorageError& e) {
+    guard.fail_and_exit(e.what(), kExitStorage);  // the store undid the append and recorded why
   } catch (const std::exception& e) {
     // A backend error on this rank (an aborted NCCL op, an MPI error): record it and end
     // the job, since the other ranks may be waiting for this one.

@@ -1,50 +1,48 @@
 #include "suites/job_guard.hpp"
 
-#include <pthread.h>
 #include <unistd.h>
 
 #include <chrono>
 #include <cstdio>
+#include <thread>
 
+#include "collectives/op_in_flight.hpp"
 #include "core/errors.hpp"
+#include "suites/job_signals.hpp"
 
 namespace ibt::suites {
 namespace {
 constexpr double kGraceSeconds = 5.0;
+
+std::string host_name() {
+  char host[256] = {};
+  gethostname(host, sizeof host - 1);
+  return host;
 }
+}  // namespace
 
 JobGuard::JobGuard(std::string suite_name, int world_rank, RunRecorder* recorder)
     : suite_(std::move(suite_name)), rank_(world_rank), recorder_(recorder) {
-  sigemptyset(&signals_);
-  sigaddset(&signals_, SIGINT);
-  sigaddset(&signals_, SIGTERM);
-  sigaddset(&signals_, SIGUSR1);  // used only to wake the signal thread at shutdown
-  pthread_sigmask(SIG_BLOCK, &signals_, nullptr);
-  signal_thread_ = std::thread([this] { handle_signals(); });
+  job_signals::watch(recorder_);
   watchdog_ = std::make_unique<Watchdog>([this](const std::string& what, double seconds) {
     char text[64];
     std::snprintf(text, sizeof text, "%g", seconds);
-    fail_and_exit("timed out after " + std::string(text) + " s in " + what +
-                      ": every rank had arrived at its start, so the stall is inside the operation",
+    const std::string op = describe_op_in_flight();
+    fail_and_exit("timed out after " + std::string(text) + " s in " + what + (op.empty() ? "" : ", inside " + op) +
+                      ": every rank had arrived at its start, so the stall is inside the operation (noticed by rank " +
+                      std::to_string(rank_) + " on host " + host_name() + ")",
                   kExitTimeout);
   });
 }
 
 JobGuard::~JobGuard() {
   watchdog_.reset();
-  pthread_kill(signal_thread_.native_handle(), SIGUSR1);
-  signal_thread_.join();
+  job_signals::watch(nullptr);
 }
 
-void JobGuard::handle_signals() {
-  int sig = 0;
-  sigwait(&signals_, &sig);
-  if (sig == SIGUSR1) return;  // shutdown
-  const std::string reason = std::string("interrupted by ") + (sig == SIGINT ? "SIGINT" : "SIGTERM");
-  if (recorder_) recorder_->finish(store::RunStatus::partial, reason);
-  std::fprintf(stderr, "ibt %s: rank %d: %s; rows measured so far are kept\n", suite_.c_str(), rank_, reason.c_str());
-  std::fflush(nullptr);
-  _exit(128 + sig);
+void JobGuard::set_recorder(RunRecorder* recorder) {
+  recorder_ = recorder;
+  job_signals::watch(recorder);
 }
 
 void JobGuard::fail_and_exit(const std::string& message, int exit_code) {

@@ -1,12 +1,11 @@
 #pragma once
 // Ends a stuck or interrupted job without losing what it measured. A watchdog deadline
-// or SIGINT/SIGTERM marks rank 0's run (failed or partial, with the reason), prints the
-// reason, and ends the process; the MPI launcher then ends the other ranks. Ranks other
-// than 0 wait a grace period first, so rank 0 gets to record the failure.
-#include <csignal>
+// marks rank 0's run failed with the reason, prints it, and ends the process; the MPI
+// launcher then ends the other ranks. Ranks other than 0 wait a grace period first, so
+// rank 0 gets to record the failure. Stopping signals are handled by job_signals.hpp
+// (installed before MPI_Init); the guard points it at this job's run.
 #include <memory>
 #include <string>
-#include <thread>
 
 #include "collectives/watchdog.hpp"
 #include "suites/run_recorder.hpp"
@@ -15,26 +14,23 @@ namespace ibt::suites {
 
 class JobGuard {
  public:
-  // Call before any other thread starts: it blocks SIGINT/SIGTERM in this thread, and
-  // so in every thread created later, and handles them on its own thread.
   JobGuard(std::string suite_name, int world_rank, RunRecorder* recorder);
   ~JobGuard();
   JobGuard(const JobGuard&) = delete;
   JobGuard& operator=(const JobGuard&) = delete;
 
   Watchdog* watchdog() { return watchdog_.get(); }
+  // The run a failure or signal marks (a command that records several runs, as sweep,
+  // points the guard at each in turn; nullptr between them).
+  void set_recorder(RunRecorder* recorder);
   // Records a failure (rank 0), prints it and ends the process with `exit_code`.
   [[noreturn]] void fail_and_exit(const std::string& message, int exit_code);
 
  private:
-  void handle_signals();
-
   std::string suite_;
   int rank_;
   RunRecorder* recorder_;
-  sigset_t signals_{};
   std::unique_ptr<Watchdog> watchdog_;
-  std::thread signal_thread_;
 };
 
 }  // namespace ibt::suites

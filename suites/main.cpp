@@ -1,4 +1,5 @@
 // ibt: one binary, one subcommand per suite.
+#include <csignal>
 #include <cstdio>
 #include <cstring>
 #include <exception>
@@ -64,13 +65,16 @@ void print_usage(std::FILE* out) {
   std::fprintf(out,
                "\nMulti-rank commands run under an MPI launcher, e.g.\n"
                "  mpiexec -n 4 ibt collectives --scope all --domain-size 2 --out results.h5\n"
-               "Results go to HDF5 files (one file, many runs); `ibt show FILE` lists them.\n"
-               "Exit status: 0 success, 1 failure or wrong results, 2 bad input, 3 timeout.\n");
+               "Results go to HDF5 files (one file, many runs); `ibt show FILE` lists them.\n\n%s",
+               ibt::kExitStatusTable);
 }
 
 }  // namespace
 
 int main(int argc, char** argv) {
+  // A file-size limit (ulimit -f) makes a write fail with EFBIG, which the store
+  // undoes, instead of killing the process mid-write.
+  std::signal(SIGXFSZ, SIG_IGN);
   if (argc < 2 || !std::strcmp(argv[1], "--help") || !std::strcmp(argv[1], "-h") || !std::strcmp(argv[1], "help")) {
     print_usage(stdout);
     return argc < 2 ? ibt::kExitUsage : ibt::kExitOk;
@@ -89,6 +93,9 @@ int main(int argc, char** argv) {
     } catch (const ibt::UsageError& e) {
       std::fprintf(stderr, "ibt %s: error: %s\n", s.name, e.what());
       return ibt::kExitUsage;
+    } catch (const ibt::StorageError& e) {
+      std::fprintf(stderr, "ibt %s: error: %s\n", s.name, e.what());
+      return ibt::kExitStorage;
     } catch (const std::exception& e) {
       std::fprintf(stderr, "ibt %s: error: %s\n", s.name, e.what());
       return ibt::kExitFailure;

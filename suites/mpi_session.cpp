@@ -19,6 +19,11 @@ int run_mpi_suite(const std::string& name, int argc, char** argv,
   } catch (const boost::program_options::error& e) {
     if (mpi.rank() == 0) std::fprintf(stderr, "ibt %s: error: %s (see --help)\n", name.c_str(), e.what());
     status = kExitUsage;
+  } catch (const StorageError& e) {
+    // The store has undone the append and recorded the run as failed (rank 0 writes).
+    std::fprintf(stderr, "ibt %s: error: rank %d: %s\n", name.c_str(), mpi.rank(), e.what());
+    std::fflush(nullptr);
+    MPI_Abort(MPI_COMM_WORLD, kExitStorage);
   } catch (const std::exception& e) {
     std::fprintf(stderr, "ibt %s: error: rank %d: %s\n", name.c_str(), mpi.rank(), e.what());
     std::fflush(nullptr);

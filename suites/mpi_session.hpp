@@ -6,6 +6,7 @@
 #include <string>
 
 #include "collectives/mpi_types.hpp"
+#include "suites/job_signals.hpp"
 
 namespace ibt::suites {
 
@@ -13,9 +14,12 @@ class MpiSession {
  public:
   MpiSession(int* argc, char*** argv) {
     int provided = 0;
+    // Before MPI_Init: the transport's threads must inherit the blocked stopping signals.
+    job_signals::install(argc && *argc > 0 ? (*argv)[0] : "ibt");
     MPI_Init_thread(argc, argv, MPI_THREAD_FUNNELED, &provided);
     MPI_Comm_rank(MPI_COMM_WORLD, &rank_);
     MPI_Comm_size(MPI_COMM_WORLD, &size_);
+    job_signals::set_rank(rank_);
   }
   ~MpiSession() {
     free_mpi_ops();

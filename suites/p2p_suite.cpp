@@ -83,7 +83,7 @@ P2pOptions to_options(const P2pArgs& a) {
   if (a.warmup < 0) throw UsageError("--warmup-iters must not be negative");
   if (a.check != 0 && a.check != 1) throw UsageError("--check must be 0 or 1");
   if (!(a.threshold > 0 && a.threshold < 1)) throw UsageError("--threshold must be between 0 and 1");
-  if (!(a.timeout > 0)) throw UsageError("--timeout must be positive");
+  require_timeout(a.timeout, "--timeout");
   o.iters = a.iters;
   o.warmup_iters = a.warmup;
   o.check = a.check == 1;
@@ -107,7 +107,7 @@ int run(int argc, char** argv, MpiSession& mpi) {
   P2pArgs args;
   auto options = describe_options(args);
   po::variables_map vm;
-  po::store(po::command_line_parser(argc, argv).options(options).run(), vm);
+  store_command_line(argc, argv, options, vm);
   if (vm.count("help")) {
     if (mpi.rank() == 0) std::cout << kHelpIntro << "\n" << options << "\n";
     return kExitOk;

@@ -1,6 +1,9 @@
 #include "suites/run_recorder.hpp"
 
+#include <chrono>
+
 #include "core/errors.hpp"
+#include "reports/writer_liveness.hpp"
 
 namespace ibt::suites {
 
@@ -8,12 +11,39 @@ RunRecorder::RunRecorder(const std::string& path, const std::string& kind) {
   if (path.empty()) return;
   store_ = store::open_for_append(path);
   run_ = store_->begin_run(kind);
+  heartbeat_ = std::thread([this] { beat(); });
 }
 
 RunRecorder::~RunRecorder() {
   // A run never finished explicitly ended by an exception: say so rather than leave
   // it "running".
-  finish(store::RunStatus::failed, "ended without completing (an error was reported on stderr)");
+  try {
+    finish(store::RunStatus::failed, "ended without completing (an error was reported on stderr)");
+  } catch (...) {
+  }
+  stop_heartbeat();
+}
+
+void RunRecorder::beat() {
+  std::unique_lock lock(mutex_);
+  while (!finished_) {
+    wake_.wait_for(lock, std::chrono::seconds(store::kHeartbeatSeconds));
+    if (finished_) break;
+    try {
+      run_->heartbeat();
+    } catch (...) {
+      return;  // the store has undone the append; the next write reports it
+    }
+  }
+}
+
+void RunRecorder::stop_heartbeat() {
+  {
+    std::lock_guard lock(mutex_);
+    finished_ = true;
+  }
+  wake_.notify_all();
+  if (heartbeat_.joinable()) heartbeat_.join();
 }
 
 std::string RunRecorder::run_id() const { return run_ ? run_->id() : ""; }
@@ -38,6 +68,7 @@ void RunRecorder::finish(store::RunStatus status, const std::string& message) {
   std::lock_guard lock(mutex_);
   if (!run_ || finished_) return;
   finished_ = true;
+  wake_.notify_all();
   run_->finish(status, message);
 }
 

@@ -1,12 +1,16 @@
 #pragma once
 // Rank 0's handle on the run it is recording. Thread-safe: the main thread appends rows
 // while the watchdog or signal thread may have to mark the run failed or partial and end
-// the process. The first finish() wins; later ones are ignored.
+// the process. The first finish() wins; later ones are ignored. While the run is open a
+// thread refreshes its heartbeat (reports/writer_liveness.hpp), so readers can tell a
+// live writer from a dead one.
 #include <mpi.h>
 
+#include <condition_variable>
 #include <memory>
 #include <mutex>
 #include <string>
+#include <thread>
 
 #include "reports/store.hpp"
 
@@ -28,14 +32,20 @@ class RunRecorder {
   void finish(store::RunStatus status, const std::string& message = "");
 
  private:
+  void beat();
+  void stop_heartbeat();
+
   std::mutex mutex_;
+  std::condition_variable wake_;
+  std::thread heartbeat_;
   std::unique_ptr<store::Store> store_;
   std::unique_ptr<store::Run> run_;
   bool finished_ = false;
 };
 
 // Collective: rank 0 checks that results can be appended to `path` (empty: nothing to
-// check) and every rank throws the same UsageError if not, before anything is measured.
+// check) and every rank throws the same UsageError if not, before anything is measured:
+// not an ibt file, damaged, locked by another process, no room for the append.
 // Only rank 0 sees the file system the results go to; the others must fail alike.
 void check_output_on_all_ranks(const std::string& path, MPI_Comm world);
 

@@ -14,6 +14,8 @@
 #include "models/model_file.hpp"
 #include "suites/cli.hpp"
 #include "suites/mpi_session.hpp"
+#include "collectives/arrival_gate.hpp"
+#include "suites/job_guard.hpp"
 #include "suites/run_recorder.hpp"
 #include "suites/train_runner.hpp"
 
@@ -74,6 +76,8 @@ int run(int argc, char** argv, MpiSession& mpi) {
       ("cp", po::value(&max_cp)->default_value(max_cp),
        "also try context-parallel degrees up to this (where 2*cp divides seq_len; all_gather attention)")
       ("max-runs", po::value(&max_runs)->default_value(0), "stop after this many splits (0: all)")
+      ("timeout,T", po::value(&options.timeout_s)->default_value(options.timeout_s),
+       "seconds a step may take before the job is ended naming the rank, op and group that stopped (exit 3)")
       ("out", po::value(&out), "append one run per split to this HDF5 results file");
   po::variables_map vm;
   if (!parse_command_line(argc, argv, o, vm)) {
@@ -81,6 +85,8 @@ int run(int argc, char** argv, MpiSession& mpi) {
     return kExitOk;
   }
   if (options.steps < 2) throw UsageError("--steps must be at least 2 (the first step is not timed)");
+  require_timeout(options.timeout_s, "--timeout");
+  if (!(options.lr > 0 && options.lr <= 10)) throw UsageError("--lr must be in (0, 10], got " + std::to_string(options.lr));
   const models::ModelConfig model = models::load_model(model_name);
   check_output_on_all_ranks(out, MPI_COMM_WORLD);
   require_executor_device(options.executor);
@@ -100,6 +106,8 @@ int run(int argc, char** argv, MpiSession& mpi) {
   if (max_runs > 0 && static_cast<int>(splits.size()) > max_runs) splits.resize(static_cast<size_t>(max_runs));
   if (splits.empty()) throw UsageError("no split of " + model.name + " runs on " + std::to_string(mpi.size()) + " ranks");
   const bool on_gpu = options.executor.kind == "cuda";
+  JobGuard guard("sweep", mpi.rank(), nullptr);
+  options.watchdog = guard.watchdog();
   if (!on_gpu && options.peak_gflops <= 0)  // at the thread count every split's run will use
     options.peak_gflops =
         measure_sgemm_peak_gflops(MPI_COMM_WORLD, blas_threads_for_run(options.threads, mpi.size()));
@@ -113,20 +121,30 @@ int run(int argc, char** argv, MpiSession& mpi) {
   }
 
   std::vector<Ranked> results;
+  int status = kExitOk;
   for (size_t i = 0; i < splits.size(); ++i) {
     options.split = splits[i];
     std::unique_ptr<RunRecorder> recorder;
     if (mpi.rank() == 0) recorder = std::make_unique<RunRecorder>(out, "train");
+    guard.set_recorder(recorder.get());
     record_provenance(recorder.get(), argc, argv, MPI_COMM_WORLD);
     if (recorder && recorder->active()) recorder->set_attr("sweep_index", static_cast<std::int64_t>(i));
-    Ranked r{splits[i], run_training(model, options, MPI_COMM_WORLD, recorder.get()), ""};
+    Ranked r{splits[i], {}, ""};
+    try {
+      r.outcome = run_training(model, options, MPI_COMM_WORLD, recorder.get());
+    } catch (const TimeoutError& e) {
+      guard.fail_and_exit(e.what(), kExitTimeout);
+    }
+    if (!r.outcome.check_ok) status = kExitFailure;
     if (recorder) {
       r.run_id = recorder->active() ? recorder->run_id() : "-";
-      recorder->finish(store::RunStatus::complete);
+      recorder->finish(r.outcome.check_ok ? store::RunStatus::complete : store::RunStatus::failed, r.outcome.mismatch);
+      if (!r.outcome.check_ok) std::printf("  [%zu/%zu] FAILED: %s\n", i + 1, splits.size(), r.outcome.mismatch.c_str());
       std::printf("  [%zu/%zu] %-48s %8.4f s/step  MFU %6.3f%%\n", i + 1, splits.size(),
                   models::describe(splits[i]).c_str(), r.outcome.mean_step_s, 100 * r.outcome.mfu);
       std::fflush(stdout);
     }
+    guard.set_recorder(nullptr);
     results.push_back(r);
   }
   if (mpi.rank() == 0) {
@@ -149,7 +167,7 @@ int run(int argc, char** argv, MpiSession& mpi) {
     }
     if (!out.empty()) std::printf("# results: %s (%zu runs)\n", out.c_str(), results.size());
   }
-  return kExitOk;
+  return status;
 }
 
 }  // namespace

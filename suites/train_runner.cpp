@@ -14,7 +14,9 @@
 
 #include <nlohmann/json.hpp>
 
+#include "collectives/arrival_gate.hpp"
 #include "core/errors.hpp"
+#include "core/memory_plan.hpp"
 #include "collectives/provenance.hpp"
 #include "ibt/version.hpp"
 #include "models/accounting.hpp"
@@ -202,6 +204,7 @@ TrainOutcome run_training(const ModelConfig& model, const TrainOptions& o, MPI_C
   // run, OPENBLAS_NUM_THREADS) says otherwise. The reference uses the same count.
   const int threads = blas_threads_for_run(o.threads, size);
   set_blas_threads(threads);
+  WatchdogScope setup_watch(o.watchdog, o.timeout_s, "train setup (process groups, peak measurement, resume)");
 
   std::unique_ptr<DataSource> data;
   if (o.data_file.empty()) {
@@ -217,6 +220,30 @@ TrainOutcome run_training(const ModelConfig& model, const TrainOptions& o, MPI_C
   train.micro_batch_size = o.split.micro_batch_size;
   train.data_parallel = o.split.dp;
 
+  if (!on_gpu) {
+    // Planned, not tried: the model state and activations of the heaviest stage, on every
+    // rank of this host, refused before anything is allocated (exit 2).
+    double need = 0;
+    for (int stage = 0; stage < o.split.pp; ++stage) {
+      const RankMemory m = memory_per_rank(model, o.split, fp32_adam(), stage);
+      need = std::max(need, m.weights + m.grads + m.optimizer + m.activations);
+    }
+    MPI_Comm host = MPI_COMM_NULL;
+    MPI_Comm_split_type(world, MPI_COMM_TYPE_SHARED, 0, MPI_INFO_NULL, &host);
+    int local = 1;
+    MPI_Comm_size(host, &local);
+    MPI_Comm_free(&host);
+    std::string error;
+    try {
+      require_memory(need, "--model " + model.name + " at " + describe(o.split) + " (weights, gradients, AdamW "
+                     "states and activations per rank, models/accounting.hpp)", local);
+    } catch (const UsageError& e) {
+      error = e.what();
+    }
+    int refused = !error.empty();
+    MPI_Allreduce(MPI_IN_PLACE, &refused, 1, MPI_INT, MPI_MAX, world);
+    if (refused) throw UsageError(error.empty() ? "the model does not fit in another host's memory" : error);
+  }
   // The executor first: without a GPU the cuda one fails here, before anything is measured.
   std::unique_ptr<TrainExecutor> executor = make_train_executor(o.executor, model, o.split, train, *data, world);
   TrainExecutor& exec = *executor;
@@ -324,9 +351,12 @@ TrainOutcome run_training(const ModelConfig& model, const TrainOptions& o, MPI_C
 
   TrainOutcome out;
   out.first_step = first_step;
+  ArrivalGate gate(world);
   double timed = 0, bubble = 0;
   int timed_steps = 0;
   for (int s = first_step; s < o.steps; ++s) {
+    gate.pass("train step " + std::to_string(s), o.timeout_s);
+    if (o.watchdog) o.watchdog->arm(o.timeout_s, "train step " + std::to_string(s));
     TimeBreakdown t;
     const StepStats st = exec.step(&t);
     // Breakdown averaged over ranks; step time = the slowest rank.
@@ -369,6 +399,16 @@ TrainOutcome run_training(const ModelConfig& model, const TrainOptions& o, MPI_C
       }
     }
     MPI_Bcast(&bad, 1, MPI_INT, 0, world);
+    // A loss or gradient that is no longer finite ends the run, failed, naming the step.
+    int diverged = !std::isfinite(st.loss) || !std::isfinite(st.grad_norm);
+    MPI_Allreduce(MPI_IN_PLACE, &diverged, 1, MPI_INT, MPI_MAX, world);
+    if (diverged && !bad) {
+      bad = 1;
+      char buf[256];
+      std::snprintf(buf, sizeof buf, "step %d: the training loss became %g (grad norm %g): training diverged (is --lr %g too large?)",
+                    s, st.loss, st.grad_norm, o.lr);
+      mismatch = buf;
+    }
     if (rank == 0 && o.print_steps) {
       std::printf("  %4d %10.6f %9.4f %10.1f %9.5f %6.2f%% | %8.4f %8.4f %8.4f %8.4f %8.4f %8.4f", s, st.loss,
                   step_time, tokens_per_s, tflops, 100 * mfu, parts[0], parts[1], parts[2], parts[3], parts[4],
@@ -385,7 +425,9 @@ TrainOutcome run_training(const ModelConfig& model, const TrainOptions& o, MPI_C
                         reference ? ref.loss : nan, reference ? ref.grad_norm : nan,
                         reference ? ref.param_norm : nan, mfu_gemm, parts[7]});
     }
+    if (o.watchdog) o.watchdog->arm(o.timeout_s, "checkpoint after train step " + std::to_string(s));
     checkpoints.after_step(s, exec.checkpointable());
+    if (o.watchdog) o.watchdog->arm(o.timeout_s, "train (between steps)");
     if (s > first_step || o.steps == first_step + 1) {
       timed += step_time;
       bubble += parts[2] / step_time;
@@ -398,6 +440,7 @@ TrainOutcome run_training(const ModelConfig& model, const TrainOptions& o, MPI_C
       break;
     }
   }
+  if (o.watchdog) o.watchdog->arm(o.timeout_s, "train (finishing: checkpoints, memory statistics)");
   checkpoints.finish();
   if (dump) {
     dump->write_array("losses", {static_cast<std::uint64_t>(losses.size())}, losses.data());

@@ -8,6 +8,7 @@
 
 #include <string>
 
+#include "collectives/watchdog.hpp"
 #include "models/model_config.hpp"
 #include "models/parallel_split.hpp"
 #include "suites/run_recorder.hpp"
@@ -47,6 +48,12 @@ struct TrainOptions {
   std::string checkpoint_dir;
   std::string resume_dir;
   int exit_after_step = -1;
+  // No rank waits forever (suites/job_guard.hpp): every step starts behind an arrival
+  // gate that names the ranks that did not arrive, and the watchdog (when given) ends
+  // the job if a step, a checkpoint or the setup takes longer than timeout_s, naming
+  // the op and group it is stuck in.
+  Watchdog* watchdog = nullptr;
+  double timeout_s = 600;
 };
 
 struct TrainOutcome {
@@ -59,7 +66,7 @@ struct TrainOutcome {
   double final_loss = 0;
   int first_step = 0;           // > 0 after --resume
   bool check_ok = true;
-  std::string mismatch;         // "step 3: loss ..." when check failed
+  std::string mismatch;         // "step 3: loss ..." when check failed, or a NaN/inf loss
 };
 
 // OpenBLAS sgemm throughput at `threads` threads (1024^3, best of 5), GFLOP/s: the

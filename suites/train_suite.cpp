@@ -13,7 +13,9 @@
 #include "core/errors.hpp"
 #include "models/model_file.hpp"
 #include "reports/store.hpp"
+#include "collectives/arrival_gate.hpp"
 #include "suites/cli.hpp"
+#include "suites/job_guard.hpp"
 #include "suites/mpi_session.hpp"
 #include "suites/run_recorder.hpp"
 #include "suites/train_runner.hpp"
@@ -110,6 +112,9 @@ po::options_description describe_options(TrainArgs& a) {
       ("checkpoint-dir", po::value(&a.options.checkpoint_dir), "directory of the checkpoints, shared by all ranks (with --resume: default the resumed one)")
       ("resume", po::value(&a.options.resume_dir),
        "continue from the newest complete checkpoint in this directory (same split, model, seed, lr, data)")
+      ("timeout,T", po::value(&a.options.timeout_s)->default_value(a.options.timeout_s),
+       "seconds a step (or the setup, or a checkpoint) may take before the job is ended, naming the rank, op and "
+       "group that stopped progressing (exit 3), like NCCL's and Megatron's 10-minute watchdogs; at most a week")
       ("exit-after-step", po::value(&a.options.exit_after_step)->default_value(-1),
        "tests: rank 0 raises SIGKILL after this step index completes, to simulate a crash");
   return o;
@@ -155,6 +160,9 @@ int run(int argc, char** argv, MpiSession& mpi) {
   }
   if (a.options.steps < 1) throw UsageError("--steps must be at least 1");
   if (a.options.threads < 0) throw UsageError("--threads must be at least 1 (or 0: the default)");
+  require_timeout(a.options.timeout_s, "--timeout");
+  if (!(a.options.lr > 0 && a.options.lr <= 10))
+    throw UsageError("--lr must be in (0, 10], got " + std::to_string(a.options.lr));
   check_checkpoint_options(a.options);
   const models::ModelConfig model = models::load_model(a.model);
   a.options.split = split_from(a.dp, a.tp, a.pp, a.ep, a.vpp, a.microbatches, a.micro_batch_size, a.schedule);
@@ -169,10 +177,14 @@ int run(int argc, char** argv, MpiSession& mpi) {
 
   std::unique_ptr<RunRecorder> recorder;
   if (mpi.rank() == 0) recorder = std::make_unique<RunRecorder>(a.out, "train");
+  JobGuard guard("train", mpi.rank(), recorder.get());
+  a.options.watchdog = guard.watchdog();
   record_provenance(recorder.get(), argc, argv, MPI_COMM_WORLD);
   TrainOutcome outcome;
   try {
     outcome = run_training(model, a.options, MPI_COMM_WORLD, recorder.get());
+  } catch (const TimeoutError& e) {
+    guard.fail_and_exit(e.what(), kExitTimeout);
   } catch (const std::exception& e) {
     if (recorder) recorder->finish(store::RunStatus::failed, e.what());
     throw;
@@ -184,10 +196,10 @@ int run(int argc, char** argv, MpiSession& mpi) {
     if (outcome.mfu_gemm > 0) std::printf(" (%.2f%% of the measured GEMM peak)", 100 * outcome.mfu_gemm);
     std::printf("\n");
     if (recorder->active()) std::printf("# results: %s, run %s\n", a.out.c_str(), recorder->run_id().c_str());
-    if (a.options.check)
-      std::printf(outcome.check_ok ? "# check: every step matches the serial reference\n"
-                                   : "# check FAILED: %s\n",
-                  outcome.mismatch.c_str());
+    if (!outcome.check_ok)
+      std::printf("# FAILED: %s\n", outcome.mismatch.c_str());
+    else if (a.options.check)
+      std::printf("# check: every step matches the serial reference\n");
     recorder->finish(outcome.check_ok ? store::RunStatus::complete : store::RunStatus::failed, outcome.mismatch);
   }
   return outcome.check_ok ? kExitOk : kExitFailure;

@@ -243,6 +243,7 @@ store::Row projection_row(const Projection& p) {
 #include <sstream>
 
 #include "core/errors.hpp"
+#include "core/input_file.hpp"
 #include "models/model_file.hpp"
 
 namespace ibt::topo {
@@ -252,6 +253,7 @@ std::string model_file_text(const std::string& name_or_path) {
                        (name_or_path.size() > 5 &&
                         name_or_path.compare(name_or_path.size() - 5, 5, ".json") == 0);
   const std::string path = is_path ? name_or_path : models::catalog_dir() + "/" + name_or_path + ".json";
+  require_input_file(path, "model file");
   std::ifstream in(path);
   if (!in) throw UsageError("model file '" + path + "' cannot be read");
   std::stringstream ss;

@@ -9,6 +9,7 @@
 #include <sstream>
 
 #include "core/errors.hpp"
+#include "core/input_file.hpp"
 
 namespace ibt::topo {
 
@@ -430,6 +431,7 @@ Topology load_topology(const std::string& name_or_path) {
                        (name_or_path.size() > 5 &&
                         name_or_path.compare(name_or_path.size() - 5, 5, ".json") == 0);
   const std::string path = is_path ? name_or_path : catalog_dir() + "/" + name_or_path + ".json";
+  require_input_file(path, "topology file");
   std::ifstream in(path);
   if (!in) {
     if (is_path) throw UsageError("topology file '" + path + "' cannot be read");

@@ -31,6 +31,15 @@ ProcessGroups::ProcessGroups(const ParallelSplit& split, MPI_Comm world_comm) : 
   cp = split_group(world_comm, layout, Group::cp, world_rank);
   dp_cp = split_group(world_comm, layout, Group::dp_cp, world_rank);
   expert_dp_cp = split_group(world_comm, layout, Group::expert_dp_cp, world_rank);
+  world->set_label("world");
+  tp->set_label("tp");
+  dp->set_label("dp");
+  pp->set_label("pp");
+  ep->set_label("ep");
+  expert_dp->set_label("expert-dp");
+  cp->set_label("cp");
+  dp_cp->set_label("dp-cp");
+  expert_dp_cp->set_label("expert-dp-cp");
 }
 
 }  // namespace ibt::models

@@ -1,0 +1,67 @@
+#!/usr/bin/env bash
+# A rank that stops (SIGSTOP: a hung node) ends the job within --timeout plus a few
+# seconds with exit 3 and a message naming the op, the group and the rank that
+# noticed; the run is failed in the file. A rank killed with SIGKILL ends the job (never
+# a hang), and a writer killed with SIGKILL leaves a run that readers show as
+# `interrupted` with its rows.
+source "$(dirname "$0")/lib.sh"
+
+# 1. rank 1 stopped mid-training, --timeout 3.
+file=$dir/stopped.h5 log=$dir/stopped.log
+"${mpirun[@]}" -n 2 "$ibt" train --model tiny-dense --dp 2 --steps 100000 -T 3 --out "$file" >"$log" 2>&1 &
+job=$!
+wait_for '^ *3 ' "$log" 60 || { cleanup_marker "$file"; fail "stopped: no progress"; }
+pid=$(rank_pid 1 "$file") || fail "stopped: no rank 1"
+start=$(date +%s)
+kill -STOP "$pid"
+status=0
+wait "$job" || status=$?
+elapsed=$(($(date +%s) - start))
+cleanup_marker "$file"
+cat "$log" | grep -v '^ *[0-9]' | tail -5
+((elapsed <= 20)) || fail "stopped: took ${elapsed}s with -T 3"
+[[ $status -eq 3 ]] || fail "stopped: exit status $status (expected 3, timeout)"
+# Either the step's watchdog (op and group named when the stall is inside one) or the
+# next step's arrival gate (the missing rank named) ends it.
+grep -Eq "timed out after 3 s in train step [0-9]+(, inside MPI_[A-Za-z_]+ on the [a-z-]+ group \(world ranks 0, 1\))?:" "$log" ||
+  grep -q "rank 1 did not arrive" "$log" || fail "stopped: the message names neither the step nor the missing rank"
+grep -q "noticed by rank 0" "$log" || grep -q "rank 1 did not arrive" "$log" || fail "stopped: the noticing rank is not named"
+[[ $(attr "$file" 000001 status) == failed ]] || fail "stopped: run not failed in the file"
+error=$(attr "$file" 000001 error)
+ok "stopped rank: exit 3 after ${elapsed}s, $(rows "$file" 000001 steps) steps kept, error: $error"
+
+# 2. rank 1 killed: the job ends, not hangs.
+file=$dir/killed1.h5 log=$dir/killed1.log
+"${mpirun[@]}" -n 2 "$ibt" train --model tiny-dense --dp 2 --steps 100000 -T 5 --out "$file" >"$log" 2>&1 &
+job=$!
+wait_for '^ *3 ' "$log" 60 || { cleanup_marker "$file"; fail "killed1: no progress"; }
+pid=$(rank_pid 1 "$file") || fail "killed1: no rank 1"
+start=$(date +%s)
+kill -KILL "$pid"
+status=0
+wait "$job" || status=$?
+elapsed=$(($(date +%s) - start))
+cleanup_marker "$file"
+((elapsed <= 20)) || fail "killed1: took ${elapsed}s"
+[[ $status -ne 0 && $status -ne 2 ]] || fail "killed1: exit status $status"
+"$ibt" show "$file" | grep -Eq "000001 .*(interrupted|failed|partial)" || fail "killed1: run not closed: $("$ibt" show "$file")"
+ok "killed rank 1: job ended after ${elapsed}s (exit $status), run $("$ibt" show "$file" | awk '/000001/{print $3}')"
+
+# 3. the writer (rank 0) killed: readers show the run interrupted, rows kept.
+file=$dir/killed0.h5 log=$dir/killed0.log
+"${mpirun[@]}" -n 2 "$ibt" train --model tiny-dense --dp 2 --steps 100000 -T 5 --out "$file" >"$log" 2>&1 &
+job=$!
+wait_for '^ *3 ' "$log" 60 || { cleanup_marker "$file"; fail "killed0: no progress"; }
+pid=$(rank_pid 0 "$file") || fail "killed0: no rank 0"
+kill -KILL "$pid"
+status=0
+wait "$job" || status=$?
+cleanup_marker "$file"
+[[ $(attr "$file" 000001 status) == running ]] || fail "killed0: a killed writer cannot have changed its status"
+shown=$("$ibt" show "$file" --run 1)
+grep -q "status  *interrupted" <<<"$shown" || fail "killed0: ibt show does not say interrupted: $shown"
+grep -q "is gone without recording an end" <<<"$shown" || fail "killed0: no reason shown"
+"$ibt" export "$file" --csv >/dev/null || fail "killed0: export cannot read the file"
+n=$(rows "$file" 000001 steps)
+((n >= 3)) || fail "killed0: only '$n' steps kept"
+ok "killed writer: exit $status, ibt show says interrupted, $n steps kept"

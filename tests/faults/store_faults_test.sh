@@ -1,0 +1,90 @@
+#!/usr/bin/env bash
+# The results store under faults: a file-size limit reached during an append (EFBIG, the
+# path a full disk takes too) leaves every earlier run readable and the failed run
+# recorded as failed, with exit 4 and a message naming the file; files that are not a
+# valid ibt store are refused (exit 2) and left byte for byte as they were; a file
+# locked by a running job is refused on every rank, without hanging.
+source "$(dirname "$0")/lib.sh"
+quick=(collectives --op all_reduce -b 8 -e 64 -n 2 -w 1)
+
+# 1. A file-size limit reached in the middle of an append. (UCX_TLS=self,tcp: the limit
+# applies to every file, and UCX's shared-memory transport writes files too.)
+file=$dir/full.h5
+"$ibt" "${quick[@]}" --out "$file" >/dev/null 2>&1 || fail "full: first run failed"
+cp "$file" "$dir/before.h5"
+size_kib=$(( ($(stat -c %s "$file") + 1023) / 1024 + 24 ))
+status=0
+output=$( (ulimit -f "$size_kib"; UCX_TLS=self,tcp "$ibt" collectives --op all_reduce,all_gather,reduce_scatter,broadcast -d float32,float64,int32 \
+  -b 8 -e 64M -f 2 -n 1 -w 1 --out "$file") 2>&1) || status=$?
+echo "$output" | grep -i error
+[[ $status -eq 4 ]] || fail "full: exit status $status (expected 4)"
+grep -q "$file: file too large (EFBIG" <<<"$output" || fail "full: the message does not name the file and the cause"
+grep -q "every earlier run is intact" <<<"$output" || fail "full: the message does not say the earlier runs are intact"
+h5dump -H "$file" >/dev/null || fail "full: h5dump cannot read the file"
+shown=$("$ibt" show "$file") || fail "full: ibt show cannot read the file"
+grep -q "000001 .*complete" <<<"$shown" || fail "full: run 1 is not complete any more: $shown"
+grep -q "000002 .*failed" <<<"$shown" || fail "full: run 2 is not recorded as failed: $shown"
+[[ $(attr "$file" 000002 error) == *"file too large"* ]] || fail "full: run 2's error does not say why"
+[[ $(rows "$file" 000001 collectives) == $(rows "$dir/before.h5" 000001 collectives) ]] || fail "full: run 1 lost rows"
+"$ibt" export "$file" --run 1 --csv >/dev/null || fail "full: export cannot read run 1"
+[[ ! -e $dir/.full.h5.ibt-undo ]] || fail "full: the undo copy was left behind"
+"$ibt" "${quick[@]}" --out "$file" >/dev/null 2>&1 || fail "full: the file takes no further appends"
+"$ibt" show "$file" | grep -q "000003 .*complete" || fail "full: run 3 missing"
+ok "file-size limit: exit 4, run 1 intact, run 2 failed with the reason, run 3 appended after"
+
+# 2. Files that are not a valid ibt store: refused, unchanged byte for byte.
+refuse() {  # LABEL FILE PATTERN
+  local label=$1 target=$2 pattern=$3 copy=$dir/copy.bin out st=0
+  cp "$target" "$copy"
+  out=$("$ibt" "${quick[@]}" --out "$target" 2>&1) || st=$?
+  [[ $st -eq 2 ]] || fail "$label: append exit status $st (expected 2)"
+  grep -q -- "$pattern" <<<"$out" || fail "$label: message '$out' lacks '$pattern'"
+  cmp -s "$target" "$copy" || fail "$label: the file was changed"
+  st=0
+  "$ibt" show "$target" >/dev/null 2>&1 || st=$?
+  [[ $st -eq 2 ]] || fail "$label: show exit status $st (expected 2)"
+  ok "$label refused (exit 2), unchanged: $(head -1 <<<"$out")"
+}
+head -c 100000 /dev/urandom >"$dir/random.h5"
+refuse random "$dir/random.h5" "is not an HDF5 file"
+head -c 3000 "$dir/before.h5" >"$dir/truncated.h5"
+refuse truncated "$dir/truncated.h5" "damaged or truncated"
+"$ibt" checkpoint-bench --state-bytes 4K --repeats 1 --dir "$dir/ckpt" --keep >/dev/null 2>&1 || fail "no shard made"
+cp "$(find "$dir/ckpt" -name 'rank-*.h5' | head -1)" "$dir/foreign.h5"
+refuse foreign "$dir/foreign.h5" "not an ibt results file"
+# Damage inside a valid superblock: flip bytes in the middle.
+cp "$dir/before.h5" "$dir/flipped.h5"
+printf '\xff\xff\xff\xff\xff\xff\xff\xff' | dd of="$dir/flipped.h5" bs=1 seek=200 conv=notrunc status=none
+st=0; out=$("$ibt" "${quick[@]}" --out "$dir/flipped.h5" 2>&1) || st=$?
+# HDF5 may or may not notice damage outside what it reads: refused and unchanged, or
+# appended to and still readable, never a crash or an unreadable file.
+if [[ $st -eq 2 ]]; then
+  cmp -s "$dir/flipped.h5" "$dir/before.h5" && fail "flipped: the test did not damage the file"
+  printf '\xff\xff\xff\xff\xff\xff\xff\xff' >/dev/null
+elif [[ $st -eq 0 ]]; then
+  "$ibt" show "$dir/flipped.h5" | grep -q "000002 .*complete" || fail "flipped: appended but unreadable"
+else
+  fail "flipped: exit $st: $out"
+fi
+ok "flipped bytes: exit $st"
+st=0; out=$("$ibt" "${quick[@]}" --out /dev/null 2>&1) || st=$?
+[[ $st -eq 2 ]] && grep -q "not a regular file" <<<"$out" || fail "/dev/null as --out: exit $st: $out"
+st=0; out=$("$ibt" "${quick[@]}" --out '' 2>&1) || st=$?
+[[ $st -eq 2 ]] || fail "--out '': exit $st"
+ok "device and empty --out refused"
+
+# 3. A lock held by a running job: every rank of another job refuses at once.
+file=$dir/locked.h5 log=$dir/locked.log
+"$ibt" train --model tiny-dense --steps 100000 --out "$file" >"$log" 2>&1 &
+holder=$!
+wait_for '^ *3 ' "$log" 60 || { kill -KILL $holder; fail "locked: holder made no progress"; }
+start=$(date +%s)
+st=0
+out=$(timeout 60 "${mpirun[@]}" -n 2 "$ibt" "${quick[@]}" --out "$file" 2>&1) || st=$?
+elapsed=$(($(date +%s) - start))
+kill -TERM $holder; wait $holder
+[[ $st -eq 2 ]] || fail "locked: exit status $st (expected 2) after ${elapsed}s: $out"
+grep -q "is locked by another process" <<<"$out" || fail "locked: message '$out'"
+[[ $(attr "$file" 000001 status) == partial ]] || fail "locked: the holder's run was not closed partial"
+"$ibt" show "$file" | grep -c '^0000' | grep -qx 1 || fail "locked: the refused job appended a run"
+ok "lock held elsewhere: refused on every rank in ${elapsed}s, holder's run intact"
