@@ -1,5 +1,6 @@
 #include "reports/export.hpp"
 
+#include <algorithm>
 #include <charconv>
 #include <cmath>
 #include <set>
@@ -81,6 +82,15 @@ void write_csv(std::ostream& out, const std::string& path, const ExportSelection
   for (const auto& run : runs)
     for (const auto& t : select_tables(run, selection.table)) names.insert(t);
   if (names.empty()) throw UsageError(path + ": the selected runs hold no tables: nothing to export");
+  // Runs of one kind whose main table is named after the kind (a collectives run holds
+  // "collectives" and its per-domain "collectives_groups"): without --table, the CSV is
+  // that main table, as `ibt export FILE --csv` always gave for such files.
+  if (names.size() > 1 && !selection.table && !runs.empty()) {
+    const std::string kind = runs.front().attr_string("kind");
+    const bool one_kind = std::all_of(runs.begin(), runs.end(),
+                                      [&](const store::RunInfo& r) { return r.attr_string("kind") == kind; });
+    if (one_kind && names.count(kind)) names = {kind};
+  }
   if (names.size() > 1) {
     std::string list;
     for (const auto& n : names) list += (list.empty() ? "" : ", ") + n;

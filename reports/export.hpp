@@ -18,7 +18,8 @@ struct ExportSelection {
 
 // One CSV: a header (run_id, kind, then the table's columns) and one line per table row
 // of every selected run. Rows of several runs are concatenated only when their table
-// has the same name and the same columns; otherwise a UsageError asks for --table or
+// has the same name and the same columns (without --table, runs of one kind give the
+// table named after the kind when they hold several); otherwise a UsageError asks for --table or
 // --run. Fields holding a comma, quote or line break are quoted (RFC 4180).
 void write_csv(std::ostream& out, const std::string& path, const ExportSelection& selection);
 

@@ -232,8 +232,10 @@ store::Row projection_row(const Projection& p) {
   std::string reason = p.reason.substr(0, 255);
   const double nan = std::numeric_limits<double>::quiet_NaN();
   auto g = [&](double v) { return p.goodput.computed ? v : nan; };
-  // An infeasible split has no time: NaN, never 0, so an average over rows cannot mix it in.
-  auto t = [&](double v) { return p.feasible ? v : nan; };
+  // A split that was not priced has no time: NaN, never 0, so an average over rows cannot
+  // mix it in. A split that does not fit in memory is still priced (its row says by how
+  // much it is over: fits_memory, memory_excess_bytes), so its times are stored.
+  auto t = [&](double v) { return p.feasible || p.priced ? v : nan; };
   return {split_label(s),
           static_cast<std::int64_t>(p.devices),
           static_cast<std::int64_t>(s.dp),

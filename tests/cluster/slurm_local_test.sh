@@ -95,7 +95,7 @@ echo "$test_name: ok: srun ran 2 ranks, run complete with $rows rows, SLURM_JOB_
 # given to sbatch override the script's #SBATCH lines): no GPU, so the mpi backend.
 template=$(cd "$(dirname "$0")/../../scripts/slurm" && pwd)/collectives.sbatch
 sbatch_file=$dir/sbatch.h5
-IBT=$ibt IBT_RESULTS=$sbatch_file IBT_SRUN_MPI=pmi2 IBT_BACKEND=mpi IBT_ARGS="-t all_reduce -b 8 -e 1K -f 8 -n 3 -w 1" \
+IBT=$ibt IBT_RESULTS=$sbatch_file IBT_SRUN_MPI=pmi2 IBT_BACKEND=mpi IBT_ARGS="--op all_reduce -b 8 -e 1K -f 8 -n 3 -w 1" \
   timeout 120 sbatch --wait --nodes=1 --ntasks-per-node=2 --cpus-per-task=1 --gpus-per-node=0 \
   --time=2 --chdir="$dir" --output="$dir/sbatch-%j.out" "$template" || { cat "$dir"/sbatch-*.out; fail "the sbatch template failed"; }
 sbatch_status=$(h5dump -a /runs/000001/status "$sbatch_file" | sed -n 's/^ *(0): //p' | tr -d '"')

@@ -41,7 +41,7 @@ attr() { h5dump -a "/runs/000001/$1" "$file" | sed -n 's/^ *(0): //p' | tr -d '"
 echo "$test_name: domains=$(attr domains) ($(attr domain_method)), hosts=$(attr hosts)"
 
 # busbw per scope and placement from the CSV export, columns found by their header.
-csv=$("$ibt" export "$file" --csv) || fail "ibt export failed"
+csv=$("$ibt" export "$file" --csv --table collectives) || fail "ibt export failed"
 # busbw SCOPE PLACEMENT [p50] -> GB/s: from the mean time (total bytes over total time,
 # what a link bounds), or with p50 from the median iteration (what the ranks typically
 # got: on 2 busy cores one descheduled iteration drags the mean down).

@@ -27,7 +27,13 @@ run_case() {
   local elapsed=$(($(date +%s) - start))
   cleanup_marker "$file"
   ((elapsed <= 15)) || fail "$label: took ${elapsed}s to end after SIG$sig"
-  [[ $status -ne 0 && $status -ne 2 ]] || fail "$label: exit status $status after SIG$sig"
+  # The status is the launcher's: after a signal to Hydra itself it forwards Ctrl-C and
+  # reports what it likes (seen: 130 and, in a few runs out of ten, 0), so it is checked
+  # only where the signal went to a rank; what ibt owns (the file, the message) is
+  # checked in every case below.
+  if [[ $target != launcher ]]; then
+    [[ $status -ne 0 && $status -ne 2 ]] || fail "$label: exit status $status after SIG$sig"
+  fi
   local state error n shown
   state=$(attr "$file" 000001 status)
   error=$(attr "$file" 000001 error)
