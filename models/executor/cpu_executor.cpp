@@ -11,6 +11,23 @@ namespace ibt::models {
 
 namespace {
 
+// A row-split tensor's rows gathered from, or summed and scattered back over, `comm`:
+// TP's sequence-parallel activations and CP's K/V (and dK/dV). Timed into `seconds`.
+// Every element of the output is written, so it is resized without zero-filling.
+void all_gather_rows(Communicator& comm, double& seconds, const Tensor& local, Tensor& full) {
+  const double start = MPI_Wtime();
+  full.resize({local.rows() * comm.size(), local.row_size()});
+  comm.all_gather(local.ptr(), full.ptr(), static_cast<size_t>(local.numel()), DType::float32);
+  seconds += MPI_Wtime() - start;
+}
+void reduce_scatter_rows(Communicator& comm, double& seconds, const Tensor& full, Tensor& local) {
+  const double start = MPI_Wtime();
+  if (full.rows() % comm.size() != 0) throw std::logic_error("reduce_scatter_rows: rows not divisible by the group");
+  local.resize({full.rows() / comm.size(), full.row_size()});
+  comm.reduce_scatter(full.ptr(), local.ptr(), static_cast<size_t>(local.numel()), DType::float32, ReduceOp::sum);
+  seconds += MPI_Wtime() - start;
+}
+
 // Megatron's TP reductions as MPI all-reduces, timed.
 class MpiTpReducer final : public TpReducer {
  public:
@@ -18,17 +35,10 @@ class MpiTpReducer final : public TpReducer {
       : comm_(comm), sp_(sequence_parallel), seconds_(seconds) {}
   bool sequence_parallel() const override { return sp_; }
   void all_gather_rows(const Tensor& local, Tensor& full) override {
-    const double start = MPI_Wtime();
-    full.reset({local.rows() * comm_.size(), local.row_size()});
-    comm_.all_gather(local.ptr(), full.ptr(), static_cast<size_t>(local.numel()), DType::float32);
-    seconds_ += MPI_Wtime() - start;
+    ibt::models::all_gather_rows(comm_, seconds_, local, full);
   }
   void reduce_scatter_rows(const Tensor& full, Tensor& local) override {
-    const double start = MPI_Wtime();
-    if (full.rows() % comm_.size() != 0) throw std::logic_error("sequence parallel: rows not divisible by tp");
-    local.reset({full.rows() / comm_.size(), full.row_size()});
-    comm_.reduce_scatter(full.ptr(), local.ptr(), static_cast<size_t>(local.numel()), DType::float32, ReduceOp::sum);
-    seconds_ += MPI_Wtime() - start;
+    ibt::models::reduce_scatter_rows(comm_, seconds_, full, local);
   }
   void sum(Tensor& t) override { reduce(t.ptr(), t.numel(), ReduceOp::sum); }
   void sum(std::vector<float>& v) override { reduce(v.data(), static_cast<int64_t>(v.size()), ReduceOp::sum); }
@@ -88,16 +98,10 @@ class MpiContextExchange final : public ContextExchange {
   int size() const override { return comm_.size(); }
   int rank() const override { return comm_.rank(); }
   void all_gather_rows(const Tensor& local, Tensor& full) override {
-    const double start = MPI_Wtime();
-    full.reset({local.rows() * comm_.size(), local.row_size()});
-    comm_.all_gather(local.ptr(), full.ptr(), static_cast<size_t>(local.numel()), DType::float32);
-    seconds_ += MPI_Wtime() - start;
+    ibt::models::all_gather_rows(comm_, seconds_, local, full);
   }
   void reduce_scatter_rows(const Tensor& full, Tensor& local) override {
-    const double start = MPI_Wtime();
-    local.reset({full.rows() / comm_.size(), full.row_size()});
-    comm_.reduce_scatter(full.ptr(), local.ptr(), static_cast<size_t>(local.numel()), DType::float32, ReduceOp::sum);
-    seconds_ += MPI_Wtime() - start;
+    ibt::models::reduce_scatter_rows(comm_, seconds_, full, local);
   }
 
  private:
