@@ -86,12 +86,11 @@ CrossoverResult crossover(const models::ModelConfig& model, const Topology& base
     std::vector<Projection> priced(eligible.size() * G);
     parallel_for(eligible.size(), run.jobs, [&](size_t k) {
       const models::ParallelSplit& split = splits[eligible[k]];
-      // ZeRO-2/3 programs (their param_comm stream and cross-action gather waits) take
-      // the full walk; every other split the fast one (sim_fast.hpp).
+      // Built once per row, priced on each of its cells (sim_fast.hpp: which walk).
       std::optional<StepTemplates> templates;
       std::vector<models::StepProgram> programs;
-      if (split.zero >= 2) programs = stage_programs(model, split, options);
-      else templates.emplace(model, split, program_options(options));
+      if (fast_walk_prices(split)) templates.emplace(model, split, program_options(options));
+      else programs = stage_programs(model, split, options);
       // The checkpoint size does not depend on the fabric either.
       const double checkpoint_bytes =
           with_goodput ? checkpoint_bytes_per_device(model, split, options.precision) : 0.0;

@@ -153,11 +153,9 @@ Projection project_split(const models::ModelConfig& model, const Topology& topol
   Projection p;
   p.split = split;
   if (!prepare(model, topology, options, p) && !price_if_too_big) return p;
-  // The fast walk's action templates know three streams and waits inside an action;
-  // ZeRO-2/3's per-unit reductions and ZeRO-3's gathers (their own stream, waiting on
-  // the unit before the previous one, across actions) are priced by the full walk.
-  if (split.zero >= 2) price(stage_programs(model, split, options), model, topology, options, p);
-  else price(StepTemplates(model, split, program_options(options)), model, topology, options, p);
+  if (fast_walk_prices(split))
+    price(StepTemplates(model, split, program_options(options)), model, topology, options, p);
+  else price(stage_programs(model, split, options), model, topology, options, p);
   return p;
 }
 }  // namespace

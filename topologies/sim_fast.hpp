@@ -54,6 +54,13 @@ std::shared_ptr<const ScheduleIndex> schedule_index(const models::ParallelSplit&
 
 // The fabric-independent half of a split's walk: its schedule and action templates.
 // Built once per split, priced on any number of topologies.
+// Whether the fast walk can price this split. Its action templates know three streams
+// and waits inside an action; ZeRO-2/3's per-unit reductions and ZeRO-3's gathers (their
+// own stream, waiting on the unit before the previous one, across actions) are priced by
+// the full walk (simulate() on the step programs). The one rule project and crossover
+// follow.
+inline bool fast_walk_prices(const models::ParallelSplit& split) { return split.zero < 2; }
+
 class StepTemplates {
  public:
   StepTemplates(const models::ModelConfig& model, const models::ParallelSplit& split,

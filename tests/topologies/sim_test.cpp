@@ -185,7 +185,9 @@ TEST(SimExecutor, InterleavingNeverExposesMoreTensorParallelTimeThanOneFOneB) {
           EXPECT_LE(inter.tp_us, plain.tp_us + 1e-6);
           EXPECT_LE(inter.tp_us, inter.collective_us + 1e-6);
           // With cheap transfers the smaller bubble wins.
-          if (exchange_us <= 5.0) EXPECT_LT(inter.step_us, plain.step_us);
+          if (exchange_us <= 5.0) {
+            EXPECT_LT(inter.step_us, plain.step_us);
+          }
         }
       }
     }
