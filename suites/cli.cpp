@@ -107,6 +107,10 @@ void require_timeout(double seconds, const char* option) {
   }
 }
 
+void require_learning_rate(double lr) {
+  if (!(lr > 0 && lr <= 10)) throw UsageError("--lr must be in (0, 10], got " + std::to_string(lr));
+}
+
 int resolve_jobs(int jobs) {
   if (jobs < 0) throw UsageError("--jobs must be >= 0 (0 = all cores; got " + std::to_string(jobs) + ")");
   if (jobs == 0) return static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));

@@ -27,6 +27,9 @@ void refuse_nonsense_numbers(const boost::program_options::variables_map& vm);
 // overflow the deadline): names the flag.
 void require_timeout(double seconds, const char* option);
 
+// Refuses a learning rate outside (0, 10] (NaN included): train and sweep.
+void require_learning_rate(double lr);
+
 // po::store of argv against `options` that refuses stray words (a positional argument
 // the command does not take: `-t all_reduce all_gather`), naming the word, and
 // numbers no option means (refuse_nonsense_numbers). For suites that handle --help and

@@ -91,7 +91,7 @@ int run(int argc, char** argv, MpiSession& mpi) {
   }
   if (options.steps < 2) throw UsageError("--steps must be at least 2 (the first step is not timed)");
   require_timeout(options.timeout_s, "--timeout");
-  if (!(options.lr > 0 && options.lr <= 10)) throw UsageError("--lr must be in (0, 10], got " + std::to_string(options.lr));
+  require_learning_rate(options.lr);
   normalize_peak_flags(vm.count("peak-gflops") > 0, options);
   const models::ModelConfig model = models::load_model(model_name);
   check_output_on_all_ranks(out, MPI_COMM_WORLD);

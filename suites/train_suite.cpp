@@ -166,8 +166,7 @@ int run(int argc, char** argv, MpiSession& mpi) {
   if (a.options.steps < 1) throw UsageError("--steps must be at least 1");
   if (a.options.threads < 0) throw UsageError("--threads must be at least 1 (or 0: the default)");
   require_timeout(a.options.timeout_s, "--timeout");
-  if (!(a.options.lr > 0 && a.options.lr <= 10))
-    throw UsageError("--lr must be in (0, 10], got " + std::to_string(a.options.lr));
+  require_learning_rate(a.options.lr);
   normalize_peak_flags(vm.count("peak-gflops") > 0, a.options);
   check_checkpoint_options(a.options);
   const models::ModelConfig model = models::load_model(a.model);
