@@ -22,4 +22,11 @@ named 2-3 || fail "domain 1 (ranks 2-3) not named"
 named 0,2 || fail "rail 0 (ranks 0,2) not named"
 named "$(hostname)" || fail "hosts not recorded"
 h5dump -a /runs/000001/timing_mode "$file" | grep -q '"imb"' || fail "timing mode not recorded"
+# Export without --table gives the run kind's main table (collectives), not an error
+# about the second table; --table collectives_groups still reaches the other.
+csv=$("$ibt" export "$file" --csv) || fail "ibt export without --table failed"
+head -1 <<<"$csv" | grep -q '^run_id,kind,op,scope' || fail "export gave another table: $(head -1 <<<"$csv")"
+[[ $(wc -l <<<"$csv") == 5 ]] || fail "expected 4 collectives rows in the CSV: $csv"
+"$ibt" export "$file" --csv --table collectives_groups | head -1 | grep -q '^run_id,kind,' ||
+  fail "export --table collectives_groups failed"
 echo "domain_rows_test: ok"
