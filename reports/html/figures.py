@@ -371,11 +371,11 @@ def crossover_figures(runs):
         if t is None or t.length == 0:
             continue
         doms = sorted(set(int(x) for x in t["domain_size"]))
-        bws = sorted(set(float(x) for x in t["scale_out_gbps"]))
+        bws = sorted(set(float(x) for x in t["scale_out_Gbps"]))
         m = np.full((len(doms), len(bws)), np.nan)
         for i in range(t.length):
             g = float(t["gain"][i])
-            m[doms.index(int(t["domain_size"][i])), bws.index(float(t["scale_out_gbps"][i]))] = min(g, 10.0)
+            m[doms.index(int(t["domain_size"][i])), bws.index(float(t["scale_out_Gbps"][i]))] = min(g, 10.0)
         fig, ax = plt.subplots(figsize=(6.5, 4.5))
         thr = float(run.attrs.get("threshold", 0.05))
         # The gain is of MFU or of goodput-adjusted MFU (ibt crossover --rank-by).
@@ -400,7 +400,7 @@ def crossover_figures(runs):
         ax.set_ylabel("devices per scale-up domain")
         ax.set_title(f"{run.attrs.get('model', '?')}: PP crossover on {basis} ({run.label})", fontsize=9)
         fig.tight_layout()
-        rows = [[str(t["domain_size"][i]), _fmt(float(t["scale_out_gbps"][i])), f"{100 * float(t['mfu_no_pp'][i]):.1f}",
+        rows = [[str(t["domain_size"][i]), _fmt(float(t["scale_out_Gbps"][i])), f"{100 * float(t['mfu_no_pp'][i]):.1f}",
                  f"{100 * float(t['mfu_with_pp'][i]):.1f}", _fmt(float(t["gain"][i]), 3),
                  "yes" if int(t["pp_needed"][i]) else "no", t["split_no_pp"][i], t["split_with_pp"][i]]
                 for i in range(t.length)]
