@@ -12,11 +12,7 @@
 
 namespace ibt::gpu {
 
-struct GemmOptions {
-  int warmup = 10;     // untimed products before the timed ones
-  int reps = 50;       // timed products; the median is reported
-  int algorithms = 4;  // cuBLASLt heuristic candidates tried; the fastest is measured
-};
+// GemmOptions: models/cuda/gemm_shapes.hpp (no CUDA headers, so `ibt gemm --help` builds anywhere).
 
 struct GemmMeasurement {
   GemmShape shape;
