@@ -6,6 +6,7 @@
 #include <iostream>
 
 #include "core/errors.hpp"
+#include "core/no_gpu.hpp"
 #include "collectives/provenance.hpp"
 #include "ibt/version.hpp"
 #include "models/cuda/gemm_shapes.hpp"
@@ -84,8 +85,7 @@ int gemm_main(int argc, char** argv) {
   }
 #ifndef IBT_HAVE_CUDA
   // The help above works in every build; measuring needs the CUDA parts.
-  throw UsageError("this ibt was built without CUDA, and ibt gemm measures a GPU: rebuild where the CUDA toolkit "
-                   "is found (-DIBT_WITH_CUDA=ON)");
+  throw UsageError(built_without_cuda_message(""));
 #else
   std::vector<gpu::GemmShape> shapes;
   if (!a.shapes.empty()) {
@@ -99,7 +99,7 @@ int gemm_main(int argc, char** argv) {
   const auto precisions = gpu::parse_gemm_precisions(a.dtypes);
   if (!a.out.empty()) store::check_appendable(a.out);
 
-  gpu::GemmBench bench("", a.device);  // without a GPU: UsageError "no CUDA device: ...", exit 2
+  gpu::GemmBench bench("", a.device);  // without a GPU: UsageError "no CUDA GPU on this machine ...", exit 2
   for (auto p : precisions)
     if (!bench.supports(p))
       throw UsageError("--dtype " + std::string(gpu::to_string(p)) + ": needs compute capability 9.0 or newer; " +

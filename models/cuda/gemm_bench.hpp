@@ -30,7 +30,7 @@ inline constexpr double kGemmTolerance = 1e-2;
 
 class GemmBench {
  public:
-  // Throws UsageError "[<entry_point>: ]no CUDA device: <CUDA error text>" without a GPU.
+  // Throws UsageError "[<entry_point>: ]no CUDA GPU on this machine (...); ..." (core/no_gpu.hpp) without a GPU.
   GemmBench(const std::string& entry_point, int device);
   ~GemmBench();
   GemmBench(const GemmBench&) = delete;
