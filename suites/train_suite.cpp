@@ -69,8 +69,9 @@ struct TrainArgs {
 
 po::options_description describe_options(TrainArgs& a, po::options_description& hidden) {
   po::options_description o("options");
+  o.add_options()("help,h", "this text");  // first, as in every command's help
   add_zero_options(o, hidden, a.zero, false);
-  o.add_options()("help,h", "this text")
+  o.add_options()
       ("model", po::value(&a.model)->default_value(a.model), "catalog name or path to a model .json")
       ("dp", po::value(&a.dp)->default_value(1), "data-parallel degree")
       ("tp", po::value(&a.tp)->default_value(1), "tensor-parallel degree")
