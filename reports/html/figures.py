@@ -260,6 +260,22 @@ def stacked_breakdown(ax, labels, parts_list, horizontal=True):
     return drawn
 
 
+def projection_parts(run, t, i):
+    """The step-time breakdown of projection row i of table t: of its bottleneck pipeline
+    stage (the busiest one, from table projection_stages, where every stage is kept), or
+    of stage 0 as the projections row stores it in files without that table. Returns
+    ({label: seconds}, "stage N")."""
+    stages = run.tables.get("projection_stages")
+    if stages is not None and stages.has("split", "bottleneck", "stage"):
+        split = str(t["split"][i])
+        for j in range(stages.length):
+            if int(stages["bottleneck"][j]) and str(stages["split"][j]) == split:
+                parts = {label: sum(float(stages[c][j]) for c in cols if stages.has(c))
+                         for label, cols, _ in BREAKDOWN if cols}
+                return parts, f"stage {int(stages['stage'][j])}"
+    return {label: sum(float(t[c][i]) for c in cols if t.has(c)) for label, cols, _ in BREAKDOWN if cols}, "stage 0"
+
+
 def _training_points(runs):
     """[(model, source, split, devices, mfu, {part: seconds}, system, run)] from measured and projected runs."""
     points = []
@@ -269,7 +285,7 @@ def _training_points(runs):
             for i in range(t.length):
                 if t.has("feasible") and not int(t["feasible"][i]):
                     continue
-                parts = {label: sum(float(t[c][i]) for c in cols if t.has(c)) for label, cols, _ in BREAKDOWN if cols}
+                parts, _ = projection_parts(run, t, i)
                 points.append((run.attrs.get("model", "?"), "projected", str(t["split"][i]), int(t["devices"][i]),
                                float(t["mfu"][i]), parts, run.system, run))
         t = run.tables.get("steps")
@@ -325,8 +341,9 @@ def training_figures(runs):
         rows = [[p[6], p[1], p[2], str(p[3]), f"{100 * p[4]:.2f}"] + [_fmt(p[5].get(lab, 0.0)) for lab in labels]
                 for p in top]
         figures.append(Figure(f"breakdown_{model}", fig, f"{model}: compute, exposed communication per group and "
-                              "pipeline bubble per step, stacked (projections: pipeline stage 0, as stored in the "
-                              "projections table; measured runs cannot split PP communication from the bubble).",
+                              "pipeline bubble per step, stacked (projections: the bottleneck pipeline stage, the busiest; "
+                              "every stage is in the file's projection_stages table; measured runs cannot split PP "
+                              "communication from the bubble).",
                               (["system", "source", "split", "devices", "MFU %"] + labels, rows)))
     figures += sweep_figures(runs)
     return figures

@@ -9,7 +9,7 @@ from collections import defaultdict
 
 import matplotlib.pyplot as plt
 
-from figures import BREAKDOWN, Figure, _fmt, stacked_breakdown
+from figures import BREAKDOWN, Figure, _fmt, projection_parts, stacked_breakdown
 
 # The scaling table's breakdown columns per component label (figures.BREAKDOWN's labels).
 SCALING_PARTS = (("compute", ("compute_s",)), ("TP comm", ("exposed_tp_s",)),
@@ -166,7 +166,7 @@ def _projection_rows(runs):
         for i in range(t.length):
             if t.has("feasible") and not int(t["feasible"][i]):
                 continue
-            parts = {label: sum(float(t[c][i]) for c in cols if t.has(c)) for label, cols, _ in BREAKDOWN if cols}
+            parts, _ = projection_parts(run, t, i)
             key = (str(run.attrs.get("model", "?")), int(t["devices"][i]), batch)
             out[key][str(t["split"][i])][run.system] = (float(t["mfu"][i]), float(t["step_s"][i]), parts)
     return out
@@ -211,10 +211,9 @@ def generation_figures(runs, max_splits=6):
         figures.append(Figure(f"generations_{model}_{devices}", fig,
                               f"The same model ({model}), splits, device count ({devices}) and global batch ({batch} "
                               f"sequences) projected on {len(systems)} systems: MFU per split and where the step goes "
-                              f"(breakdown of pipeline stage 0 as the projections table stores it). The {len(chosen)} "
+                              f"(breakdown of the bottleneck pipeline stage, the busiest). The {len(chosen)} "
                               "splits all systems can run with the best geometric-mean MFU (from `ibt project` and "
-                              "`ibt scaling` files; a scaling point's breakdown is its bottleneck stage's); step ratio "
-                              "is against "
+                              "`ibt scaling` files); step ratio is against "
                               f"{systems[0]}.",
                               (["split", "system", "MFU %", "step s", f"step / {systems[0]}"] + [f"{lab} s" for lab in drawn],
                                rows)))
