@@ -267,12 +267,14 @@ def projection_parts(run, t, i):
     ({label: seconds}, "stage N")."""
     stages = run.tables.get("projection_stages")
     if stages is not None and stages.has("split", "bottleneck", "stage"):
-        split = str(t["split"][i])
-        for j in range(stages.length):
-            if int(stages["bottleneck"][j]) and str(stages["split"][j]) == split:
-                parts = {label: sum(float(stages[c][j]) for c in cols if stages.has(c))
-                         for label, cols, _ in BREAKDOWN if cols}
-                return parts, f"stage {int(stages['stage'][j])}"
+        if not hasattr(stages, "bottleneck_row"):  # split -> its bottleneck row, built once per table
+            stages.bottleneck_row = {str(stages["split"][j]): j for j in range(stages.length)
+                                     if int(stages["bottleneck"][j])}
+        j = stages.bottleneck_row.get(str(t["split"][i]))
+        if j is not None:
+            parts = {label: sum(float(stages[c][j]) for c in cols if stages.has(c))
+                     for label, cols, _ in BREAKDOWN if cols}
+            return parts, f"stage {int(stages['stage'][j])}"
     return {label: sum(float(t[c][i]) for c in cols if t.has(c)) for label, cols, _ in BREAKDOWN if cols}, "stage 0"
 
 
