@@ -227,10 +227,10 @@ RankMemory memory_per_rank(const ModelConfig& m, const ParallelSplit& s, const P
     }
   }
   const double dense = r.params - r.expert_params;
-  // What one copy of the sharded states holds per rank: ZeRO-1 shards over the gradient
-  // groups, dp x cp (expert weights: expert_dp x cp), or the HSDP shard group; ZeRO-2/3
-  // (cp == 1) over dp or the shard group.
-  const double d = s.shard_group > 0 ? s.shard_group : static_cast<double>(s.dp) * s.cp;
+  // What one copy of the sharded states holds per rank: every ZeRO stage shards over
+  // the gradient groups, dp x cp (expert weights: expert_dp x cp), or the HSDP shard
+  // group x cp (CP ranks are gradient replicas).
+  const double d = static_cast<double>(s.shard_group > 0 ? s.shard_group : s.dp) * s.cp;
   const double sharded = dense / d + r.expert_params / (static_cast<double>(s.expert_dp()) * s.cp);
   r.weights = (s.zero >= 3 ? sharded : r.params) * p.weight_bytes;
   r.grads = (s.zero >= 2 ? sharded : r.params) * p.grad_bytes;

@@ -43,7 +43,7 @@ int RankLayout::group_size(Group g) const {
     case Group::pp: return pp_;
     case Group::ep: return ep_;
     case Group::expert_dp: return dp_ / ep_;
-    case Group::dp_shard: return shard_;
+    case Group::dp_shard: return shard_ * cp_;
     case Group::dp_replica: return dp_ / shard_;
     case Group::cp: return cp_;
     case Group::dp_cp: return dp_ * cp_;
@@ -81,7 +81,7 @@ int RankLayout::index_in_group(Group g, int rank) const {
     case Group::pp: return c.pp;
     case Group::ep: return c.ep;
     case Group::expert_dp: return c.expert_dp;
-    case Group::dp_shard: return c.dp % shard_;
+    case Group::dp_shard: return c.cp + cp_ * (c.dp % shard_);
     case Group::dp_replica: return c.dp / shard_;
     case Group::cp: return c.cp;
     case Group::dp_cp: return c.cp + cp_ * c.dp;
@@ -103,7 +103,7 @@ int RankLayout::group_color(Group g, int rank) const {
     case Group::cp: return c.tp + tp_ * (c.dp + dp_ * c.pp);
     case Group::dp_cp: return c.tp + tp_ * c.pp;
     case Group::expert_dp_cp: return c.tp + tp_ * (c.ep + ep_ * c.pp);
-    case Group::dp_shard: return c.tp + tp_ * (c.cp + cp_ * (c.dp / shard_ + (dp_ / shard_) * c.pp));
+    case Group::dp_shard: return c.tp + tp_ * (c.dp / shard_ + (dp_ / shard_) * c.pp);
     case Group::dp_replica: return c.tp + tp_ * (c.cp + cp_ * (c.dp % shard_ + shard_ * c.pp));
   }
   return 0;
@@ -123,7 +123,7 @@ std::vector<int> RankLayout::members(Group g, int rank) const {
       case Group::pp: m.pp = i; break;
       case Group::ep: m.dp = c.expert_dp * ep_ + i; break;
       case Group::expert_dp: m.dp = i * ep_ + c.ep; break;
-      case Group::dp_shard: m.dp = (c.dp / shard_) * shard_ + i; break;
+      case Group::dp_shard: m.cp = i % cp_, m.dp = (c.dp / shard_) * shard_ + i / cp_; break;
       case Group::dp_replica: m.dp = i * shard_ + c.dp % shard_; break;
       case Group::cp: m.cp = i; break;
       case Group::dp_cp: m.cp = i % cp_, m.dp = i / cp_; break;

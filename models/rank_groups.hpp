@@ -19,11 +19,14 @@
 // tp and pp coordinates) and expert_dp_cp (expert_dp x cp); at cp == 1 these are the
 // dp and expert_dp groups.
 //
-// Hybrid sharding (shard_group g > 0, ParallelSplit): dp_shard is g *consecutive* DP
-// ranks (they hold one copy of the sharded states between them; consecutive so that
-// they land in one scale-up domain first), dp_replica joins the ranks with the same
-// index inside their shard group across the dp/g groups (each holds the same slice).
-// Without a shard group dp_shard is the whole dp group and dp_replica a single rank.
+// Sharded states (ZeRO, hybrid sharding with shard_group g > 0, ParallelSplit):
+// dp_shard is the ranks that hold one copy of the sharded states between them: g
+// *consecutive* DP ranks (consecutive so that they land in one scale-up domain first)
+// times all cp ranks, since CP ranks are gradient replicas like DP ranks (member index
+// cp + cp_size * (dp % g): CP fastest, as in dp_cp). dp_replica joins the ranks with the
+// same index inside their shard group (same cp rank) across the dp/g groups (each holds
+// the same slice). Without a shard group dp_shard is dp_cp (dp x cp, the same members
+// in the same order) and dp_replica a single rank.
 //
 // Groups are identified, for MPI_Comm_split, by group_color() (the same for all
 // members, distinct between groups of one kind, in 0..group_count()-1) and ordered by

@@ -730,7 +730,7 @@ class Builder {
   // Hybrid sharding: the reduced shard summed over the replicas of the shard group.
   void replica_reduce(const Bucket& b) {
     if (s_.shard_group > 0)
-      grad_op(OpKind::grad_all_reduce, Group::dp_replica, b.dense / s_.zero_shard() * o_.gradient_bytes,
+      grad_op(OpKind::grad_all_reduce, Group::dp_replica, b.dense / layout_.group_size(Group::dp_shard) * o_.gradient_bytes,
               false, last_compute_);
   }
 

@@ -48,10 +48,10 @@ TopologyPricer::TopologyPricer(const Topology& topology, const models::ParallelS
                                      placement_[static_cast<int>(Group::expert_dp)].per_domain);
     placement_[static_cast<int>(Group::expert_dp_cp)] = p;
   }
-  // Hybrid sharding (cp == 1): shard groups are consecutive DP ranks, replicas stride
-  // over them.
+  // Hybrid sharding: a shard group is g consecutive DP ranks x all CP ranks (cp
+  // fastest, like dp_cp: one strided group); replicas stride over the shard groups.
   const int shard = split.zero_shard();
-  placement_[static_cast<int>(Group::dp_shard)] = place_group(shard, tp_cp, D);
+  placement_[static_cast<int>(Group::dp_shard)] = place_group(shard * split.cp, split.tp, D);
   placement_[static_cast<int>(Group::dp_replica)] = place_group(split.dp / shard, tp_cp * shard, D);
 }
 

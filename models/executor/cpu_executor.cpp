@@ -245,7 +245,7 @@ CpuExecutor::CpuExecutor(const ModelConfig& m, const ParallelSplit& split, const
     ZeroUnits::Comms comms;
     comms.shard = groups_->dp_shard.get();
     comms.replica = groups_->dp_replica.get();
-    comms.expert_shard = groups_->expert_dp.get();
+    comms.expert_shard = groups_->expert_dp_cp.get();  // (expert_dp at cp 1)
     comms.tp = groups_->tp.get();
     comms.sequence_parallel = split.sequence_parallel;
     zero_ = std::make_unique<ZeroUnits>(split.zero, chunks_, comms);
@@ -253,9 +253,9 @@ CpuExecutor::CpuExecutor(const ModelConfig& m, const ParallelSplit& split, const
   }
   Bucket dense, experts;
   // CP ranks hold the same weights: they reduce gradients (and shard ZeRO-1 states)
-  // with the DP replicas. With a shard group (cp == 1) ZeRO-1 shards inside it and
-  // all-reduces the shard over the replicas.
-  dense.comm = split.shard_group > 0 ? groups_->dp_shard.get() : groups_->dp_cp.get();
+  // with the DP replicas. dp_shard is dp_cp without a shard group; with one, ZeRO-1
+  // shards inside it (g x cp ranks) and all-reduces the shard over the replicas.
+  dense.comm = split.zero >= 1 ? groups_->dp_shard.get() : groups_->dp_cp.get();
   dense.replica = split.shard_group > 0 ? groups_->dp_replica.get() : nullptr;
   experts.comm = groups_->expert_dp_cp.get();
   for (Param* p : params()) (is_expert(*p) ? experts : dense).params.push_back(p);

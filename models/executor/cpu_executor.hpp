@@ -23,7 +23,9 @@
 //  - ZeRO-2 and ZeRO-3 (FSDP): per unit (embedding, block, head) gradients reduce-scattered
 //    after every backward, and with ZeRO-3 weights all-gathered before every forward
 //    and backward (zero_units.hpp).
-//  - Hybrid sharding (shard_group): the sharding above inside dp_shard, then the shard
+//  - With cp > 1 every ZeRO stage shards over dp x cp (expert weights expert_dp x cp):
+//    CP ranks are gradient replicas.
+//  - Hybrid sharding (shard_group): the sharding above inside dp_shard (g x cp), then the shard
 //    all-reduced over dp_replica before the update.
 //  - Sequence parallelism (with tp > 1): between TP regions each TP rank keeps 1/tp of
 //    the token rows; all-gather before and reduce-scatter after each TP region
