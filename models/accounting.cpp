@@ -130,7 +130,10 @@ double activation_bytes_per_layer(const ModelConfig& m, const ParallelSplit& s,
   // token); the ring variant keeps only the local ones (its blocks are transient:
   // cp_transient_bytes()).
   if (s.cp > 1 && s.cp_comm == CpComm::all_gather) sharded += s.cp * cp_kv_elements_per_token(m);
-  if (p.stores_attention_scores)
+  // Ring CP is blockwise whatever the kernel: each block's probabilities are recomputed
+  // in the backward from one log-sum-exp per head and query (layers/ring_attention.cpp).
+  const bool ring = s.cp > 1 && s.cp_comm == CpComm::ring;
+  if (p.stores_attention_scores && !ring)
     core = H * m.seq_len;  // softmax probabilities, one s-long row per head and query
                            // (with CP: the rank's queries against the whole sequence)
   else
@@ -175,8 +178,10 @@ double cp_kv_elements_per_token(const ModelConfig& m) {
 double cp_transient_bytes(const ModelConfig& m, const ParallelSplit& s, const Precision& p) {
   if (s.cp == 1 || s.cp_comm != CpComm::ring) return 0.0;
   const double block_tokens = static_cast<double>(m.seq_len) * s.micro_batch_size / s.cp;
-  // A K/V block being sent and one being received; in the backward also their dK/dV.
-  return 4.0 * block_tokens * cp_kv_elements_per_token(m) / s.tp * p.activation_bytes;
+  // The backward is the peak (layers/ring_attention.cpp): the K/V block in hand and the
+  // one arriving, and three dK/dV blocks: this step's contribution, the previous
+  // step's sum in flight to the next rank, and the partial sum arriving.
+  return 5.0 * block_tokens * cp_kv_elements_per_token(m) / s.tp * p.activation_bytes;
 }
 
 double peak_activation_bytes(const ModelConfig& m, const ParallelSplit& s, const Precision& p,

@@ -32,7 +32,8 @@
 //    (block.hpp), norm gradients summed over tp; pipeline messages are 1/tp as large.
 //  - CP: each rank runs its CP share of every sequence (chunks i and 2cp-1-i,
 //    layers/context_parallel.hpp); attention all-gathers K/V over the cp communicator
-//    and reduce-scatters dK/dV (MpiContextExchange); gradients (and ZeRO-1 shards,
+//    and reduce-scatters dK/dV, or with cp_comm ring passes K/V (and dK/dV) blocks
+//    around the CP ring by MPI point-to-point (MpiContextExchange); gradients (and ZeRO-1 shards,
 //    and aux-loss-free loads) are reduced over dp_cp / expert_dp_cp instead of dp /
 //    expert_dp: CP ranks are extra data-parallel replicas of the weights.
 // Not implemented here (rejected with a UsageError naming the option): recompute, tied
