@@ -236,7 +236,10 @@ RankMemory memory_per_rank(const ModelConfig& m, const ParallelSplit& s, const P
   // the gradient groups, dp x cp (expert weights: expert_dp x cp), or the HSDP shard
   // group x cp (CP ranks are gradient replicas).
   const double d = static_cast<double>(s.shard_group > 0 ? s.shard_group : s.dp) * s.cp;
-  const double sharded = dense / d + r.expert_params / (static_cast<double>(s.expert_dp()) * s.cp);
+  // Expert weights: over expert_dp x cp, or with HSDP the shard group's g/ep ranks
+  // holding the same experts x cp.
+  const double d_expert = static_cast<double>(s.shard_group > 0 ? s.shard_group / s.ep : s.expert_dp()) * s.cp;
+  const double sharded = dense / d + r.expert_params / d_expert;
   r.weights = (s.zero >= 3 ? sharded : r.params) * p.weight_bytes;
   r.grads = (s.zero >= 2 ? sharded : r.params) * p.grad_bytes;
   r.optimizer = (s.zero >= 1 ? sharded : r.params) * p.optimizer_bytes;

@@ -166,7 +166,8 @@ std::string first_failure(const ParallelSplit& s, const ModelConfig& m, int worl
       return g + " must be > 1 and < dp (" + std::to_string(s.dp) +
              "); sharding over all of dp is shard_group 0";
     if (auto e = divides("dp", s.dp, "shard_group", s.shard_group); !e.empty()) return e;
-    if (s.ep > 1) return g + " with ep > 1 is not supported (expert weights shard over expert_dp)";
+    if (auto e = divides("shard_group", s.shard_group, "ep", s.ep); !e.empty())
+      return e + " (a shard group holds whole EP groups; expert states shard over its expert_dp ranks)";
   }
   return {};
 }
@@ -230,7 +231,7 @@ std::vector<ParallelSplit> enumerate_splits(const ModelConfig& model, int world_
         const bool sharded_ok = q.sharded_with_pp || pp == 1;
         for (int z : q.zero_stages)
           if ((z == 1 && dp * cp > 1) || ((z == 2 || z == 3) && dp * cp > 1 && sharded_ok)) zeros.push_back({z, 0});
-        if (dp > 1 && ep == 1 && sharded_ok) {
+        if (dp > 1 && sharded_ok) {  // (groups that split an EP group are refused below)
           std::vector<int> groups = q.shard_groups;
           for (int d : q.shard_domains) {  // the largest shard group (g x cp x tp ranks) inside the domain
             int best = 0;

@@ -46,7 +46,10 @@
 //   shards the states inside groups of g consecutive DP ranks and replicates them
 //   over the dp/g groups: gradients are reduce-scattered inside the shard group, then
 //   the shards all-reduced across the replicas. Needs zero >= 1, 1 < g < dp, g | dp
-//   and (for now) ep == 1. With cp > 1 a shard group is g DP ranks x all cp ranks.
+//   and ep | g. With cp > 1 a shard group is g DP ranks x all cp ranks. With EP a
+//   shard group holds g/ep whole EP groups: expert states shard over its g/ep ranks
+//   with the same experts (x cp; rank_groups.hpp's expert_dp_shard) and are
+//   all-reduced across the dp/g replicas like the dense shards.
 // - The global batch, in sequences, is dp * microbatches * micro_batch_size.
 #include <string>
 #include <string_view>

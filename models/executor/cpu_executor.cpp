@@ -280,7 +280,7 @@ CpuExecutor::CpuExecutor(const ModelConfig& m, const ParallelSplit& split, const
     ZeroUnits::Comms comms;
     comms.shard = groups_->dp_shard.get();
     comms.replica = groups_->dp_replica.get();
-    comms.expert_shard = groups_->expert_dp_cp.get();  // (expert_dp at cp 1)
+    comms.expert_shard = groups_->expert_dp_shard.get();  // (expert_dp_cp without a shard group)
     comms.tp = groups_->tp.get();
     comms.sequence_parallel = split.sequence_parallel;
     zero_ = std::make_unique<ZeroUnits>(split.zero, chunks_, comms);
@@ -292,7 +292,8 @@ CpuExecutor::CpuExecutor(const ModelConfig& m, const ParallelSplit& split, const
   // shards inside it (g x cp ranks) and all-reduces the shard over the replicas.
   dense.comm = split.zero >= 1 ? groups_->dp_shard.get() : groups_->dp_cp.get();
   dense.replica = split.shard_group > 0 ? groups_->dp_replica.get() : nullptr;
-  experts.comm = groups_->expert_dp_cp.get();
+  experts.comm = split.zero >= 1 ? groups_->expert_dp_shard.get() : groups_->expert_dp_cp.get();
+  experts.replica = dense.replica;
   for (Param* p : params()) (is_expert(*p) ? experts : dense).params.push_back(p);
   for (Bucket* b : {&dense, &experts}) {
     if (b->params.empty()) continue;

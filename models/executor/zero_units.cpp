@@ -173,10 +173,10 @@ void ZeroUnits::reduce_grads(Unit& u) {
   if (dp_seconds_) *dp_seconds_ += MPI_Wtime() - start;
 }
 
-bool ZeroUnits::counted_once(const Part& part, const Param& p) const {
+bool ZeroUnits::counted_once(const Param& p) const {
   if (tp_replicated(p) && comms_.tp->rank() != 0) return false;
-  // HSDP replicas hold the same shard of the non-expert weights.
-  return part.expert || comms_.replica->rank() == 0;
+  // HSDP replicas hold the same shard (of the expert weights too: the same experts).
+  return comms_.replica->rank() == 0;
 }
 
 double ZeroUnits::finish_gradients() {
@@ -185,11 +185,11 @@ double ZeroUnits::finish_gradients() {
   for (auto& units : units_)
     for (Unit& u : units)
       for (Part& part : u.parts) {
-        if (!part.expert && comms_.replica->size() > 1)
+        if (comms_.replica->size() > 1)
           comms_.replica->all_reduce(part.grad.data(), part.grad.data(), part.shard, DType::float32, ReduceOp::sum);
         const size_t lo = static_cast<size_t>(part.comm->rank()) * part.shard;
         for_each_param(part, [&](Param& p, size_t at) {
-          if (!counted_once(part, p)) return;
+          if (!counted_once(p)) return;
           const size_t a = std::max(at, lo), e = std::min(at + shape_elements(p.value), lo + part.shard);
           for (size_t i = a; i < e; ++i) sum_sq += static_cast<double>(part.grad[i - lo]) * part.grad[i - lo];
         });
@@ -237,7 +237,7 @@ double ZeroUnits::weight_sum_squares() const {
       for (const Part& part : u.parts) {
         const size_t lo = static_cast<size_t>(part.comm->rank()) * part.shard;
         for_each_param(part, [&](Param& p, size_t at) {
-          if (!counted_once(part, p)) return;
+          if (!counted_once(p)) return;
           const size_t n = shape_elements(p.value);
           const size_t a = std::max(at, lo), e = std::min(at + n, lo + part.shard);
           for (size_t i = a; i < e; ++i) {

@@ -22,7 +22,7 @@
 //     summed over tp (each TP rank saw only its rows); the gradients reduce-scattered
 //     over the part's group and added into the rank's shard; the full gradients (and,
 //     ZeRO-3, weights) freed. Every microbatch: no full gradient survives a backward.
-// After the schedule: with HSDP each shard all-reduced over dp_replica; AdamW on the
+// After the schedule: with HSDP each shard (expert ones too) all-reduced over dp_replica; AdamW on the
 // shards; ZeRO-2 all-gathers the updated shards back into its full weights.
 #include <memory>
 #include <vector>
@@ -39,7 +39,7 @@ class ZeroUnits {
   struct Comms {
     Communicator* shard = nullptr;         // non-expert weights: dp_shard (dp x cp, or g x cp)
     Communicator* replica = nullptr;       // HSDP: dp_replica (size 1 without)
-    Communicator* expert_shard = nullptr;  // expert weights: expert_dp_cp
+    Communicator* expert_shard = nullptr;  // expert weights: expert_dp_shard (expert_dp_cp, or inside g)
     Communicator* tp = nullptr;
     bool sequence_parallel = false;
   };
@@ -93,7 +93,7 @@ class ZeroUnits {
   void account(double bytes);
   // Calls f(part, param, offset in the part) for every parameter.
   template <class F> void for_each_param(const Part& part, F f) const;
-  bool counted_once(const Part& part, const Param& p) const;
+  bool counted_once(const Param& p) const;
 
   int stage_;
   Comms comms_;
