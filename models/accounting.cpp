@@ -277,7 +277,9 @@ std::vector<std::vector<double>> zero_units(const ModelConfig& m, const Parallel
                              : c.dense_mlp_per_layer / t;
       units.push_back(u);
     }
-    if (vs == V - 1) units.push_back(c.lm_head / t + c.final_norm);
+    // A tied head multiplies by the embedding table: gathered (and its gradient held)
+    // with the head's unit (zero_units.hpp; with PP the head part holds a copy).
+    if (vs == V - 1) units.push_back((m.tied_embeddings ? c.embedding : c.lm_head) / t + c.final_norm);
     out.push_back(std::move(units));
   }
   return out;

@@ -239,9 +239,6 @@ std::string cpu_executor_check(const ParallelSplit& split, const ModelConfig& mo
   if (!why.empty()) return why;
   const std::string prefix = "split " + describe(split) + ": ";
   if (split.recompute != Recompute::none) return prefix + "the cpu executor does not implement recompute";
-  if (split.zero >= 2 && model.tied_embeddings)
-    return prefix + "ZeRO-2/3 with tied embeddings are not implemented in the cpu executor "
-                    "(the embedding and the head would be one unit)";
   if (model.tied_embeddings && split.pp > 1)
     return prefix + "tied embeddings across pipeline stages are not implemented in the cpu executor";
   if (split.cp > 1 && model.is_moe() && model.balance == RoutingBalance::aux_loss)

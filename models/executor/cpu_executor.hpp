@@ -22,7 +22,8 @@
 //    its 1/d slice only, updates that slice, and the updated weights are all-gathered.
 //  - ZeRO-2 and ZeRO-3 (FSDP): per unit (embedding, block, head) gradients reduce-scattered
 //    after every backward, and with ZeRO-3 weights all-gathered before every forward
-//    and backward (zero_units.hpp).
+//    and backward (zero_units.hpp). With tied embeddings the embedding and the LM head
+//    act as one unit.
 //  - With cp > 1 every ZeRO stage shards over dp x cp (expert weights expert_dp x cp):
 //    CP ranks are gradient replicas.
 //  - Hybrid sharding (shard_group): the sharding above inside dp_shard (g x cp), then the shard
