@@ -103,7 +103,6 @@ int run(int argc, char** argv, MpiSession& mpi) {
   apply_zero_flags(zero, search);
   if (max_cp < 1) throw UsageError("--cp must be at least 1, got " + std::to_string(max_cp));
   search.max_cp = max_cp;
-  search.cp_comms = {models::CpComm::all_gather};  // the ring is the sim's only
   std::vector<models::ParallelSplit> splits;
   int skipped = 0;
   for (const auto& s : models::enumerate_splits(model, mpi.size(), search)) {
