@@ -276,5 +276,20 @@ TEST(Provenance, EnvironmentAllowListKeepsOnlyCommunicationVariables) {
   EXPECT_EQ(kept[2], (std::pair<std::string, std::string>{"UCX_TLS", "sm"}));
 }
 
+// Under an allowed prefix, a secret-looking name is kept with its value redacted.
+TEST(Provenance, SecretLookingNamesUnderAllowedPrefixesAreRedacted) {
+  std::string a = "SLURM_JOB_TOKEN=t0p", b = "UCX_IB_PASSWORD=pw", c = "NCCL_API_KEY=k", d = "NCCL_IB_PKEY=3",
+              e = "FI_Secret_thing=s", f = "NCCL_DEBUG=INFO";
+  char* env[] = {a.data(), b.data(), c.data(), d.data(), e.data(), f.data(), nullptr};
+  std::map<std::string, std::string> kept;
+  for (const auto& [name, value] : allowed_environment(env)) kept[name] = value;
+  EXPECT_EQ(kept.at("SLURM_JOB_TOKEN"), kRedacted);
+  EXPECT_EQ(kept.at("UCX_IB_PASSWORD"), kRedacted);
+  EXPECT_EQ(kept.at("NCCL_API_KEY"), kRedacted);
+  EXPECT_EQ(kept.at("FI_Secret_thing"), kRedacted);
+  EXPECT_EQ(kept.at("NCCL_IB_PKEY"), "3");
+  EXPECT_EQ(kept.at("NCCL_DEBUG"), "INFO");
+}
+
 }  // namespace
 }  // namespace ibt
