@@ -41,7 +41,8 @@ int get_int(const json& v, const std::string& origin, const std::string& field, 
 double get_real(const json& v, const std::string& origin, const std::string& field) {
   if (!v.is_number()) fail(origin, field, "must be a number");
   const double x = v.get<double>();
-  if (!(x >= 0.0 && x < 1e6)) fail(origin, field, "out of range (must be >= 0)");
+  if (!(x >= 0.0 && x < 1e6))
+    fail(origin, field, "out of range (" + std::to_string(x) + ", expected >= 0 and < 1e6)");
   return x;
 }
 
