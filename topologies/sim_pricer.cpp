@@ -53,6 +53,12 @@ TopologyPricer::TopologyPricer(const Topology& topology, const models::ParallelS
   const int shard = split.zero_shard();
   placement_[static_cast<int>(Group::dp_shard)] = place_group(shard, tp_cp, D);
   placement_[static_cast<int>(Group::dp_replica)] = place_group(split.dp / shard, tp_cp * shard, D);
+  set_kv_replicas(1);
+}
+
+void TopologyPricer::set_kv_replicas(int replicas) {
+  // Consecutive TP ranks (rank_groups.hpp tp_kv), inside the TP group's placement.
+  placement_[static_cast<int>(Group::tp_kv)] = place_group(replicas, 1, t_.domain_size(), split_.world_size());
 }
 
 void TopologyPricer::add_attention_score_traffic(const models::ModelConfig& model, double passes,
