@@ -20,6 +20,9 @@
 //   the same LayerNorm to both), so a layer has one norm, not two, and under TP the two
 //   row-parallel outputs are summed before a single reduction. Without it the layer is
 //   the sequential pre-norm block (h = x + Attention(Norm(x)); y = h + FFN(Norm(h))).
+//   The shared-norm variant is the one GPT-J and PaLM train with; GPT-NeoX's parallel
+//   residual, two separate norms of the same x, is not modelled (it would differ only
+//   by one norm's weights and activations, not by the TP communication).
 // - Tensor parallelism with fewer KV heads than TP ranks (kv_heads < tp, tp a multiple
 //   of kv_heads): each KV head is replicated on tp/kv_heads consecutive TP ranks
 //   (kv_replicas()), the ranks whose query heads use it; their K/V weight gradients are
