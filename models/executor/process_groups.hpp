@@ -27,6 +27,8 @@ struct ProcessGroups {
   std::unique_ptr<MpiCommunicator> dp_shard, dp_replica;
   // The TP ranks holding the same replicated KV head (a single rank without replication).
   std::unique_ptr<MpiCommunicator> tp_kv;
+  // The expert weights' shard group (expert_dp_cp without a shard group).
+  std::unique_ptr<MpiCommunicator> expert_dp_shard;
 };
 
 }  // namespace ibt::models
