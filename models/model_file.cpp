@@ -114,6 +114,10 @@ ModelConfig parse_model(const std::string& text, const std::string& origin) {
          if (!v.is_boolean()) fail(origin, f, "must be true or false");
          m.tied_embeddings = v.get<bool>();
        }},
+      {"parallel_block", [&](const json& v, const std::string& f) {
+         if (!v.is_boolean()) fail(origin, f, "must be true or false");
+         m.parallel_block = v.get<bool>();
+       }},
       {"attention", [&](const json& v, const std::string& f) {
          m.attention = get_enum<Attention>(v, origin, f,
                                            {{"standard", Attention::standard}, {"mla", Attention::mla}});

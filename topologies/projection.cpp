@@ -84,6 +84,7 @@ TopologyPricer make_pricer(const models::ModelConfig& model, const Topology& top
                            const ProjectionOptions& options, const models::ParallelSplit& split,
                            const std::string& dtype) {
   TopologyPricer pricer(topology, split, dtype);
+  pricer.set_kv_replicas(model.kv_replicas(split.tp));
   pricer.set_dispatch_overlaps_compute(options.dispatch_overlaps_compute);
   if (options.fp8_gemms) pricer.set_fp8_gemms();
   if (options.tp_comm_overlap) pricer.set_tp_comm_overlap(model, options.precision.activation_bytes);
