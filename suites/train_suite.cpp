@@ -80,7 +80,7 @@ po::options_description describe_options(TrainArgs& a, po::options_description& 
       ("cp", po::value(&a.cp)->default_value(1),
        "context-parallel degree: each sequence split over cp ranks (2*cp chunks, paired for causal balance)")
       ("cp-comm", po::value(&a.cp_comm)->default_value(a.cp_comm),
-       "context-parallel attention: all_gather (K/V gathered per layer; the cpu executor's) or ring (sim only)")
+       "context-parallel attention: all_gather (K/V gathered per layer) or ring (K/V blocks passed around the CP ring)")
       ("vpp", po::value(&a.vpp)->default_value(1), "model chunks per stage (interleaved)")
       ("microbatches", po::value(&a.microbatches)->default_value(1), "microbatches per DP replica")
       ("micro-batch-size", po::value(&a.micro_batch_size)->default_value(1), "sequences per microbatch")
