@@ -205,6 +205,7 @@ AtlasCell run_atlas_cell(const AtlasEntry& e, double threshold, const CrossoverR
       crossover(model, topology, e.devices, {domain}, {gbps}, e.global_batch, threshold, options, nullptr,
                 RankBy::mfu, 0, run);
   c.cell = r.cells.front();
+  if (!topology.scale_out.present) c.cell.scale_out_gbps = 0;  // the system has none (the 1 Gb/s above carried nothing)
   explain(c);
   return c;
 }

@@ -143,3 +143,34 @@ TEST(Atlas, SmallCellRunsOneCrossoverAtTheSystemsOwnFabric) {
 
 }  // namespace
 }  // namespace ibt::topo
+
+namespace ibt::topo {
+namespace {
+
+// A system without a scale-out network (TPU v4: one pod) holds a job inside its domain
+// and reports no scale-out bandwidth; a job beyond the pod is refused, naming why.
+TEST(Atlas, SystemWithoutScaleOutHoldsTheJobInOneDomain) {
+  AtlasEntry e;
+  e.model = "llama3-8b";
+  e.topology = "tpu-v4";
+  e.framework = "maxtext";
+  e.devices = 8192;
+  e.global_batch = 1024;
+  e.practice = "no-pp";
+  try {
+    run_atlas_cell(e, 0.05);
+    ADD_FAILURE() << "8,192 chips on a 4,096-chip pod without scale-out was accepted";
+  } catch (const UsageError& err) {
+    EXPECT_NE(std::string(err.what()).find("no scale-out network"), std::string::npos) << err.what();
+  }
+  e.devices = 64;
+  e.global_batch = 64;
+  keep_freed_memory_for_reuse();
+  const AtlasCell c = run_atlas_cell(e, 0.05);
+  EXPECT_EQ(c.cell.domain_size, 4096);
+  EXPECT_EQ(c.cell.scale_out_gbps, 0.0);
+  EXPECT_TRUE(c.cell.best_no_pp.feasible || c.cell.best_with_pp.feasible);
+}
+
+}  // namespace
+}  // namespace ibt::topo
