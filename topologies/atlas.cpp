@@ -143,12 +143,21 @@ std::string atlas_agreement(const std::string& verdict, const std::string& pract
 }
 
 void explain(AtlasCell& c) {
-  c.agreement = atlas_agreement(c.cell.verdict, c.entry.practice);
   const Projection& a = c.cell.best_no_pp;
   const Projection& b = c.cell.best_with_pp;
+  if (!a.feasible && !b.feasible) {
+    // crossover() calls such a cell "PP not needed" (nothing with PP fits); the atlas
+    // says what it is, so that it is not read as an answer.
+    c.cell.verdict = "nothing fits";
+    c.agreement = "nothing fits";
+    c.deciding_term = "memory";
+    c.why = "no split fits in device memory at this scale";
+    return;
+  }
+  c.agreement = atlas_agreement(c.cell.verdict, c.entry.practice);
   if (!a.feasible) {
     c.deciding_term = "memory";
-    c.why = b.feasible ? "no split without PP fits in device memory" : "no split fits in device memory";
+    c.why = "no split without PP fits in device memory";
     return;
   }
   if (!b.feasible) {

@@ -13,6 +13,8 @@
 //     "disagrees"  PP needed & practice no-pp, or PP not needed & practice pp;
 //     "undecided"  the verdict is "within uncertainty" (it cannot contradict anything);
 //     "no practice" practice none;
+//     "nothing fits" no split with or without PP fits in memory (the verdict says so too,
+//                  where crossover() alone would say "PP not needed");
 //   deciding term: the part of the step that separates the two bests. Both bests run the
 //     same global batch on the same devices, so their step times differ by the sum of
 //     their parts' differences (compute, exposed TP/DP/expert-DP/PP/EP/CP, bubble; the

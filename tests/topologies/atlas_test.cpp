@@ -59,6 +59,15 @@ TEST(Atlas, DecidingTermIsThePartTheWinnerSavesMostOn) {
   c.cell.best_no_pp = Projection{};
   explain(c);
   EXPECT_EQ(c.deciding_term, "memory");
+  EXPECT_EQ(c.agreement, "disagrees");  // the verdict ("PP not needed") still stands
+
+  // Nothing fits at all: no answer, whatever crossover() called it.
+  c.cell.best_with_pp = Projection{};
+  c.cell.verdict = "PP not needed";
+  explain(c);
+  EXPECT_EQ(c.cell.verdict, "nothing fits");
+  EXPECT_EQ(c.agreement, "nothing fits");
+  EXPECT_EQ(c.deciding_term, "memory");
 }
 
 TEST(Atlas, ShippedCellsCoverEveryModelOnEverySystem) {
