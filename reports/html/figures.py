@@ -432,6 +432,9 @@ def atlas_figures(runs):
         label = {}
         for i in range(t.length):
             a, b = models.index(str(t["model"][i])), systems.index(str(t["topology"][i]))
+            if str(t["verdict"][i]) == "nothing fits":  # no gain to colour: left blank
+                label[(a, b)] = "nothing fits"
+                continue
             m[a, b] = min(float(t["gain"][i]), 10.0)
             label[(a, b)] = f"{100 * m[a, b]:+.0f}%\n{t['verdict'][i]}\n{t['agreement'][i]}"
         thr = float(run.attrs.get("threshold", 0.05))
