@@ -29,7 +29,7 @@ namespace {
 std::vector<store::Column> cell_columns() {
   using store::ColumnType;
   return {{"domain_size", ColumnType::i64, "devices"},
-          {"scale_out_gbps", ColumnType::f64, "Gb/s"},
+          {"scale_out_Gbps", ColumnType::f64, "Gb/s"},
           {"mfu_no_pp", ColumnType::f64, "fraction"},
           {"mfu_with_pp", ColumnType::f64, "fraction"},
           {"step_no_pp_s", ColumnType::f64, "s"},
@@ -60,13 +60,13 @@ int crossover_main(int argc, char** argv) {
   int jobs = 1;
   bool atlas = false;
   std::string atlas_file, atlas_models, atlas_topologies;
-  po::options_description opts(
-      "ibt crossover: when does pipeline parallelism stop being needed?\n"
-      "For each cell of a grid of fabrics derived from --topology (devices per scale-up\n"
-      "domain x scale-out Gb/s per device; every other figure is the base's), every valid split\n"
-      "is projected and the best MFU with PP = 1 and with PP > 1 are compared:\n"
+  const char* about =
+      "When does pipeline parallelism stop being needed? For each cell of a grid of fabrics\n"
+      "derived from --topology (devices per scale-up domain x scale-out Gb/s per device; every\n"
+      "other figure is the base's), every valid split is projected and the best MFU with\n"
+      "PP = 1 and with PP > 1 are compared:\n"
       "  gain = MFU(PP>1) / MFU(PP=1) - 1 (infinite when no PP = 1 split fits in memory);\n"
-      "  PP needed = gain > --threshold.\n"
+      "  PP needed = gain > --threshold.\n\n"
       "Assumptions: the global batch is fixed (--global-batch-tokens / sequence length), micro\n"
       "batch size 1, 2 or 4, microbatches = global batch / (dp x micro batch); searched: 1f1b and\n"
       "interleaved (v = 2, 4, 8),\n"
@@ -74,17 +74,24 @@ int crossover_main(int argc, char** argv) {
       "HSDP sharded inside each domain (strategy labels: fsdp, hsdp8, zero1 ...; FSDP/HSDP are\n"
       "no-PP splits), sequence parallelism when tp > 1,\n"
       "context parallelism up to --cp (all_gather and ring; CP splits without PP count as\n"
-      "no PP), tp <= domain size; bf16 mixed-precision Adam memory; DP gradient reduction overlapped.\n"
+      "no PP), tp <= domain size; bf16 mixed-precision Adam memory; DP gradient reduction overlapped.\n\n"
       "Goodput: with a failure rate (the flags below or the base topology's reliability section)\n"
       "each cell also shows goodput-adjusted MFU = MFU x goodput (Daly's optimal checkpoint\n"
-      "interval; topologies/failure_model.hpp); --rank-by goodput picks the bests and the gain on it.\n"
-      "Options");
+      "interval; topologies/failure_model.hpp); --rank-by goodput picks the bests and the gain on it.\n\n"
+      "The atlas (--atlas): is PP still needed, model by system? Each cell of the atlas file is a\n"
+      "model on a catalog system at a published (or stated) scale and batch; it is one crossover\n"
+      "at the system's own domain size and scale-out bandwidth, with the framework the cell names.\n"
+      "Per cell: the best split with PP and without (FSDP/HSDP/CP/TP/EP count as no PP), their\n"
+      "MFU bands, the gain, the verdict, whether it agrees with published practice, and the part\n"
+      "of the step that decides. Takes --threshold, --jobs, --out; ignores the grid and model flags.\n";
+  po::options_description opts("options");
   opts.add_options()
       ("help,h", "show this help")
       ("model", po::value(&model_name), "model: catalog name or .json path")
       ("gpus", po::value(&gpus), "number of devices")
       ("domain-sizes", po::value(&domains)->default_value(domains), "comma list of devices per scale-up domain")
-      ("scale-out-gbps", po::value(&gbps)->default_value(gbps), "comma list of scale-out Gb/s per device")
+      ("scale-out-Gbps", po::value(&gbps)->default_value(gbps),
+       "comma list of scale-out bandwidths per device, Gb/s (gigabits; GBps is gigabytes)")
       ("topology", po::value(&base)->default_value(base), "topology giving the device and the other figures")
       ("global-batch", po::value(&global_batch), "global batch in sequences (overrides --global-batch-tokens)")
       ("global-batch-tokens", po::value(&global_batch_tokens)->default_value(global_batch_tokens), "global batch in tokens")
@@ -99,15 +106,8 @@ int crossover_main(int argc, char** argv) {
        "MFU (MFU x goodput; needs the failure figures below or the base topology's reliability section)")
       ("jobs,j", po::value(&jobs)->default_value(jobs),
        "threads sweeping the splits (the results are the same for any count; 0 = all cores)")
-      ("out,o", po::value(&out), "HDF5 results file to append a run of kind 'crossover' to");
-  po::options_description atlas_opts(
-      "The atlas (--atlas): is PP still needed, model by system? Each cell of the atlas file is a\n"
-      "model on a catalog system at a published (or stated) scale and batch; it is one crossover\n"
-      "at the system's own domain size and scale-out bandwidth, with the framework the cell names.\n"
-      "Per cell: the best split with PP and without (FSDP/HSDP/CP/TP/EP count as no PP), their\n"
-      "MFU bands, the gain, the verdict, whether it agrees with published practice, and the part\n"
-      "of the step that decides (topologies/atlas.hpp). Takes --threshold, --jobs, --out; ignores\n"
-      "the grid and model flags");
+      ("out", po::value(&out), "HDF5 results file to append a run of kind 'crossover' to");
+  po::options_description atlas_opts("The atlas (--atlas; topologies/atlas.hpp)");
   atlas_opts.add_options()
       ("atlas", po::bool_switch(&atlas), "run the atlas instead of a grid")
       ("atlas-file", po::value(&atlas_file), "atlas cells (default topologies/validation/atlas.json)")
@@ -118,19 +118,19 @@ int crossover_main(int argc, char** argv) {
   ZeroFlags zero;
   po::options_description zero_opts("Sharded data parallelism searched");
   po::options_description old_spellings;  // kept for one release, not in --help
-  old_spellings.add_options()("base-topology", po::value<std::string>());
+  old_spellings.add_options()("base-topology", po::value<std::string>())("scale-out-gbps", po::value<std::string>());
   add_zero_options(zero_opts, old_spellings, zero, true);
   opts.add(zero_opts);
   po::variables_map vm;
   if (!parse_command_line(argc, argv, opts, vm, nullptr, "", &old_spellings)) {
-    print_help(std::cout, "ibt crossover --model M --gpus N [--topology T] [--domain-sizes ...] [--scale-out-gbps ...]",
-               opts, {"ibt crossover --model deepseek-v3 --gpus 8192 --domain-sizes 8,16,32,64,72 --scale-out-gbps 100,400,1600 --topology dgx-h100 --out crossover.h5",
+    print_help(std::cout, "ibt crossover --model M --gpus N [--topology T] [--domain-sizes ...] [--scale-out-Gbps ...]", about, opts, {"ibt crossover --model deepseek-v3 --gpus 8192 --domain-sizes 8,16,32,64,72 --scale-out-Gbps 100,400,1600 --topology dgx-h100 --out crossover.h5",
                 "ibt crossover --model llama3-70b --gpus 1024 --rank-by goodput",
                 "ibt crossover --atlas --jobs 2 --out atlas.h5",
                 "ibt crossover --atlas --atlas-models gpt3-175b --atlas-topologies dgx-a100"});
     return kExitOk;
   }
   take_alias(vm, "base-topology", "topology", base);
+  take_alias(vm, "scale-out-gbps", "scale-out-Gbps", gbps);
   if (!atlas && (vm.count("atlas-file") || vm.count("atlas-models") || vm.count("atlas-topologies")))
     throw UsageError("--atlas-file, --atlas-models and --atlas-topologies go with --atlas");
   if (atlas) {
@@ -150,7 +150,7 @@ int crossover_main(int argc, char** argv) {
   if (!(threshold >= 0)) throw UsageError("--threshold must be >= 0");
   jobs = resolve_jobs(jobs);
   const auto domain_list = parse_positive_list<int>(domains, "--domain-sizes");
-  const auto gbps_list = parse_positive_list<double>(gbps, "--scale-out-gbps");
+  const auto gbps_list = parse_positive_list<double>(gbps, "--scale-out-Gbps");
   if (!out.empty()) store::check_appendable(out);
   const models::ModelConfig model = models::load_model(model_name);
   const topo::Topology topology = topo::load_topology(base);
@@ -246,7 +246,10 @@ int crossover_main(int argc, char** argv) {
                      // No split fits: NaN, never 0 (an average over cells must not count it).
                      c.best_no_pp.feasible ? c.best_no_pp.mfu : nan, c.best_with_pp.feasible ? c.best_with_pp.mfu : nan,
                      c.best_no_pp.feasible ? c.best_no_pp.step_s : nan,
-                     c.best_with_pp.feasible ? c.best_with_pp.step_s : nan, std::isinf(c.gain) ? 1e300 : c.gain,
+                     c.best_with_pp.feasible ? c.best_with_pp.step_s : nan,
+                     !c.best_no_pp.feasible && !c.best_with_pp.feasible ? nan  // no gain to speak of
+                     : std::isinf(c.gain)                                   ? 1e300
+                                                                            : c.gain,
                      static_cast<std::int64_t>(c.pp_needed),
                      c.best_no_pp.feasible ? topo::split_label(c.best_no_pp.split) : std::string("(none fits)"),
                      c.best_with_pp.feasible ? topo::split_label(c.best_with_pp.split) : std::string("(none fits)"),
