@@ -47,6 +47,8 @@ class Backend {
   // True when the backend ends stuck operations itself within the harness timeout (NCCL
   // aborts its communicators); the harness's watchdog then waits longer, as a last resort.
   virtual bool enforces_timeouts() const { return false; }
+  // True when allocate() takes host memory (MPI); false when it takes device memory (NCCL).
+  virtual bool buffers_on_host() const { return true; }
   // Key/value facts for the run's provenance (library versions, devices).
   virtual std::vector<std::pair<std::string, std::string>> provenance() const = 0;
 };

@@ -61,13 +61,26 @@ class BackendBuffer {
   unsigned char* ptr_;
 };
 
+std::size_t slot_stride(std::size_t bytes) {
+  return (std::max<std::size_t>(bytes, 1) + kSlotAlignment - 1) / kSlotAlignment * kSlotAlignment;
+}
+int slot_count(std::size_t bytes, std::size_t rotate_bytes, int iters) {
+  return bytes < rotate_bytes
+             ? static_cast<int>(std::clamp<std::size_t>(rotate_bytes / slot_stride(bytes), 1, std::max(iters, 1)))
+             : 1;
+}
+
+// The receive and send bytes of one measurement, as measure() sizes them.
+std::pair<std::size_t, std::size_t> buffer_bytes(const OpShape& shape, std::size_t elem, bool in_place) {
+  const std::size_t recv = (in_place ? std::max(shape.send_elems, shape.recv_elems) : shape.recv_elems) * elem;
+  return {recv, in_place ? 0 : shape.send_elems * elem};
+}
+
 // A buffer role (send, receive, or the single in-place buffer) repeated in `slots`
 // copies; iteration i uses slot i % slots.
 struct Pool {
   Pool(Backend& backend, std::size_t bytes, std::size_t rotate_bytes, int iters)
-      : stride((std::max<std::size_t>(bytes, 1) + kSlotAlignment - 1) / kSlotAlignment * kSlotAlignment),
-        slots(bytes < rotate_bytes ? static_cast<int>(std::clamp<std::size_t>(rotate_bytes / stride, 1, std::max(iters, 1))) : 1),
-        memory(backend, stride * slots) {}
+      : stride(slot_stride(bytes)), slots(slot_count(bytes, rotate_bytes, iters)), memory(backend, stride * slots) {}
   unsigned char* slot(int i) const { return memory.data() + (i % slots) * stride; }
   std::size_t stride;
   int slots;
@@ -110,9 +123,8 @@ Measurement measure(Backend& backend, Communicator& comm, MPI_Comm control, cons
   const Collective& op = *req.op;
   const std::size_t elem = size_of(req.dtype);
   const bool in_place = req.placement == Placement::in_place;
-  const std::size_t recv_bytes = (in_place ? std::max(req.shape.send_elems, req.shape.recv_elems)
-                                           : req.shape.recv_elems) * elem;
-  const std::size_t send_bytes = in_place ? 0 : req.shape.send_elems * elem;
+  const auto buffers = buffer_bytes(req.shape, elem, in_place);
+  const std::size_t recv_bytes = buffers.first, send_bytes = buffers.second;
   const int calls = opt.iters * opt.agg_iters;  // calls timed per pass
   Pool recv_pool(backend, recv_bytes, opt.rotate_bytes, calls);
   Pool send_pool(backend, send_bytes, opt.rotate_bytes, calls);
@@ -255,7 +267,41 @@ Measurement measure(Backend& backend, Communicator& comm, MPI_Comm control, cons
   return m;
 }
 
+int scope_group_size(Scope scope, const DomainLayout& layout) {
+  switch (scope) {
+    case Scope::intra: return layout.local_size();
+    case Scope::inter: return layout.num_domains;
+    default: return layout.world_size;
+  }
+}
+
 }  // namespace
+
+HostMemoryPlan plan_host_memory(const HarnessOptions& opt, const DomainLayout& layout, bool buffers_on_host) {
+  HostMemoryPlan plan;
+  const int calls = opt.iters * opt.agg_iters;
+  for (const Collective* op : opt.ops)
+    for (Scope scope : opt.scopes) {
+      const int n = scope_group_size(scope, layout);
+      if (op->required_group_size() && op->required_group_size() != n) continue;
+      for (DType dtype : opt.dtypes)
+        for (std::size_t requested : opt.sizes)
+          for (Placement placement : opt.placements) {
+            if (!op->supports(placement)) continue;
+            const OpShape shape = op->shape(requested, n, size_of(dtype));
+            const auto [recv, send] = buffer_bytes(shape, size_of(dtype), placement == Placement::in_place);
+            double bytes = opt.check ? static_cast<double>(recv) + static_cast<double>(send) : 0.0;  // host images
+            if (buffers_on_host)
+              for (std::size_t b : {recv, send})
+                bytes += static_cast<double>(slot_stride(b)) * slot_count(b, opt.rotate_bytes, calls);
+            if (bytes > plan.bytes) {
+              plan.bytes = bytes;
+              plan.what = describe(*op, scope, dtype, shape.bytes, placement);
+            }
+          }
+    }
+  return plan;
+}
 
 void run_harness(Backend& backend, MPI_Comm control, const DomainLayout& layout, const HarnessOptions& opt,
                  ArrivalGate& gate, Watchdog* watchdog, const HarnessEvents& events) {

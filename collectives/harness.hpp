@@ -106,6 +106,15 @@ struct HarnessEvents {
   std::function<void(const std::string&)> on_progress;  // rank 0 only: before each measurement
 };
 
+// The most memory one measurement will take on this rank's host: its send and receive
+// buffers with their rotation pools (when `buffers_on_host`, as with MPI; NCCL's live on
+// the GPU) and the host copies that check the result. `what` names that measurement.
+struct HostMemoryPlan {
+  double bytes = 0;
+  std::string what;
+};
+HostMemoryPlan plan_host_memory(const HarnessOptions& opt, const DomainLayout& layout, bool buffers_on_host);
+
 // Runs every measurement. Collective over `control` (the world communicator). Throws
 // TimeoutError when a rank stops arriving; the watchdog covers stalls inside an op.
 void run_harness(Backend& backend, MPI_Comm control, const DomainLayout& layout,

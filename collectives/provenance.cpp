@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cctype>
 #include <cstring>
 #include <ctime>
 
@@ -14,13 +15,30 @@ bool environment_allowed(const std::string& name) {
                      [&](const std::string& prefix) { return name.rfind(prefix, 0) == 0; });
 }
 
+bool environment_secret(const std::string& name) {
+  std::string upper(name);
+  std::transform(upper.begin(), upper.end(), upper.begin(), [](unsigned char c) { return std::toupper(c); });
+  for (const char* word : {"TOKEN", "SECRET", "PASSWORD", "PASSWD", "CREDENTIAL"})
+    if (upper.find(word) != std::string::npos) return true;
+  std::size_t start = 0;
+  while (start <= upper.size()) {
+    const std::size_t end = std::min(upper.find('_', start), upper.size());
+    const std::string part = upper.substr(start, end - start);
+    if (part == "KEY" || part == "APIKEY") return true;
+    start = end + 1;
+  }
+  return false;
+}
+
 std::vector<std::pair<std::string, std::string>> allowed_environment(char** env) {
   std::vector<std::pair<std::string, std::string>> out;
   for (char** e = env; e && *e; ++e) {
     const char* eq = std::strchr(*e, '=');
     if (!eq) continue;
     std::string name(*e, eq - *e);
-    if (environment_allowed(name)) out.emplace_back(std::move(name), std::string(eq + 1));
+    if (!environment_allowed(name)) continue;
+    std::string value = environment_secret(name) ? kRedacted : std::string(eq + 1);
+    out.emplace_back(std::move(name), std::move(value));
   }
   std::sort(out.begin(), out.end());
   return out;

@@ -14,6 +14,12 @@ inline const std::vector<std::string> kEnvironmentAllowList = {
     "NCCL_", "CUDA_", "UCX_", "MPIR_CVAR_", "OMPI_", "SLURM_", "HYDRA_", "I_MPI_", "FI_", "OPENBLAS_", "OMP_"};
 
 bool environment_allowed(const std::string& name);
+// A name that looks like it holds a secret even under an allowed prefix (SLURM_JOB_TOKEN,
+// UCX_..._PASSWORD): it contains TOKEN, SECRET, PASSWORD, PASSWD or CREDENTIAL, or one of
+// its '_'-separated words is KEY or APIKEY (NCCL_IB_PKEY, a partition number, is kept).
+// Its value is stored as kRedacted, so a reader sees that it was set but not to what.
+bool environment_secret(const std::string& name);
+inline constexpr const char* kRedacted = "<redacted>";
 // The allowed variables of an environment (as in `environ`), sorted by name.
 std::vector<std::pair<std::string, std::string>> allowed_environment(char** environ_entries);
 

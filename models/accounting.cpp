@@ -28,6 +28,7 @@ ParamCounts count_parameters(const ModelConfig& m) {
   if (m.attention == Attention::standard) {
     const double d = m.head_dim();
     c.attention_per_layer = h * (H * d + 2 * G * d) + H * d * h;
+    c.attention_kv_per_layer = 2 * h * G * d;
   } else {
     const double dqk = m.qk_head_dim(), dv = m.value_head_dim();
     double q = m.q_lora_rank > 0 ? h * m.q_lora_rank + m.q_lora_rank * H * dqk : h * H * dqk;
@@ -41,7 +42,7 @@ ParamCounts count_parameters(const ModelConfig& m) {
     c.attention_tp_replicated_per_layer =
         (m.q_lora_rank > 0 ? h * m.q_lora_rank : 0.0) + kv_down + c.attention_norms_per_layer;
   }
-  c.norms_per_layer = 2 * norm_params(m, h);
+  c.norms_per_layer = m.norms_per_layer() * norm_params(m, h);
   c.moe_layers = m.moe_layers();
   c.dense_layers = m.layers - c.moe_layers;
   c.dense_mlp_per_layer = mlp_params(m, m.ffn_hidden);
@@ -109,15 +110,22 @@ double activation_bytes_per_layer(const ModelConfig& m, const ParallelSplit& s,
   // Per token, in elements of p.activation_bytes (fp32_* in 4-byte values), grouped by
   // how tensor parallelism divides them (accounting.hpp lists the tensors and sources).
   const double h = m.hidden, H = m.heads, t = s.tp;
+  const int kv_replicas = m.kv_replicas(s.tp);
   const double mlp_tensors = m.activation == Activation::swiglu ? 3.0 : 2.0;  // (gate, up,) pre-act, act
-  double residual = 4 * h;  // both norms' inputs and outputs: full rows, 1/t only with SP
-  double residual_fp32 = 2 * (m.norm == Norm::layernorm ? 2.0 : 1.0);  // norm rstd (+ mean) per row
-  double unsharded = 0;     // never divided by t (whole sequence on every TP rank)
+  // Every norm's input and output: full rows, 1/t only with SP. A parallel block has
+  // one norm, its output the input of both branches.
+  const double norms = m.norms_per_layer();
+  double residual = 2 * norms * h;
+  double residual_fp32 = norms * (m.norm == Norm::layernorm ? 2.0 : 1.0);  // norm rstd (+ mean) per row
+  double unsharded = 0;     // never divided by t: whole on every TP rank, or already per rank
   double sharded = 0;       // always divided by t (heads or ffn columns)
   double core = 0, core_fp32 = 0;  // attention core's own saved state, sharded by heads
   if (m.attention == Attention::standard) {
     const double G = m.kv_heads, d = m.head_dim();
-    sharded += H * d + 2 * G * d + H * d;  // Q, K, V (GQA: G heads), context
+    sharded += H * d + H * d;  // Q, context
+    // K and V (GQA: G heads): split by TP, or one replicated head per rank.
+    if (kv_replicas > 1) unsharded += 2 * d;
+    else sharded += 2 * G * d;
   } else {
     const double dqk = m.qk_head_dim(), dv = m.value_head_dim();
     // Latents of the replicated down projections and their norms' outputs.
@@ -129,7 +137,7 @@ double activation_bytes_per_layer(const ModelConfig& m, const ParallelSplit& s,
   // from the CP group are kept for the backward (cp times the local K/V per local
   // token); the ring variant keeps only the local ones (its blocks are transient:
   // cp_transient_bytes()).
-  if (s.cp > 1 && s.cp_comm == CpComm::all_gather) sharded += s.cp * cp_kv_elements_per_token(m);
+  if (s.cp > 1 && s.cp_comm == CpComm::all_gather) unsharded += s.cp * kv_elements_per_token_per_rank(m, s.tp);
   // Ring CP is blockwise whatever the kernel: each block's probabilities are recomputed
   // in the backward from one log-sum-exp per head and query (layers/ring_attention.cpp).
   const bool ring = s.cp > 1 && s.cp_comm == CpComm::ring;
@@ -175,13 +183,23 @@ double cp_kv_elements_per_token(const ModelConfig& m) {
   return static_cast<double>(m.heads) * (m.qk_head_dim() + m.value_head_dim());
 }
 
+double kv_elements_per_token_per_rank(const ModelConfig& m, int tp) {
+  if (m.attention == Attention::standard) return 2.0 * m.kv_heads_per_rank(tp) * m.head_dim();
+  return cp_kv_elements_per_token(m) / tp;
+}
+
+double attention_params_per_rank(const ModelConfig& m, const ParamCounts& c, int tp) {
+  const double replicated = c.attention_tp_replicated_per_layer, kv = c.attention_kv_per_layer;
+  return (c.attention_per_layer - replicated - kv) / tp + kv * m.kv_heads_per_rank(tp) / m.kv_heads + replicated;
+}
+
 double cp_transient_bytes(const ModelConfig& m, const ParallelSplit& s, const Precision& p) {
   if (s.cp == 1 || s.cp_comm != CpComm::ring) return 0.0;
   const double block_tokens = static_cast<double>(m.seq_len) * s.micro_batch_size / s.cp;
   // The backward is the peak (layers/ring_attention.cpp): the K/V block in hand and the
   // one arriving, and three dK/dV blocks: this step's contribution, the previous
   // step's sum in flight to the next rank, and the partial sum arriving.
-  return 5.0 * block_tokens * cp_kv_elements_per_token(m) / s.tp * p.activation_bytes;
+  return 5.0 * block_tokens * kv_elements_per_token_per_rank(m, s.tp) * p.activation_bytes;
 }
 
 double peak_activation_bytes(const ModelConfig& m, const ParallelSplit& s, const Precision& p,
@@ -219,8 +237,7 @@ RankMemory memory_per_rank(const ModelConfig& m, const ParallelSplit& s, const P
     if (vs == 0) r.params += c.embedding / t;
     if (vs == V - 1) r.params += c.lm_head / t + c.final_norm;
     for (int l = range.first; l < range.end(); ++l) {
-      r.params += (c.attention_per_layer - c.attention_tp_replicated_per_layer) / t +
-                  c.attention_tp_replicated_per_layer + c.norms_per_layer;
+      r.params += attention_params_per_rank(m, c, s.tp) + c.norms_per_layer;
       if (m.layer_is_moe(l)) {
         r.params += c.router_per_layer + c.shared_per_layer / t;
         const double experts = (m.num_experts / s.ep) * c.per_expert / t;
@@ -271,8 +288,7 @@ std::vector<std::vector<double>> zero_units(const ModelConfig& m, const Parallel
     if (vs == 0) units.push_back(c.embedding / t);
     const LayerRange range = stage_layers(m, V, vs);
     for (int l = range.first; l < range.end(); ++l) {
-      double u = (c.attention_per_layer - c.attention_tp_replicated_per_layer) / t +
-                 c.attention_tp_replicated_per_layer + c.norms_per_layer;
+      double u = attention_params_per_rank(m, c, s.tp) + c.norms_per_layer;
       u += m.layer_is_moe(l) ? c.router_per_layer + c.shared_per_layer / t + (m.num_experts / s.ep) * c.per_expert / t
                              : c.dense_mlp_per_layer / t;
       units.push_back(u);

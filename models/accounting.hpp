@@ -64,6 +64,10 @@
 //                  outputs, top_k*h, kept for the gate weights' gradient after the TP
 //                  reduce-scatter (Megatron's all-to-all dispatcher; split like the
 //                  norm rows); (top_k + shared) expert MLPs as above, f = expert_ffn_hidden
+//   Parallel block (parallel_block, GPT-J/PaLM): one norm per layer, whose input and
+//   output (the input of both branches, kept once) are 2h, plus its row statistics.
+//   Replicated KV heads (tp > kv_heads): K and V are one head each per rank, 2*d,
+//   not G*d/t (and CP's gathered or ring K/V likewise).
 //   Tensor parallelism divides the head/ffn-column tensors (attention, core, MLP) by t;
 //   the norm tensors are whole rows on every TP rank unless sequence parallelism shards
 //   them by t (Megatron saves the sharded GEMM input and all-gathers it again in the
@@ -106,7 +110,8 @@ struct ParamCounts {
   double attention_per_layer = 0;          // projections (+ MLA latent norms)
   double attention_norms_per_layer = 0;    // MLA latent norms (q_a, kv_a); 0 for standard
   double attention_tp_replicated_per_layer = 0;  // MLA down projections + latent norms: not split by TP
-  double norms_per_layer = 0;              // attn_norm + mlp_norm
+  double attention_kv_per_layer = 0;       // standard attention's Wk + Wv (2*h*kv_heads*head_dim)
+  double norms_per_layer = 0;              // attn_norm + mlp_norm (parallel block: the one norm)
   double dense_mlp_per_layer = 0;          // dense layers only
   double router_per_layer = 0;             // MoE layers only
   double per_expert = 0;                   // one routed (or shared) expert
@@ -119,6 +124,10 @@ struct ParamCounts {
   double matmul_active = 0;   // N in 6N (see above)
 };
 ParamCounts count_parameters(const ModelConfig& m);
+// One layer's attention weights on one TP rank: the TP-split projections / tp, the
+// TP-replicated MLA parts whole, and Wk, Wv for the rank's KV heads: kv_heads/tp of
+// them, or with tp > kv_heads one whole replicated head (model_config.hpp kv_replicas).
+double attention_params_per_rank(const ModelConfig& m, const ParamCounts& c, int tp);
 
 // Attention-core FLOPs per token, forward only: 2 * layers * seq * heads * (dqk + dv).
 double attention_forward_flops_per_token(const ModelConfig& m);
@@ -159,6 +168,8 @@ double activation_bytes_per_layer(const ModelConfig& m, const ParallelSplit& s,
 // K plus V elements per token (whole model width, before TP): 2*kv_heads*head_dim, or
 // for MLA heads*(qk_head_dim + value_head_dim).
 double cp_kv_elements_per_token(const ModelConfig& m);
+// The same on one TP rank: the rank's KV heads (one replicated head when tp > kv_heads).
+double kv_elements_per_token_per_rank(const ModelConfig& m, int tp);
 // Ring CP's transient K/V and dK/dV blocks on one rank (0 without the ring).
 double cp_transient_bytes(const ModelConfig& m, const ParallelSplit& s, const Precision& p);
 // The most activation bytes a stage holds at once under the schedule (each forward adds

@@ -15,6 +15,18 @@
 //   its projections exactly (q down/up, kv down/up, output; see accounting.hpp), with
 //   per-head query/key size qk_nope_head_dim + qk_rope_head_dim and value size
 //   v_head_dim. The CPU engine does not implement MLA; accounting and the step program do.
+// - parallel_block (GPT-J, PaLM): y = x + Attention(Norm(x)) + FFN(Norm(x)) with ONE
+//   norm shared by both branches (GPT-J's ln_1; PaLM's "parallel formulation" applies
+//   the same LayerNorm to both), so a layer has one norm, not two, and under TP the two
+//   row-parallel outputs are summed before a single reduction. Without it the layer is
+//   the sequential pre-norm block (h = x + Attention(Norm(x)); y = h + FFN(Norm(h))).
+//   The shared-norm variant is the one GPT-J and PaLM train with; GPT-NeoX's parallel
+//   residual, two separate norms of the same x, is not modelled (it would differ only
+//   by one norm's weights and activations, not by the TP communication).
+// - Tensor parallelism with fewer KV heads than TP ranks (kv_heads < tp, tp a multiple
+//   of kv_heads): each KV head is replicated on tp/kv_heads consecutive TP ranks
+//   (kv_replicas()), the ranks whose query heads use it; their K/V weight gradients are
+//   summed over those replicas so the copies stay identical (parallel_split.hpp).
 #include <cstdint>
 #include <string>
 
@@ -39,6 +51,7 @@ struct ModelConfig {
   Norm norm = Norm::rmsnorm;
   Activation activation = Activation::swiglu;
   bool tied_embeddings = false;
+  bool parallel_block = false;  // attention and FFN in parallel on one norm (above)
   // Multi-head latent attention (attention == mla only; 0 otherwise).
   Attention attention = Attention::standard;
   int q_lora_rank = 0;         // 0 with mla = queries projected directly from hidden
@@ -66,6 +79,14 @@ struct ModelConfig {
     return attention == Attention::mla ? qk_nope_head_dim + qk_rope_head_dim : head_dim();
   }
   int value_head_dim() const { return attention == Attention::mla ? v_head_dim : head_dim(); }
+  // Norms per transformer layer: 1 for a parallel block, 2 for the sequential one.
+  int norms_per_layer() const { return parallel_block ? 1 : 2; }
+  // TP ranks holding each KV head (standard attention): tp / kv_heads when tp exceeds
+  // kv_heads (replicated heads), else 1; and the KV heads one TP rank holds.
+  int kv_replicas(int tp) const {
+    return attention == Attention::standard && tp > kv_heads ? tp / kv_heads : 1;
+  }
+  int kv_heads_per_rank(int tp) const { return kv_replicas(tp) > 1 ? 1 : kv_heads / tp; }
 };
 
 }  // namespace ibt::models

@@ -41,7 +41,8 @@ int get_int(const json& v, const std::string& origin, const std::string& field, 
 double get_real(const json& v, const std::string& origin, const std::string& field) {
   if (!v.is_number()) fail(origin, field, "must be a number");
   const double x = v.get<double>();
-  if (!(x >= 0.0 && x < 1e6)) fail(origin, field, "out of range (must be >= 0)");
+  if (!(x >= 0.0 && x < 1e6))
+    fail(origin, field, "out of range (" + std::to_string(x) + ", expected >= 0 and < 1e6)");
   return x;
 }
 
@@ -112,6 +113,10 @@ ModelConfig parse_model(const std::string& text, const std::string& origin) {
       {"tied_embeddings", [&](const json& v, const std::string& f) {
          if (!v.is_boolean()) fail(origin, f, "must be true or false");
          m.tied_embeddings = v.get<bool>();
+       }},
+      {"parallel_block", [&](const json& v, const std::string& f) {
+         if (!v.is_boolean()) fail(origin, f, "must be true or false");
+         m.parallel_block = v.get<bool>();
        }},
       {"attention", [&](const json& v, const std::string& f) {
          m.attention = get_enum<Attention>(v, origin, f,

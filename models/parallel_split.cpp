@@ -107,7 +107,15 @@ std::string first_failure(const ParallelSplit& s, const ModelConfig& m, int worl
            ") != world size (" + std::to_string(world) + ")";
   // Tensor parallelism.
   if (auto e = divides("heads", m.heads, "tp", s.tp); !e.empty()) return e;
-  if (auto e = divides("kv_heads", m.kv_heads, "tp", s.tp); !e.empty()) return e;
+  // KV heads: split over TP, or, with fewer KV heads than TP ranks, each replicated on
+  // tp/kv_heads ranks (model_config.hpp kv_replicas()).
+  if (m.attention == Attention::standard && s.tp > m.kv_heads) {
+    if (s.tp % m.kv_heads != 0)
+      return "tp (" + std::to_string(s.tp) + ") not a multiple of kv_heads (" + std::to_string(m.kv_heads) +
+             ") (KV heads are split over TP or replicated on tp/kv_heads ranks each)";
+  } else if (auto e = divides("kv_heads", m.kv_heads, "tp", s.tp); !e.empty()) {
+    return e;
+  }
   if (auto e = divides("ffn_hidden", m.ffn_hidden, "tp", s.tp); !e.empty()) return e;
   if (auto e = divides("vocab", m.vocab, "tp", s.tp); !e.empty()) return e;
   if (m.is_moe())
@@ -202,7 +210,8 @@ std::vector<ParallelSplit> enumerate_splits(const ModelConfig& model, int world_
   for (int pp : divisors(world_size)) {
     if (pp < q.min_pp || !within(pp, q.max_pp) || pp > model.layers) continue;
     for (int tp : divisors(world_size / pp)) {
-      if (!within(tp, q.max_tp) || model.heads % tp || model.kv_heads % tp) continue;
+      if (!within(tp, q.max_tp) || model.heads % tp) continue;
+      if (model.kv_heads % tp && (model.attention != Attention::standard || tp % model.kv_heads)) continue;
       for (int cp : divisors(world_size / pp / tp)) {
       if (!within(cp, q.max_cp) || (cp > 1 && model.seq_len % (2LL * cp))) continue;
       const int dp = world_size / pp / tp / cp;

@@ -12,8 +12,12 @@
 // - Expert FFNs are tensor-parallel with the same tp as the dense layers (no separate
 //   expert-TP degree): each expert's up projection is column-split and its down
 //   projection row-split over the TP group, so expert_ffn_hidden % tp == 0.
-// - TP (Megatron): heads, kv_heads, ffn_hidden, vocab (vocab-parallel embedding and
-//   loss) divisible by tp; with sequence parallelism also seq_len % tp == 0.
+// - TP (Megatron): heads, ffn_hidden, vocab (vocab-parallel embedding and loss)
+//   divisible by tp; with sequence parallelism also seq_len % tp == 0. kv_heads
+//   divisible by tp, or, when tp > kv_heads (GQA with few KV heads, MQA), tp a multiple
+//   of kv_heads: each KV head is then replicated on tp/kv_heads consecutive TP ranks
+//   (the ranks whose query heads use it), their K/V weight gradients summed over that
+//   replica group (rank_groups.hpp: tp_kv) so that the copies stay identical.
 // - PP: layers >= pp * vpp. Virtual stage i holds consecutive layers,
 //   layers/(pp*vpp) each when that divides; otherwise the remainder r goes one extra
 //   layer each to r consecutive MIDDLE virtual stages, so the first and last ones

@@ -20,12 +20,16 @@ std::string_view to_string(Group g) {
     case Group::cp: return "cp";
     case Group::dp_cp: return "dp_cp";
     case Group::expert_dp_cp: return "expert_dp_cp";
+    case Group::tp_kv: return "tp_kv";
   }
   return "?";
 }
 
-RankLayout::RankLayout(int tp, int dp, int pp, int ep, int cp, int shard_group)
-    : tp_(tp), dp_(dp), pp_(pp), ep_(ep), cp_(cp), shard_(shard_group > 0 ? shard_group : dp) {
+RankLayout::RankLayout(int tp, int dp, int pp, int ep, int cp, int shard_group, int kv_replicas)
+    : tp_(tp), dp_(dp), pp_(pp), ep_(ep), cp_(cp), shard_(shard_group > 0 ? shard_group : dp), kv_(kv_replicas) {
+  if (kv_replicas < 1 || tp % kv_replicas != 0)
+    throw UsageError("rank layout: tp (" + std::to_string(tp) + ") not divisible by the KV-head replicas (" +
+                     std::to_string(kv_replicas) + ")");
   if (tp < 1 || dp < 1 || pp < 1 || ep < 1 || cp < 1)
     throw UsageError("rank layout: tp, dp, pp, ep and cp must be >= 1");
   if (dp % ep != 0)
@@ -53,6 +57,7 @@ int RankLayout::group_size(Group g) const {
     case Group::cp: return cp_;
     case Group::dp_cp: return dp_ * cp_;
     case Group::expert_dp_cp: return dp_ / ep_ * cp_;
+    case Group::tp_kv: return kv_;
   }
   return 1;
 }
@@ -92,6 +97,7 @@ int RankLayout::index_in_group(Group g, int rank) const {
     case Group::cp: return c.cp;
     case Group::dp_cp: return c.cp + cp_ * c.dp;
     case Group::expert_dp_cp: return c.cp + cp_ * c.expert_dp;
+    case Group::tp_kv: return c.tp % kv_;
   }
   return 0;
 }
@@ -111,6 +117,7 @@ int RankLayout::group_color(Group g, int rank) const {
     case Group::expert_dp_cp: return c.tp + tp_ * (c.ep + ep_ * c.pp);
     case Group::dp_shard: return c.tp + tp_ * (c.dp / shard_ + (dp_ / shard_) * c.pp);
     case Group::dp_replica: return c.tp + tp_ * (c.cp + cp_ * (c.dp % shard_ + shard_ * c.pp));
+    case Group::tp_kv: return c.tp / kv_ + (tp_ / kv_) * (c.cp + cp_ * (c.dp + dp_ * c.pp));
     case Group::expert_dp_shard: return c.tp + tp_ * (c.ep + ep_ * (c.dp / shard_ + (dp_ / shard_) * c.pp));
   }
   return 0;
@@ -136,6 +143,7 @@ std::vector<int> RankLayout::members(Group g, int rank) const {
       case Group::cp: m.cp = i; break;
       case Group::dp_cp: m.cp = i % cp_, m.dp = i / cp_; break;
       case Group::expert_dp_cp: m.cp = i % cp_, m.dp = (i / cp_) * ep_ + c.ep; break;
+      case Group::tp_kv: m.tp = (c.tp / kv_) * kv_ + i; break;
     }
     out.push_back(rank_of(m));
   }

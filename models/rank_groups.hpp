@@ -34,6 +34,10 @@
 // replicates them across the shard groups like the dense ones. Without a shard group
 // expert_dp_shard is expert_dp_cp, member for member.
 //
+// Replicated KV heads (tp > kv_heads, model_config.hpp kv_replicas() = r > 1): tp_kv is
+// the r *consecutive* TP ranks holding the same KV head (rank tp holds head tp / r);
+// their K/V weight gradients are summed over it. Without replication it is one rank.
+//
 // Groups are identified, for MPI_Comm_split, by group_color() (the same for all
 // members, distinct between groups of one kind, in 0..group_count()-1) and ordered by
 // index_in_group() (the member's coordinate along that axis).
@@ -45,10 +49,12 @@
 namespace ibt::models {
 
 // A communicating group in the step program. none = a local op (compute).
-enum class Group { none, tp, dp, pp, ep, expert_dp, cp, dp_cp, expert_dp_cp, dp_shard, dp_replica, expert_dp_shard };
-inline constexpr int kGroupKinds = 12;
+enum class Group {
+  none, tp, dp, pp, ep, expert_dp, cp, dp_cp, expert_dp_cp, dp_shard, dp_replica, expert_dp_shard, tp_kv
+};
+inline constexpr int kGroupKinds = 13;
 // "none", "tp", "dp", "pp", "ep", "expert_dp", "cp", "dp_cp", "expert_dp_cp", "dp_shard",
-// "dp_replica", "expert_dp_shard"
+// "dp_replica", "expert_dp_shard", "tp_kv"
 std::string_view to_string(Group g);
 
 struct RankCoord {
@@ -63,10 +69,11 @@ struct RankCoord {
 
 class RankLayout {
  public:
-  // Sizes must be >= 1, ep and shard_group (0 = dp) must divide dp (throws UsageError
-  // otherwise).
-  RankLayout(int tp, int dp, int pp, int ep = 1, int cp = 1, int shard_group = 0);
-  explicit RankLayout(const ParallelSplit& s) : RankLayout(s.tp, s.dp, s.pp, s.ep, s.cp, s.shard_group) {}
+  // Sizes must be >= 1, ep and shard_group (0 = dp) must divide dp, kv_replicas tp
+  // (throws UsageError otherwise).
+  RankLayout(int tp, int dp, int pp, int ep = 1, int cp = 1, int shard_group = 0, int kv_replicas = 1);
+  explicit RankLayout(const ParallelSplit& s, int kv_replicas = 1)
+      : RankLayout(s.tp, s.dp, s.pp, s.ep, s.cp, s.shard_group, kv_replicas) {}
 
   int world_size() const { return tp_ * cp_ * dp_ * pp_; }
   int group_size(Group g) const;   // none: 1
@@ -90,6 +97,7 @@ class RankLayout {
 
  private:
   int tp_, dp_, pp_, ep_, cp_, shard_;  // shard_: DP ranks per dp_shard group
+  int kv_;                              // TP ranks per tp_kv group
 };
 
 }  // namespace ibt::models

@@ -6,6 +6,7 @@
 #include <tuple>
 
 #include "core/errors.hpp"
+#include "core/memory_plan.hpp"
 
 namespace ibt::models {
 
@@ -72,8 +73,31 @@ void check_parameters(ScheduleKind kind, int p, int v, int m) {
 
 }  // namespace
 
+double schedule_bytes(int p, int v, int m) {
+  return static_cast<double>(p) * 6.0 * static_cast<double>(m) * v * sizeof(PipeAction);
+}
+
+namespace {
+// Below this a schedule is never refused: searches build thousands of small schedules,
+// and reading the available memory for each would cost more than building it.
+constexpr double kPlannedFrom = 256.0 * 1024 * 1024;
+
+void require_schedule_bytes(int p, int v, int m) {
+  const double bytes = schedule_bytes(p, v, m);
+  if (bytes < kPlannedFrom) return;
+  require_memory(bytes, "the pipeline schedule of " + std::to_string(m) + " microbatches x " + std::to_string(v) +
+                            " chunks on " + std::to_string(p) + " stages (--microbatches, or the global batch / "
+                            "(dp x micro-batch size))");
+}
+}  // namespace
+
+void require_schedule_memory(const ParallelSplit& split) {
+  require_schedule_bytes(split.pp, split.vpp, split.microbatches);
+}
+
 PipelineSchedule build_schedule(ScheduleKind kind, int p, int v, int m) {
   check_parameters(kind, p, v, m);
+  require_schedule_bytes(p, v, m);
   PipelineSchedule out;
   out.kind = kind;
   out.stages = p;

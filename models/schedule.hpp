@@ -101,6 +101,12 @@ struct PipelineSchedule {
 // over many splits should build each distinct one once and reuse it (a 16-stage,
 // 128-microbatch 1F1B schedule takes about 2 ms here).
 PipelineSchedule build_schedule(ScheduleKind kind, int stages, int chunks, int microbatches);
+// The bytes build_schedule reserves for its actions (6 m v per stage, p stages). It
+// refuses (UsageError naming the microbatches and the bytes needed against those
+// available, core/memory_plan.hpp) a schedule that cannot fit; require_schedule_memory
+// does the same for a split before anything else is built.
+double schedule_bytes(int stages, int chunks, int microbatches);
+void require_schedule_memory(const ParallelSplit& split);
 PipelineSchedule build_schedule(const ParallelSplit& split);
 
 // Layers [first, first+count) held by a virtual stage: layers / (p*v) each, the

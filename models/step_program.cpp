@@ -94,7 +94,7 @@ class Builder {
  public:
   Builder(const ModelConfig& m, const ParallelSplit& s, const PipelineSchedule& sched, int rank,
           const StepProgramOptions& o)
-      : m_(m), s_(s), o_(o), layout_(s), c_(count_parameters(m)) {
+      : m_(m), s_(s), o_(o), layout_(s, m.kv_replicas(s.tp)), c_(count_parameters(m)) {
     prog_.rank = rank;
     prog_.coord = layout_.coord(rank);
     prog_.stage = prog_.coord.pp;
@@ -303,18 +303,27 @@ class Builder {
   void attention_fwd() {
     norm(OpKind::attn_norm);
     tp_gather_fwd();
+    attention_body_fwd();
+    tp_reduce_fwd();
+  }
+  // Between the TP operators: projections, core, output projection.
+  void attention_body_fwd() {
     attention_projections();
     cp_attention_core();
     gemm(OpKind::out_proj_gemm, T_, m_.heads * static_cast<double>(m_.value_head_dim()) / t_,
          m_.hidden);
-    tp_reduce_fwd();
+  }
+
+  // Standard attention's fused Q, K, V projection width on this rank: heads/tp query
+  // heads, and its KV heads (one replicated head when tp > kv_heads).
+  double qkv_width() const {
+    return (m_.heads / t_ + 2.0 * m_.kv_heads_per_rank(s_.tp)) * m_.head_dim();
   }
 
   void attention_projections() {
-    const double h = m_.hidden, H = m_.heads, G = m_.kv_heads;
+    const double h = m_.hidden, H = m_.heads;
     if (m_.attention == Attention::standard) {
-      const double d = m_.head_dim();
-      gemm(OpKind::qkv_gemm, T_, h, (H + 2 * G) * d / t_);
+      gemm(OpKind::qkv_gemm, T_, h, qkv_width());
       return;
     }
     const double dqk = m_.qk_head_dim(), dv = m_.value_head_dim();
@@ -330,9 +339,9 @@ class Builder {
 
   void attention_projections_bwd() {
     // Reverse order of attention_projections().
-    const double h = m_.hidden, H = m_.heads, G = m_.kv_heads;
+    const double h = m_.hidden, H = m_.heads;
     if (m_.attention == Attention::standard) {
-      gemm(OpKind::qkv_gemm, T_, h, (H + 2 * G) * m_.head_dim() / t_);
+      gemm(OpKind::qkv_gemm, T_, h, qkv_width());
       return;
     }
     const double dqk = m_.qk_head_dim(), dv = m_.value_head_dim();
@@ -368,8 +377,7 @@ class Builder {
 
   // Elements of K plus V per token on this rank (TP-split heads).
   double kv_width() const {
-    if (m_.attention == Attention::standard) return 2.0 * m_.kv_heads * m_.head_dim() / t_;
-    return m_.heads * static_cast<double>(m_.qk_head_dim() + m_.value_head_dim()) / t_;
+    return kv_elements_per_token_per_rank(m_, s_.tp);
   }
 
   // The attention core with the CP communication around it (step_program.hpp).
@@ -417,9 +425,15 @@ class Builder {
   double gated() const { return m_.activation == Activation::swiglu ? 2.0 : 1.0; }
 
   void mlp_fwd(int layer) {
-    const double h = m_.hidden;
     norm(OpKind::mlp_norm);
     tp_gather_fwd();
+    mlp_body_fwd(layer);
+    tp_reduce_fwd();
+  }
+
+  // Between the TP operators: the dense MLP or the MoE layer.
+  void mlp_body_fwd(int layer) {
+    const double h = m_.hidden;
     if (!m_.layer_is_moe(layer)) {
       gemm(OpKind::mlp_up_gemm, T_, h, gated() * m_.ffn_hidden / t_);
       gemm(OpKind::mlp_down_gemm, T_, m_.ffn_hidden / static_cast<double>(t_), h);
@@ -443,7 +457,6 @@ class Builder {
         gemm(OpKind::shared_down_gemm, T_, fs / t_, h);
       }
     }
-    tp_reduce_fwd();
   }
 
   // Token permutation around the experts (memory-bound copies, models/layers/moe.cpp),
@@ -472,8 +485,14 @@ class Builder {
   }
 
   void mlp_bwd(int layer) {
-    const double h = m_.hidden;
     tp_reduce_bwd();
+    mlp_body_bwd(layer);
+    tp_gather_bwd();
+    norm(OpKind::mlp_norm);
+  }
+
+  void mlp_body_bwd(int layer) {
+    const double h = m_.hidden;
     if (!m_.layer_is_moe(layer)) {
       gemm(OpKind::mlp_down_gemm, T_, m_.ffn_hidden / static_cast<double>(t_), h);
       gemm(OpKind::mlp_up_gemm, T_, h, gated() * m_.ffn_hidden / t_);
@@ -500,12 +519,16 @@ class Builder {
       moe_permute();
       gemm(OpKind::router_gemm, T_, h, m_.num_experts, false);
     }
-    tp_gather_bwd();
-    norm(OpKind::mlp_norm);
   }
 
   void attention_bwd() {
     tp_reduce_bwd();
+    attention_body_bwd();
+    tp_gather_bwd();
+    norm(OpKind::attn_norm);
+  }
+
+  void attention_body_bwd() {
     gemm(OpKind::out_proj_gemm, T_, m_.heads * static_cast<double>(m_.value_head_dim()) / t_,
          m_.hidden);
     if (s_.recompute == Recompute::selective) {
@@ -516,6 +539,34 @@ class Builder {
     }
     cp_attention_core();
     attention_projections_bwd();
+  }
+
+  // The layer's forward ops. A parallel block (model_config.hpp parallel_block) runs
+  // both branches on one norm's (gathered) output and reduces their summed partial
+  // outputs once, as block.cpp does; the sequential block has a norm and a TP
+  // gather/reduce pair around each branch.
+  void layer_body_fwd(int layer) {
+    if (!m_.parallel_block) {
+      attention_fwd();
+      mlp_fwd(layer);
+      return;
+    }
+    norm(OpKind::attn_norm);
+    tp_gather_fwd();
+    attention_body_fwd();
+    mlp_body_fwd(layer);
+    tp_reduce_fwd();
+  }
+  // Backward in the engine's order: the MLP branch, then attention, one reduction.
+  void layer_body_bwd(int layer) {
+    if (!m_.parallel_block) {
+      mlp_bwd(layer);
+      attention_bwd();
+      return;
+    }
+    tp_reduce_bwd();
+    mlp_body_bwd(layer);
+    attention_body_bwd();
     tp_gather_bwd();
     norm(OpKind::attn_norm);
   }
@@ -523,8 +574,7 @@ class Builder {
   void layer_fwd(int layer) {
     layer_ = layer;
     begin_unit(layer);
-    attention_fwd();
-    mlp_fwd(layer);
+    layer_body_fwd(layer);
   }
 
   void layer_bwd(int layer) {
@@ -535,13 +585,11 @@ class Builder {
       // from the incoming gradient, not from the recomputed output.
       const int gradient = producer_;
       phase_ = Phase::recompute;
-      attention_fwd();
-      mlp_fwd(layer);
+      layer_body_fwd(layer);
       phase_ = Phase::backward;
       producer_ = gradient;
     }
-    mlp_bwd(layer);
-    attention_bwd();
+    layer_body_bwd(layer);
   }
 
   void embedding_fwd() {
@@ -663,6 +711,7 @@ class Builder {
   // expert weights (reduced over expert_dp).
   struct Bucket {
     double dense = 0, tp_partial = 0, expert = 0;
+    double kv_replicated = 0;  // of dense: replicated KV heads' Wk, Wv (summed over tp_kv)
   };
   Bucket bucket(int layer) const {
     Bucket b;
@@ -673,8 +722,9 @@ class Builder {
       b.tp_partial = sp() ? c_.final_norm : 0.0;
     } else {
       const double replicated = c_.attention_tp_replicated_per_layer;
-      b.dense = (c_.attention_per_layer - replicated) / t_ + replicated + c_.norms_per_layer;
+      b.dense = attention_params_per_rank(m_, c_, s_.tp) + c_.norms_per_layer;
       b.tp_partial = replicated + (sp() ? c_.norms_per_layer : 0.0);
+      if (m_.kv_replicas(s_.tp) > 1) b.kv_replicated = c_.attention_kv_per_layer / m_.kv_heads;
       if (m_.layer_is_moe(layer)) {
         // The router's gradient is complete on every TP rank (the gate-weight gradient
         // was TP-summed in the backward), so it needs no TP reduction.
@@ -723,6 +773,9 @@ class Builder {
     // output gradients come from TP-split consumers) and, with SP, the norms (each TP
     // rank sees only its sequence shard).
     grad_op(OpKind::grad_all_reduce, Group::tp, b.tp_partial * gb, false, last_compute_);
+    // Replicated KV heads: each copy's share of its Wk, Wv gradient, summed over the
+    // copies (tp_kv) so that they stay identical.
+    grad_op(OpKind::grad_all_reduce, Group::tp_kv, b.kv_replicated * gb, false, last_compute_);
     grad_op(kind, s_.zero >= 1 ? shard_group() : dense_group(), b.dense * gb, false, last_compute_);
     grad_op(kind, s_.zero >= 1 ? expert_shard_group() : expert_group(), b.expert * gb, true, last_compute_);
     if (!record) return;

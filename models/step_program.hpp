@@ -22,6 +22,13 @@
 //       tp_all_reduce | sp_reduce_scatter
 //     [final_norm, lm_head_gemm, loss (+ tp_all_reduce of the softmax statistics)
 //      on the last virtual stage]
+//     A parallel block (ModelConfig::parallel_block) has one norm and one TP pair per
+//     layer: attn_norm, [sp_all_gather], the attention ops, the dense/MoE ops,
+//     tp_all_reduce | sp_reduce_scatter (of the summed branch outputs); its backward
+//     is [sp_all_gather], the MLP branch, the attention branch, tp_all_reduce |
+//     sp_reduce_scatter, attn_norm (block.cpp's order).
+//     With tp > kv_heads the qkv_gemm computes the rank's one replicated KV head (its
+//     FLOPs are then more than 1/tp of the model's: hardware, not model, FLOPs).
 //   backward(mb, chunk): the same compute ops in reverse order with phase backward
 //     (GEMMs and attention at twice the forward FLOPs: input and weight gradients;
 //     norms, embedding and loss appear once each). TP collectives sit at the
@@ -58,6 +65,8 @@
 //       TP-split consumers) and, with SP, the norms (each TP rank sees only its
 //       sequence shard); not the MoE router: its gate gradient is TP-summed in the
 //       backward, so its weight gradient is complete;
+//     - tp_kv all-reduce of the replicated KV heads' Wk, Wv (tp > kv_heads: each
+//       copy's gradient is only its query heads' share; rank_groups.hpp);
 //     - dp all-reduce of the non-expert weights, expert_dp all-reduce of the expert
 //       weights (zero >= 1: reduce-scatter instead, over dp_shard with a shard group,
 //       and then, with a shard group, a dp_replica all-reduce of the 1/g shard); with

@@ -6,7 +6,7 @@
 
 #include <boost/program_options.hpp>
 #include <cstdio>
-#include <fstream>
+#include <sstream>
 #include <iostream>
 #include <map>
 #include <set>
@@ -18,6 +18,7 @@
 #include "collectives/provenance.hpp"
 #include "collectives/results_schema.hpp"
 #include "collectives/sizes.hpp"
+#include "core/output_file.hpp"
 #include "core/stats.hpp"
 #include "ibt/version.hpp"
 #include "suites/accept_generate.hpp"
@@ -92,8 +93,7 @@ std::vector<std::size_t> sizes_of(const AcceptMetric& m) {
 
 void write_junit(const std::string& path, const AcceptReference& ref, const std::vector<Verdict>& verdicts,
                  std::uint64_t wrong, double seconds) {
-  std::ofstream out(path);
-  if (!out) throw RuntimeError("--junit " + path + ": cannot write the file");
+  std::ostringstream out;
   int failures = wrong > 0;
   for (const auto& v : verdicts) failures += !v.judgement.pass;
   const std::string suite = "ibt.accept." + ref.system;
@@ -116,6 +116,7 @@ void write_junit(const std::string& path, const AcceptReference& ref, const std:
   if (wrong > 0)
     out << "      <failure message=\"" << wrong << " wrong values in collectives or p2p transfers\" type=\"wrong\"/>\n";
   out << "    </testcase>\n  </testsuite>\n</testsuites>\n";
+  write_output_file(path, out.str(), "--junit");
 }
 
 std::vector<store::Column> accept_columns() {
@@ -134,6 +135,7 @@ int run(int argc, char** argv, MpiSession& mpi) {
   std::string reference_path, junit, out, backend_name = "mpi", generate_from, write_to;
   double timeout = 60, efficiency = 0;
   int generate_ranks = 0;
+  bool force = false;
   po::options_description opts("options");
   opts.add_options()
       ("help,h", "show this help")
@@ -147,7 +149,8 @@ int run(int argc, char** argv, MpiSession& mpi) {
       ("ranks", po::value(&generate_ranks), "--generate-reference: ranks of the job the reference is for")
       ("efficiency", po::value(&efficiency),
        "--generate-reference: fraction of link bandwidth to expect (default: the topology's model efficiencies)")
-      ("write", po::value(&write_to), "--generate-reference: the file to write (default: standard output)");
+      ("write", po::value(&write_to), "--generate-reference: the file to write (default: standard output)")
+      ("force", po::bool_switch(&force), "replace the --junit or --write file when it exists");
   po::variables_map vm;
   store_command_line(argc, argv, opts, vm);
   if (vm.count("help")) {
@@ -158,6 +161,9 @@ int run(int argc, char** argv, MpiSession& mpi) {
     return kExitOk;
   }
   po::notify(vm);
+  // Refused before anything is generated or measured (every rank sees the same files).
+  if (!junit.empty() || vm.count("junit")) refuse_existing_output(junit, "--junit", force);
+  if (!write_to.empty() || vm.count("write")) refuse_existing_output(write_to, "--write", force);
   if (!generate_from.empty()) {
     if (vm.count("efficiency") && !(efficiency > 0 && efficiency <= 1))
       throw UsageError("--efficiency must be in (0, 1]");
@@ -168,8 +174,7 @@ int run(int argc, char** argv, MpiSession& mpi) {
       std::cout << reference.dump(2) << "\n";
       return kExitOk;
     }
-    std::ofstream file(write_to);
-    if (!(file << reference.dump(2) << "\n")) throw UsageError("--write " + write_to + ": cannot write the file");
+    write_output_file(write_to, reference.dump(2) + "\n", "--write");
     std::printf("ibt accept: wrote %s (%zu metrics) from topology %s\n", write_to.c_str(), reference["metrics"].size(),
                 generate_from.c_str());
     return kExitOk;

@@ -5,10 +5,11 @@
 #include <boost/program_options.hpp>
 #include <algorithm>
 #include <cstdio>
-#include <fstream>
+#include <filesystem>
 #include <iostream>
 
 #include "core/errors.hpp"
+#include "core/output_file.hpp"
 #include "reports/store.hpp"
 #include "suites/cli.hpp"
 #include "suites/suites.hpp"
@@ -23,7 +24,7 @@ int calibrate_main(int argc, char** argv) {
   namespace po = boost::program_options;
   std::vector<std::string> inputs;
   std::string out, base = "local-cpu", name;
-  bool measure_local = false, allow_oversubscribed = false;
+  bool measure_local = false, allow_oversubscribed = false, force = false;
   std::vector<std::string> fit_train;
   const char* about =
       "Fits time = alpha + bytes/bandwidth per collective op, scope (intra, inter, world) and group\n"
@@ -45,7 +46,8 @@ int calibrate_main(int argc, char** argv) {
   opts.add_options()
       ("help,h", "show this help")
       ("inputs", po::value(&inputs)->multitoken(), "HDF5 result files (positional)")
-      ("out", po::value(&out), "topology JSON file to write")
+      ("out", po::value(&out), "topology JSON file to write (never an existing file without --force)")
+      ("force", po::bool_switch(&force), "replace the --out file when it exists")
       ("topology", po::value(&base)->default_value(base), "topology the fits are added to (catalog name or path)")
       ("name", po::value(&name), "name of the calibrated topology (default: the --out file's stem)")
       ("measure-local", po::bool_switch(&measure_local),
@@ -70,6 +72,13 @@ int calibrate_main(int argc, char** argv) {
   take_alias(vm, "base", "topology", base);
   if (inputs.empty()) throw UsageError("give at least one HDF5 results file");
   if (out.empty()) throw UsageError("--out is required");
+  // Before any work: never over a results file being read, never over another file unasked.
+  for (const auto& f : inputs) {
+    std::error_code ec;
+    if (std::filesystem::exists(out, ec) && std::filesystem::equivalent(out, f, ec))
+      throw UsageError("--out " + out + ": is an input results file; choose another name for the topology");
+  }
+  refuse_existing_output(out, "--out", force);
   if (name.empty()) {
     name = out.substr(out.find_last_of('/') + 1);
     if (name.size() > 5 && name.compare(name.size() - 5, 5, ".json") == 0) name.resize(name.size() - 5);
@@ -174,8 +183,7 @@ int calibrate_main(int argc, char** argv) {
   }
   const std::string text = topo::to_json(rep.topology);
   topo::parse_topology(text, out);  // what we write must load back
-  std::ofstream o(out);
-  if (!(o << text)) throw RuntimeError("cannot write " + out);
+  write_output_file(out, text, "--out");
   std::printf("wrote %s (%zu fits); use it as --topology %s\n", out.c_str(), rep.topology.fits.size(), out.c_str());
   return kExitOk;
 }

@@ -20,7 +20,7 @@
 #include "models/checkpoint/shard_io.hpp"
 #include "suites/cli.hpp"
 #include "suites/mpi_session.hpp"
-#include "core/memory_plan.hpp"
+#include "collectives/host_memory.hpp"
 #include "suites/cli.hpp"
 #include "suites/job_guard.hpp"
 #include "suites/run_recorder.hpp"
@@ -119,23 +119,9 @@ int run(int argc, char** argv, MpiSession& mpi) {
   if (bytes < sizeof(float) || bytes % sizeof(float) != 0)
     throw UsageError("--state-bytes " + args.state_bytes + " must be a positive multiple of 4 (fp32 values)");
   if (args.repeats < 1) throw UsageError("--repeats must be at least 1, got " + std::to_string(args.repeats));
-  {
-    // The state and the copy read back, on every rank of this host: planned, not tried.
-    MPI_Comm host = MPI_COMM_NULL;
-    MPI_Comm_split_type(MPI_COMM_WORLD, MPI_COMM_TYPE_SHARED, 0, MPI_INFO_NULL, &host);
-    int local = 1;
-    MPI_Comm_size(host, &local);
-    MPI_Comm_free(&host);
-    std::string error;
-    try {
-      require_memory(2.0 * static_cast<double>(bytes), "--state-bytes " + args.state_bytes + " (the state and its read-back copy)", local);
-    } catch (const UsageError& e) {
-      error = e.what();
-    }
-    int failed = !error.empty();
-    MPI_Allreduce(MPI_IN_PLACE, &failed, 1, MPI_INT, MPI_MAX, MPI_COMM_WORLD);
-    if (failed) throw UsageError(error.empty() ? "--state-bytes " + args.state_bytes + ": not enough memory on another host" : error);
-  }
+  // The state and the copy read back, on every rank of this host: planned, not tried.
+  require_memory_on_every_host(MPI_COMM_WORLD, 2.0 * static_cast<double>(bytes),
+                               "--state-bytes " + args.state_bytes + " (the state and its read-back copy)");
   check_output_on_all_ranks(args.out, MPI_COMM_WORLD);
   checkpoint::refuse_existing_checkpoints(args.dir, "--dir", "choose another directory (the benchmark removes what it writes)",
                                          MPI_COMM_WORLD);

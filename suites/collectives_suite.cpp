@@ -10,6 +10,7 @@
 
 #include "collectives/arrival_gate.hpp"
 #include "collectives/harness.hpp"
+#include "collectives/host_memory.hpp"
 #include "collectives/mpi_backend.hpp"
 #include "collectives/provenance.hpp"
 #include "collectives/results_schema.hpp"
@@ -313,6 +314,11 @@ int run(int argc, char** argv, MpiSession& mpi) {
   HarnessOptions harness = base;
   harness.scopes = feasible_scopes(args.scopes, layout, notes);
 
+  // The largest measurement's buffers, planned on every host before any is allocated.
+  const HostMemoryPlan plan = plan_host_memory(harness, layout, backend->buffers_on_host());
+  require_memory_on_every_host(MPI_COMM_WORLD, plan.bytes,
+                               "--max-bytes " + args.max_bytes + " with --rotate-bytes " + args.rotate + ": " + plan.what +
+                                   " (send and receive buffers, their rotation pools and the check copies, per rank)");
   check_output_on_all_ranks(args.out, MPI_COMM_WORLD);
 
   const JobFacts facts = gather_job_facts(MPI_COMM_WORLD);

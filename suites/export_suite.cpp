@@ -1,13 +1,13 @@
 // `ibt export FILE.h5 --csv|--json [--run ID] [--table NAME] [--out PATH]`.
 #include <boost/program_options.hpp>
 #include <filesystem>
-#include <fstream>
 #include <iostream>
 #include <sstream>
 #include <string>
 #include <vector>
 
 #include "core/errors.hpp"
+#include "core/output_file.hpp"
 #include "reports/export.hpp"
 #include "suites/cli.hpp"
 #include "suites/suites.hpp"
@@ -50,7 +50,8 @@ int export_main(int argc, char** argv) {
       ("json", "write JSON")
       ("run", po::value<std::string>()->value_name("ID"), "export only this run: its id, its number, or 'last'")
       ("table", po::value<std::string>()->value_name("NAME"), "export only this table (e.g. collectives)")
-      ("out", po::value<std::string>()->value_name("PATH"), "write here instead of stdout (replaced if present)");
+      ("out", po::value<std::string>()->value_name("PATH"), "write here instead of stdout (never over an existing file without --force)")
+      ("force", "replace the --out file when it exists");
   po::options_description all;
   // --output: the old spelling of --out, kept for one release.
   all.add(visible).add_options()("file", po::value<std::string>())("output", po::value<std::string>());
@@ -67,6 +68,13 @@ int export_main(int argc, char** argv) {
   if (csv == json) throw UsageError("choose one format: --csv or --json");
 
   const std::string path = vm["file"].as<std::string>();
+  std::string out_path = vm.count("out") ? vm["out"].as<std::string>() : "";
+  take_alias(vm, "output", "out", out_path);
+  const bool to_file = vm.count("out") || vm.count("output");
+  if (to_file) {  // refused before reading anything
+    require_distinct(out_path, path);
+    refuse_existing_output(out_path, "--out", vm.count("force") > 0);
+  }
   reports::ExportSelection selection;
   if (vm.count("run")) selection.run = vm["run"].as<std::string>();
   if (vm.count("table")) selection.table = vm["table"].as<std::string>();
@@ -76,19 +84,11 @@ int export_main(int argc, char** argv) {
   if (csv) reports::write_csv(text, path, selection);
   else text << reports::export_json(path, selection).dump(2) << '\n';
 
-  std::string out_path = vm.count("out") ? vm["out"].as<std::string>() : "";
-  take_alias(vm, "output", "out", out_path);
-  if (out_path.empty()) {
+  if (!to_file) {
     std::cout << text.str();
     return kExitOk;
   }
-  const std::string output = out_path;
-  require_distinct(output, path);
-  std::ofstream file(output, std::ios::binary | std::ios::trunc);
-  if (!file) throw UsageError(output + ": cannot open for writing");
-  file << text.str();
-  file.close();
-  if (!file) throw RuntimeError(output + ": write failed");
+  write_output_file(out_path, text.str(), "--out");
   return kExitOk;
 }
 

@@ -4,6 +4,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <exception>
+#include <new>
 #include <string>
 #include <vector>
 
@@ -114,6 +115,12 @@ int main(int argc, char** argv) {
     } catch (const ibt::StorageError& e) {
       std::fprintf(stderr, "ibt %s: error: %s\n", s.name, e.what());
       return ibt::kExitStorage;
+    } catch (const std::bad_alloc&) {
+      // A request no plan caught (the plans cover model shapes, batches, message sizes,
+      // pools and schedules): say so plainly rather than "std::bad_alloc".
+      std::fprintf(stderr, "ibt %s: error: out of memory (std::bad_alloc): the request needs more memory than this "
+                   "host has; reduce the sizes or batch\n", s.name);
+      return ibt::kExitFailure;
     } catch (const std::exception& e) {
       std::fprintf(stderr, "ibt %s: error: %s\n", s.name, e.what());
       return ibt::kExitFailure;

@@ -1,12 +1,15 @@
 // ibt p2p-matrix: ping-pong latency and bandwidth between every pair of ranks (or of
 // domains), scheduled as a round-robin tournament, with the outliers named by host and rank.
 #include <boost/program_options.hpp>
+#include <algorithm>
+#include <limits>
 #include <cstdio>
 #include <iostream>
 #include <nlohmann/json.hpp>
 #include <sstream>
 
 #include "collectives/arrival_gate.hpp"
+#include "collectives/host_memory.hpp"
 #include "collectives/p2p_matrix.hpp"
 #include "collectives/provenance.hpp"
 #include "collectives/sizes.hpp"
@@ -122,6 +125,12 @@ int run(int argc, char** argv, MpiSession& mpi) {
   const DomainLayout layout = detect_domains(MPI_COMM_WORLD, args.domain_size);
   if (mpi.size() < 2) throw UsageError("p2p-matrix needs at least 2 ranks (run it under mpiexec -n N)");
 
+  // One message buffer per rank, as large as the largest size: planned before any is allocated.
+  const std::size_t largest = *std::max_element(p2p.sizes.begin(), p2p.sizes.end());
+  if (largest > static_cast<std::size_t>(std::numeric_limits<int>::max()))
+    throw UsageError("--sizes " + args.sizes + ": message sizes above 2 GiB - 1 are not supported (MPI counts are int)");
+  require_memory_on_every_host(MPI_COMM_WORLD, static_cast<double>(largest),
+                               "--sizes " + args.sizes + " (the largest message's buffer, per rank)");
   check_output_on_all_ranks(args.out, MPI_COMM_WORLD);
 
   const JobFacts facts = gather_job_facts(MPI_COMM_WORLD);

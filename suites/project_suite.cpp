@@ -5,12 +5,15 @@
 #include <boost/program_options.hpp>
 #include <cstdio>
 #include <iostream>
+#include <limits>
+#include <optional>
 
 #include "core/errors.hpp"
 #include "core/progress.hpp"
 #include "ibt/version.hpp"
 #include "models/model_file.hpp"
 #include "models/parallel_split.hpp"
+#include "models/schedule.hpp"
 #include "suites/zero_flags.hpp"
 #include "suites/cli.hpp"
 #include "suites/failure_flags.hpp"
@@ -51,6 +54,53 @@ const char* kConventions =
     "chunks the schedule holds in flight; a split above the usable memory fraction is infeasible.";
 
 }  // namespace
+
+// A split flag as the int the split holds: larger values are refused, never wrapped.
+int int_flag(long long value, const char* flag) {
+  if (value > std::numeric_limits<int>::max())
+    throw UsageError(std::string(flag) + " " + std::to_string(value) + " is out of range (at most " +
+                     std::to_string(std::numeric_limits<int>::max()) + ")");
+  return static_cast<int>(value);
+}
+
+// The split of a single projection (no --all), checked before any run is recorded.
+models::ParallelSplit single_split(const ProjectArgs& a, long long global_batch) {
+  models::ParallelSplit s;
+  s.tp = int_flag(a.tp, "--tp");
+  s.pp = int_flag(a.pp, "--pp");
+  s.ep = int_flag(a.ep, "--ep");
+  s.cp = int_flag(a.cp, "--cp");
+  s.cp_comm = models::parse_cp_comm(a.cp_comm);
+  require_positive(a.tp, "--tp");
+  require_positive(a.pp, "--pp");
+  require_positive(a.ep, "--ep");
+  require_positive(a.cp, "--cp");
+  if (static_cast<double>(a.tp) * a.pp * a.cp > static_cast<double>(a.gpus))
+    throw UsageError("tp*pp*cp (" + std::to_string(a.tp) + " x " + std::to_string(a.pp) + " x " + std::to_string(a.cp) +
+                     ") is more than --gpus (" + std::to_string(a.gpus) + ")");
+  if (a.gpus % (a.tp * a.pp * a.cp) != 0)
+    throw UsageError("--gpus (" + std::to_string(a.gpus) + ") is not divisible by tp*pp*cp (" +
+                     std::to_string(a.tp * a.pp * a.cp) + ")");
+  s.dp = a.dp > 0 ? int_flag(a.dp, "--dp") : static_cast<int>(a.gpus / (a.tp * a.pp * a.cp));
+  s.schedule = models::parse_schedule(a.schedule);
+  s.vpp = a.vpp > 0 ? int_flag(a.vpp, "--vpp") : (s.schedule == models::ScheduleKind::interleaved ? 2 : 1);
+  s.micro_batch_size = int_flag(a.mbs, "--micro-batch-size");
+  require_positive(a.mbs, "--micro-batch-size");
+  if (a.microbatches > 0) {
+    s.microbatches = int_flag(a.microbatches, "--microbatches");
+  } else {
+    const long long per = static_cast<long long>(s.dp) * s.micro_batch_size;
+    if (global_batch % per != 0)
+      throw UsageError("global batch " + std::to_string(global_batch) + " is not divisible by dp*mbs (" +
+                       std::to_string(per) + "); give --microbatches or --global-batch");
+    s.microbatches = int_flag(global_batch / per, "--global-batch / (dp x micro-batch size) microbatches");
+  }
+  s.recompute = models::parse_recompute(a.recompute);
+  apply_zero_flags(a.zero, s);
+  if (a.sp && a.no_sp) throw UsageError("--sp and --no-sp contradict each other");
+  s.sequence_parallel = s.tp > 1 && !a.no_sp;
+  return s;
+}
 
 int project_main(int argc, char** argv) {
   ProjectArgs a;
@@ -129,6 +179,7 @@ int project_main(int argc, char** argv) {
   if (a.model.empty()) throw UsageError("--model is required");
   if (a.topology.empty()) throw UsageError("--topology is required");
   require_positive(a.gpus, "--gpus");
+  int_flag(a.gpus, "--gpus");
   if (!(a.memory_fraction > 0 && a.memory_fraction <= 1)) throw UsageError("--memory-fraction must be in (0, 1]");
   if (!a.out.empty()) store::check_appendable(a.out);
 
@@ -150,6 +201,13 @@ int project_main(int argc, char** argv) {
   options.keep_sim = !a.all;
   const long long global_batch =
       a.global_batch > 0 ? a.global_batch : std::max<long long>(1, a.global_batch_tokens / model.seq_len);
+
+  // Everything a single projection could refuse is checked before its run is opened.
+  std::optional<models::ParallelSplit> single;
+  if (!a.all) {
+    single = single_split(a, global_batch);
+    topo::require_projection_memory(model, *single, options);  // before the schedule is built
+  }
 
   RunRecorder recorder(a.out, "projection");
   recorder.set_attr("command_line", joined_command_line(argc, argv));
@@ -197,38 +255,7 @@ int project_main(int argc, char** argv) {
       std::printf("\nbest:\n%s%s", topo::describe_projection(ranked.front(), options.dtype).c_str(),
                   topo::describe_goodput(ranked.front().goodput).c_str());
   } else {
-    models::ParallelSplit s;
-    s.tp = static_cast<int>(a.tp);
-    s.pp = static_cast<int>(a.pp);
-    s.ep = static_cast<int>(a.ep);
-    s.cp = static_cast<int>(a.cp);
-    s.cp_comm = models::parse_cp_comm(a.cp_comm);
-    require_positive(a.tp, "--tp");
-    require_positive(a.pp, "--pp");
-    require_positive(a.ep, "--ep");
-    require_positive(a.cp, "--cp");
-    if (a.gpus % (a.tp * a.pp * a.cp) != 0)
-      throw UsageError("--gpus (" + std::to_string(a.gpus) + ") is not divisible by tp*pp*cp (" +
-                       std::to_string(a.tp * a.pp * a.cp) + ")");
-    s.dp = a.dp > 0 ? static_cast<int>(a.dp) : static_cast<int>(a.gpus / (a.tp * a.pp * a.cp));
-    s.schedule = models::parse_schedule(a.schedule);
-    s.vpp = a.vpp > 0 ? static_cast<int>(a.vpp) : (s.schedule == models::ScheduleKind::interleaved ? 2 : 1);
-    s.micro_batch_size = static_cast<int>(a.mbs);
-    require_positive(a.mbs, "--micro-batch-size");
-    if (a.microbatches > 0) {
-      s.microbatches = static_cast<int>(a.microbatches);
-    } else {
-      const long long per = static_cast<long long>(s.dp) * s.micro_batch_size;
-      if (global_batch % per != 0)
-        throw UsageError("global batch " + std::to_string(global_batch) + " is not divisible by dp*mbs (" +
-                         std::to_string(per) + "); give --microbatches or --global-batch");
-      s.microbatches = static_cast<int>(global_batch / per);
-    }
-    s.recompute = models::parse_recompute(a.recompute);
-    apply_zero_flags(a.zero, s);
-    if (a.sp && a.no_sp) throw UsageError("--sp and --no-sp contradict each other");
-    s.sequence_parallel = s.tp > 1 && !a.no_sp;
-    topo::Projection p = topo::project(model, topology, s, options);
+    topo::Projection p = topo::project(model, topology, *single, options);
     topo::add_goodput(p, model, options, failure);
     std::printf("%s%s", topo::describe_projection(p, options.dtype).c_str(), topo::describe_goodput(p.goodput).c_str());
     recorder.append("projections", topo::projection_columns(), topo::projection_row(p));

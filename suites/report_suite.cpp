@@ -102,12 +102,15 @@ const char* kAbout =
 int report_main(int argc, char** argv) {
   std::vector<std::string> files, experiments;
   std::string out, title, python;
-  bool compare = false;
+  bool compare = false, force = false;
   double tolerance = 0.1;
   po::options_description opts("options");
   opts.add_options()
       ("help,h", "show this help")
-      ("out", po::value(&out), "folder to write index.html and the figures to (created if missing)")
+      ("out", po::value(&out),
+       "folder to write index.html and the figures to (created if missing; a folder holding files is refused "
+       "without --force)")
+      ("force", po::bool_switch(&force), "write into an --out folder that already holds files (they may be replaced)")
       ("compare", po::bool_switch(&compare), "compare two files (A = baseline, B = candidate)")
       ("tolerance", double_value(&tolerance),
        "--compare: ratios within 1 +/- this are 'same'")
@@ -143,6 +146,13 @@ int report_main(int argc, char** argv) {
   // message naming it, before anything is drawn.
   for (const auto& f : files) store::list_runs(f);
   std::error_code ec;
+  // The renderer replaces index.html and figure files by name: a folder that holds files
+  // (an earlier report, or anything else) is written into only when asked.
+  if (fs::exists(out, ec) && !fs::is_directory(out, ec))
+    throw UsageError("--out " + out + ": is a file, not a folder; the report is a folder (index.html and figures)");
+  if (!force && fs::is_directory(out, ec) && !fs::is_empty(out, ec))
+    throw UsageError("--out " + out + ": the folder already holds files (an earlier report?) and is left as it is; "
+                     "choose a new or empty folder, or add --force to write into it");
   fs::create_directories(out, ec);
   if (ec || !fs::is_directory(out)) throw UsageError("--out " + out + ": cannot create the folder (" + ec.message() + ")");
 

@@ -48,6 +48,8 @@ struct TrainOptions {
   std::string checkpoint_dir;
   std::string resume_dir;
   int exit_after_step = -1;
+  // inject_nan_loss_step (tests): the last rank's loss becomes NaN at that step (-1 = never).
+  int inject_nan_loss_step = -1;
   // No rank waits forever (suites/job_guard.hpp): every step starts behind an arrival
   // gate that names the ranks that did not arrive, and the watchdog (when given) ends
   // the job if a step, a checkpoint or the setup takes longer than timeout_s, naming
@@ -90,6 +92,10 @@ void normalize_peak_flags(bool old_spelling_given, TrainOptions& options);
 // provenance attributes, this adds model/split/config attributes and the tables
 // "steps" and "memory". Throws UsageError for a split the executor cannot run, and
 // (cuda) without a usable GPU, before any step.
+// Everything run_training refuses before it starts (executor and flag combinations, the
+// planned memory of the model at the split on every host), for a command to call before
+// it opens its run, so a refused command appends none. Collective over world.
+void check_training(const models::ModelConfig& model, const TrainOptions& o, MPI_Comm world);
 TrainOutcome run_training(const models::ModelConfig& model, const TrainOptions& options, MPI_Comm world,
                           RunRecorder* recorder);
 

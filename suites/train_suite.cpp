@@ -117,7 +117,9 @@ po::options_description describe_options(TrainArgs& a, po::options_description& 
        "seconds a step (or the setup, or a checkpoint) may take before the job is ended, naming the rank, op and "
        "group that stopped progressing (exit 3), like NCCL's and Megatron's 10-minute watchdogs; at most a week")
       ("exit-after-step", po::value(&a.options.exit_after_step)->default_value(-1),
-       "tests: rank 0 raises SIGKILL after this step index completes, to simulate a crash");
+       "tests: rank 0 raises SIGKILL after this step index completes, to simulate a crash")
+      ("inject-nan-loss-at-step", po::value(&a.options.inject_nan_loss_step)->default_value(-1),
+       "tests: the last rank's loss becomes NaN at this step, as a diverged run's would; the run ends failed");
   return o;
 }
 
@@ -178,6 +180,7 @@ int run(int argc, char** argv, MpiSession& mpi) {
   a.options.executor.dp_overlap = !a.no_dp_overlap;
   if (a.options.peak_tflops < 0 || a.options.gemm_peak_tflops < 0 || a.options.peak_gflops < 0)
     throw UsageError("--peak-gflops, --peak-tflops and --gemm-peak-tflops must not be negative");
+  check_training(model, a.options, MPI_COMM_WORLD);  // before the run is opened: a refusal appends none
   check_output_on_all_ranks(a.out, MPI_COMM_WORLD);
   check_output_on_all_ranks(a.options.dump_path, MPI_COMM_WORLD);
 

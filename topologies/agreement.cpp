@@ -37,6 +37,7 @@ EngineExtras engine_extras(const models::ModelConfig& model, const models::Paral
   // after the optimizer, the parameter norm (a pass over the weights and a world
   // all-reduce). Mean over stages, fp32, memory roofline of the topology.
   TopologyPricer pricer(topology, split, "fp32");
+  pricer.set_kv_replicas(model.kv_replicas(split.tp));
   const Placement world = place_group(split.world_size(), 1, topology.domain_size());
   const double reduce_us = collective_cost(topology, CollOp::all_reduce, world, 16).time_us;
   EngineExtras x;

@@ -6,6 +6,7 @@
 #include <mutex>
 
 #include "core/errors.hpp"
+#include "core/memory_plan.hpp"
 #include "core/parallel.hpp"
 #include "models/schedule.hpp"
 #include "models/step_program.hpp"
@@ -83,6 +84,7 @@ TopologyPricer make_pricer(const models::ModelConfig& model, const Topology& top
                            const ProjectionOptions& options, const models::ParallelSplit& split,
                            const std::string& dtype) {
   TopologyPricer pricer(topology, split, dtype);
+  pricer.set_kv_replicas(model.kv_replicas(split.tp));
   pricer.set_dispatch_overlaps_compute(options.dispatch_overlaps_compute);
   if (options.fp8_gemms) pricer.set_fp8_gemms();
   if (options.tp_comm_overlap) pricer.set_tp_comm_overlap(model, options.precision.activation_bytes);
@@ -159,6 +161,23 @@ Projection project_split(const models::ModelConfig& model, const Topology& topol
   return p;
 }
 }  // namespace
+
+void require_projection_memory(const models::ModelConfig& model, const models::ParallelSplit& split,
+                               const ProjectionOptions& options) {
+  models::require_schedule_memory(split);
+  if (!fast_walk_prices(split)) return;
+  // Every action's ops are the same whatever its microbatch, and the actions grow in
+  // proportion to the microbatches: the templates of the fewest valid microbatches
+  // (m = pp at most), scaled, give the walk's size without building it.
+  models::ParallelSplit small = split;
+  small.microbatches = std::min(split.microbatches, split.pp);
+  const double walk = StepTemplates(model, small, program_options(options)).op_walk_bytes(options.keep_sim) *
+                      split.microbatches / small.microbatches;
+  if (walk > 256.0 * 1024 * 1024)
+    require_memory(walk, "the simulated step of " + std::to_string(split.microbatches) +
+                             " microbatches (--microbatches, or the global batch / (dp x micro-batch size)): its "
+                             "operations, walked one by one");
+}
 
 Projection project(const models::ModelConfig& model, const Topology& topology,
                    const models::ParallelSplit& split, const ProjectionOptions& options) {

@@ -89,6 +89,11 @@ struct Projection {
   GoodputEstimate goodput;  // failures and checkpoints: add_goodput() (projection_goodput.hpp)
 };
 
+// Refuses (UsageError naming the microbatches, the bytes needed and available) a split
+// whose schedule or simulated step cannot fit in this host's memory, before building it.
+void require_projection_memory(const models::ModelConfig& model, const models::ParallelSplit& split,
+                               const ProjectionOptions& options);
+
 Projection project(const models::ModelConfig& model, const Topology& topology,
                    const models::ParallelSplit& split, const ProjectionOptions& options = {});
 

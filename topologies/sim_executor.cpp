@@ -44,7 +44,8 @@ std::uint64_t message_key(const Transfer& t) {
 
 Exposure exposure_of(Group g) {
   switch (g) {
-    case Group::tp: return Exposure::tp;
+    case Group::tp:
+    case Group::tp_kv: return Exposure::tp;  // replicated KV heads' gradient sum, inside TP
     case Group::dp:
     case Group::dp_cp:  // CP replicas' share of the gradient reduction
     case Group::dp_shard:

@@ -129,6 +129,16 @@ StepTemplates::StepTemplates(const models::ModelConfig& model, const models::Par
   }
 }
 
+double StepTemplates::op_walk_bytes(bool all_stages) const {
+  double ops = 0;
+  const int stages = all_stages ? split_.pp : 1;
+  for (int s = 0; s < stages; ++s) {
+    for (int id : action_template_[s]) ops += id < 0 ? 1.0 : static_cast<double>(templates_[s][id].ops.size());
+    ops += static_cast<double>(tails_[s].size());
+  }
+  return 2.0 * ops * (sizeof(models::Op) + 4 * sizeof(double));
+}
+
 namespace {
 
 // Times an action (or the tail) starts from and ends with.

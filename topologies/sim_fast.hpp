@@ -74,6 +74,10 @@ class StepTemplates {
   int templates_per_stage(int stage) const { return static_cast<int>(templates_[stage].size()); }
   const std::vector<models::Op>& tail(int stage) const { return tails_[stage]; }
   double exchange_bytes() const { return exchange_bytes_; }
+  // Memory of walking op by op the first stage (StageDetail::first) or every stage
+  // (StageDetail::all): each op with its four times, at twice their count (a growing
+  // vector's capacity). What `ibt project` plans before pricing a split.
+  double op_walk_bytes(bool all_stages) const;
 
  private:
   models::ParallelSplit split_;

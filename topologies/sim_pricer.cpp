@@ -65,6 +65,12 @@ TopologyPricer::TopologyPricer(const Topology& topology, const models::ParallelS
                                      place_group(shard / split.ep, tp_cp * split.ep, D).per_domain);
     placement_[static_cast<int>(Group::expert_dp_shard)] = p;
   }
+  set_kv_replicas(1);
+}
+
+void TopologyPricer::set_kv_replicas(int replicas) {
+  // Consecutive TP ranks (rank_groups.hpp tp_kv), inside the TP group's placement.
+  placement_[static_cast<int>(Group::tp_kv)] = place_group(replicas, 1, t_.domain_size(), split_.world_size());
 }
 
 void TopologyPricer::add_attention_score_traffic(const models::ModelConfig& model, double passes,

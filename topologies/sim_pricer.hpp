@@ -60,6 +60,9 @@ class TopologyPricer : public OpPricer {
   void set_dispatch_overlaps_compute(bool on) { dispatch_overlaps_ = on; }
   void set_tp_comm_overlap(const models::ModelConfig& model, double element_bytes);
   void set_fp8_gemms();  // UsageError when the device has no fp8 peak
+  // Replicated KV heads (model_config.hpp kv_replicas(tp)): the size of the tp_kv group
+  // their gradients are summed over (1 unless tp > kv_heads).
+  void set_kv_replicas(int replicas);
 
  private:
   const Topology& t_;

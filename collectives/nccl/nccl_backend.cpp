@@ -151,6 +151,7 @@ class NcclBackend final : public Backend {
     return std::make_unique<NcclCommunicator>(runtime_, comm, group);
   }
 
+  bool buffers_on_host() const override { return false; }
   void* allocate(std::size_t bytes) override {
     void* p = nullptr;
     check_cuda(cudaMalloc(&p, std::max<std::size_t>(bytes, 1)),

@@ -33,12 +33,15 @@ std::string broadcast_string(std::string s, int root, MPI_Comm world) {
   return s;
 }
 
-// Throws the agreed error: UsageError for bad input (what a user must fix), RuntimeError
-// for I/O failures.
-void throw_if_any(const std::string& mine, bool usage, MPI_Comm world) {
+// Throws the agreed error: UsageError for bad input (what a user must fix), StorageError
+// when a rank ran out of room (`storage` on any rank: exit 4), RuntimeError for other I/O
+// failures.
+void throw_if_any(const std::string& mine, bool usage, MPI_Comm world, int storage = 0) {
   const std::string error = agree_on_error(mine, world);
   if (error.empty()) return;
   if (usage) throw UsageError(error);
+  MPI_Allreduce(MPI_IN_PLACE, &storage, 1, MPI_INT, MPI_MAX, world);
+  if (storage) throw StorageError(error);
   throw RuntimeError(error);
 }
 
@@ -91,12 +94,16 @@ SaveReport save_checkpoint(const std::string& dir, const models::TrainingState& 
 
   ShardWrite mine;
   const std::string file = shard_file_name(rank);
+  int out_of_room = 0;
   try {
     mine = write_shard((fs::path(report.step_dir) / file).string(), state);
+  } catch (const StorageError& e) {
+    error = e.what();
+    out_of_room = 1;
   } catch (const std::exception& e) {
     error = e.what();
   }
-  throw_if_any(error, false, world);
+  throw_if_any(error, false, world, out_of_room);
 
   // Sizes and times to every rank (the records are rank 0's, the report everyone's);
   // checksums to rank 0 for the manifest.

@@ -3,6 +3,7 @@
 #include <fcntl.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
+#include <sys/statvfs.h>
 #include <unistd.h>
 #include <zlib.h>
 
@@ -87,8 +88,32 @@ double evict_from_page_cache(const std::string& path) {
   return static_cast<double>(in_cache) / static_cast<double>(resident.size());
 }
 
+namespace {
+
+// A shard is refused before HDF5 creates it when its file system lacks the room: an HDF5
+// file whose final flush fails with ENOSPC cannot be closed cleanly (HDF5 1.10 keeps it
+// open and crashes closing it at exit), so the common case, a disk already too full for
+// the shard, never reaches HDF5. The margin covers HDF5's metadata (a few KiB per array).
+// Ranks writing to one file system check alone: together they may still fill it.
+void require_room_for_shard(const std::string& path, const models::TrainingState& state) {
+  double bytes = 1 << 20;
+  for (const models::StateArray& a : state.arrays) bytes += 4096.0 + static_cast<double>(a.data.size()) * sizeof(float);
+  const std::size_t slash = path.find_last_of('/');
+  const std::string folder = slash == std::string::npos ? "." : path.substr(0, slash);
+  struct statvfs fs {};
+  if (::statvfs(folder.c_str(), &fs) != 0) return;  // the create below names the problem
+  const double free_bytes = static_cast<double>(fs.f_bavail) * static_cast<double>(fs.f_frsize);
+  if (free_bytes < bytes)
+    throw StorageError(path + ": disk full: its file system has " + std::to_string(static_cast<long long>(free_bytes)) +
+                       " bytes free and the shard needs about " + std::to_string(static_cast<long long>(bytes)) +
+                       "; the checkpoint is not saved (the last complete one is kept)");
+}
+
+}  // namespace
+
 ShardWrite write_shard(const std::string& path, const models::TrainingState& state) {
   h5::silence_errors();
+  require_room_for_shard(path, state);
   const auto t0 = std::chrono::steady_clock::now();
   {
     h5::Handle fapl = h5::file_access_plist();

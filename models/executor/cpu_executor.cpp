@@ -9,6 +9,7 @@
 #include <string>
 
 #include "core/errors.hpp"
+#include "models/executor/kv_replica_grads.hpp"
 #include "models/executor/pipeline_walk.hpp"
 
 namespace ibt::models {
@@ -257,7 +258,7 @@ CpuExecutor::CpuExecutor(const ModelConfig& m, const ParallelSplit& split, const
   train_.microbatches = split.microbatches;
   train_.micro_batch_size = split.micro_batch_size;
   train_.data_parallel = split.dp;
-  groups_ = std::make_unique<ProcessGroups>(split, world);
+  groups_ = std::make_unique<ProcessGroups>(split, world, m.kv_replicas(split.tp));
   schedule_ = build_schedule(split);
   const int vstages = split.pp * split.vpp;
   const RankCoord& me = groups_->coord;
@@ -279,6 +280,7 @@ CpuExecutor::CpuExecutor(const ModelConfig& m, const ParallelSplit& split, const
     comms.replica = groups_->dp_replica.get();
     comms.expert_shard = groups_->expert_dp_shard.get();  // (expert_dp_cp without a shard group)
     comms.tp = groups_->tp.get();
+    comms.tp_kv = groups_->tp_kv.get();
     comms.sequence_parallel = split.sequence_parallel;
     zero_ = std::make_unique<ZeroUnits>(split.zero, chunks_, comms);
     return;
@@ -337,7 +339,8 @@ double CpuExecutor::zero1_reduce_and_update(double& dp_seconds, double& compute_
       const size_t a = std::max(at, lo), e = std::min(at + n, hi);
       if (a < e) {
         float* g = b.grad_shard.data() + (a - lo);
-        if (!(tp_replicated(*p) && me.tp != 0) && !(replicated && b.replica->rank() != 0))
+        if (!(tp_replicated(*p) && me.tp != 0) && !(replicated && b.replica->rank() != 0) &&
+            kv_copy_counted(*p, *groups_->tp_kv))
           for (size_t i = 0; i < e - a; ++i) sum_sq += static_cast<double>(g[i]) * g[i];
         adamw_update(p->value.ptr() + (a - at), g, b.m.data() + (a - lo), b.v.data() + (a - lo),
                      static_cast<int64_t>(e - a), step_ + 1, train_.adam, p->decay);
@@ -415,6 +418,7 @@ double CpuExecutor::global_sum_squares(bool grads) {
     if (is_expert(*p) ? me.expert_dp != 0 : me.dp != 0) continue;
     if (me.cp != 0) continue;  // CP peers hold identical copies too
     if (tp_replicated(*p) && me.tp != 0) continue;
+    if (!kv_copy_counted(*p, *groups_->tp_kv)) continue;  // replicated KV heads: one copy
     local += sum_squares(grads ? p->grad : p->value);
   }
   groups_->world->all_reduce(&local, &local, 1, DType::float64, ReduceOp::sum);
@@ -445,6 +449,11 @@ StepStats CpuExecutor::step(TimeBreakdown* time) {
   const double ce_sum = pipe.ce_sum, balance_sum = pipe.balance_sum;
   const auto& loads = pipe.loads;
 
+  if (!zero_) {  // replicated KV heads: their shares summed (ZeRO-2/3: in each unit's backward)
+    const double t0 = MPI_Wtime();
+    sum_kv_replica_grads(params(), *groups_->tp_kv);
+    t.tp += MPI_Wtime() - t0;
+  }
   if (split_.sequence_parallel && !zero_) {  // (ZeRO-2/3 sum them in each unit's backward)
     // Norm weights saw only this rank's rows: their gradients are partial over TP.
     const double t0 = MPI_Wtime();

@@ -12,7 +12,8 @@ std::unique_ptr<MpiCommunicator> split_group(MPI_Comm world, const RankLayout& l
 }
 }  // namespace
 
-ProcessGroups::ProcessGroups(const ParallelSplit& split, MPI_Comm world_comm) : layout(split) {
+ProcessGroups::ProcessGroups(const ParallelSplit& split, MPI_Comm world_comm, int kv_replicas)
+    : layout(split, kv_replicas) {
   int size = 0;
   MPI_Comm_rank(world_comm, &world_rank);
   MPI_Comm_size(world_comm, &size);
@@ -34,6 +35,7 @@ ProcessGroups::ProcessGroups(const ParallelSplit& split, MPI_Comm world_comm) : 
   cp = split_group(world_comm, layout, Group::cp, world_rank);
   dp_cp = split_group(world_comm, layout, Group::dp_cp, world_rank);
   expert_dp_cp = split_group(world_comm, layout, Group::expert_dp_cp, world_rank);
+  tp_kv = split_group(world_comm, layout, Group::tp_kv, world_rank);
   world->set_label("world");
   tp->set_label("tp");
   dp->set_label("dp");
@@ -43,6 +45,7 @@ ProcessGroups::ProcessGroups(const ParallelSplit& split, MPI_Comm world_comm) : 
   cp->set_label("cp");
   dp_cp->set_label("dp-cp");
   expert_dp_cp->set_label("expert-dp-cp");
+  tp_kv->set_label("tp-kv");
 }
 
 }  // namespace ibt::models

@@ -15,7 +15,8 @@
 namespace ibt::models {
 
 struct ProcessGroups {
-  ProcessGroups(const ParallelSplit& split, MPI_Comm world);
+  // kv_replicas: the model's KV-head replicas at this tp (model_config.hpp), for tp_kv.
+  ProcessGroups(const ParallelSplit& split, MPI_Comm world, int kv_replicas = 1);
   RankLayout layout;
   int world_rank = 0;
   RankCoord coord;
@@ -24,6 +25,8 @@ struct ProcessGroups {
   // Hybrid sharding (rank_groups.hpp): the shard group and the replicas of one shard
   // (dp and a single rank without a shard group).
   std::unique_ptr<MpiCommunicator> dp_shard, dp_replica;
+  // The TP ranks holding the same replicated KV head (a single rank without replication).
+  std::unique_ptr<MpiCommunicator> tp_kv;
   // The expert weights' shard group (expert_dp_cp without a shard group).
   std::unique_ptr<MpiCommunicator> expert_dp_shard;
 };

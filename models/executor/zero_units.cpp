@@ -7,6 +7,7 @@
 #include <mpi.h>
 
 #include "core/errors.hpp"
+#include "models/executor/kv_replica_grads.hpp"
 
 namespace ibt::models {
 
@@ -174,6 +175,7 @@ void ZeroUnits::allocate_grads(Unit& u) {
 void ZeroUnits::reduce_grads(Unit& u) {
   const double start = MPI_Wtime();
   for (Part& part : u.parts) {
+    sum_kv_replica_grads(part.params, *comms_.tp_kv);  // replicated KV heads' shares
     if (comms_.sequence_parallel && comms_.tp->size() > 1)
       for (Param* p : part.params)
         if (is_norm(*p))
@@ -193,6 +195,7 @@ void ZeroUnits::reduce_grads(Unit& u) {
 
 bool ZeroUnits::counted_once(const Param& p) const {
   if (tp_replicated(p) && comms_.tp->rank() != 0) return false;
+  if (!kv_copy_counted(p, *comms_.tp_kv)) return false;
   // HSDP replicas hold the same shard (of the expert weights too: the same experts).
   return comms_.replica->rank() == 0;
 }

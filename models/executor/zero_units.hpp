@@ -41,6 +41,7 @@ class ZeroUnits {
     Communicator* replica = nullptr;       // HSDP: dp_replica (size 1 without)
     Communicator* expert_shard = nullptr;  // expert weights: expert_dp_shard (expert_dp_cp, or inside g)
     Communicator* tp = nullptr;
+    Communicator* tp_kv = nullptr;         // replicated KV heads' copies (size 1 without)
     bool sequence_parallel = false;
   };
   // stage: 2 or 3. Takes this rank's shards from the chunks' (fully initialised)

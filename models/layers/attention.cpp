@@ -18,7 +18,14 @@ SelfAttention::SelfAttention(const ModelConfig& m, uint64_t seed, int layer, Sha
     throw UsageError("model " + m.name + ": heads must be a multiple of kv_heads");
   head_dim_ = m.head_dim();
   heads_ = tp.size_of(m.heads, "heads");
-  kv_heads_ = tp.size_of(m.kv_heads, "kv_heads");
+  // KV heads split over TP, or (tp > kv_heads) replicated: rank r holds head
+  // r / kv_replicas, the one its query heads use (model_config.hpp).
+  const int replicas = m.kv_replicas(tp.count);
+  if (replicas > 1 && tp.count % m.kv_heads != 0)
+    throw UsageError("model " + m.name + ": tp (" + std::to_string(tp.count) + ") not a multiple of kv_heads (" +
+                     std::to_string(m.kv_heads) + ")");
+  kv_heads_ = replicas > 1 ? 1 : tp.size_of(m.kv_heads, "kv_heads");
+  const int64_t kv_first = replicas > 1 ? tp.index / replicas : tp.index * kv_heads_;
   const std::string p = "layers." + std::to_string(layer) + ".attention.";
   const int64_t d = head_dim_, h = hidden_;
   const Tensor q = init_normal(seed, p + "wq", {m.heads * d, h}, init_std(m));
@@ -26,8 +33,8 @@ SelfAttention::SelfAttention(const ModelConfig& m, uint64_t seed, int layer, Sha
   const Tensor v = init_normal(seed, p + "wv", {m.kv_heads * d, h}, init_std(m));
   const Tensor o = init_normal(seed, p + "wo", {h, m.heads * d}, residual_init_std(m));
   wq = make_param(p + "wq", slice_rows(q, tp.index * heads_ * d, heads_ * d), true);
-  wk = make_param(p + "wk", slice_rows(k, tp.index * kv_heads_ * d, kv_heads_ * d), true);
-  wv = make_param(p + "wv", slice_rows(v, tp.index * kv_heads_ * d, kv_heads_ * d), true);
+  wk = make_param(p + "wk", slice_rows(k, kv_first * d, kv_heads_ * d), true);
+  wv = make_param(p + "wv", slice_rows(v, kv_first * d, kv_heads_ * d), true);
   wo = make_param(p + "wo", slice_cols(o, tp.index * heads_ * d, heads_ * d), true);
 }
 

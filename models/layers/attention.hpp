@@ -4,6 +4,11 @@
 // [r*KV/t, (r+1)*KV/t) (column-parallel Wq, Wk, Wv: rows of the full weights) and the
 // matching input columns of Wo (row-parallel). Query head i uses KV head
 // i / (H/KV), which stays inside the shard because both counts are split by t.
+// With fewer KV heads than shards (t a multiple of KV) shard r holds the one KV head
+// r / (t/KV) its query heads use, a copy of it on each of the t/KV shards sharing it:
+// each shard's K/V weight gradient is then only its query heads' share, and the caller
+// sums wk.grad and wv.grad over those shards (the executor's tp_kv group). The input
+// gradient needs nothing extra: the TP all-reduce of dx already sums the shares.
 //
 // Communication points: forward() returns a PARTIAL SUM of the output (the caller
 // all-reduces it over TP, or reduce-scatters it with sequence parallelism);

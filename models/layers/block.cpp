@@ -15,7 +15,8 @@ TransformerBlock::TransformerBlock(const ModelConfig& m, uint64_t seed, int laye
     : attn_norm(m.norm, m.hidden, layer_prefix(layer) + "attn_norm"),
       ffn_norm(m.norm, m.hidden, layer_prefix(layer) + "ffn_norm"),
       attention(m, seed, layer, tp),
-      layer_(layer) {
+      layer_(layer),
+      parallel_(m.parallel_block) {
   if (m.layer_is_moe(layer)) {
     moe.emplace(m, seed, layer, tp, ep);
   } else {
@@ -27,13 +28,14 @@ TransformerBlock::TransformerBlock(const ModelConfig& m, uint64_t seed, int laye
 std::vector<Param*> TransformerBlock::params() {
   std::vector<Param*> out = attn_norm.params();
   for (Param* p : attention.params()) out.push_back(p);
-  for (Param* p : ffn_norm.params()) out.push_back(p);
+  if (!parallel_) for (Param* p : ffn_norm.params()) out.push_back(p);
   for (Param* p : mlp ? mlp->params() : moe->params()) out.push_back(p);
   return out;
 }
 
 void TransformerBlock::forward(const Tensor& x, int batch, int seq, Tensor& y, BlockCache& c,
                                TpReducer& tp, ExpertExchange* ep, ContextExchange* cp) const {
+  if (parallel_) return parallel_forward(x, batch, seq, y, c, tp, ep, cp);
   // With sequence parallelism x, h and y hold this rank's rows only; the attention and
   // FFN see all rows (gathered) and their partial outputs are reduce-scattered.
   const bool sp = tp.sequence_parallel();
@@ -61,6 +63,7 @@ void TransformerBlock::forward(const Tensor& x, int batch, int seq, Tensor& y, B
 void TransformerBlock::backward(BlockCache& c, int batch, int seq, const Tensor& dy,
                                 double aux_weight_per_sequence, Tensor& dx, TpReducer& tp,
                                 ExpertExchange* ep, ContextExchange* cp) {
+  if (parallel_) return parallel_backward(c, batch, seq, dy, aux_weight_per_sequence, dx, tp, ep, cp);
   const bool sp = tp.sequence_parallel();
   Tensor d_normed, d_branch, d_full, d_local;
   if (sp) tp.all_gather_rows(dy, d_full);
@@ -82,6 +85,52 @@ void TransformerBlock::backward(BlockCache& c, int batch, int seq, const Tensor&
   else tp.sum(d_normed);  // column-parallel Wq, Wk, Wv
   attn_norm.backward(c.attn_norm, sp ? d_local : d_normed, d_branch);
   dx = std::move(dh);
+  add_into(dx, d_branch);
+}
+
+// y = x + Attention(Norm(x)) + FFN(Norm(x)): both branches read the same (gathered)
+// normed input, and their row-parallel partial outputs are added before ONE TP
+// all-reduce (reduce-scatter with SP) instead of one per branch.
+void TransformerBlock::parallel_forward(const Tensor& x, int batch, int seq, Tensor& y, BlockCache& c,
+                                       TpReducer& tp, ExpertExchange* ep, ContextExchange* cp) const {
+  const bool sp = tp.sequence_parallel();
+  Tensor normed, gathered, partial, ffn_partial, reduced;
+  attn_norm.forward(x, normed, c.attn_norm);
+  if (sp) tp.all_gather_rows(normed, gathered);
+  const Tensor& in = sp ? gathered : normed;
+  attention.forward(in, batch, seq, partial, c.attention, cp);
+  if (mlp) {
+    mlp->forward(in, ffn_partial, c.mlp);
+  } else {
+    moe_forward(in, ffn_partial, c.moe, ep);
+  }
+  add_into(partial, ffn_partial);
+  if (sp) tp.reduce_scatter_rows(partial, reduced);
+  else tp.sum(partial);
+  y = x;
+  add_into(y, sp ? reduced : partial);
+}
+
+// The output gradient reaches both branches whole (gathered once with SP); their
+// partial input gradients are added before ONE TP all-reduce (reduce-scatter with SP),
+// then go through the shared norm.
+void TransformerBlock::parallel_backward(BlockCache& c, int batch, int seq, const Tensor& dy, double aux_w,
+                                         Tensor& dx, TpReducer& tp, ExpertExchange* ep, ContextExchange* cp) {
+  const bool sp = tp.sequence_parallel();
+  Tensor d_normed, d_attn, d_full, d_local, d_branch;
+  if (sp) tp.all_gather_rows(dy, d_full);
+  const Tensor& d_out = sp ? d_full : dy;
+  if (mlp) {
+    mlp->backward(c.mlp, d_out, d_normed);
+  } else {
+    moe_backward(c.moe, seq, d_out, aux_w, d_normed, tp, ep);
+  }
+  attention.backward(c.attention, batch, seq, d_out, d_attn, cp);
+  add_into(d_normed, d_attn);
+  if (sp) tp.reduce_scatter_rows(d_normed, d_local);
+  else tp.sum(d_normed);
+  attn_norm.backward(c.attn_norm, sp ? d_local : d_normed, d_branch);
+  dx = dy;
   add_into(dx, d_branch);
 }
 

@@ -1,8 +1,12 @@
 #pragma once
 // One pre-norm transformer layer:
 //   h = x + Attention(Norm(x));  y = h + FFN(Norm(h))
-// where FFN is the dense MLP or, for MoE layers (ModelConfig::layer_is_moe), the MoE
-// layer. TP reductions go through the TpReducer (see tp_reducer.hpp).
+// or, with ModelConfig::parallel_block (GPT-J, PaLM), the parallel form
+//   y = x + Attention(Norm(x)) + FFN(Norm(x))
+// with one norm (attn_norm; ffn_norm is then unused and not a parameter) and one TP
+// reduction per pass instead of two. FFN is the dense MLP or, for MoE layers
+// (ModelConfig::layer_is_moe), the MoE layer. TP reductions go through the TpReducer
+// (see tp_reducer.hpp).
 #include <cstdint>
 #include <optional>
 #include <vector>
@@ -46,6 +50,11 @@ class TransformerBlock {
 
  private:
   int layer_;
+  bool parallel_;  // ModelConfig::parallel_block
+  void parallel_forward(const Tensor& x, int batch, int seq, Tensor& y, BlockCache& c, TpReducer& tp,
+                        ExpertExchange* ep, ContextExchange* cp) const;
+  void parallel_backward(BlockCache& c, int batch, int seq, const Tensor& dy, double aux_w, Tensor& dx,
+                         TpReducer& tp, ExpertExchange* ep, ContextExchange* cp);
   void moe_forward(const Tensor& x, Tensor& y, MoeCache& c, ExpertExchange* ep) const;
   void moe_backward(MoeCache& c, int seq, const Tensor& dy, double aux_w, Tensor& dx, TpReducer& tp,
                     ExpertExchange* ep);

@@ -9,6 +9,8 @@ import os
 import h5py
 import numpy as np
 
+from writer_liveness import mark_if_interrupted
+
 SCHEMA = "ibt-results"
 SCHEMA_VERSION = 1
 
@@ -69,6 +71,7 @@ class Run:
         self.file = os.path.basename(path)
         self.id = run_id
         self.attrs = {k: _text(v) for k, v in group.attrs.items()}
+        mark_if_interrupted(self.attrs)  # a dead writer's "running" run reads as interrupted, as in `ibt show`
         self.environment = {}
         if "environment" in group:
             self.environment = {k: _text(v) for k, v in group["environment"].attrs.items()}

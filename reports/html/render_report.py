@@ -38,7 +38,7 @@ figure{margin:1em 0} figcaption{font-size:13px;color:#444;max-width:1100px}
 img.fig{max-width:100%;border:1px solid #eee}
 .status-complete,.PASS,.same,.faster,.higher{color:#176b1a;font-weight:600}
 .status-failed,.FAIL,.slower,.lower{color:#b00020;font-weight:700}
-.status-partial,.status-running{color:#b36b00;font-weight:700}
+.status-partial,.status-running,.status-interrupted{color:#b36b00;font-weight:700}
 .absent{background:#fff8e1;border-left:4px solid #f0b400;padding:.5em 1em}
 details{margin:.3em 0} pre{white-space:pre-wrap;font-size:12px;background:#fafafa;padding:.5em}
 .scroll{max-height:320px;overflow:auto;display:inline-block}
@@ -89,7 +89,7 @@ class Page:
     def _cell(c):
         c = str(c)
         cls = c if c in ("PASS", "FAIL", "same", "faster", "slower", "higher", "lower") else (
-            f"status-{c}" if c in ("complete", "failed", "partial", "running") else "")
+            f"status-{c}" if c in ("complete", "failed", "partial", "running", "interrupted") else "")
         return f"<td class='{cls}'>{e(c)}</td>" if cls else f"<td>{e(c)}</td>"
 
     def figure(self, f):

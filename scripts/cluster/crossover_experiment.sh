@@ -99,7 +99,7 @@ project() {
       [[ -r $f ]] || die "missing $f (did the measured part run for rate $rate?)"
     done
     "$ibt" calibrate "$out/collectives-$rate.h5" --fit-train "$out/sweep-$first.h5:$fit_run" \
-      --out "$out/cal-$rate.json" >"$out/calibrate-$rate.txt" 2>&1 ||
+      --out "$out/cal-$rate.json" --force >"$out/calibrate-$rate.txt" 2>&1 ||
       die "ibt calibrate failed at $rate (see $out/calibrate-$rate.txt)"
     grep -q '^scale-up domain: [0-9]* devices (calibration); scale-out: calibrated' "$out/calibrate-$rate.txt" ||
       die "the $rate calibration did not take its domains and scale-out from the measured layout (see $out/calibrate-$rate.txt)"

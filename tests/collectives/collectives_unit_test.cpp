@@ -8,6 +8,7 @@
 #include "collectives/check.hpp"
 #include "collectives/collective.hpp"
 #include "collectives/domains.hpp"
+#include "collectives/harness.hpp"
 #include "core/errors.hpp"
 #include "collectives/provenance.hpp"
 #include "collectives/sizes.hpp"
@@ -25,6 +26,35 @@ TEST(BusBandwidth, FactorsMatchNcclTests) {
   EXPECT_DOUBLE_EQ(find_collective("broadcast").bus_factor(n), 1.0);
   EXPECT_DOUBLE_EQ(find_collective("send_recv").bus_factor(n), 1.0);
   EXPECT_DOUBLE_EQ(find_collective("all_reduce").bus_factor(1), 0.0);
+}
+
+// The memory plan of a sweep: the largest measurement's send and receive buffers with
+// their rotation pools, and the check copies; smaller messages rotate through at most
+// --rotate-bytes (or one slot per timed call) and never plan more than that.
+TEST(HarnessMemoryPlan, CountsTheLargestMeasurementsBuffersPoolsAndCheckCopies) {
+  HarnessOptions opt;
+  opt.ops = {&find_collective("all_gather")};
+  opt.scopes = {Scope::world};
+  opt.dtypes = {DType::float32};
+  opt.sizes = {1024, 1u << 20};
+  opt.placements = {Placement::out_of_place};
+  opt.rotate_bytes = 0;
+  const DomainLayout four = layout_by_block(4, 0, 4);
+  // all_gather of 1 MiB on 4 ranks: receives 1 MiB, sends 256 KiB; checked on the host.
+  const double buffers = (1u << 20) + (1u << 18);
+  HostMemoryPlan plan = plan_host_memory(opt, four, true);
+  EXPECT_DOUBLE_EQ(plan.bytes, 2 * buffers);
+  EXPECT_NE(plan.what.find("all_gather"), std::string::npos) << plan.what;
+  EXPECT_NE(plan.what.find("1048576 B"), std::string::npos) << plan.what;
+  EXPECT_DOUBLE_EQ(plan_host_memory(opt, four, false).bytes, buffers);  // device buffers: the check copies only
+  opt.check = false;
+  EXPECT_DOUBLE_EQ(plan_host_memory(opt, four, false).bytes, 0);
+  // A 64 MiB rotation pool for 1 KiB messages holds one slot per timed call (20), never more.
+  opt.check = true;
+  opt.sizes = {1024};
+  opt.rotate_bytes = 64u << 20;
+  plan = plan_host_memory(opt, four, true);
+  EXPECT_DOUBLE_EQ(plan.bytes, 20.0 * 1024 + 20.0 * 256 + 1024 + 256);
 }
 
 TEST(ByteAccounting, AllGatherCountsTheGatheredOutput) {
@@ -244,6 +274,21 @@ TEST(Provenance, EnvironmentAllowListKeepsOnlyCommunicationVariables) {
   EXPECT_EQ(kept[0].first, "NCCL_DEBUG");
   EXPECT_EQ(kept[1].first, "SLURM_JOB_ID");
   EXPECT_EQ(kept[2], (std::pair<std::string, std::string>{"UCX_TLS", "sm"}));
+}
+
+// Under an allowed prefix, a secret-looking name is kept with its value redacted.
+TEST(Provenance, SecretLookingNamesUnderAllowedPrefixesAreRedacted) {
+  std::string a = "SLURM_JOB_TOKEN=t0p", b = "UCX_IB_PASSWORD=pw", c = "NCCL_API_KEY=k", d = "NCCL_IB_PKEY=3",
+              e = "FI_Secret_thing=s", f = "NCCL_DEBUG=INFO";
+  char* env[] = {a.data(), b.data(), c.data(), d.data(), e.data(), f.data(), nullptr};
+  std::map<std::string, std::string> kept;
+  for (const auto& [name, value] : allowed_environment(env)) kept[name] = value;
+  EXPECT_EQ(kept.at("SLURM_JOB_TOKEN"), kRedacted);
+  EXPECT_EQ(kept.at("UCX_IB_PASSWORD"), kRedacted);
+  EXPECT_EQ(kept.at("NCCL_API_KEY"), kRedacted);
+  EXPECT_EQ(kept.at("FI_Secret_thing"), kRedacted);
+  EXPECT_EQ(kept.at("NCCL_IB_PKEY"), "3");
+  EXPECT_EQ(kept.at("NCCL_DEBUG"), "INFO");
 }
 
 }  // namespace

@@ -65,3 +65,22 @@ grep -q "is gone without recording an end" <<<"$shown" || fail "killed0: no reas
 n=$(rows "$file" 000001 steps)
 ((n >= 3)) || fail "killed0: only '$n' steps kept"
 ok "killed writer: exit $status, ibt show says interrupted, $n steps kept"
+# The Python readers (the HTML report) tell the same: interrupted, with the reason.
+html_dir=$(dirname "$0")/../../reports/html
+read_status=$(/usr/bin/python3 -c 'import sys; sys.path.insert(0, sys.argv[1]); import ibt_h5
+r = ibt_h5.load_runs(sys.argv[2])[0]; print(r.status + "|" + r.attrs.get("error", ""))' "$html_dir" "$file") ||
+  fail "killed0: the Python reader failed"
+[[ $read_status == "interrupted|interrupted: its writer (pid $pid on host "*"is gone without recording an end"* ]] ||
+  fail "killed0: the Python reader says '$read_status'"
+"$ibt" report "$file" --out "$dir/killed0-report" >/dev/null 2>&1 || fail "killed0: ibt report failed"
+grep -q "<td class='status-interrupted'>interrupted</td>" "$dir/killed0-report/index.html" ||
+  fail "killed0: the HTML report does not show the run interrupted"
+grep -q ">running<" "$dir/killed0-report/index.html" && fail "killed0: the HTML report still says running"
+# A writer on another host is judged by its heartbeat: stale (older than 120 s) means interrupted.
+/usr/bin/python3 -c 'import sys; sys.path.insert(0, sys.argv[1]); import writer_liveness as w
+old = {"status": "running", "writer_host": "elsewhere-host", "writer_pid": "1", "heartbeat": "2020-01-01T00:00:00Z"}
+assert w.dead_writer_reason(old).startswith("interrupted: no heartbeat from its writer"), w.dead_writer_reason(old)
+import time; fresh = dict(old, heartbeat=time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()))
+assert w.dead_writer_reason(fresh) == "", w.dead_writer_reason(fresh)
+assert w.dead_writer_reason(dict(old, status="complete")) == ""' "$html_dir" || fail "the heartbeat rule of the Python reader"
+ok "killed writer: the Python reader and the HTML report show it interrupted, as ibt show does"

@@ -113,6 +113,35 @@ TEST(EngineActivationMemory, ExplicitHeadDimBlockKeepsWhatTheAccountingCounts) {
             activation_bytes_per_layer(m, s, fp32_adam(), 0) + tokens * 4.0 * kRmsNormZeroMeans);
 }
 
+// Replicated KV heads (tp 4 > 2 KV heads; one KV head at tp 2): each shard keeps one
+// whole KV head's K and V, as the accounting counts.
+TEST(EngineActivationMemory, ReplicatedKvHeadsBlockKeepsWhatTheAccountingCounts) {
+  ModelConfig m = load_model("tiny-dense");
+  for (int kv : {2, 1})
+    for (int tp : {2, 4}) {
+      m.kv_heads = kv;
+      ParallelSplit s{1, tp, 1, 1, 1, 1, 2, ScheduleKind::one_f_one_b};
+      const double tokens = 2.0 * m.seq_len;
+      EXPECT_EQ(cached_bytes(m, 0, 2, tp),
+                activation_bytes_per_layer(m, s, fp32_adam(), 0) + tokens * 4.0 * kRmsNormZeroMeans)
+          << "kv_heads " << kv << " tp " << tp;
+    }
+}
+
+// A parallel block keeps one norm's cache; its attention and MLP each keep a copy of
+// the same normed input, which the accounting counts once: h floats per token more.
+TEST(EngineActivationMemory, ParallelBlockKeepsTheAccountingPlusTheSharedInputCopy) {
+  ModelConfig m = load_model("tiny-dense");
+  m.parallel_block = true;
+  for (int tp : {1, 2}) {
+    ParallelSplit s{1, tp, 1, 1, 1, 1, 2, ScheduleKind::one_f_one_b};
+    const double tokens = 2.0 * m.seq_len;
+    EXPECT_EQ(cached_bytes(m, 0, 2, tp),
+              activation_bytes_per_layer(m, s, fp32_adam(), 0) + tokens * 4.0 * (kRmsNormZeroMeans / 2 + m.hidden))
+        << "tp " << tp;
+  }
+}
+
 // Context parallelism (all_gather variant): 1/cp of the tokens, the probabilities of
 // the local queries against the whole sequence, and the gathered K/V of the sequence.
 TEST(EngineActivationMemory, ContextParallelBlockKeepsWhatTheAccountingCounts) {

@@ -205,5 +205,16 @@ TEST_F(GradCheck, WholeDenseTransformerLayerNormGeluTied) {
   check_transformer(m);
 }
 
+// Parallel attention+MLP blocks (GPT-J: one LayerNorm, GELU): the serial reference
+// uses the same block, so finite differences are its independent check. (Not MoE: a
+// whole-model perturbation flips top-k routing, which has no derivative.)
+TEST_F(GradCheck, WholeParallelBlockTransformer) {
+  ModelConfig m = test::tiny_config(false);
+  m.parallel_block = true;
+  m.norm = Norm::layernorm;
+  m.activation = Activation::gelu;
+  check_transformer(m);
+}
+
 }  // namespace
 }  // namespace ibt::models

@@ -73,6 +73,48 @@ TEST_P(TensorParallel, AttentionShardsSumToFull) {
   expect_close(dx_sum, dx_full, 1e-5, "attention input gradient");
 }
 
+// Fewer KV heads than shards (kv_heads 1 at t 2 and 4; 2 at 4): each shard holds a
+// copy of the KV head its query heads use, and the copies' K/V weight gradients sum to
+// that head's full gradient (what the executor's tp_kv all-reduce does); the rest as
+// with split heads.
+TEST(TensorParallelShapes, ReplicatedKvHeadShardsSumToFull) {
+  for (auto [kv, t] : {std::pair{1, 2}, {1, 4}, {2, 4}}) {
+    ModelConfig m = test::tiny_config(false);
+    m.kv_heads = kv;
+    const int batch = 2, seq = 5, replicas = t / kv, d = m.head_dim();
+    const Tensor x = random_tensor({batch * seq, m.hidden}, 1);
+    const Tensor dy = random_tensor({batch * seq, m.hidden}, 2);
+    SelfAttention full(m, 3, 0, Shard{});
+    Tensor y_full, dx_full;
+    AttentionCache c_full;
+    full.forward(x, batch, seq, y_full, c_full);
+    full.backward(c_full, batch, seq, dy, dx_full);
+    Tensor y_sum({batch * seq, m.hidden}), dx_sum({batch * seq, m.hidden});
+    std::vector<Tensor> dk(kv, Tensor({d, m.hidden})), dv(kv, Tensor({d, m.hidden}));
+    for (int r = 0; r < t; ++r) {
+      SelfAttention shard(m, 3, 0, Shard{r, t});
+      Tensor y, dx;
+      AttentionCache c;
+      shard.forward(x, batch, seq, y, c);
+      shard.backward(c, batch, seq, dy, dx);
+      add_into(y_sum, y);
+      add_into(dx_sum, dx);
+      const int head = r / replicas;
+      expect_close(shard.wk.value, slice_rows(full.wk.value, head * d, d), 0, "wk copy");
+      add_into(dk[head], shard.wk.grad);
+      add_into(dv[head], shard.wv.grad);
+      expect_close(shard.wq.grad, shard_slice(full.wq.grad, shard.wq.grad, r), 1e-5, "wq grad");
+      expect_close(shard.wo.grad, shard_slice(full.wo.grad, shard.wo.grad, r), 1e-5, "wo grad");
+    }
+    for (int h = 0; h < kv; ++h) {
+      expect_close(dk[h], slice_rows(full.wk.grad, h * d, d), 1e-5, "summed wk grad");
+      expect_close(dv[h], slice_rows(full.wv.grad, h * d, d), 1e-5, "summed wv grad");
+    }
+    expect_close(y_sum, y_full, 1e-5, "attention output");
+    expect_close(dx_sum, dx_full, 1e-5, "attention input gradient");
+  }
+}
+
 TEST_P(TensorParallel, MlpShardsSumToFull) {
   const int t = GetParam();
   for (Activation act : {Activation::gelu, Activation::swiglu}) {

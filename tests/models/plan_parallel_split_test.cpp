@@ -44,7 +44,13 @@ TEST(PlanParallelSplit, NamesTheFailedConstraint) {
   const ModelConfig moe = load_model("tiny-moe");      // 8 experts
   using S = ScheduleKind;
   expect_failure({2, 2, 2, 1, 1, 4, 1, S::one_f_one_b}, dense, 4, "world size");
-  expect_failure({1, 4, 1, 1, 1, 1, 1, S::one_f_one_b}, dense, 4, "kv_heads (2) not divisible by tp (4)");
+  // KV heads: split over TP (kv_heads % tp == 0) or replicated (tp % kv_heads == 0).
+  EXPECT_EQ(check({1, 4, 1, 1, 1, 1, 1, S::one_f_one_b}, dense, 4), "");  // 2 KV heads on 4 ranks: 2 copies each
+  ModelConfig odd = dense;
+  odd.heads = 12;
+  odd.kv_heads = 3;
+  expect_failure({1, 2, 1, 1, 1, 1, 1, S::one_f_one_b}, odd, 2, "kv_heads (3) not divisible by tp (2)");
+  expect_failure({1, 4, 1, 1, 1, 1, 1, S::one_f_one_b}, odd, 4, "tp (4) not a multiple of kv_heads (3)");
   expect_failure({1, 3, 1, 1, 1, 1, 1, S::one_f_one_b}, dense, 3, "heads (4) not divisible by tp (3)");
   expect_failure({1, 1, 8, 1, 1, 8, 1, S::one_f_one_b}, dense, 8, "exceeds layers");
   expect_failure({1, 1, 4, 1, 2, 4, 1, S::interleaved}, dense, 4, "exceeds layers");

@@ -10,7 +10,7 @@
 namespace ibt::models {
 namespace {
 
-const Group kKinds[] = {Group::tp, Group::dp, Group::pp, Group::ep, Group::expert_dp};
+const Group kKinds[] = {Group::tp, Group::dp, Group::pp, Group::ep, Group::expert_dp, Group::tp_kv};
 
 void check_partitions(const RankLayout& L) {
   const int n = L.world_size();
@@ -48,6 +48,19 @@ TEST(PlanRankGroups, PartitionsSmallWorlds) {
       for (int pp : {1, 2, 3})
         for (int ep : {1, 2, 3})
           if (dp % ep == 0) check_partitions(RankLayout(tp, dp, pp, ep));
+}
+
+// Replicated KV heads: tp_kv groups of r consecutive TP ranks, with CP and DP around.
+TEST(PlanRankGroups, PartitionsKvReplicaGroups) {
+  for (int tp : {2, 4, 8})
+    for (int replicas : {1, 2, 4})
+      if (tp % replicas == 0) {
+        const RankLayout L(tp, 2, 2, 1, 2, 0, replicas);
+        check_partitions(L);
+        EXPECT_EQ(L.group_size(Group::tp_kv), replicas);
+        EXPECT_EQ(L.members(Group::tp_kv, tp - 1).front(), tp - replicas);  // the last `replicas` TP ranks share a head
+      }
+  EXPECT_THROW(RankLayout(4, 1, 1, 1, 1, 0, 3), UsageError);
 }
 
 TEST(PlanRankGroups, PartitionsSixteenThousandRanks) {

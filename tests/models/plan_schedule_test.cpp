@@ -235,3 +235,39 @@ TEST(PlanSchedule, StageLayersCoverTheModelInOrder) {
 
 }  // namespace
 }  // namespace ibt::models
+
+namespace ibt::models {
+namespace {
+
+// The plan covers what build_schedule reserves, so a schedule the plan lets through is
+// never larger than planned.
+TEST(PlanScheduleMemory, PlanCoversTheReservedActions) {
+  for (const auto& [kind, p, v, m] : {std::tuple{ScheduleKind::one_f_one_b, 4, 1, 64},
+                                      std::tuple{ScheduleKind::interleaved, 4, 2, 16},
+                                      std::tuple{ScheduleKind::afab, 2, 1, 8}}) {
+    const PipelineSchedule s = build_schedule(kind, p, v, m);
+    double reserved = 0;
+    for (const auto& stage : s.per_stage) reserved += static_cast<double>(stage.capacity()) * sizeof(PipeAction);
+    EXPECT_GE(schedule_bytes(p, v, m), reserved) << "p " << p << " v " << v << " m " << m;
+  }
+}
+
+// A schedule no machine holds (2^31 - 1 microbatches on 1,000 stages: petabytes) is
+// refused naming the microbatches and the bytes, before anything is allocated.
+TEST(PlanScheduleMemory, AScheduleNoMachineHoldsIsRefused) {
+  ParallelSplit split;
+  split.pp = 1000;
+  split.microbatches = 2147483647;
+  try {
+    require_schedule_memory(split);
+    FAIL() << "not refused";
+  } catch (const UsageError& e) {
+    const std::string what = e.what();
+    EXPECT_NE(what.find("2147483647 microbatches"), std::string::npos) << what;
+    EXPECT_NE(what.find("bytes"), std::string::npos) << what;
+  }
+  EXPECT_THROW(build_schedule(ScheduleKind::one_f_one_b, 1000, 1, 2147483647), UsageError);
+}
+
+}  // namespace
+}  // namespace ibt::models

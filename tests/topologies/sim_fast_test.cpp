@@ -69,6 +69,9 @@ std::vector<Case> cases() {
                                               models::CpComm::all_gather)},
       // no pipeline: one stage, data + expert parallel
       {"tiny-moe", "dgx-h100", split(8, 1, 1, 4, 1, 4, 1, one_f_one_b, false, true, Recompute::selective)},
+      // replicated KV heads (8 KV heads at tp16: tp_kv gradient sums) and a parallel block
+      {"llama3-70b", "gb200-nvl72", split(2, 16, 2, 1, 1, 8, 1, one_f_one_b, true, true, Recompute::selective)},
+      {"gpt-j-6b", "dgx-h100", split(4, 8, 2, 1, 2, 8, 1, interleaved, true, false, Recompute::full)},
       // context parallel: ring K/V passes (overlapped) and the all-gather variant
       {"llama3-70b", "dgx-h100",
        with_cp(split(2, 4, 4, 1, 2, 8, 1, interleaved, true, true, Recompute::selective), 4, models::CpComm::ring)},

@@ -380,5 +380,58 @@ TEST(Pricer, Fp8GemmsRunAtTheFp8PeakAndPayTheirCasts) {
   EXPECT_THROW(cpu.set_fp8_gemms(), UsageError);
 }
 
+// Parallel attention+MLP blocks: one TP reduction per layer and pass instead of two, so
+// at tp8 with SP the priced TP collectives take about half the time (the GEMMs are the same).
+TEST(Projection, ParallelBlockHalvesTheTensorParallelCollectives) {
+  models::ModelConfig par = models::load_model("gpt-j-6b");
+  models::ModelConfig seq = par;
+  seq.parallel_block = false;
+  const Topology t = load_topology("dgx-h100");
+  models::ParallelSplit s;
+  s.tp = 8;
+  s.dp = 2;
+  s.microbatches = 4;
+  s.sequence_parallel = true;
+  ProjectionOptions o;
+  o.keep_sim = true;
+  const Projection a = project(par, t, s, o), b = project(seq, t, s, o);
+  ASSERT_TRUE(a.feasible && b.feasible) << a.reason << b.reason;
+  const auto tp_us = [](const Projection& p) {
+    double us = 0;
+    for (auto k : {models::OpKind::sp_all_gather, models::OpKind::sp_reduce_scatter})
+      us += p.sim.stages.at(0).op_us[static_cast<int>(k)];
+    return us;
+  };
+  EXPECT_LT(a.step_s, b.step_s);
+  // Per layer 2 instead of 4 SP collectives each way; the head's and embedding's stay.
+  EXPECT_NEAR(tp_us(a) / tp_us(b), 0.5, 0.05);
+  EXPECT_DOUBLE_EQ(a.sim.stages.at(0).op_us[static_cast<int>(models::OpKind::qkv_gemm)],
+                   b.sim.stages.at(0).op_us[static_cast<int>(models::OpKind::qkv_gemm)]);
+}
+
+// Replicated KV heads: Llama 3 70B (8 KV heads) at tp16 on one NVL72 domain is a valid,
+// priced split; the tp_kv gradient sum is a 2-rank group inside the domain.
+TEST(Projection, ReplicatedKvHeadsArePricedWithTheirGradientSum) {
+  const auto m = models::load_model("llama3-70b");
+  const Topology t = load_topology("gb200-nvl72");
+  models::ParallelSplit s;
+  s.tp = 16;
+  s.dp = 2;
+  s.microbatches = 4;
+  s.sequence_parallel = true;
+  ProjectionOptions o;
+  o.keep_sim = true;
+  const Projection p = project(m, t, s, o);
+  ASSERT_TRUE(p.priced) << p.reason;
+  TopologyPricer pricer(t, s, "bf16");
+  pricer.set_kv_replicas(m.kv_replicas(s.tp));
+  EXPECT_EQ(pricer.placement(models::Group::tp_kv).n, 2);
+  EXPECT_EQ(pricer.placement(models::Group::tp_kv).per_domain, 2);
+  const auto prog = models::build_step_program(m, s, 0, program_options(o));
+  int sums = 0;
+  for (const auto& op : prog.ops) sums += op.group == models::Group::tp_kv;
+  EXPECT_EQ(sums, m.layers);
+}
+
 }  // namespace
 }  // namespace ibt::topo

@@ -60,6 +60,8 @@ std::string cuda_executor_check(const models::ParallelSplit& split, const models
   const std::string prefix = "split " + models::describe(split) + ": the cuda executor does not implement ";
   if (model.is_moe() || split.ep > 1) return prefix + "MoE/expert parallelism yet (model " + model.name + ")";
   if (model.attention != models::Attention::standard) return prefix + "MLA (model " + model.name + ")";
+  if (model.parallel_block) return prefix + "parallel attention+MLP blocks (model " + model.name + ")";
+  if (model.kv_replicas(split.tp) > 1) return prefix + "KV heads replicated over TP (tp > kv_heads)";
   if (split.zero > 0) return prefix + "ZeRO (stage " + std::to_string(split.zero) + ") yet";
   if (split.cp > 1) return prefix + "context parallelism yet";
   if (split.sequence_parallel) return prefix + "sequence parallelism yet";

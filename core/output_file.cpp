@@ -1,0 +1,70 @@
+#include "core/output_file.hpp"
+
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstdio>
+#include <cstring>
+
+#include "core/errors.hpp"
+
+namespace ibt {
+
+namespace {
+
+std::string cause(int err) {
+  switch (err) {
+    case ENOSPC: return "disk full (ENOSPC)";
+    case EDQUOT: return "disk quota exceeded (EDQUOT)";
+    case EFBIG: return "file too large (EFBIG: a file-size limit, ulimit -f)";
+    case EIO: return "I/O error (EIO)";
+    default: return std::strerror(err);
+  }
+}
+
+std::string temporary_beside(const std::string& path) {
+  const std::size_t slash = path.find_last_of('/');
+  const std::string folder = slash == std::string::npos ? "" : path.substr(0, slash + 1);
+  const std::string name = slash == std::string::npos ? path : path.substr(slash + 1);
+  return folder + "." + name + ".ibt-tmp-" + std::to_string(getpid());
+}
+
+}  // namespace
+
+void refuse_existing_output(const std::string& path, const std::string& flag, bool force) {
+  if (path.empty()) throw UsageError(flag + " is empty: give the file to write");
+  struct stat st {};
+  if (stat(path.c_str(), &st) != 0) return;  // a new file: nothing to protect
+  if (S_ISDIR(st.st_mode)) throw UsageError(flag + " " + path + ": is a folder; give a file name");
+  if (!S_ISREG(st.st_mode))
+    throw UsageError(flag + " " + path + ": is not a regular file (a device, FIFO or socket is never written)");
+  if (!force)
+    throw UsageError(flag + " " + path + ": the file exists and is left as it is; choose another name, or add "
+                     "--force to replace it");
+}
+
+void write_output_file(const std::string& path, const std::string& text, const std::string& flag) {
+  const std::string tmp = temporary_beside(path);
+  const int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0666);
+  if (fd < 0) {
+    const int err = errno;
+    throw StorageError(flag + " " + path + ": cannot create " + tmp + ": " + cause(err));
+  }
+  int err = 0;
+  for (std::size_t done = 0; done < text.size() && !err;) {
+    const ssize_t n = ::write(fd, text.data() + done, text.size() - done);
+    if (n < 0 && errno != EINTR) err = errno;
+    if (n > 0) done += static_cast<std::size_t>(n);
+  }
+  if (!err && ::fsync(fd) != 0) err = errno;
+  if (::close(fd) != 0 && !err) err = errno;
+  if (!err && std::rename(tmp.c_str(), path.c_str()) != 0) err = errno;
+  if (err) {
+    ::unlink(tmp.c_str());
+    throw StorageError(flag + " " + path + ": not written: " + cause(err) + "; a file already there is unchanged");
+  }
+}
+
+}  // namespace ibt
