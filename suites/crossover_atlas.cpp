@@ -157,7 +157,9 @@ int run_atlas(const AtlasFlags& flags, int argc, char** argv) {
          band(w, false), band(w, true), fit(w.feasible ? topo::strategy_and_split(w.split) : "(none fits)", 120),
          n.feasible ? n.mfu : nan, band(n, false), band(n, true),
          fit(n.feasible ? topo::strategy_and_split(n.split) : "(none fits)", 120),
-         any.mfu_band.known ? any.mfu_band.family : std::string(), std::isinf(c.cell.gain) ? 1e300 : c.cell.gain,
+         any.mfu_band.known ? any.mfu_band.family : std::string(),
+         // As ibt crossover stores it: NaN where nothing fits (no gain), 1e300 for "only PP fits".
+         !w.feasible && !n.feasible ? nan : std::isinf(c.cell.gain) ? 1e300 : c.cell.gain,
          c.cell.uncertainty, c.cell.verdict, c.entry.practice, c.entry.practice_source, c.agreement,
          c.deciding_term, fit(c.why, 200)});
   }
