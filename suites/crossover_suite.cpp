@@ -14,6 +14,7 @@
 #include "models/model_file.hpp"
 #include "suites/zero_flags.hpp"
 #include "suites/cli.hpp"
+#include "suites/crossover_atlas.hpp"
 #include "suites/failure_flags.hpp"
 #include "suites/run_recorder.hpp"
 #include "suites/suites.hpp"
@@ -57,6 +58,8 @@ int crossover_main(int argc, char** argv) {
   long long global_batch = 0, global_batch_tokens = 16LL * 1024 * 1024;
   double threshold = 0.05;
   int jobs = 1;
+  bool atlas = false;
+  std::string atlas_file, atlas_models, atlas_topologies;
   const char* about =
       "When does pipeline parallelism stop being needed? For each cell of a grid of fabrics\n"
       "derived from --topology (devices per scale-up domain x scale-out Gb/s per device; every\n"
@@ -74,7 +77,13 @@ int crossover_main(int argc, char** argv) {
       "no PP), tp <= domain size; bf16 mixed-precision Adam memory; DP gradient reduction overlapped.\n\n"
       "Goodput: with a failure rate (the flags below or the base topology's reliability section)\n"
       "each cell also shows goodput-adjusted MFU = MFU x goodput (Daly's optimal checkpoint\n"
-      "interval; topologies/failure_model.hpp); --rank-by goodput picks the bests and the gain on it.\n";
+      "interval; topologies/failure_model.hpp); --rank-by goodput picks the bests and the gain on it.\n\n"
+      "The atlas (--atlas): is PP still needed, model by system? Each cell of the atlas file is a\n"
+      "model on a catalog system at a published (or stated) scale and batch; it is one crossover\n"
+      "at the system's own domain size and scale-out bandwidth, with the framework the cell names.\n"
+      "Per cell: the best split with PP and without (FSDP/HSDP/CP/TP/EP count as no PP), their\n"
+      "MFU bands, the gain, the verdict, whether it agrees with published practice, and the part\n"
+      "of the step that decides. Takes --threshold, --jobs, --out; ignores the grid and model flags.\n";
   po::options_description opts("options");
   opts.add_options()
       ("help,h", "show this help")
@@ -98,6 +107,13 @@ int crossover_main(int argc, char** argv) {
       ("jobs,j", po::value(&jobs)->default_value(jobs),
        "threads sweeping the splits (the results are the same for any count; 0 = all cores)")
       ("out", po::value(&out), "HDF5 results file to append a run of kind 'crossover' to");
+  po::options_description atlas_opts("The atlas (--atlas; topologies/atlas.hpp)");
+  atlas_opts.add_options()
+      ("atlas", po::bool_switch(&atlas), "run the atlas instead of a grid")
+      ("atlas-file", po::value(&atlas_file), "atlas cells (default topologies/validation/atlas.json)")
+      ("atlas-models", po::value(&atlas_models), "comma list: only the cells of these models")
+      ("atlas-topologies", po::value(&atlas_topologies), "comma list: only the cells on these systems");
+  opts.add(atlas_opts);
   add_failure_options(opts);
   ZeroFlags zero;
   po::options_description zero_opts("Sharded data parallelism searched");
@@ -108,11 +124,26 @@ int crossover_main(int argc, char** argv) {
   po::variables_map vm;
   if (!parse_command_line(argc, argv, opts, vm, nullptr, "", &old_spellings)) {
     print_help(std::cout, "ibt crossover --model M --gpus N [--topology T] [--domain-sizes ...] [--scale-out-Gbps ...]", about, opts, {"ibt crossover --model deepseek-v3 --gpus 8192 --domain-sizes 8,16,32,64,72 --scale-out-Gbps 100,400,1600 --topology dgx-h100 --out crossover.h5",
-                "ibt crossover --model llama3-70b --gpus 1024 --rank-by goodput"});
+                "ibt crossover --model llama3-70b --gpus 1024 --rank-by goodput",
+                "ibt crossover --atlas --jobs 2 --out atlas.h5",
+                "ibt crossover --atlas --atlas-models gpt3-175b --atlas-topologies dgx-a100"});
     return kExitOk;
   }
   take_alias(vm, "base-topology", "topology", base);
   take_alias(vm, "scale-out-gbps", "scale-out-Gbps", gbps);
+  if (!atlas && (vm.count("atlas-file") || vm.count("atlas-models") || vm.count("atlas-topologies")))
+    throw UsageError("--atlas-file, --atlas-models and --atlas-topologies go with --atlas");
+  if (atlas) {
+    if (!(threshold >= 0)) throw UsageError("--threshold must be >= 0");
+    AtlasFlags f;
+    f.file = atlas_file;
+    f.models = atlas_list(atlas_models);
+    f.topologies = atlas_list(atlas_topologies);
+    f.threshold = threshold;
+    f.jobs = resolve_jobs(jobs);
+    f.out = out;
+    return run_atlas(f, argc, argv);
+  }
   if (model_name.empty()) throw UsageError("--model is required");
   require_positive(gpus, "--gpus");
   require_positive(max_cp, "--cp");

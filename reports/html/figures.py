@@ -434,3 +434,62 @@ def crossover_figures(runs):
                               f"{thr:g}). Verdict: {run.attrs.get('verdict', '?')}",
                               (header, rows)))
     return figures
+
+
+def atlas_figures(runs):
+    """`ibt crossover --atlas` runs (table "atlas"): the gain from PP per model and system,
+    coloured by verdict, and the whole table (bests with their MFU bands, agreement with
+    published practice and the part of the step that decides)."""
+    figures = []
+    for run in runs:
+        t = run.tables.get("atlas")
+        if t is None or t.length == 0:
+            continue
+        models = list(dict.fromkeys(str(x) for x in t["model"]))
+        systems = list(dict.fromkeys(str(x) for x in t["topology"]))
+        m = np.full((len(models), len(systems)), np.nan)
+        label = {}
+        for i in range(t.length):
+            a, b = models.index(str(t["model"][i])), systems.index(str(t["topology"][i]))
+            if str(t["verdict"][i]) == "nothing fits":  # no gain to colour: left blank
+                label[(a, b)] = "nothing fits"
+                continue
+            m[a, b] = min(float(t["gain"][i]), 10.0)
+            label[(a, b)] = f"{100 * m[a, b]:+.0f}%\n{t['verdict'][i]}\n{t['agreement'][i]}"
+        thr = float(run.attrs.get("threshold", 0.05))
+        fig, ax = plt.subplots(figsize=(1.9 * len(systems) + 2, 1.1 * len(models) + 1.5))
+        finite = m[np.isfinite(m)]
+        lo = min(float(finite.min()) if finite.size else 0.0, -thr) * 100
+        hi = max(float(finite.max()) if finite.size else 0.0, 2 * thr) * 100
+        norm = matplotlib.colors.TwoSlopeNorm(vcenter=100 * thr, vmin=min(lo, 100 * thr - 1), vmax=max(hi, 100 * thr + 1))
+        im = ax.imshow(100 * m, cmap="RdYlGn_r", norm=norm, aspect="auto")
+        fig.colorbar(im, ax=ax, label=f"gain from PP (%); threshold {100 * thr:g}%")
+        for (a, b), text in label.items():
+            ax.text(b, a, text, ha="center", va="center", fontsize=6)
+        ax.set_xticks(range(len(systems)))
+        ax.set_xticklabels(systems, rotation=20, fontsize=8)
+        ax.set_yticks(range(len(models)))
+        ax.set_yticklabels(models, fontsize=8)
+        ax.set_title(f"Is pipeline parallelism still needed? ({run.label})", fontsize=9)
+        fig.tight_layout()
+
+        def band(i, side):
+            v, lo_, hi_ = (float(t[f"mfu_{side}"][i]), float(t[f"mfu_{side}_low"][i]), float(t[f"mfu_{side}_high"][i]))
+            if math.isnan(v):
+                return "(none fits)"
+            return f"{100 * v:.1f} ({100 * lo_:.1f}-{100 * hi_:.1f})" if not math.isnan(lo_) else f"{100 * v:.1f} (no band)"
+
+        header = ["model", "system", "devices x batch", "scale", "MFU with PP % (band)", "best with PP",
+                  "MFU without PP % (band)", "best without PP", "gain", "verdict", "practice", "agreement",
+                  "deciding term", "why"]
+        rows = [[t["model"][i], t["topology"][i], f"{int(t['devices'][i])} x {int(t['global_batch'][i])}",
+                 f"{t['scale'][i]} ({t['scale_source'][i]})", band(i, "with_pp"), t["split_with_pp"][i],
+                 band(i, "no_pp"), t["split_no_pp"][i], _fmt(float(t["gain"][i]), 3), t["verdict"][i],
+                 f"{t['practice'][i]} ({t['practice_source'][i]})", t["agreement"][i], t["deciding_term"][i],
+                 t["why"][i]] for i in range(t.length)]
+        figures.append(Figure(f"atlas_{run.file}_{run.id}", fig,
+                              "Gain from pipeline parallelism (best MFU with PP / best without - 1) per model "
+                              "and system at a published or stated scale and batch, with the verdict and its "
+                              "agreement with published practice. Sources: the run's atlas_json attribute.",
+                              (header, rows)))
+    return figures

@@ -190,6 +190,8 @@ def render(files, out, title, command_line, experiments=()):
     section(page, "Generation comparison: one model, split and batch across systems", S.generation_figures(runs),
             "No model, split, device count and batch projected on two or more systems in these files.")
     section(page, "Pipeline-parallel crossover", F.crossover_figures(runs), "No crossover runs in these files.")
+    section(page, "Is pipeline parallelism still needed? The atlas", F.atlas_figures(runs),
+            "No atlas runs in these files (ibt crossover --atlas).")
     for folder in experiments:  # scripts/cluster/crossover_experiment.sh output folders
         figs, summary = XO.experiment_figures(folder)
         page.add(f"<h2>Pipeline-parallel crossover, measured and projected ({e(folder)})</h2>")

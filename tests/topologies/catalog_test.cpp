@@ -15,8 +15,32 @@ namespace {
 TEST(Catalog, HasTheRequiredSystems) {
   const auto names = catalog_names();
   const std::set<std::string> have(names.begin(), names.end());
-  for (const char* n : {"dgx-a100", "dgx-h100", "dgx-h200", "dgx-b200", "gb200-nvl72", "tpu-v4", "tpu-v5p", "local-cpu"})
+  for (const char* n : {"dgx-a100", "dgx-h100", "dgx-h200", "dgx-b200", "gb200-nvl72", "tpu-v4", "tpu-v5p", "local-cpu",
+                        "dgx-h800", "dgx1-v100", "dgx2-v100", "tpu-v3", "tpu-v5p-multislice"})
     EXPECT_TRUE(have.count(n)) << n;
+}
+
+// Issue 14's systems, as the catalog states them: H800 is H100 compute behind 400 GB/s
+// NVLink; DGX-1 is 8 V100s, DGX-2 16; TPU v3 is one 1,024-chip 2D-torus pod; multi-slice
+// v5p is the two-level fabric with the slice as the domain and DCN as the scale-out.
+TEST(Catalog, IssueFourteenSystemsMapOntoTheTwoLevelFabric) {
+  const Topology h100 = load_topology("dgx-h100"), h800 = load_topology("dgx-h800");
+  EXPECT_EQ(h800.device.bf16.get(), h100.device.bf16.get());
+  EXPECT_EQ(h800.scale_up.bandwidth_GBps.get(), 200.0);  // 400 GB/s bidirectional
+  EXPECT_EQ(h800.scale_out.bandwidth_GBps.get(), 50.0);  // 400 Gb/s per GPU
+  EXPECT_EQ(h800.domain_size(), 8);
+  EXPECT_EQ(load_topology("dgx1-v100").domain_size(), 8);
+  EXPECT_EQ(load_topology("dgx2-v100").domain_size(), 16);
+  const Topology v3 = load_topology("tpu-v3");
+  EXPECT_EQ(v3.domain_size(), 1024);
+  ASSERT_TRUE(v3.scale_up.torus.has_value());
+  EXPECT_EQ(v3.scale_up.torus->links_per_chip.get(), 4.0);  // 2D torus
+  EXPECT_FALSE(v3.scale_out.present);
+  const Topology pod = load_topology("tpu-v5p"), ms = load_topology("tpu-v5p-multislice");
+  EXPECT_EQ(ms.domain_size(), 4096);
+  EXPECT_EQ(ms.scale_out.bandwidth_GBps.get(), 6.25);  // 50 Gb/s DCN per chip
+  EXPECT_EQ(ms.device.bf16.get(), pod.device.bf16.get());
+  EXPECT_EQ(ms.scale_up.torus->link_bandwidth_GBps.get(), pod.scale_up.torus->link_bandwidth_GBps.get());
 }
 
 TEST(Catalog, EveryFileParsesAndEveryFigureHasASource) {

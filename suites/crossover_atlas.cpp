@@ -1,0 +1,173 @@
+#include "suites/crossover_atlas.hpp"
+
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <fstream>
+#include <iostream>
+#include <limits>
+#include <sstream>
+
+#include "core/errors.hpp"
+#include "core/progress.hpp"
+#include "ibt/version.hpp"
+#include "suites/cli.hpp"
+#include "suites/run_recorder.hpp"
+#include "topologies/atlas.hpp"
+#include "topologies/projection_report.hpp"
+
+namespace ibt::suites {
+namespace {
+
+std::vector<store::Column> atlas_columns() {
+  using store::ColumnType;
+  return {{"model", ColumnType::str, "", 40},
+          {"topology", ColumnType::str, "", 40},
+          {"devices", ColumnType::i64, "devices"},
+          {"global_batch", ColumnType::i64, "sequences"},
+          {"domain_size", ColumnType::i64, "devices"},
+          {"scale_out_gbps", ColumnType::f64, "Gb/s"},
+          {"framework", ColumnType::str, "", 24},
+          {"scale", ColumnType::str, "", 16},
+          {"scale_source", ColumnType::str, "", 40},
+          {"mfu_with_pp", ColumnType::f64, "fraction"},
+          {"mfu_with_pp_low", ColumnType::f64, "fraction"},
+          {"mfu_with_pp_high", ColumnType::f64, "fraction"},
+          {"split_with_pp", ColumnType::str, "", 120},
+          {"mfu_no_pp", ColumnType::f64, "fraction"},
+          {"mfu_no_pp_low", ColumnType::f64, "fraction"},
+          {"mfu_no_pp_high", ColumnType::f64, "fraction"},
+          {"split_no_pp", ColumnType::str, "", 120},
+          {"band_family", ColumnType::str, "", 40},
+          {"gain", ColumnType::f64, ""},
+          {"uncertainty", ColumnType::f64, ""},
+          {"verdict", ColumnType::str, "", 24},
+          {"practice", ColumnType::str, "", 8},
+          {"practice_source", ColumnType::str, "", 40},
+          {"agreement", ColumnType::str, "", 16},
+          {"deciding_term", ColumnType::str, "", 24},
+          {"why", ColumnType::str, "", 200}};
+}
+
+std::string fit(std::string s, size_t n) { return s.size() < n ? s : s.substr(0, n - 1); }
+
+std::string mfu_text(const topo::Projection& p) {
+  if (!p.feasible) return "(none fits)";
+  char buf[64];
+  if (p.mfu_band.known)
+    std::snprintf(buf, sizeof buf, "%.1f%% (%.1f-%.1f)", 100 * p.mfu, 100 * p.mfu_band.low, 100 * p.mfu_band.high);
+  else
+    std::snprintf(buf, sizeof buf, "%.1f%% (no band)", 100 * p.mfu);
+  return buf;
+}
+
+std::string gain_text(double g) {
+  if (std::isinf(g)) return "inf";
+  char buf[16];
+  std::snprintf(buf, sizeof buf, "%+.1f%%", 100 * g);
+  return buf;
+}
+
+std::vector<std::string> split_words(const std::string& s) {
+  std::vector<std::string> out;
+  std::stringstream ss(s);
+  std::string w;
+  while (std::getline(ss, w, ','))
+    if (!w.empty()) out.push_back(w);
+  return out;
+}
+
+}  // namespace
+
+int run_atlas(const AtlasFlags& flags, int argc, char** argv) {
+  const std::string path = flags.file.empty() ? topo::default_atlas_path() : flags.file;
+  const topo::AtlasSpec spec = topo::load_atlas(path);
+  const std::vector<topo::AtlasEntry> cells = topo::select_cells(spec, flags.models, flags.topologies);
+  if (!flags.out.empty()) store::check_appendable(flags.out);
+  std::printf("ibt crossover --atlas: %zu cells of %s, threshold %.0f%%; each cell is one crossover at the "
+              "system's own domain size and scale-out bandwidth\n",
+              cells.size(), path.c_str(), 100 * flags.threshold);
+  std::printf("| model | system | devices x batch | scale | best with PP: MFU (band) | split | best without PP: "
+              "MFU (band) | split | gain | verdict | practice | agreement | deciding term |\n");
+  std::printf("|---|---|---|---|---|---|---|---|---|---|---|---|---|\n");
+  std::fflush(stdout);
+  topo::keep_freed_memory_for_reuse();
+  std::vector<topo::AtlasCell> results;
+  const auto start = std::chrono::steady_clock::now();
+  for (size_t i = 0; i < cells.size(); ++i) {
+    const topo::AtlasEntry& e = cells[i];
+    // Progress goes to stderr line by line (the atlas runs for many minutes, usually
+    // into a file), besides the redrawn bar a terminal shows.
+    std::fprintf(stderr, "atlas [%zu/%zu] %s on %s, %d devices, batch %lld: searching\n", i + 1, cells.size(),
+                 e.model.c_str(), e.topology.c_str(), e.devices, e.global_batch);
+    const auto t0 = std::chrono::steady_clock::now();
+    Progress progress("atlas " + e.model + " on " + e.topology + ": split pricings", 0);
+    topo::CrossoverRun run;
+    run.jobs = flags.jobs;
+    run.progress = [&](size_t done, size_t total) { progress.set(done, total); };
+    topo::AtlasCell c = topo::run_atlas_cell(e, flags.threshold, run);
+    progress.finish();
+    const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    const double all = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    std::fprintf(stderr, "atlas [%zu/%zu] %s on %s: %s in %.0f s (%.0f s so far)\n", i + 1, cells.size(),
+                 e.model.c_str(), e.topology.c_str(), c.cell.verdict.c_str(), s, all);
+    std::printf("| %s | %s | %d x %lld | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s |\n", e.model.c_str(),
+                e.topology.c_str(), e.devices, e.global_batch, e.scale.c_str(), mfu_text(c.cell.best_with_pp).c_str(),
+                c.cell.best_with_pp.feasible ? topo::strategy_and_split(c.cell.best_with_pp.split).c_str() : "-",
+                mfu_text(c.cell.best_no_pp).c_str(),
+                c.cell.best_no_pp.feasible ? topo::strategy_and_split(c.cell.best_no_pp.split).c_str() : "-",
+                gain_text(c.cell.gain).c_str(), c.cell.verdict.c_str(), e.practice.c_str(), c.agreement.c_str(),
+                c.deciding_term.c_str());
+    std::fflush(stdout);
+    results.push_back(std::move(c));
+  }
+  std::printf("\nwhy, per cell (the part of the step that separates the two bests; first stage's breakdown):\n");
+  for (const auto& c : results)
+    std::printf("- %s on %s: %s; %s\n", c.entry.model.c_str(), c.entry.topology.c_str(), c.agreement.c_str(),
+                c.why.c_str());
+  std::printf("\nsources:\n");
+  for (const auto& [id, ref] : spec.sources) std::printf("- %s: %s\n", id.c_str(), ref.c_str());
+
+  RunRecorder recorder(flags.out, "crossover");
+  recorder.set_attr("command_line", joined_command_line(argc, argv));
+  recorder.set_attr("ibt_version", std::string(kVersion));
+  recorder.set_attr("git_commit", std::string(kGitCommit));
+  recorder.set_attr("backend", std::string("sim"));
+  recorder.set_attr("atlas", path);
+  {
+    std::ifstream in(path);
+    std::stringstream ss;
+    ss << in.rdbuf();
+    recorder.set_attr("atlas_json", ss.str());
+  }
+  recorder.set_attr("threshold", flags.threshold);
+  const double nan = std::numeric_limits<double>::quiet_NaN();
+  for (const auto& c : results) {
+    const topo::Projection& w = c.cell.best_with_pp;
+    const topo::Projection& n = c.cell.best_no_pp;
+    const topo::Projection& any = n.feasible ? n : w;
+    auto band = [&](const topo::Projection& p, bool high) {
+      return p.feasible && p.mfu_band.known ? (high ? p.mfu_band.high : p.mfu_band.low) : nan;
+    };
+    recorder.append(
+        "atlas", atlas_columns(),
+        {c.entry.model, c.entry.topology, static_cast<std::int64_t>(c.entry.devices),
+         static_cast<std::int64_t>(c.entry.global_batch), static_cast<std::int64_t>(c.cell.domain_size),
+         c.cell.scale_out_gbps, c.entry.framework, c.entry.scale, c.entry.scale_source, w.feasible ? w.mfu : nan,
+         band(w, false), band(w, true), fit(w.feasible ? topo::strategy_and_split(w.split) : "(none fits)", 120),
+         n.feasible ? n.mfu : nan, band(n, false), band(n, true),
+         fit(n.feasible ? topo::strategy_and_split(n.split) : "(none fits)", 120),
+         any.mfu_band.known ? any.mfu_band.family : std::string(),
+         // As ibt crossover stores it: NaN where nothing fits (no gain), 1e300 for "only PP fits".
+         !w.feasible && !n.feasible ? nan : std::isinf(c.cell.gain) ? 1e300 : c.cell.gain,
+         c.cell.uncertainty, c.cell.verdict, c.entry.practice, c.entry.practice_source, c.agreement,
+         c.deciding_term, fit(c.why, 200)});
+  }
+  recorder.finish(store::RunStatus::complete);
+  if (recorder.active()) std::printf("run %s written to %s\n", recorder.run_id().c_str(), flags.out.c_str());
+  return kExitOk;
+}
+
+std::vector<std::string> atlas_list(const std::string& s) { return split_words(s); }
+
+}  // namespace ibt::suites
