@@ -183,6 +183,9 @@ int project_main(int argc, char** argv) {
     topo::SearchRun run;
     run.jobs = resolve_jobs(a.jobs);
     run.progress = [&](size_t done, size_t total) { progress.set(done, total); };
+    // A top list by MFU (step time) needs only the top splits priced (branch and bound,
+    // projection.hpp); by goodput, or with --top 0, every split is.
+    if (rank_by == topo::RankBy::mfu && a.top > 0) run.keep_best = static_cast<size_t>(a.top);
     auto ranked = topo::project_all(model, topology, static_cast<int>(a.gpus), search, options, run);
     progress.finish();
     for (auto& p : ranked) topo::add_goodput(p, model, options, failure);

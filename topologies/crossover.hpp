@@ -22,7 +22,10 @@
 //
 // Each split's memory is checked once; its action templates (sim_fast.hpp) are built
 // once per domain size and priced on every bandwidth of that row (they do not depend
-// on the fabric). Rows are swept in order, their splits on run.jobs threads.
+// on the fabric). Rows are swept in order, their splits on run.jobs threads. Ranked by
+// MFU, a split is priced on a cell only while its step-time lower bound
+// (step_lower_bound, sim_fast.hpp) is not above the best of its kind (with or without
+// PP) found there: the cells' bests are those of the exhaustive sweep, whatever jobs.
 #include <functional>
 #include <string>
 #include <vector>

@@ -67,6 +67,23 @@ std::shared_ptr<const ScheduleIndex> make_index(const models::ParallelSplit& spl
       if (a.send) ix->partner[s][i][0] = match(*a.send, recv_of);
       if (a.recv) ix->partner[s][i][1] = match(*a.recv, send_of);
     }
+    const auto& actions = per_stage[s];
+    const int L = ix->last_backward[s][0];
+    int first = -1;
+    for (int i = 0; i < static_cast<int>(actions.size()) && first < 0; ++i)
+      if (actions[i].kind != ActionKind::exchange) first = i;
+    ix->first_action.push_back(first);
+    ix->between.emplace_back(2 * V, 0);
+    ix->after.emplace_back(2 * V, 0);
+    for (int i = first + 1; i < static_cast<int>(actions.size()); ++i) {
+      const auto& a = actions[i];
+      if (a.kind == ActionKind::exchange) continue;
+      const bool backward = a.kind == ActionKind::backward;
+      if (backward && ix->last_backward[s][a.chunk] == i) continue;
+      const int slot = a.chunk * 2 + (backward ? 1 : 0);
+      if (i < L) ++ix->between[s][slot];
+      else ++ix->after[s][slot];
+    }
     std::vector<int>& order = ix->chunk_order[s];
     for (int c = 0; c < V; ++c) order.push_back(c);
     std::stable_sort(order.begin(), order.end(),
@@ -361,6 +378,28 @@ void apply(StageWalk& w, const PricedTemplate& t, double received) {
   w.data_ready = out[kReceived];
 }
 
+// Every template of every stage priced (each distinct op once per stage) and summarised.
+struct PricedStages {
+  std::vector<std::vector<PricedTemplate>> actions;  // [stage][template id]
+  std::vector<PricedTemplate> tails;                 // [stage]
+};
+
+PricedStages price_stages(const StepTemplates& templates, OpPricer& pricer) {
+  const int P = templates.split().pp;
+  PricedStages out;
+  out.actions.resize(P);
+  out.tails.resize(P);
+  for (int s = 0; s < P; ++s) {
+    StagePrices prices(pricer, s);
+    for (int id = 0; id < templates.templates_per_stage(s); ++id) {
+      const ActionTemplate& t = templates.action_template(s, id);
+      out.actions[s].push_back(summarise(t.ops, prices(t.ops), t.producer));
+    }
+    out.tails[s] = summarise(templates.tail(s), prices(templates.tail(s)), -1);
+  }
+  return out;
+}
+
 }  // namespace
 
 SimResult simulate_fast(const StepTemplates& templates, OpPricer& pricer, StageDetail detail) {
@@ -369,17 +408,9 @@ SimResult simulate_fast(const StepTemplates& templates, OpPricer& pricer, StageD
   const int P = static_cast<int>(per_stage.size());
   const int V = ix.schedule.chunks, M = ix.schedule.microbatches;
 
-  // Price every template (each distinct op once per stage) and summarise it.
-  std::vector<std::vector<PricedTemplate>> priced(P);
-  std::vector<PricedTemplate> tails(P);
-  for (int s = 0; s < P; ++s) {
-    StagePrices prices(pricer, s);
-    for (int id = 0; id < templates.templates_per_stage(s); ++id) {
-      const ActionTemplate& t = templates.action_template(s, id);
-      priced[s].push_back(summarise(t.ops, prices(t.ops), t.producer));
-    }
-    tails[s] = summarise(templates.tail(s), prices(templates.tail(s)), -1);
-  }
+  PricedStages priced_stages = price_stages(templates, pricer);
+  const std::vector<std::vector<PricedTemplate>>& priced = priced_stages.actions;
+  const std::vector<PricedTemplate>& tails = priced_stages.tails;
   // Exchange halves cost the same for every message between two stages.
   models::StepProgram stub;
   Op exchange;
@@ -604,6 +635,86 @@ SimResult simulate_fast(const StepTemplates& templates, OpPricer& pricer, StageD
   for (auto& st : result.stages)
     st.exposed_us[static_cast<int>(Exposure::bubble)] += result.step_us - st.finish_us;
   return result;
+}
+
+double step_lower_bound(const StepTemplates& templates, OpPricer& pricer) {
+  const ScheduleIndex& ix = templates.index();
+  const auto& per_stage = ix.schedule.per_stage;
+  const int P = static_cast<int>(per_stage.size());
+  const int V = ix.schedule.chunks;
+  const PricedStages priced = price_stages(templates, pricer);
+
+  // in[j] + entry, where either may be kNever (no dependence, or no known time).
+  auto plus = [](double t, double entry) { return t == kNever || entry == kNever ? kNever : t + entry; };
+  // An output's bound from bounds on the inputs.
+  auto out_bound = [&](const PricedTemplate& t, int output, const Times& in) {
+    double v = kNever;
+    for (int j = 0; j < kInputs; ++j) v = std::max(v, plus(in[j], t.table[output][j]));
+    return v;
+  };
+  // The compute stream's time through an action from its own start (>= its compute).
+  auto busy = [&](int s, int id) { return std::max(0.0, priced.actions[s][id].table[kCompute][kCompute]); };
+  models::StepProgram stub;
+  Op exchange;
+  exchange.kind = OpKind::pp_exchange;
+  exchange.group = Group::pp;
+  exchange.stream = Stream::p2p;
+  exchange.bytes = templates.exchange_bytes();
+  auto half_us = [&](int stage, int peer) {
+    stub.stage = stage;
+    return pricer.exchange_half_us(stub, exchange, peer);
+  };
+
+  // The fill: stage s's first action waits for microbatch 0's activation, which the
+  // first forwards of stages 0..s-1 produce in turn.
+  std::vector<double> first_free(P, 0.0);  // compute stream after the stage's first action
+  double upstream_ready = kNever;          // stage s-1's first forward output
+  bool chain = true;
+  for (int s = 0; s < P; ++s) {
+    const int i = ix.first_action[s];
+    const auto& a = per_stage[s][i];
+    chain = chain && a.kind == ActionKind::forward && a.chunk == 0 && a.microbatch == 0;
+    const double received = s > 0 && chain ? plus(upstream_ready, half_us(s, s - 1)) : kNever;
+    const PricedTemplate& t = priced.actions[s][templates.template_of(s, i)];
+    const Times in{0.0, 0.0, 0.0, received};
+    first_free[s] = std::max(0.0, out_bound(t, kCompute, in));
+    upstream_ready = out_bound(t, kReceived, in);
+    chain = chain && upstream_ready != kNever;
+  }
+
+  // The drain, from the last stage down: each stage's last chunk-0 backward.
+  double bound = 0;
+  double downstream_ready = kNever;  // stage s+1's last chunk-0 backward output
+  int downstream_microbatch = -1;
+  for (int s = P - 1; s >= 0; --s) {
+    const int first = ix.first_action[s];
+    const int L = ix.last_backward[s][0];
+    double before = first_free[s], after = 0;
+    for (int c = 0; c < V; ++c) {
+      before += ix.between[s][c * 2] * busy(s, template_id(c, 0)) + ix.between[s][c * 2 + 1] * busy(s, template_id(c, 1));
+      after += ix.after[s][c * 2] * busy(s, template_id(c, 0)) + ix.after[s][c * 2 + 1] * busy(s, template_id(c, 1));
+      const int last = ix.last_backward[s][c];
+      if (c == 0 || last == first) continue;
+      (last < L ? before : after) += busy(s, templates.template_of(s, last));
+    }
+    double end = before;
+    if (L > first) {
+      const auto& a = per_stage[s][L];
+      const bool linked = s < P - 1 && a.microbatch == downstream_microbatch;
+      const double received = linked ? plus(downstream_ready, half_us(s, s + 1)) : kNever;
+      const PricedTemplate& t = priced.actions[s][templates.template_of(s, L)];
+      const Times in{before, 0.0, 0.0, received};
+      end = std::max(before, out_bound(t, kCompute, in));
+      downstream_ready = out_bound(t, kReceived, in);
+      downstream_microbatch = downstream_ready == kNever ? -1 : a.microbatch;
+    } else {
+      downstream_ready = kNever;
+      downstream_microbatch = -1;
+    }
+    end += after + std::max(0.0, priced.tails[s].table[kCompute][kCompute]);
+    bound = std::max(bound, end);
+  }
+  return bound;
 }
 
 }  // namespace ibt::topo

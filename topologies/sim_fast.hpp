@@ -46,6 +46,12 @@ struct ScheduleIndex {
   std::vector<std::vector<std::array<int, 2>>> partner;
   std::vector<std::vector<int>> last_backward;  // [stage][chunk]: action index
   std::vector<std::vector<int>> chunk_order;    // [stage]: chunks by their last backward
+  // For step_lower_bound(): per stage, its first forward/backward action, and how many
+  // forwards/backwards ([chunk * 2 + 1 for a backward]) lie after it and before
+  // last_backward[stage][0] (between) or after that one (after). Chunks' last
+  // backwards are left out of both counts (their template may differ).
+  std::vector<int> first_action;
+  std::vector<std::vector<int>> between, after;
 };
 
 // The index of split's schedule; built once per distinct schedule and kept for the
@@ -91,5 +97,25 @@ enum class StageDetail { first, all };
 // only; detailed ones the full breakdown.
 SimResult simulate_fast(const StepTemplates& templates, OpPricer& pricer,
                         StageDetail detail = StageDetail::first);
+
+// A lower bound on simulate_fast()'s step time, for searches that need only the best
+// splits (branch and bound: a split whose bound exceeds the k-th best step time found
+// cannot enter the top k). It prices the templates (each distinct op once) but walks
+// no action; from the max-plus summaries (an output is at least any input plus its
+// table entry) it bounds:
+// - each stage's compute stream: its first action, started when the first
+//   microbatch's activation can arrive (the previous stages' first forwards and the
+//   exchange transfers: the pipeline fill), then every other action's compute-to-
+//   compute time back to back;
+// - the drain: each stage's last backward of chunk 0 waits for the same microbatch's
+//   gradient from the next stage, so stage s can end no earlier than stage s+1's last
+//   chunk-0 backward plus the transfer and its own backward and what follows it;
+// and returns the largest stage end. It ignores exposed communication other than the
+// pipeline transfers on those two chains and the data-parallel tail, so it never
+// exceeds the step time; the summaries add durations in another association than the
+// walk, so compare with a relative margin of 1e-9 (kLowerBoundMargin).
+// tests/topologies/sim_fast_test.cpp holds it below the walk on many splits.
+inline constexpr double kLowerBoundMargin = 1e-9;
+double step_lower_bound(const StepTemplates& templates, OpPricer& pricer);
 
 }  // namespace ibt::topo
