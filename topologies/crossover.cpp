@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <array>
+#include <atomic>
 #include <cmath>
 #include <cstdio>
 #include <limits>
@@ -85,12 +86,13 @@ CrossoverResult crossover(const models::ModelConfig& model, const Topology& base
     for (size_t i : feasible)
       if (splits[i].tp <= domain_sizes[row]) eligible.push_back(i);
     std::vector<Projection> priced(eligible.size() * G);
+    std::atomic<size_t> pricings{0};
     // Ranked by MFU, a cell needs only its best split with and without PP: a split is
     // priced on a cell only while its step-time lower bound (sim_fast.hpp) is not above
     // the best step time of its kind found on that cell (branch and bound; the MFU of a
     // slower split is no higher, and the bests are picked in split order as before).
     // By goodput every split is priced.
-    const bool bound = rank_by == RankBy::mfu;
+    const bool bound = rank_by == RankBy::mfu && !run.exhaustive;
     std::vector<double> lower(eligible.size() * G, 0.0);
     std::vector<char> pending(eligible.size() * G, 0);
     auto price_cells = [&](size_t k, const std::vector<char>& wanted) {
@@ -114,6 +116,7 @@ CrossoverResult crossover(const models::ModelConfig& model, const Topology& base
         pending[k * G + g] = 0;
         ++n;
       }
+      pricings += n;
       if (run.progress && n) {
         std::lock_guard<std::mutex> lock(progress_mutex);
         done += n;
@@ -181,11 +184,13 @@ CrossoverResult crossover(const models::ModelConfig& model, const Topology& base
       }
       size_t skipped = 0;
       for (char c : pending) skipped += c;
+      r.skipped += skipped;
       if (run.progress && skipped) {
         done += skipped;
         run.progress(done, total);
       }
     }
+    r.pricings += pricings;
     // The bests in split order, as a serial sweep would pick them.
     for (size_t g = 0; g < G; ++g) {
       CrossoverCell& cell = r.cells[row * G + g];

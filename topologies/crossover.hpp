@@ -55,6 +55,9 @@ struct CrossoverResult {
   double threshold = 0.05;
   RankBy rank_by = RankBy::mfu;      // the figure the bests and the gain compare
   std::string verdict;               // one line
+  // split x cell pricings of the sweep: done, and skipped by the lower bound (ranked by
+  // MFU; CrossoverRun::exhaustive turns that off).
+  size_t pricings = 0, skipped = 0;
 };
 
 // How the sweep runs: on `jobs` threads (the same cells for any count), calling
@@ -65,6 +68,7 @@ struct CrossoverRun {
   std::function<void(const CrossoverCell&)> on_cell;
   std::function<void(size_t done, size_t total)> progress;
   const models::SplitSearch* search = nullptr;  // else default_search()
+  bool exhaustive = false;  // price every split on every cell (no lower-bound pruning): for checks
 };
 
 CrossoverResult crossover(const models::ModelConfig& model, const Topology& base, int devices,
