@@ -130,9 +130,8 @@ CrossoverResult crossover(const models::ModelConfig& model, const Topology& base
         price_cells(k, every);  // exact: its time is its own bound
         return;
       }
-      const StepTemplates templates(model, split, program_options(options));
       for (size_t g = 0; g < G; ++g) {
-        lower[k * G + g] = step_lower_bound_s(templates, model, fabrics[row * G + g], options);
+        lower[k * G + g] = step_lower_bound_s(model, split, fabrics[row * G + g], options);
         pending[k * G + g] = 1;
       }
     });

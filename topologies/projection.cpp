@@ -145,11 +145,11 @@ void price(const StepTemplates& templates, const models::ModelConfig& model, con
          options.keep_sim, topology, options, dtype, p);
 }
 
-double step_lower_bound_s(const StepTemplates& templates, const models::ModelConfig& model,
+double step_lower_bound_s(const models::ModelConfig& model, const models::ParallelSplit& split,
                           const Topology& topology, const ProjectionOptions& options) {
   const std::string dtype = options.dtype.empty() ? default_dtype(topology) : options.dtype;
-  TopologyPricer pricer = make_pricer(model, topology, options, templates.split(), dtype);
-  return step_lower_bound(templates, pricer) * 1e-6;
+  TopologyPricer pricer = make_pricer(model, topology, options, split, dtype);
+  return step_lower_bound(model, split, program_options(options), pricer) * 1e-6;
 }
 
 namespace {
@@ -246,8 +246,7 @@ std::vector<Projection> project_all(const models::ModelConfig& model, const Topo
       p.split = splits[i];
       if (prepare(model, topology, options, p)) {
         if (fast_walk_prices(splits[i])) {
-          lower[i] = step_lower_bound_s(StepTemplates(model, splits[i], program_options(options)), model,
-                                        topology, options);
+          lower[i] = step_lower_bound_s(model, splits[i], topology, options);
           pending[i] = 1;
         } else {
           price(stage_programs(model, splits[i], options), model, topology, options, p);

@@ -113,7 +113,7 @@ void price(const std::vector<models::StepProgram>& programs, const models::Model
 void price(const StepTemplates& templates, const models::ModelConfig& model, const Topology& topology,
            const ProjectionOptions& options, Projection& p);
 // step_lower_bound() (sim_fast.hpp) in seconds, with the pricer price() would use.
-double step_lower_bound_s(const StepTemplates& templates, const models::ModelConfig& model,
+double step_lower_bound_s(const models::ModelConfig& model, const models::ParallelSplit& split,
                           const Topology& topology, const ProjectionOptions& options);
 // The element sizes and overlap the step programs of a projection use.
 models::StepProgramOptions program_options(const ProjectionOptions& options);

@@ -9,6 +9,7 @@
 #include <limits>
 #include <map>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <tuple>
 #include <unordered_map>
@@ -637,12 +638,32 @@ SimResult simulate_fast(const StepTemplates& templates, OpPricer& pricer, StageD
   return result;
 }
 
-double step_lower_bound(const StepTemplates& templates, OpPricer& pricer) {
-  const ScheduleIndex& ix = templates.index();
+double step_lower_bound(const models::ModelConfig& model, const models::ParallelSplit& split,
+                        const models::StepProgramOptions& options, OpPricer& pricer) {
+  const std::shared_ptr<const ScheduleIndex> index = schedule_index(split);
+  const ScheduleIndex& ix = *index;
   const auto& per_stage = ix.schedule.per_stage;
   const int P = static_cast<int>(per_stage.size());
   const int V = ix.schedule.chunks;
-  const PricedStages priced = price_stages(templates, pricer);
+
+  // Templates are built and priced on demand: every one of the first and the last
+  // stage, the first forward and the last chunk-0 backward of the others.
+  std::vector<std::optional<StagePrices>> prices(P);
+  std::vector<std::map<int, PricedTemplate>> priced(P);
+  auto priced_template = [&](int s, int id) -> const PricedTemplate& {
+    auto it = priced[s].find(id);
+    if (it != priced[s].end()) return it->second;
+    if (!prices[s]) prices[s].emplace(pricer, s);
+    const int chunk = id / kVariants, variant = id % kVariants;
+    const ActionTemplate t = models::build_action_template(
+        model, split, s, chunk, variant == 0 ? models::Pass::forward : models::Pass::backward, variant == 2, options);
+    return priced[s].emplace(id, summarise(t.ops, (*prices[s])(t.ops), t.producer)).first->second;
+  };
+  auto template_of = [&](int s, int i) {
+    const auto& a = per_stage[s][i];
+    if (a.kind == ActionKind::forward) return template_id(a.chunk, 0);
+    return template_id(a.chunk, options.overlap_grad_reduce && ix.last_backward[s][a.chunk] == i ? 2 : 1);
+  };
 
   // in[j] + entry, where either may be kNever (no dependence, or no known time).
   auto plus = [](double t, double entry) { return t == kNever || entry == kNever ? kNever : t + entry; };
@@ -653,16 +674,32 @@ double step_lower_bound(const StepTemplates& templates, OpPricer& pricer) {
     return v;
   };
   // The compute stream's time through an action from its own start (>= its compute).
-  auto busy = [&](int s, int id) { return std::max(0.0, priced.actions[s][id].table[kCompute][kCompute]); };
+  auto busy = [&](int s, int id) { return std::max(0.0, priced_template(s, id).table[kCompute][kCompute]); };
   models::StepProgram stub;
   Op exchange;
   exchange.kind = OpKind::pp_exchange;
   exchange.group = Group::pp;
   exchange.stream = Stream::p2p;
-  exchange.bytes = templates.exchange_bytes();
+  exchange.bytes = models::pipeline_message_bytes(model, split, options);
   auto half_us = [&](int stage, int peer) {
     stub.stage = stage;
     return pricer.exchange_half_us(stub, exchange, peer);
+  };
+  // Every stage's action compute back to back after its first action, split at its
+  // last chunk-0 backward (exclusive on both sides): the first and last stages only.
+  auto busy_before_after = [&](int s) {
+    const int first = ix.first_action[s], L = ix.last_backward[s][0];
+    double before = 0, after = 0;
+    for (int c = 0; c < V; ++c) {
+      if (ix.between[s][c * 2]) before += ix.between[s][c * 2] * busy(s, template_id(c, 0));
+      if (ix.between[s][c * 2 + 1]) before += ix.between[s][c * 2 + 1] * busy(s, template_id(c, 1));
+      if (ix.after[s][c * 2]) after += ix.after[s][c * 2] * busy(s, template_id(c, 0));
+      if (ix.after[s][c * 2 + 1]) after += ix.after[s][c * 2 + 1] * busy(s, template_id(c, 1));
+      const int last = ix.last_backward[s][c];
+      if (c == 0 || last == first) continue;
+      (last < L ? before : after) += busy(s, template_of(s, last));
+    }
+    return std::pair<double, double>{before, after};
   };
 
   // The fill: stage s's first action waits for microbatch 0's activation, which the
@@ -675,34 +712,31 @@ double step_lower_bound(const StepTemplates& templates, OpPricer& pricer) {
     const auto& a = per_stage[s][i];
     chain = chain && a.kind == ActionKind::forward && a.chunk == 0 && a.microbatch == 0;
     const double received = s > 0 && chain ? plus(upstream_ready, half_us(s, s - 1)) : kNever;
-    const PricedTemplate& t = priced.actions[s][templates.template_of(s, i)];
+    const PricedTemplate& t = priced_template(s, template_of(s, i));
     const Times in{0.0, 0.0, 0.0, received};
     first_free[s] = std::max(0.0, out_bound(t, kCompute, in));
     upstream_ready = out_bound(t, kReceived, in);
     chain = chain && upstream_ready != kNever;
   }
 
-  // The drain, from the last stage down: each stage's last chunk-0 backward.
+  // The drain, from the last stage down: each stage's last chunk-0 backward waits for
+  // the same microbatch's gradient from the next stage. The first and the last stage
+  // also count every action's compute; the others only their first action before it.
   double bound = 0;
   double downstream_ready = kNever;  // stage s+1's last chunk-0 backward output
   int downstream_microbatch = -1;
   for (int s = P - 1; s >= 0; --s) {
+    const bool whole = s == 0 || s == P - 1;
     const int first = ix.first_action[s];
     const int L = ix.last_backward[s][0];
-    double before = first_free[s], after = 0;
-    for (int c = 0; c < V; ++c) {
-      before += ix.between[s][c * 2] * busy(s, template_id(c, 0)) + ix.between[s][c * 2 + 1] * busy(s, template_id(c, 1));
-      after += ix.after[s][c * 2] * busy(s, template_id(c, 0)) + ix.after[s][c * 2 + 1] * busy(s, template_id(c, 1));
-      const int last = ix.last_backward[s][c];
-      if (c == 0 || last == first) continue;
-      (last < L ? before : after) += busy(s, templates.template_of(s, last));
-    }
+    const auto [between, after] = whole ? busy_before_after(s) : std::pair<double, double>{0.0, 0.0};
+    const double before = first_free[s] + between;
     double end = before;
     if (L > first) {
       const auto& a = per_stage[s][L];
       const bool linked = s < P - 1 && a.microbatch == downstream_microbatch;
       const double received = linked ? plus(downstream_ready, half_us(s, s + 1)) : kNever;
-      const PricedTemplate& t = priced.actions[s][templates.template_of(s, L)];
+      const PricedTemplate& t = priced_template(s, template_of(s, L));
       const Times in{before, 0.0, 0.0, received};
       end = std::max(before, out_bound(t, kCompute, in));
       downstream_ready = out_bound(t, kReceived, in);
@@ -711,7 +745,11 @@ double step_lower_bound(const StepTemplates& templates, OpPricer& pricer) {
       downstream_ready = kNever;
       downstream_microbatch = -1;
     }
-    end += after + std::max(0.0, priced.tails[s].table[kCompute][kCompute]);
+    if (!whole) continue;
+    if (!prices[s]) prices[s].emplace(pricer, s);
+    const std::vector<Op> tail = models::build_tail_template(model, split, s, ix.chunk_order[s], options);
+    const PricedTemplate t = summarise(tail, (*prices[s])(tail), -1);
+    end += after + std::max(0.0, t.table[kCompute][kCompute]);
     bound = std::max(bound, end);
   }
   return bound;

@@ -98,24 +98,26 @@ enum class StageDetail { first, all };
 SimResult simulate_fast(const StepTemplates& templates, OpPricer& pricer,
                         StageDetail detail = StageDetail::first);
 
-// A lower bound on simulate_fast()'s step time, for searches that need only the best
-// splits (branch and bound: a split whose bound exceeds the k-th best step time found
-// cannot enter the top k). It prices the templates (each distinct op once) but walks
-// no action; from the max-plus summaries (an output is at least any input plus its
-// table entry) it bounds:
-// - each stage's compute stream: its first action, started when the first
-//   microbatch's activation can arrive (the previous stages' first forwards and the
-//   exchange transfers: the pipeline fill), then every other action's compute-to-
-//   compute time back to back;
+// A lower bound on simulate_fast()'s step time for `split`, for searches that need only
+// the best splits (branch and bound: a split whose bound exceeds the k-th best step
+// time found cannot enter the top k). It walks no action, and builds and prices only
+// the templates it uses (the first and last stages', and one forward and one backward
+// of each other stage): a fraction of StepTemplates' cost at deep pipelines. From the
+// max-plus summaries (an output is at least any input plus its table entry) it bounds
+// - the pipeline fill: stage s's first action waits for microbatch 0's activation,
+//   produced by the first forwards of stages 0..s-1 in turn, plus the exchange
+//   transfers;
 // - the drain: each stage's last backward of chunk 0 waits for the same microbatch's
-//   gradient from the next stage, so stage s can end no earlier than stage s+1's last
-//   chunk-0 backward plus the transfer and its own backward and what follows it;
-// and returns the largest stage end. It ignores exposed communication other than the
-// pipeline transfers on those two chains and the data-parallel tail, so it never
-// exceeds the step time; the summaries add durations in another association than the
-// walk, so compare with a relative margin of 1e-9 (kLowerBoundMargin).
-// tests/topologies/sim_fast_test.cpp holds it below the walk on many splits.
+//   gradient from the next stage, plus the transfer;
+// - the first and the last stage's compute stream: after its first action every other
+//   action's compute back to back, and the tail;
+// and returns the later end of the first and the last stage. It leaves out exposed
+// communication other than on those chains, so it never exceeds the step time. The
+// summaries add durations in another association than the walk: compare with a
+// relative margin of kLowerBoundMargin. tests/topologies/search_bound_test.cpp holds it
+// below the walk on every split of several searches.
 inline constexpr double kLowerBoundMargin = 1e-9;
-double step_lower_bound(const StepTemplates& templates, OpPricer& pricer);
+double step_lower_bound(const models::ModelConfig& model, const models::ParallelSplit& split,
+                        const models::StepProgramOptions& options, OpPricer& pricer);
 
 }  // namespace ibt::topo

@@ -38,9 +38,8 @@ TEST(StepLowerBound, NeverAboveTheWalkedStepOnEverySplitOfASearch) {
       Projection p;
       p.split = split;
       if (!fast_walk_prices(split) || !prepare(model, topology, options, p)) continue;
-      const StepTemplates templates(model, split, program_options(options));
-      const double bound = step_lower_bound_s(templates, model, topology, options);
-      price(templates, model, topology, options, p);
+      const double bound = step_lower_bound_s(model, split, topology, options);
+      price(StepTemplates(model, split, program_options(options)), model, topology, options, p);
       ASSERT_LE(bound, p.step_s * (1 + kLowerBoundMargin)) << c.model << " " << models::describe(split);
       ASSERT_GT(bound, 0.0);
       ratios.push_back(bound / p.step_s);
