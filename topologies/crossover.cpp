@@ -130,8 +130,11 @@ CrossoverResult crossover(const models::ModelConfig& model, const Topology& base
         price_cells(k, every);  // exact: its time is its own bound
         return;
       }
+      std::vector<const Topology*> row_fabrics;
+      for (size_t g = 0; g < G; ++g) row_fabrics.push_back(&fabrics[row * G + g]);
+      const std::vector<double> bounds = step_lower_bounds_s(model, split, row_fabrics, options);
       for (size_t g = 0; g < G; ++g) {
-        lower[k * G + g] = step_lower_bound_s(model, split, fabrics[row * G + g], options);
+        lower[k * G + g] = bounds[g];
         pending[k * G + g] = 1;
       }
     });

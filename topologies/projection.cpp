@@ -145,11 +145,24 @@ void price(const StepTemplates& templates, const models::ModelConfig& model, con
          options.keep_sim, topology, options, dtype, p);
 }
 
+std::vector<double> step_lower_bounds_s(const models::ModelConfig& model, const models::ParallelSplit& split,
+                                        const std::vector<const Topology*>& topologies,
+                                        const ProjectionOptions& options) {
+  std::vector<TopologyPricer> pricers;
+  pricers.reserve(topologies.size());
+  std::vector<OpPricer*> each;
+  for (const Topology* t : topologies) {
+    pricers.push_back(make_pricer(model, *t, options, split, options.dtype.empty() ? default_dtype(*t) : options.dtype));
+    each.push_back(&pricers.back());
+  }
+  std::vector<double> out = step_lower_bounds(model, split, program_options(options), each);
+  for (double& v : out) v *= 1e-6;
+  return out;
+}
+
 double step_lower_bound_s(const models::ModelConfig& model, const models::ParallelSplit& split,
                           const Topology& topology, const ProjectionOptions& options) {
-  const std::string dtype = options.dtype.empty() ? default_dtype(topology) : options.dtype;
-  TopologyPricer pricer = make_pricer(model, topology, options, split, dtype);
-  return step_lower_bound(model, split, program_options(options), pricer) * 1e-6;
+  return step_lower_bounds_s(model, split, {&topology}, options).front();
 }
 
 namespace {

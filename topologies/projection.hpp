@@ -115,6 +115,10 @@ void price(const StepTemplates& templates, const models::ModelConfig& model, con
 // step_lower_bound() (sim_fast.hpp) in seconds, with the pricer price() would use.
 double step_lower_bound_s(const models::ModelConfig& model, const models::ParallelSplit& split,
                           const Topology& topology, const ProjectionOptions& options);
+// The same on several topologies (a crossover row), the templates built once.
+std::vector<double> step_lower_bounds_s(const models::ModelConfig& model, const models::ParallelSplit& split,
+                                        const std::vector<const Topology*>& topologies,
+                                        const ProjectionOptions& options);
 // The element sizes and overlap the step programs of a projection use.
 models::StepProgramOptions program_options(const ProjectionOptions& options);
 

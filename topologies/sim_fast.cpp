@@ -241,9 +241,21 @@ class StagePrices {
 
  private:
   using Key = std::tuple<OpKind, models::Phase, Group, Stream, double, double>;
+  // A template has thousands of ops and a few dozen distinct ones: hashed, not ordered.
+  struct KeyHash {
+    size_t operator()(const Key& k) const {
+      const auto mix = [](size_t h, size_t v) { return h ^ (v + 0x9e3779b97f4a7c15ULL + (h << 6) + (h >> 2)); };
+      size_t h = static_cast<size_t>(std::get<0>(k));
+      h = mix(h, static_cast<size_t>(std::get<1>(k)));
+      h = mix(h, static_cast<size_t>(std::get<2>(k)));
+      h = mix(h, static_cast<size_t>(std::get<3>(k)));
+      h = mix(h, std::hash<double>{}(std::get<4>(k)));
+      return mix(h, std::hash<double>{}(std::get<5>(k)));
+    }
+  };
   OpPricer& pricer_;
   models::StepProgram stub_;
-  std::map<Key, double> memo_;
+  std::unordered_map<Key, double, KeyHash> memo_;
 };
 
 // One stage's walk state. Detailed stages also keep every op with its times (the
@@ -638,31 +650,28 @@ SimResult simulate_fast(const StepTemplates& templates, OpPricer& pricer, StageD
   return result;
 }
 
-double step_lower_bound(const models::ModelConfig& model, const models::ParallelSplit& split,
-                        const models::StepProgramOptions& options, OpPricer& pricer) {
-  const std::shared_ptr<const ScheduleIndex> index = schedule_index(split);
-  const ScheduleIndex& ix = *index;
+namespace {
+
+// step_lower_bound() on one pricer; action(s, id) and tail(s) give the templates.
+template <typename ActionOf, typename TailOf>
+double lower_bound_on(const ScheduleIndex& ix, ActionOf&& action, TailOf&& tail_of, double exchange_bytes,
+                      bool overlap_grad_reduce, OpPricer& pricer) {
   const auto& per_stage = ix.schedule.per_stage;
   const int P = static_cast<int>(per_stage.size());
   const int V = ix.schedule.chunks;
-
-  // Templates are built and priced on demand: every one of the first and the last
-  // stage, the first forward and the last chunk-0 backward of the others.
   std::vector<std::optional<StagePrices>> prices(P);
   std::vector<std::map<int, PricedTemplate>> priced(P);
   auto priced_template = [&](int s, int id) -> const PricedTemplate& {
     auto it = priced[s].find(id);
     if (it != priced[s].end()) return it->second;
     if (!prices[s]) prices[s].emplace(pricer, s);
-    const int chunk = id / kVariants, variant = id % kVariants;
-    const ActionTemplate t = models::build_action_template(
-        model, split, s, chunk, variant == 0 ? models::Pass::forward : models::Pass::backward, variant == 2, options);
+    const ActionTemplate& t = action(s, id);
     return priced[s].emplace(id, summarise(t.ops, (*prices[s])(t.ops), t.producer)).first->second;
   };
   auto template_of = [&](int s, int i) {
     const auto& a = per_stage[s][i];
     if (a.kind == ActionKind::forward) return template_id(a.chunk, 0);
-    return template_id(a.chunk, options.overlap_grad_reduce && ix.last_backward[s][a.chunk] == i ? 2 : 1);
+    return template_id(a.chunk, overlap_grad_reduce && ix.last_backward[s][a.chunk] == i ? 2 : 1);
   };
 
   // in[j] + entry, where either may be kNever (no dependence, or no known time).
@@ -680,7 +689,7 @@ double step_lower_bound(const models::ModelConfig& model, const models::Parallel
   exchange.kind = OpKind::pp_exchange;
   exchange.group = Group::pp;
   exchange.stream = Stream::p2p;
-  exchange.bytes = models::pipeline_message_bytes(model, split, options);
+  exchange.bytes = exchange_bytes;
   auto half_us = [&](int stage, int peer) {
     stub.stage = stage;
     return pricer.exchange_half_us(stub, exchange, peer);
@@ -747,12 +756,50 @@ double step_lower_bound(const models::ModelConfig& model, const models::Parallel
     }
     if (!whole) continue;
     if (!prices[s]) prices[s].emplace(pricer, s);
-    const std::vector<Op> tail = models::build_tail_template(model, split, s, ix.chunk_order[s], options);
+    const std::vector<Op>& tail = tail_of(s);
     const PricedTemplate t = summarise(tail, (*prices[s])(tail), -1);
     end += after + std::max(0.0, t.table[kCompute][kCompute]);
     bound = std::max(bound, end);
   }
   return bound;
+}
+
+}  // namespace
+
+std::vector<double> step_lower_bounds(const models::ModelConfig& model, const models::ParallelSplit& split,
+                                      const models::StepProgramOptions& options,
+                                      const std::vector<OpPricer*>& pricers) {
+  const std::shared_ptr<const ScheduleIndex> index = schedule_index(split);
+  const ScheduleIndex& ix = *index;
+  const int P = static_cast<int>(ix.schedule.per_stage.size());
+  // Templates are built on demand, once for every pricer: every one of the first and
+  // the last stage, the first forward and the last chunk-0 backward of the others.
+  std::vector<std::map<int, ActionTemplate>> built(P);
+  std::vector<std::optional<std::vector<Op>>> tails(P);
+  auto action = [&](int s, int id) -> const ActionTemplate& {
+    auto it = built[s].find(id);
+    if (it != built[s].end()) return it->second;
+    const int chunk = id / kVariants, variant = id % kVariants;
+    return built[s]
+        .emplace(id, models::build_action_template(model, split, s, chunk,
+                                                    variant == 0 ? models::Pass::forward : models::Pass::backward,
+                                                    variant == 2, options))
+        .first->second;
+  };
+  auto tail = [&](int s) -> const std::vector<Op>& {
+    if (!tails[s]) tails[s] = models::build_tail_template(model, split, s, ix.chunk_order[s], options);
+    return *tails[s];
+  };
+  const double exchange_bytes = models::pipeline_message_bytes(model, split, options);
+  std::vector<double> out;
+  for (OpPricer* pricer : pricers)
+    out.push_back(lower_bound_on(ix, action, tail, exchange_bytes, options.overlap_grad_reduce, *pricer));
+  return out;
+}
+
+double step_lower_bound(const models::ModelConfig& model, const models::ParallelSplit& split,
+                        const models::StepProgramOptions& options, OpPricer& pricer) {
+  return step_lower_bounds(model, split, options, {&pricer}).front();
 }
 
 }  // namespace ibt::topo

@@ -119,5 +119,9 @@ SimResult simulate_fast(const StepTemplates& templates, OpPricer& pricer,
 inline constexpr double kLowerBoundMargin = 1e-9;
 double step_lower_bound(const models::ModelConfig& model, const models::ParallelSplit& split,
                         const models::StepProgramOptions& options, OpPricer& pricer);
+// The same on several pricers (a crossover row's fabrics), the templates built once.
+std::vector<double> step_lower_bounds(const models::ModelConfig& model, const models::ParallelSplit& split,
+                                      const models::StepProgramOptions& options,
+                                      const std::vector<OpPricer*>& pricers);
 
 }  // namespace ibt::topo
