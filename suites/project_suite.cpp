@@ -108,7 +108,7 @@ int project_main(int argc, char** argv) {
       ("all", po::bool_switch(&a.all), "search every valid split and rank them")
       ("jobs,j", po::value(&a.jobs)->default_value(a.jobs),
        "with --all: threads projecting the splits (the ranking is the same for any count; 0 = all cores)")
-      ("top", po::value(&a.top)->default_value(a.top), "with --all: rows to print (0 = all)")
+      ("top", po::value(&a.top)->default_value(a.top), "with --all: rows to print (0 = all); ranked by MFU, only splits that can make these rows are priced, the others are counted with their step-time lower bound (0 prices every split)")
       ("rank-by", po::value(&a.rank_by)->default_value(a.rank_by),
        "with --all: rank by mfu or goodput (goodput-adjusted MFU = MFU x goodput; needs the failure figures)")
       ("out,o", po::value(&a.out), "HDF5 results file to append a run of kind 'projection' to");
