@@ -132,7 +132,10 @@ double activation_bytes_per_layer(const ModelConfig& m, const ParallelSplit& s,
   // token); the ring variant keeps only the local ones (its blocks are transient:
   // cp_transient_bytes()).
   if (s.cp > 1 && s.cp_comm == CpComm::all_gather) sharded += s.cp * cp_kv_elements_per_token(m);
-  if (p.stores_attention_scores)
+  // Ring CP is blockwise whatever the kernel: each block's probabilities are recomputed
+  // in the backward from one log-sum-exp per head and query (layers/ring_attention.cpp).
+  const bool ring = s.cp > 1 && s.cp_comm == CpComm::ring;
+  if (p.stores_attention_scores && !ring)
     core = H * m.seq_len;  // softmax probabilities, one s-long row per head and query
                            // (with CP: the rank's queries against the whole sequence)
   else
@@ -177,8 +180,10 @@ double cp_kv_elements_per_token(const ModelConfig& m) {
 double cp_transient_bytes(const ModelConfig& m, const ParallelSplit& s, const Precision& p) {
   if (s.cp == 1 || s.cp_comm != CpComm::ring) return 0.0;
   const double block_tokens = static_cast<double>(m.seq_len) * s.micro_batch_size / s.cp;
-  // A K/V block being sent and one being received; in the backward also their dK/dV.
-  return 4.0 * block_tokens * cp_kv_elements_per_token(m) / s.tp * p.activation_bytes;
+  // The backward is the peak (layers/ring_attention.cpp): the K/V block in hand and the
+  // one arriving, and three dK/dV blocks: this step's contribution, the previous
+  // step's sum in flight to the next rank, and the partial sum arriving.
+  return 5.0 * block_tokens * cp_kv_elements_per_token(m) / s.tp * p.activation_bytes;
 }
 
 double peak_activation_bytes(const ModelConfig& m, const ParallelSplit& s, const Precision& p,
@@ -229,11 +234,14 @@ RankMemory memory_per_rank(const ModelConfig& m, const ParallelSplit& s, const P
     }
   }
   const double dense = r.params - r.expert_params;
-  // What one copy of the sharded states holds per rank: ZeRO-1 shards over the gradient
-  // groups, dp x cp (expert weights: expert_dp x cp), or the HSDP shard group; ZeRO-2/3
-  // (cp == 1) over dp or the shard group.
-  const double d = s.shard_group > 0 ? s.shard_group : static_cast<double>(s.dp) * s.cp;
-  const double sharded = dense / d + r.expert_params / (static_cast<double>(s.expert_dp()) * s.cp);
+  // What one copy of the sharded states holds per rank: every ZeRO stage shards over
+  // the gradient groups, dp x cp (expert weights: expert_dp x cp), or the HSDP shard
+  // group x cp (CP ranks are gradient replicas).
+  const double d = static_cast<double>(s.shard_group > 0 ? s.shard_group : s.dp) * s.cp;
+  // Expert weights: over expert_dp x cp, or with HSDP the shard group's g/ep ranks
+  // holding the same experts x cp.
+  const double d_expert = static_cast<double>(s.shard_group > 0 ? s.shard_group / s.ep : s.expert_dp()) * s.cp;
+  const double sharded = dense / d + r.expert_params / d_expert;
   r.weights = (s.zero >= 3 ? sharded : r.params) * p.weight_bytes;
   r.grads = (s.zero >= 2 ? sharded : r.params) * p.grad_bytes;
   r.optimizer = (s.zero >= 1 ? sharded : r.params) * p.optimizer_bytes;
@@ -271,7 +279,9 @@ std::vector<std::vector<double>> zero_units(const ModelConfig& m, const Parallel
                              : c.dense_mlp_per_layer / t;
       units.push_back(u);
     }
-    if (vs == V - 1) units.push_back(c.lm_head / t + c.final_norm);
+    // A tied head multiplies by the embedding table: gathered (and its gradient held)
+    // with the head's unit (zero_units.hpp; with PP the head part holds a copy).
+    if (vs == V - 1) units.push_back((m.tied_embeddings ? c.embedding : c.lm_head) / t + c.final_norm);
     out.push_back(std::move(units));
   }
   return out;

@@ -74,10 +74,12 @@
 //   probabilities are still s long: local queries against the whole sequence). The
 //   all_gather variant also keeps the gathered K/V of the whole sequence for the
 //   backward (cp x the local K/V per local token, split by TP like the heads); the
-//   ring variant keeps only its own, plus transient blocks in flight: a K/V block sent
-//   and one received, and in the backward their dK/dV (4 blocks of seq_len*b/cp
-//   tokens), counted once per rank with the activations. ZeRO-1 shards the optimizer
-//   states over dp x cp.
+//   ring variant keeps only its own and, being blockwise whatever the kernel, one
+//   log-sum-exp per head and query instead of the probabilities; plus transient
+//   blocks at the backward's peak: the K/V block in hand and the one arriving, and
+//   three dK/dV blocks (this step's, the previous sum in flight out, the partial sum
+//   arriving): 5 blocks of seq_len*b/cp tokens, counted once per rank with the
+//   activations. Every ZeRO stage shards its states over dp x cp.
 //   Selective recompute drops the core's saved state (scores or log-sum-exp): with
 //   fused attention it saves almost nothing. Full recompute keeps the layer input only
 //   (h, /t with SP). Embedding and logits buffers are not counted.

@@ -65,7 +65,7 @@ std::string describe(const ParallelSplit& s) {
 
 std::string strategy_label(const ParallelSplit& s) {
   std::ostringstream o;
-  if (s.dp > 1) {
+  if (s.dp > 1 || s.zero > 0) {  // (zero > 0 at dp 1: sharded over the CP ranks)
     if (s.zero == 3) o << (s.shard_group > 0 ? "hsdp" + std::to_string(s.shard_group) : "fsdp");
     else if (s.shard_group > 0) o << "hsdp" << s.shard_group << "-zero" << s.zero;
     else if (s.zero > 0) o << "zero" << s.zero;
@@ -153,11 +153,12 @@ std::string first_failure(const ParallelSplit& s, const ModelConfig& m, int worl
   if (auto e = divides("dp", s.dp, "ep", s.ep); !e.empty()) return e + " (EP is drawn from DP)";
   if (m.is_moe())
     if (auto e = divides("num_experts", m.num_experts, "ep", s.ep); !e.empty()) return e;
-  // Sharded data parallelism (ZeRO-1 also shards over CP ranks: they are replicas).
+  // Sharded data parallelism: every stage shards over dp x cp (CP ranks are gradient
+  // replicas), HSDP over shard_group x cp.
   if (s.zero < 0 || s.zero > 3) return "zero stage must be 0, 1, 2 or 3 (got " + std::to_string(s.zero) + ")";
   if (s.zero == 1 && s.grad_replicas() == 1) return "zero1 needs dp > 1 (or cp > 1)";
-  if (s.zero >= 2 && s.dp == 1) return "zero" + std::to_string(s.zero) + " needs dp > 1";
-  if (s.zero >= 2 && s.cp > 1) return "zero" + std::to_string(s.zero) + " with cp > 1 is not supported yet";
+  if (s.zero >= 2 && s.grad_replicas() == 1)
+    return "zero" + std::to_string(s.zero) + " needs dp > 1 (or cp > 1)";
   if (s.shard_group != 0) {
     const std::string g = "shard_group (" + std::to_string(s.shard_group) + ")";
     if (s.zero == 0) return g + " needs a ZeRO stage (zero >= 1): it says over whom states are sharded";
@@ -165,8 +166,8 @@ std::string first_failure(const ParallelSplit& s, const ModelConfig& m, int worl
       return g + " must be > 1 and < dp (" + std::to_string(s.dp) +
              "); sharding over all of dp is shard_group 0";
     if (auto e = divides("dp", s.dp, "shard_group", s.shard_group); !e.empty()) return e;
-    if (s.ep > 1) return g + " with ep > 1 is not supported (expert weights shard over expert_dp)";
-    if (s.cp > 1) return g + " with cp > 1 is not supported yet";
+    if (auto e = divides("shard_group", s.shard_group, "ep", s.ep); !e.empty())
+      return e + " (a shard group holds whole EP groups; expert states shard over its expert_dp ranks)";
   }
   return {};
 }
@@ -223,19 +224,19 @@ std::vector<ParallelSplit> enumerate_splits(const ModelConfig& model, int world_
           if (q.only_sequence_parallel) sps = {true};
           else if (q.try_sequence_parallel) sps = {false, true};
         }
-        // (zero stage, shard group): stage 0 always; ZeRO-1 when dp*cp > 1; ZeRO-2/3
-        // when dp > 1 and cp == 1; HSDP shard groups with ZeRO-3 only where they
-        // properly divide dp.
+        // (zero stage, shard group): stage 0 always; ZeRO-1/2/3 when dp*cp > 1 (the
+        // states shard over dp x cp); HSDP shard groups with ZeRO-3 only where they
+        // properly divide dp (a shard group then spans g x cp ranks).
         std::vector<std::pair<int, int>> zeros = {{0, 0}};
-        const bool sharded_ok = (q.sharded_with_pp || pp == 1) && cp == 1;
+        const bool sharded_ok = q.sharded_with_pp || pp == 1;
         for (int z : q.zero_stages)
-          if ((z == 1 && dp * cp > 1) || ((z == 2 || z == 3) && dp > 1 && sharded_ok)) zeros.push_back({z, 0});
-        if (dp > 1 && ep == 1 && sharded_ok) {
+          if ((z == 1 && dp * cp > 1) || ((z == 2 || z == 3) && dp * cp > 1 && sharded_ok)) zeros.push_back({z, 0});
+        if (dp > 1 && sharded_ok) {  // (groups that split an EP group are refused below)
           std::vector<int> groups = q.shard_groups;
-          for (int d : q.shard_domains) {  // the largest group of dp ranks inside the domain
+          for (int d : q.shard_domains) {  // the largest shard group (g x cp x tp ranks) inside the domain
             int best = 0;
             for (int g : divisors(dp))
-              if (static_cast<long long>(g) * tp <= d) best = g;
+              if (static_cast<long long>(g) * cp * tp <= d) best = g;
             if (best > 1) groups.push_back(best);
           }
           std::sort(groups.begin(), groups.end());

@@ -33,18 +33,23 @@
 //   extra data-parallel replicas (rank_groups.hpp: the dp_cp groups). The global
 //   batch does not grow with cp: CP ranks share their sequences.
 // - Options that would have no effect are rejected so that every split has one
-//   spelling: sequence_parallel needs tp > 1, zero >= 1 needs dp > 1, ep > 1 needs an
+//   spelling: sequence_parallel needs tp > 1, zero >= 1 needs dp * cp > 1, ep > 1 needs an
 //   MoE model, shard_group is 0 unless it is a proper divisor of dp.
 // - Sharded data parallelism (ZeRO, Rajbhandari et al. 2020; FSDP): zero = 1 shards
 //   the optimizer states over the DP group, 2 also the gradients (each rank keeps the
 //   reduced 1/d slice), 3 also the parameters (gathered layer by layer before its
 //   forward and again before its backward, the next layer's gather prefetched).
-//   Expert weights are sharded over expert_dp, the rest over dp.
+//   Expert weights are sharded over expert_dp, the rest over dp; with cp > 1 each of
+//   these groups times the cp ranks (CP ranks are gradient replicas: rank_groups.hpp's
+//   dp_shard and expert_dp_cp), so ZeRO needs dp * cp > 1.
 // - Hybrid sharding (HSDP; PyTorch HYBRID_SHARD, ZeRO++'s hpZ): shard_group = g > 0
 //   shards the states inside groups of g consecutive DP ranks and replicates them
 //   over the dp/g groups: gradients are reduce-scattered inside the shard group, then
 //   the shards all-reduced across the replicas. Needs zero >= 1, 1 < g < dp, g | dp
-//   and (for now) ep == 1.
+//   and ep | g. With cp > 1 a shard group is g DP ranks x all cp ranks. With EP a
+//   shard group holds g/ep whole EP groups: expert states shard over its g/ep ranks
+//   with the same experts (x cp; rank_groups.hpp's expert_dp_shard) and are
+//   all-reduced across the dp/g replicas like the dense shards.
 // - The global batch, in sequences, is dp * microbatches * micro_batch_size.
 #include <string>
 #include <string_view>
@@ -115,7 +120,8 @@ std::string describe(const ParallelSplit& s);
 // flavour ("ddp", "zero1", "zero2", "fsdp" for ZeRO-3 over all of dp, "hsdp8" for
 // ZeRO-3 sharded over groups of 8 with replicas across them, "hsdp8-zero2" ...), then
 // "tpN" (+"sp"), "ppN" (+"vN"), "epN" where > 1, e.g. "fsdp tp4 sp", "zero1 tp8 sp pp16".
-// With dp == 1 the first word is omitted (a single replica: "tp8 pp16").
+// With dp == 1 and no ZeRO the first word is omitted (a single replica: "tp8 pp16");
+// ZeRO at dp 1 shards over the CP ranks and keeps its word ("fsdp cp8").
 std::string strategy_label(const ParallelSplit& s);
 
 // Throws UsageError naming the first failed constraint, e.g.

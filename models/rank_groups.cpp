@@ -16,6 +16,7 @@ std::string_view to_string(Group g) {
     case Group::expert_dp: return "expert_dp";
     case Group::dp_shard: return "dp_shard";
     case Group::dp_replica: return "dp_replica";
+    case Group::expert_dp_shard: return "expert_dp_shard";
     case Group::cp: return "cp";
     case Group::dp_cp: return "dp_cp";
     case Group::expert_dp_cp: return "expert_dp_cp";
@@ -33,6 +34,9 @@ RankLayout::RankLayout(int tp, int dp, int pp, int ep, int cp, int shard_group)
   if (shard_group < 0 || dp % shard_ != 0)
     throw UsageError("rank layout: dp (" + std::to_string(dp) + ") not divisible by shard_group (" +
                      std::to_string(shard_group) + ")");
+  if (shard_ % ep != 0)
+    throw UsageError("rank layout: shard_group (" + std::to_string(shard_group) + ") not divisible by ep (" +
+                     std::to_string(ep) + ") (a shard group holds whole EP groups)");
 }
 
 int RankLayout::group_size(Group g) const {
@@ -43,8 +47,9 @@ int RankLayout::group_size(Group g) const {
     case Group::pp: return pp_;
     case Group::ep: return ep_;
     case Group::expert_dp: return dp_ / ep_;
-    case Group::dp_shard: return shard_;
+    case Group::dp_shard: return shard_ * cp_;
     case Group::dp_replica: return dp_ / shard_;
+    case Group::expert_dp_shard: return shard_ / ep_ * cp_;
     case Group::cp: return cp_;
     case Group::dp_cp: return dp_ * cp_;
     case Group::expert_dp_cp: return dp_ / ep_ * cp_;
@@ -81,8 +86,9 @@ int RankLayout::index_in_group(Group g, int rank) const {
     case Group::pp: return c.pp;
     case Group::ep: return c.ep;
     case Group::expert_dp: return c.expert_dp;
-    case Group::dp_shard: return c.dp % shard_;
+    case Group::dp_shard: return c.cp + cp_ * (c.dp % shard_);
     case Group::dp_replica: return c.dp / shard_;
+    case Group::expert_dp_shard: return c.cp + cp_ * ((c.dp % shard_) / ep_);
     case Group::cp: return c.cp;
     case Group::dp_cp: return c.cp + cp_ * c.dp;
     case Group::expert_dp_cp: return c.cp + cp_ * c.expert_dp;
@@ -103,8 +109,9 @@ int RankLayout::group_color(Group g, int rank) const {
     case Group::cp: return c.tp + tp_ * (c.dp + dp_ * c.pp);
     case Group::dp_cp: return c.tp + tp_ * c.pp;
     case Group::expert_dp_cp: return c.tp + tp_ * (c.ep + ep_ * c.pp);
-    case Group::dp_shard: return c.tp + tp_ * (c.cp + cp_ * (c.dp / shard_ + (dp_ / shard_) * c.pp));
+    case Group::dp_shard: return c.tp + tp_ * (c.dp / shard_ + (dp_ / shard_) * c.pp);
     case Group::dp_replica: return c.tp + tp_ * (c.cp + cp_ * (c.dp % shard_ + shard_ * c.pp));
+    case Group::expert_dp_shard: return c.tp + tp_ * (c.ep + ep_ * (c.dp / shard_ + (dp_ / shard_) * c.pp));
   }
   return 0;
 }
@@ -123,8 +130,9 @@ std::vector<int> RankLayout::members(Group g, int rank) const {
       case Group::pp: m.pp = i; break;
       case Group::ep: m.dp = c.expert_dp * ep_ + i; break;
       case Group::expert_dp: m.dp = i * ep_ + c.ep; break;
-      case Group::dp_shard: m.dp = (c.dp / shard_) * shard_ + i; break;
+      case Group::dp_shard: m.cp = i % cp_, m.dp = (c.dp / shard_) * shard_ + i / cp_; break;
       case Group::dp_replica: m.dp = i * shard_ + c.dp % shard_; break;
+      case Group::expert_dp_shard: m.cp = i % cp_, m.dp = (c.dp / shard_) * shard_ + (i / cp_) * ep_ + c.ep; break;
       case Group::cp: m.cp = i; break;
       case Group::dp_cp: m.cp = i % cp_, m.dp = i / cp_; break;
       case Group::expert_dp_cp: m.cp = i % cp_, m.dp = (i / cp_) * ep_ + c.ep; break;

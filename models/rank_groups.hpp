@@ -19,11 +19,20 @@
 // tp and pp coordinates) and expert_dp_cp (expert_dp x cp); at cp == 1 these are the
 // dp and expert_dp groups.
 //
-// Hybrid sharding (shard_group g > 0, ParallelSplit): dp_shard is g *consecutive* DP
-// ranks (they hold one copy of the sharded states between them; consecutive so that
-// they land in one scale-up domain first), dp_replica joins the ranks with the same
-// index inside their shard group across the dp/g groups (each holds the same slice).
-// Without a shard group dp_shard is the whole dp group and dp_replica a single rank.
+// Sharded states (ZeRO, hybrid sharding with shard_group g > 0, ParallelSplit):
+// dp_shard is the ranks that hold one copy of the sharded states between them: g
+// *consecutive* DP ranks (consecutive so that they land in one scale-up domain first)
+// times all cp ranks, since CP ranks are gradient replicas like DP ranks (member index
+// cp + cp_size * (dp % g): CP fastest, as in dp_cp). dp_replica joins the ranks with the
+// same index inside their shard group (same cp rank) across the dp/g groups (each holds
+// the same slice). Without a shard group dp_shard is dp_cp (dp x cp, the same members
+// in the same order) and dp_replica a single rank.
+// Expert weights under hybrid sharding (ep | g: a shard group holds whole EP groups):
+// expert_dp_shard is the ranks of one shard group that hold the same experts (same
+// ep_rank), g/ep of them, times all cp ranks (member index cp + cp_size * ((dp % g) /
+// ep)); they shard the expert states, and dp_replica (same dp % g, hence same ep_rank)
+// replicates them across the shard groups like the dense ones. Without a shard group
+// expert_dp_shard is expert_dp_cp, member for member.
 //
 // Groups are identified, for MPI_Comm_split, by group_color() (the same for all
 // members, distinct between groups of one kind, in 0..group_count()-1) and ordered by
@@ -36,10 +45,10 @@
 namespace ibt::models {
 
 // A communicating group in the step program. none = a local op (compute).
-enum class Group { none, tp, dp, pp, ep, expert_dp, cp, dp_cp, expert_dp_cp, dp_shard, dp_replica };
-inline constexpr int kGroupKinds = 11;
+enum class Group { none, tp, dp, pp, ep, expert_dp, cp, dp_cp, expert_dp_cp, dp_shard, dp_replica, expert_dp_shard };
+inline constexpr int kGroupKinds = 12;
 // "none", "tp", "dp", "pp", "ep", "expert_dp", "cp", "dp_cp", "expert_dp_cp", "dp_shard",
-// "dp_replica"
+// "dp_replica", "expert_dp_shard"
 std::string_view to_string(Group g);
 
 struct RankCoord {

@@ -236,14 +236,15 @@ class Builder {
     const int wait = unit_end_.size() >= 2 ? unit_end_[unit_end_.size() - 2] : -1;
     const Bucket b = bucket(layer);
     const double full_dense = b.dense, full_expert = b.expert;
-    for (auto [g, elements] : {std::pair{shard_group(), full_dense}, {expert_group(), full_expert}}) {
+    for (auto [expert, elements] : {std::pair{false, full_dense}, {true, full_expert}}) {
+      const Group g = expert ? expert_shard_group() : shard_group();
       if (layout_.group_size(g) == 1 || elements <= 0) continue;
       Op op;
       op.kind = OpKind::param_all_gather;
       op.phase = phase_;
       op.group = g;
       op.stream = Stream::param_comm;
-      op.expert = g == expert_group();
+      op.expert = expert;
       op.bytes = elements * o_.param_bytes;
       op.waits[0] = wait;
       op.layer = layer;
@@ -707,6 +708,8 @@ class Builder {
   // Where non-expert and expert gradients are reduced (CP ranks are replicas too).
   Group dense_group() const { return s_.cp > 1 ? Group::dp_cp : Group::dp; }
   Group expert_group() const { return s_.cp > 1 ? Group::expert_dp_cp : Group::expert_dp; }
+  // The group the expert weights' states are sharded over (HSDP: inside the shard group).
+  Group expert_shard_group() const { return s_.shard_group > 0 ? Group::expert_dp_shard : expert_group(); }
 
   // Gradient reduction of one layer's bucket (after its last backward; with ZeRO-2/3
   // after every backward, record = false except after the last one with overlap: the
@@ -721,7 +724,7 @@ class Builder {
     // rank sees only its sequence shard).
     grad_op(OpKind::grad_all_reduce, Group::tp, b.tp_partial * gb, false, last_compute_);
     grad_op(kind, s_.zero >= 1 ? shard_group() : dense_group(), b.dense * gb, false, last_compute_);
-    grad_op(kind, expert_group(), b.expert * gb, true, last_compute_);
+    grad_op(kind, s_.zero >= 1 ? expert_shard_group() : expert_group(), b.expert * gb, true, last_compute_);
     if (!record) return;
     if (s_.zero >= 1) replica_reduce(b);
     buckets_.push_back(layer);
@@ -729,9 +732,12 @@ class Builder {
 
   // Hybrid sharding: the reduced shard summed over the replicas of the shard group.
   void replica_reduce(const Bucket& b) {
-    if (s_.shard_group > 0)
-      grad_op(OpKind::grad_all_reduce, Group::dp_replica, b.dense / s_.zero_shard() * o_.gradient_bytes,
+    if (s_.shard_group > 0) {
+      grad_op(OpKind::grad_all_reduce, Group::dp_replica, b.dense / layout_.group_size(Group::dp_shard) * o_.gradient_bytes,
               false, last_compute_);
+      grad_op(OpKind::grad_all_reduce, Group::dp_replica,
+              b.expert / layout_.group_size(Group::expert_dp_shard) * o_.gradient_bytes, true, last_compute_);
+    }
   }
 
   void optimizer_step() {
@@ -745,7 +751,7 @@ class Builder {
       return;
     }
     const double shard = s_.zero >= 1 ? dense / layout_.group_size(shard_group()) +
-                                            expert / layout_.group_size(expert_group())
+                                            expert / layout_.group_size(expert_shard_group())
                                       : dense + expert;
     Op op;
     op.kind = OpKind::optimizer;
@@ -774,7 +780,7 @@ class Builder {
       pending_bucket_layer_ = l;
       const Bucket b = bucket(l);
       grad_op(OpKind::param_all_gather, shard_group(), b.dense * o_.param_bytes, false, opt);
-      grad_op(OpKind::param_all_gather, expert_group(), b.expert * o_.param_bytes, true, opt);
+      grad_op(OpKind::param_all_gather, expert_shard_group(), b.expert * o_.param_bytes, true, opt);
     }
   }
 

@@ -37,8 +37,8 @@ namespace {
 
 namespace po = boost::program_options;
 
-const char* kHelpIntro =
-    "usage: mpiexec -n N ibt accept --reference REF.json [--junit FILE.xml] [--out FILE.h5]\n\n"
+const char* kUsage = "mpiexec -n N ibt accept --reference REF.json [--junit FILE.xml] [--out FILE.h5]";
+const char* kAbout =
     "Acceptance against a reference (ReFrame style): every metric names an op, scope, dtype and\n"
     "size (or size range) and a target with tolerances as fractions of it: bounds =\n"
     "target x (1 + lower) .. target x (1 + upper), null = open. The collectives the metrics need\n"
@@ -134,12 +134,12 @@ int run(int argc, char** argv, MpiSession& mpi) {
   std::string reference_path, junit, out, backend_name = "mpi", generate_from, write_to;
   double timeout = 60, efficiency = 0;
   int generate_ranks = 0;
-  po::options_description opts("Options");
+  po::options_description opts("options");
   opts.add_options()
       ("help,h", "show this help")
       ("reference", po::value(&reference_path), "reference file (JSON), e.g. topologies/references/local-cpu.json")
       ("junit", po::value(&junit), "write a JUnit XML report here (one testcase per metric, plus correctness)")
-      ("out,o", po::value(&out), "append this run (kind accept) to an HDF5 results file")
+      ("out", po::value(&out), "append this run (kind accept) to an HDF5 results file")
       ("timeout,T", double_value(&timeout), "seconds one measurement may take")
       ("backend", po::value(&backend_name)->default_value(backend_name), "mpi or nccl (collectives; p2p is MPI)")
       ("generate-reference", po::value(&generate_from),
@@ -152,7 +152,7 @@ int run(int argc, char** argv, MpiSession& mpi) {
   store_command_line(argc, argv, opts, vm);
   if (vm.count("help")) {
     if (mpi.rank() == 0)
-      print_help(std::cout, kHelpIntro, opts,
+      print_help(std::cout, kUsage, kAbout, opts,
                  {"mpiexec -n 2 ibt accept --reference topologies/references/local-cpu.json --junit accept.xml",
                 "ibt accept --generate-reference dgx-h100 --ranks 16 --write h100-16.json"});
     return kExitOk;

@@ -1,6 +1,7 @@
 #include "suites/backends.hpp"
 
 #include "core/errors.hpp"
+#include "core/no_gpu.hpp"
 #include "collectives/mpi_backend.hpp"
 #ifdef IBT_HAVE_CUDA
 #include "collectives/nccl/nccl_backend.hpp"
@@ -24,8 +25,7 @@ std::unique_ptr<Backend> make_backend(const std::string& name, MPI_Comm world, c
     return gpu::make_nccl_backend(world, nccl);
 #else
     (void)world;
-    throw UsageError("--backend nccl: this ibt was built without CUDA and NCCL (configure with the CUDA "
-                     "toolkit present and IBT_WITH_CUDA=ON)");
+    throw UsageError(built_without_cuda_message("--backend nccl"));
 #endif
   }
   throw UsageError("unknown backend '" + name + "' (expected mpi or nccl)");

@@ -25,27 +25,27 @@ int calibrate_main(int argc, char** argv) {
   std::string out, base = "local-cpu", name;
   bool measure_local = false, allow_oversubscribed = false;
   std::vector<std::string> fit_train;
-  po::options_description opts(
-      "ibt calibrate FILE.h5 [FILE.h5 ...] --out TOPOLOGY.json: fit time = alpha + bytes/bandwidth\n"
-      "per collective op, scope (intra, inter, world) and group size from the 'collectives' tables\n"
-      "of the runs in the files (least squares on relative residuals, Huber re-weighting against\n"
-      "noisy small sizes), print each fit with its residuals, and write the base topology with the\n"
-      "fits added. The sim executor uses a fit wherever its op and scope match (nearest group size,\n"
-      "rescaled by ring step counts). A group spanning scale-up domains needs scale-out figures: a\n"
-      "topology calibrated on one node has none and such a group is an error, never free. The domain\n"
-      "size is the one the collectives runs were measured on (their world_size / domains; inputs of\n"
-      "different layouts are refused); with inter-scope fits, scale_out's bandwidth and latency are\n"
-      "derived from them (send_recv preferred), so spanning groups are priced from the measured network.\n"
+  const char* about =
+      "Fits time = alpha + bytes/bandwidth per collective op, scope (intra, inter, world) and group\n"
+      "size from the 'collectives' tables of the runs in the files (least squares on relative\n"
+      "residuals, Huber re-weighting against noisy small sizes), prints each fit with its\n"
+      "residuals, and writes the base topology with the fits added. The sim executor uses a fit\n"
+      "wherever its op and scope match (nearest group size, rescaled by ring step counts). A group\n"
+      "spanning scale-up domains needs scale-out figures: a topology calibrated on one node has\n"
+      "none and such a group is an error, never free. The domain size is the one the collectives\n"
+      "runs were measured on (their world_size / domains; inputs of different layouts are refused);\n"
+      "with inter-scope fits, scale_out's bandwidth and latency are derived from them (send_recv\n"
+      "preferred), so spanning groups are priced from the measured network.\n\n"
       "Compute: from `ibt train` runs (every complete one in the files, or only those --fit-train\n"
       "names; the others are then reported as held out), model.gemm_efficiency is fitted so that\n"
-      "the sim's compute time matches the measured one (its fastest step after the first), and\n"
-      "each run's residual is printed. Without train runs the base topology's efficiency stays\n"
-      "(say --measure-local to measure this machine's sgemm and memcpy first).\n"
-      "Options");
+      "the sim's compute time matches the measured one (its fastest step after the first), and each\n"
+      "run's residual is printed. Without train runs the base topology's efficiency stays (say\n"
+      "--measure-local to measure this machine's sgemm and memcpy first).\n";
+  po::options_description opts("options");
   opts.add_options()
       ("help,h", "show this help")
       ("inputs", po::value(&inputs)->multitoken(), "HDF5 result files (positional)")
-      ("out,o", po::value(&out), "topology JSON file to write")
+      ("out", po::value(&out), "topology JSON file to write")
       ("topology", po::value(&base)->default_value(base), "topology the fits are added to (catalog name or path)")
       ("name", po::value(&name), "name of the calibrated topology (default: the --out file's stem)")
       ("measure-local", po::bool_switch(&measure_local),
@@ -62,7 +62,7 @@ int calibrate_main(int argc, char** argv) {
   old_spellings.add_options()("base", po::value<std::string>());
   po::variables_map vm;
   if (!parse_command_line(argc, argv, opts, vm, &pos, "", &old_spellings)) {
-    print_help(std::cout, "ibt calibrate FILE.h5 [FILE.h5 ...] --out TOPOLOGY.json [options]", opts,
+    print_help(std::cout, "ibt calibrate FILE.h5 [FILE.h5 ...] --out TOPOLOGY.json [options]", about, opts,
                {"ibt calibrate results/quickstart.h5 --topology local-cpu --out my-cluster.json",
                 "ibt calibrate fit.h5 held.h5 --fit-train fit.h5 --out mine.json"});
     return kExitOk;

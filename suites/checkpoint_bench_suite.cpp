@@ -41,8 +41,8 @@ struct BenchArgs {
   double timeout = 600;
 };
 
-const char* kHelpIntro =
-    "usage: mpiexec -n N ibt checkpoint-bench --state-bytes SIZE [--dir D] [--repeats N] [--out F] [--keep]\n\n"
+const char* kUsage = "mpiexec -n N ibt checkpoint-bench --state-bytes SIZE [--dir D] [--repeats N] [--out F] [--keep]";
+const char* kAbout =
     "Each rank writes a synthetic training state of SIZE bytes (K, M, G suffixes) as a checkpoint\n"
     "shard, exactly as `ibt train --checkpoint-every` does (serial HDF5, one file per rank, fsync,\n"
     "checksum, then rank 0's manifest), then reads its shard back and checks every value.\n"
@@ -57,12 +57,12 @@ const char* kHelpIntro =
     "unless --keep.\n";
 
 po::options_description describe_options(BenchArgs& a) {
-  po::options_description o("Options");
+  po::options_description o("options");
   o.add_options()("help,h", "show this help")
       ("state-bytes", po::value(&a.state_bytes), "bytes of state per rank (required; K, M, G suffixes)")
       ("dir", po::value(&a.dir)->default_value(a.dir), "directory for the checkpoints (shared by all ranks)")
       ("repeats", po::value(&a.repeats)->default_value(a.repeats), "write+read rounds")
-      ("out,o", po::value(&a.out), "append this run (kind checkpoint_bench) to an HDF5 results file")
+      ("out", po::value(&a.out), "append this run (kind checkpoint_bench) to an HDF5 results file")
       ("keep", po::bool_switch(&a.keep), "keep the written checkpoints")
       ("cached-reads", po::bool_switch(&a.cached_reads), "do not drop the shards from the page cache before reading")
       ("timeout,T", po::value(&a.timeout)->default_value(a.timeout),
@@ -86,18 +86,18 @@ std::vector<store::Column> sample_columns() {
   using store::ColumnType;
   return {{"repeat", ColumnType::i64, ""},        {"rank", ColumnType::i64, ""},
           {"bytes", ColumnType::f64, "B"},         {"write_s", ColumnType::f64, "s"},
-          {"write_gbps", ColumnType::f64, "GB/s"}, {"read_s", ColumnType::f64, "s"},
-          {"read_gbps", ColumnType::f64, "GB/s"},  {"resident_before_read", ColumnType::f64, ""}};
+          {"write_GBps", ColumnType::f64, "GB/s"}, {"read_s", ColumnType::f64, "s"},
+          {"read_GBps", ColumnType::f64, "GB/s"},  {"resident_before_read", ColumnType::f64, ""}};
 }
 std::vector<store::Column> summary_columns() {
   using store::ColumnType;
   return {{"op", ColumnType::str, ""},
-          {"per_rank_median_gbps", ColumnType::f64, "GB/s"},
-          {"per_rank_min_gbps", ColumnType::f64, "GB/s"},
-          {"per_rank_max_gbps", ColumnType::f64, "GB/s"},
-          {"aggregate_median_gbps", ColumnType::f64, "GB/s"},
-          {"aggregate_min_gbps", ColumnType::f64, "GB/s"},
-          {"aggregate_max_gbps", ColumnType::f64, "GB/s"}};
+          {"per_rank_median_GBps", ColumnType::f64, "GB/s"},
+          {"per_rank_min_GBps", ColumnType::f64, "GB/s"},
+          {"per_rank_max_GBps", ColumnType::f64, "GB/s"},
+          {"aggregate_median_GBps", ColumnType::f64, "GB/s"},
+          {"aggregate_min_GBps", ColumnType::f64, "GB/s"},
+          {"aggregate_max_GBps", ColumnType::f64, "GB/s"}};
 }
 
 int run(int argc, char** argv, MpiSession& mpi) {
@@ -107,7 +107,7 @@ int run(int argc, char** argv, MpiSession& mpi) {
   store_command_line(argc, argv, options, vm);
   if (vm.count("help")) {
     if (mpi.rank() == 0)
-      print_help(std::cout, kHelpIntro, options,
+      print_help(std::cout, kUsage, kAbout, options,
                  {"mpiexec -n 2 ibt checkpoint-bench --state-bytes 256M --repeats 5 --out ckpt-bench.h5"});
     return kExitOk;
   }

@@ -127,13 +127,29 @@ boost::program_options::typed_value<double>* double_value(double* target) {
   return boost::program_options::value(target)->default_value(*target, text);
 }
 
-void print_help(std::ostream& out, const std::string& usage,
+void print_help(std::ostream& out, const std::string& usage, const std::string& about,
                 const boost::program_options::options_description& options,
                 const std::vector<std::string>& examples) {
-  // Some commands' intros already open with their usage line (and explain more after it).
-  out << (usage.rfind("usage:", 0) == 0 ? "" : "usage: ") << usage << "\n\n" << options << "\n";
+  auto indent_after_newlines = [](std::string text, const std::string& pad) {
+    for (size_t at = text.find('\n'); at != std::string::npos && at + 1 < text.size(); at = text.find('\n', at + 1))
+      if (text[at + 1] != '\n') text.insert(at + 1, pad);
+    return text;
+  };
+  auto trimmed = [](std::string text) {
+    while (!text.empty() && (text.back() == '\n' || text.back() == ' ')) text.pop_back();
+    return text;
+  };
+  out << "usage: " << indent_after_newlines(trimmed(usage), "       ") << "\n\n";
+  const std::string text = trimmed(about);
+  const size_t split = text.find("\n\n");
+  out << text.substr(0, split) << "\n\n" << options;
+  if (split != std::string::npos) {
+    std::string notes = text.substr(split + 2);
+    while (!notes.empty() && notes.front() == '\n') notes.erase(0, 1);
+    out << "\nnotes:\n  " << indent_after_newlines(notes, "  ") << "\n";
+  }
   if (examples.empty()) return;
-  out << "examples:\n";
+  out << "\nexamples:\n";
   for (const auto& e : examples) out << "  " << e << "\n";
 }
 

@@ -72,10 +72,16 @@ void take_alias(const boost::program_options::variables_map& vm, const char* old
 // of the binary value ("0.0030000000000000001").
 boost::program_options::typed_value<double>* double_value(double* target);
 
-// Every command's --help: the usage line (`usage` is prefixed "usage: " unless it starts
-// with it, so an intro text may follow it), the option descriptions, then examples (one
-// command per line, each printed indented).
-void print_help(std::ostream& out, const std::string& usage,
+// Every command's --help, one layout for all (tests/report/help_pages_test.sh checks it):
+//   usage: <usage>            (continuation lines of `usage` are indented under it)
+//   <blank>
+//   <the first paragraph of `about`: what the command does>
+//   <blank>
+//   <the option groups: "options:" first, then any named groups>
+//   notes:                    (the other paragraphs of `about`, indented; only when present)
+//   examples:                 (one command per line, indented)
+// Paragraphs in `about` are separated by a blank line.
+void print_help(std::ostream& out, const std::string& usage, const std::string& about,
                 const boost::program_options::options_description& options,
                 const std::vector<std::string>& examples);
 

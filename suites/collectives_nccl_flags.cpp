@@ -37,7 +37,7 @@ constexpr std::array<Unsupported, 11> kUnsupported{{
     {'p', "parallel_init", "ibt has one thread per rank, so there is nothing to initialise in parallel"},
     {'y', "stream_null", "the nccl backend always uses its own stream; the mpi backend has none"},
     {'S', "report_timestamps", "every run's start and end time are stored in the results file (--out)"},
-    {'J', "output_file", "use --out FILE.h5 (every row, with provenance) and `ibt export --format json`"},
+    {'J', "output_file", "use --out FILE.h5 (every row, with provenance) and `ibt export FILE.h5 --json`"},
     {'M', "memory", "no device-memory report yet"},
     {'u', "unalign", "buffers are always 256-byte aligned"},
     {'I', "per_iter_timing", "per-iteration p50/p99 are always measured (the p50 and p99 columns)"},

@@ -136,14 +136,14 @@ po::options_description describe_options(CollectivesArgs& a) {
        ":inside it stops after the start gate, so the others wait inside the op (the watchdog)")
       ("inject-wrong", po::value(&a.inject_wrong),
        "RANK - perturb RANK's checked result, to exercise the correctness check");
-  po::options_description all;
+  po::options_description all("options");
   all.add_options()("help,h", "show this help");
   all.add(sizes).add(what).add(how).add(output).add(testing);
   return all;
 }
 
+const char* kUsage = "mpiexec -n N ibt collectives [options]      (or srun ... ibt collectives)";
 const char* kHelpIntro =
-    "usage: mpiexec -n N ibt collectives [options]      (or srun ... ibt collectives)\n\n"
     "Measures collectives as nccl-tests does: per size, warm-up, then --iters timed iterations;\n"
     "the time is the mean per iteration, combined over ranks (--average), with per-iteration\n"
     "p50/p99 of the slowest rank. algbw = bytes/time; busbw = algbw x factor: 2(n-1)/n for\n"
@@ -288,7 +288,11 @@ int run(int argc, char** argv, MpiSession& mpi) {
   const std::vector<std::string> spelled = nccl_tests_spellings(argc, argv);
   store_command_line(std::vector<std::string>(spelled.begin() + 1, spelled.end()), options, vm);
   if (vm.count("help")) {
-    if (mpi.rank() == 0) std::cout << kHelpIntro << "\n" << options << "\n";
+    if (mpi.rank() == 0)
+      print_help(std::cout, kUsage, kHelpIntro, options,
+                 {"mpiexec -n 8 ibt collectives -b 8 -e 128M -f 2 --op all_reduce --out results.h5",
+                  "mpiexec -n 16 ibt collectives --scope intra --domain-size 8 --op all_gather,reduce_scatter",
+                  "mpiexec -n 8 ibt collectives --backend nccl -d bfloat16 -o avg --output-format nccl-tests"});
     return kExitOk;
   }
   po::notify(vm);

@@ -28,7 +28,7 @@ namespace {
 std::vector<store::Column> cell_columns() {
   using store::ColumnType;
   return {{"domain_size", ColumnType::i64, "devices"},
-          {"scale_out_gbps", ColumnType::f64, "Gb/s"},
+          {"scale_out_Gbps", ColumnType::f64, "Gb/s"},
           {"mfu_no_pp", ColumnType::f64, "fraction"},
           {"mfu_with_pp", ColumnType::f64, "fraction"},
           {"step_no_pp_s", ColumnType::f64, "s"},
@@ -57,13 +57,13 @@ int crossover_main(int argc, char** argv) {
   long long global_batch = 0, global_batch_tokens = 16LL * 1024 * 1024;
   double threshold = 0.05;
   int jobs = 1;
-  po::options_description opts(
-      "ibt crossover: when does pipeline parallelism stop being needed?\n"
-      "For each cell of a grid of fabrics derived from --topology (devices per scale-up\n"
-      "domain x scale-out Gb/s per device; every other figure is the base's), every valid split\n"
-      "is projected and the best MFU with PP = 1 and with PP > 1 are compared:\n"
+  const char* about =
+      "When does pipeline parallelism stop being needed? For each cell of a grid of fabrics\n"
+      "derived from --topology (devices per scale-up domain x scale-out Gb/s per device; every\n"
+      "other figure is the base's), every valid split is projected and the best MFU with\n"
+      "PP = 1 and with PP > 1 are compared:\n"
       "  gain = MFU(PP>1) / MFU(PP=1) - 1 (infinite when no PP = 1 split fits in memory);\n"
-      "  PP needed = gain > --threshold.\n"
+      "  PP needed = gain > --threshold.\n\n"
       "Assumptions: the global batch is fixed (--global-batch-tokens / sequence length), micro\n"
       "batch size 1, 2 or 4, microbatches = global batch / (dp x micro batch); searched: 1f1b and\n"
       "interleaved (v = 2, 4, 8),\n"
@@ -71,17 +71,18 @@ int crossover_main(int argc, char** argv) {
       "HSDP sharded inside each domain (strategy labels: fsdp, hsdp8, zero1 ...; FSDP/HSDP are\n"
       "no-PP splits), sequence parallelism when tp > 1,\n"
       "context parallelism up to --cp (all_gather and ring; CP splits without PP count as\n"
-      "no PP), tp <= domain size; bf16 mixed-precision Adam memory; DP gradient reduction overlapped.\n"
+      "no PP), tp <= domain size; bf16 mixed-precision Adam memory; DP gradient reduction overlapped.\n\n"
       "Goodput: with a failure rate (the flags below or the base topology's reliability section)\n"
       "each cell also shows goodput-adjusted MFU = MFU x goodput (Daly's optimal checkpoint\n"
-      "interval; topologies/failure_model.hpp); --rank-by goodput picks the bests and the gain on it.\n"
-      "Options");
+      "interval; topologies/failure_model.hpp); --rank-by goodput picks the bests and the gain on it.\n";
+  po::options_description opts("options");
   opts.add_options()
       ("help,h", "show this help")
       ("model", po::value(&model_name), "model: catalog name or .json path")
       ("gpus", po::value(&gpus), "number of devices")
       ("domain-sizes", po::value(&domains)->default_value(domains), "comma list of devices per scale-up domain")
-      ("scale-out-gbps", po::value(&gbps)->default_value(gbps), "comma list of scale-out Gb/s per device")
+      ("scale-out-Gbps", po::value(&gbps)->default_value(gbps),
+       "comma list of scale-out bandwidths per device, Gb/s (gigabits; GBps is gigabytes)")
       ("topology", po::value(&base)->default_value(base), "topology giving the device and the other figures")
       ("global-batch", po::value(&global_batch), "global batch in sequences (overrides --global-batch-tokens)")
       ("global-batch-tokens", po::value(&global_batch_tokens)->default_value(global_batch_tokens), "global batch in tokens")
@@ -96,29 +97,29 @@ int crossover_main(int argc, char** argv) {
        "MFU (MFU x goodput; needs the failure figures below or the base topology's reliability section)")
       ("jobs,j", po::value(&jobs)->default_value(jobs),
        "threads sweeping the splits (the results are the same for any count; 0 = all cores)")
-      ("out,o", po::value(&out), "HDF5 results file to append a run of kind 'crossover' to");
+      ("out", po::value(&out), "HDF5 results file to append a run of kind 'crossover' to");
   add_failure_options(opts);
   ZeroFlags zero;
   po::options_description zero_opts("Sharded data parallelism searched");
   po::options_description old_spellings;  // kept for one release, not in --help
-  old_spellings.add_options()("base-topology", po::value<std::string>());
+  old_spellings.add_options()("base-topology", po::value<std::string>())("scale-out-gbps", po::value<std::string>());
   add_zero_options(zero_opts, old_spellings, zero, true);
   opts.add(zero_opts);
   po::variables_map vm;
   if (!parse_command_line(argc, argv, opts, vm, nullptr, "", &old_spellings)) {
-    print_help(std::cout, "ibt crossover --model M --gpus N [--topology T] [--domain-sizes ...] [--scale-out-gbps ...]",
-               opts, {"ibt crossover --model deepseek-v3 --gpus 8192 --domain-sizes 8,16,32,64,72 --scale-out-gbps 100,400,1600 --topology dgx-h100 --out crossover.h5",
+    print_help(std::cout, "ibt crossover --model M --gpus N [--topology T] [--domain-sizes ...] [--scale-out-Gbps ...]", about, opts, {"ibt crossover --model deepseek-v3 --gpus 8192 --domain-sizes 8,16,32,64,72 --scale-out-Gbps 100,400,1600 --topology dgx-h100 --out crossover.h5",
                 "ibt crossover --model llama3-70b --gpus 1024 --rank-by goodput"});
     return kExitOk;
   }
   take_alias(vm, "base-topology", "topology", base);
+  take_alias(vm, "scale-out-gbps", "scale-out-Gbps", gbps);
   if (model_name.empty()) throw UsageError("--model is required");
   require_positive(gpus, "--gpus");
   require_positive(max_cp, "--cp");
   if (!(threshold >= 0)) throw UsageError("--threshold must be >= 0");
   jobs = resolve_jobs(jobs);
   const auto domain_list = parse_positive_list<int>(domains, "--domain-sizes");
-  const auto gbps_list = parse_positive_list<double>(gbps, "--scale-out-gbps");
+  const auto gbps_list = parse_positive_list<double>(gbps, "--scale-out-Gbps");
   if (!out.empty()) store::check_appendable(out);
   const models::ModelConfig model = models::load_model(model_name);
   const topo::Topology topology = topo::load_topology(base);
@@ -218,7 +219,10 @@ int crossover_main(int argc, char** argv) {
                      // No split fits: NaN, never 0 (an average over cells must not count it).
                      c.best_no_pp.feasible ? c.best_no_pp.mfu : nan, c.best_with_pp.feasible ? c.best_with_pp.mfu : nan,
                      c.best_no_pp.feasible ? c.best_no_pp.step_s : nan,
-                     c.best_with_pp.feasible ? c.best_with_pp.step_s : nan, std::isinf(c.gain) ? 1e300 : c.gain,
+                     c.best_with_pp.feasible ? c.best_with_pp.step_s : nan,
+                     !c.best_no_pp.feasible && !c.best_with_pp.feasible ? nan  // no gain to speak of
+                     : std::isinf(c.gain)                                   ? 1e300
+                                                                            : c.gain,
                      static_cast<std::int64_t>(c.pp_needed),
                      c.best_no_pp.feasible ? topo::split_label(c.best_no_pp.split) : std::string("(none fits)"),
                      c.best_with_pp.feasible ? topo::split_label(c.best_with_pp.split) : std::string("(none fits)"),

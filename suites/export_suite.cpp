@@ -5,6 +5,7 @@
 #include <iostream>
 #include <sstream>
 #include <string>
+#include <vector>
 
 #include "core/errors.hpp"
 #include "reports/export.hpp"
@@ -17,9 +18,8 @@ namespace ibt::suites {
 
 namespace {
 
-const char* kExportUsage =
-    "usage: ibt export FILE.h5 --csv|--json [--run ID] [--table NAME] [--out PATH]\n"
-    "\n"
+const char* kUsage = "ibt export FILE.h5 --csv|--json [--run ID] [--table NAME] [--out PATH]";
+const char* kAbout =
     "Writes runs of an ibt results file as CSV or JSON (to stdout unless --out).\n"
     "  CSV:  one header line (run_id, kind, then the table's columns) and one line per\n"
     "        table row. Several runs are concatenated when their table has the same\n"
@@ -27,14 +27,11 @@ const char* kExportUsage =
     "  JSON: every selected run with its attributes, environment and tables; each table\n"
     "        has its columns (name, type, unit) and its rows as objects.\n"
     "Numbers are exact (they read back to the stored values). Runs are named by id\n"
-    "(000003), by number (3) or as 'last'.\n"
-    "\n"
-    "examples:\n"
-    "  ibt export results.h5 --csv --table collectives > collectives.csv\n"
-    "  ibt export results.h5 --json --run last --out last-run.json\n"
-    "  python3 -c 'import pandas as pd; print(pd.read_csv(\"collectives.csv\"))'\n"
-    "\n"
-    "options";
+    "(000003), by number (3) or as 'last'.\n";
+const std::vector<std::string> kExamples = {
+    "ibt export results.h5 --csv --table collectives > collectives.csv",
+    "ibt export results.h5 --json --run last --out last-run.json",
+    "python3 -c 'import pandas as pd; print(pd.read_csv(\"collectives.csv\"))'"};
 
 // Refuses to write the export over the results file it reads.
 void require_distinct(const std::string& output, const std::string& input) {
@@ -46,14 +43,14 @@ void require_distinct(const std::string& output, const std::string& input) {
 }  // namespace
 
 int export_main(int argc, char** argv) {
-  po::options_description visible(kExportUsage);
+  po::options_description visible("options");
   visible.add_options()
       ("help,h", "print this help and exit")
       ("csv", "write CSV (one table)")
       ("json", "write JSON")
-      ("run,r", po::value<std::string>()->value_name("ID"), "export only this run: its id, its number, or 'last'")
-      ("table,t", po::value<std::string>()->value_name("NAME"), "export only this table (e.g. collectives)")
-      ("out,o", po::value<std::string>()->value_name("PATH"), "write here instead of stdout (replaced if present)");
+      ("run", po::value<std::string>()->value_name("ID"), "export only this run: its id, its number, or 'last'")
+      ("table", po::value<std::string>()->value_name("NAME"), "export only this table (e.g. collectives)")
+      ("out", po::value<std::string>()->value_name("PATH"), "write here instead of stdout (replaced if present)");
   po::options_description all;
   // --output: the old spelling of --out, kept for one release.
   all.add(visible).add_options()("file", po::value<std::string>())("output", po::value<std::string>());
@@ -62,7 +59,7 @@ int export_main(int argc, char** argv) {
 
   po::variables_map vm;
   if (!parse_command_line(argc, argv, all, vm, &positional, " (see `ibt export --help`)")) {
-    std::cout << visible << '\n';
+    print_help(std::cout, kUsage, kAbout, visible, kExamples);
     return kExitOk;
   }
   if (!vm.count("file")) throw UsageError("no results file given (usage: ibt export FILE.h5 --csv|--json)");

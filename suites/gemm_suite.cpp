@@ -6,14 +6,20 @@
 #include <iostream>
 
 #include "core/errors.hpp"
+#include "core/no_gpu.hpp"
 #include "collectives/provenance.hpp"
 #include "ibt/version.hpp"
+#include "models/cuda/gemm_shapes.hpp"
+#ifdef IBT_HAVE_CUDA
 #include "models/cuda/gemm_bench.hpp"
+#endif
 #include "suites/cli.hpp"
 #include "suites/run_recorder.hpp"
 #include "suites/suites.hpp"
 
+#ifdef IBT_HAVE_CUDA
 extern char** environ;
+#endif
 
 namespace ibt::suites {
 namespace {
@@ -28,7 +34,7 @@ struct GemmArgs {
   gpu::GemmOptions measure;
 };
 
-std::vector<store::Column> gemm_columns() {
+[[maybe_unused]] std::vector<store::Column> gemm_columns() {  // used only with CUDA
   using store::ColumnType;
   return {
       {"name", ColumnType::str, "", 32},
@@ -49,11 +55,12 @@ std::vector<store::Column> gemm_columns() {
 
 int gemm_main(int argc, char** argv) {
   GemmArgs a;
-  po::options_description opts(
-      "ibt gemm: GEMM throughput (cuBLASLt, fp32 accumulation, bf16 output) on one GPU, median of CUDA-event\n"
-      "timed repetitions, each result checked against a sampled float64 reference.\n"
+  const char* about =
+      "GEMM throughput (cuBLASLt, fp32 accumulation, bf16 output) on one GPU, median of CUDA-event\n"
+      "timed repetitions, each result checked against a sampled float64 reference.\n\n"
       "Default problems: every linear layer of a transformer block, forward and both backward\n"
-      "products, M = tokens per GPU. Options");
+      "products, M = tokens per GPU.\n";
+  po::options_description opts("options");
   opts.add_options()("help,h", "show this help")("shapes", po::value(&a.shapes),
                                                  "comma list of MxNxK problems instead of the training shapes")(
       "tokens", po::value(&a.tokens)->default_value(a.tokens), "tokens per GPU per step (M)")(
@@ -71,12 +78,15 @@ int gemm_main(int argc, char** argv) {
       "out", po::value(&a.out), "HDF5 results file to append the run to");
   po::variables_map vm;
   if (!parse_command_line(argc, argv, opts, vm)) {
-    print_help(std::cout, "ibt gemm [--dtype bf16,fp8] [--hidden H --ffn F ...] [--out FILE.h5]", opts,
+    print_help(std::cout, "ibt gemm [--dtype bf16,fp8] [--hidden H --ffn F ...] [--out FILE.h5]", about, opts,
                {"ibt gemm --out gpu.h5",
                 "ibt gemm --dtype fp8 --hidden 8192 --ffn 28672"});
     return kExitOk;
   }
-
+#ifndef IBT_HAVE_CUDA
+  // The help above works in every build; measuring needs the CUDA parts.
+  throw UsageError(built_without_cuda_message(""));
+#else
   std::vector<gpu::GemmShape> shapes;
   if (!a.shapes.empty()) {
     shapes = gpu::parse_shapes(a.shapes);
@@ -89,7 +99,7 @@ int gemm_main(int argc, char** argv) {
   const auto precisions = gpu::parse_gemm_precisions(a.dtypes);
   if (!a.out.empty()) store::check_appendable(a.out);
 
-  gpu::GemmBench bench("", a.device);  // without a GPU: UsageError "no CUDA device: ...", exit 2
+  gpu::GemmBench bench("", a.device);  // without a GPU: UsageError "no CUDA GPU on this machine ...", exit 2
   for (auto p : precisions)
     if (!bench.supports(p))
       throw UsageError("--dtype " + std::string(gpu::to_string(p)) + ": needs compute capability 9.0 or newer; " +
@@ -141,6 +151,7 @@ int gemm_main(int argc, char** argv) {
   recorder.finish(wrong ? store::RunStatus::failed : store::RunStatus::complete,
                   wrong ? std::to_string(wrong) + " GEMM results outside tolerance" : "");
   return wrong ? kExitFailure : kExitOk;
+#endif
 }
 
 }  // namespace ibt::suites

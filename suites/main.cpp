@@ -1,6 +1,7 @@
 // ibt: one binary, one subcommand per suite.
 #include <csignal>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <exception>
 #include <string>
@@ -8,17 +9,18 @@
 
 #include "core/errors.hpp"
 #include "ibt/version.hpp"
+#include "suites/old_short_options.hpp"
 #include "suites/suites.hpp"
 
 namespace {
 
-#ifdef IBT_HAVE_CUDA
 int gemm_entry(int argc, char** argv) { return ibt::suites::gemm_main(argc, argv); }
-#else
-int gemm_entry(int, char**) {
-  throw ibt::UsageError("this ibt was built without CUDA: rebuild where the CUDA toolkit is found");
+
+bool first_rank() {
+  for (const char* v : {"PMI_RANK", "PMIX_RANK", "OMPI_COMM_WORLD_RANK", "SLURM_PROCID"})
+    if (const char* r = std::getenv(v)) return std::strcmp(r, "0") == 0;
+  return true;
 }
-#endif
 
 struct Suite {
   const char* name;
@@ -96,8 +98,14 @@ int main(int argc, char** argv) {
   for (const auto& s : suites()) {
     if (std::strcmp(argv[1], s.name) != 0) continue;
     std::string name = std::string("ibt ") + s.name;
-    std::vector<char*> args(argv + 1, argv + argc);
-    args[0] = name.data();
+    std::vector<std::string> notes;
+    std::vector<std::string> words =
+        ibt::suites::rewrite_old_short_options(s.name, std::vector<std::string>(argv + 2, argv + argc), notes);
+    // Under a launcher every rank would say it: rank 0 does (the launchers' rank variables).
+    if (first_rank())
+      for (const auto& n : notes) std::fprintf(stderr, "%s\n", n.c_str());
+    std::vector<char*> args{name.data()};
+    for (auto& w : words) args.push_back(w.data());
     try {
       return s.main(static_cast<int>(args.size()), args.data());
     } catch (const ibt::UsageError& e) {

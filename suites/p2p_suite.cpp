@@ -32,8 +32,8 @@ struct P2pArgs {
   double threshold = 0.5, timeout = 60;
 };
 
-const char* kHelpIntro =
-    "usage: mpiexec -n N ibt p2p-matrix [options]\n\n"
+const char* kUsage = "mpiexec -n N ibt p2p-matrix [options]";
+const char* kAbout =
     "Ping-pong between every pair of ranks (or, with --domains, every pair of scale-up domains,\n"
     "rail-aligned: local rank l with local rank l, all local ranks at once). Pairs are scheduled\n"
     "as a round-robin tournament: N-1 rounds (N when odd), every rank in at most one pair per\n"
@@ -45,7 +45,7 @@ const char* kHelpIntro =
     "Exit status: 0 ok, 1 wrong bytes (or outliers with --fail-on-outliers), 2 bad input, 3 timeout.\n";
 
 po::options_description describe_options(P2pArgs& a) {
-  po::options_description o("Options");
+  po::options_description o("options");
   o.add_options()
       ("help,h", "show this help")
       ("sizes", po::value(&a.sizes)->default_value(a.sizes), "comma list of message sizes (K, M, G suffixes)")
@@ -63,7 +63,7 @@ po::options_description describe_options(P2pArgs& a) {
       ("fail-on-outliers", po::bool_switch(&a.fail_on_outliers), "exit 1 when any outlier is found")
       ("timeout,T", double_value(&a.timeout),
        "seconds one round may take; past it the job ends naming the ranks that did not arrive")
-      ("out,o", po::value(&a.out), "append this run (kind p2p_matrix) to an HDF5 results file")
+      ("out", po::value(&a.out), "append this run (kind p2p_matrix) to an HDF5 results file")
       ("inject-delay", po::value(&a.inject_delay),
        "RANK:US - RANK waits US microseconds before every send (testing the outlier detection)");
   return o;
@@ -111,7 +111,7 @@ int run(int argc, char** argv, MpiSession& mpi) {
   store_command_line(argc, argv, options, vm);
   if (vm.count("help")) {
     if (mpi.rank() == 0)
-      print_help(std::cout, kHelpIntro, options,
+      print_help(std::cout, kUsage, kAbout, options,
                  {"mpiexec -n 8 ibt p2p-matrix --sizes 8,1M --out p2p.h5",
                 "mpiexec -n 8 ibt p2p-matrix --domains --domain-size 4 --fail-on-outliers"});
     return kExitOk;

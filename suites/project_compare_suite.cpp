@@ -20,18 +20,19 @@ int project_compare_main(int argc, char** argv) {
   std::vector<std::string> runs;
   std::string topology = "local-cpu";
   double bound_pct = 20;
-  po::options_description opts(
-      "ibt project-compare FILE.h5[:RUN_ID] ... --topology T [--bound PCT]: for each measured `ibt train`\n"
-      "run (every complete one in FILE.h5, or the one named), project the same model, split, microbatches\n"
-      "and schedule on topology T the way the CPU engine runs them (fp32, AdamW, gradients reduced after\n"
-      "the last backward, unfused attention) and print measured against projected step time and per\n"
-      "component: compute, exposed tp, pp+bubble, dp and ep communication, and 'other' (the engine's step\n"
-      "statistics, priced as memory passes and small all-reduces, plus a stage's wait for the last one).\n"
-      "Measured figures are those of the fastest step after the first (the least disturbed). The component whose\n"
-      "projection differs most (in seconds) is named. Exit 1 when |projected/measured - 1| exceeds the\n"
-      "bound for any run. Use a topology `ibt calibrate` wrote from collectives and train runs of the same\n"
-      "machine, and compare runs the calibration did not fit.\n"
-      "Options");
+  const char* about =
+      "For each measured `ibt train` run (every complete one in FILE.h5, or the one named),\n"
+      "projects the same model, split, microbatches and schedule on topology T the way the CPU\n"
+      "engine runs them (fp32, AdamW, gradients reduced after the last backward, unfused attention)\n"
+      "and prints measured against projected step time and per component: compute, exposed tp,\n"
+      "pp+bubble, dp and ep communication, and 'other' (the engine's step statistics, priced as\n"
+      "memory passes and small all-reduces, plus a stage's wait for the last one). Measured figures\n"
+      "are those of the fastest step after the first (the least disturbed).\n\n"
+      "The component whose projection differs most (in seconds) is named. Exit 1 when\n"
+      "|projected/measured - 1| exceeds the bound for any run. Use a topology `ibt calibrate` wrote\n"
+      "from collectives and train runs of the same machine, and compare runs the calibration did\n"
+      "not fit.\n";
+  po::options_description opts("options");
   opts.add_options()
       ("help,h", "show this help")
       ("runs", po::value(&runs)->multitoken(), "FILE.h5 or FILE.h5:RUN_ID (positional, repeatable)")
@@ -41,7 +42,7 @@ int project_compare_main(int argc, char** argv) {
   pos.add("runs", -1);
   po::variables_map vm;
   if (!parse_command_line(argc, argv, opts, vm, &pos)) {
-    print_help(std::cout, "ibt project-compare FILE.h5[:RUN] [...] --topology T [--bound PCT]", opts,
+    print_help(std::cout, "ibt project-compare FILE.h5[:RUN] [...] --topology T [--bound PCT]", about, opts,
                {"ibt project-compare held.h5 --topology mine.json --bound 20"});
     return kExitOk;
   }

@@ -54,8 +54,8 @@ const char* kConventions =
 
 int project_main(int argc, char** argv) {
   ProjectArgs a;
-  po::options_description opts(
-      "ibt project: project a training step of a model on a topology with the sim executor.\n"
+  const char* about =
+      "Projects a training step of a model on a topology with the sim executor.\n"
       "Prints step time, MFU and HFU, the breakdown (compute, exposed communication per group,\n"
       "pipeline bubble) and memory per device. --all searches every valid split (tp <= domain\n"
       "size, micro batch 1/2/4, 1f1b and interleaved v = 2/4/8, recompute none/selective/full,\n"
@@ -70,8 +70,8 @@ int project_main(int argc, char** argv) {
       "Goodput: from a per-node failure rate, the checkpoint size and write bandwidth and the\n"
       "restart time (flags below, or the topology's reliability section), the optimal checkpoint\n"
       "interval (Young 1974, Daly 2006) and goodput = useful compute / wall time counting\n"
-      "checkpoints, lost work and restarts; printed with goodput-adjusted MFU and the assumptions.\n"
-      "Options");
+      "checkpoints, lost work and restarts; printed with goodput-adjusted MFU and the assumptions.\n";
+  po::options_description opts("options");
   opts.add_options()
       ("help,h", "show this help")
       ("model", po::value(&a.model), "model: catalog name (models/catalog: llama3-405b, deepseek-v3, ...) or a .json path")
@@ -111,7 +111,7 @@ int project_main(int argc, char** argv) {
       ("top", po::value(&a.top)->default_value(a.top), "with --all: rows to print (0 = all); ranked by MFU, only splits that can make these rows are priced, the others are counted with their step-time lower bound (0 prices every split)")
       ("rank-by", po::value(&a.rank_by)->default_value(a.rank_by),
        "with --all: rank by mfu or goodput (goodput-adjusted MFU = MFU x goodput; needs the failure figures)")
-      ("out,o", po::value(&a.out), "HDF5 results file to append a run of kind 'projection' to");
+      ("out", po::value(&a.out), "HDF5 results file to append a run of kind 'projection' to");
   suites::add_failure_options(opts);
   po::options_description zero_opts("Sharded data parallelism (one split; with --all: comma lists to search)");
   po::options_description old_spellings;  // kept for one release, not in --help
@@ -120,7 +120,7 @@ int project_main(int argc, char** argv) {
   opts.add(zero_opts);
   po::variables_map vm;
   if (!parse_command_line(argc, argv, opts, vm, nullptr, "", &old_spellings)) {
-    print_help(std::cout, "ibt project --model M --topology T --gpus N [split options | --all] [--out FILE.h5]", opts,
+    print_help(std::cout, "ibt project --model M --topology T --gpus N [split options | --all] [--out FILE.h5]", about, opts,
                {"ibt project --model llama3-405b --topology dgx-h100 --gpus 8192 --all",
                 "ibt project --model llama3-70b --topology dgx-b200 --gpus 1024 --tp 8 --pp 4 --micro-batch-size 1 --out proj.h5"});
     return kExitOk;

@@ -84,9 +84,8 @@ std::string find_renderer() {
                      "to an installed share/ibt)");
 }
 
-const char* kHelpIntro =
-    "usage: ibt report FILE.h5 [FILE2.h5 ...] --out DIR\n"
-    "       ibt report --compare A.h5 B.h5 --out DIR\n\n"
+const char* kUsage = "ibt report FILE.h5 [FILE2.h5 ...] --out DIR\nibt report --compare A.h5 B.h5 --out DIR";
+const char* kAbout =
     "Writes DIR/index.html, a self-contained page (figures inlined, no network needed to view\n"
     "it), and every figure as PNG and SVG beside it: bus bandwidth against message size per op\n"
     "and scope (a line per run), small-message latency, the point-to-point matrix, acceptance\n"
@@ -105,10 +104,10 @@ int report_main(int argc, char** argv) {
   std::string out, title, python;
   bool compare = false;
   double tolerance = 0.1;
-  po::options_description opts("Options");
+  po::options_description opts("options");
   opts.add_options()
       ("help,h", "show this help")
-      ("out,o", po::value(&out), "folder to write index.html and the figures to (created if missing)")
+      ("out", po::value(&out), "folder to write index.html and the figures to (created if missing)")
       ("compare", po::bool_switch(&compare), "compare two files (A = baseline, B = candidate)")
       ("tolerance", double_value(&tolerance),
        "--compare: ratios within 1 +/- this are 'same'")
@@ -124,7 +123,7 @@ int report_main(int argc, char** argv) {
   positional.add("files", -1);
   po::variables_map vm;
   if (!parse_command_line(argc, argv, all, vm, &positional, " (see --help)")) {
-    print_help(std::cout, kHelpIntro, opts,
+    print_help(std::cout, kUsage, kAbout, opts,
                {"ibt report results/quickstart.h5 sweep.h5 --out report/",
                 "ibt report scaling.h5 generations.h5 --out report/",
                 "ibt report --compare h100.h5 b200.h5 --out compare/"});

@@ -151,17 +151,17 @@ int scaling_main(int argc, char** argv) {
   std::vector<std::string> measured;
   long long global_batch = 0, global_batch_tokens = 16LL * 1024 * 1024;
   double per_device = 0, memory_fraction = 0.9;
-  po::options_description opts(
-      "ibt scaling: MFU and tokens/s per device against device count, one line per hardware\n"
+  const char* about =
+      "MFU and tokens/s per device against device count, one line per hardware\n"
       "generation (topology), the best split at every point (every split `ibt project --all`\n"
       "searches: tp <= domain size, 1f1b and interleaved v=2, recompute none/selective/full,\n"
       "ZeRO-1 on/off, sequence parallelism when tp > 1), with its step-time breakdown (the\n"
-      "bottleneck pipeline stage: the busiest, least idle one).\n"
+      "bottleneck pipeline stage: the busiest, least idle one).\n\n"
       "Strong scaling keeps the global batch fixed; weak scaling keeps the batch per device\n"
       "fixed (global batch = devices x --sequences-per-device; default: the first point's).\n"
       "MFU = model FLOPs / (step time x devices x peak of --dtype); model FLOPs are 6N (active\n"
-      "parameters) + full-sequence attention, no recompute (models/accounting.hpp).\n"
-      "Options");
+      "parameters) + full-sequence attention, no recompute (models/accounting.hpp).\n";
+  po::options_description opts("options");
   opts.add_options()
       ("help,h", "show this help")
       ("model", po::value(&model_name), "model: catalog name (models/catalog) or a .json path")
@@ -178,10 +178,10 @@ int scaling_main(int argc, char** argv) {
       ("measured", po::value(&measured)->composing(),
        "HDF5 file with `ibt train`/`ibt sweep` runs of the model: their points join the table as "
        "source 'measured' (repeatable)")
-      ("out,o", po::value(&out), "HDF5 results file to append a run of kind 'scaling' to");
+      ("out", po::value(&out), "HDF5 results file to append a run of kind 'scaling' to");
   po::variables_map vm;
   if (!parse_command_line(argc, argv, opts, vm)) {
-    print_help(std::cout, "ibt scaling --model M --topology T[,T2...] --gpus N[,N2...] [options]", opts,
+    print_help(std::cout, "ibt scaling --model M --topology T[,T2...] --gpus N[,N2...] [options]", about, opts,
                {"ibt scaling --model llama3-70b --topology dgx-a100,dgx-h100,dgx-b200 --gpus 512,1024,2048,4096",
                 "ibt scaling --model gpt3-175b --topology dgx-h100 --gpus 384,768,1536 --scaling weak "
                 "--sequences-per-device 2 --out scaling.h5",

@@ -3,6 +3,7 @@
 #include <iostream>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "core/errors.hpp"
 #include "reports/run_selection.hpp"
@@ -17,30 +18,26 @@ namespace ibt::suites {
 
 namespace {
 
-const char* kShowUsage =
-    "usage: ibt show FILE.h5 [--run ID] [--table NAME]\n"
-    "\n"
+const char* kUsage = "ibt show FILE.h5 [--run ID] [--table NAME]";
+const char* kAbout =
     "Prints what an ibt results file holds. Without --run: one line per run (id, kind,\n"
     "status, start time, number of ranks, command line). With --run: that run's\n"
     "attributes (provenance), its recorded environment and its tables, aligned, with\n"
     "units under the column names. With --table alone: that table of every run that has it.\n"
-    "Runs are named by id (000003), by number (3) or as 'last'.\n"
-    "\n"
-    "examples:\n"
-    "  ibt show results.h5\n"
-    "  ibt show results.h5 --run last\n"
-    "  ibt show results.h5 --run 2 --table collectives\n"
-    "\n"
-    "options";
+    "Runs are named by id (000003), by number (3) or as 'last'.\n";
+const std::vector<std::string> kExamples = {
+    "ibt show results.h5",
+    "ibt show results.h5 --run last",
+    "ibt show results.h5 --run 2 --table collectives"};
 
 }  // namespace
 
 int show_main(int argc, char** argv) {
-  po::options_description visible(kShowUsage);
+  po::options_description visible("options");
   visible.add_options()
       ("help,h", "print this help and exit")
-      ("run,r", po::value<std::string>()->value_name("ID"), "show this run: its id, its number, or 'last'")
-      ("table,t", po::value<std::string>()->value_name("NAME"), "show only this table (e.g. collectives)");
+      ("run", po::value<std::string>()->value_name("ID"), "show this run: its id, its number, or 'last'")
+      ("table", po::value<std::string>()->value_name("NAME"), "show only this table (e.g. collectives)");
   po::options_description all;
   all.add(visible).add_options()("file", po::value<std::string>());
   po::positional_options_description positional;
@@ -48,7 +45,7 @@ int show_main(int argc, char** argv) {
 
   po::variables_map vm;
   if (!parse_command_line(argc, argv, all, vm, &positional, " (see `ibt show --help`)")) {
-    std::cout << visible << '\n';
+    print_help(std::cout, kUsage, kAbout, visible, kExamples);
     return kExitOk;
   }
   if (!vm.count("file")) throw UsageError("no results file given (usage: ibt show FILE.h5 [--run ID] [--table NAME])");

@@ -7,7 +7,7 @@ namespace ibt::suites {
 int collectives_main(int argc, char** argv);
 int show_main(int argc, char** argv);
 int export_main(int argc, char** argv);
-int gemm_main(int argc, char** argv);  // needs a build with CUDA (IBT_HAVE_CUDA)
+int gemm_main(int argc, char** argv);  // --help in any build; measuring needs CUDA (IBT_HAVE_CUDA)
 int p2p_matrix_main(int argc, char** argv);
 int accept_main(int argc, char** argv);
 int report_main(int argc, char** argv);

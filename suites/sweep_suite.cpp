@@ -26,8 +26,8 @@ namespace ibt::suites {
 
 namespace {
 
-constexpr const char* kHelp =
-    "usage: mpiexec -n N ibt sweep --model NAME [--steps S] [--microbatches 1,2,4] [--out FILE.h5]\n\n"
+constexpr const char* kUsage = "mpiexec -n N ibt sweep --model NAME [--steps S] [--microbatches 1,2,4] [--out FILE.h5]";
+constexpr const char* kAbout =
     "Runs every split (dp, tp, pp, ep, schedule, microbatches) the executor can run on N\n"
     "ranks for --steps steps and ranks them by MFU (mean over the steps after the first).\n"
     "--executor cuda sweeps on one GPU per rank (dense models; see ibt train --help).\n";
@@ -62,7 +62,7 @@ int run(int argc, char** argv, MpiSession& mpi) {
   std::string model_name = "tiny-dense", microbatches = "1,2,4", out;
   TrainOptions options;
   int max_runs = 0, max_cp = 1;
-  po::options_description o("Options");
+  po::options_description o("options");
   o.add_options()("help,h", "this text")
       ("model", po::value(&model_name)->default_value(model_name), "catalog name or path to a model .json")
       ("steps", po::value(&options.steps)->default_value(3), "training steps per split (the first is not timed)")
@@ -78,7 +78,7 @@ int run(int argc, char** argv, MpiSession& mpi) {
       ("max-runs", po::value(&max_runs)->default_value(0), "stop after this many splits (0: all)")
       ("timeout,T", po::value(&options.timeout_s)->default_value(options.timeout_s),
        "seconds a step may take before the job is ended naming the rank, op and group that stopped (exit 3)")
-      ("out,o", po::value(&out), "append one run per split to this HDF5 results file");
+      ("out", po::value(&out), "append one run per split to this HDF5 results file");
   ZeroFlags zero;
   po::options_description old_spellings;  // kept for one release, not in --help
   old_spellings.add_options()("peak-gflops", po::value(&options.peak_gflops));
@@ -86,7 +86,7 @@ int run(int argc, char** argv, MpiSession& mpi) {
   po::variables_map vm;
   if (!parse_command_line(argc, argv, o, vm, nullptr, "", &old_spellings)) {
     if (mpi.rank() == 0)
-      print_help(std::cout, kHelp, o, {"mpiexec -n 4 ibt sweep --model tiny-dense --steps 3 --out sweep.h5"});
+      print_help(std::cout, kUsage, kAbout, o, {"mpiexec -n 4 ibt sweep --model tiny-dense --steps 3 --out sweep.h5"});
     return kExitOk;
   }
   if (options.steps < 2) throw UsageError("--steps must be at least 2 (the first step is not timed)");
@@ -103,7 +103,6 @@ int run(int argc, char** argv, MpiSession& mpi) {
   apply_zero_flags(zero, search);
   if (max_cp < 1) throw UsageError("--cp must be at least 1, got " + std::to_string(max_cp));
   search.max_cp = max_cp;
-  search.cp_comms = {models::CpComm::all_gather};  // the ring is the sim's only
   std::vector<models::ParallelSplit> splits;
   int skipped = 0;
   for (const auto& s : models::enumerate_splits(model, mpi.size(), search)) {

@@ -20,9 +20,9 @@ std::vector<store::Column> checkpoint_columns() {
           {"bytes_per_rank_max", ColumnType::f64, "B"},
           {"write_s_max", ColumnType::f64, "s"},
           {"write_s_median", ColumnType::f64, "s"},
-          {"rank_gbps_min", ColumnType::f64, "GB/s"},
-          {"rank_gbps_median", ColumnType::f64, "GB/s"},
-          {"aggregate_gbps", ColumnType::f64, "GB/s"},
+          {"rank_GBps_min", ColumnType::f64, "GB/s"},
+          {"rank_GBps_median", ColumnType::f64, "GB/s"},
+          {"aggregate_GBps", ColumnType::f64, "GB/s"},
           {"checkpoint_s", ColumnType::f64, "s"}};
 }
 
@@ -32,7 +32,7 @@ std::vector<store::Column> checkpoint_rank_columns() {
           {"rank", ColumnType::i64, ""},
           {"bytes", ColumnType::f64, "B"},
           {"write_s", ColumnType::f64, "s"},
-          {"gbps", ColumnType::f64, "GB/s"}};
+          {"write_GBps", ColumnType::f64, "GB/s"}};
 }
 
 }  // namespace

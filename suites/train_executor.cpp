@@ -1,6 +1,7 @@
 #include "suites/train_executor.hpp"
 
 #include "core/errors.hpp"
+#include "core/no_gpu.hpp"
 #include "models/executor/cpu_executor.hpp"
 #ifdef IBT_HAVE_CUDA
 #include "collectives/nccl/cuda_device.hpp"
@@ -48,8 +49,7 @@ class CudaTrainExecutor final : public TrainExecutor {
 
 #ifndef IBT_HAVE_CUDA
 [[noreturn]] void no_cuda_build() {
-  throw UsageError("--executor cuda: this ibt was built without CUDA (configure where the CUDA toolkit and NCCL are "
-                   "found, with -DIBT_WITH_CUDA=ON)");
+  throw UsageError(built_without_cuda_message("--executor cuda"));
 }
 #endif
 

@@ -47,7 +47,7 @@ std::string resolve_precision(const ExecutorChoice& choice);
 std::string train_executor_check(const ExecutorChoice& choice, const models::ParallelSplit& split,
                                  const models::ModelConfig& model, int world_size);
 
-// cuda: throws UsageError "--executor cuda: no CUDA device: <CUDA error>" unless this
+// cuda: throws UsageError "--executor cuda: no CUDA GPU on this machine (...); ..." (core/no_gpu.hpp) unless this
 // process sees a GPU (so a sweep fails before it prints anything); cpu: nothing.
 void require_executor_device(const ExecutorChoice& choice);
 

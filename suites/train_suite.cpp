@@ -27,8 +27,8 @@ namespace ibt::suites {
 
 namespace {
 
-constexpr const char* kHelp =
-    "usage: mpiexec -n N ibt train --model NAME [split options] [--check] [--out FILE.h5]\n\n"
+constexpr const char* kUsage = "mpiexec -n N ibt train --model NAME [split options] [--check] [--out FILE.h5]";
+constexpr const char* kAbout =
     "Trains the model for --steps steps at the split (dp * tp * pp * cp must equal N; ep divides dp)\n"
     "on the CPU (fp32, OpenBLAS, one thread per rank) and prints per step: loss, step time,\n"
     "tokens/s, model TFLOP/s, MFU against the per-rank sgemm peak, and the time breakdown\n"
@@ -68,9 +68,10 @@ struct TrainArgs {
 };
 
 po::options_description describe_options(TrainArgs& a, po::options_description& hidden) {
-  po::options_description o("Options");
+  po::options_description o("options");
+  o.add_options()("help,h", "this text");  // first, as in every command's help
   add_zero_options(o, hidden, a.zero, false);
-  o.add_options()("help,h", "this text")
+  o.add_options()
       ("model", po::value(&a.model)->default_value(a.model), "catalog name or path to a model .json")
       ("dp", po::value(&a.dp)->default_value(1), "data-parallel degree")
       ("tp", po::value(&a.tp)->default_value(1), "tensor-parallel degree")
@@ -104,7 +105,7 @@ po::options_description describe_options(TrainArgs& a, po::options_description& 
        "cuda: run the DP all-reduce after the last backward instead of overlapping it")
       ("data", po::value(&a.options.data_file), "raw token-id file instead of synthetic data")
       ("token-bytes", po::value(&a.options.token_bytes)->default_value(2), "2 (uint16) or 4 (uint32)")
-      ("out,o", po::value(&a.out), "append the run to this HDF5 results file")
+      ("out", po::value(&a.out), "append the run to this HDF5 results file")
       ("dump", po::value(&a.options.dump_path),
        "write initial weights, batches, losses and step-0 gradients to this HDF5 file (layout: suites/train_runner.hpp)")
       ("checkpoint-every", po::value(&a.options.checkpoint_every)->default_value(0),
@@ -158,7 +159,7 @@ int run(int argc, char** argv, MpiSession& mpi) {
   po::variables_map vm;
   if (!parse_command_line(argc, argv, options, vm, nullptr, "", &old_spellings)) {
     if (mpi.rank() == 0)
-      print_help(std::cout, kHelp, options,
+      print_help(std::cout, kUsage, kAbout, options,
                  {"mpiexec -n 8 ibt train --model tiny-moe --dp 2 --tp 2 --pp 2 --ep 2 --microbatches 4 --schedule 1f1b --steps 5 --check --out train.h5",
                 "mpiexec -n 2 ibt train --model small-dense --dp 2 --micro-batch-size 2 --steps 5 --out fit.h5"});
     return kExitOk;

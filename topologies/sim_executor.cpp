@@ -50,7 +50,8 @@ Exposure exposure_of(Group g) {
     case Group::dp_shard:
     case Group::dp_replica: return Exposure::dp;
     case Group::expert_dp:
-    case Group::expert_dp_cp: return Exposure::expert_dp;
+    case Group::expert_dp_cp:
+    case Group::expert_dp_shard: return Exposure::expert_dp;
     case Group::cp: return Exposure::cp;
     case Group::pp: return Exposure::pp;
     case Group::ep: return Exposure::ep;

@@ -48,11 +48,23 @@ TopologyPricer::TopologyPricer(const Topology& topology, const models::ParallelS
                                      placement_[static_cast<int>(Group::expert_dp)].per_domain);
     placement_[static_cast<int>(Group::expert_dp_cp)] = p;
   }
-  // Hybrid sharding (cp == 1): shard groups are consecutive DP ranks, replicas stride
-  // over them.
+  // Hybrid sharding: a shard group is g consecutive DP ranks x all CP ranks (cp
+  // fastest, like dp_cp: one strided group); replicas stride over the shard groups.
   const int shard = split.zero_shard();
-  placement_[static_cast<int>(Group::dp_shard)] = place_group(shard, tp_cp, D);
+  placement_[static_cast<int>(Group::dp_shard)] = place_group(shard * split.cp, split.tp, D);
   placement_[static_cast<int>(Group::dp_replica)] = place_group(split.dp / shard, tp_cp * shard, D);
+  // HSDP's expert shard group: the shard group's g/ep ranks with the same experts (a
+  // stride of ep DP ranks) x cp, two strides as expert_dp_cp; without a shard group it
+  // is expert_dp_cp.
+  if (split.shard_group == 0) {
+    placement_[static_cast<int>(Group::expert_dp_shard)] = placement_[static_cast<int>(Group::expert_dp_cp)];
+  } else {
+    Placement p;
+    p.n = shard / split.ep * split.cp;
+    p.per_domain = std::min(p.n, placement_[static_cast<int>(Group::cp)].per_domain *
+                                     place_group(shard / split.ep, tp_cp * split.ep, D).per_domain);
+    placement_[static_cast<int>(Group::expert_dp_shard)] = p;
+  }
 }
 
 void TopologyPricer::add_attention_score_traffic(const models::ModelConfig& model, double passes,

@@ -3,6 +3,7 @@
 #include <cuda_runtime.h>
 
 #include "core/errors.hpp"
+#include "core/no_gpu.hpp"
 
 namespace ibt::gpu {
 
@@ -12,12 +13,12 @@ void check_cuda(cudaError_t rc, const std::string& what) {
 }
 
 int require_cuda_devices(const std::string& entry_point) {
-  const std::string prefix = entry_point.empty() ? "" : entry_point + ": ";
   int count = 0;
   const cudaError_t rc = cudaGetDeviceCount(&count);
-  if (rc != cudaSuccess) throw UsageError(prefix + "no CUDA device: " + cudaGetErrorString(rc));
-  if (count == 0) throw UsageError(prefix + "no CUDA device: cudaGetDeviceCount found none");
-  return count;
+  if (rc == cudaSuccess && count > 0) return count;
+  int driver = 0;
+  if (cudaDriverGetVersion(&driver) != cudaSuccess) driver = 0;
+  throw UsageError(no_gpu_message(entry_point, no_gpu_cause(rc == cudaSuccess ? "" : cudaGetErrorString(rc), driver)));
 }
 
 std::string cuda_version_string(int version) {

@@ -12,9 +12,9 @@ namespace ibt::gpu {
 // Throws RuntimeError "<what> failed: <CUDA error text> (<error name>)" unless rc is success.
 void check_cuda(cudaError_t rc, const std::string& what);
 
-// Returns the number of CUDA devices, or throws UsageError
-// "<entry_point>: no CUDA device: <cudaGetErrorString>" (without the prefix when
-// entry_point is empty: the CLI already names the command).
+// Returns the number of CUDA devices, or throws UsageError with core/no_gpu.hpp's line
+// "<entry_point>: no CUDA GPU on this machine (<cause>); <what needs it; what to use>"
+// (without the prefix when entry_point is empty: the CLI already names the command).
 int require_cuda_devices(const std::string& entry_point);
 
 // Facts about one device for provenance and reports.

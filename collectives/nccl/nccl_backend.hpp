@@ -22,8 +22,9 @@ struct NcclOptions {
   bool use_comm_split = true;
 };
 
-// Collective over `world`. Throws UsageError "--backend nccl: no CUDA device: <CUDA
-// error text>" when this rank sees no usable GPU, and UsageError when a host runs more
+// Collective over `world`. Throws UsageError "--backend nccl: no CUDA GPU on this machine
+// (...); the nccl backend needs one; use --backend mpi" (core/no_gpu.hpp) when this rank
+// sees no usable GPU, and UsageError when a host runs more
 // ranks than it has GPUs.
 std::unique_ptr<Backend> make_nccl_backend(MPI_Comm world, const NcclOptions& options);
 

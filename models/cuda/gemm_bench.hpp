@@ -12,11 +12,7 @@
 
 namespace ibt::gpu {
 
-struct GemmOptions {
-  int warmup = 10;     // untimed products before the timed ones
-  int reps = 50;       // timed products; the median is reported
-  int algorithms = 4;  // cuBLASLt heuristic candidates tried; the fastest is measured
-};
+// GemmOptions: models/cuda/gemm_shapes.hpp (no CUDA headers, so `ibt gemm --help` builds anywhere).
 
 struct GemmMeasurement {
   GemmShape shape;
@@ -34,7 +30,7 @@ inline constexpr double kGemmTolerance = 1e-2;
 
 class GemmBench {
  public:
-  // Throws UsageError "[<entry_point>: ]no CUDA device: <CUDA error text>" without a GPU.
+  // Throws UsageError "[<entry_point>: ]no CUDA GPU on this machine (...); ..." (core/no_gpu.hpp) without a GPU.
   GemmBench(const std::string& entry_point, int device);
   ~GemmBench();
   GemmBench(const GemmBench&) = delete;

@@ -10,6 +10,14 @@
 
 namespace ibt::gpu {
 
+// How `ibt gemm` measures each problem.
+struct GemmOptions {
+  int warmup = 10;     // untimed products before the timed ones
+  int reps = 50;       // timed products; the median is reported
+  int algorithms = 4;  // cuBLASLt heuristic candidates tried; the fastest is measured
+};
+
+
 // D[m x n] = A[m x k] * B[k x n]; 2*m*n*k floating-point operations.
 struct GemmShape {
   std::string name;  // "mlp_up.fwd", or "MxNxK" for shapes given by hand

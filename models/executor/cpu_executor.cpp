@@ -1,8 +1,12 @@
 #include "models/executor/cpu_executor.hpp"
 
 #include <algorithm>
+#include <array>
 #include <cmath>
+#include <limits>
+#include <map>
 #include <stdexcept>
+#include <string>
 
 #include "core/errors.hpp"
 #include "models/executor/pipeline_walk.hpp"
@@ -91,10 +95,17 @@ class MpiExpertExchange final : public ExpertExchange {
   double& seconds_;
 };
 
-// The CP group's K/V all-gather and dK/dV reduce-scatter on the cp communicator, timed.
+// The CP group's K/V all-gather and dK/dV reduce-scatter, or the ring's K/V and dK/dV
+// passes (MPI_Isend to the next CP rank, MPI_Irecv from the previous one), on the cp
+// communicator, timed: a pass counts the time spent starting it and waiting for it,
+// so what the compute between them hid is not counted.
 class MpiContextExchange final : public ContextExchange {
  public:
-  MpiContextExchange(Communicator& comm, double& seconds) : comm_(comm), seconds_(seconds) {}
+  MpiContextExchange(MpiCommunicator& comm, bool ring, double& seconds)
+      : comm_(comm), ring_(ring), seconds_(seconds) {}
+  ~MpiContextExchange() override {
+    for (auto& [id, req] : passes_) MPI_Waitall(2, req.data(), MPI_STATUSES_IGNORE);
+  }
   int size() const override { return comm_.size(); }
   int rank() const override { return comm_.rank(); }
   void all_gather_rows(const Tensor& local, Tensor& full) override {
@@ -103,10 +114,37 @@ class MpiContextExchange final : public ContextExchange {
   void reduce_scatter_rows(const Tensor& full, Tensor& local) override {
     ibt::models::reduce_scatter_rows(comm_, seconds_, full, local);
   }
+  bool ring() const override { return ring_; }
+  int start_ring(const float* send, float* recv, size_t n) override {
+    if (n > static_cast<size_t>(std::numeric_limits<int>::max()))
+      throw std::logic_error("ring pass of " + std::to_string(n) + " floats exceeds one MPI message");
+    const double start = MPI_Wtime();
+    const int next = (rank() + 1) % size(), prev = (rank() + size() - 1) % size();
+    // Every member starts the same passes in the same order, so the pass count is a
+    // tag both ends agree on (bounded: MPI guarantees tags up to 32767).
+    const int id = next_id_++;
+    const int tag = id % 32768;
+    std::array<MPI_Request, 2>& req = passes_[id];
+    MPI_Irecv(recv, static_cast<int>(n), MPI_FLOAT, prev, tag, comm_.handle(), &req[0]);
+    MPI_Isend(send, static_cast<int>(n), MPI_FLOAT, next, tag, comm_.handle(), &req[1]);
+    seconds_ += MPI_Wtime() - start;
+    return id;
+  }
+  void finish_ring(int id) override {
+    const double start = MPI_Wtime();
+    auto it = passes_.find(id);
+    if (it == passes_.end()) throw std::logic_error("finish_ring: no pass " + std::to_string(id) + " in flight");
+    MPI_Waitall(2, it->second.data(), MPI_STATUSES_IGNORE);
+    passes_.erase(it);
+    seconds_ += MPI_Wtime() - start;
+  }
 
  private:
-  Communicator& comm_;
+  MpiCommunicator& comm_;
+  bool ring_;
   double& seconds_;
+  int next_id_ = 0;
+  std::map<int, std::array<MPI_Request, 2>> passes_;
 };
 
 // Weights whose TP shards are identical copies (norms, the MoE router): counted once
@@ -201,14 +239,8 @@ std::string cpu_executor_check(const ParallelSplit& split, const ModelConfig& mo
   if (!why.empty()) return why;
   const std::string prefix = "split " + describe(split) + ": ";
   if (split.recompute != Recompute::none) return prefix + "the cpu executor does not implement recompute";
-  if (split.zero >= 2 && model.tied_embeddings)
-    return prefix + "ZeRO-2/3 with tied embeddings are not implemented in the cpu executor "
-                    "(the embedding and the head would be one unit)";
   if (model.tied_embeddings && split.pp > 1)
     return prefix + "tied embeddings across pipeline stages are not implemented in the cpu executor";
-  if (split.cp > 1 && split.cp_comm == CpComm::ring)
-    return prefix + "the cpu executor implements context parallelism with cp_comm all_gather; ring is priced by "
-                    "the sim (ibt project) only";
   if (split.cp > 1 && model.is_moe() && model.balance == RoutingBalance::aux_loss)
     return prefix + "the per-sequence MoE aux loss with cp > 1 is not implemented in the cpu executor "
                     "(each CP rank sees part of every sequence)";
@@ -245,7 +277,7 @@ CpuExecutor::CpuExecutor(const ModelConfig& m, const ParallelSplit& split, const
     ZeroUnits::Comms comms;
     comms.shard = groups_->dp_shard.get();
     comms.replica = groups_->dp_replica.get();
-    comms.expert_shard = groups_->expert_dp.get();
+    comms.expert_shard = groups_->expert_dp_shard.get();  // (expert_dp_cp without a shard group)
     comms.tp = groups_->tp.get();
     comms.sequence_parallel = split.sequence_parallel;
     zero_ = std::make_unique<ZeroUnits>(split.zero, chunks_, comms);
@@ -253,11 +285,12 @@ CpuExecutor::CpuExecutor(const ModelConfig& m, const ParallelSplit& split, const
   }
   Bucket dense, experts;
   // CP ranks hold the same weights: they reduce gradients (and shard ZeRO-1 states)
-  // with the DP replicas. With a shard group (cp == 1) ZeRO-1 shards inside it and
-  // all-reduces the shard over the replicas.
-  dense.comm = split.shard_group > 0 ? groups_->dp_shard.get() : groups_->dp_cp.get();
+  // with the DP replicas. dp_shard is dp_cp without a shard group; with one, ZeRO-1
+  // shards inside it (g x cp ranks) and all-reduces the shard over the replicas.
+  dense.comm = split.zero >= 1 ? groups_->dp_shard.get() : groups_->dp_cp.get();
   dense.replica = split.shard_group > 0 ? groups_->dp_replica.get() : nullptr;
-  experts.comm = groups_->expert_dp_cp.get();
+  experts.comm = split.zero >= 1 ? groups_->expert_dp_shard.get() : groups_->expert_dp_cp.get();
+  experts.replica = dense.replica;
   for (Param* p : params()) (is_expert(*p) ? experts : dense).params.push_back(p);
   for (Bucket* b : {&dense, &experts}) {
     if (b->params.empty()) continue;
@@ -402,7 +435,7 @@ StepStats CpuExecutor::step(TimeBreakdown* time) {
 
   MpiTpReducer tp(*groups_->tp, split_.sequence_parallel, t.tp);
   MpiExpertExchange ep(*groups_->ep, t.ep);
-  MpiContextExchange cp(*groups_->cp, t.cp);
+  MpiContextExchange cp(*groups_->cp, split_.cp_comm == CpComm::ring, t.cp);
   for (Param* p : params()) p->grad.zero();
   CpuPipelineBackend pipe(chunks_, local, scale, *groups_->pp, tp, ep, split_.cp > 1 ? &cp : nullptr, b,
                           static_cast<int64_t>(b) * local.seq_len / (split_.sequence_parallel ? split_.tp : 1),

@@ -22,15 +22,19 @@
 //    its 1/d slice only, updates that slice, and the updated weights are all-gathered.
 //  - ZeRO-2 and ZeRO-3 (FSDP): per unit (embedding, block, head) gradients reduce-scattered
 //    after every backward, and with ZeRO-3 weights all-gathered before every forward
-//    and backward (zero_units.hpp).
-//  - Hybrid sharding (shard_group): the sharding above inside dp_shard, then the shard
+//    and backward (zero_units.hpp). With tied embeddings the embedding and the LM head
+//    act as one unit.
+//  - With cp > 1 every ZeRO stage shards over dp x cp (expert weights expert_dp x cp):
+//    CP ranks are gradient replicas.
+//  - Hybrid sharding (shard_group): the sharding above inside dp_shard (g x cp), then the shard
 //    all-reduced over dp_replica before the update.
 //  - Sequence parallelism (with tp > 1): between TP regions each TP rank keeps 1/tp of
 //    the token rows; all-gather before and reduce-scatter after each TP region
 //    (block.hpp), norm gradients summed over tp; pipeline messages are 1/tp as large.
 //  - CP: each rank runs its CP share of every sequence (chunks i and 2cp-1-i,
 //    layers/context_parallel.hpp); attention all-gathers K/V over the cp communicator
-//    and reduce-scatters dK/dV (MpiContextExchange); gradients (and ZeRO-1 shards,
+//    and reduce-scatters dK/dV, or with cp_comm ring passes K/V (and dK/dV) blocks
+//    around the CP ring by MPI point-to-point (MpiContextExchange); gradients (and ZeRO-1 shards,
 //    and aux-loss-free loads) are reduced over dp_cp / expert_dp_cp instead of dp /
 //    expert_dp: CP ranks are extra data-parallel replicas of the weights.
 // Not implemented here (rejected with a UsageError naming the option): recompute, tied

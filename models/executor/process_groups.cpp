@@ -30,6 +30,7 @@ ProcessGroups::ProcessGroups(const ParallelSplit& split, MPI_Comm world_comm) : 
   expert_dp = split_group(world_comm, layout, Group::expert_dp, world_rank);
   dp_shard = split_group(world_comm, layout, Group::dp_shard, world_rank);
   dp_replica = split_group(world_comm, layout, Group::dp_replica, world_rank);
+  expert_dp_shard = split_group(world_comm, layout, Group::expert_dp_shard, world_rank);
   cp = split_group(world_comm, layout, Group::cp, world_rank);
   dp_cp = split_group(world_comm, layout, Group::dp_cp, world_rank);
   expert_dp_cp = split_group(world_comm, layout, Group::expert_dp_cp, world_rank);

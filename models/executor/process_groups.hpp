@@ -24,6 +24,8 @@ struct ProcessGroups {
   // Hybrid sharding (rank_groups.hpp): the shard group and the replicas of one shard
   // (dp and a single rank without a shard group).
   std::unique_ptr<MpiCommunicator> dp_shard, dp_replica;
+  // The expert weights' shard group (expert_dp_cp without a shard group).
+  std::unique_ptr<MpiCommunicator> expert_dp_shard;
 };
 
 }  // namespace ibt::models

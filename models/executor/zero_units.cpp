@@ -29,32 +29,46 @@ bool is_norm(const Param& p) { return p.name.find("norm.") != std::string::npos;
 
 }  // namespace
 
+// tied_head: the head's unit index when the chunk's LM head multiplies by the
+// embedding table of the same chunk (tied embeddings), else -1. The table's shard
+// lives in unit 0; the head's unit then acts on unit 0 too (gathered with it, also
+// when prefetched, its gradient allocated and reduce-scattered with it): embedding
+// and head as one unit, whose table gradient is reduce-scattered once after the head's
+// backward and once after the embedding's (the two sums add up in the shard).
 class ZeroUnits::Hooks final : public UnitHooks {
  public:
-  Hooks(ZeroUnits& z, std::vector<Unit>& units) : z_(z), units_(units) {}
+  Hooks(ZeroUnits& z, std::vector<Unit>& units, int tied_head) : z_(z), units_(units), tied_head_(tied_head) {}
   void before_forward(int u) override {
     if (z_.stage_ < 3) return;
-    z_.gather(units_.at(u));
-    if (u + 1 < static_cast<int>(units_.size())) z_.gather(units_[u + 1]);  // prefetch
+    each(u, [&](Unit& x) { z_.gather(x); });
+    if (u + 1 < static_cast<int>(units_.size())) each(u + 1, [&](Unit& x) { z_.gather(x); });  // prefetch
   }
   void after_forward(int u) override {
-    if (z_.stage_ >= 3) z_.release_weights(units_.at(u));
+    if (z_.stage_ >= 3) each(u, [&](Unit& x) { z_.release_weights(x); });
   }
   void before_backward(int u) override {
     if (z_.stage_ >= 3) {
-      z_.gather(units_.at(u));
-      if (u > 0) z_.gather(units_[u - 1]);  // prefetch (backward runs units in reverse)
+      each(u, [&](Unit& x) { z_.gather(x); });
+      if (u > 0) each(u - 1, [&](Unit& x) { z_.gather(x); });  // prefetch (backward runs units in reverse)
     }
-    z_.allocate_grads(units_.at(u));
+    each(u, [&](Unit& x) { z_.allocate_grads(x); });
   }
   void after_backward(int u) override {
-    z_.reduce_grads(units_.at(u));
-    if (z_.stage_ >= 3) z_.release_weights(units_.at(u));
+    each(u, [&](Unit& x) {
+      z_.reduce_grads(x);
+      if (z_.stage_ >= 3) z_.release_weights(x);
+    });
   }
 
  private:
+  // f on unit u and, for a tied head, on the embedding's unit.
+  template <class F> void each(int u, F f) {
+    f(units_.at(u));
+    if (u == tied_head_) f(units_.at(0));
+  }
   ZeroUnits& z_;
   std::vector<Unit>& units_;
+  int tied_head_;
 };
 
 ZeroUnits::ZeroUnits(int stage, std::vector<std::unique_ptr<Transformer>>& chunks, Comms comms)
@@ -94,7 +108,11 @@ ZeroUnits::ZeroUnits(int stage, std::vector<std::unique_ptr<Transformer>>& chunk
     units_.push_back(std::move(units));
   }
   buffer_ = peak_buffer_ = 0;  // construction is not a step
-  for (auto& units : units_) hooks_.push_back(std::make_unique<Hooks>(*this, units));
+  for (size_t c = 0; c < units_.size(); ++c) {
+    const Transformer& t = *chunks[c];
+    const int tied_head = t.embedding && t.head && t.head->tied() ? t.unit_count() - 1 : -1;
+    hooks_.push_back(std::make_unique<Hooks>(*this, units_[c], tied_head));
+  }
 }
 
 ZeroUnits::~ZeroUnits() = default;
@@ -173,10 +191,10 @@ void ZeroUnits::reduce_grads(Unit& u) {
   if (dp_seconds_) *dp_seconds_ += MPI_Wtime() - start;
 }
 
-bool ZeroUnits::counted_once(const Part& part, const Param& p) const {
+bool ZeroUnits::counted_once(const Param& p) const {
   if (tp_replicated(p) && comms_.tp->rank() != 0) return false;
-  // HSDP replicas hold the same shard of the non-expert weights.
-  return part.expert || comms_.replica->rank() == 0;
+  // HSDP replicas hold the same shard (of the expert weights too: the same experts).
+  return comms_.replica->rank() == 0;
 }
 
 double ZeroUnits::finish_gradients() {
@@ -185,11 +203,11 @@ double ZeroUnits::finish_gradients() {
   for (auto& units : units_)
     for (Unit& u : units)
       for (Part& part : u.parts) {
-        if (!part.expert && comms_.replica->size() > 1)
+        if (comms_.replica->size() > 1)
           comms_.replica->all_reduce(part.grad.data(), part.grad.data(), part.shard, DType::float32, ReduceOp::sum);
         const size_t lo = static_cast<size_t>(part.comm->rank()) * part.shard;
         for_each_param(part, [&](Param& p, size_t at) {
-          if (!counted_once(part, p)) return;
+          if (!counted_once(p)) return;
           const size_t a = std::max(at, lo), e = std::min(at + shape_elements(p.value), lo + part.shard);
           for (size_t i = a; i < e; ++i) sum_sq += static_cast<double>(part.grad[i - lo]) * part.grad[i - lo];
         });
@@ -237,7 +255,7 @@ double ZeroUnits::weight_sum_squares() const {
       for (const Part& part : u.parts) {
         const size_t lo = static_cast<size_t>(part.comm->rank()) * part.shard;
         for_each_param(part, [&](Param& p, size_t at) {
-          if (!counted_once(part, p)) return;
+          if (!counted_once(p)) return;
           const size_t n = shape_elements(p.value);
           const size_t a = std::max(at, lo), e = std::min(at + n, lo + part.shard);
           for (size_t i = a; i < e; ++i) {

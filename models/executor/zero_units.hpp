@@ -4,9 +4,9 @@
 // The rank's parameters are cut into units (Transformer::unit_params: [embedding],
 // each block, [final norm + LM head]) of each chunk, FSDP's usual wrapping. Each unit's
 // weights form up to two flat parts: the non-expert ones, sharded over the shard group
-// (dp, or dp_shard with a shard group), and the routed-expert ones, sharded over
-// expert_dp. A part of n elements is padded to d * ceil(n/d); member i of the group
-// owns elements [i*shard, (i+1)*shard) and keeps for them the AdamW moments, the
+// (dp_shard: dp x cp, or a shard group x cp; CP ranks are gradient replicas), and the
+// routed-expert ones, sharded over expert_dp_cp (expert_dp x cp). A part of n
+// elements is padded to d * ceil(n/d); member i of the group owns elements [i*shard, (i+1)*shard) and keeps for them the AdamW moments, the
 // reduced gradient accumulated over the step's microbatches and, with ZeRO-3, the
 // weights themselves (the full weights are dropped after construction).
 //
@@ -22,7 +22,7 @@
 //     summed over tp (each TP rank saw only its rows); the gradients reduce-scattered
 //     over the part's group and added into the rank's shard; the full gradients (and,
 //     ZeRO-3, weights) freed. Every microbatch: no full gradient survives a backward.
-// After the schedule: with HSDP each shard all-reduced over dp_replica; AdamW on the
+// After the schedule: with HSDP each shard (expert ones too) all-reduced over dp_replica; AdamW on the
 // shards; ZeRO-2 all-gathers the updated shards back into its full weights.
 #include <memory>
 #include <vector>
@@ -37,9 +37,9 @@ namespace ibt::models {
 class ZeroUnits {
  public:
   struct Comms {
-    Communicator* shard = nullptr;         // non-expert weights: dp or dp_shard
+    Communicator* shard = nullptr;         // non-expert weights: dp_shard (dp x cp, or g x cp)
     Communicator* replica = nullptr;       // HSDP: dp_replica (size 1 without)
-    Communicator* expert_shard = nullptr;  // expert weights: expert_dp
+    Communicator* expert_shard = nullptr;  // expert weights: expert_dp_shard (expert_dp_cp, or inside g)
     Communicator* tp = nullptr;
     bool sequence_parallel = false;
   };
@@ -93,7 +93,7 @@ class ZeroUnits {
   void account(double bytes);
   // Calls f(part, param, offset in the part) for every parameter.
   template <class F> void for_each_param(const Part& part, F f) const;
-  bool counted_once(const Part& part, const Param& p) const;
+  bool counted_once(const Param& p) const;
 
   int stage_;
   Comms comms_;

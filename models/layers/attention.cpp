@@ -45,7 +45,9 @@ void SelfAttention::forward(const Tensor& x, int batch, int seq, Tensor& out, At
   linear_forward(x.ptr(), wq.value.ptr(), c.q.ptr(), T, hidden_, qw);
   linear_forward(x.ptr(), wk.value.ptr(), c.k.ptr(), T, hidden_, kw);
   linear_forward(x.ptr(), wv.value.ptr(), c.v.ptr(), T, hidden_, kw);
-  if (cp && cp->size() > 1) {
+  if (cp && cp->size() > 1 && cp->ring()) {
+    cp_ring_attention_forward(c.q, c.k, c.v, batch, seq * cp->size(), heads_, kv_heads_, d, *cp, c.lse, c.context);
+  } else if (cp && cp->size() > 1) {
     const int full = seq * cp->size();
     c.k_full = cp_gather_sequence(c.k, batch, full, *cp);
     c.v_full = cp_gather_sequence(c.v, batch, full, *cp);
@@ -90,7 +92,10 @@ void SelfAttention::backward(const AttentionCache& c, int batch, int seq, const 
   linear_backward_input(d_out.ptr(), wo.value.ptr(), d_context.ptr(), T, qw, hidden_, false);
 
   Tensor dq({T, qw}), dk({T, kw}), dv({T, kw});
-  if (cp && cp->size() > 1) {
+  if (cp && cp->size() > 1 && cp->ring()) {
+    cp_ring_attention_backward(c.q, c.k, c.v, c.context, c.lse, d_context, batch, seq * cp->size(), heads_,
+                               kv_heads_, d, *cp, dq, dk, dv);
+  } else if (cp && cp->size() > 1) {
     const int full = seq * cp->size();
     Tensor dk_full, dv_full;
     cp_attention_backward(c.q, c.k_full, c.v_full, c.probs, d_context, batch, full, heads_, kv_heads_, d, dq,

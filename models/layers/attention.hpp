@@ -13,7 +13,8 @@
 //
 // Context parallelism (context_parallel.hpp): with a ContextExchange of size cp > 1, x
 // holds this CP rank's S/cp tokens of each sequence (`seq` is that local length); K and
-// V are all-gathered over the CP group, and dK, dV reduce-scattered back.
+// V are all-gathered over the CP group, and dK, dV reduce-scattered back; or, when the
+// exchange is a ring, passed around it block by block (cp_ring_attention_*).
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -30,6 +31,7 @@ struct AttentionCache {
   Tensor probs;    // softmax rows [B, H_local, S, S] ([B, H_local, S/cp, S] with CP)
   Tensor context;  // P·V per head, [T, H_local*d]
   Tensor k_full, v_full;  // context parallel: the CP group's K, V in sequence order [B*S, KV_local*d]
+  Tensor lse;             // ring context parallel: log-sum-exp per query and head [B, H_local, S/cp] (no probs)
 };
 
 class SelfAttention {

@@ -143,7 +143,7 @@ def projection_points(a_runs, b_runs):
 
 def crossover_points(a_runs, b_runs):
     key = lambda run, t, i: (str(run.attrs.get("model", "?")), int(t["domain_size"][i]),  # noqa: E731
-                             float(t["scale_out_gbps"][i]))
+                             float(t["scale_out_Gbps"][i]))
     a = _rows(a_runs, "crossover", key, ("mfu_no_pp", "mfu_with_pp"))
     b = _rows(b_runs, "crossover", key, ("mfu_no_pp", "mfu_with_pp"))
     points = []

@@ -260,6 +260,24 @@ def stacked_breakdown(ax, labels, parts_list, horizontal=True):
     return drawn
 
 
+def projection_parts(run, t, i):
+    """The step-time breakdown of projection row i of table t: of its bottleneck pipeline
+    stage (the busiest one, from table projection_stages, where every stage is kept), or
+    of stage 0 as the projections row stores it in files without that table. Returns
+    ({label: seconds}, "stage N")."""
+    stages = run.tables.get("projection_stages")
+    if stages is not None and stages.has("split", "bottleneck", "stage"):
+        if not hasattr(stages, "bottleneck_row"):  # split -> its bottleneck row, built once per table
+            stages.bottleneck_row = {str(stages["split"][j]): j for j in range(stages.length)
+                                     if int(stages["bottleneck"][j])}
+        j = stages.bottleneck_row.get(str(t["split"][i]))
+        if j is not None:
+            parts = {label: sum(float(stages[c][j]) for c in cols if stages.has(c))
+                     for label, cols, _ in BREAKDOWN if cols}
+            return parts, f"stage {int(stages['stage'][j])}"
+    return {label: sum(float(t[c][i]) for c in cols if t.has(c)) for label, cols, _ in BREAKDOWN if cols}, "stage 0"
+
+
 def _training_points(runs):
     """[(model, source, split, devices, mfu, {part: seconds}, system, run)] from measured and projected runs."""
     points = []
@@ -269,7 +287,7 @@ def _training_points(runs):
             for i in range(t.length):
                 if t.has("feasible") and not int(t["feasible"][i]):
                     continue
-                parts = {label: sum(float(t[c][i]) for c in cols if t.has(c)) for label, cols, _ in BREAKDOWN if cols}
+                parts, _ = projection_parts(run, t, i)
                 points.append((run.attrs.get("model", "?"), "projected", str(t["split"][i]), int(t["devices"][i]),
                                float(t["mfu"][i]), parts, run.system, run))
         t = run.tables.get("steps")
@@ -325,8 +343,9 @@ def training_figures(runs):
         rows = [[p[6], p[1], p[2], str(p[3]), f"{100 * p[4]:.2f}"] + [_fmt(p[5].get(lab, 0.0)) for lab in labels]
                 for p in top]
         figures.append(Figure(f"breakdown_{model}", fig, f"{model}: compute, exposed communication per group and "
-                              "pipeline bubble per step, stacked (projections: pipeline stage 0, as stored in the "
-                              "projections table; measured runs cannot split PP communication from the bubble).",
+                              "pipeline bubble per step, stacked (projections: the bottleneck pipeline stage, the busiest; "
+                              "every stage is in the file's projection_stages table; measured runs cannot split PP "
+                              "communication from the bubble).",
                               (["system", "source", "split", "devices", "MFU %"] + labels, rows)))
     figures += sweep_figures(runs)
     return figures
@@ -371,11 +390,11 @@ def crossover_figures(runs):
         if t is None or t.length == 0:
             continue
         doms = sorted(set(int(x) for x in t["domain_size"]))
-        bws = sorted(set(float(x) for x in t["scale_out_gbps"]))
+        bws = sorted(set(float(x) for x in t["scale_out_Gbps"]))
         m = np.full((len(doms), len(bws)), np.nan)
         for i in range(t.length):
             g = float(t["gain"][i])
-            m[doms.index(int(t["domain_size"][i])), bws.index(float(t["scale_out_gbps"][i]))] = min(g, 10.0)
+            m[doms.index(int(t["domain_size"][i])), bws.index(float(t["scale_out_Gbps"][i]))] = min(g, 10.0)
         fig, ax = plt.subplots(figsize=(6.5, 4.5))
         thr = float(run.attrs.get("threshold", 0.05))
         # The gain is of MFU or of goodput-adjusted MFU (ibt crossover --rank-by).
@@ -400,7 +419,7 @@ def crossover_figures(runs):
         ax.set_ylabel("devices per scale-up domain")
         ax.set_title(f"{run.attrs.get('model', '?')}: PP crossover on {basis} ({run.label})", fontsize=9)
         fig.tight_layout()
-        rows = [[str(t["domain_size"][i]), _fmt(float(t["scale_out_gbps"][i])), f"{100 * float(t['mfu_no_pp'][i]):.1f}",
+        rows = [[str(t["domain_size"][i]), _fmt(float(t["scale_out_Gbps"][i])), f"{100 * float(t['mfu_no_pp'][i]):.1f}",
                  f"{100 * float(t['mfu_with_pp'][i]):.1f}", _fmt(float(t["gain"][i]), 3),
                  "yes" if int(t["pp_needed"][i]) else "no", t["split_no_pp"][i], t["split_with_pp"][i]]
                 for i in range(t.length)]

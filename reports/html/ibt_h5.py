@@ -25,19 +25,35 @@ def _text(value):
     return value
 
 
+# Columns renamed so that each unit word has one meaning (GBps = 1e9 bytes/s, Gbps = 1e9
+# bits/s): files written before keep their old names, read under the new ones.
+OLD_COLUMN_NAMES = {
+    "scale_out_gbps": "scale_out_Gbps",  # crossover: Gb/s
+    "gbps": "write_GBps",  # checkpoint_ranks
+    "rank_gbps_min": "rank_GBps_min",
+    "rank_gbps_median": "rank_GBps_median",
+    "aggregate_gbps": "aggregate_GBps",
+    **{f"{what}_gbps": f"{what}_GBps" for what in (
+        "write", "read", "per_rank_median", "per_rank_min", "per_rank_max",
+        "aggregate_median", "aggregate_min", "aggregate_max")},  # checkpoint_bench
+}
+
+
 class Table:
-    """Rows of one compound dataset as a dict of NumPy columns (strings decoded)."""
+    """Rows of one compound dataset as a dict of NumPy columns (strings decoded), under
+    today's column names (OLD_COLUMN_NAMES)."""
 
     def __init__(self, name, dataset):
         self.name = name
         rows = dataset[:]
-        self.units = {k[len("unit:"):]: _text(v) for k, v in dataset.attrs.items() if k.startswith("unit:")}
+        self.units = {OLD_COLUMN_NAMES.get(k[len("unit:"):], k[len("unit:"):]): _text(v)
+                      for k, v in dataset.attrs.items() if k.startswith("unit:")}
         self.columns = {}
         for col in rows.dtype.names or ():
             data = rows[col]
             if data.dtype.kind == "S":
                 data = np.array([s.decode("utf-8", "replace") for s in data], dtype=object)
-            self.columns[col] = data
+            self.columns[OLD_COLUMN_NAMES.get(col, col)] = data
         self.length = len(rows)
 
     def has(self, *names):

@@ -9,7 +9,7 @@ from collections import defaultdict
 
 import matplotlib.pyplot as plt
 
-from figures import BREAKDOWN, Figure, _fmt, stacked_breakdown
+from figures import BREAKDOWN, Figure, _fmt, projection_parts, stacked_breakdown
 
 # The scaling table's breakdown columns per component label (figures.BREAKDOWN's labels).
 SCALING_PARTS = (("compute", ("compute_s",)), ("TP comm", ("exposed_tp_s",)),
@@ -147,8 +147,17 @@ def generation_lines(runs):
 # ---- the generation comparison: one split, several systems ----
 
 def _projection_rows(runs):
-    """(model, devices, global batch) -> split -> system -> (mfu, step_s, parts)."""
+    """(model, devices, global batch) -> split -> system -> (mfu, step_s, parts), from
+    `ibt project` runs (table projections) and the projected points of `ibt scaling` runs
+    (table scaling: the best split of each point), so either kind of file can be compared
+    across generations."""
     out = defaultdict(lambda: defaultdict(dict))
+    for r in _scaling_rows(runs):
+        if str(r["source"]).startswith("measured") or not int(r["feasible"]):
+            continue
+        system = f"{r['topology']} ({r['system']})"
+        key = (str(r["model"]), int(r["devices"]), int(r["global_batch"]))
+        out[key][str(r["split"])][system] = (float(r["mfu"]), float(r["step_s"]), r["parts"])
     for run in runs:
         t = run.tables.get("projections")
         if t is None or not t.has("split", "mfu", "devices"):
@@ -157,7 +166,7 @@ def _projection_rows(runs):
         for i in range(t.length):
             if t.has("feasible") and not int(t["feasible"][i]):
                 continue
-            parts = {label: sum(float(t[c][i]) for c in cols if t.has(c)) for label, cols, _ in BREAKDOWN if cols}
+            parts, _ = projection_parts(run, t, i)
             key = (str(run.attrs.get("model", "?")), int(t["devices"][i]), batch)
             out[key][str(t["split"][i])][run.system] = (float(t["mfu"][i]), float(t["step_s"][i]), parts)
     return out
@@ -181,7 +190,7 @@ def generation_figures(runs, max_splits=6):
         width = 0.8 / len(systems)
         for j, system in enumerate(systems):
             ax.barh([i + j * width for i in range(len(chosen))], [100 * splits[sp][system][0] for sp in chosen],
-                    height=width, label=system, color=system_colour(j))
+                    height=width, label=f"{system} · {model}", color=system_colour(j))
         ax.set_yticks([i + 0.4 - width / 2 for i in range(len(chosen))])
         ax.set_yticklabels(chosen, fontsize=6)
         ax.invert_yaxis()
@@ -202,8 +211,9 @@ def generation_figures(runs, max_splits=6):
         figures.append(Figure(f"generations_{model}_{devices}", fig,
                               f"The same model ({model}), splits, device count ({devices}) and global batch ({batch} "
                               f"sequences) projected on {len(systems)} systems: MFU per split and where the step goes "
-                              f"(breakdown of pipeline stage 0 as the projections table stores it). The {len(chosen)} "
-                              "splits all systems can run with the best geometric-mean MFU; step ratio is against "
+                              f"(breakdown of the bottleneck pipeline stage, the busiest). The {len(chosen)} "
+                              "splits all systems can run with the best geometric-mean MFU (from `ibt project` and "
+                              "`ibt scaling` files); step ratio is against "
                               f"{systems[0]}.",
                               (["split", "system", "MFU %", "step s", f"step / {systems[0]}"] + [f"{lab} s" for lab in drawn],
                                rows)))

@@ -1,8 +1,10 @@
 #!/usr/bin/env bash
 # `ibt collectives --output-format nccl-tests` is read by the same rule as a nccl-tests log
-# (nccl_tests_log_rule.awk): first the hand-written log of the documented format, then
-# ibt's output for several ops and scopes. Every line must follow the rule, every test
-# must have rows, and its "Avg bus bandwidth" must be the mean of its rows' busbw.
+# (nccl_tests_log_rule.awk): first the sample log of nccl-tests' documented format
+# (data/README.md says where the format is from), then ibt's output for several ops and
+# scopes. Every line must follow the rule, every test must have rows, its "Avg bus
+# bandwidth" must be the mean of its rows' busbw, and the column names and units the rows
+# are read by must be the same in both.
 # Usage: nccl_tests_format_test.sh IBT "MPIRUN WORDS" DIR
 set -euo pipefail
 ibt=$1; read -r -a mpirun <<<"$2"; dir=$3
@@ -15,12 +17,14 @@ check() {  # FILE MIN_TESTS
   echo "$summary"
   if grep -q '^BAD' <<<"$summary"; then echo "FAIL: $1 has lines nccl-tests parsers would not read"; exit 1; fi
   local tests
+  grep '^FIELDS\|^UNITS' <<<"$summary" | sort -u > "$dir/$(basename "$1").fields"
   tests=$(grep -c 'rows=' <<<"$summary" || true)
   if (( tests < $2 )); then echo "FAIL: $1: $tests tests, expected at least $2"; exit 1; fi
   awk '{ split($2, r, "="); split($3, a, "="); split($4, c, "=");
          if (r[2] < 1) { print "FAIL: no rows in " $1; exit 1 }
          d = a[2] - c[2]; if (d < 0) d = -d
-         if (d > 0.01 + 0.01 * c[2]) { print "FAIL: " $1 " avg " a[2] " != mean of rows " c[2]; exit 1 } }' <<<"$summary"
+         if (d > 0.01 + 0.01 * c[2]) { print "FAIL: " $1 " avg " a[2] " != mean of rows " c[2]; exit 1 } }' \
+    < <(grep 'rows=' <<<"$summary")
 }
 
 check "$here/data/nccl_tests_all_reduce_8gpu.log" 1
@@ -28,6 +32,11 @@ check "$here/data/nccl_tests_all_reduce_8gpu.log" 1
   --op all_reduce,all_gather,broadcast,send_recv,ping_pong --scope all --domain-size 2 > "$dir/ibt.log"
 cat "$dir/ibt.log"
 check "$dir/ibt.log" 12
+# The same fields: ibt's column names and units are the sample's, word for word (the
+# 13-field rows are then read by the same positions).
+sample_fields="$dir/nccl_tests_all_reduce_8gpu.log.fields"
+[[ $(wc -l < "$sample_fields") -eq 2 ]] || { echo "FAIL: the sample has no single header"; cat "$sample_fields"; exit 1; }
+cmp "$sample_fields" "$dir/ibt.log.fields" || { echo "FAIL: ibt's columns differ from nccl-tests'"; diff "$sample_fields" "$dir/ibt.log.fields"; exit 1; }
 grep -q '^# Collective test starting: all_reduce_perf' "$dir/ibt.log"
 grep -q '^# Collective test starting: sendrecv_perf' "$dir/ibt.log"
 echo PASS

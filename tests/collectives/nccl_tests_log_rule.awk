@@ -3,8 +3,9 @@
 # fields, size count type redop root, then time algbw busbw #wrong for out-of-place and
 # again for in-place; each test ends with "# Out of bounds values : N OK|FAILED" and
 # "# Avg bus bandwidth    : X", the mean busbw over the test's rows and placements.
-# Prints one line per test: "TEST rows=R avg=X computed=Y wrong=W", and "BAD <line>" for
-# any line that breaks the rule.
+# Prints one line per test: "TEST rows=R avg=X computed=Y wrong=W", "BAD <line>" for any
+# line that breaks the rule, and the column names and units it read the rows by:
+# "FIELDS size count type redop root time algbw busbw #wrong ..." and "UNITS (B) ...".
 function num(s) { return s ~ /^-?[0-9]+(\.[0-9]+)?(e[-+]?[0-9]+)?$/ }
 /^# Collective test starting:/ { test = $5; rows = 0; sum = 0; n = 0; next }
 /^# Out of bounds values/ { wrong = $7; next }
@@ -12,6 +13,8 @@ function num(s) { return s ~ /^-?[0-9]+(\.[0-9]+)?(e[-+]?[0-9]+)?$/ }
   printf "%s rows=%d avg=%s computed=%.6g wrong=%s\n", test, rows, $6, (n ? sum / n : 0), wrong
   next
 }
+/^#[ \t]+size[ \t]+count[ \t]/ { $1 = ""; print "FIELDS" $0; next }
+/^#[ \t]+\(B\)[ \t]/ { $1 = ""; print "UNITS" $0; next }
 /^#/ { next }
 /^[ \t]*$/ { next }
 {

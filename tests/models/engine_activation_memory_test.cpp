@@ -27,9 +27,10 @@ double floats(const MlpCache& c) { return floats(c.x) + floats(c.gate) + floats(
 // this rank's rows cp times, as cp peers would send theirs (same shapes, other values);
 // the reduce-scatter keeps the first block. Only sizes are measured here; the values
 // are checked under mpiexec (engine_conformance_cp*).
+// A ring pass likewise hands back the rank's own block as the previous peer's.
 class ReplicatingContext final : public ContextExchange {
  public:
-  explicit ReplicatingContext(int n) : n_(n) {}
+  ReplicatingContext(int n, bool ring) : n_(n), ring_(ring) {}
   int size() const override { return n_; }
   int rank() const override { return 0; }
   void all_gather_rows(const Tensor& local, Tensor& full) override {
@@ -40,24 +41,31 @@ class ReplicatingContext final : public ContextExchange {
     local.reset({full.rows() / n_, full.row_size()});
     std::copy_n(full.data.begin(), local.numel(), local.data.begin());
   }
+  bool ring() const override { return ring_; }
+  int start_ring(const float* send, float* recv, size_t n) override {
+    std::copy_n(send, n, recv);
+    return 0;
+  }
+  void finish_ring(int) override {}
 
  private:
   int n_;
+  bool ring_;
 };
 
-double cached_bytes(const ModelConfig& m, int layer, int batch, int tp_shards = 1, int cp = 1) {
+double cached_bytes(const ModelConfig& m, int layer, int batch, int tp_shards = 1, int cp = 1, bool ring = false) {
   TransformerBlock block(m, 7, layer, Shard{0, tp_shards}, Shard{0, 1});
   const int seq = m.seq_len / cp;  // this CP rank's tokens of each sequence
   const Tensor x = test::random_tensor({static_cast<int64_t>(batch) * seq, m.hidden}, 11);
   Tensor y;
   BlockCache c;
   IdentityTp tp;
-  ReplicatingContext context(cp);
+  ReplicatingContext context(cp, ring);
   block.forward(x, batch, seq, y, c, tp, nullptr, cp > 1 ? &context : nullptr);
   double n = floats(c.attn_norm) + floats(c.ffn_norm);
   const AttentionCache& a = c.attention;
   n += floats(a.x) + floats(a.q) + floats(a.k) + floats(a.v) + floats(a.probs) + floats(a.context);
-  n += floats(a.k_full) + floats(a.v_full);
+  n += floats(a.k_full) + floats(a.v_full) + floats(a.lse);
   n += floats(c.mlp);
   const MoeCache& e = c.moe;
   n += floats(e.x) + floats(e.routing.logits) + static_cast<double>(e.routing.weight.size()) +
@@ -119,6 +127,31 @@ TEST(EngineActivationMemory, ContextParallelBlockKeepsWhatTheAccountingCounts) {
         EXPECT_EQ(cached_bytes(m, 1, 2, tp, cp),
                   activation_bytes_per_layer(m, s, fp32_adam(), 1) + tokens * 4.0 * (kRmsNormZeroMeans + copies))
             << name << " cp" << cp << " tp" << tp;
+      }
+    }
+  }
+}
+
+// Ring context parallelism: 1/cp of the tokens, only the local K/V, and one
+// log-sum-exp per query and head instead of the probabilities (the K/V blocks in
+// flight are transient: cp_transient_bytes()).
+TEST(EngineActivationMemory, RingContextParallelBlockKeepsWhatTheAccountingCounts) {
+  for (const char* name : {"tiny-dense", "tiny-moe"}) {
+    const ModelConfig m = load_model(name);
+    for (int cp : {2, 4}) {
+      for (int tp : {1, 2}) {
+        ParallelSplit s{1, tp, 1, 1, 1, 1, 2, ScheduleKind::one_f_one_b};
+        s.cp = cp;
+        s.cp_comm = CpComm::ring;
+        const double tokens = 2.0 * m.seq_len / cp;
+        const double copies = m.is_moe() ? (1.0 + m.top_k) * m.hidden : 0.0;
+        EXPECT_EQ(cached_bytes(m, 1, 2, tp, cp, true),
+                  activation_bytes_per_layer(m, s, fp32_adam(), 1) + tokens * 4.0 * (kRmsNormZeroMeans + copies))
+            << name << " cp" << cp << " tp" << tp;
+        // Less than the all-gather variant, which keeps the probabilities and the
+        // gathered K/V.
+        s.cp_comm = CpComm::all_gather;
+        EXPECT_LT(cached_bytes(m, 1, 2, tp, cp, true), cached_bytes(m, 1, 2, tp, cp, false));
       }
     }
   }

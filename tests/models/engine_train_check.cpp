@@ -55,6 +55,7 @@ Args parse(int argc, char** argv) {
     else if (k == "--vpp") a.split.vpp = num();
     else if (k == "--ep") a.split.ep = num();
     else if (k == "--cp") a.split.cp = num();
+    else if (k == "--cp-comm") a.split.cp_comm = parse_cp_comm(v);
     else if (k == "--microbatches") a.split.microbatches = num();
     else if (k == "--micro-batch-size") a.split.micro_batch_size = num();
     else if (k == "--schedule") a.split.schedule = parse_schedule(v);

@@ -35,7 +35,9 @@ TEST(PlanZero, ValidateNamesEachRule) {
   EXPECT_NE(check(dp_split(6, 3, 4), dense, 6).find("dp (6) not divisible by shard_group (4)"), std::string::npos);
   ParallelSplit ep = dp_split(4, 3, 2);
   ep.ep = 2;
-  EXPECT_NE(check(ep, moe, 4).find("with ep > 1 is not supported"), std::string::npos);
+  EXPECT_EQ(check(ep, moe, 4), "");  // HSDP x EP: the shard group holds whole EP groups
+  ep.ep = 4;
+  EXPECT_NE(check(ep, moe, 4).find("shard_group (2) not divisible by ep (4)"), std::string::npos);
 }
 
 TEST(PlanZero, SpellingsAndStrategyLabels) {

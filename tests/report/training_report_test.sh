@@ -12,7 +12,7 @@ rm -rf "$dir" && mkdir -p "$dir"
 for gpus in 64 128; do
   "$ibt" project --model llama3-8b --topology dgx-h100 --gpus $gpus --all --out "$dir/t.h5" > /dev/null
 done
-"$ibt" crossover --model llama3-8b --gpus 128 --domain-sizes 8,16 --scale-out-gbps 100,400 --out "$dir/t.h5" > /dev/null
+"$ibt" crossover --model llama3-8b --gpus 128 --domain-sizes 8,16 --scale-out-Gbps 100,400 --out "$dir/t.h5" > /dev/null
 $mpirun -n 1 "$ibt" train --model tiny-dense --steps 3 --out "$dir/t.h5" > /dev/null
 $mpirun -n 2 "$ibt" train --model tiny-dense --dp 2 --steps 3 --out "$dir/t.h5" > /dev/null
 "$ibt" report "$dir/t.h5" --out "$dir/html"

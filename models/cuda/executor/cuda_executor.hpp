@@ -44,7 +44,7 @@ std::string cuda_executor_check(const models::ParallelSplit& split, const models
 
 class CudaExecutor {
  public:
-  // Throws UsageError "--executor cuda: no CUDA device: <CUDA error>" without a GPU,
+  // Throws UsageError "--executor cuda: no CUDA GPU on this machine (...); ..." (core/no_gpu.hpp) without a GPU,
   // and UsageError for a split cuda_executor_check refuses.
   CudaExecutor(const models::ModelConfig& m, const models::ParallelSplit& split, const models::TrainConfig& train,
                const models::DataSource& data, MPI_Comm world, const CudaExecutorOptions& options);
