@@ -1,5 +1,7 @@
 #include "models/accounting.hpp"
 
+#include <cstdint>
+
 #include <algorithm>
 #include <vector>
 
@@ -212,9 +214,9 @@ double peak_activation_bytes(const ModelConfig& m, const ParallelSplit& s, const
       chunk_bytes[chunk] += activation_bytes_per_layer(m, s, p, l);
   }
   double held = 0, peak = 0;
-  for (const auto& a : sched.per_stage.at(stage)) {
-    if (a.kind == ActionKind::forward) peak = std::max(peak, held += chunk_bytes[a.chunk]);
-    if (a.kind == ActionKind::backward) held -= chunk_bytes[a.chunk];
+  for (const std::int16_t a : compute_order(sched, stage)) {
+    if (a > 0) peak = std::max(peak, held += chunk_bytes[a - 1]);
+    else held -= chunk_bytes[-a - 1];
   }
   return peak;
 }

@@ -1,5 +1,7 @@
 #include "models/schedule.hpp"
 
+#include <cstdint>
+
 #include <algorithm>
 #include <map>
 #include <string>
@@ -181,6 +183,11 @@ PipelineSchedule build_schedule(ScheduleKind kind, int p, int v, int m) {
     }
     out.rounds = round + 1;
   }
+  out.compute_order.resize(p);
+  for (int s = 0; s < p; ++s)
+    for (const auto& a : out.per_stage[s])
+      if (a.kind != ActionKind::exchange)
+        out.compute_order[s].push_back(static_cast<std::int16_t>(a.kind == ActionKind::forward ? a.chunk + 1 : -(a.chunk + 1)));
   return out;
 }
 
@@ -223,22 +230,31 @@ LayerRange stage_layers(const ModelConfig& model, int virtual_stages, int virtua
   return {first, first_of(virtual_stage + 1) - first};
 }
 
+std::vector<std::int16_t> compute_order(const PipelineSchedule& s, int stage) {
+  if (s.compute_order.size() == s.per_stage.size()) return s.compute_order.at(stage);
+  std::vector<std::int16_t> order;  // a schedule not from build_schedule()
+  for (const auto& a : s.per_stage.at(stage))
+    if (a.kind != ActionKind::exchange)
+      order.push_back(static_cast<std::int16_t>(a.kind == ActionKind::forward ? a.chunk + 1 : -(a.chunk + 1)));
+  return order;
+}
+
 int max_layers_in_flight(const PipelineSchedule& s, const ModelConfig& model, int stage) {
+  std::vector<int> layers(s.chunks);
+  for (int c = 0; c < s.chunks; ++c) layers[c] = stage_layers(model, s.virtual_stages(), s.virtual_stage(stage, c)).count;
   int held = 0, peak = 0;
-  for (const auto& a : s.per_stage.at(stage)) {
-    if (a.kind == ActionKind::exchange) continue;
-    const int n = stage_layers(model, s.virtual_stages(), s.virtual_stage(stage, a.chunk)).count;
-    if (a.kind == ActionKind::forward) peak = std::max(peak, held += n);
-    else held -= n;
+  for (const std::int16_t a : compute_order(s, stage)) {
+    if (a > 0) peak = std::max(peak, held += layers[a - 1]);
+    else held -= layers[-a - 1];
   }
   return peak;
 }
 
 int max_chunks_in_flight(const PipelineSchedule& s, int stage) {
   int held = 0, peak = 0;
-  for (const auto& a : s.per_stage.at(stage)) {
-    if (a.kind == ActionKind::forward) peak = std::max(peak, ++held);
-    if (a.kind == ActionKind::backward) --held;
+  for (const std::int16_t a : compute_order(s, stage)) {
+    if (a > 0) peak = std::max(peak, ++held);
+    else --held;
   }
   return peak;
 }

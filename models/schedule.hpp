@@ -89,6 +89,10 @@ struct PipelineSchedule {
   int microbatches = 1;  // m
   int rounds = 0;        // lock-step rounds the schedule spans
   std::vector<std::vector<PipeAction>> per_stage;  // [stage][action]
+  // [stage]: the forwards (chunk + 1) and backwards (-(chunk + 1)) in order, exchanges
+  // left out: what memory accounting walks (in-flight activations), two bytes an action
+  // instead of a PipeAction, for searches that check thousands of splits.
+  std::vector<std::vector<std::int16_t>> compute_order;
 
   int virtual_stages() const { return stages * chunks; }
   int virtual_stage(int stage, int chunk) const { return chunk * stages + stage; }
@@ -123,6 +127,9 @@ LayerRange stage_layers(const ModelConfig& model, int virtual_stages, int virtua
 // yet started) at any point of a stage's action list: what activation memory scales
 // with (in chunks).
 int max_chunks_in_flight(const PipelineSchedule& s, int stage);
+// s.compute_order[stage], or the same derived from per_stage when the schedule was not
+// made by build_schedule().
+std::vector<std::int16_t> compute_order(const PipelineSchedule& s, int stage);
 // The same weighted by the layers each chunk holds: the most transformer layers'
 // activations the stage keeps at once.
 int max_layers_in_flight(const PipelineSchedule& s, const ModelConfig& model, int stage);

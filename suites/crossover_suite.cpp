@@ -218,6 +218,10 @@ int crossover_main(int argc, char** argv) {
                   topology.name.c_str());
   }
   std::printf("verdict: %s\n", r.verdict.c_str());
+  if (r.skipped > 0)
+    std::printf("search: %zu split x cell pricings; %zu more skipped, their step-time lower bound above the cell's best "
+                "of their kind (with or without PP)\n",
+                r.pricings, r.skipped);
   std::printf("%s", topo::describe_assumptions(failure).c_str());
 
   RunRecorder recorder(out, "crossover");

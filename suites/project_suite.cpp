@@ -158,7 +158,7 @@ int project_main(int argc, char** argv) {
       ("all", po::bool_switch(&a.all), "search every valid split and rank them")
       ("jobs,j", po::value(&a.jobs)->default_value(a.jobs),
        "with --all: threads projecting the splits (the ranking is the same for any count; 0 = all cores)")
-      ("top", po::value(&a.top)->default_value(a.top), "with --all: rows to print (0 = all)")
+      ("top", po::value(&a.top)->default_value(a.top), "with --all: rows to print (0 = all); ranked by MFU, only splits that can make these rows are priced, the others are counted with their step-time lower bound (0 prices every split)")
       ("rank-by", po::value(&a.rank_by)->default_value(a.rank_by),
        "with --all: rank by mfu or goodput (goodput-adjusted MFU = MFU x goodput; needs the failure figures)")
       ("out", po::value(&a.out), "HDF5 results file to append a run of kind 'projection' to");
@@ -241,6 +241,9 @@ int project_main(int argc, char** argv) {
     topo::SearchRun run;
     run.jobs = resolve_jobs(a.jobs);
     run.progress = [&](size_t done, size_t total) { progress.set(done, total); };
+    // A top list by MFU (step time) needs only the top splits priced (branch and bound,
+    // projection.hpp); by goodput, or with --top 0, every split is.
+    if (rank_by == topo::RankBy::mfu && a.top > 0) run.keep_best = static_cast<size_t>(a.top);
     auto ranked = topo::project_all(model, topology, static_cast<int>(a.gpus), search, options, run);
     progress.finish();
     for (auto& p : ranked) topo::add_goodput(p, model, options, failure);

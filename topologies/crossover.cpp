@@ -1,6 +1,8 @@
 #include "topologies/crossover.hpp"
 
 #include <algorithm>
+#include <array>
+#include <atomic>
 #include <cmath>
 #include <cstdio>
 #include <limits>
@@ -84,7 +86,16 @@ CrossoverResult crossover(const models::ModelConfig& model, const Topology& base
     for (size_t i : feasible)
       if (splits[i].tp <= domain_sizes[row]) eligible.push_back(i);
     std::vector<Projection> priced(eligible.size() * G);
-    parallel_for(eligible.size(), run.jobs, [&](size_t k) {
+    std::atomic<size_t> pricings{0};
+    // Ranked by MFU, a cell needs only its best split with and without PP: a split is
+    // priced on a cell only while its step-time lower bound (sim_fast.hpp) is not above
+    // the best step time of its kind found on that cell (branch and bound; the MFU of a
+    // slower split is no higher, and the bests are picked in split order as before).
+    // By goodput every split is priced.
+    const bool bound = rank_by == RankBy::mfu && !run.exhaustive;
+    std::vector<double> lower(eligible.size() * G, 0.0);
+    std::vector<char> pending(eligible.size() * G, 0);
+    auto price_cells = [&](size_t k, const std::vector<char>& wanted) {
       const models::ParallelSplit& split = splits[eligible[k]];
       // Built once per row, priced on each of its cells (sim_fast.hpp: which walk).
       std::optional<StepTemplates> templates;
@@ -94,19 +105,94 @@ CrossoverResult crossover(const models::ModelConfig& model, const Topology& base
       // The checkpoint size does not depend on the fabric either.
       const double checkpoint_bytes =
           with_goodput ? checkpoint_bytes_per_device(model, split, options.precision) : 0.0;
+      size_t n = 0;
       for (size_t g = 0; g < G; ++g) {
+        if (!wanted[g]) continue;
         Projection& p = priced[k * G + g];
         p = prepared[eligible[k]];
         if (templates) price(*templates, model, fabrics[row * G + g], options, p);
         else price(programs, model, fabrics[row * G + g], options, p);
         if (with_goodput) p.goodput = estimate_goodput(*failure, p.devices, checkpoint_bytes, p.step_s, p.mfu);
+        pending[k * G + g] = 0;
+        ++n;
       }
-      if (run.progress) {
+      pricings += n;
+      if (run.progress && n) {
         std::lock_guard<std::mutex> lock(progress_mutex);
-        done += G;
+        done += n;
         run.progress(done, total);
       }
+    };
+    const std::vector<char> every(G, 1);
+    parallel_for(eligible.size(), run.jobs, [&](size_t k) {
+      const models::ParallelSplit& split = splits[eligible[k]];
+      if (!bound || !fast_walk_prices(split)) {
+        price_cells(k, every);  // exact: its time is its own bound
+        return;
+      }
+      std::vector<const Topology*> row_fabrics;
+      for (size_t g = 0; g < G; ++g) row_fabrics.push_back(&fabrics[row * G + g]);
+      const std::vector<double> bounds = step_lower_bounds_s(model, split, row_fabrics, options);
+      for (size_t g = 0; g < G; ++g) {
+        lower[k * G + g] = bounds[g];
+        pending[k * G + g] = 1;
+      }
     });
+    if (bound) {
+      // Per cell, the best step time so far without PP [0] and with PP [1].
+      std::vector<std::array<double, 2>> bar(G, {std::numeric_limits<double>::infinity(),
+                                                 std::numeric_limits<double>::infinity()});
+      auto raise_bars = [&](size_t k) {
+        for (size_t g = 0; g < G; ++g) {
+          const Projection& p = priced[k * G + g];
+          if (!pending[k * G + g] && p.feasible) {
+            double& b = bar[g][splits[eligible[k]].pp > 1];
+            b = std::min(b, p.step_s);
+          }
+        }
+      };
+      std::vector<size_t> order;
+      for (size_t k = 0; k < eligible.size(); ++k) {
+        bool any = false;
+        for (size_t g = 0; g < G; ++g) any = any || pending[k * G + g];
+        if (any) order.push_back(k);
+        else raise_bars(k);
+      }
+      auto least = [&](size_t k) {
+        double v = std::numeric_limits<double>::infinity();
+        for (size_t g = 0; g < G; ++g) v = std::min(v, lower[k * G + g]);
+        return v;
+      };
+      std::vector<double> key(eligible.size(), 0.0);
+      for (size_t k : order) key[k] = least(k);
+      std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) { return key[a] < key[b]; });
+      // Fixed-size batches (not the thread count), the bars raised between batches:
+      // which cells are priced does not depend on --jobs.
+      constexpr size_t kBatch = 32;
+      for (size_t next = 0; next < order.size(); next += kBatch) {
+        const size_t end = std::min(order.size(), next + kBatch);
+        const auto bars = bar;
+        parallel_for(end - next, run.jobs, [&](size_t j) {
+          const size_t k = order[next + j];
+          std::vector<char> wanted(G, 0);
+          bool any = false;
+          for (size_t g = 0; g < G; ++g) {
+            wanted[g] = lower[k * G + g] * (1 - kLowerBoundMargin) <= bars[g][splits[eligible[k]].pp > 1];
+            any = any || wanted[g];
+          }
+          if (any) price_cells(k, wanted);
+        });
+        for (size_t j = next; j < end; ++j) raise_bars(order[j]);
+      }
+      size_t skipped = 0;
+      for (char c : pending) skipped += c;
+      r.skipped += skipped;
+      if (run.progress && skipped) {
+        done += skipped;
+        run.progress(done, total);
+      }
+    }
+    r.pricings += pricings;
     // The bests in split order, as a serial sweep would pick them.
     for (size_t g = 0; g < G; ++g) {
       CrossoverCell& cell = r.cells[row * G + g];

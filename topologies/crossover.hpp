@@ -22,7 +22,10 @@
 //
 // Each split's memory is checked once; its action templates (sim_fast.hpp) are built
 // once per domain size and priced on every bandwidth of that row (they do not depend
-// on the fabric). Rows are swept in order, their splits on run.jobs threads.
+// on the fabric). Rows are swept in order, their splits on run.jobs threads. Ranked by
+// MFU, a split is priced on a cell only while its step-time lower bound
+// (step_lower_bound, sim_fast.hpp) is not above the best of its kind (with or without
+// PP) found there: the cells' bests are those of the exhaustive sweep, whatever jobs.
 #include <functional>
 #include <string>
 #include <vector>
@@ -52,6 +55,9 @@ struct CrossoverResult {
   double threshold = 0.05;
   RankBy rank_by = RankBy::mfu;      // the figure the bests and the gain compare
   std::string verdict;               // one line
+  // split x cell pricings of the sweep: done, and skipped by the lower bound (ranked by
+  // MFU; CrossoverRun::exhaustive turns that off).
+  size_t pricings = 0, skipped = 0;
 };
 
 // How the sweep runs: on `jobs` threads (the same cells for any count), calling
@@ -62,6 +68,7 @@ struct CrossoverRun {
   std::function<void(const CrossoverCell&)> on_cell;
   std::function<void(size_t done, size_t total)> progress;
   const models::SplitSearch* search = nullptr;  // else default_search()
+  bool exhaustive = false;  // price every split on every cell (no lower-bound pruning): for checks
 };
 
 CrossoverResult crossover(const models::ModelConfig& model, const Topology& base, int devices,

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cstdio>
 #include <malloc.h>
+#include <limits>
 #include <mutex>
 
 #include "core/errors.hpp"
@@ -146,6 +147,26 @@ void price(const StepTemplates& templates, const models::ModelConfig& model, con
          options.keep_sim, topology, options, dtype, p);
 }
 
+std::vector<double> step_lower_bounds_s(const models::ModelConfig& model, const models::ParallelSplit& split,
+                                        const std::vector<const Topology*>& topologies,
+                                        const ProjectionOptions& options) {
+  std::vector<TopologyPricer> pricers;
+  pricers.reserve(topologies.size());
+  std::vector<OpPricer*> each;
+  for (const Topology* t : topologies) {
+    pricers.push_back(make_pricer(model, *t, options, split, options.dtype.empty() ? default_dtype(*t) : options.dtype));
+    each.push_back(&pricers.back());
+  }
+  std::vector<double> out = step_lower_bounds(model, split, program_options(options), each);
+  for (double& v : out) v *= 1e-6;
+  return out;
+}
+
+double step_lower_bound_s(const models::ModelConfig& model, const models::ParallelSplit& split,
+                          const Topology& topology, const ProjectionOptions& options) {
+  return step_lower_bounds_s(model, split, {&topology}, options).front();
+}
+
 namespace {
 // price_if_too_big: also price a split that does not fit (a single projection does, so
 // the user sees the step time; searches do not spend the time).
@@ -184,6 +205,37 @@ Projection project(const models::ModelConfig& model, const Topology& topology,
   return project_split(model, topology, split, options, true);
 }
 
+namespace {
+
+// The k smallest step times seen (k = keep_best): a split whose lower bound exceeds the
+// largest of them cannot enter the top k.
+class TopSteps {
+ public:
+  explicit TopSteps(size_t k) : k_(k) {}
+  void add(double step_s) {
+    heap_.push_back(step_s);
+    std::push_heap(heap_.begin(), heap_.end());
+    if (heap_.size() > k_) {
+      std::pop_heap(heap_.begin(), heap_.end());
+      heap_.pop_back();
+    }
+  }
+  bool full() const { return heap_.size() == k_; }
+  double kth() const { return heap_.front(); }
+
+ private:
+  size_t k_;
+  std::vector<double> heap_;  // max-heap
+};
+
+std::string seconds(double s) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.4f s", s);
+  return buf;
+}
+
+}  // namespace
+
 std::vector<Projection> project_all(const models::ModelConfig& model, const Topology& topology,
                                     int devices, const models::SplitSearch& search,
                                     const ProjectionOptions& options, const SearchRun& run) {
@@ -191,23 +243,89 @@ std::vector<Projection> project_all(const models::ModelConfig& model, const Topo
   std::vector<Projection> out(splits.size());
   std::mutex progress_mutex;
   size_t done = 0;
-  parallel_for(splits.size(), run.jobs, [&](size_t i) {
+  auto report = [&](size_t n) {
+    if (!run.progress || n == 0) return;
+    std::lock_guard<std::mutex> lock(progress_mutex);
+    done += n;
+    run.progress(done, splits.size());
+  };
+  // A split the topology cannot carry (e.g. a group across domains with no scale-out
+  // network) is reported, not dropped.
+  auto guarded = [&](size_t i, auto&& body) {
     try {
-      out[i] = project_split(model, topology, splits[i], options, false);
+      body();
     } catch (const UsageError& e) {
-      // A split the topology cannot carry (e.g. a group across domains with no
-      // scale-out network) is reported, not dropped.
       Projection p;
       p.split = splits[i];
       p.devices = devices;
       p.reason = e.what();
       out[i] = p;
     }
-    if (run.progress) {
-      std::lock_guard<std::mutex> lock(progress_mutex);
-      run.progress(++done, splits.size());
-    }
+  };
+  const bool bound = run.keep_best > 0;
+  // With keep_best, first the memory check and a lower bound of every split that fits
+  // (splits the fast walk cannot price are priced exactly here: their time is their
+  // bound); then the rest in order of their bounds.
+  std::vector<double> lower(splits.size(), 0.0);
+  std::vector<char> pending(splits.size(), 0);
+  parallel_for(splits.size(), run.jobs, [&](size_t i) {
+    guarded(i, [&] {
+      if (!bound) {
+        out[i] = project_split(model, topology, splits[i], options, false);
+        return;
+      }
+      Projection p;
+      p.split = splits[i];
+      if (prepare(model, topology, options, p)) {
+        if (fast_walk_prices(splits[i])) {
+          lower[i] = step_lower_bound_s(model, splits[i], topology, options);
+          pending[i] = 1;
+        } else {
+          price(stage_programs(model, splits[i], options), model, topology, options, p);
+        }
+      }
+      out[i] = std::move(p);
+    });
+    if (!pending[i]) report(1);
   });
+  if (bound) {
+    TopSteps top(run.keep_best);
+    std::vector<size_t> order;
+    for (size_t i = 0; i < splits.size(); ++i) {
+      if (pending[i]) order.push_back(i);
+      else if (out[i].feasible) top.add(out[i].step_s);
+    }
+    std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) { return lower[a] < lower[b]; });
+    // Batches of a fixed size (not the thread count), the bar raised between batches:
+    // which splits are priced does not depend on --jobs.
+    constexpr size_t kBatch = 32;
+    size_t next = 0;
+    while (next < order.size()) {
+      if (top.full() && lower[order[next]] * (1 - kLowerBoundMargin) > top.kth()) break;
+      const size_t end = std::min(order.size(), next + kBatch);
+      const double bar = top.full() ? top.kth() : std::numeric_limits<double>::infinity();
+      parallel_for(end - next, run.jobs, [&](size_t k) {
+        const size_t i = order[next + k];
+        if (lower[i] * (1 - kLowerBoundMargin) > bar) return;
+        guarded(i, [&] { price(StepTemplates(model, splits[i], program_options(options)), model, topology, options, out[i]); });
+        pending[i] = 0;
+        report(1);
+      });
+      for (size_t k = next; k < end; ++k)
+        if (!pending[order[k]] && out[order[k]].feasible) top.add(out[order[k]].step_s);
+      next = end;
+    }
+    size_t skipped = 0;
+    for (size_t i : order)
+      if (pending[i]) {
+        Projection& p = out[i];
+        p.bounded_out = true;
+        p.reason = "not priced: its step time is at least " + seconds(lower[i]) + " (lower bound), above the " +
+                   std::to_string(run.keep_best) + "th best " + seconds(top.kth());
+        ++skipped;
+      }
+    report(skipped);
+  }
   std::stable_sort(out.begin(), out.end(), [](const Projection& a, const Projection& b) {
     if (a.feasible != b.feasible) return a.feasible;
     return a.feasible && a.step_s < b.step_s;

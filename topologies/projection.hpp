@@ -63,6 +63,7 @@ struct Projection {
   bool fits_memory = false;    // peak memory <= usable (set by prepare())
   double memory_excess_bytes = 0;  // peak memory - usable, when it does not fit
   bool priced = false;         // step time and breakdown computed (also for a split that does not fit)
+  bool bounded_out = false;    // fits, but not priced: a search's lower bound ruled it out of its top list
   double step_s = 0;
   double mfu = 0, hfu = 0;
   MfuBand mfu_band;             // from the topology family's validation error (uncertainty.hpp)
@@ -116,6 +117,13 @@ void price(const std::vector<models::StepProgram>& programs, const models::Model
 // the Projection's), the others by summaries (equal up to rounding, sim_fast.hpp).
 void price(const StepTemplates& templates, const models::ModelConfig& model, const Topology& topology,
            const ProjectionOptions& options, Projection& p);
+// step_lower_bound() (sim_fast.hpp) in seconds, with the pricer price() would use.
+double step_lower_bound_s(const models::ModelConfig& model, const models::ParallelSplit& split,
+                          const Topology& topology, const ProjectionOptions& options);
+// The same on several topologies (a crossover row), the templates built once.
+std::vector<double> step_lower_bounds_s(const models::ModelConfig& model, const models::ParallelSplit& split,
+                                        const std::vector<const Topology*>& topologies,
+                                        const ProjectionOptions& options);
 // The element sizes and overlap the step programs of a projection use.
 models::StepProgramOptions program_options(const ProjectionOptions& options);
 
@@ -125,10 +133,18 @@ models::StepProgramOptions program_options(const ProjectionOptions& options);
 struct SearchRun {
   int jobs = 1;
   std::function<void(size_t done, size_t total)> progress;
+  // > 0: only the keep_best fastest splits are wanted (a top list ranked by step time
+  // or MFU). Splits are then priced in order of a lower bound on their step time
+  // (step_lower_bound, sim_fast.hpp), and one whose bound exceeds the keep_best-th
+  // fastest step time found is not priced: bounded_out, its reason giving both times.
+  // The keep_best fastest, their times and order are those of the full search; which
+  // splits are skipped does not depend on jobs. 0 = price every split that fits.
+  size_t keep_best = 0;
 };
 
 // Every split enumerate_splits() yields for `devices`, projected and ranked: feasible
-// ones by step time (fastest first), then the infeasible ones with their reasons.
+// ones by step time (fastest first), then the infeasible ones with their reasons (and,
+// with run.keep_best, the splits skipped by their lower bound: not feasible, bounded_out).
 std::vector<Projection> project_all(const models::ModelConfig& model, const Topology& topology,
                                     int devices, const models::SplitSearch& search,
                                     const ProjectionOptions& options = {}, const SearchRun& run = {});

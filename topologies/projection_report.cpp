@@ -117,9 +117,15 @@ std::string ranking_table(const std::vector<Projection>& ranked, size_t limit) {
   std::snprintf(line, sizeof line, "%4s  %-18s %-66s %3s %10s %6s %6s %8s  %s%s\n", "rank", "strategy", "split", "PP",
                 "step (s)", "MFU", "HFU", "mem GB", goodput ? "goodput   gMFU  " : "", "largest exposed");
   out += line;
-  size_t shown = 0, infeasible = 0;
+  size_t shown = 0, infeasible = 0, bounded = 0;
+  const Projection* bounded_example = nullptr;
   for (size_t i = 0; i < ranked.size(); ++i) {
     const Projection& p = ranked[i];
+    if (p.bounded_out) {
+      ++bounded;
+      if (!bounded_example) bounded_example = &p;
+      continue;
+    }
     if (!p.feasible) {
       ++infeasible;
       continue;
@@ -134,13 +140,18 @@ std::string ranking_table(const std::vector<Projection>& ranked, size_t limit) {
                   100 * p.mfu, 100 * p.hfu, p.memory.total() / 1e9, gp, largest_exposure(p).c_str());
     out += line;
   }
-  size_t feasible = ranked.size() - infeasible;
+  size_t feasible = ranked.size() - infeasible - bounded;
   out += std::to_string(feasible) + " feasible split(s)" +
          (limit && feasible > shown ? " (" + std::to_string(shown) + " shown)" : std::string()) +
          ", " + std::to_string(infeasible) + " infeasible\n";
+  // Splits a search skipped by their lower bound (SearchRun::keep_best): they fit but
+  // cannot enter the top list, so their times were not computed.
+  if (bounded)
+    out += "  " + std::to_string(bounded) + " more split(s) fit in memory but were not priced: their step-time lower bound is above the top list's last (e.g. " +
+           split_label(bounded_example->split) + ": " + bounded_example->reason + "; --top 0 prices every split)\n";
   size_t reasons = 0;
   for (const auto& p : ranked)
-    if (!p.feasible && reasons < 3) {
+    if (!p.feasible && !p.bounded_out && reasons < 3) {
       out += "  infeasible: " + split_label(p.split) + ": " + p.reason + "\n";
       ++reasons;
     }

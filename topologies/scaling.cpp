@@ -47,8 +47,10 @@ std::vector<ScalingPoint> project_scaling(const models::ModelConfig& model, cons
     pt.global_batch = batch.at(n);
     // project_all ranks feasible splits by step time first; all share the model FLOPs
     // per step, so the first is also the best MFU.
+    SearchRun run;
+    run.keep_best = 1;  // only the best is used: the others' times need not be computed
     std::vector<Projection> ranked =
-        project_all(model, topology, n, default_search(topology, pt.global_batch), options);
+        project_all(model, topology, n, default_search(topology, pt.global_batch), options, run);
     pt.candidates = static_cast<int>(ranked.size());
     if (!ranked.empty() && ranked.front().feasible) {
       // The search walks only stage 0 in detail; the winner again with every stage, for

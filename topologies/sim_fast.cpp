@@ -9,6 +9,7 @@
 #include <limits>
 #include <map>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <tuple>
 #include <unordered_map>
@@ -66,6 +67,23 @@ std::shared_ptr<const ScheduleIndex> make_index(const models::ParallelSplit& spl
       };
       if (a.send) ix->partner[s][i][0] = match(*a.send, recv_of);
       if (a.recv) ix->partner[s][i][1] = match(*a.recv, send_of);
+    }
+    const auto& actions = per_stage[s];
+    const int L = ix->last_backward[s][0];
+    int first = -1;
+    for (int i = 0; i < static_cast<int>(actions.size()) && first < 0; ++i)
+      if (actions[i].kind != ActionKind::exchange) first = i;
+    ix->first_action.push_back(first);
+    ix->between.emplace_back(2 * V, 0);
+    ix->after.emplace_back(2 * V, 0);
+    for (int i = first + 1; i < static_cast<int>(actions.size()); ++i) {
+      const auto& a = actions[i];
+      if (a.kind == ActionKind::exchange) continue;
+      const bool backward = a.kind == ActionKind::backward;
+      if (backward && ix->last_backward[s][a.chunk] == i) continue;
+      const int slot = a.chunk * 2 + (backward ? 1 : 0);
+      if (i < L) ++ix->between[s][slot];
+      else ++ix->after[s][slot];
     }
     std::vector<int>& order = ix->chunk_order[s];
     for (int c = 0; c < V; ++c) order.push_back(c);
@@ -233,9 +251,21 @@ class StagePrices {
 
  private:
   using Key = std::tuple<OpKind, models::Phase, Group, Stream, double, double>;
+  // A template has thousands of ops and a few dozen distinct ones: hashed, not ordered.
+  struct KeyHash {
+    size_t operator()(const Key& k) const {
+      const auto mix = [](size_t h, size_t v) { return h ^ (v + 0x9e3779b97f4a7c15ULL + (h << 6) + (h >> 2)); };
+      size_t h = static_cast<size_t>(std::get<0>(k));
+      h = mix(h, static_cast<size_t>(std::get<1>(k)));
+      h = mix(h, static_cast<size_t>(std::get<2>(k)));
+      h = mix(h, static_cast<size_t>(std::get<3>(k)));
+      h = mix(h, std::hash<double>{}(std::get<4>(k)));
+      return mix(h, std::hash<double>{}(std::get<5>(k)));
+    }
+  };
   OpPricer& pricer_;
   models::StepProgram stub_;
-  std::map<Key, double> memo_;
+  std::unordered_map<Key, double, KeyHash> memo_;
 };
 
 // One stage's walk state. Detailed stages also keep every op with its times (the
@@ -371,6 +401,28 @@ void apply(StageWalk& w, const PricedTemplate& t, double received) {
   w.data_ready = out[kReceived];
 }
 
+// Every template of every stage priced (each distinct op once per stage) and summarised.
+struct PricedStages {
+  std::vector<std::vector<PricedTemplate>> actions;  // [stage][template id]
+  std::vector<PricedTemplate> tails;                 // [stage]
+};
+
+PricedStages price_stages(const StepTemplates& templates, OpPricer& pricer) {
+  const int P = templates.split().pp;
+  PricedStages out;
+  out.actions.resize(P);
+  out.tails.resize(P);
+  for (int s = 0; s < P; ++s) {
+    StagePrices prices(pricer, s);
+    for (int id = 0; id < templates.templates_per_stage(s); ++id) {
+      const ActionTemplate& t = templates.action_template(s, id);
+      out.actions[s].push_back(summarise(t.ops, prices(t.ops), t.producer));
+    }
+    out.tails[s] = summarise(templates.tail(s), prices(templates.tail(s)), -1);
+  }
+  return out;
+}
+
 }  // namespace
 
 SimResult simulate_fast(const StepTemplates& templates, OpPricer& pricer, StageDetail detail) {
@@ -379,17 +431,9 @@ SimResult simulate_fast(const StepTemplates& templates, OpPricer& pricer, StageD
   const int P = static_cast<int>(per_stage.size());
   const int V = ix.schedule.chunks, M = ix.schedule.microbatches;
 
-  // Price every template (each distinct op once per stage) and summarise it.
-  std::vector<std::vector<PricedTemplate>> priced(P);
-  std::vector<PricedTemplate> tails(P);
-  for (int s = 0; s < P; ++s) {
-    StagePrices prices(pricer, s);
-    for (int id = 0; id < templates.templates_per_stage(s); ++id) {
-      const ActionTemplate& t = templates.action_template(s, id);
-      priced[s].push_back(summarise(t.ops, prices(t.ops), t.producer));
-    }
-    tails[s] = summarise(templates.tail(s), prices(templates.tail(s)), -1);
-  }
+  PricedStages priced_stages = price_stages(templates, pricer);
+  const std::vector<std::vector<PricedTemplate>>& priced = priced_stages.actions;
+  const std::vector<PricedTemplate>& tails = priced_stages.tails;
   // Exchange halves cost the same for every message between two stages.
   models::StepProgram stub;
   Op exchange;
@@ -614,6 +658,158 @@ SimResult simulate_fast(const StepTemplates& templates, OpPricer& pricer, StageD
   for (auto& st : result.stages)
     st.exposed_us[static_cast<int>(Exposure::bubble)] += result.step_us - st.finish_us;
   return result;
+}
+
+namespace {
+
+// step_lower_bound() on one pricer; action(s, id) and tail(s) give the templates.
+template <typename ActionOf, typename TailOf>
+double lower_bound_on(const ScheduleIndex& ix, ActionOf&& action, TailOf&& tail_of, double exchange_bytes,
+                      bool overlap_grad_reduce, OpPricer& pricer) {
+  const auto& per_stage = ix.schedule.per_stage;
+  const int P = static_cast<int>(per_stage.size());
+  const int V = ix.schedule.chunks;
+  std::vector<std::optional<StagePrices>> prices(P);
+  std::vector<std::map<int, PricedTemplate>> priced(P);
+  auto priced_template = [&](int s, int id) -> const PricedTemplate& {
+    auto it = priced[s].find(id);
+    if (it != priced[s].end()) return it->second;
+    if (!prices[s]) prices[s].emplace(pricer, s);
+    const ActionTemplate& t = action(s, id);
+    return priced[s].emplace(id, summarise(t.ops, (*prices[s])(t.ops), t.producer)).first->second;
+  };
+  auto template_of = [&](int s, int i) {
+    const auto& a = per_stage[s][i];
+    if (a.kind == ActionKind::forward) return template_id(a.chunk, 0);
+    return template_id(a.chunk, overlap_grad_reduce && ix.last_backward[s][a.chunk] == i ? 2 : 1);
+  };
+
+  // in[j] + entry, where either may be kNever (no dependence, or no known time).
+  auto plus = [](double t, double entry) { return t == kNever || entry == kNever ? kNever : t + entry; };
+  // An output's bound from bounds on the inputs.
+  auto out_bound = [&](const PricedTemplate& t, int output, const Times& in) {
+    double v = kNever;
+    for (int j = 0; j < kInputs; ++j) v = std::max(v, plus(in[j], t.table[output][j]));
+    return v;
+  };
+  // The compute stream's time through an action from its own start (>= its compute).
+  auto busy = [&](int s, int id) { return std::max(0.0, priced_template(s, id).table[kCompute][kCompute]); };
+  models::StepProgram stub;
+  Op exchange;
+  exchange.kind = OpKind::pp_exchange;
+  exchange.group = Group::pp;
+  exchange.stream = Stream::p2p;
+  exchange.bytes = exchange_bytes;
+  auto half_us = [&](int stage, int peer) {
+    stub.stage = stage;
+    return pricer.exchange_half_us(stub, exchange, peer);
+  };
+  // Every stage's action compute back to back after its first action, split at its
+  // last chunk-0 backward (exclusive on both sides): the first and last stages only.
+  auto busy_before_after = [&](int s) {
+    const int first = ix.first_action[s], L = ix.last_backward[s][0];
+    double before = 0, after = 0;
+    for (int c = 0; c < V; ++c) {
+      if (ix.between[s][c * 2]) before += ix.between[s][c * 2] * busy(s, template_id(c, 0));
+      if (ix.between[s][c * 2 + 1]) before += ix.between[s][c * 2 + 1] * busy(s, template_id(c, 1));
+      if (ix.after[s][c * 2]) after += ix.after[s][c * 2] * busy(s, template_id(c, 0));
+      if (ix.after[s][c * 2 + 1]) after += ix.after[s][c * 2 + 1] * busy(s, template_id(c, 1));
+      const int last = ix.last_backward[s][c];
+      if (c == 0 || last == first) continue;
+      (last < L ? before : after) += busy(s, template_of(s, last));
+    }
+    return std::pair<double, double>{before, after};
+  };
+
+  // The fill: stage s's first action waits for microbatch 0's activation, which the
+  // first forwards of stages 0..s-1 produce in turn.
+  std::vector<double> first_free(P, 0.0);  // compute stream after the stage's first action
+  double upstream_ready = kNever;          // stage s-1's first forward output
+  bool chain = true;
+  for (int s = 0; s < P; ++s) {
+    const int i = ix.first_action[s];
+    const auto& a = per_stage[s][i];
+    chain = chain && a.kind == ActionKind::forward && a.chunk == 0 && a.microbatch == 0;
+    const double received = s > 0 && chain ? plus(upstream_ready, half_us(s, s - 1)) : kNever;
+    const PricedTemplate& t = priced_template(s, template_of(s, i));
+    const Times in{0.0, 0.0, 0.0, received};
+    first_free[s] = std::max(0.0, out_bound(t, kCompute, in));
+    upstream_ready = out_bound(t, kReceived, in);
+    chain = chain && upstream_ready != kNever;
+  }
+
+  // The drain, from the last stage down: each stage's last chunk-0 backward waits for
+  // the same microbatch's gradient from the next stage. The first and the last stage
+  // also count every action's compute; the others only their first action before it.
+  double bound = 0;
+  double downstream_ready = kNever;  // stage s+1's last chunk-0 backward output
+  int downstream_microbatch = -1;
+  for (int s = P - 1; s >= 0; --s) {
+    const bool whole = s == 0 || s == P - 1;
+    const int first = ix.first_action[s];
+    const int L = ix.last_backward[s][0];
+    const auto [between, after] = whole ? busy_before_after(s) : std::pair<double, double>{0.0, 0.0};
+    const double before = first_free[s] + between;
+    double end = before;
+    if (L > first) {
+      const auto& a = per_stage[s][L];
+      const bool linked = s < P - 1 && a.microbatch == downstream_microbatch;
+      const double received = linked ? plus(downstream_ready, half_us(s, s + 1)) : kNever;
+      const PricedTemplate& t = priced_template(s, template_of(s, L));
+      const Times in{before, 0.0, 0.0, received};
+      end = std::max(before, out_bound(t, kCompute, in));
+      downstream_ready = out_bound(t, kReceived, in);
+      downstream_microbatch = downstream_ready == kNever ? -1 : a.microbatch;
+    } else {
+      downstream_ready = kNever;
+      downstream_microbatch = -1;
+    }
+    if (!whole) continue;
+    if (!prices[s]) prices[s].emplace(pricer, s);
+    const std::vector<Op>& tail = tail_of(s);
+    const PricedTemplate t = summarise(tail, (*prices[s])(tail), -1);
+    end += after + std::max(0.0, t.table[kCompute][kCompute]);
+    bound = std::max(bound, end);
+  }
+  return bound;
+}
+
+}  // namespace
+
+std::vector<double> step_lower_bounds(const models::ModelConfig& model, const models::ParallelSplit& split,
+                                      const models::StepProgramOptions& options,
+                                      const std::vector<OpPricer*>& pricers) {
+  const std::shared_ptr<const ScheduleIndex> index = schedule_index(split);
+  const ScheduleIndex& ix = *index;
+  const int P = static_cast<int>(ix.schedule.per_stage.size());
+  // Templates are built on demand, once for every pricer: every one of the first and
+  // the last stage, the first forward and the last chunk-0 backward of the others.
+  std::vector<std::map<int, ActionTemplate>> built(P);
+  std::vector<std::optional<std::vector<Op>>> tails(P);
+  auto action = [&](int s, int id) -> const ActionTemplate& {
+    auto it = built[s].find(id);
+    if (it != built[s].end()) return it->second;
+    const int chunk = id / kVariants, variant = id % kVariants;
+    return built[s]
+        .emplace(id, models::build_action_template(model, split, s, chunk,
+                                                    variant == 0 ? models::Pass::forward : models::Pass::backward,
+                                                    variant == 2, options))
+        .first->second;
+  };
+  auto tail = [&](int s) -> const std::vector<Op>& {
+    if (!tails[s]) tails[s] = models::build_tail_template(model, split, s, ix.chunk_order[s], options);
+    return *tails[s];
+  };
+  const double exchange_bytes = models::pipeline_message_bytes(model, split, options);
+  std::vector<double> out;
+  for (OpPricer* pricer : pricers)
+    out.push_back(lower_bound_on(ix, action, tail, exchange_bytes, options.overlap_grad_reduce, *pricer));
+  return out;
+}
+
+double step_lower_bound(const models::ModelConfig& model, const models::ParallelSplit& split,
+                        const models::StepProgramOptions& options, OpPricer& pricer) {
+  return step_lower_bounds(model, split, options, {&pricer}).front();
 }
 
 }  // namespace ibt::topo

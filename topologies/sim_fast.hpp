@@ -46,6 +46,12 @@ struct ScheduleIndex {
   std::vector<std::vector<std::array<int, 2>>> partner;
   std::vector<std::vector<int>> last_backward;  // [stage][chunk]: action index
   std::vector<std::vector<int>> chunk_order;    // [stage]: chunks by their last backward
+  // For step_lower_bound(): per stage, its first forward/backward action, and how many
+  // forwards/backwards ([chunk * 2 + 1 for a backward]) lie after it and before
+  // last_backward[stage][0] (between) or after that one (after). Chunks' last
+  // backwards are left out of both counts (their template may differ).
+  std::vector<int> first_action;
+  std::vector<std::vector<int>> between, after;
 };
 
 // The index of split's schedule; built once per distinct schedule and kept for the
@@ -95,5 +101,31 @@ enum class StageDetail { first, all };
 // only; detailed ones the full breakdown.
 SimResult simulate_fast(const StepTemplates& templates, OpPricer& pricer,
                         StageDetail detail = StageDetail::first);
+
+// A lower bound on simulate_fast()'s step time for `split`, for searches that need only
+// the best splits (branch and bound: a split whose bound exceeds the k-th best step
+// time found cannot enter the top k). It walks no action, and builds and prices only
+// the templates it uses (the first and last stages', and one forward and one backward
+// of each other stage): a fraction of StepTemplates' cost at deep pipelines. From the
+// max-plus summaries (an output is at least any input plus its table entry) it bounds
+// - the pipeline fill: stage s's first action waits for microbatch 0's activation,
+//   produced by the first forwards of stages 0..s-1 in turn, plus the exchange
+//   transfers;
+// - the drain: each stage's last backward of chunk 0 waits for the same microbatch's
+//   gradient from the next stage, plus the transfer;
+// - the first and the last stage's compute stream: after its first action every other
+//   action's compute back to back, and the tail;
+// and returns the later end of the first and the last stage. It leaves out exposed
+// communication other than on those chains, so it never exceeds the step time. The
+// summaries add durations in another association than the walk: compare with a
+// relative margin of kLowerBoundMargin. tests/topologies/search_bound_test.cpp holds it
+// below the walk on every split of several searches.
+inline constexpr double kLowerBoundMargin = 1e-9;
+double step_lower_bound(const models::ModelConfig& model, const models::ParallelSplit& split,
+                        const models::StepProgramOptions& options, OpPricer& pricer);
+// The same on several pricers (a crossover row's fabrics), the templates built once.
+std::vector<double> step_lower_bounds(const models::ModelConfig& model, const models::ParallelSplit& split,
+                                      const models::StepProgramOptions& options,
+                                      const std::vector<OpPricer*>& pricers);
 
 }  // namespace ibt::topo

@@ -107,6 +107,8 @@ TEST_P(SimFast, MatchesTheFullEventWalk) {
   const StepTemplates templates(model, c.split, program_options(options));
   const SimResult exact = simulate_fast(templates, pricer, StageDetail::all);
   const SimResult fast = simulate_fast(templates, pricer, StageDetail::first);
+  // The searches' lower bound (branch and bound) never exceeds the step.
+  EXPECT_LE(step_lower_bound(model, c.split, program_options(options), pricer), full.step_us * (1 + kLowerBoundMargin)) << label;
 
   // Op by op: bitwise equal, every stage.
   EXPECT_EQ(exact.step_us, full.step_us) << label;
