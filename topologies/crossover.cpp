@@ -126,8 +126,8 @@ CrossoverResult crossover(const models::ModelConfig& model, const Topology& base
     const std::vector<char> every(G, 1);
     parallel_for(eligible.size(), run.jobs, [&](size_t k) {
       const models::ParallelSplit& split = splits[eligible[k]];
-      if (!bound || !fast_walk_prices(split)) {
-        price_cells(k, every);  // exact: its time is its own bound
+      if (!bound) {
+        price_cells(k, every);
         return;
       }
       std::vector<const Topology*> row_fabrics;

@@ -263,9 +263,8 @@ std::vector<Projection> project_all(const models::ModelConfig& model, const Topo
     }
   };
   const bool bound = run.keep_best > 0;
-  // With keep_best, first the memory check and a lower bound of every split that fits
-  // (splits the fast walk cannot price are priced exactly here: their time is their
-  // bound); then the rest in order of their bounds.
+  // With keep_best, first the memory check and a lower bound of every split that fits;
+  // then the rest in order of their bounds, each by the walk that prices it.
   std::vector<double> lower(splits.size(), 0.0);
   std::vector<char> pending(splits.size(), 0);
   parallel_for(splits.size(), run.jobs, [&](size_t i) {
@@ -277,12 +276,8 @@ std::vector<Projection> project_all(const models::ModelConfig& model, const Topo
       Projection p;
       p.split = splits[i];
       if (prepare(model, topology, options, p)) {
-        if (fast_walk_prices(splits[i])) {
-          lower[i] = step_lower_bound_s(model, splits[i], topology, options);
-          pending[i] = 1;
-        } else {
-          price(stage_programs(model, splits[i], options), model, topology, options, p);
-        }
+        lower[i] = step_lower_bound_s(model, splits[i], topology, options);
+        pending[i] = 1;
       }
       out[i] = std::move(p);
     });
@@ -307,7 +302,12 @@ std::vector<Projection> project_all(const models::ModelConfig& model, const Topo
       parallel_for(end - next, run.jobs, [&](size_t k) {
         const size_t i = order[next + k];
         if (lower[i] * (1 - kLowerBoundMargin) > bar) return;
-        guarded(i, [&] { price(StepTemplates(model, splits[i], program_options(options)), model, topology, options, out[i]); });
+        guarded(i, [&] {
+          if (fast_walk_prices(splits[i]))
+            price(StepTemplates(model, splits[i], program_options(options)), model, topology, options, out[i]);
+          else
+            price(stage_programs(model, splits[i], options), model, topology, options, out[i]);
+        });
         pending[i] = 0;
         report(1);
       });

@@ -665,7 +665,7 @@ namespace {
 // step_lower_bound() on one pricer; action(s, id) and tail(s) give the templates.
 template <typename ActionOf, typename TailOf>
 double lower_bound_on(const ScheduleIndex& ix, ActionOf&& action, TailOf&& tail_of, double exchange_bytes,
-                      bool overlap_grad_reduce, OpPricer& pricer) {
+                      bool overlap_grad_reduce, bool with_tail, OpPricer& pricer) {
   const auto& per_stage = ix.schedule.per_stage;
   const int P = static_cast<int>(per_stage.size());
   const int V = ix.schedule.chunks;
@@ -765,6 +765,10 @@ double lower_bound_on(const ScheduleIndex& ix, ActionOf&& action, TailOf&& tail_
       downstream_microbatch = -1;
     }
     if (!whole) continue;
+    if (!with_tail) {
+      bound = std::max(bound, end + after);
+      continue;
+    }
     if (!prices[s]) prices[s].emplace(pricer, s);
     const std::vector<Op>& tail = tail_of(s);
     const PricedTemplate t = summarise(tail, (*prices[s])(tail), -1);
@@ -776,9 +780,19 @@ double lower_bound_on(const ScheduleIndex& ix, ActionOf&& action, TailOf&& tail_
 
 }  // namespace
 
-std::vector<double> step_lower_bounds(const models::ModelConfig& model, const models::ParallelSplit& split,
+std::vector<double> step_lower_bounds(const models::ModelConfig& model, const models::ParallelSplit& given,
                                       const models::StepProgramOptions& options,
                                       const std::vector<OpPricer*>& pricers) {
+  // ZeRO-2/3 (and HSDP) splits: the fast walk's templates cannot carry their per-unit
+  // streams (fast_walk_prices), so they are bounded by their ZeRO-1 sibling, the same
+  // split with the states sharded only at the step's end, without that tail. Its
+  // forwards and backwards hold the same compute and the same TP/EP/CP/PP collectives;
+  // ZeRO-2/3 only add waits (gathers before a unit, reductions after it), which can
+  // only make the compute stream later. The tail is left out because ZeRO-1's one
+  // reduce-scatter and gather at the step's end are what ZeRO-2/3 spread over the step.
+  const bool sibling = !fast_walk_prices(given);
+  models::ParallelSplit split = given;
+  if (sibling) split.zero = 1;
   const std::shared_ptr<const ScheduleIndex> index = schedule_index(split);
   const ScheduleIndex& ix = *index;
   const int P = static_cast<int>(ix.schedule.per_stage.size());
@@ -803,7 +817,7 @@ std::vector<double> step_lower_bounds(const models::ModelConfig& model, const mo
   const double exchange_bytes = models::pipeline_message_bytes(model, split, options);
   std::vector<double> out;
   for (OpPricer* pricer : pricers)
-    out.push_back(lower_bound_on(ix, action, tail, exchange_bytes, options.overlap_grad_reduce, *pricer));
+    out.push_back(lower_bound_on(ix, action, tail, exchange_bytes, options.overlap_grad_reduce, !sibling, *pricer));
   return out;
 }
 

@@ -118,7 +118,9 @@ SimResult simulate_fast(const StepTemplates& templates, OpPricer& pricer,
 // and returns the later end of the first and the last stage. It leaves out exposed
 // communication other than on those chains, so it never exceeds the step time. The
 // summaries add durations in another association than the walk: compare with a
-// relative margin of kLowerBoundMargin. tests/topologies/search_bound_test.cpp holds it
+// relative margin of kLowerBoundMargin. ZeRO-2/3 splits, which the fast walk does not
+// price, are bounded by their ZeRO-1 sibling without its step-end tail (sim_fast.cpp says
+// why that is below their full walk). tests/topologies/search_bound_test.cpp holds it
 // below the walk on every split of several searches.
 inline constexpr double kLowerBoundMargin = 1e-9;
 double step_lower_bound(const models::ModelConfig& model, const models::ParallelSplit& split,

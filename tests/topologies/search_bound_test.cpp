@@ -23,7 +23,7 @@ struct Search {
 };
 
 // Dense, MoE with uneven stages (61 layers), interleaving up to depth 8, CP, micro-batch
-// sizes > 1: every split default_search() yields that fits and the fast walk prices.
+// sizes > 1, ZeRO-2/3 and HSDP: every split default_search() yields that fits.
 TEST(StepLowerBound, NeverAboveTheWalkedStepOnEverySplitOfASearch) {
   for (const Search& c : {Search{"llama3-8b", "dgx-h100", 64, 128}, Search{"deepseek-v3", "tpu-v5p", 256, 256},
                           Search{"mixtral-8x7b", "gb200-nvl72", 144, 144}}) {
@@ -32,14 +32,19 @@ TEST(StepLowerBound, NeverAboveTheWalkedStepOnEverySplitOfASearch) {
     models::SplitSearch search = default_search(topology, c.global_batch);
     search.max_cp = 2;  // keeps the test seconds; CP itself is covered
     const ProjectionOptions options;
-    size_t checked = 0, pipelined = 0;
+    size_t checked = 0, pipelined = 0, sharded = 0;
     std::vector<double> ratios;
     for (const auto& split : models::enumerate_splits(model, c.devices, search)) {
       Projection p;
       p.split = split;
-      if (!fast_walk_prices(split) || !prepare(model, topology, options, p)) continue;
+      if (!prepare(model, topology, options, p)) continue;
       const double bound = step_lower_bound_s(model, split, topology, options);
-      price(StepTemplates(model, split, program_options(options)), model, topology, options, p);
+      // ZeRO-2/3 splits: bounded by their ZeRO-1 sibling, checked against the full walk.
+      if (fast_walk_prices(split))
+        price(StepTemplates(model, split, program_options(options)), model, topology, options, p);
+      else
+        price(stage_programs(model, split, options), model, topology, options, p);
+      sharded += !fast_walk_prices(split);
       ASSERT_LE(bound, p.step_s * (1 + kLowerBoundMargin)) << c.model << " " << models::describe(split);
       ASSERT_GT(bound, 0.0);
       ratios.push_back(bound / p.step_s);
@@ -48,6 +53,7 @@ TEST(StepLowerBound, NeverAboveTheWalkedStepOnEverySplitOfASearch) {
     }
     ASSERT_GT(checked, 20u) << c.model;
     EXPECT_GT(pipelined, 5u) << c.model;
+    EXPECT_GT(sharded, 5u) << c.model;
     // Not vacuous: for the median split the bound is most of the step.
     std::nth_element(ratios.begin(), ratios.begin() + ratios.size() / 2, ratios.end());
     EXPECT_GT(ratios[ratios.size() / 2], 0.5) << c.model;
