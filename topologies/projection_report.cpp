@@ -94,14 +94,21 @@ std::string describe_projection(const Projection& p, const std::string& dtype) {
          fmt("%.1f%%", 100 * p.hfu) + " (with recompute)\n";
   out += "throughput   " + fmt("%.4g tokens/s", p.tokens_per_s) + ", " +
          fmt("%.4g model FLOP per step", p.model_flops) + "\n";
-  out += "breakdown    (pipeline stage 0; parts add up to the step time; every stage below)\n";
-  out += "  compute          " + fmt("%9.4f s", p.compute_s) + fmt("  %5.1f%%", 100 * p.compute_s / p.step_s) + "\n";
+  // The bottleneck stage's breakdown where every stage's is known (it sets the pace;
+  // stage 0 of an MoE or loss-heavy pipeline is mostly waiting), else stage 0's.
+  const bool by_bottleneck = p.stages.size() > 1 && p.bottleneck_stage < static_cast<int>(p.stages.size());
+  const double compute_s = by_bottleneck ? p.stages[p.bottleneck_stage].compute_s : p.compute_s;
+  const auto& exposed_s = by_bottleneck ? p.stages[p.bottleneck_stage].exposed_s : p.exposed_s;
+  out += "breakdown    (pipeline stage " + std::to_string(by_bottleneck ? p.bottleneck_stage : 0) +
+         (by_bottleneck ? ", the bottleneck" : "") +
+         "; parts add up to the step time" + (p.stages.size() > 1 ? "; every stage below" : "") + ")\n";
+  out += "  compute          " + fmt("%9.4f s", compute_s) + fmt("  %5.1f%%", 100 * compute_s / p.step_s) + "\n";
   for (int e = 0; e < kNumExposures; ++e) {
     const auto x = static_cast<Exposure>(e);
     const std::string name = x == Exposure::bubble ? "bubble/idle" : std::string("exposed ") + to_string(x);
     char line[96];
-    std::snprintf(line, sizeof line, "  %-16s %9.4f s  %5.1f%%\n", name.c_str(), p.exposed_s[e],
-                  100 * p.exposed_s[e] / p.step_s);
+    std::snprintf(line, sizeof line, "  %-16s %9.4f s  %5.1f%%\n", name.c_str(), exposed_s[e],
+                  100 * exposed_s[e] / p.step_s);
     out += line;
   }
   out += stage_table(p);
