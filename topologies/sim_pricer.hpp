@@ -46,6 +46,9 @@ namespace ibt::topo {
 class TopologyPricer : public OpPricer {
  public:
   TopologyPricer(const Topology& topology, const models::ParallelSplit& split, const std::string& dtype);
+  // It keeps a reference to the topology: a temporary would dangle (AddressSanitizer
+  // found one in a test), so binding one does not compile.
+  TopologyPricer(Topology&&, const models::ParallelSplit&, const std::string&) = delete;
 
   double op_us(const models::StepProgram& program, const models::Op& op) override;
   double exchange_half_us(const models::StepProgram& program, const models::Op& op,

@@ -374,9 +374,11 @@ TEST(Pricer, Fp8GemmsRunAtTheFp8PeakAndPayTheirCasts) {
   a.kind = OpKind::attention_core;
   EXPECT_DOUBLE_EQ(fp8.op_us(none, a), bf16.op_us(none, a));
   // A device without an fp8 peak cannot price fp8 GEMMs.
-  TopologyPricer v5p(load_topology("tpu-v5p"), s, "bf16");
+  // A pricer keeps a reference to its topology: the topologies outlive them.
+  const Topology v5p_topology = load_topology("tpu-v5p"), cpu_topology = load_topology("local-cpu");
+  TopologyPricer v5p(v5p_topology, s, "bf16");
   EXPECT_NO_THROW(v5p.set_fp8_gemms());  // v5p lists fp8 at the bf16 rate
-  TopologyPricer cpu(load_topology("local-cpu"), s, "fp32");
+  TopologyPricer cpu(cpu_topology, s, "fp32");
   EXPECT_THROW(cpu.set_fp8_gemms(), UsageError);
 }
 
