@@ -6,6 +6,7 @@
 #include <boost/program_options.hpp>
 
 #include <algorithm>
+#include <cstdint>
 #include <cstdio>
 #include <iostream>
 #include <memory>
@@ -57,6 +58,7 @@ constexpr const char* kAbout =
 
 struct TrainArgs {
   std::string model = "tiny-dense";
+  std::string seed = "1234";  // text: an unsigned option would take -1 as 2^64 - 1
   int dp = 1, tp = 1, pp = 1, ep = 1, vpp = 1, microbatches = 1, micro_batch_size = 1;
   int cp = 1;
   std::string cp_comm = "all_gather";
@@ -66,6 +68,15 @@ struct TrainArgs {
   std::string out;
   TrainOptions options;
 };
+
+// The seed as written: digits only, below 2^63 (it is stored as a signed 64-bit attribute).
+std::uint64_t parse_seed(const std::string& text) {
+  const bool digits = !text.empty() && text.size() <= 19 &&
+                      text.find_first_not_of("0123456789") == std::string::npos;
+  if (!digits || std::stoull(text) > static_cast<std::uint64_t>(INT64_MAX))
+    throw UsageError("--seed '" + text + "': expected a whole number from 0 to 2^63 - 1");
+  return std::stoull(text);
+}
 
 po::options_description describe_options(TrainArgs& a, po::options_description& hidden) {
   po::options_description o("options");
@@ -87,7 +98,7 @@ po::options_description describe_options(TrainArgs& a, po::options_description& 
       ("schedule", po::value(&a.schedule)->default_value(a.schedule), "afab, 1f1b or interleaved")
       ("steps", po::value(&a.options.steps)->default_value(5), "training steps")
       ("lr", double_value(&a.options.lr), "AdamW learning rate")
-      ("seed", po::value(&a.options.seed)->default_value(1234), "seed of weights and synthetic data")
+      ("seed", po::value(&a.seed)->default_value("1234"), "seed of weights and synthetic data, 0 to 2^63 - 1")
       ("check", po::bool_switch(&a.options.check), "compare every step with the serial reference")
       ("threads", po::value(&a.options.threads)->default_value(0),
        "cpu: OpenBLAS threads per rank (default: OPENBLAS_NUM_THREADS in a one-rank run, else 1)")
@@ -170,6 +181,7 @@ int run(int argc, char** argv, MpiSession& mpi) {
   if (a.options.threads < 0) throw UsageError("--threads must be at least 1 (or 0: the default)");
   require_timeout(a.options.timeout_s, "--timeout");
   require_learning_rate(a.options.lr);
+  a.options.seed = parse_seed(a.seed);
   normalize_peak_flags(vm.count("peak-gflops") > 0, a.options);
   check_checkpoint_options(a.options);
   const models::ModelConfig model = models::load_model(a.model);
