@@ -168,6 +168,15 @@ double step_lower_bound_s(const models::ModelConfig& model, const models::Parall
 }
 
 namespace {
+// Prices p.split by the walk that can (sim_fast.hpp, fast_walk_prices).
+void price_by_its_walk(const models::ModelConfig& model, const Topology& topology,
+                       const ProjectionOptions& options, Projection& p) {
+  if (fast_walk_prices(p.split))
+    price(StepTemplates(model, p.split, program_options(options)), model, topology, options, p);
+  else
+    price(stage_programs(model, p.split, options), model, topology, options, p);
+}
+
 // price_if_too_big: also price a split that does not fit (a single projection does, so
 // the user sees the step time; searches do not spend the time).
 Projection project_split(const models::ModelConfig& model, const Topology& topology,
@@ -176,9 +185,7 @@ Projection project_split(const models::ModelConfig& model, const Topology& topol
   Projection p;
   p.split = split;
   if (!prepare(model, topology, options, p) && !price_if_too_big) return p;
-  if (fast_walk_prices(split))
-    price(StepTemplates(model, split, program_options(options)), model, topology, options, p);
-  else price(stage_programs(model, split, options), model, topology, options, p);
+  price_by_its_walk(model, topology, options, p);
   return p;
 }
 }  // namespace
@@ -302,12 +309,7 @@ std::vector<Projection> project_all(const models::ModelConfig& model, const Topo
       parallel_for(end - next, run.jobs, [&](size_t k) {
         const size_t i = order[next + k];
         if (lower[i] * (1 - kLowerBoundMargin) > bar) return;
-        guarded(i, [&] {
-          if (fast_walk_prices(splits[i]))
-            price(StepTemplates(model, splits[i], program_options(options)), model, topology, options, out[i]);
-          else
-            price(stage_programs(model, splits[i], options), model, topology, options, out[i]);
-        });
+        guarded(i, [&] { price_by_its_walk(model, topology, options, out[i]); });
         pending[i] = 0;
         report(1);
       });

@@ -47,17 +47,15 @@ std::string stage_table(const Projection& p) {
       out += name;
     }
   out += "    bubble      busy\n";
-  size_t busiest = 0;
   for (size_t i = 0; i < stages.size(); ++i) {
     const StageTime& st = stages[i];
     const double busy = step_us - st.exposed_us[static_cast<int>(Exposure::bubble)];
-    if (busy > step_us - stages[busiest].exposed_us[static_cast<int>(Exposure::bubble)]) busiest = i;
     out += fmt("  %5.0f", static_cast<double>(st.stage)) + fmt(" %9.4f", st.compute_us * 1e-6);
     for (int e = 0; e < kNumExposures; ++e)
       if (static_cast<Exposure>(e) != Exposure::bubble) out += fmt(" %9.4f", st.exposed_us[e] * 1e-6);
     out += fmt(" %9.4f", st.exposed_us[static_cast<int>(Exposure::bubble)] * 1e-6) + fmt(" %9.4f", busy * 1e-6) + "\n";
   }
-  const StageTime& b = stages[busiest];
+  const StageTime& b = stages[p.bottleneck_stage];  // the least bubble (projection.cpp)
   int worst = -1;
   for (int e = 0; e < kNumExposures; ++e)
     if (static_cast<Exposure>(e) != Exposure::bubble && b.exposed_us[e] > 0 && (worst < 0 || b.exposed_us[e] > b.exposed_us[worst]))
