@@ -6,18 +6,31 @@
 # `interrupted` with its rows.
 source "$(dirname "$0")/lib.sh"
 
+# Starts a 2-rank training into $dir/NAME.h5 with -T SECONDS in the background and waits
+# for its third step: sets file, log and job.
+start_training() {  # NAME SECONDS
+  file=$dir/$1.h5 log=$dir/$1.log
+  "${mpirun[@]}" -n 2 "$ibt" train --model tiny-dense --dp 2 --steps 100000 -T "$2" --out "$file" >"$log" 2>&1 &
+  job=$!
+  wait_for '^ *3 ' "$log" 60 || { cleanup_marker "$file"; fail "$1: no progress"; }
+}
+
+# Sends SIGNAL to rank RANK of that job and waits for the job to end: sets pid, status
+# and elapsed (seconds from the signal).
+signal_rank_and_wait() {  # NAME RANK SIGNAL
+  pid=$(rank_pid "$2" "$file") || fail "$1: no rank $2"
+  local start
+  start=$(date +%s)
+  kill "-$3" "$pid"
+  status=0
+  wait "$job" || status=$?
+  elapsed=$(($(date +%s) - start))
+  cleanup_marker "$file"
+}
+
 # 1. rank 1 stopped mid-training, --timeout 3.
-file=$dir/stopped.h5 log=$dir/stopped.log
-"${mpirun[@]}" -n 2 "$ibt" train --model tiny-dense --dp 2 --steps 100000 -T 3 --out "$file" >"$log" 2>&1 &
-job=$!
-wait_for '^ *3 ' "$log" 60 || { cleanup_marker "$file"; fail "stopped: no progress"; }
-pid=$(rank_pid 1 "$file") || fail "stopped: no rank 1"
-start=$(date +%s)
-kill -STOP "$pid"
-status=0
-wait "$job" || status=$?
-elapsed=$(($(date +%s) - start))
-cleanup_marker "$file"
+start_training stopped 3
+signal_rank_and_wait stopped 1 STOP
 cat "$log" | grep -v '^ *[0-9]' | tail -5
 ((elapsed <= 20)) || fail "stopped: took ${elapsed}s with -T 3"
 [[ $status -eq 3 ]] || fail "stopped: exit status $status (expected 3, timeout)"
@@ -31,32 +44,16 @@ error=$(attr "$file" 000001 error)
 ok "stopped rank: exit 3 after ${elapsed}s, $(rows "$file" 000001 steps) steps kept, error: $error"
 
 # 2. rank 1 killed: the job ends, not hangs.
-file=$dir/killed1.h5 log=$dir/killed1.log
-"${mpirun[@]}" -n 2 "$ibt" train --model tiny-dense --dp 2 --steps 100000 -T 5 --out "$file" >"$log" 2>&1 &
-job=$!
-wait_for '^ *3 ' "$log" 60 || { cleanup_marker "$file"; fail "killed1: no progress"; }
-pid=$(rank_pid 1 "$file") || fail "killed1: no rank 1"
-start=$(date +%s)
-kill -KILL "$pid"
-status=0
-wait "$job" || status=$?
-elapsed=$(($(date +%s) - start))
-cleanup_marker "$file"
+start_training killed1 5
+signal_rank_and_wait killed1 1 KILL
 ((elapsed <= 20)) || fail "killed1: took ${elapsed}s"
 [[ $status -ne 0 && $status -ne 2 ]] || fail "killed1: exit status $status"
 "$ibt" show "$file" | grep -Eq "000001 .*(interrupted|failed|partial)" || fail "killed1: run not closed: $("$ibt" show "$file")"
 ok "killed rank 1: job ended after ${elapsed}s (exit $status), run $("$ibt" show "$file" | awk '/000001/{print $3}')"
 
 # 3. the writer (rank 0) killed: readers show the run interrupted, rows kept.
-file=$dir/killed0.h5 log=$dir/killed0.log
-"${mpirun[@]}" -n 2 "$ibt" train --model tiny-dense --dp 2 --steps 100000 -T 5 --out "$file" >"$log" 2>&1 &
-job=$!
-wait_for '^ *3 ' "$log" 60 || { cleanup_marker "$file"; fail "killed0: no progress"; }
-pid=$(rank_pid 0 "$file") || fail "killed0: no rank 0"
-kill -KILL "$pid"
-status=0
-wait "$job" || status=$?
-cleanup_marker "$file"
+start_training killed0 5
+signal_rank_and_wait killed0 0 KILL
 [[ $(attr "$file" 000001 status) == running ]] || fail "killed0: a killed writer cannot have changed its status"
 shown=$("$ibt" show "$file" --run 1)
 grep -q "status  *interrupted" <<<"$shown" || fail "killed0: ibt show does not say interrupted: $shown"
