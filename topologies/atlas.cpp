@@ -142,6 +142,32 @@ std::string atlas_agreement(const std::string& verdict, const std::string& pract
   return needed == (practice == "pp") ? "agrees" : "disagrees";
 }
 
+namespace {
+
+// The bottleneck stage's breakdown where every stage was walked (detail_bests), else the
+// first stage's (all a search walks in detail).
+Projection::StageBreakdown bottleneck_breakdown(const Projection& p) {
+  if (p.bottleneck_stage < static_cast<int>(p.stages.size())) return p.stages[p.bottleneck_stage];
+  Projection::StageBreakdown first;
+  first.compute_s = p.compute_s;
+  first.exposed_s = p.exposed_s;
+  return first;
+}
+
+// A search walks only stage 0 of each split in detail; the cell's two bests again with
+// every stage, for the bottleneck stage's breakdown.
+void detail_bests(const models::ModelConfig& model, const Topology& fabric, const ProjectionOptions& options,
+                  CrossoverCell& cell) {
+  for (Projection* best : {&cell.best_no_pp, &cell.best_with_pp}) {
+    if (!best->feasible) continue;
+    Projection again = project_every_stage(model, fabric, best->split, options);
+    best->stages = std::move(again.stages);
+    best->bottleneck_stage = again.bottleneck_stage;
+  }
+}
+
+}  // namespace
+
 void explain(AtlasCell& c) {
   const Projection& a = c.cell.best_no_pp;
   const Projection& b = c.cell.best_with_pp;
@@ -165,12 +191,16 @@ void explain(AtlasCell& c) {
     c.why = "no split with PP fits in device memory";
     return;
   }
-  // Parts of each best's step (they add up to its step time); the winner is the faster.
-  std::vector<std::pair<std::string, std::pair<double, double>>> parts = {{"compute", {a.compute_s, b.compute_s}}};
+  // Parts of each best's bottleneck stage (they add up to its step time); the winner is
+  // the faster. Stage 0 of a pipeline is often mostly waiting (an MoE pipeline's first
+  // stage idles behind its expert stages), which would name "bubble" for any cause.
+  const Projection::StageBreakdown sa = bottleneck_breakdown(a);
+  const Projection::StageBreakdown sb = bottleneck_breakdown(b);
+  std::vector<std::pair<std::string, std::pair<double, double>>> parts = {{"compute", {sa.compute_s, sb.compute_s}}};
   for (int k = 0; k < kNumExposures; ++k) {
     const auto e = static_cast<Exposure>(k);
     parts.push_back({e == Exposure::bubble ? "bubble" : std::string("exposed ") + to_string(e),
-                     {a.exposed_s[k], b.exposed_s[k]}});
+                     {sa.exposed_s[k], sb.exposed_s[k]}});
   }
   const bool pp_wins = b.step_s < a.step_s;
   // The part the winner saves most on (loser's seconds - winner's).
@@ -214,6 +244,7 @@ AtlasCell run_atlas_cell(const AtlasEntry& e, double threshold, const CrossoverR
       crossover(model, topology, e.devices, {domain}, {gbps}, e.global_batch, threshold, options, nullptr,
                 RankBy::mfu, 0, run);
   c.cell = r.cells.front();
+  detail_bests(model, with_fabric(topology, domain, gbps), options, c.cell);
   if (!topology.scale_out.present) c.cell.scale_out_gbps = 0;  // the system has none (the 1 Gb/s above carried nothing)
   explain(c);
   return c;

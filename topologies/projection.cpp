@@ -212,6 +212,14 @@ Projection project(const models::ModelConfig& model, const Topology& topology,
   return project_split(model, topology, split, options, true);
 }
 
+Projection project_every_stage(const models::ModelConfig& model, const Topology& topology,
+                               const models::ParallelSplit& split, ProjectionOptions options) {
+  options.keep_sim = true;
+  Projection p = project(model, topology, split, options);
+  p.sim = SimResult{};
+  return p;
+}
+
 namespace {
 
 // The k smallest step times seen (k = keep_best): a split whose lower bound exceeds the

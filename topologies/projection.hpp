@@ -98,6 +98,12 @@ void require_projection_memory(const models::ModelConfig& model, const models::P
 Projection project(const models::ModelConfig& model, const Topology& topology,
                    const models::ParallelSplit& split, const ProjectionOptions& options = {});
 
+// project() with every stage walked in detail (keep_sim, the walk itself then dropped):
+// the bottleneck stage's breakdown for a split a search found (searches walk stage 0
+// only; the step time is the same up to rounding, sim_fast.hpp).
+Projection project_every_stage(const models::ModelConfig& model, const Topology& topology,
+                               const models::ParallelSplit& split, ProjectionOptions options);
+
 // The two halves of project(), for sweeps that price one split on many topologies
 // (ibt crossover): the memory check and FLOP counts (fills everything but the times;
 // false when infeasible), and the step programs of one rank per stage.

@@ -55,10 +55,7 @@ std::vector<ScalingPoint> project_scaling(const models::ModelConfig& model, cons
     if (!ranked.empty() && ranked.front().feasible) {
       // The search walks only stage 0 in detail; the winner again with every stage, for
       // the bottleneck stage's breakdown (the same step time up to rounding: sim_fast.hpp).
-      ProjectionOptions detailed = options;
-      detailed.keep_sim = true;
-      pt.best = project(model, topology, ranked.front().split, detailed);
-      pt.best.sim = SimResult{};
+      pt.best = project_every_stage(model, topology, ranked.front().split, options);
     } else if (!ranked.empty()) {
       pt.best = std::move(ranked.front());
     } else {

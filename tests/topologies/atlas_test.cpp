@@ -70,6 +70,33 @@ TEST(Atlas, DecidingTermIsThePartTheWinnerSavesMostOn) {
   EXPECT_EQ(c.deciding_term, "memory");
 }
 
+TEST(Atlas, DecidingTermComesFromTheBottleneckStage) {
+  AtlasCell c;
+  c.entry.practice = "pp";
+  c.cell.verdict = "PP needed";
+  c.cell.best_no_pp = breakdown(1, 10, Exposure::ep, 5);  // 15 s
+  // With PP (12 s): stage 0 computes 3 s and waits 9 s for stage 1, which computes 10 s
+  // and exposes 2 s of EP. Stage 0 alone would name "compute" (7 s less than without
+  // PP); the bottleneck computes as much as no PP and exposes 3 s less EP.
+  Projection pp = breakdown(2, 3, Exposure::bubble, 9);
+  Projection::StageBreakdown first, second;
+  first.compute_s = 3;
+  first.exposed_s[static_cast<int>(Exposure::bubble)] = 9;
+  second.compute_s = 10;
+  second.exposed_s[static_cast<int>(Exposure::ep)] = 2;
+  pp.stages = {first, second};
+  pp.bottleneck_stage = 1;
+  c.cell.best_with_pp = pp;
+  explain(c);
+  EXPECT_EQ(c.deciding_term, "exposed ep") << c.why;
+
+  // Only stage 0 known (a split as a search leaves it): its breakdown is used.
+  c.cell.best_with_pp.stages = {first};
+  c.cell.best_with_pp.bottleneck_stage = 0;
+  explain(c);
+  EXPECT_EQ(c.deciding_term, "compute") << c.why;
+}
+
 TEST(Atlas, ShippedCellsCoverEveryModelOnEverySystem) {
   const AtlasSpec s = load_atlas(default_atlas_path());
   std::set<std::pair<std::string, std::string>> pairs;
