@@ -28,8 +28,9 @@ never fitted to the rows):
   = Calculon's own validation inputs for Korthikanti et al. 2022 (sequence parallelism,
   nothing overlapped, unfused GeLU); megatron-core = sequence parallelism, TP communication
   overlapped with the GEMMs (Calculon "ring", as Transformer Engine's userbuffers overlap),
-  DP gradient reduction overlapped, fused activation. zero1 = Calculon's optimizer
-  sharding. Recompute "selective" is Calculon's "attn_only"; "auto" takes, as
+  DP gradient reduction overlapped, fused activation. ZeRO stage 1 or 2 (column zero, or
+  zero1 in older files) = Calculon's optimizer sharding (it shards the gradients too);
+  stage 3 (FSDP) it cannot state. Recompute "selective" is Calculon's "attn_only"; "auto" takes, as
   validate_published.sh does for ibt, the least recompute that fits Calculon's own memory
   model (none, attn_only, full). fp8 rows run Calculon's float8 datatype; bf16 rows its
   float16 (same width and tensor rate in its system files).
@@ -77,6 +78,16 @@ def load_json(path):
     return json.load(f)
 
 
+def catalog_dir(repo, variable, part):
+  """The catalog ibt itself reads: the same environment variable overrides it."""
+  return os.environ.get(variable) or os.path.join(repo, part, 'catalog')
+
+
+def zero_stage(r):
+  """The row's ZeRO stage: column zero (a stage), or zero1 (0/1) in older files."""
+  return int(r.get('zero', r.get('zero1', '0')) or 0)
+
+
 def application(model):
   """Calculon's application JSON for an ibt catalog model, or NotExpressible."""
   if model.get('num_experts', 0) or model.get('experts', 0):
@@ -98,9 +109,6 @@ def application(model):
 def system_from_ibt(topo, calculon_dir):
   """Calculon system JSON from an ibt catalog topology: ibt's rates and sizes, Calculon's
   H100 efficiency curves and op costs."""
-  if 'scale_out' not in topo or 'NVIDIA' not in topo['device']['name']:
-    raise NotExpressible(f"no Calculon system for {topo['name']} (Calculon ships A100 and H100 "
-                         'files only; NVIDIA topologies are written from ibt\'s catalog, others are not)')
   base = load_json(os.path.join(calculon_dir, CURVES_FROM))
   dev, up, out = topo['device'], topo['scale_up'], topo['scale_out']
   peak = {k: v['value'] for k, v in dev['peak_tflops'].items()}
@@ -148,6 +156,8 @@ def execution(r, domain, datatype, attention_type, recompute):
   if framework not in ('megatron-2021', 'megatron-core'):
     raise NotExpressible(f'framework {framework}: no Calculon execution profile written for it')
   core = framework == 'megatron-core'
+  if zero_stage(r) > 2:
+    raise NotExpressible(f'ZeRO-{zero_stage(r)} (FSDP): Calculon shards optimizer state and gradients, never the weights')
   tp_net, pp_net, dp_net = network_tiers(tp, dp, pp, domain)
   rec = CALCULON_RECOMPUTE[recompute]
   return {
@@ -156,7 +166,7 @@ def execution(r, domain, datatype, attention_type, recompute):
       'batch_size': int(r['global_batch']), 'microbatch_size': int(r['mbs']),
       'datatype': datatype, 'fused_activation': core, 'attention_type': attention_type,
       'activation_recompute': rec, 'pipeline_interleaving': vpp if pp > 1 else 1,
-      'optimizer_sharding': r['zero1'] == '1' and dp > 1,
+      'optimizer_sharding': zero_stage(r) >= 1 and dp > 1,
       'tensor_par_comm_type': 'rs_ag',
       'tensor_par_overlap': 'ring' if core and tp > 1 else 'none',
       # Megatron's sequence parallelism keeps the all-gathered input only when nothing is
@@ -189,13 +199,23 @@ def run_calculon(calculon, app, exe, sysj, keep_dir, tag):
 
 def calculon_row(r, args, calculon):
   """(figures dict) for one row, or raises NotExpressible."""
+  reasons = []
   if int(r['cp']) > 1:
-    raise NotExpressible(f"context parallelism (cp {r['cp']}): Calculon has no CP")
+    reasons.append(f"context parallelism (cp {r['cp']}): Calculon has no CP")
+  if r.get('schedule', '') not in ('', '1f1b', 'interleaved'):
+    reasons.append(f"schedule {r['schedule']}: Calculon prices (interleaved) 1F1B only")
   if int(r['ep']) > 1:
-    raise NotExpressible(f"expert parallelism (ep {r['ep']}): Calculon models dense blocks only")
-  model = load_json(os.path.join(args.repo, 'models', 'catalog', r['model'] + '.json'))
+    reasons.append(f"expert parallelism (ep {r['ep']}): Calculon models dense blocks only")
+  if zero_stage(r) > 2:
+    reasons.append(f'ZeRO-{zero_stage(r)} (FSDP): Calculon shards optimizer state and gradients, never the weights')
+  topo = load_json(os.path.join(catalog_dir(args.repo, 'IBT_TOPOLOGIES_DIR', 'topologies'), r['topology'] + '.json'))
+  if r['topology'] not in SHIPPED_SYSTEMS and ('NVIDIA' not in topo['device']['name'] or 'scale_out' not in topo):
+    reasons.append(f"no Calculon system for {r['topology']} (Calculon ships A100 and H100 files; other NVIDIA "
+                   "systems are written here from ibt's catalog, non-NVIDIA ones are not)")
+  if reasons:
+    raise NotExpressible('; '.join(reasons))
+  model = load_json(os.path.join(catalog_dir(args.repo, 'IBT_MODELS_DIR', 'models'), r['model'] + '.json'))
   app, attention_type = application(model)
-  topo = load_json(os.path.join(args.repo, 'topologies', 'catalog', r['topology'] + '.json'))
   if r['topology'] in SHIPPED_SYSTEMS:
     system_name = SHIPPED_SYSTEMS[r['topology']]
     sysj = load_json(os.path.join(args.calculon, system_name))
@@ -212,7 +232,7 @@ def calculon_row(r, args, calculon):
   for rec in tries:
     exe = execution(r, domain, datatype, attention_type, rec)
     stats, err = run_calculon(calculon, app, exe, sysj, args.inputs,
-                              f"{r['model']}-{r['gpus']}-{rec}")
+                              f"{r['model']}-{r['topology']}-{r['gpus']}-{rec}")
     if stats is None:
       last_error = err
       if 'Mem tier1' in err:
