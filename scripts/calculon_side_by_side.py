@@ -254,6 +254,9 @@ def summary_lines(common):
   for c in common:
     fams.setdefault(c['family'], []).append(c)
   groups = [(f, fams[f]) for f in sorted(fams)] + [('overall', common)]
+  shipped = [c for c in common if c.get('shipped_system', True)]
+  if 0 < len(shipped) < len(common):
+    groups.append(("overall, Calculon's own systems", shipped))
   out = []
   for name, rows in groups:
     ie = [c['ibt_error'] for c in rows]
@@ -288,6 +291,7 @@ def main():
   ap.add_argument('--ibt-rows', required=True, help='validate_published.sh --rows output')
   ap.add_argument('--out', help='results CSV to write')
   ap.add_argument('--header', default='', help='comment lines for the results CSV')
+  ap.add_argument('--markdown', action='store_true', help='also print both tables in Markdown (for the README)')
   ap.add_argument('--inputs', help="folder to keep Calculon's input files in (one app/exe/sys per row)")
   args = ap.parse_args()
 
@@ -304,7 +308,7 @@ def main():
              'it needs numpy, pandas and psutil (Debian: python3-numpy python3-pandas python3-psutil)')
   if args.inputs:
     os.makedirs(args.inputs, exist_ok=True)
-  print(f"{'family':<18} {'model':<13} {'topology':<11} {'gpus':>5} {'split':<22} "
+  print(f"{'family':<19} {'model':<14} {'topology':<11} {'gpus':>5} {'split':<22} "
         f"{'recompute ibt/calc':<20} {'published':>9} {'ibt':>8} {'calculon':>8} {'ibt err':>8} {'calc err':>8}")
   for r in published:
     key = row_key(r)
@@ -334,11 +338,15 @@ def main():
                                     '  (DIFFERS from Calculon\'s own validation input)')
     split = f"tp{r['tp']} pp{r['pp']} v{r['vpp']} b{r['mbs']} gb{r['global_batch']}"
     unit = '%' if r['metric'] == 'mfu_percent' else ''
-    print(f"{r['family']:<18} {r['model']:<13} {r['topology']:<11} {r['gpus']:>5} {split:<22} "
+    print(f"{r['family']:<19} {r['model']:<14} {r['topology']:<11} {r['gpus']:>5} {split:<22} "
           f"{mine['recompute'] + '/' + c['recompute']:<20} {r['value'] + unit:>9} "
           f"{fmt_fig(ibt_fig) + unit:>8} {fmt_fig(calc_fig) + unit:>8} {100 * ibt_err:>+7.1f}% {100 * calc_err:>+7.1f}%"
           + ('' if c['system'].startswith('calculon:') else f"  [{c['system']}]") + note)
-    common.append({'family': r['family'], 'ibt_error': ibt_err, 'calculon_error': calc_err})
+    common.append({'family': r['family'], 'ibt_error': ibt_err, 'calculon_error': calc_err,
+                   'shipped_system': c['system'].startswith('calculon:'),
+                   'markdown': f"| {r['family']} | {r['model']} | {r['topology']}{'' if c['system'].startswith('calculon:') else '*'} "
+                               f"| {r['gpus']} | {split} | {mine['recompute']} / {c['recompute']} | {r['value'] + unit} "
+                               f"| {fmt_fig(ibt_fig) + unit} | {fmt_fig(calc_fig) + unit} | {100 * ibt_err:+.1f}% | {100 * calc_err:+.1f}% |"})
     results.append([r['family'], r['model'], r['topology'], r['gpus'], r['tp'], r['pp'], r['vpp'],
                     r['ep'], r['cp'], r['mbs'], r['global_batch'], r['metric'], args.commit, c['system'],
                     c['recompute'], f"{c['step_s']:.4f}", f"{c['tokens_per_s_per_gpu']:.6g}",
@@ -347,13 +355,23 @@ def main():
 
   print('\nrows Calculon cannot express (not in the comparison):')
   for r, why in skipped:
-    print(f"  {r['family']:<18} {r['model']:<17} {r['topology']:<11} {r['gpus']:>5}: {why}")
+    print(f"  {r['family']:<19} {r['model']:<17} {r['topology']:<11} {r['gpus']:>5}: {why}")
   if not common:
     sys.exit('calculon_side_by_side.py: no row both tools express')
   print(f'\non the {len(common)} rows both tools express (error = projected / published - 1):')
-  print(f"  {'family':<18} {'rows':>4}   {'ibt median|e|':>13} {'signed mean':>11}   {'Calculon median|e|':>18} {'signed mean':>11}")
+  print(f"  {'family':<31} {'rows':>4}   {'ibt median|e|':>13} {'signed mean':>11}   {'Calculon median|e|':>18} {'signed mean':>11}")
   for name, n, im, ia, cm, ca in summary_lines(common):
-    print(f'  {name:<18} {n:>4}   {100 * im:>12.1f}% {100 * ia:>+10.1f}%   {100 * cm:>17.1f}% {100 * ca:>+10.1f}%')
+    print(f'  {name:<31} {n:>4}   {100 * im:>12.1f}% {100 * ia:>+10.1f}%   {100 * cm:>17.1f}% {100 * ca:>+10.1f}%')
+
+  if args.markdown:
+    print('\n| family | model | topology | GPUs | split | recompute ibt / Calculon | published | ibt | Calculon | ibt error | Calculon error |')
+    print('|---|---|---|---|---|---|---|---|---|---|---|')
+    for c in common:
+      print(c['markdown'])
+    print('\n| family | rows | ibt median \\|error\\| | ibt signed mean | Calculon median \\|error\\| | Calculon signed mean |')
+    print('|---|---|---|---|---|---|')
+    for name, n, im, ia, cm, ca in summary_lines(common):
+      print(f'| {name} | {n} | {100 * im:.1f}% | {100 * ia:+.1f}% | {100 * cm:.1f}% | {100 * ca:+.1f}% |')
 
   if args.out:
     with open(args.out, 'w', newline='') as f:
