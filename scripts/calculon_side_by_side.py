@@ -5,9 +5,10 @@ training runs of topologies/validation/published-runs.csv and sets its error bes
 scripts/compare_calculon.sh is the entry point: it gets ibt's figures per row from
 scripts/validate_published.sh --rows and calls this helper with them. For each row the
 helper writes Calculon's three inputs (application, execution, system) from ibt's model
-and topology catalogs and the row's split, runs `calculon llm` from the user's checkout,
-and turns Calculon's step time into the row's metric. Nothing of Calculon is copied here:
-only its documented JSON input fields and its `llm` command are used.
+and topology catalogs and the row's split, makes the calls Calculon's `llm` command makes
+(in this process, importing the user's checkout once), and turns Calculon's step time
+into the row's metric. Nothing of Calculon is copied here: only its JSON input fields and
+the classes its `llm` command uses.
 
 How a row becomes Calculon's inputs (each choice is a property of the run or of Calculon,
 never fitted to the rows):
@@ -23,7 +24,8 @@ never fitted to the rows):
   for other hardware; for NVIDIA topologies it lacks, the system is written from ibt's
   catalog (peak FLOP/s, HBM capacity and bandwidth, NVLink domain size and bandwidth,
   scale-out bandwidth) with Calculon's H100 efficiency curves and op costs, and every
-  such row says so (system column "ibt-catalog:NAME").
+  such row says so (system column "ibt-catalog:NAME"); the vector (non-tensor) rate,
+  which ibt's catalog lacks, is Calculon's H100 figure scaled by the FP32 ratio.
 - execution: the row's split, batch and micro-batch; its framework's options: megatron-2021
   = Calculon's own validation inputs for Korthikanti et al. 2022 (sequence parallelism,
   nothing overlapped, unfused GeLU); megatron-core = sequence parallelism, TP communication
@@ -106,22 +108,24 @@ def application(model):
           'multihead' if kv == model['heads'] else 'multiquery')
 
 
-def system_from_ibt(topo, calculon_dir):
+def system_from_ibt(topo, h100, calculon_dir):
   """Calculon system JSON from an ibt catalog topology: ibt's rates and sizes, Calculon's
-  H100 efficiency curves and op costs."""
+  H100 efficiency curves and op costs. h100: ibt's dgx-h100 entry, the base of the vector
+  rate's scaling."""
   base = load_json(os.path.join(calculon_dir, CURVES_FROM))
   dev, up, out = topo['device'], topo['scale_up'], topo['scale_out']
   peak = {k: v['value'] for k, v in dev['peak_tflops'].items()}
   sysj = json.loads(json.dumps(base))
   sysj['matrix'] = {}
   sysj['vector'] = {}
-  h100_fp32 = 67.0  # ibt catalog dgx-h100 fp32, the base of the vector scaling below
+  h100_fp32 = h100['device']['peak_tflops']['fp32']['value']
   for dtype, key in (('float16', 'bf16'), ('float8', 'fp8')):
     if key not in peak:
       continue
     sysj['matrix'][dtype] = dict(base['matrix']['float16'], tflops=peak[key])
     # ibt's catalog has no non-tensor half-precision rate: Calculon's H100 vector rate
-    # scaled by the ratio of the catalog's FP32 rates.
+    # scaled by the ratio of the catalog's FP32 rates (halving it instead moves the
+    # Blackwell rows' step by 4-6%).
     sysj['vector'][dtype] = dict(base['vector']['float16'],
                                  tflops=round(base['vector']['float16']['tflops'] * peak['fp32'] / h100_fp32, 1))
   sysj['mem1'] = dict(base['mem1'], GiB=dev['memory_GB']['value'] * 1e9 / GIB,
@@ -208,7 +212,8 @@ def calculon_row(r, args, calculon):
     reasons.append(f"expert parallelism (ep {r['ep']}): Calculon models dense blocks only")
   if zero_stage(r) > 2:
     reasons.append(f'ZeRO-{zero_stage(r)} (FSDP): Calculon shards optimizer state and gradients, never the weights')
-  topo = load_json(os.path.join(catalog_dir(args.repo, 'IBT_TOPOLOGIES_DIR', 'topologies'), r['topology'] + '.json'))
+  topologies = catalog_dir(args.repo, 'IBT_TOPOLOGIES_DIR', 'topologies')
+  topo = load_json(os.path.join(topologies, r['topology'] + '.json'))
   if r['topology'] not in SHIPPED_SYSTEMS and ('NVIDIA' not in topo['device']['name'] or 'scale_out' not in topo):
     reasons.append(f"no Calculon system for {r['topology']} (Calculon ships A100 and H100 files; other NVIDIA "
                    "systems are written here from ibt's catalog, non-NVIDIA ones are not)")
@@ -221,7 +226,7 @@ def calculon_row(r, args, calculon):
     sysj = load_json(os.path.join(args.calculon, system_name))
     system_name = 'calculon:' + system_name
   else:
-    sysj = system_from_ibt(topo, args.calculon)
+    sysj = system_from_ibt(topo, load_json(os.path.join(topologies, 'dgx-h100.json')), args.calculon)
     system_name = 'ibt-catalog:' + r['topology']
   datatype = 'float8' if r['fp8'] == '1' else 'float16'
   if datatype not in sysj['matrix']:

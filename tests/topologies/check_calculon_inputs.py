@@ -66,6 +66,35 @@ class Networks(unittest.TestCase):
       cs.network_tiers(16, 1, 1, 8)
 
 
+class SystemFromCatalog(unittest.TestCase):
+  def test_rates_from_ibt_curves_from_calculon(self):
+    curve = [[1, 0.5], [0, 0.1]]
+    net = {'bandwidth': 1, 'efficiency': 0.5, 'size': 8, 'latency': 1e-5, 'ops': {},
+           'must_be_filled': True, 'processor_usage': 0.1}
+    base = {'matrix': {'float16': {'tflops': 1000, 'gflops_efficiency': curve}},
+            'vector': {'float16': {'tflops': 120, 'gflops_efficiency': curve}},
+            'mem1': {'GiB': 80, 'GBps': 3072, 'MB_efficiency': curve}, 'mem2': {},
+            'processing_mode': 'no_overlap', 'networks': [net, dict(net, size=65536)]}
+    with tempfile.TemporaryDirectory() as calculon:
+      os.makedirs(os.path.join(calculon, 'systems'))
+      with open(os.path.join(calculon, cs.CURVES_FROM), 'w') as f:
+        json.dump(base, f)
+      catalog = os.path.join(REPO, 'topologies', 'catalog')
+      with open(os.path.join(catalog, 'gb200-nvl72.json')) as f:
+        topo = json.load(f)
+      with open(os.path.join(catalog, 'dgx-h100.json')) as f:
+        h100 = json.load(f)
+      got = cs.system_from_ibt(topo, h100, calculon)
+    self.assertEqual(got['matrix']['float16'], {'tflops': 2500, 'gflops_efficiency': curve})
+    self.assertEqual(got['matrix']['float8']['tflops'], 5000)
+    self.assertAlmostEqual(got['vector']['float8']['tflops'], round(120 * 80 / 67, 1))
+    self.assertAlmostEqual(got['mem1']['GiB'], 186e9 / 1024 ** 3)
+    self.assertEqual(got['mem1']['GBps'], 8000)
+    self.assertEqual((got['networks'][0]['bandwidth'], got['networks'][0]['size'], got['networks'][0]['efficiency']),
+                     (900, 72, 0.5))
+    self.assertEqual((got['networks'][1]['bandwidth'], got['networks'][1]['size']), (50, 65536))
+
+
 class Execution(unittest.TestCase):
   def test_megatron_2021_is_calculons_validation_input(self):
     # Calculon's validation/seqsel/tab5/megatron-22B_seqsel.json, field by field.
