@@ -7,7 +7,9 @@
 # MFU, so the error is the MFU error), or mfu_percent where the source publishes only an
 # MFU or TFLOP/s under its own FLOP convention (the row's source states the convention and
 # the conversion; the error then also holds the difference between the two conventions).
-#   scripts/validate_published.sh [BUILD_DIR] [--csv FILE] [--bands FILE] [--check]
+#   scripts/validate_published.sh [BUILD_DIR] [--csv FILE] [--bands FILE] [--rows FILE] [--check]
+# --rows FILE writes one CSV line per row (its key, the recompute used, ibt's tokens/s per
+# GPU, MFU and error) for other scripts to read (scripts/compare_calculon.sh does).
 # --check exits 1 unless every row is projected and the issue-14 targets hold: overall
 # median |error| <= 8% and no family's signed mean beyond +-10%. Where main does not meet
 # a target today the check enforces only what main achieves (the measured figure with a
@@ -36,11 +38,12 @@ here="$(cd "$(dirname "$0")/.." && pwd)"
 build="$here/build"
 if [ $# -gt 0 ] && [ "${1#--}" = "$1" ]; then build="$1"; shift; fi
 csv="$here/topologies/validation/published-runs.csv"
-bands="" check=0
+bands="" rows_out="" check=0
 while [ $# -gt 0 ]; do
   case "$1" in
     --csv) [ $# -ge 2 ] || { echo "validate_published.sh: --csv needs a file" >&2; exit 2; }; csv="$2"; shift ;;
     --bands) [ $# -ge 2 ] || { echo "validate_published.sh: --bands needs a file" >&2; exit 2; }; bands="$2"; shift ;;
+    --rows) [ $# -ge 2 ] || { echo "validate_published.sh: --rows needs a file" >&2; exit 2; }; rows_out="$2"; shift ;;
     --check) check=1 ;;
     *) echo "validate_published.sh: unknown option $1" >&2; exit 2 ;;
   esac
@@ -76,6 +79,7 @@ project_row() {
 
 rows=$(mktemp)
 trap 'rm -f "$rows"' EXIT
+[ -z "$rows_out" ] || echo "family,model,topology,gpus,tp,pp,vpp,ep,cp,mbs,global_batch,recompute,ibt_tokens_per_s_per_gpu,ibt_mfu_percent,ibt_error" > "$rows_out"
 printf "%-18s %-13s %-9s %5s %-26s %-10s %10s %10s %8s %7s\n" family model topology gpus "split" recompute published projected "MFU" error
 while IFS=, read -r family model topo gpus tp pp vpp ep cp mbs gb rec zero fp8 fw metric value source; do
   case "$family" in ''|'#'*|family) continue ;; esac
@@ -88,6 +92,7 @@ while IFS=, read -r family model topo gpus tp pp vpp ep cp mbs gb rec zero fp8 f
   if [ -z "$res" ]; then
     printf "%-18s %-13s %-9s %5s %-26s %-10s %10s %10s %8s %7s\n" "$family" "$model" "$topo" "$gpus" "$split" "-" "$value" "no fit" "-" "-"
     echo "$family NA $topo" >> "$rows"
+    [ -z "$rows_out" ] || echo "$family,$model,$topo,$gpus,$tp,$pp,$vpp,$ep,$cp,$mbs,$gb,,,," >> "$rows_out"
     continue
   fi
   read -r tps mfu used <<< "$res"
@@ -105,6 +110,7 @@ while IFS=, read -r family model topo gpus tp pp vpp ep cp mbs gb rec zero fp8 f
   printf "%-18s %-13s %-9s %5s %-26s %-10s %10s %10s %7s%% %+6.1f%%\n" "$family" "$model" "$topo" "$gpus" "$split" "$used" "$value" "$projected" "$mfu" \
     "$(awk -v e="$err" 'BEGIN {print 100 * e}')"
   echo "$family $err $topo" >> "$rows"
+  [ -z "$rows_out" ] || echo "$family,$model,$topo,$gpus,$tp,$pp,$vpp,$ep,$cp,$mbs,$gb,$used,$(awk -v t="$tps" -v g="$gpus" 'BEGIN {printf "%.6g", t / g}'),$mfu,$err" >> "$rows_out"
 done < <(grep -v '^#' "$csv")
 
 # Summary: per family and overall. Median of |error| (mean of the middle two for an even
