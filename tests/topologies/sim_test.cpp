@@ -277,6 +277,37 @@ TEST(Projection, InterleavingBeatsOneFOneBOnDgxH100) {
   }
 }
 
+// With B and W unequal (every layer op at its FLOPs: the attention core's backward is
+// all B, so B > W) and free communication, ZB-H1's bubble is (p-1)(F + B - 2W) with B the
+// whole backward (B + W here): the "ZB1P" row of the DualPipe repository's table
+// (github.com/deepseek-ai/DualPipe, README.md, "Pipeline Bubbles and Memory Usage
+// Comparison"); 1F1B's row is (p-1)(F + B).
+TEST(SimExecutor, ZeroBubbleH1BubbleMatchesTheCostModelWithUnequalPasses) {
+  const auto m = sixteen_layer_model();
+  LayerFlopsPricer pricer(m.layers);
+  for (int p : {2, 4}) {
+    for (int mb : {p, 3 * p + 1}) {
+      models::ParallelSplit s;
+      s.pp = p;
+      s.microbatches = mb;
+      s.schedule = models::ScheduleKind::zb_h1;
+      SCOPED_TRACE("p=" + std::to_string(p) + " m=" + std::to_string(mb));
+      models::StepProgram stub;
+      auto cost = [&](models::Pass pass) {
+        double us = 0;
+        for (const auto& op : models::build_chunk_ops(m, s, 0, 0, pass)) us += pricer.op_us(stub, op);
+        return us;
+      };
+      const double f = cost(models::Pass::forward), b = cost(models::Pass::backward), w = cost(models::Pass::weight);
+      ASSERT_GT(b, w);
+      const SimResult zb = simulate_split(m, s, pricer);
+      EXPECT_NEAR(zb.step_us, mb * (f + b + w) + (p - 1) * (f + (b + w) - 2 * w), 1e-9 * zb.step_us);
+      s.schedule = models::ScheduleKind::one_f_one_b;
+      EXPECT_NEAR(simulate_split(m, s, pricer).step_us, mb * (f + b + w) + (p - 1) * (f + b + w), 1e-9 * zb.step_us);
+    }
+  }
+}
+
 // On a catalog topology with every cost (TP, the pipeline transfers, the attention core
 // in B): ZB-H1 is never slower than 1F1B on the same split, and its bubble is smaller.
 TEST(Projection, ZeroBubbleH1NeverSlowerThanOneFOneBOnDgxH100) {
