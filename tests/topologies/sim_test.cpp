@@ -248,18 +248,25 @@ TEST(SimExecutor, InterleavingNeverExposesMoreTensorParallelTimeThanOneFOneB) {
 // The same on a catalog topology (Megatron's Llama 3 70B setting on DGX H100): the
 // interleaved schedule is faster than 1F1B, with a smaller bubble and no more exposed
 // TP time.
+// Megatron's Llama 3 70B setting on DGX H100 (128 GPUs): tp8 sp pp4 dp4, selective
+// recompute, 1F1B with mb microbatches.
+models::ParallelSplit llama3_70b_tp8_pp4(int mb) {
+  models::ParallelSplit s;
+  s.tp = 8;
+  s.pp = 4;
+  s.dp = 4;
+  s.microbatches = mb;
+  s.sequence_parallel = true;
+  s.recompute = models::Recompute::selective;
+  s.schedule = models::ScheduleKind::one_f_one_b;
+  return s;
+}
+
 TEST(Projection, InterleavingBeatsOneFOneBOnDgxH100) {
   const auto m = models::load_model("llama3-70b");
   const Topology t = load_topology("dgx-h100");
   for (int mb : {8, 16, 32}) {
-    models::ParallelSplit s;
-    s.tp = 8;
-    s.pp = 4;
-    s.dp = 4;
-    s.microbatches = mb;
-    s.sequence_parallel = true;
-    s.recompute = models::Recompute::selective;
-    s.schedule = models::ScheduleKind::one_f_one_b;
+    models::ParallelSplit s = llama3_70b_tp8_pp4(mb);
     ProjectionOptions o;
     o.keep_sim = true;
     const Projection plain = project(m, t, s, o);
@@ -314,14 +321,7 @@ TEST(Projection, ZeroBubbleH1NeverSlowerThanOneFOneBOnDgxH100) {
   const auto m = models::load_model("llama3-70b");
   const Topology t = load_topology("dgx-h100");
   for (int mb : {4, 8, 16, 32}) {
-    models::ParallelSplit s;
-    s.tp = 8;
-    s.pp = 4;
-    s.dp = 4;
-    s.microbatches = mb;
-    s.sequence_parallel = true;
-    s.recompute = models::Recompute::selective;
-    s.schedule = models::ScheduleKind::one_f_one_b;
+    models::ParallelSplit s = llama3_70b_tp8_pp4(mb);
     ProjectionOptions o;
     const Projection plain = project(m, t, s, o);
     s.schedule = models::ScheduleKind::zb_h1;
