@@ -2,6 +2,8 @@
 
 #include <cblas.h>
 
+#include "models/deferred_weight_grads.hpp"
+
 namespace ibt::models {
 
 void gemm(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, float alpha, const float* a,
@@ -26,6 +28,9 @@ void linear_backward_input(const float* dy, const float* w, float* dx, int64_t t
 void linear_backward_weight(const float* dy, const float* x, float* dw, int64_t tokens, int64_t in,
                             int64_t out) {
   if (tokens == 0) return;
+  // A split backward's B (deferred_weight_grads.hpp): its W computes this later. run()
+  // calls back here with no queue active on the thread.
+  if (WeightGradQueue* queue = deferred_weight_grads()) return queue->push(dy, x, dw, tokens, in, out);
   gemm(true, false, out, in, tokens, 1.0f, dy, out, x, in, 1.0f, dw, in);
 }
 

@@ -15,7 +15,8 @@ void linear_forward(const float* x, const float* w, float* y, int64_t tokens, in
 // dx[T,in] = dy[T,out] · W[out,in]   (accumulate: dx += ...)
 void linear_backward_input(const float* dy, const float* w, float* dx, int64_t tokens, int64_t in,
                            int64_t out, bool accumulate);
-// dW[out,in] += dy[T,out]^T · x[T,in]   (gradients always accumulate over microbatches)
+// dW[out,in] += dy[T,out]^T · x[T,in]   (gradients always accumulate over microbatches);
+// queued instead while a DeferWeightGrads is alive (deferred_weight_grads.hpp)
 void linear_backward_weight(const float* dy, const float* x, float* dw, int64_t tokens, int64_t in,
                             int64_t out);
 

@@ -12,6 +12,7 @@ std::string_view to_string(ScheduleKind k) {
     case ScheduleKind::afab: return "afab";
     case ScheduleKind::one_f_one_b: return "1f1b";
     case ScheduleKind::interleaved: return "interleaved";
+    case ScheduleKind::zb_h1: return "zb-h1";
   }
   return "?";
 }
@@ -37,10 +38,10 @@ std::string_view to_string(Recompute r) {
 }
 
 ScheduleKind parse_schedule(std::string_view name) {
-  for (auto k : {ScheduleKind::afab, ScheduleKind::one_f_one_b, ScheduleKind::interleaved})
+  for (auto k : {ScheduleKind::afab, ScheduleKind::one_f_one_b, ScheduleKind::interleaved, ScheduleKind::zb_h1})
     if (name == to_string(k)) return k;
   throw UsageError("unknown schedule '" + std::string(name) +
-                   "' (expected afab, 1f1b or interleaved)");
+                   "' (expected afab, 1f1b, interleaved or zb-h1)");
 }
 
 Recompute parse_recompute(std::string_view name) {
@@ -154,6 +155,17 @@ std::string first_failure(const ParallelSplit& s, const ModelConfig& m, int worl
       if (s.vpp < 2) return "interleaved schedule needs vpp >= 2";
       if (auto e = divides("microbatches", s.microbatches, "pp", s.pp); !e.empty())
         return e + " (interleaved schedule)";
+      break;
+    case ScheduleKind::zb_h1:
+      if (s.vpp != 1) return "zb-h1 runs one chunk per stage (vpp " + std::to_string(s.vpp) + " given)";
+      if (s.microbatches < s.pp)
+        return "zb-h1 needs microbatches (" + std::to_string(s.microbatches) + ") >= pp (" +
+               std::to_string(s.pp) + ")";
+      // ZeRO-2/3 reduce-scatter each unit's gradient right after its backward; with W
+      // deferred the gradient is not complete there.
+      if (s.zero >= 2)
+        return "zb-h1 defers weight gradients past the backward; it runs with zero 0 or 1 (zero " +
+               std::to_string(s.zero) + " given)";
       break;
   }
   // Expert parallelism: EP drawn from DP.

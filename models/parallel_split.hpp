@@ -63,7 +63,11 @@
 
 namespace ibt::models {
 
-enum class ScheduleKind { afab, one_f_one_b, interleaved };
+// zb_h1: Qi et al.'s ZB-H1 zero-bubble schedule (schedule.hpp): 1F1B with every
+// backward split into B (input gradients) and W (weight gradients), W deferred.
+enum class ScheduleKind { afab, one_f_one_b, interleaved, zb_h1 };
+// Whether the schedule splits each backward into B and W actions (schedule.hpp).
+inline bool splits_backward(ScheduleKind k) { return k == ScheduleKind::zb_h1; }
 // selective: Korthikanti et al.'s selective recompute (the attention core is
 // recomputed in the backward pass; with a fused FlashAttention-style core, which keeps
 // no scores anyway, it frees only the log-sum-exp: accounting.hpp); full: each layer's
@@ -77,7 +81,7 @@ enum class Recompute { none, selective, full };
 // enough (Megatron-Core's p2p; dK/dV travel back around the ring in the backward).
 enum class CpComm { all_gather, ring };
 
-std::string_view to_string(ScheduleKind k);  // "afab", "1f1b", "interleaved"
+std::string_view to_string(ScheduleKind k);  // "afab", "1f1b", "interleaved", "zb-h1"
 std::string_view to_string(CpComm c);        // "all_gather", "ring"
 CpComm parse_cp_comm(std::string_view name);  // throws UsageError naming the value
 std::string_view to_string(Recompute r);     // "none", "selective", "full"

@@ -54,6 +54,24 @@ std::vector<Task> compute_order(ScheduleKind kind, int p, int v, int m, int s) {
       for (int k = total - warmup; k < total; ++k) order.push_back(bwd(k));
       break;
     }
+    case ScheduleKind::zb_h1: {
+      // 1F1B's F and B order; W of microbatch w once the B of w + s is done
+      // (schedule.hpp), the deferred ones after the last B.
+      const int warmup = std::min(p - s - 1, m);
+      int weights = 0;
+      auto b_then_due_w = [&](int mb) {
+        order.push_back({Pass::backward, mb, 0});
+        if (mb - weights >= s) order.push_back({Pass::weight, weights++, 0});
+      };
+      for (int mb = 0; mb < warmup; ++mb) order.push_back({Pass::forward, mb, 0});
+      for (int i = 0; i < m - warmup; ++i) {
+        order.push_back({Pass::forward, warmup + i, 0});
+        b_then_due_w(i);
+      }
+      for (int mb = m - warmup; mb < m; ++mb) b_then_due_w(mb);
+      while (weights < m) order.push_back({Pass::weight, weights++, 0});
+      break;
+    }
   }
   return order;
 }
@@ -67,16 +85,30 @@ void check_parameters(ScheduleKind kind, int p, int v, int m) {
   if (p < 1 || v < 1 || m < 1) fail("pp, vpp and microbatches must be >= 1");
   if (kind != ScheduleKind::interleaved && v != 1) fail("vpp > 1 needs the interleaved schedule");
   if (kind == ScheduleKind::one_f_one_b && m < p) fail("1f1b needs microbatches >= pp");
+  if (kind == ScheduleKind::zb_h1 && m < p) fail("zb-h1 needs microbatches >= pp");
   if (kind == ScheduleKind::interleaved) {
     if (p < 2 || v < 2) fail("interleaved needs pp >= 2 and vpp >= 2");
     if (m % p != 0) fail("interleaved needs microbatches divisible by pp");
   }
 }
 
+// The compute order memory accounting walks (PipelineSchedule::compute_order): +(chunk
+// + 1) where a forward takes a chunk's activations, -(chunk + 1) where they are
+// released: at the backward, or at the W with a split backward.
+std::vector<std::int16_t> memory_order(const std::vector<PipeAction>& actions, bool split_backward) {
+  const ActionKind releases = split_backward ? ActionKind::weight : ActionKind::backward;
+  std::vector<std::int16_t> order;
+  for (const auto& a : actions) {
+    if (a.kind == ActionKind::forward) order.push_back(static_cast<std::int16_t>(a.chunk + 1));
+    else if (a.kind == releases) order.push_back(static_cast<std::int16_t>(-(a.chunk + 1)));
+  }
+  return order;
+}
+
 }  // namespace
 
 double schedule_bytes(int p, int v, int m) {
-  return static_cast<double>(p) * 6.0 * static_cast<double>(m) * v * sizeof(PipeAction);
+  return static_cast<double>(p) * 7.0 * static_cast<double>(m) * v * sizeof(PipeAction);
 }
 
 namespace {
@@ -106,9 +138,9 @@ PipelineSchedule build_schedule(ScheduleKind kind, int p, int v, int m) {
   out.chunks = v;
   out.microbatches = m;
   out.per_stage.resize(p);
-  // At most 2*m*v computes and 4*m*v exchanges per stage (2*m*v messages sent and as
+  // At most 3*m*v computes (with W) and 4*m*v exchanges per stage (2*m*v messages sent and as
   // many received, at worst one per exchange): reserving avoids reallocation.
-  for (auto& list : out.per_stage) list.reserve(6 * static_cast<size_t>(m) * v);
+  for (auto& list : out.per_stage) list.reserve(7 * static_cast<size_t>(m) * v);
   const int V = p * v;
 
   std::vector<std::vector<Task>> order(p);
@@ -133,7 +165,9 @@ PipelineSchedule build_schedule(ScheduleKind kind, int p, int v, int m) {
       if (next[s] == order[s].size()) continue;
       const Task t = order[s][next[s]];
       const int vs = t.chunk * p + s;
+      // A W follows its B on the same stage: the order already put it after it.
       const bool ready =
+          t.pass == Pass::weight ||
           t.pass == Pass::forward
               ? (vs == 0 || (act_arrival[at(t.microbatch, vs)] >= 0 &&
                              act_arrival[at(t.microbatch, vs)] < round))
@@ -141,7 +175,9 @@ PipelineSchedule build_schedule(ScheduleKind kind, int p, int v, int m) {
                                  grad_arrival[at(t.microbatch, vs)] < round));
       if (!ready) continue;
       PipeAction a;
-      a.kind = t.pass == Pass::forward ? ActionKind::forward : ActionKind::backward;
+      a.kind = t.pass == Pass::forward    ? ActionKind::forward
+               : t.pass == Pass::backward ? ActionKind::backward
+                                          : ActionKind::weight;
       a.microbatch = t.microbatch;
       a.chunk = t.chunk;
       a.round = round;
@@ -184,10 +220,7 @@ PipelineSchedule build_schedule(ScheduleKind kind, int p, int v, int m) {
     out.rounds = round + 1;
   }
   out.compute_order.resize(p);
-  for (int s = 0; s < p; ++s)
-    for (const auto& a : out.per_stage[s])
-      if (a.kind != ActionKind::exchange)
-        out.compute_order[s].push_back(static_cast<std::int16_t>(a.kind == ActionKind::forward ? a.chunk + 1 : -(a.chunk + 1)));
+  for (int s = 0; s < p; ++s) out.compute_order[s] = memory_order(out.per_stage[s], out.split_backward());
   return out;
 }
 
@@ -195,7 +228,14 @@ PipelineSchedule build_schedule(const ParallelSplit& split) {
   return build_schedule(split.schedule, split.pp, split.vpp, split.microbatches);
 }
 
-std::string_view to_string(Pass p) { return p == Pass::forward ? "forward" : "backward"; }
+std::string_view to_string(Pass p) {
+  switch (p) {
+    case Pass::forward: return "forward";
+    case Pass::backward: return "backward";
+    case Pass::weight: return "weight";
+  }
+  return "?";
+}
 std::string_view to_string(Payload p) {
   return p == Payload::activation ? "activation" : "gradient";
 }
@@ -204,6 +244,7 @@ std::string_view to_string(ActionKind k) {
     case ActionKind::forward: return "forward";
     case ActionKind::backward: return "backward";
     case ActionKind::exchange: return "exchange";
+    case ActionKind::weight: return "weight";
   }
   return "?";
 }
@@ -232,11 +273,7 @@ LayerRange stage_layers(const ModelConfig& model, int virtual_stages, int virtua
 
 std::vector<std::int16_t> compute_order(const PipelineSchedule& s, int stage) {
   if (s.compute_order.size() == s.per_stage.size()) return s.compute_order.at(stage);
-  std::vector<std::int16_t> order;  // a schedule not from build_schedule()
-  for (const auto& a : s.per_stage.at(stage))
-    if (a.kind != ActionKind::exchange)
-      order.push_back(static_cast<std::int16_t>(a.kind == ActionKind::forward ? a.chunk + 1 : -(a.chunk + 1)));
-  return order;
+  return memory_order(s.per_stage.at(stage), s.split_backward());  // a schedule not from build_schedule()
 }
 
 int max_layers_in_flight(const PipelineSchedule& s, const ModelConfig& model, int stage) {
@@ -259,9 +296,10 @@ int max_chunks_in_flight(const PipelineSchedule& s, int stage) {
   return peak;
 }
 
-PipelineTiming simulate_pipeline(const PipelineSchedule& s, double fc, double bc, double cc) {
+PipelineTiming simulate_pipeline(const PipelineSchedule& s, double fc, double bc, double cc, double wc) {
   const size_t n = static_cast<size_t>(s.stages) * s.chunks;
-  return simulate_pipeline(s, PipelineCosts{std::vector<double>(n, fc), std::vector<double>(n, bc), cc});
+  return simulate_pipeline(
+      s, PipelineCosts{std::vector<double>(n, fc), std::vector<double>(n, bc), cc, std::vector<double>(n, wc)});
 }
 
 PipelineTiming simulate_pipeline(const PipelineSchedule& s, const PipelineCosts& costs) {
@@ -270,6 +308,9 @@ PipelineTiming simulate_pipeline(const PipelineSchedule& s, const PipelineCosts&
   if (costs.forward.size() != n || costs.backward.size() != n)
     throw UsageError("simulate_pipeline: need " + std::to_string(n) +
                      " forward and backward costs (stages x chunks)");
+  if (s.split_backward() && costs.weight.size() != n)
+    throw UsageError("simulate_pipeline: schedule " + std::string(to_string(s.kind)) + " needs " +
+                     std::to_string(n) + " weight-gradient (W) costs (stages x chunks)");
   const double cc = costs.exchange;
   // Where each message is sent and received: (payload, microbatch, src vs) -> (stage, index).
   using Key = std::tuple<int, int, int>;
@@ -310,7 +351,9 @@ PipelineTiming simulate_pipeline(const PipelineSchedule& s, const PipelineCosts&
         const auto& a = list[i];
         if (a.kind != ActionKind::exchange) {
           const size_t k = static_cast<size_t>(st) * s.chunks + a.chunk;
-          const double c = a.kind == ActionKind::forward ? costs.forward[k] : costs.backward[k];
+          const double c = a.kind == ActionKind::forward    ? costs.forward[k]
+                           : a.kind == ActionKind::backward ? costs.backward[k]
+                                                            : costs.weight[k];
           clock[st] += c;
           t.busy[st] += c;
         } else {

@@ -35,6 +35,17 @@
 // - interleaved (Megatron, Narayanan et al. 2021): forwards visit (mb, chunk) in groups
 //   of p microbatches per chunk; warm-up (p-s-1)*2 + (v-1)*p forwards (all m*v when
 //   m == p), then 1F1B, backwards visit chunks in reverse order.
+// - zb-h1 (Qi et al., "Zero Bubble Pipeline Parallelism", ICLR 2024,
+//   arXiv:2401.10241, section 2.1 and Figure 3 top): every backward is split into B
+//   (the gradient w.r.t. the chunk's input, what the previous stage waits for) and W
+//   (the gradients w.r.t. its weights, which nothing downstream waits for). Forwards
+//   and B passes in 1F1B's order; stage s runs the W of microbatch i only after the B
+//   of microbatch i + s, so the W passes it defers fill the bubbles of the drain. A
+//   chunk's activations are held from F until its W: p - s - 1 warm-up forwards plus
+//   the s deferred W's make every stage hold p microbatches at most, 1F1B's stage-0
+//   peak (the paper's "same peak memory as 1F1B"). With F = B = W and free
+//   communication the step is 3m + (p-1) units (1F1B: 3m + 3(p-1)): the bubble is a
+//   third of 1F1B's ((p-1)(F + B - W) in the paper's cost model).
 #include <cstdint>
 #include <optional>
 #include <string_view>
@@ -45,7 +56,8 @@
 
 namespace ibt::models {
 
-enum class Pass : std::uint8_t { forward, backward };
+// weight: a split backward's W (zb-h1); backward is then its B only.
+enum class Pass : std::uint8_t { forward, backward, weight };
 
 // What a pipeline message holds: the output activation of a forward (sent to the next
 // virtual stage) or the input gradient of a backward (sent to the previous one).
@@ -62,11 +74,13 @@ struct Transfer {
   int dst_chunk = 0;          // chunk index on the receiving stage
 };
 
-enum class ActionKind : std::uint8_t { forward, backward, exchange };
+// weight: W of a split backward (schedules where splits_backward(kind)); it needs no
+// message (it follows the B of the same microbatch and chunk on the same stage).
+enum class ActionKind : std::uint8_t { forward, backward, exchange, weight };
 
-std::string_view to_string(Pass p);         // "forward", "backward"
+std::string_view to_string(Pass p);         // "forward", "backward", "weight"
 std::string_view to_string(Payload p);      // "activation", "gradient"
-std::string_view to_string(ActionKind k);   // "forward", "backward", "exchange"
+std::string_view to_string(ActionKind k);   // "forward", "backward", "exchange", "weight"
 
 struct PipelineSchedule;
 // A tag unique to the message within one step, < 2 * m * p * v (fits MPI's
@@ -75,8 +89,8 @@ int message_tag(const Transfer& t, const PipelineSchedule& s);
 
 struct PipeAction {
   ActionKind kind = ActionKind::forward;
-  int microbatch = -1;  // forward/backward
-  int chunk = -1;       // forward/backward: model chunk on this stage (0..v-1)
+  int microbatch = -1;  // forward/backward/weight
+  int chunk = -1;       // forward/backward/weight: model chunk on this stage (0..v-1)
   int round = 0;        // lock-step round it was placed in (for tracing/tests)
   std::optional<Transfer> send;  // exchange only; at least one of send/recv is set
   std::optional<Transfer> recv;
@@ -89,12 +103,15 @@ struct PipelineSchedule {
   int microbatches = 1;  // m
   int rounds = 0;        // lock-step rounds the schedule spans
   std::vector<std::vector<PipeAction>> per_stage;  // [stage][action]
-  // [stage]: the forwards (chunk + 1) and backwards (-(chunk + 1)) in order, exchanges
-  // left out: what memory accounting walks (in-flight activations), two bytes an action
-  // instead of a PipeAction, for searches that check thousands of splits.
+  // [stage]: the forwards (chunk + 1) and the actions that release a chunk's
+  // activations (-(chunk + 1)) in order: the backwards, or with a split backward the
+  // W passes (the B's, which release nothing W still reads, and exchanges left out):
+  // what memory accounting walks (in-flight activations), two bytes an action instead
+  // of a PipeAction, for searches that check thousands of splits.
   std::vector<std::vector<std::int16_t>> compute_order;
 
   int virtual_stages() const { return stages * chunks; }
+  bool split_backward() const { return splits_backward(kind); }
   int virtual_stage(int stage, int chunk) const { return chunk * stages + stage; }
 };
 
@@ -105,7 +122,7 @@ struct PipelineSchedule {
 // over many splits should build each distinct one once and reuse it (a 16-stage,
 // 128-microbatch 1F1B schedule takes about 2 ms here).
 PipelineSchedule build_schedule(ScheduleKind kind, int stages, int chunks, int microbatches);
-// The bytes build_schedule reserves for its actions (6 m v per stage, p stages). It
+// The bytes build_schedule reserves for its actions (7 m v per stage, p stages). It
 // refuses (UsageError naming the microbatches and the bytes needed against those
 // available, core/memory_plan.hpp) a schedule that cannot fit; require_schedule_memory
 // does the same for a split before anything else is built.
@@ -135,7 +152,8 @@ std::vector<std::int16_t> compute_order(const PipelineSchedule& s, int stage);
 int max_layers_in_flight(const PipelineSchedule& s, const ModelConfig& model, int stage);
 
 // Dependency-respecting execution of a schedule with given costs: compute of one
-// chunk-forward costs forward_cost, of a chunk-backward backward_cost; an exchange
+// chunk-forward costs forward_cost, of a chunk-backward backward_cost (with a split
+// backward: its B), of a W weight_cost; an exchange
 // completes (rendezvous semantics) when every partner has reached its matching
 // exchange, plus comm_cost. Throws RuntimeError naming the stuck stages if the
 // schedule deadlocks. This is both the schedule's self-check and the simplest "sim".
@@ -147,7 +165,8 @@ struct PipelineTiming {
   std::vector<double> finish;     // time each stage finishes
 };
 PipelineTiming simulate_pipeline(const PipelineSchedule& s, double forward_cost = 1.0,
-                                 double backward_cost = 1.0, double comm_cost = 0.0);
+                                 double backward_cost = 1.0, double comm_cost = 0.0,
+                                 double weight_cost = 0.0);
 
 // The same with a cost per (stage, chunk) and pass, e.g. from pricing
 // build_chunk_ops() (step_program.hpp), and one cost per exchange.
@@ -155,6 +174,7 @@ struct PipelineCosts {
   std::vector<double> forward;   // [stage * chunks + chunk]
   std::vector<double> backward;  // [stage * chunks + chunk]
   double exchange = 0.0;
+  std::vector<double> weight;    // [stage * chunks + chunk]; split backwards only
 };
 PipelineTiming simulate_pipeline(const PipelineSchedule& s, const PipelineCosts& costs);
 

@@ -99,6 +99,7 @@ class Builder {
     prog_.coord = layout_.coord(rank);
     prog_.stage = prog_.coord.pp;
     prog_.actions = sched.per_stage.at(prog_.stage);
+    split_backward_ = splits_backward(s.schedule);
     t_ = s.tp;
     // This rank's tokens of a microbatch (its 1/cp of each sequence with CP).
     T_ = static_cast<double>(s.micro_batch_size) * m.seq_len / s.cp;
@@ -110,10 +111,12 @@ class Builder {
   }
 
   StepProgram build() {
-    // The last backward action of each chunk: where overlapped grad reduction goes.
+    // The action that completes each chunk's gradients (its last backward, or last W
+    // with a split backward): where overlapped grad reduction goes.
+    const ActionKind completes = split_backward_ ? ActionKind::weight : ActionKind::backward;
     std::vector<int> last_backward(s_.vpp, -1);
     for (int i = 0; i < static_cast<int>(prog_.actions.size()); ++i)
-      if (prog_.actions[i].kind == ActionKind::backward) last_backward[prog_.actions[i].chunk] = i;
+      if (prog_.actions[i].kind == completes) last_backward[prog_.actions[i].chunk] = i;
     prog_.ops.reserve(estimate_ops());
     for (int i = 0; i < static_cast<int>(prog_.actions.size()); ++i) {
       action_ = i;
@@ -124,6 +127,9 @@ class Builder {
         case ActionKind::forward: forward_chunk(); break;
         case ActionKind::backward:
           backward_chunk(o_.overlap_grad_reduce && last_backward[chunk_] == i);
+          break;
+        case ActionKind::weight:
+          weight_chunk(o_.overlap_grad_reduce && last_backward[chunk_] == i);
           break;
         case ActionKind::exchange: exchange(a); break;
       }
@@ -143,13 +149,18 @@ class Builder {
   // One forward or backward of `chunk` for any microbatch (build_action_template):
   // the wait on the received input is kWaitReceived.
   ActionTemplate chunk_ops(int chunk, Pass pass, bool reduce_grads) {
+    if (pass == Pass::weight && !split_backward_)
+      throw UsageError("step program: schedule " + std::string(to_string(s_.schedule)) +
+                       " has no separate weight-gradient (W) pass");
     mb_ = -1;
     action_ = -1;
     chunk_ = chunk;
     if (pass == Pass::forward) forward_chunk();
-    else backward_chunk(reduce_grads);
+    else if (pass == Pass::backward) backward_chunk(reduce_grads);
+    else weight_chunk(reduce_grads);
     ActionTemplate t;
-    t.producer = producer_ >= 0 ? producer_ : -1;
+    // A W sends nothing.
+    t.producer = producer_ >= 0 && pass != Pass::weight ? producer_ : -1;
     t.ops = std::move(prog_.ops);
     return t;
   }
@@ -213,8 +224,13 @@ class Builder {
     return producer_ >= 0 && prog_.ops[producer_].stream != mine ? producer_ : -1;
   }
 
-  // A compute op of the current action's chain.
+  // A compute op of the current action's chain. A W pass (weight_chunk) walks the
+  // backward's ops and keeps only its GEMMs' weight halves: everything else is B's.
   void compute(OpKind kind, double flops, double bytes, bool tp_sharded = true) {
+    if (pass_ == Pass::weight) return;
+    emit_compute(kind, flops, bytes, tp_sharded);
+  }
+  void emit_compute(OpKind kind, double flops, double bytes, bool tp_sharded) {
     Op op;
     op.kind = kind;
     op.phase = phase_;
@@ -256,11 +272,11 @@ class Builder {
   Group shard_group() const { return s_.shard_group > 0 ? Group::dp_shard : dense_group(); }
 
   // A GEMM of [rows x k] x [k x n] (n already this rank's share); backward does both
-  // the input and the weight gradient (twice the FLOPs, twice the traffic).
+  // the input and the weight gradient (twice the FLOPs, twice the traffic); a split
+  // backward's B the input gradient and its W the weight gradient (one each).
   void gemm(OpKind kind, double rows, double k, double n, bool tp_sharded = true) {
-    const double mult = phase_ == Phase::backward ? 2.0 : 1.0;
-    compute(kind, mult * 2.0 * rows * k * n, mult * e_ * (rows * k + k * n + rows * n),
-            tp_sharded);
+    const double mult = phase_ == Phase::backward && !split_backward_ ? 2.0 : 1.0;
+    emit_compute(kind, mult * 2.0 * rows * k * n, mult * e_ * (rows * k + k * n + rows * n), tp_sharded);
   }
 
   void norm(OpKind kind) { compute(kind, 0.0, 2.0 * norm_tokens() * m_.hidden * e_, sp()); }
@@ -269,7 +285,7 @@ class Builder {
   // producer when that is a compute op, and the next compute op waits for it.
   // Omitted when the group has one rank.
   void collective(OpKind kind, Group g, double bytes) {
-    if (layout_.group_size(g) == 1) return;
+    if (layout_.group_size(g) == 1 || pass_ == Pass::weight) return;
     Op op;
     op.kind = kind;
     op.phase = phase_;
@@ -384,6 +400,7 @@ class Builder {
   // Recompute re-runs the forward's communication; the all-gather variant keeps the
   // gathered K/V for the backward, so the backward only reduce-scatters dK/dV.
   void cp_attention_core() {
+    if (pass_ == Pass::weight) return;  // no weights
     if (s_.cp == 1) return attention_core();
     const bool backward = phase_ == Phase::backward;
     const double full_kv = static_cast<double>(s_.micro_batch_size) * m_.seq_len * kv_width() * e_;
@@ -580,7 +597,7 @@ class Builder {
   void layer_bwd(int layer) {
     layer_ = layer;
     begin_unit(layer);
-    if (s_.recompute == Recompute::full) {
+    if (s_.recompute == Recompute::full && pass_ != Pass::weight) {
       // Re-run the layer's forward from its saved input; the backward then continues
       // from the incoming gradient, not from the recomputed output.
       const int gradient = producer_;
@@ -626,6 +643,7 @@ class Builder {
 
   void forward_chunk() {
     phase_ = Phase::forward;
+    pass_ = Pass::forward;
     const int vs = vstage();
     // mb_ < 0: a chunk template (build_action_template): kWaitReceived stands for
     // the exchange that received the activation.
@@ -639,6 +657,7 @@ class Builder {
 
   void backward_chunk(bool reduce_grads_now) {
     phase_ = Phase::backward;
+    pass_ = Pass::backward;
     const int vs = vstage();
     // The last virtual stage starts from its own loss (same stream, in order).
     producer_ = vs < V_ - 1 ? (mb_ >= 0 ? recv_grad_.at(slot()) : kWaitReceived) : -1;
@@ -657,6 +676,32 @@ class Builder {
       embedding_bwd();
       if (reduce_grads_now || every) grad_buckets(kEmbeddingLayer, reduce_grads_now);
     }
+    layer_ = kNoLayer;
+  }
+
+  // The W of a split backward (zb-h1): the weight-gradient half of every GEMM of the
+  // chunk, in the backward's order; nothing it needs arrives by message (its B ran
+  // before it on this stage). The norms' and the embedding's gradients are cheap
+  // elementwise sums the engine keeps in B. ZeRO-2/3 are refused (validate()).
+  void weight_chunk(bool reduce_grads_now) {
+    phase_ = Phase::backward;
+    pass_ = Pass::weight;
+    producer_ = -1;
+    const int vs = vstage();
+    if (vs == V_ - 1) {
+      head_bwd();
+      if (reduce_grads_now) grad_buckets(m_.layers);
+    }
+    const LayerRange r = stage_layers(m_, V_, vs);
+    for (int l = r.end() - 1; l >= r.first; --l) {
+      layer_bwd(l);
+      if (reduce_grads_now) grad_buckets(l);
+    }
+    if (vs == 0 && reduce_grads_now) {
+      layer_ = kEmbeddingLayer;
+      grad_buckets(kEmbeddingLayer);
+    }
+    pass_ = Pass::backward;
     layer_ = kNoLayer;
   }
 
@@ -846,6 +891,8 @@ class Builder {
   double t_ = 1, T_ = 0, e_ = 4;
   int V_ = 1;
   Phase phase_ = Phase::forward;
+  Pass pass_ = Pass::forward;   // the action being expanded
+  bool split_backward_ = false;  // backward = B only, weight gradients in W actions
   int layer_ = kNoLayer, mb_ = -1, chunk_ = -1, action_ = -1;
   int last_compute_ = -1, producer_ = -1, last_grad_ = -1;
   int pending_bucket_layer_ = kNoLayer;
@@ -905,8 +952,8 @@ ActionTemplate build_action_template(const ModelConfig& model, const ParallelSpl
                      std::to_string(chunk) + " in split " + describe(split));
   const PipelineSchedule shape = shape_only(split);
   const int rank = RankLayout(split).rank_of({0, 0, stage, 0, 0});
-  return Builder(model, split, shape, rank, options)
-      .chunk_ops(chunk, pass, reduce_grads && pass == Pass::backward);
+  const Pass completes = splits_backward(split.schedule) ? Pass::weight : Pass::backward;
+  return Builder(model, split, shape, rank, options).chunk_ops(chunk, pass, reduce_grads && pass == completes);
 }
 
 std::vector<Op> build_tail_template(const ModelConfig& model, const ParallelSplit& split, int stage,

@@ -57,6 +57,12 @@
 //     the K/V passes run the same way and each block's dK/dV follow it one step
 //     later (cp_dkv_pass j waits for part j-1, part j+1 waits for it); the last
 //     dK/dV pass returns the blocks home after the last part, exposed.
+//   With a split backward (zb-h1, splits_backward()): backward(mb, chunk) is B, the
+//     same ops with every GEMM at its input-gradient half (the forward's FLOPs), and
+//     weight(mb, chunk) is W, the weight-gradient halves of the same GEMMs in the same
+//     order and nothing else (no collectives: weight gradients are reduced after the
+//     schedule; norm and embedding gradients, elementwise, stay in B). The chunk's
+//     overlapped gradient reduction follows its last W.
 //   exchange: one pp_exchange op (the PipeAction holds the peers and messages).
 //   After the schedule (or, with overlap_grad_reduce, right after the layer's last
 //   backward): per layer ("bucket"), gradient ops on the grad_comm stream:
@@ -273,8 +279,9 @@ StepProgram build_step_program(const ModelConfig& model, const ParallelSplit& sp
 //   gradient reductions wait for the last backward);
 // - kWaitLastGrad: the last grad_comm op issued before the list (the optimizer after
 //   overlapped reductions).
-// build_action_template: one forward or backward of `chunk` for any microbatch;
-// reduce_grads (backward only) = the chunk's last backward with overlap_grad_reduce,
+// build_action_template: one forward, backward or W of `chunk` for any microbatch;
+// reduce_grads (the pass that completes the gradients: backward, or W with a split
+// backward) = the chunk's last such action with overlap_grad_reduce,
 // the layers' gradient ops interleaved as build_step_program places them. producer is
 // the op whose output the next send carries (-1 = none): a send waits for it when it
 // is not on the comm stream.

@@ -108,7 +108,7 @@ int project_main(int argc, char** argv) {
       "Projects a training step of a model on a topology with the sim executor.\n"
       "Prints step time, MFU and HFU, the breakdown (compute, exposed communication per group,\n"
       "pipeline bubble) and memory per device. --all searches every valid split (tp <= domain\n"
-      "size, micro batch 1/2/4, 1f1b and interleaved v = 2/4/8, recompute none/selective/full,\n"
+      "size, micro batch 1/2/4, 1f1b, interleaved v = 2/4/8 and zb-h1, recompute none/selective/full,\n"
       "ZeRO-1 on/off, sequence parallelism when tp > 1, context parallelism up to --cp (default\n"
       "16) with all_gather and ring attention; without PP also ZeRO-2, ZeRO-3 (FSDP, also at\n"
       "micro-batch sizes 2-16) and HSDP sharded inside one scale-up domain) at the global batch\n"
@@ -143,7 +143,7 @@ int project_main(int argc, char** argv) {
       ("global-batch", po::value(&a.global_batch), "global batch in sequences (overrides --global-batch-tokens)")
       ("global-batch-tokens", po::value(&a.global_batch_tokens)->default_value(a.global_batch_tokens),
        "global batch in tokens (divided by the model's sequence length)")
-      ("schedule", po::value(&a.schedule)->default_value(a.schedule), "afab, 1f1b or interleaved")
+      ("schedule", po::value(&a.schedule)->default_value(a.schedule), "afab, 1f1b, interleaved or zb-h1 (zero bubble: weight gradients deferred)")
       ("recompute", po::value(&a.recompute)->default_value(a.recompute), "none, selective or full")
       ("sp", po::bool_switch(&a.sp), "sequence parallelism (needs tp > 1; default on when tp > 1)")
       ("no-sp", po::bool_switch(&a.no_sp), "no sequence parallelism")

@@ -95,7 +95,7 @@ po::options_description describe_options(TrainArgs& a, po::options_description& 
       ("vpp", po::value(&a.vpp)->default_value(1), "model chunks per stage (interleaved)")
       ("microbatches", po::value(&a.microbatches)->default_value(1), "microbatches per DP replica")
       ("micro-batch-size", po::value(&a.micro_batch_size)->default_value(1), "sequences per microbatch")
-      ("schedule", po::value(&a.schedule)->default_value(a.schedule), "afab, 1f1b or interleaved")
+      ("schedule", po::value(&a.schedule)->default_value(a.schedule), "afab, 1f1b, interleaved or zb-h1 (zero bubble: weight gradients deferred)")
       ("steps", po::value(&a.options.steps)->default_value(5), "training steps")
       ("lr", double_value(&a.options.lr), "AdamW learning rate")
       ("seed", po::value(&a.seed)->default_value("1234"), "seed of weights and synthetic data, 0 to 2^63 - 1")

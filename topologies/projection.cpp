@@ -355,7 +355,7 @@ models::SplitSearch default_search(const Topology& topology, long long global_ba
   models::SplitSearch s;
   s.global_batch = global_batch;
   s.micro_batch_sizes = {1, 2, 4};
-  s.schedules = {models::ScheduleKind::one_f_one_b, models::ScheduleKind::interleaved};
+  s.schedules = {models::ScheduleKind::one_f_one_b, models::ScheduleKind::interleaved, models::ScheduleKind::zb_h1};
   s.interleave_chunks = {2, 4, 8};
   s.recomputes = {models::Recompute::none, models::Recompute::selective, models::Recompute::full};
   // ZeRO-1 everywhere; ZeRO-2, FSDP and HSDP (shard group = one scale-up domain) on

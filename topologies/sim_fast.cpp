@@ -45,12 +45,15 @@ std::shared_ptr<const ScheduleIndex> make_index(const models::ParallelSplit& spl
   const int V = ix->schedule.chunks;
   std::vector<std::unordered_map<std::uint64_t, int>> send_of(P), recv_of(P);
   ix->last_backward.assign(P, std::vector<int>(V, -1));
+  ix->last_grads.assign(P, std::vector<int>(V, -1));
+  const ActionKind completes = ix->schedule.split_backward() ? ActionKind::weight : ActionKind::backward;
   for (int s = 0; s < P; ++s)
     for (int i = 0; i < static_cast<int>(per_stage[s].size()); ++i) {
       const auto& a = per_stage[s][i];
       if (a.send) send_of[s][message_key(*a.send)] = i;
       if (a.recv) recv_of[s][message_key(*a.recv)] = i;
       if (a.kind == ActionKind::backward) ix->last_backward[s][a.chunk] = i;
+      if (a.kind == completes) ix->last_grads[s][a.chunk] = i;
     }
   ix->partner.resize(P);
   ix->chunk_order.resize(P);
@@ -76,9 +79,15 @@ std::shared_ptr<const ScheduleIndex> make_index(const models::ParallelSplit& spl
     ix->first_action.push_back(first);
     ix->between.emplace_back(2 * V, 0);
     ix->after.emplace_back(2 * V, 0);
+    ix->between_weight.emplace_back(V, 0);
+    ix->after_weight.emplace_back(V, 0);
     for (int i = first + 1; i < static_cast<int>(actions.size()); ++i) {
       const auto& a = actions[i];
       if (a.kind == ActionKind::exchange) continue;
+      if (a.kind == ActionKind::weight) {
+        if (ix->last_grads[s][a.chunk] != i) ++(i < L ? ix->between_weight : ix->after_weight)[s][a.chunk];
+        continue;
+      }
       const bool backward = a.kind == ActionKind::backward;
       if (backward && ix->last_backward[s][a.chunk] == i) continue;
       const int slot = a.chunk * 2 + (backward ? 1 : 0);
@@ -88,14 +97,29 @@ std::shared_ptr<const ScheduleIndex> make_index(const models::ParallelSplit& spl
     std::vector<int>& order = ix->chunk_order[s];
     for (int c = 0; c < V; ++c) order.push_back(c);
     std::stable_sort(order.begin(), order.end(),
-                     [&](int a, int b) { return ix->last_backward[s][a] < ix->last_backward[s][b]; });
+                     [&](int a, int b) { return ix->last_grads[s][a] < ix->last_grads[s][b]; });
   }
   return ix;
 }
 
-// Templates per chunk: forward, backward, backward with the overlapped gradient ops.
-constexpr int kVariants = 3;
+// Templates per chunk: forward, backward, backward with the overlapped gradient ops,
+// and with a split backward (zb-h1) W, W with the overlapped gradient ops (the
+// backward is then B and never reduces).
+constexpr int kVariants = 5;
 int template_id(int chunk, int variant) { return chunk * kVariants + variant; }
+bool reduces_gradients(int id) { return id % kVariants == 2 || id % kVariants == 4; }
+models::Pass pass_of(int id) {
+  const int variant = id % kVariants;
+  return variant == 0 ? models::Pass::forward : variant <= 2 ? models::Pass::backward : models::Pass::weight;
+}
+// The template of a forward, backward or W action.
+int template_for(const ScheduleIndex& ix, int stage, int action, bool overlap_grad_reduce) {
+  const auto& a = ix.schedule.per_stage[stage][action];
+  const bool reduce = overlap_grad_reduce && ix.last_grads[stage][a.chunk] == action;
+  if (a.kind == ActionKind::forward) return template_id(a.chunk, 0);
+  if (a.kind == ActionKind::weight) return template_id(a.chunk, reduce ? 4 : 3);
+  return template_id(a.chunk, reduce ? 2 : 1);
+}
 
 }  // namespace
 
@@ -130,19 +154,23 @@ StepTemplates::StepTemplates(const models::ModelConfig& model, const models::Par
           models::build_action_template(model, split, s, c, models::Pass::forward, false, options);
       templates_[s][template_id(c, 1)] =
           models::build_action_template(model, split, s, c, models::Pass::backward, false, options);
-      if (options.overlap_grad_reduce)
+      const bool split_backward = index_->schedule.split_backward();
+      if (options.overlap_grad_reduce && !split_backward)
         templates_[s][template_id(c, 2)] =
             models::build_action_template(model, split, s, c, models::Pass::backward, true, options);
+      if (split_backward) {
+        templates_[s][template_id(c, 3)] =
+            models::build_action_template(model, split, s, c, models::Pass::weight, false, options);
+        if (options.overlap_grad_reduce)
+          templates_[s][template_id(c, 4)] =
+              models::build_action_template(model, split, s, c, models::Pass::weight, true, options);
+      }
     }
     const auto& actions = index_->schedule.per_stage[s];
     action_template_[s].assign(actions.size(), -1);
-    for (int i = 0; i < static_cast<int>(actions.size()); ++i) {
-      const auto& a = actions[i];
-      if (a.kind == ActionKind::forward) action_template_[s][i] = template_id(a.chunk, 0);
-      if (a.kind == ActionKind::backward)
-        action_template_[s][i] =
-            template_id(a.chunk, options.overlap_grad_reduce && index_->last_backward[s][a.chunk] == i ? 2 : 1);
-    }
+    for (int i = 0; i < static_cast<int>(actions.size()); ++i)
+      if (actions[i].kind != ActionKind::exchange)
+        action_template_[s][i] = template_for(*index_, s, i, options.overlap_grad_reduce);
     tails_[s] = models::build_tail_template(model, split, s, index_->chunk_order[s], options);
   }
 }
@@ -475,6 +503,7 @@ SimResult simulate_fast(const StepTemplates& templates, OpPricer& pricer, StageD
   auto input_slot = [&](int stage, const models::PipeAction& a) -> long long {
     const int vs = ix.schedule.virtual_stage(stage, a.chunk);
     const bool forward = a.kind == ActionKind::forward;
+    if (a.kind == ActionKind::weight) return -1;  // a W receives nothing
     if (forward ? vs == 0 : vs == ix.schedule.virtual_stages() - 1) return -1;
     Transfer t;
     t.payload = forward ? models::Payload::activation : models::Payload::gradient;
@@ -515,8 +544,7 @@ SimResult simulate_fast(const StepTemplates& templates, OpPricer& pricer, StageD
     if (key.offsets[0] <= below[kComm]) key.offsets[0] = kNever;
     if (key.offsets[1] <= below[kGradComm]) key.offsets[1] = kNever;
     if (key.received && key.offsets[2] <= below[kReceived]) key.offsets[2] = key.offsets[3] = kNever;
-    const bool always = static_cast<size_t>(action) == w.final_action ||
-                        (id % kVariants == 2);
+    const bool always = static_cast<size_t>(action) == w.final_action || reduces_gradients(id);
     const auto* known = always ? nullptr : memo.find(id, key, now);
     if (known) {
       apply(w, priced[s][id], key.received ? w.received[in] : kNever);
@@ -678,11 +706,7 @@ double lower_bound_on(const ScheduleIndex& ix, ActionOf&& action, TailOf&& tail_
     const ActionTemplate& t = action(s, id);
     return priced[s].emplace(id, summarise(t.ops, (*prices[s])(t.ops), t.producer)).first->second;
   };
-  auto template_of = [&](int s, int i) {
-    const auto& a = per_stage[s][i];
-    if (a.kind == ActionKind::forward) return template_id(a.chunk, 0);
-    return template_id(a.chunk, overlap_grad_reduce && ix.last_backward[s][a.chunk] == i ? 2 : 1);
-  };
+  auto template_of = [&](int s, int i) { return template_for(ix, s, i, overlap_grad_reduce); };
 
   // in[j] + entry, where either may be kNever (no dependence, or no known time).
   auto plus = [](double t, double entry) { return t == kNever || entry == kNever ? kNever : t + entry; };
@@ -714,6 +738,11 @@ double lower_bound_on(const ScheduleIndex& ix, ActionOf&& action, TailOf&& tail_
       if (ix.between[s][c * 2 + 1]) before += ix.between[s][c * 2 + 1] * busy(s, template_id(c, 1));
       if (ix.after[s][c * 2]) after += ix.after[s][c * 2] * busy(s, template_id(c, 0));
       if (ix.after[s][c * 2 + 1]) after += ix.after[s][c * 2 + 1] * busy(s, template_id(c, 1));
+      if (ix.between_weight[s][c]) before += ix.between_weight[s][c] * busy(s, template_id(c, 3));
+      if (ix.after_weight[s][c]) after += ix.after_weight[s][c] * busy(s, template_id(c, 3));
+      // A split backward's last W (it may carry the chunk's reductions).
+      const int last_w = ix.schedule.split_backward() ? ix.last_grads[s][c] : -1;
+      if (last_w > first) (last_w < L ? before : after) += busy(s, template_of(s, last_w));
       const int last = ix.last_backward[s][c];
       if (c == 0 || last == first) continue;
       (last < L ? before : after) += busy(s, template_of(s, last));
@@ -803,11 +832,9 @@ std::vector<double> step_lower_bounds(const models::ModelConfig& model, const mo
   auto action = [&](int s, int id) -> const ActionTemplate& {
     auto it = built[s].find(id);
     if (it != built[s].end()) return it->second;
-    const int chunk = id / kVariants, variant = id % kVariants;
     return built[s]
-        .emplace(id, models::build_action_template(model, split, s, chunk,
-                                                    variant == 0 ? models::Pass::forward : models::Pass::backward,
-                                                    variant == 2, options))
+        .emplace(id, models::build_action_template(model, split, s, id / kVariants, pass_of(id),
+                                                    reduces_gradients(id), options))
         .first->second;
   };
   auto tail = [&](int s) -> const std::vector<Op>& {

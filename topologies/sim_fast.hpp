@@ -45,13 +45,19 @@ struct ScheduleIndex {
   // its receive half (-1 where the half is absent).
   std::vector<std::vector<std::array<int, 2>>> partner;
   std::vector<std::vector<int>> last_backward;  // [stage][chunk]: action index
-  std::vector<std::vector<int>> chunk_order;    // [stage]: chunks by their last backward
+  // [stage][chunk]: the action that completes the chunk's gradients (its last backward,
+  // or its last W with a split backward): where overlapped reductions go.
+  std::vector<std::vector<int>> last_grads;
+  std::vector<std::vector<int>> chunk_order;    // [stage]: chunks by last_grads
   // For step_lower_bound(): per stage, its first forward/backward action, and how many
   // forwards/backwards ([chunk * 2 + 1 for a backward]) lie after it and before
   // last_backward[stage][0] (between) or after that one (after). Chunks' last
   // backwards are left out of both counts (their template may differ).
   std::vector<int> first_action;
   std::vector<std::vector<int>> between, after;
+  // The same for the W actions of a split backward ([chunk]), each chunk's last W left
+  // out of both.
+  std::vector<std::vector<int>> between_weight, after_weight;
 };
 
 // The index of split's schedule; built once per distinct schedule and kept for the
@@ -88,7 +94,7 @@ class StepTemplates {
  private:
   models::ParallelSplit split_;
   std::shared_ptr<const ScheduleIndex> index_;
-  std::vector<std::vector<models::ActionTemplate>> templates_;  // [stage][chunk * 3 + variant]
+  std::vector<std::vector<models::ActionTemplate>> templates_;  // [stage][chunk * 5 + variant]
   std::vector<std::vector<int>> action_template_;               // [stage][action]
   std::vector<std::vector<models::Op>> tails_;                  // [stage]
   double exchange_bytes_ = 0;

@@ -5,10 +5,12 @@
 #include <cmath>
 #include <limits>
 #include <map>
+#include <optional>
 #include <stdexcept>
 #include <string>
 
 #include "core/errors.hpp"
+#include "models/deferred_weight_grads.hpp"
 #include "models/executor/kv_replica_grads.hpp"
 #include "models/executor/pipeline_walk.hpp"
 
@@ -166,9 +168,9 @@ class CpuPipelineBackend {
   CpuPipelineBackend(std::vector<std::unique_ptr<Transformer>>& chunks, const Batch& local, const LossScale& scale,
                      Communicator& pp, MpiTpReducer& tp, MpiExpertExchange& ep, MpiContextExchange* cp,
                      int micro_batch_size, int64_t act_rows, int64_t hidden, std::vector<StageCache>& spare_caches,
-                     ZeroUnits* zero)
+                     ZeroUnits* zero, bool split_backward)
       : chunks_(chunks), local_(local), scale_(scale), pp_(pp), tp_(tp), ep_(ep), cp_(cp), b_(micro_batch_size),
-        act_rows_(act_rows), hidden_(hidden), zero_(zero), spare_(spare_caches) {
+        act_rows_(act_rows), hidden_(hidden), zero_(zero), spare_(spare_caches), split_backward_(split_backward) {
     loads.resize(chunks.size());
   }
 
@@ -197,11 +199,24 @@ class CpuPipelineBackend {
   void backward(int microbatch, int chunk, const Tensor* d_output, Tensor* d_input) {
     Tensor d_in;
     const auto key = std::make_pair(microbatch, chunk);
-    chunks_[chunk]->backward(caches_[key], d_output, scale_, d_in, tp_, &ep_, cp_,
-                             zero_ ? zero_->hooks(chunk) : nullptr);
+    {
+      // A split backward (zb-h1): the weight-gradient GEMMs wait in the queue for W.
+      std::optional<DeferWeightGrads> defer;
+      if (split_backward_) defer.emplace(deferred_[key]);
+      chunks_[chunk]->backward(caches_[key], d_output, scale_, d_in, tp_, &ep_, cp_,
+                               zero_ ? zero_->hooks(chunk) : nullptr);
+    }
     spare_.push_back(std::move(caches_[key]));
     caches_.erase(key);
     if (d_input) *d_input = std::move(d_in);
+  }
+
+  // W: the weight gradients the microbatch's B queued (deferred_weight_grads.hpp).
+  void weight(int microbatch, int chunk) {
+    const auto it = deferred_.find({microbatch, chunk});
+    if (it == deferred_.end()) throw std::logic_error("pipeline: weight pass before its backward");
+    it->second.run();
+    deferred_.erase(it);
   }
 
   void exchange(const Tensor* send, int send_peer, Tensor* recv, int recv_peer) {
@@ -230,6 +245,8 @@ class CpuPipelineBackend {
   int64_t act_rows_, hidden_;
   ZeroUnits* zero_;
   std::map<std::pair<int, int>, StageCache> caches_;  // (microbatch, chunk)
+  bool split_backward_ = false;
+  std::map<std::pair<int, int>, WeightGradQueue> deferred_;  // (microbatch, chunk): B done, W not
   std::vector<StageCache>& spare_;
 };
 
@@ -443,7 +460,7 @@ StepStats CpuExecutor::step(TimeBreakdown* time) {
   for (Param* p : params()) p->grad.zero();
   CpuPipelineBackend pipe(chunks_, local, scale, *groups_->pp, tp, ep, split_.cp > 1 ? &cp : nullptr, b,
                           static_cast<int64_t>(b) * local.seq_len / (split_.sequence_parallel ? split_.tp : 1),
-                          model_.hidden, spare_caches_, zero_.get());
+                          model_.hidden, spare_caches_, zero_.get(), schedule_.split_backward());
   if (zero_) zero_->set_timer(&t.dp);
   walk_pipeline(schedule_, me.pp, pipe, t);
   const double ce_sum = pipe.ce_sum, balance_sum = pipe.balance_sum;

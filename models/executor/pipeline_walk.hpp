@@ -12,12 +12,17 @@
 //   void forward(int microbatch, int chunk, const Activation* input, Activation* output);
 //       // input: nullptr on virtual stage 0; output: nullptr on the last virtual stage
 //   void backward(int microbatch, int chunk, const Activation* d_output, Activation* d_input);
-//       // d_output: nullptr on the last virtual stage; d_input: nullptr on virtual stage 0
+//       // d_output: nullptr on the last virtual stage; d_input: nullptr on virtual stage 0;
+//       // with a split backward (schedule.split_backward(), zb-h1) the B only: input
+//       // gradients, the weight gradients left for weight()
+//   void weight(int microbatch, int chunk);
+//       // W of a split backward: the weight gradients backward() left (never called
+//       // for other schedules; a backend that cannot split refuses such schedules)
 //   void exchange(const Activation* send, int send_peer, Activation* recv, int recv_peer);
 //       // one combined send-receive with the pipeline peers (either side may be absent:
 //       // nullptr); sizes the receive buffer itself
 //   void gradients_final(int chunk);
-//       // the chunk's last backward of the step has been issued: its gradients are
+//       // the chunk's last backward (last W) of the step has been issued: its gradients are
 //       // complete, so their data-parallel reduction may start (overlapping the rest)
 // and adds the TP, EP and CP communication it does inside forward/backward to time.tp,
 // time.ep and time.cp: the walk charges compute actions with their time minus that
@@ -40,6 +45,8 @@ void walk_pipeline(const PipelineSchedule& schedule, int stage, Backend& backend
   using Key = std::tuple<Payload, int, int>;
   std::map<Key, Activation> inbox, outbox;
   const int last_vs = schedule.virtual_stages() - 1;
+  // Per chunk, the actions left that add to its weight gradients: backwards, or Ws.
+  const ActionKind completes = schedule.split_backward() ? ActionKind::weight : ActionKind::backward;
   std::vector<int> backwards_left(static_cast<size_t>(schedule.chunks), schedule.microbatches);
 
   for (const PipeAction& a : schedule.per_stage.at(static_cast<size_t>(stage))) {
@@ -61,7 +68,9 @@ void walk_pipeline(const PipelineSchedule& schedule, int stage, Backend& backend
     const double t0 = backend.clock();
     const double comm0 = time.tp + time.ep + time.cp;
     const int vs = schedule.virtual_stage(stage, a.chunk);
-    if (a.kind == ActionKind::forward) {
+    if (a.kind == ActionKind::weight) {
+      backend.weight(a.microbatch, a.chunk);
+    } else if (a.kind == ActionKind::forward) {
       const Activation* input = nullptr;
       if (vs > 0) {
         auto it = inbox.find({Payload::activation, a.microbatch, a.chunk});
@@ -83,8 +92,9 @@ void walk_pipeline(const PipelineSchedule& schedule, int stage, Backend& backend
       backend.backward(a.microbatch, a.chunk, d_output, vs > 0 ? &d_input : nullptr);
       if (d_output) inbox.erase({Payload::gradient, a.microbatch, a.chunk});
       if (vs > 0) outbox[{Payload::gradient, a.microbatch, vs}] = std::move(d_input);
-      if (--backwards_left.at(static_cast<size_t>(a.chunk)) == 0) backend.gradients_final(a.chunk);
     }
+    if (a.kind == completes && --backwards_left.at(static_cast<size_t>(a.chunk)) == 0)
+      backend.gradients_final(a.chunk);
     time.compute += (backend.clock() - t0) - (time.tp + time.ep + time.cp - comm0);
   }
 }

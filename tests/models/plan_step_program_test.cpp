@@ -5,6 +5,7 @@
 #include <chrono>
 #include <map>
 
+#include "core/errors.hpp"
 #include "models/accounting.hpp"
 #include "models/model_file.hpp"
 #include "models/step_program.hpp"
@@ -223,6 +224,8 @@ TEST(PlanStepProgram, FlopsMatchAccounting) {
       {"tiny-moe", {2, 2, 2, 2, 1, 2, 1, S::one_f_one_b, true, true}},
       {"deepseek-v3", {8, 8, 4, 8, 1, 8, 1, S::one_f_one_b, true}},
       {"mixtral-8x7b", {8, 4, 4, 8, 2, 8, 1, S::interleaved}},
+      {"tiny-dense", {2, 2, 2, 1, 1, 4, 1, S::zb_h1, true}},
+      {"deepseek-v3", {8, 8, 4, 8, 1, 8, 1, S::zb_h1, true}},
   };
   for (const auto& c : cases) {
     const ModelConfig m = load_model(c.model);
@@ -295,14 +298,17 @@ TEST(PlanStepProgram, ForwardConsumesTheReceivedActivation) {
 
 TEST(PlanStepProgram, ChunkTemplatesMatchTheFullProgram) {
   const ModelConfig m = load_model("tiny-moe");
-  const ParallelSplit s{2, 2, 2, 2, 2, 4, 1, ScheduleKind::interleaved, true, true, Recompute::full};
+  for (const ParallelSplit& s : {ParallelSplit{2, 2, 2, 2, 2, 4, 1, ScheduleKind::interleaved, true, true, Recompute::full},
+                                 ParallelSplit{2, 2, 2, 2, 1, 4, 1, ScheduleKind::zb_h1, true, true, Recompute::full}}) {
   RankLayout layout(s);
   for (int stage = 0; stage < s.pp; ++stage) {
     const StepProgram p = build_step_program(m, s, layout.rank_of({1, 1, stage, 1, 0}));
     for (int i = 0; i < static_cast<int>(p.actions.size()); ++i) {
       const PipeAction& a = p.actions[i];
       if (a.kind == ActionKind::exchange) continue;
-      const Pass pass = a.kind == ActionKind::forward ? Pass::forward : Pass::backward;
+      const Pass pass = a.kind == ActionKind::forward    ? Pass::forward
+                        : a.kind == ActionKind::backward ? Pass::backward
+                                                         : Pass::weight;
       const std::vector<Op> t = build_chunk_ops(m, s, stage, a.chunk, pass);
       std::vector<const Op*> full;
       for (const Op& op : p.ops)
@@ -326,6 +332,45 @@ TEST(PlanStepProgram, ChunkTemplatesMatchTheFullProgram) {
       EXPECT_EQ(full.action, -1);
     }
   }
+  }
+}
+
+// A split backward (zb-h1): B keeps every op of the backward with each GEMM at its
+// input-gradient half, W holds only the weight-gradient halves (no communication, no
+// attention core, no norms), and B + W is the unsplit backward's FLOPs.
+TEST(PlanStepProgram, ZeroBubbleSplitsEveryGemmIntoBAndW) {
+  const ModelConfig m = load_model("tiny-moe");
+  ParallelSplit one{2, 2, 2, 2, 1, 4, 1, ScheduleKind::one_f_one_b, true};
+  ParallelSplit zb = one;
+  zb.schedule = ScheduleKind::zb_h1;
+  for (int stage = 0; stage < 2; ++stage) {
+    const std::vector<Op> whole = build_chunk_ops(m, one, stage, 0, Pass::backward);
+    const std::vector<Op> b = build_chunk_ops(m, zb, stage, 0, Pass::backward);
+    const std::vector<Op> w = build_chunk_ops(m, zb, stage, 0, Pass::weight);
+    ASSERT_EQ(b.size(), whole.size());
+    double flops_whole = 0, flops_split = 0;
+    int gemms = 0;
+    for (size_t k = 0; k < whole.size(); ++k) {
+      EXPECT_EQ(b[k].kind, whole[k].kind);
+      const bool gemm = to_string(whole[k].kind).ends_with("_gemm");
+      gemms += gemm;
+      EXPECT_DOUBLE_EQ(b[k].flops, gemm ? whole[k].flops / 2 : whole[k].flops) << to_string(whole[k].kind);
+      flops_whole += whole[k].flops;
+      flops_split += b[k].flops;
+    }
+    ASSERT_EQ(static_cast<int>(w.size()), gemms) << "stage " << stage;
+    for (const Op& op : w) {
+      EXPECT_TRUE(to_string(op.kind).ends_with("_gemm")) << to_string(op.kind);
+      EXPECT_EQ(op.stream, Stream::compute);
+      EXPECT_EQ(op.phase, Phase::backward);
+      flops_split += op.flops;
+    }
+    EXPECT_NEAR(flops_split / flops_whole, 1.0, 1e-12);
+  }
+  EXPECT_THROW(build_chunk_ops(m, one, 0, 0, Pass::weight), UsageError);
+  // ZeRO-2/3 reduce inside the backward: refused with a split one.
+  zb.zero = 2;
+  EXPECT_THROW(build_step_program(m, zb, 0), UsageError);
 }
 
 TEST(PlanStepProgram, GradientBucketsHoldTheRanksParameters) {

@@ -23,7 +23,7 @@ struct Search {
 };
 
 // Dense, MoE with uneven stages (61 layers), interleaving up to depth 8, CP, micro-batch
-// sizes > 1, ZeRO-2/3 and HSDP: every split default_search() yields that fits.
+// sizes > 1, ZeRO-2/3 and HSDP, zb-h1: every split default_search() yields that fits.
 TEST(StepLowerBound, NeverAboveTheWalkedStepOnEverySplitOfASearch) {
   for (const Search& c : {Search{"llama3-8b", "dgx-h100", 64, 128}, Search{"deepseek-v3", "tpu-v5p", 256, 256},
                           Search{"mixtral-8x7b", "gb200-nvl72", 144, 144}}) {
@@ -32,7 +32,7 @@ TEST(StepLowerBound, NeverAboveTheWalkedStepOnEverySplitOfASearch) {
     models::SplitSearch search = default_search(topology, c.global_batch);
     search.max_cp = 2;  // keeps the test seconds; CP itself is covered
     const ProjectionOptions options;
-    size_t checked = 0, pipelined = 0, sharded = 0;
+    size_t checked = 0, pipelined = 0, sharded = 0, zero_bubble = 0;
     std::vector<double> ratios;
     for (const auto& split : models::enumerate_splits(model, c.devices, search)) {
       Projection p;
@@ -50,9 +50,11 @@ TEST(StepLowerBound, NeverAboveTheWalkedStepOnEverySplitOfASearch) {
       ratios.push_back(bound / p.step_s);
       ++checked;
       pipelined += split.pp > 1;
+      zero_bubble += split.schedule == models::ScheduleKind::zb_h1;
     }
     ASSERT_GT(checked, 20u) << c.model;
     EXPECT_GT(pipelined, 5u) << c.model;
+    EXPECT_GT(zero_bubble, 2u) << c.model;  // split backwards (W templates) bounded too
     EXPECT_GT(sharded, 5u) << c.model;
     // Not vacuous: for the median split the bound is most of the step.
     std::nth_element(ratios.begin(), ratios.begin() + ratios.size() / 2, ratios.end());

@@ -1,7 +1,8 @@
 // The fast walk (topologies/sim_fast.hpp) against the full event walk (simulate() on
 // the full step programs) on real catalog models and topologies: dense, MoE with EP,
 // interleaved at depths 2 and 4, uneven stages (61 layers), recompute, ZeRO-1, sequence
-// parallelism, micro-batch size > 1, context parallelism (ring and all-gather), overlapped and non-overlapped gradient reduction.
+// parallelism, micro-batch size > 1, context parallelism (ring and all-gather), overlapped and non-overlapped gradient reduction,
+// the zero-bubble schedule zb-h1 (split backwards).
 // Walked op by op (StageDetail::all) the result must be bitwise equal; with summaries
 // (StageDetail::first, what searches use) the step time and the first stage's
 // breakdown must agree to 1e-9 of the step time (sim_fast.hpp states the bound).
@@ -79,6 +80,10 @@ std::vector<Case> cases() {
        with_cp(split(8, 4, 4, 4, 1, 8, 1, one_f_one_b, true, true, Recompute::none), 2, models::CpComm::all_gather)},
       {"llama3-8b", "tpu-v5p",
        with_cp(split(1, 2, 1, 1, 1, 4, 1, one_f_one_b, true, false, Recompute::full), 8, models::CpComm::ring), false},
+      // zero bubble (W passes deferred): overlapped reductions after each chunk's last W,
+      // and MoE with EP, uneven stages and no overlap
+      {"llama3-70b", "dgx-h100", split(2, 8, 4, 1, 1, 16, 1, zb_h1, true, true, Recompute::selective)},
+      {"deepseek-v3", "dgx-h100", split(8, 8, 8, 8, 1, 16, 1, zb_h1, true, false, Recompute::none), false},
   };
 }
 

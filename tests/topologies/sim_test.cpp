@@ -86,6 +86,57 @@ TEST(SimExecutor, InterleavedBubbleIsPMinusOneOverVM) {
   }
 }
 
+// Only the transformer layers' GEMMs cost time (1 us per GFLOP), everything else is
+// free: a forward, a split backward's B and its W then cost the same (each GEMM once),
+// the setting of the zero-bubble paper's handcrafted schedules (Qi et al., ICLR 2024,
+// section 2: T_F = T_B = T_W), and an unsplit backward twice that.
+class LayerGemmPricer : public OpPricer {
+ public:
+  explicit LayerGemmPricer(int layers) : layers_(layers) {}
+  double op_us(const models::StepProgram&, const models::Op& op) override {
+    const bool gemm = models::to_string(op.kind).ends_with("_gemm");
+    if (!gemm || op.layer < 0 || op.layer >= layers_) return 0.0;
+    return op.flops * 1e-9;
+  }
+  double exchange_half_us(const models::StepProgram&, const models::Op&, int) override { return 0.0; }
+
+ private:
+  int layers_;
+};
+
+SimResult simulate_split(const models::ModelConfig& m, const models::ParallelSplit& s, OpPricer& pricer) {
+  const auto schedule = models::build_schedule(s);
+  std::vector<models::StepProgram> programs;
+  for (int st = 0; st < s.pp; ++st) programs.push_back(models::build_step_program(m, s, schedule, st * s.tp * s.dp));
+  return simulate(programs, pricer);
+}
+
+// ZB-H1 with F = B = W and free communication: the step is 3m + (p - 1) passes, a bubble
+// of (p-1)/(3m) of the compute, a third of 1F1B's (p-1)/m on the same split (the
+// authors' table, huggingface.co/spaces/sail/zero-bubble-pipeline-parallellism,
+// description2.md, "Bubble Rate").
+TEST(SimExecutor, ZeroBubbleH1BubbleIsAThirdOfOneFOneB) {
+  const auto m = sixteen_layer_model();
+  LayerGemmPricer pricer(m.layers);
+  for (int p : {2, 4, 8}) {
+    for (int mb : {p, 2 * p, 16}) {
+      models::ParallelSplit s;
+      s.pp = p;
+      s.microbatches = mb;
+      s.schedule = models::ScheduleKind::zb_h1;
+      SCOPED_TRACE("p=" + std::to_string(p) + " m=" + std::to_string(mb));
+      const SimResult zb = simulate_split(m, s, pricer);
+      const double busy = zb.stages.front().compute_us;  // 3m passes on every stage
+      for (const auto& st : zb.stages) EXPECT_NEAR(st.compute_us, busy, 1e-9 * busy);
+      EXPECT_NEAR((zb.step_us - busy) / busy, (p - 1.0) / (3.0 * mb), 1e-9);
+      s.schedule = models::ScheduleKind::one_f_one_b;
+      const SimResult plain = simulate_split(m, s, pricer);
+      EXPECT_NEAR(plain.stages.front().compute_us, busy, 1e-9 * busy);
+      EXPECT_NEAR((plain.step_us - busy) / busy, (p - 1.0) / mb, 1e-9);
+    }
+  }
+}
+
 // Layer compute at 1 us per MFLOP (tiny-dense's layers then take tens of us), and every
 // tensor-parallel collective 1 us.
 class TpCostsOneUsPricer : public LayerFlopsPricer {
@@ -197,18 +248,25 @@ TEST(SimExecutor, InterleavingNeverExposesMoreTensorParallelTimeThanOneFOneB) {
 // The same on a catalog topology (Megatron's Llama 3 70B setting on DGX H100): the
 // interleaved schedule is faster than 1F1B, with a smaller bubble and no more exposed
 // TP time.
+// Megatron's Llama 3 70B setting on DGX H100 (128 GPUs): tp8 sp pp4 dp4, selective
+// recompute, 1F1B with mb microbatches.
+models::ParallelSplit llama3_70b_tp8_pp4(int mb) {
+  models::ParallelSplit s;
+  s.tp = 8;
+  s.pp = 4;
+  s.dp = 4;
+  s.microbatches = mb;
+  s.sequence_parallel = true;
+  s.recompute = models::Recompute::selective;
+  s.schedule = models::ScheduleKind::one_f_one_b;
+  return s;
+}
+
 TEST(Projection, InterleavingBeatsOneFOneBOnDgxH100) {
   const auto m = models::load_model("llama3-70b");
   const Topology t = load_topology("dgx-h100");
   for (int mb : {8, 16, 32}) {
-    models::ParallelSplit s;
-    s.tp = 8;
-    s.pp = 4;
-    s.dp = 4;
-    s.microbatches = mb;
-    s.sequence_parallel = true;
-    s.recompute = models::Recompute::selective;
-    s.schedule = models::ScheduleKind::one_f_one_b;
+    models::ParallelSplit s = llama3_70b_tp8_pp4(mb);
     ProjectionOptions o;
     o.keep_sim = true;
     const Projection plain = project(m, t, s, o);
@@ -223,6 +281,57 @@ TEST(Projection, InterleavingBeatsOneFOneBOnDgxH100) {
     for (const auto& st : plain.sim.stages) tp_plain += st.exposed_us[static_cast<int>(Exposure::tp)];
     for (const auto& st : inter.sim.stages) tp_inter += st.exposed_us[static_cast<int>(Exposure::tp)];
     EXPECT_LE(tp_inter, tp_plain * 1.0001 + 1e-3);
+  }
+}
+
+// With B and W unequal (every layer op at its FLOPs: the attention core's backward is
+// all B, so B > W) and free communication, ZB-H1's bubble is (p-1)(F + B - 2W) with B the
+// whole backward (B + W here): the "ZB1P" row of the DualPipe repository's table
+// (github.com/deepseek-ai/DualPipe, README.md, "Pipeline Bubbles and Memory Usage
+// Comparison"); 1F1B's row is (p-1)(F + B).
+TEST(SimExecutor, ZeroBubbleH1BubbleMatchesTheCostModelWithUnequalPasses) {
+  const auto m = sixteen_layer_model();
+  LayerFlopsPricer pricer(m.layers);
+  for (int p : {2, 4}) {
+    for (int mb : {p, 3 * p + 1}) {
+      models::ParallelSplit s;
+      s.pp = p;
+      s.microbatches = mb;
+      s.schedule = models::ScheduleKind::zb_h1;
+      SCOPED_TRACE("p=" + std::to_string(p) + " m=" + std::to_string(mb));
+      models::StepProgram stub;
+      auto cost = [&](models::Pass pass) {
+        double us = 0;
+        for (const auto& op : models::build_chunk_ops(m, s, 0, 0, pass)) us += pricer.op_us(stub, op);
+        return us;
+      };
+      const double f = cost(models::Pass::forward), b = cost(models::Pass::backward), w = cost(models::Pass::weight);
+      ASSERT_GT(b, w);
+      const SimResult zb = simulate_split(m, s, pricer);
+      EXPECT_NEAR(zb.step_us, mb * (f + b + w) + (p - 1) * (f + (b + w) - 2 * w), 1e-9 * zb.step_us);
+      s.schedule = models::ScheduleKind::one_f_one_b;
+      EXPECT_NEAR(simulate_split(m, s, pricer).step_us, mb * (f + b + w) + (p - 1) * (f + b + w), 1e-9 * zb.step_us);
+    }
+  }
+}
+
+// On a catalog topology with every cost (TP, the pipeline transfers, the attention core
+// in B): ZB-H1 is never slower than 1F1B on the same split, and its bubble is smaller.
+TEST(Projection, ZeroBubbleH1NeverSlowerThanOneFOneBOnDgxH100) {
+  const auto m = models::load_model("llama3-70b");
+  const Topology t = load_topology("dgx-h100");
+  for (int mb : {4, 8, 16, 32}) {
+    models::ParallelSplit s = llama3_70b_tp8_pp4(mb);
+    ProjectionOptions o;
+    const Projection plain = project(m, t, s, o);
+    s.schedule = models::ScheduleKind::zb_h1;
+    const Projection zb = project(m, t, s, o);
+    ASSERT_TRUE(plain.feasible && zb.feasible) << plain.reason << zb.reason;
+    SCOPED_TRACE("m=" + std::to_string(mb));
+    EXPECT_LE(zb.step_s, plain.step_s);
+    EXPECT_LT(zb.exposed_s[static_cast<int>(Exposure::bubble)], plain.exposed_s[static_cast<int>(Exposure::bubble)]);
+    // The same FLOPs (B + W is the unsplit backward); the split adds a kernel per GEMM.
+    EXPECT_NEAR(zb.compute_s / plain.compute_s, 1.0, 0.05);
   }
 }
 

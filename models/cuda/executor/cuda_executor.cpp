@@ -67,6 +67,9 @@ std::string cuda_executor_check(const models::ParallelSplit& split, const models
   if (split.sequence_parallel) return prefix + "sequence parallelism yet";
   if (split.recompute != models::Recompute::none) return prefix + "activation recompute";
   if (model.tied_embeddings && split.pp > 1) return prefix + "tied embeddings across pipeline stages";
+  if (models::splits_backward(split.schedule))
+    return prefix + "split backwards (schedule " + std::string(models::to_string(split.schedule)) +
+           ": W passes) yet; the cpu executor and the sim do";
   return "";
 }
 
@@ -152,6 +155,11 @@ class CudaPipelineBackend {
     else if (send) x_.pp->send(send->get(), n, DType::float32, send_peer);
     else x_.pp->recv(recv->get(), n, DType::float32, recv_peer);
     x_.pp->synchronize();
+  }
+
+  // Split backwards are refused (cuda_executor_check): never called.
+  void weight(int /*microbatch*/, int /*chunk*/) {
+    throw std::logic_error("cuda executor: no W pass (split backwards are refused)");
   }
 
   // Overlap on: already reduced layer by layer (backward above). Off: after the walk.
