@@ -38,7 +38,7 @@ std::vector<store::Column> atlas_columns() {
           {"mfu_no_pp_low", ColumnType::f64, "fraction"},
           {"mfu_no_pp_high", ColumnType::f64, "fraction"},
           {"split_no_pp", ColumnType::str, "", 120},
-          {"band_family", ColumnType::str, "", 40},
+          {"band_families", ColumnType::str, "", 120},
           {"gain", ColumnType::f64, ""},
           {"uncertainty", ColumnType::f64, ""},
           {"verdict", ColumnType::str, "", 24},

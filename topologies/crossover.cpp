@@ -208,7 +208,7 @@ CrossoverResult crossover(const models::ModelConfig& model, const Topology& base
       else
         cell.gain = cell.best_no_pp.feasible ? -1.0 : 0.0;
       // The verdict carries the projection's uncertainty: the median |MFU error| of the
-      // hardware family on published runs (topologies/validation/bands.json).
+      // published runs on the topology (topologies/validation/bands.json).
       const Projection& any = cell.best_no_pp.feasible ? cell.best_no_pp : cell.best_with_pp;
       cell.uncertainty = any.mfu_band.known ? any.mfu_band.relative : 0.0;
       cell.pp_needed = cell.gain > threshold + cell.uncertainty;

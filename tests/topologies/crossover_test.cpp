@@ -43,12 +43,18 @@ TEST(Crossover, GridIsCompleteAndFasterNetworksNeverHurt) {
   EXPECT_FALSE(r.verdict.empty());
 }
 
-// Every projected MFU carries the band of its topology's validation family; a topology
-// no published run covers says so.
-TEST(Uncertainty, ProjectedMfuCarriesItsFamilyBand) {
+// Every projected MFU carries the band of the published runs on its topology (all the
+// families that ran there, pooled); a topology no published run covers says so.
+TEST(Uncertainty, ProjectedMfuCarriesItsTopologyBand) {
   const MfuBand h100 = mfu_band("dgx-h100", 0.36);
   ASSERT_TRUE(h100.known);
-  EXPECT_FALSE(h100.family.empty());
+  // dgx-h100 holds runs of several families (NeMo, Megatron-Bridge, Llama 3, Nemotron-4).
+  EXPECT_NE(h100.family.find('+'), std::string::npos) << h100.family;
+  EXPECT_GT(h100.rows, 5);
+  // Every topology a published run covers has a band; others have none.
+  for (const char* t : {"dgx-a100", "dgx-b200", "dgx-h800", "gb200-nvl72", "tpu-v5p"})
+    EXPECT_TRUE(mfu_band(t, 0.5).known) << t;
+  for (const char* t : {"tpu-v4", "dgx-h200", "dgx1-v100"}) EXPECT_FALSE(mfu_band(t, 0.5).known) << t;
   EXPECT_LT(h100.low, 0.36);
   EXPECT_GT(h100.high, 0.36);
   // At least the family's median |error| either side.
@@ -60,6 +66,7 @@ TEST(Uncertainty, ProjectedMfuCarriesItsFamilyBand) {
   EXPECT_FALSE(none.known);
   EXPECT_NE(format_mfu_with_band(0.36, none, "local-cpu").find("no validation band for local-cpu"), std::string::npos);
   EXPECT_NE(format_mfu_with_band(0.36, h100, "dgx-h100").find("36.0% ("), std::string::npos);
+  EXPECT_NE(format_mfu_with_band(0.36, h100, "dgx-h100").find("published runs on dgx-h100"), std::string::npos);
 }
 
 // The sweep on several threads gives the same cells, reported in order as they are

@@ -352,7 +352,7 @@ TEST(SimExecutor, PureDataParallelWithoutOverlapEqualsTheClosedForm) {
   // Closed form: all compute (model FLOPs of one replica + AdamW at 12 FLOPs per
   // parameter), then one ring all-reduce per layer bucket (+ embedding and head).
   const auto params = models::count_parameters(m);
-  const double rate = 312e6 * 0.72;  // FLOP per us
+  const double rate = 312e6 * t.model.gemm_efficiency.get();  // FLOP per us (the catalog's fitted GEMM efficiency)
   const double flops = models::model_flops_per_step(m, s.global_batch()) / s.dp + 12.0 * params.total;
   const double buckets = m.layers + 2;
   const double L = 8.4, a = 0.47, B = 300 * 0.8 * 1e3;  // bytes per us
@@ -454,7 +454,7 @@ TEST(Pricer, TensorParallelOverlapHidesTheCollectiveBehindTheAdjacentGemm) {
   const double comm = plain.op_us(none, ag);
   TopologyPricer overlapped(t, s, "bf16");
   overlapped.set_tp_comm_overlap(m, 2);
-  const double gemm_us = 2.0 * 8192 * m.hidden * m.hidden / s.tp / (989.5e6 * 0.6);
+  const double gemm_us = 2.0 * 8192 * m.hidden * m.hidden / s.tp / (989.5e6 * t.model.gemm_efficiency.get());
   EXPECT_NEAR(overlapped.op_us(none, ag), std::max(comm / s.tp, comm - gemm_us), 1e-9 * comm);
   EXPECT_LT(overlapped.op_us(none, ag), comm);
   // Without sequence parallelism Megatron-Core does not overlap the TP all-reduce.
@@ -475,7 +475,7 @@ TEST(Pricer, Fp8GemmsRunAtTheFp8PeakAndPayTheirCasts) {
   TopologyPricer bf16(t, s, "bf16");
   TopologyPricer fp8(t, s, "bf16");
   fp8.set_fp8_gemms();
-  const double rate8 = 1979e6 * 0.6, bw = 3350e3 * 0.8;  // FLOP and bytes per us
+  const double rate8 = 1979e6 * t.model.gemm_efficiency.get(), bw = 3350e3 * 0.8;  // FLOP and bytes per us
   EXPECT_NEAR(fp8.op_us(none, g), std::max(g.flops / rate8, g.bytes / bw) + 1.5 * g.bytes / bw, 1e-9 * g.flops / rate8);
   EXPECT_LT(fp8.op_us(none, g), bf16.op_us(none, g));
   // Attention stays at the bf16 rate.
