@@ -20,23 +20,52 @@ struct AdamWScalars {
   float inv_sqrt_bc2, eps;
 };
 
+// One element's update; returns the new parameter value.
+inline float adamw_element(float& param, float g, float& m, float& v, const AdamWScalars& s) {
+  const float mi = s.beta1 * m + s.one_minus_beta1 * g;
+  const float vi = s.beta2 * v + s.one_minus_beta2 * (g * g);
+  m = mi;
+  v = vi;
+  return param = param * s.keep - s.step * mi / (__builtin_sqrtf(vi) * s.inv_sqrt_bc2 + s.eps);
+}
+
 __attribute__((target_clones("avx2", "default")))
 void adamw_kernel(float* __restrict param, const float* __restrict grad, float* __restrict m,
                   float* __restrict v, int64_t n, AdamWScalars s) {
-  for (int64_t i = 0; i < n; ++i) {
-    const float g = grad[i];
-    const float mi = s.beta1 * m[i] + s.one_minus_beta1 * g;
-    const float vi = s.beta2 * v[i] + s.one_minus_beta2 * (g * g);
-    m[i] = mi;
-    v[i] = vi;
-    param[i] = param[i] * s.keep - s.step * mi / (__builtin_sqrtf(vi) * s.inv_sqrt_bc2 + s.eps);
-  }
+  for (int64_t i = 0; i < n; ++i) adamw_element(param[i], grad[i], m[i], v[i], s);
 }
 
-}  // namespace
+// The same update, also summing the squares of the gradient it reads and of the values
+// it writes in double, in sum_squares()'s order (eight lanes over blocks of eight, the
+// tail, then the lanes), so each sum is sum_squares() of that array bit for bit.
+__attribute__((target_clones("avx2", "default")))
+SquareSums adamw_kernel_with_sums(float* __restrict param, const float* __restrict grad, float* __restrict m,
+                                  float* __restrict v, int64_t n, AdamWScalars s) {
+  constexpr int kLanes = 8;
+  double grad_lane[kLanes] = {}, value_lane[kLanes] = {};
+  int64_t i = 0;
+  for (; i + kLanes <= n; i += kLanes)
+    for (int l = 0; l < kLanes; ++l) {
+      const float g = grad[i + l];
+      grad_lane[l] += static_cast<double>(g) * g;
+      const float p = adamw_element(param[i + l], g, m[i + l], v[i + l], s);
+      value_lane[l] += static_cast<double>(p) * p;
+    }
+  SquareSums out;
+  for (; i < n; ++i) {
+    const float g = grad[i];
+    out.grad += static_cast<double>(g) * g;
+    const float p = adamw_element(param[i], g, m[i], v[i], s);
+    out.value += static_cast<double>(p) * p;
+  }
+  for (int l = 0; l < kLanes; ++l) {
+    out.grad += grad_lane[l];
+    out.value += value_lane[l];
+  }
+  return out;
+}
 
-void adamw_update(float* param, const float* grad, float* m, float* v, int64_t n, int64_t t,
-                  const AdamWConfig& c, bool decay) {
+AdamWScalars scalars_of_step(int64_t t, const AdamWConfig& c, bool decay) {
   // Scalars in double, rounded once to fp32.
   const double bc1 = 1.0 - std::pow(c.beta1, static_cast<double>(t));
   const double bc2 = 1.0 - std::pow(c.beta2, static_cast<double>(t));
@@ -50,7 +79,19 @@ void adamw_update(float* param, const float* grad, float* m, float* v, int64_t n
   s.step = static_cast<float>(c.lr / bc1);
   s.inv_sqrt_bc2 = static_cast<float>(1.0 / std::sqrt(bc2));
   s.eps = static_cast<float>(c.eps);
-  adamw_kernel(param, grad, m, v, n, s);
+  return s;
+}
+
+}  // namespace
+
+void adamw_update(float* param, const float* grad, float* m, float* v, int64_t n, int64_t t,
+                  const AdamWConfig& c, bool decay) {
+  adamw_kernel(param, grad, m, v, n, scalars_of_step(t, c, decay));
+}
+
+SquareSums adamw_update_with_sums(float* param, const float* grad, float* m, float* v, int64_t n, int64_t t,
+                                  const AdamWConfig& c, bool decay) {
+  return adamw_kernel_with_sums(param, grad, m, v, n, scalars_of_step(t, c, decay));
 }
 
 AdamW::AdamW(AdamWConfig config, std::vector<Param*> params) : config_(config), params_(std::move(params)) {
@@ -60,11 +101,16 @@ AdamW::AdamW(AdamWConfig config, std::vector<Param*> params) : config_(config), 
   }
 }
 
-void AdamW::step() {
+void AdamW::step(std::vector<SquareSums>* sums) {
   ++t_;
+  if (sums) sums->resize(params_.size());
   for (size_t i = 0; i < params_.size(); ++i) {
     Param& p = *params_[i];
-    adamw_update(p.value.ptr(), p.grad.ptr(), m_[i].data(), v_[i].data(), p.value.numel(), t_, config_, p.decay);
+    if (sums)
+      (*sums)[i] = adamw_update_with_sums(p.value.ptr(), p.grad.ptr(), m_[i].data(), v_[i].data(), p.value.numel(),
+                                          t_, config_, p.decay);
+    else
+      adamw_update(p.value.ptr(), p.grad.ptr(), m_[i].data(), v_[i].data(), p.value.numel(), t_, config_, p.decay);
   }
 }
 

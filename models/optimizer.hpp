@@ -22,10 +22,24 @@ struct AdamWConfig {
 void adamw_update(float* param, const float* grad, float* m, float* v, int64_t n, int64_t t,
                   const AdamWConfig& c, bool decay);
 
+// Sums of squares, in double, of the gradient an update read and of the values it wrote:
+// the step's gradient and weight norms, gathered in the update's own pass over memory
+// instead of two more passes over every weight. Each equals sum_squares() of the same
+// array bit for bit (same order of additions).
+struct SquareSums {
+  double grad = 0;
+  double value = 0;
+};
+// adamw_update() that also returns those sums.
+SquareSums adamw_update_with_sums(float* param, const float* grad, float* m, float* v, int64_t n, int64_t t,
+                                  const AdamWConfig& c, bool decay);
+
 class AdamW {
  public:
   AdamW(AdamWConfig config, std::vector<Param*> params);
-  void step();        // one update of every parameter from its .grad
+  // One update of every parameter from its .grad; with `sums`, also each parameter's
+  // SquareSums, in the constructor's order.
+  void step(std::vector<SquareSums>* sums = nullptr);
   void zero_grad();
   int64_t steps() const { return t_; }
   const AdamWConfig& config() const { return config_; }

@@ -58,14 +58,21 @@ StepStats ReferenceTrainer::step() {
       for (size_t layer = 0; layer < l.moe_load.size(); ++layer)
         for (size_t e = 0; e < l.moe_load[layer].size(); ++e) stats.moe_load[layer][e] += l.moe_load[layer][e];
   }
-  const std::vector<Param*> params = model_->params();
   stats.loss = ce_sum / static_cast<double>(stats.tokens);
   stats.aux_loss = scale.aux_per_sequence * balance_sum;
-  stats.grad_norm = l2_norm_grads(params);
-  optimizer_->step();
+  // Both norms from the update's pass (AdamW::step's SquareSums: the gradients it read,
+  // the values it wrote), added in params() order as l2_norm_grads/values would.
+  std::vector<SquareSums> sums;
+  optimizer_->step(&sums);
+  double grad_sq = 0, value_sq = 0;
+  for (const SquareSums& s : sums) {
+    grad_sq += s.grad;
+    value_sq += s.value;
+  }
+  stats.grad_norm = std::sqrt(grad_sq);
+  stats.param_norm = std::sqrt(value_sq);
   const std::vector<MoeLayer*> moe = model_->moe_layers();
   for (size_t layer = 0; layer < moe.size(); ++layer) moe[layer]->update_bias(stats.moe_load[layer]);
-  stats.param_norm = l2_norm_values(params);
   stats.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   ++step_;
   return stats;

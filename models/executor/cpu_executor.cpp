@@ -158,6 +158,16 @@ bool tp_replicated(const Param& p) {
 // Routed-expert weights: sharded over ep, replicated (and reduced) over expert_dp.
 bool is_expert(const Param& p) { return p.name.find(".experts.") != std::string::npos; }
 
+// Whether the norms count this rank's copy of a weight: each weight is counted once.
+// DP replicas hold identical copies (expert weights: the expert_dp replicas; EP peers
+// hold different experts), so do CP peers, and TP peers of the replicated weights.
+bool counted_in_norms(const Param& p, const RankCoord& me, const Communicator& tp_kv) {
+  if (is_expert(p) ? me.expert_dp != 0 : me.dp != 0) return false;
+  if (me.cp != 0) return false;
+  if (tp_replicated(p) && me.tp != 0) return false;
+  return kv_copy_counted(p, tp_kv);  // replicated KV heads: one copy
+}
+
 // The cpu side of walk_pipeline(): fp32 Transformer chunks, MPI pipeline transfers.
 // Activations between stages are [b*seq, hidden] (this rank's 1/tp of the rows with SP).
 class CpuPipelineBackend {
@@ -426,18 +436,9 @@ void CpuExecutor::all_reduce_grads(const std::vector<Param*>& ps, Communicator& 
 }
 
 double CpuExecutor::global_sum_squares(bool grads) {
-  const RankCoord& me = groups_->coord;
   double local = 0;
-  // Count each weight once: DP replicas hold identical copies (expert weights: the
-  // expert_dp replicas; EP peers hold different experts), TP peers identical copies of
-  // the replicated weights.
-  for (Param* p : params()) {
-    if (is_expert(*p) ? me.expert_dp != 0 : me.dp != 0) continue;
-    if (me.cp != 0) continue;  // CP peers hold identical copies too
-    if (tp_replicated(*p) && me.tp != 0) continue;
-    if (!kv_copy_counted(*p, *groups_->tp_kv)) continue;  // replicated KV heads: one copy
-    local += sum_squares(grads ? p->grad : p->value);
-  }
+  for (Param* p : params())
+    if (counted_in_norms(*p, groups_->coord, *groups_->tp_kv)) local += sum_squares(grads ? p->grad : p->value);
   groups_->world->all_reduce(&local, &local, 1, DType::float64, ReduceOp::sum);
   return local;
 }
@@ -502,13 +503,13 @@ StepStats CpuExecutor::step(TimeBreakdown* time) {
   if (split_.zero >= 1) {
     groups_->world->all_reduce(&zero1_grad_sq, &zero1_grad_sq, 1, DType::float64, ReduceOp::sum);
     stats.grad_norm = std::sqrt(zero1_grad_sq);
-  } else {
-    stats.grad_norm = std::sqrt(global_sum_squares(true));
   }
   t.other += MPI_Wtime() - t_other;
 
   const double t_opt = MPI_Wtime();
-  if (optimizer_) optimizer_->step();
+  // Without ZeRO both norms come out of AdamW's pass over the weights (SquareSums).
+  std::vector<SquareSums> update_sums;
+  if (optimizer_) optimizer_->step(&update_sums);
   // Aux-loss-free balancing: the load over the whole global batch (sum over dp and cp;
   // TP peers route identically and are not summed).
   for (size_t c = 0; c < chunks_.size(); ++c) {
@@ -526,6 +527,18 @@ StepStats CpuExecutor::step(TimeBreakdown* time) {
     double sq = zero_->weight_sum_squares();
     groups_->world->all_reduce(&sq, &sq, 1, DType::float64, ReduceOp::sum);
     stats.param_norm = std::sqrt(sq);
+  } else if (optimizer_) {
+    // The counted weights' sums in params() order (the optimizer's), as global_sum_squares adds them.
+    const std::vector<Param*> ps = params();
+    double sq[2] = {0.0, 0.0};  // gradients, values
+    for (size_t i = 0; i < ps.size(); ++i)
+      if (counted_in_norms(*ps[i], me, *groups_->tp_kv)) {
+        sq[0] += update_sums[i].grad;
+        sq[1] += update_sums[i].value;
+      }
+    groups_->world->all_reduce(sq, sq, 2, DType::float64, ReduceOp::sum);
+    stats.grad_norm = std::sqrt(sq[0]);
+    stats.param_norm = std::sqrt(sq[1]);
   } else {
     stats.param_norm = std::sqrt(global_sum_squares(false));
   }

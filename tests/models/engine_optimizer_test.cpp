@@ -2,6 +2,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <vector>
 
 #include "models/optimizer.hpp"
 
@@ -56,6 +57,44 @@ TEST(AdamW, SliceUpdateEqualsWholeUpdate) {
   adamw_update(w2.data(), g.data(), m2.data(), v2.data(), 3, 1, c, true);
   adamw_update(w2.data() + 3, g.data() + 3, m2.data() + 3, v2.data() + 3, 3, 1, c, true);
   EXPECT_EQ(w, w2);
+}
+
+TEST(AdamW, UpdateWithSumsEqualsUpdateAndSumSquares) {
+  // The step's norms come out of the update's pass: the same weights and moments as
+  // adamw_update(), and sums equal to sum_squares() of the gradient read and the values
+  // written, bit for bit. 37 elements: four blocks of eight lanes and a tail of five.
+  const int n = 37;
+  std::vector<float> w(n), g(n), m(n), v(n);
+  for (int i = 0; i < n; ++i) {
+    w[i] = 0.37f * std::sin(1.3f * i);
+    g[i] = 0.11f * std::cos(0.7f * i) - 0.02f;
+    m[i] = 0.01f * (i % 5);
+    v[i] = 0.001f * (i % 3);
+  }
+  std::vector<float> w2 = w, m2 = m, v2 = v;
+  AdamWConfig c;
+  adamw_update(w.data(), g.data(), m.data(), v.data(), n, 3, c, true);
+  const SquareSums s = adamw_update_with_sums(w2.data(), g.data(), m2.data(), v2.data(), n, 3, c, true);
+  EXPECT_EQ(w, w2);
+  EXPECT_EQ(m, m2);
+  EXPECT_EQ(v, v2);
+  EXPECT_EQ(s.grad, sum_squares(g.data(), n));
+  EXPECT_EQ(s.value, sum_squares(w.data(), n));
+}
+
+TEST(AdamW, StepReportsEachParametersSums) {
+  Param a = make_param("a", Tensor({3}), true), b = make_param("b", Tensor({10}), false);
+  for (int i = 0; i < 3; ++i) a.value.data[i] = 1.0f + i, a.grad.data[i] = 0.5f - i;
+  for (int i = 0; i < 10; ++i) b.value.data[i] = -0.1f * i, b.grad.data[i] = 0.25f * i;
+  AdamW opt(AdamWConfig{}, {&a, &b});
+  std::vector<SquareSums> sums;
+  const Tensor ga = a.grad, gb = b.grad;
+  opt.step(&sums);
+  ASSERT_EQ(sums.size(), 2u);
+  EXPECT_EQ(sums[0].grad, sum_squares(ga));
+  EXPECT_EQ(sums[1].grad, sum_squares(gb));
+  EXPECT_EQ(sums[0].value, sum_squares(a.value));
+  EXPECT_EQ(sums[1].value, sum_squares(b.value));
 }
 
 }  // namespace
