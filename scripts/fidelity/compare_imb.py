@@ -14,27 +14,30 @@ What is held equal: iterations (IMB's -iter N with -iter_policy off; ibt's -n N)
 warm-up count (N/10, at least min(10, N)) as ibt's -w, no result checks (ibt -c 0), the
 time averaged over ranks (IMB's t_avg; ibt -a avg), float32 reductions, out-of-place
 buffers (broadcast is in place in both), fixed root 0, and one process per benchmark in
-both tools: within one IMB process a benchmark that follows others measured up to 2x
-slower at 4-8 MiB than the same benchmark alone (Bcast, SCHED_FIFO, this 2-core machine),
-so mixing one multi-benchmark IMB process with single-op ibt processes compares process
-histories, not harnesses. Sizes: IMB's Allgather, Alltoall
-and Reduce_scatter_block sizes are per rank, ibt's the whole buffer, so ibt runs those
-three at ranks x IMB's size; the table shows IMB's size.
+both tools: IMB's Bcast run after PingPong, Sendrecv and Allreduce in one IMB process read
+17% slower at 2 MiB and 1.1-3x slower at 4-8 MiB than Bcast alone in one check (3
+alternations, SCHED_FIFO, a 2-core machine; a second check of 2 was within noise), so one
+multi-benchmark IMB process against single-op ibt processes compares process histories,
+not harnesses. Sizes: IMB's Allgather, Alltoall and Reduce_scatter_block sizes are per
+rank, ibt's the whole buffer, so ibt runs those three at ranks x IMB's size; the table
+shows IMB's size.
 
 --realtime runs every rank of both tools at SCHED_FIFO priority 10 (each rank killed after
 --rank-timeout seconds): on a machine shared with other work it keeps the ranks from being
-descheduled, for both tools alike. Needs root (or CAP_SYS_NICE). --preload LIB is
+descheduled, for both tools alike. Needs root (or CAP_SYS_NICE). Not with more ranks than
+cores: a SCHED_FIFO rank that polls without yielding keeps its core from the rank it waits
+for (a 4-rank IMB Sendrecv on 2 cores ran over 4 minutes); use --nice -20 there. --preload LIB is
 LD_PRELOADed into every rank of both tools (e.g. the yield shim
 build/scripts/libibt-ucx-yield.so when ranks outnumber cores).
 
 usage: compare_imb.py IMB-MPI1 IBT [--ranks N] [--reps R] [--iters N] [--hi LOG2]
-                      [--modes imb,loop] [--preload LIB] [--realtime] [--bind-to core] [--mpiexec CMD]
+                      [--modes imb,loop] [--preload LIB] [--realtime | --nice N] [--bind-to core]
+                      [--mpiexec CMD]
 """
 import argparse
 import csv
 import io
 import os
-import re
 import statistics
 import subprocess
 import sys
@@ -65,7 +68,9 @@ def parse_args():
     p.add_argument("--ops", default=",".join(OPS), help="ibt ops to compare")
     p.add_argument("--preload", help="LD_PRELOAD for every rank of both tools")
     p.add_argument("--realtime", action="store_true", help="SCHED_FIFO ranks (see above)")
-    p.add_argument("--rank-timeout", type=int, default=600, help="seconds before a --realtime rank is killed")
+    p.add_argument("--nice", type=int, help="run every rank of both tools at this nice value (e.g. -20): "
+                                               "for ranks that outnumber cores, where SCHED_FIFO ranks cannot share one")
+    p.add_argument("--rank-timeout", type=int, default=600, help="seconds before a --realtime or --nice rank is killed")
     p.add_argument("--bind-to", help="hydra's -bind-to for both tools (e.g. core): the same placement for both, "
                                       "instead of wherever the scheduler puts unbound ranks")
     p.add_argument("--mpiexec", default="mpiexec.mpich")
@@ -95,6 +100,8 @@ def launcher(a):
         cmd += ["-genv", "LD_PRELOAD", a.preload]
     if a.realtime:
         cmd += ["timeout", "-s", "KILL", str(a.rank_timeout), "chrt", "-f", "10"]
+    elif a.nice is not None:
+        cmd += ["timeout", "-s", "KILL", str(a.rank_timeout), "nice", "-n", str(a.nice)]
     return cmd
 
 
@@ -168,7 +175,7 @@ def main():
         return (max(v) - min(v)) / statistics.median(v) * 100
 
     print(f"{a.ranks} ranks, {a.iters} iterations, medians of {a.reps} alternating repetitions; "
-          f"realtime {'on' if a.realtime else 'off'}; preload {a.preload or 'none'}; bind-to {a.bind_to or 'none'}; "
+          f"realtime {'on' if a.realtime else 'off'}; nice {a.nice if a.nice is not None else 'unchanged'}; preload {a.preload or 'none'}; bind-to {a.bind_to or 'none'}; "
           f"load average {min(loads)}-{max(loads)}\n")
     print("Each time is the median of the repetitions; (r%) is their range (max - min) over that median.\n")
     head = "| IMB benchmark | bytes (IMB) | IMB t_avg us (r%) |" + "".join(f" ibt {m} us (r%) | {m}/IMB |" for m in a.modes)
