@@ -91,7 +91,7 @@ po::options_description describe_options(CollectivesArgs& a) {
       ("timing", po::value(&a.timing)->default_value(a.timing),
        "loop: nccl-tests' timing (-n calls back to back, timed as a whole); imb: Intel MPI Benchmarks' "
        "(a barrier before every call, each call timed alone, buffers reused unless --rotate-bytes is "
-       "given; -a avg/min/max = IMB's t_avg/t_min/t_max). See the text above")
+       "given and placed as malloc places them; -a avg/min/max = IMB's t_avg/t_min/t_max). See the text above")
       ("blocking,z", po::value(&a.blocking)->default_value(a.blocking),
        "1: barrier (untimed) between iterations, so each is timed alone")
       ("average,a", po::value(&a.aggregation)->default_value(a.aggregation),

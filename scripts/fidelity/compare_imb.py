@@ -1,71 +1,200 @@
 #!/usr/bin/env python3
-"""Side by side on one machine: IMB-MPI1 against `ibt collectives --timing imb`, in
-alternating repetitions; prints the median t_avg of each and their ratio per benchmark and
-size (8 B .. 2^HI B, HI=26 by default) as a Markdown table.
+"""ibt against Intel MPI Benchmarks (IMB-MPI1) on one machine, side by side.
 
-IMB is not part of ibt: build IMB-MPI1 from its public source yourself (outside this tree)
-and pass its path in IMB. IMB's sizes for Allgather, Alltoall and Reduce_scatter are per
-rank; ibt's are the whole buffer, so ibt runs those at RANKS x IMB's size.
+Runs IMB-MPI1 and `ibt collectives` in alternating order, REPS times, on the same MPI and
+the same ranks, and prints per benchmark and size the median IMB t_avg, the median ibt time
+in each timing mode, and their ratio, as a Markdown table. `--timing imb` is the mode meant
+to match IMB (target: ratio 0.95-1.05); `--timing loop` (nccl-tests' timing) is shown
+beside it for reference.
 
-usage: IMB=/path/to/IMB-MPI1 compare_imb.py IBT RANKS REPS ITERS [VAR=VALUE ...]
-       (VAR=VALUE pairs go to every rank, e.g. LD_PRELOAD=build/scripts/libibt-ucx-yield.so)"""
-import os, re, subprocess, sys, statistics
-ibt, ranks, reps, iters = sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), int(sys.argv[4])
-extra = sys.argv[5:]
-imb = os.environ.get("IMB")
-if not imb or not os.access(imb, os.X_OK):
-    sys.exit("compare_imb.py: set IMB to an IMB-MPI1 executable")
-env_args = []
-for e in extra:
-    k, v = e.split("=", 1); env_args += ["-genv", k, v]
-mpi = ["mpiexec.mpich", "-n", str(ranks)] + env_args
-# ibt op -> (IMB benchmark, size scale: ibt bytes = IMB bytes * scale)
-ops = {"ping_pong": ("PingPong", 1), "send_recv": ("Sendrecv", 1), "all_reduce": ("Allreduce", 1),
-       "broadcast": ("Bcast", 1), "all_gather": ("Allgather", ranks), "all_to_all": ("Alltoall", ranks),
-       "reduce_scatter": ("Reduce_scatter", ranks)}
-if ranks != 2: ops.pop("ping_pong")
-lo, hi = 3, int(os.environ.get("HI", "26"))
-def run_imb():
-    out = subprocess.run(mpi + [imb, "-msglog", f"{lo}:{hi}", "-iter", str(iters), "-iter_policy", "off",
-                                "-time", "600", "-npmin", str(ranks), "-mem", "4"] + [v[0] for v in ops.values()],
-                         capture_output=True, text=True, check=True).stdout
-    res, bench = {}, None
-    for line in out.splitlines():
-        m = re.match(r"# Benchmarking (\S+)", line)
-        if m: bench = m.group(1); continue
-        f = line.split()
-        if bench and len(f) >= 3 and f[0].isdigit() and f[1].isdigit():
-            b = int(f[0])
-            if b == 0: continue
-            t = float(f[2]) if bench == "PingPong" else float(f[4])  # t, or t_avg
-            res[(bench, b)] = t
-    return res
-def run_ibt():
+IMB is not part of ibt: build IMB-MPI1 yourself from its public source
+(https://github.com/intel/mpi-benchmarks), outside this tree, and pass its path.
+
+What is held equal: iterations (IMB's -iter N with -iter_policy off; ibt's -n N), IMB's
+warm-up count (N/10, at least min(10, N)) as ibt's -w, no result checks (ibt -c 0), the
+time averaged over ranks (IMB's t_avg; ibt -a avg), float32 reductions, out-of-place
+buffers (broadcast is in place in both), fixed root 0, and one process per benchmark in
+both tools: IMB's Bcast run after PingPong, Sendrecv and Allreduce in one IMB process read
+17% slower at 2 MiB and 1.1-3x slower at 4-8 MiB than Bcast alone in one check (3
+alternations, SCHED_FIFO, a 2-core machine; a second check of 2 was within noise), so one
+multi-benchmark IMB process against single-op ibt processes compares process histories,
+not harnesses. Sizes: IMB's Allgather, Alltoall and Reduce_scatter_block sizes are per
+rank, ibt's the whole buffer, so ibt runs those three at ranks x IMB's size; the table
+shows IMB's size.
+
+--realtime runs every rank of both tools at SCHED_FIFO priority 10 (each rank killed after
+--rank-timeout seconds): on a machine shared with other work it keeps the ranks from being
+descheduled, for both tools alike. Needs root (or CAP_SYS_NICE). Not with more ranks than
+cores: a SCHED_FIFO rank that polls without yielding keeps its core from the rank it waits
+for (a 4-rank IMB Sendrecv on 2 cores ran over 4 minutes); use --nice -20 there. --preload LIB is
+LD_PRELOADed into every rank of both tools (e.g. the yield shim
+build/scripts/libibt-ucx-yield.so when ranks outnumber cores).
+
+usage: compare_imb.py IMB-MPI1 IBT [--ranks N] [--reps R] [--iters N] [--hi LOG2]
+                      [--modes imb,loop] [--preload LIB] [--realtime | --nice N] [--bind-to core]
+                      [--mpiexec CMD]
+"""
+import argparse
+import csv
+import io
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+
+# ibt op -> (IMB benchmark, True when IMB's size is per rank)
+OPS = {
+    "ping_pong": ("PingPong", False),
+    "send_recv": ("Sendrecv", False),
+    "all_reduce": ("Allreduce", False),
+    "broadcast": ("Bcast", False),
+    "all_gather": ("Allgather", True),
+    "all_to_all": ("Alltoall", True),
+    "reduce_scatter": ("Reduce_scatter_block", True),
+}
+
+
+def parse_args():
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    p.add_argument("imb", help="path of an IMB-MPI1 executable")
+    p.add_argument("ibt", help="path of the ibt executable")
+    p.add_argument("--ranks", type=int, default=2)
+    p.add_argument("--reps", type=int, default=5, help="alternating repetitions (medians are reported)")
+    p.add_argument("--iters", type=int, default=100, help="timed iterations per size, both tools")
+    p.add_argument("--lo", type=int, default=3, help="smallest size, log2 bytes (IMB's size)")
+    p.add_argument("--hi", type=int, default=26, help="largest size, log2 bytes (IMB's size)")
+    p.add_argument("--modes", default="imb,loop", help="ibt timing modes to run")
+    p.add_argument("--ops", default=",".join(OPS), help="ibt ops to compare")
+    p.add_argument("--preload", help="LD_PRELOAD for every rank of both tools")
+    p.add_argument("--realtime", action="store_true", help="SCHED_FIFO ranks (see above)")
+    p.add_argument("--nice", type=int, help="run every rank of both tools at this nice value (e.g. -20): "
+                                               "for ranks that outnumber cores, where SCHED_FIFO ranks cannot share one")
+    p.add_argument("--rank-timeout", type=int, default=600, help="seconds before a --realtime or --nice rank is killed")
+    p.add_argument("--bind-to", help="hydra's -bind-to for both tools (e.g. core): the same placement for both, "
+                                      "instead of wherever the scheduler puts unbound ranks")
+    p.add_argument("--mpiexec", default="mpiexec.mpich")
+    a = p.parse_args()
+    for path, what in ((a.imb, "IMB-MPI1"), (a.ibt, "ibt")):
+        if not os.access(path, os.X_OK):
+            p.error(f"{what} executable not found or not executable: {path}")
+    a.ops = [o for o in a.ops.split(",") if o]
+    for o in a.ops:
+        if o not in OPS:
+            p.error(f"unknown op {o} (expected some of {', '.join(OPS)})")
+    if a.ranks != 2 and "ping_pong" in a.ops:
+        a.ops.remove("ping_pong")  # IMB runs PingPong on two ranks only
+    a.modes = [m for m in a.modes.split(",") if m]
+    if a.preload:
+        a.preload = os.path.abspath(a.preload)
+        if not os.path.exists(a.preload):
+            p.error(f"--preload: no such file {a.preload}")
+    return a
+
+
+def launcher(a):
+    cmd = [a.mpiexec, "-n", str(a.ranks)]
+    if a.bind_to:
+        cmd += ["-bind-to", a.bind_to]
+    if a.preload:
+        cmd += ["-genv", "LD_PRELOAD", a.preload]
+    if a.realtime:
+        cmd += ["timeout", "-s", "KILL", str(a.rank_timeout), "chrt", "-f", "10"]
+    elif a.nice is not None:
+        cmd += ["timeout", "-s", "KILL", str(a.rank_timeout), "nice", "-n", str(a.nice)]
+    return cmd
+
+
+def warmups(iters):
+    """IMB's warm-up count (IMB_warm_up.c: n_sample / WARMUP_PERCENT, at least
+    min(MIN_WARMUP_ITERS, n_sample))."""
+    return max(iters // 10, min(10, iters))
+
+
+def run_imb(a):
     res = {}
-    for group, scale, placement in (("ping_pong,send_recv,all_reduce", 1, "out"), ("broadcast", 1, "in"),
-                                    ("all_gather,all_to_all,reduce_scatter", ranks, "out")):
-        group = ",".join(o for o in group.split(",") if o in ops)
-        cmd = mpi + [ibt, "collectives", "--timing", "imb", "-a", "avg", "-n", str(iters), "-w", str(max(10, iters // 10)),
-                     "-c", "0", "--placement", placement, "--scope", "world", "--op", group,
-                     "-b", str((1 << lo) * scale), "-e", str((1 << hi) * scale)]
+    for op in a.ops:  # one process per benchmark, as for ibt (see run_ibt)
+        bench = OPS[op][0]
+        cmd = launcher(a) + [a.imb, "-msglog", f"{a.lo}:{a.hi}", "-iter", str(a.iters), "-iter_policy", "off",
+                             "-time", "100000", "-npmin", str(a.ranks), "-mem", "4", bench]
         out = subprocess.run(cmd, capture_output=True, text=True, check=True).stdout
         for line in out.splitlines():
             f = line.split()
-            if len(f) > 8 and f[0] in ops and f[3].isdigit():
-                t = f[8] if f[7] == "n/a" else f[7]  # broadcast is in-place only
-                res[(ops[f[0]][0], int(f[3]) // ops[f[0]][1])] = float(t)
+            if len(f) >= 3 and f[0].isdigit() and f[1].isdigit() and int(f[0]) > 0:
+                # PingPong prints one time column; the others t_min t_max t_avg.
+                res[(bench, int(f[0]))] = float(f[2] if bench == "PingPong" else f[4])
     return res
-imb_runs, ibt_runs = [], []
-for r in range(reps):
-    imb_runs.append(run_imb()); ibt_runs.append(run_ibt())
-    print(f"rep {r+1}/{reps} done", file=sys.stderr)
-keys = sorted(set(imb_runs[0]) & set(ibt_runs[0]), key=lambda k: (list(v[0] for v in ops.values()).index(k[0]), k[1]))
-print(f"| IMB benchmark | bytes (IMB) | IMB t_avg us (median of {reps}) | ibt imb us | ibt/IMB |")
-print("|---|---:|---:|---:|---:|")
-worst = []
-for k in keys:
-    a = statistics.median(x[k] for x in imb_runs if k in x); b = statistics.median(x[k] for x in ibt_runs if k in x)
-    worst.append((b / a, k))
-    print(f"| {k[0]} | {k[1]} | {a:.2f} | {b:.2f} | {b/a:.3f} |")
-out = [w for w in worst if not 0.95 <= w[0] <= 1.05]
-print(f"\n{len(worst)-len(out)}/{len(worst)} within 0.95-1.05; outside: " + ", ".join(f"{k[0]} {k[1]}: {r:.3f}" for r, k in out))
+
+
+def run_ibt(a, mode, scratch):
+    res = {}
+    for op in a.ops:  # one process per op: no op runs after another's large buffers came and went
+        bench, per_rank = OPS[op]
+        scale = a.ranks if per_rank else 1
+        out = os.path.join(scratch, f"{mode}-{op}.h5")
+        if os.path.exists(out):
+            os.remove(out)
+        cmd = launcher(a) + [a.ibt, "collectives", "--timing", mode, "-a", "avg", "-n", str(a.iters),
+                             "-w", str(warmups(a.iters)), "-c", "0", "-d", "float32",
+                             "--placement", "in" if op == "broadcast" else "out", "--scope", "world", "--op", op,
+                             "-b", str((1 << a.lo) * scale), "-e", str((1 << a.hi) * scale), "-f", "2", "--out", out]
+        subprocess.run(cmd, capture_output=True, text=True, check=True)
+        table = subprocess.run([a.ibt, "export", out, "--csv"], capture_output=True, text=True, check=True).stdout
+        for row in csv.DictReader(io.StringIO(table)):
+            res[(bench, int(row["bytes"]) // scale)] = float(row["time_us"])
+    return res
+
+
+def load():
+    with open("/proc/loadavg") as f:
+        return f.read().split()[0]
+
+
+def main():
+    a = parse_args()
+    runs = {"IMB": []} | {m: [] for m in a.modes}
+    loads = []
+    with tempfile.TemporaryDirectory(prefix="compare_imb.") as scratch:
+        for r in range(a.reps):
+            order = ["IMB"] + a.modes
+            if r % 2:
+                order.reverse()  # alternate which tool runs first
+            for tool in order:
+                loads.append(load())
+                runs[tool].append(run_imb(a) if tool == "IMB" else run_ibt(a, tool, scratch))
+            print(f"rep {r + 1}/{a.reps} done (load {loads[-1]})", file=sys.stderr)
+    order = [OPS[o][0] for o in OPS]
+    keys = sorted(set.intersection(*(set(v[0]) for v in runs.values())), key=lambda k: (order.index(k[0]), k[1]))
+
+    def median(tool, k):
+        return statistics.median(x[k] for x in runs[tool] if k in x)
+
+    def spread(tool, k):
+        """The repetitions' range as a share of their median: the noise a ratio sits in."""
+        v = [x[k] for x in runs[tool] if k in x]
+        return (max(v) - min(v)) / statistics.median(v) * 100
+
+    print(f"{a.ranks} ranks, {a.iters} iterations, medians of {a.reps} alternating repetitions; "
+          f"realtime {'on' if a.realtime else 'off'}; nice {a.nice if a.nice is not None else 'unchanged'}; preload {a.preload or 'none'}; bind-to {a.bind_to or 'none'}; "
+          f"load average {min(loads)}-{max(loads)}\n")
+    print("Each time is the median of the repetitions; (r%) is their range (max - min) over that median.\n")
+    head = "| IMB benchmark | bytes (IMB) | IMB t_avg us (r%) |" + "".join(f" ibt {m} us (r%) | {m}/IMB |" for m in a.modes)
+    print(head)
+    print("|---|---:|---:|" + "---:|---:|" * len(a.modes))
+    ratios = {m: [] for m in a.modes}
+    for k in keys:
+        ref = median("IMB", k)
+        cells = ""
+        for m in a.modes:
+            t = median(m, k)
+            ratios[m].append((t / ref, k))
+            cells += f" {t:.2f} ({spread(m, k):.0f}) | {t / ref:.3f} |"
+        print(f"| {k[0]} | {k[1]} | {ref:.2f} ({spread('IMB', k):.0f}) |{cells}")
+    for m in a.modes:
+        out = [(r, k) for r, k in ratios[m] if not 0.95 <= r <= 1.05]
+        print(f"\n{m}: {len(ratios[m]) - len(out)}/{len(ratios[m])} within 0.95-1.05" +
+              ("; outside: " + ", ".join(f"{k[0]} {k[1]}: {r:.3f}" for r, k in out) if out else ""))
+
+
+if __name__ == "__main__":
+    main()
