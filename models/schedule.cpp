@@ -195,6 +195,23 @@ PipelineSchedule build_schedule(const ParallelSplit& split) {
   return build_schedule(split.schedule, split.pp, split.vpp, split.microbatches);
 }
 
+PipelineSchedule build_compute_orders(const ParallelSplit& split) {
+  const int p = split.pp, v = split.vpp, m = split.microbatches;
+  check_parameters(split.schedule, p, v, m);
+  PipelineSchedule out;
+  out.kind = split.schedule;
+  out.stages = p;
+  out.chunks = v;
+  out.microbatches = m;
+  // build_schedule places each stage's computes in this order (only the rounds, and
+  // the exchanges between them, depend on the other stages).
+  out.compute_order.resize(p);
+  for (int s = 0; s < p; ++s)
+    for (const Task& t : compute_order(split.schedule, p, v, m, s))
+      out.compute_order[s].push_back(static_cast<std::int16_t>(t.pass == Pass::forward ? t.chunk + 1 : -(t.chunk + 1)));
+  return out;
+}
+
 std::string_view to_string(Pass p) { return p == Pass::forward ? "forward" : "backward"; }
 std::string_view to_string(Payload p) {
   return p == Payload::activation ? "activation" : "gradient";
@@ -230,20 +247,27 @@ LayerRange stage_layers(const ModelConfig& model, int virtual_stages, int virtua
   return {first, first_of(virtual_stage + 1) - first};
 }
 
-std::vector<std::int16_t> compute_order(const PipelineSchedule& s, int stage) {
-  if (s.compute_order.size() == s.per_stage.size()) return s.compute_order.at(stage);
-  std::vector<std::int16_t> order;  // a schedule not from build_schedule()
+const std::vector<std::int16_t>& compute_order(const PipelineSchedule& s, int stage,
+                                               std::vector<std::int16_t>& scratch) {
+  if (s.compute_order.size() == static_cast<size_t>(s.stages)) return s.compute_order.at(stage);
+  scratch.clear();  // a schedule not from build_schedule()
   for (const auto& a : s.per_stage.at(stage))
     if (a.kind != ActionKind::exchange)
-      order.push_back(static_cast<std::int16_t>(a.kind == ActionKind::forward ? a.chunk + 1 : -(a.chunk + 1)));
-  return order;
+      scratch.push_back(static_cast<std::int16_t>(a.kind == ActionKind::forward ? a.chunk + 1 : -(a.chunk + 1)));
+  return scratch;
+}
+
+std::vector<std::int16_t> compute_order(const PipelineSchedule& s, int stage) {
+  std::vector<std::int16_t> scratch;
+  return compute_order(s, stage, scratch);
 }
 
 int max_layers_in_flight(const PipelineSchedule& s, const ModelConfig& model, int stage) {
   std::vector<int> layers(s.chunks);
   for (int c = 0; c < s.chunks; ++c) layers[c] = stage_layers(model, s.virtual_stages(), s.virtual_stage(stage, c)).count;
   int held = 0, peak = 0;
-  for (const std::int16_t a : compute_order(s, stage)) {
+  std::vector<std::int16_t> scratch;
+  for (const std::int16_t a : compute_order(s, stage, scratch)) {
     if (a > 0) peak = std::max(peak, held += layers[a - 1]);
     else held -= layers[-a - 1];
   }
@@ -252,7 +276,8 @@ int max_layers_in_flight(const PipelineSchedule& s, const ModelConfig& model, in
 
 int max_chunks_in_flight(const PipelineSchedule& s, int stage) {
   int held = 0, peak = 0;
-  for (const std::int16_t a : compute_order(s, stage)) {
+  std::vector<std::int16_t> scratch;
+  for (const std::int16_t a : compute_order(s, stage, scratch)) {
     if (a > 0) peak = std::max(peak, ++held);
     else --held;
   }
