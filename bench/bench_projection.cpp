@@ -2,12 +2,15 @@
 // - One configuration, priced by the full event walk (simulate() on the full step
 //   programs, what every projection used before the fast walk) and by the fast walk
 //   (sim_fast.hpp) in the same run: the ratio is the speed-up on that split.
-//   Two splits: Kimi K2 on 16,384 H100s (domain 8), and the worst catalog shape the
-//   search meets: DeepSeek-V3 (MoE, 61 layers) on 2,048 TPU v5p (a 6,144-chip domain,
-//   so TP up to the head count) at pp 32 with 256 microbatches of 1F1B.
-// - The whole `ibt project --all` search (default_search) for both, on the fast walk.
-//   Target (issue 15): under 5 s on one core. Exhaustive (every fitting split priced)
-//   and as `--all` runs it (top 20 by MFU, the rest bounded out). Counters: configs/s
+//   Three splits: Kimi K2 on 16,384 H100s (domain 8); DeepSeek-V3 (MoE, 61 layers) on
+//   2,048 TPU v5p (a 6,144-chip domain, so TP up to the head count) at pp 32 with 256
+//   microbatches of 1F1B; and DeepSeek-V3 on 16,384 GB200 NVL72 (domain 72) at pp 16
+//   interleaved 4 deep with 128 microbatches, TP 16, EP 32 and CP 2 (ring).
+// - The whole `ibt project --all` search (default_search) for each, on the fast walk.
+//   The last is the worst catalog case of scripts/bench_search.sh (the largest domain
+//   with the most splits: MoE, 16,384 devices). Target (issue 15): under 5 s on one
+//   core. Exhaustive (every fitting split priced; the two smaller cases only) and as
+//   `--all` runs it (top 20 by MFU, the rest bounded out). Counters: configs/s
 //   (splits projected per second, infeasible ones included: they are checked and
 //   reported, not simulated).
 #include <benchmark/benchmark.h>
@@ -54,7 +57,29 @@ Case deepseek_on_tpu() {
   return {"deepseek-v3", "tpu-v5p", 2048, s};
 }
 
-Case case_of(int index) { return index == 0 ? kimi_on_h100() : deepseek_on_tpu(); }
+Case deepseek_on_nvl72() {
+  ParallelSplit s;
+  s.tp = 16;
+  s.pp = 16;
+  s.cp = 2;
+  s.cp_comm = ibt::models::CpComm::ring;
+  s.dp = 16384 / (s.tp * s.pp * s.cp);  // 32
+  s.ep = 32;
+  s.schedule = ibt::models::ScheduleKind::interleaved;
+  s.vpp = 4;
+  s.microbatches = static_cast<int>(kGlobalBatch / s.dp);  // 128
+  s.sequence_parallel = true;
+  s.zero = 1;
+  return {"deepseek-v3", "gb200-nvl72", 16384, s};
+}
+
+Case case_of(int index) {
+  switch (index) {
+    case 0: return kimi_on_h100();
+    case 1: return deepseek_on_tpu();
+    default: return deepseek_on_nvl72();
+  }
+}
 
 // full = true: price the full step programs (the reference walk).
 void BM_ProjectOneConfig(benchmark::State& state, bool full) {
@@ -84,8 +109,8 @@ void BM_ProjectOneConfig(benchmark::State& state, bool full) {
 }
 void BM_ProjectOneConfigFullWalk(benchmark::State& state) { BM_ProjectOneConfig(state, true); }
 void BM_ProjectOneConfigFastWalk(benchmark::State& state) { BM_ProjectOneConfig(state, false); }
-BENCHMARK(BM_ProjectOneConfigFullWalk)->Arg(0)->Arg(1)->Unit(benchmark::kMillisecond);
-BENCHMARK(BM_ProjectOneConfigFastWalk)->Arg(0)->Arg(1)->Unit(benchmark::kMillisecond);
+BENCHMARK(BM_ProjectOneConfigFullWalk)->Arg(0)->Arg(1)->Arg(2)->Unit(benchmark::kMillisecond);
+BENCHMARK(BM_ProjectOneConfigFastWalk)->Arg(0)->Arg(1)->Arg(2)->Unit(benchmark::kMillisecond);
 
 // keep_best 0: every split that fits is priced; 20: what `ibt project --all` does (its
 // top 20 by MFU; the others are bounded out, projection.hpp SearchRun::keep_best).
@@ -115,6 +140,7 @@ BENCHMARK(BM_ProjectAllSplits)
     ->Args({1, 0})
     ->Args({0, 20})
     ->Args({1, 20})
+    ->Args({2, 20})
     ->Unit(benchmark::kSecond)
     ->Iterations(1);
 

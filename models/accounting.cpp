@@ -214,7 +214,8 @@ double peak_activation_bytes(const ModelConfig& m, const ParallelSplit& s, const
       chunk_bytes[chunk] += activation_bytes_per_layer(m, s, p, l);
   }
   double held = 0, peak = 0;
-  for (const std::int16_t a : compute_order(sched, stage)) {
+  std::vector<std::int16_t> scratch;
+  for (const std::int16_t a : compute_order(sched, stage, scratch)) {
     if (a > 0) peak = std::max(peak, held += chunk_bytes[a - 1]);
     else held -= chunk_bytes[-a - 1];
   }

@@ -228,6 +228,27 @@ PipelineSchedule build_schedule(const ParallelSplit& split) {
   return build_schedule(split.schedule, split.pp, split.vpp, split.microbatches);
 }
 
+PipelineSchedule build_compute_orders(const ParallelSplit& split) {
+  const int p = split.pp, v = split.vpp, m = split.microbatches;
+  check_parameters(split.schedule, p, v, m);
+  PipelineSchedule out;
+  out.kind = split.schedule;
+  out.stages = p;
+  out.chunks = v;
+  out.microbatches = m;
+  // build_schedule places each stage's computes in this order (only the rounds, and
+  // the exchanges between them, depend on the other stages); activations are released
+  // as memory_order() releases them (at the W with a split backward).
+  const Pass releases = out.split_backward() ? Pass::weight : Pass::backward;
+  out.compute_order.resize(p);
+  for (int s = 0; s < p; ++s)
+    for (const Task& t : compute_order(split.schedule, p, v, m, s)) {
+      if (t.pass == Pass::forward) out.compute_order[s].push_back(static_cast<std::int16_t>(t.chunk + 1));
+      else if (t.pass == releases) out.compute_order[s].push_back(static_cast<std::int16_t>(-(t.chunk + 1)));
+    }
+  return out;
+}
+
 std::string_view to_string(Pass p) {
   switch (p) {
     case Pass::forward: return "forward";
@@ -271,16 +292,24 @@ LayerRange stage_layers(const ModelConfig& model, int virtual_stages, int virtua
   return {first, first_of(virtual_stage + 1) - first};
 }
 
+const std::vector<std::int16_t>& compute_order(const PipelineSchedule& s, int stage,
+                                               std::vector<std::int16_t>& scratch) {
+  if (s.compute_order.size() == static_cast<size_t>(s.stages)) return s.compute_order.at(stage);
+  scratch = memory_order(s.per_stage.at(stage), s.split_backward());  // a schedule not from build_schedule()
+  return scratch;
+}
+
 std::vector<std::int16_t> compute_order(const PipelineSchedule& s, int stage) {
-  if (s.compute_order.size() == s.per_stage.size()) return s.compute_order.at(stage);
-  return memory_order(s.per_stage.at(stage), s.split_backward());  // a schedule not from build_schedule()
+  std::vector<std::int16_t> scratch;
+  return compute_order(s, stage, scratch);
 }
 
 int max_layers_in_flight(const PipelineSchedule& s, const ModelConfig& model, int stage) {
   std::vector<int> layers(s.chunks);
   for (int c = 0; c < s.chunks; ++c) layers[c] = stage_layers(model, s.virtual_stages(), s.virtual_stage(stage, c)).count;
   int held = 0, peak = 0;
-  for (const std::int16_t a : compute_order(s, stage)) {
+  std::vector<std::int16_t> scratch;
+  for (const std::int16_t a : compute_order(s, stage, scratch)) {
     if (a > 0) peak = std::max(peak, held += layers[a - 1]);
     else held -= layers[-a - 1];
   }
@@ -289,7 +318,8 @@ int max_layers_in_flight(const PipelineSchedule& s, const ModelConfig& model, in
 
 int max_chunks_in_flight(const PipelineSchedule& s, int stage) {
   int held = 0, peak = 0;
-  for (const std::int16_t a : compute_order(s, stage)) {
+  std::vector<std::int16_t> scratch;
+  for (const std::int16_t a : compute_order(s, stage, scratch)) {
     if (a > 0) peak = std::max(peak, ++held);
     else --held;
   }

@@ -129,6 +129,10 @@ PipelineSchedule build_schedule(ScheduleKind kind, int stages, int chunks, int m
 double schedule_bytes(int stages, int chunks, int microbatches);
 void require_schedule_memory(const ParallelSplit& split);
 PipelineSchedule build_schedule(const ParallelSplit& split);
+// The same schedule's compute_order alone (per_stage empty): what memory accounting
+// walks, for searches that check the memory of splits they may never simulate; a
+// fraction of build_schedule's time and memory. Same checks and errors.
+PipelineSchedule build_compute_orders(const ParallelSplit& split);
 
 // Layers [first, first+count) held by a virtual stage: layers / (p*v) each, the
 // remainder r spread one each over the r virtual stages starting at (p*v - r) / 2
@@ -145,8 +149,12 @@ LayerRange stage_layers(const ModelConfig& model, int virtual_stages, int virtua
 // with (in chunks).
 int max_chunks_in_flight(const PipelineSchedule& s, int stage);
 // s.compute_order[stage], or the same derived from per_stage when the schedule was not
-// made by build_schedule().
+// made by build_schedule() or build_compute_orders().
 std::vector<std::int16_t> compute_order(const PipelineSchedule& s, int stage);
+// The same without a copy where the schedule holds it (else derived into `scratch`):
+// searches walk it for every split they check.
+const std::vector<std::int16_t>& compute_order(const PipelineSchedule& s, int stage,
+                                               std::vector<std::int16_t>& scratch);
 // The same weighted by the layers each chunk holds: the most transformer layers'
 // activations the stage keeps at once.
 int max_layers_in_flight(const PipelineSchedule& s, const ModelConfig& model, int stage);

@@ -4,9 +4,12 @@
 #include <cmath>
 #include <cstdlib>
 #include <limits>
+#include <map>
+#include <mutex>
 #include <numeric>
 #include <optional>
 #include <string>
+#include <tuple>
 #include <vector>
 
 #include "core/errors.hpp"
@@ -71,15 +74,28 @@ Placement place_group(int n, long long stride, int domain_size, long long world)
   } else if (D % stride == 0 && (stride * n) % D == 0) {
     p.per_domain = static_cast<int>(D / stride);
   } else {
-    // Uneven: the groups start at a + stride*n*b (a < stride); which members share a
-    // domain depends on first mod D only, so each residue is examined once.
+    // Uneven: searches place the same groups for thousands of splits; each shape is
+    // examined once per process.
+    using Key = std::tuple<int, long long, long long, long long>;
+    static std::mutex mutex;
+    static std::map<Key, Placement> known;
+    const Key key{n, stride, D, world};
+    {
+      std::lock_guard<std::mutex> lock(mutex);
+      const auto it = known.find(key);
+      if (it != known.end()) return it->second;
+    }
+    // The groups start at a + stride*n*b (a < stride); which members share a
+    // domain depends on first mod D only, so each residue is examined once. Past
+    // a = D the residues of a - D come again, each from a later first (skipped by the
+    // world test if a - D was): a < D examines them all.
     const long long span = stride * n;
     const long long period = D / std::gcd(span, D);  // span * b mod D repeats after this
     const long long groups = world > 0 ? std::min(period, std::max<long long>(1, world / span)) : period;
     std::vector<char> seen(static_cast<size_t>(D), 0);
     Straddle worst{n, 1};
     for (long long b = 0; b < groups; ++b) {
-      for (long long a = 0; a < stride; ++a) {
+      for (long long a = 0; a < std::min(stride, D); ++a) {
         const long long first = a + span * b;
         if (world > 0 && first + (n - 1) * stride >= world) continue;
         char& mark = seen[static_cast<size_t>(first % D)];
@@ -92,6 +108,8 @@ Placement place_group(int n, long long stride, int domain_size, long long world)
     }
     p.per_domain = static_cast<int>(worst.fewest);
     p.spanned = worst.fewest >= n ? 0 : worst.domains;
+    std::lock_guard<std::mutex> lock(mutex);
+    known.emplace(key, p);
   }
   return p;
 }

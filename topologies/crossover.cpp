@@ -11,6 +11,7 @@
 
 #include "core/errors.hpp"
 #include "core/parallel.hpp"
+#include "topologies/best_first.hpp"
 #include "topologies/projection_goodput.hpp"
 
 namespace ibt::topo {
@@ -123,67 +124,66 @@ CrossoverResult crossover(const models::ModelConfig& model, const Topology& base
         run.progress(done, total);
       }
     };
-    const std::vector<char> every(G, 1);
-    parallel_for(eligible.size(), run.jobs, [&](size_t k) {
-      const models::ParallelSplit& split = splits[eligible[k]];
-      if (!bound) {
-        price_cells(k, every);
-        return;
-      }
+    if (!bound) {
+      const std::vector<char> every(G, 1);
+      parallel_for(eligible.size(), run.jobs, [&](size_t k) { price_cells(k, every); });
+    } else {
+      // Best first (best_first.hpp): each split from its family's bounds on the row's
+      // cells to its own bounds to its prices on the cells where it can still be the best
+      // of its kind (the bars: per cell, the best step time so far without PP [0] and
+      // with PP [1]).
       std::vector<const Topology*> row_fabrics;
       for (size_t g = 0; g < G; ++g) row_fabrics.push_back(&fabrics[row * G + g]);
-      const std::vector<double> bounds = step_lower_bounds_s(model, split, row_fabrics, options);
-      for (size_t g = 0; g < G; ++g) {
-        lower[k * G + g] = bounds[g];
-        pending[k * G + g] = 1;
-      }
-    });
-    if (bound) {
-      // Per cell, the best step time so far without PP [0] and with PP [1].
-      std::vector<std::array<double, 2>> bar(G, {std::numeric_limits<double>::infinity(),
-                                                 std::numeric_limits<double>::infinity()});
-      auto raise_bars = [&](size_t k) {
+      std::vector<models::ParallelSplit> row_splits;
+      for (size_t i : eligible) row_splits.push_back(splits[i]);
+      const std::vector<char> start(eligible.size(), 1);
+      BoundTemplates known(G);  // template summaries shared by the row's bounds
+      const FamilyBounds families = family_bounds_of(model, row_splits, start, row_fabrics, options, known, run.jobs);
+      std::vector<double> key(eligible.size(), 0.0);  // the least bound over the row's cells
+      std::vector<char> own(eligible.size(), 0);       // own bounds known (else the family's)
+      auto set_bounds = [&](size_t k, const std::vector<double>& bounds) {
+        key[k] = std::numeric_limits<double>::infinity();
         for (size_t g = 0; g < G; ++g) {
-          const Projection& p = priced[k * G + g];
-          if (!pending[k * G + g] && p.feasible) {
-            double& b = bar[g][splits[eligible[k]].pp > 1];
-            b = std::min(b, p.step_s);
-          }
+          lower[k * G + g] = std::max(lower[k * G + g], bounds[g]);
+          pending[k * G + g] = 1;
+          key[k] = std::min(key[k], lower[k * G + g]);
         }
       };
-      std::vector<size_t> order;
-      for (size_t k = 0; k < eligible.size(); ++k) {
-        bool any = false;
-        for (size_t g = 0; g < G; ++g) any = any || pending[k * G + g];
-        if (any) order.push_back(k);
-        else raise_bars(k);
-      }
-      auto least = [&](size_t k) {
-        double v = std::numeric_limits<double>::infinity();
-        for (size_t g = 0; g < G; ++g) v = std::min(v, lower[k * G + g]);
-        return v;
+      for (size_t k = 0; k < eligible.size(); ++k) set_bounds(k, families.bounds[families.of[k]]);
+      std::vector<std::array<double, 2>> bar(G, {std::numeric_limits<double>::infinity(),
+                                                 std::numeric_limits<double>::infinity()});
+      auto wanted_cells = [&](size_t k) {
+        std::vector<char> wanted(G, 0);
+        for (size_t g = 0; g < G; ++g)
+          wanted[g] = lower[k * G + g] * (1 - kLowerBoundMargin) <= bar[g][splits[eligible[k]].pp > 1];
+        return wanted;
       };
-      std::vector<double> key(eligible.size(), 0.0);
-      for (size_t k : order) key[k] = least(k);
-      std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) { return key[a] < key[b]; });
-      // Fixed-size batches (not the thread count), the bars raised between batches:
-      // which cells are priced does not depend on --jobs.
-      constexpr size_t kBatch = 32;
-      for (size_t next = 0; next < order.size(); next += kBatch) {
-        const size_t end = std::min(order.size(), next + kBatch);
-        const auto bars = bar;
-        parallel_for(end - next, run.jobs, [&](size_t j) {
-          const size_t k = order[next + j];
-          std::vector<char> wanted(G, 0);
-          bool any = false;
-          for (size_t g = 0; g < G; ++g) {
-            wanted[g] = lower[k * G + g] * (1 - kLowerBoundMargin) <= bars[g][splits[eligible[k]].pp > 1];
-            any = any || wanted[g];
-          }
-          if (any) price_cells(k, wanted);
-        });
-        for (size_t j = next; j < end; ++j) raise_bars(order[j]);
-      }
+      best_first(
+          start, run.jobs, [&](size_t k) { return key[k]; },
+          [&](size_t k) {
+            const std::vector<char> wanted = wanted_cells(k);
+            return std::find(wanted.begin(), wanted.end(), 1) != wanted.end();
+          },
+          [&](size_t k) {
+            if (own[k]) {
+              price_cells(k, wanted_cells(k));
+              return true;
+            }
+            set_bounds(k, step_lower_bounds_s(model, splits[eligible[k]], row_fabrics, options, &known));
+            own[k] = 1;
+            return false;
+          },
+          [&](size_t k, bool finished) {
+            if (!finished) return;
+            for (size_t g = 0; g < G; ++g) {
+              const Projection& p = priced[k * G + g];
+              if (!pending[k * G + g] && p.feasible) {
+                double& b = bar[g][splits[eligible[k]].pp > 1];
+                b = std::min(b, p.step_s);
+              }
+            }
+          },
+          [](size_t) {});
       size_t skipped = 0;
       for (char c : pending) skipped += c;
       r.skipped += skipped;

@@ -4,6 +4,7 @@
 #include <cstdio>
 #include <malloc.h>
 #include <limits>
+#include <map>
 #include <mutex>
 
 #include "core/errors.hpp"
@@ -11,6 +12,7 @@
 #include "core/parallel.hpp"
 #include "models/schedule.hpp"
 #include "models/step_program.hpp"
+#include "topologies/best_first.hpp"
 #include "topologies/sim_pricer.hpp"
 
 namespace ibt::topo {
@@ -26,7 +28,7 @@ std::string gb(double bytes) {
 // Fills memory fields; returns false (with the reason) when the split does not fit.
 bool check_memory(const models::ModelConfig& m, const Topology& t, const ProjectionOptions& o,
                   Projection& p) {
-  p.memory = models::peak_memory_per_rank(m, p.split, o.precision, schedule_index(p.split)->schedule);
+  p.memory = models::peak_memory_per_rank(m, p.split, o.precision, *schedule_compute_orders(p.split));
   p.memory_capacity_bytes = t.device.memory_GB.get() * 1e9 * o.usable_memory_fraction;
   p.fits_memory = p.memory.total() <= p.memory_capacity_bytes;
   p.memory_excess_bytes = p.fits_memory ? 0.0 : p.memory.total() - p.memory_capacity_bytes;
@@ -147,9 +149,13 @@ void price(const StepTemplates& templates, const models::ModelConfig& model, con
          options.keep_sim, topology, options, dtype, p);
 }
 
-std::vector<double> step_lower_bounds_s(const models::ModelConfig& model, const models::ParallelSplit& split,
-                                        const std::vector<const Topology*>& topologies,
-                                        const ProjectionOptions& options) {
+namespace {
+// A bound (step_lower_bounds or family_lower_bounds) in seconds on each topology, with
+// the pricers price() would use.
+template <typename Bounds>
+std::vector<double> bounds_s(const models::ModelConfig& model, const models::ParallelSplit& split,
+                             const std::vector<const Topology*>& topologies, const ProjectionOptions& options,
+                             BoundTemplates* known, Bounds&& bounds) {
   std::vector<TopologyPricer> pricers;
   pricers.reserve(topologies.size());
   std::vector<OpPricer*> each;
@@ -157,14 +163,48 @@ std::vector<double> step_lower_bounds_s(const models::ModelConfig& model, const 
     pricers.push_back(make_pricer(model, *t, options, split, options.dtype.empty() ? default_dtype(*t) : options.dtype));
     each.push_back(&pricers.back());
   }
-  std::vector<double> out = step_lower_bounds(model, split, program_options(options), each);
+  std::vector<double> out = bounds(model, split, program_options(options), each, known);
   for (double& v : out) v *= 1e-6;
   return out;
 }
+}  // namespace
+
+std::vector<double> step_lower_bounds_s(const models::ModelConfig& model, const models::ParallelSplit& split,
+                                        const std::vector<const Topology*>& topologies,
+                                        const ProjectionOptions& options, BoundTemplates* known) {
+  return bounds_s(model, split, topologies, options, known, step_lower_bounds);
+}
+
+FamilyBounds family_bounds_of(const models::ModelConfig& model, const std::vector<models::ParallelSplit>& splits,
+                              const std::vector<char>& wanted, const std::vector<const Topology*>& topologies,
+                              const ProjectionOptions& options, BoundTemplates& known, int jobs) {
+  FamilyBounds f;
+  f.of.assign(splits.size(), 0);
+  std::vector<models::ParallelSplit> representatives;
+  std::map<std::string, size_t> index;  // describe() names every field of a split
+  for (size_t i = 0; i < splits.size(); ++i) {
+    if (!wanted[i]) continue;
+    const models::ParallelSplit rep = bound_family(splits[i]);
+    const auto [it, added] = index.emplace(models::describe(rep), representatives.size());
+    if (added) representatives.push_back(rep);
+    f.of[i] = it->second;
+  }
+  f.bounds.assign(representatives.size(), {});
+  parallel_for(representatives.size(), jobs, [&](size_t k) {
+    try {
+      f.bounds[k] = bounds_s(model, representatives[k], topologies, options, &known, family_lower_bounds);
+    } catch (const UsageError&) {
+      // The topology cannot carry the family (a group across domains with no network):
+      // its members are bounded, and refused, one by one.
+      f.bounds[k].assign(topologies.size(), 0.0);
+    }
+  });
+  return f;
+}
 
 double step_lower_bound_s(const models::ModelConfig& model, const models::ParallelSplit& split,
-                          const Topology& topology, const ProjectionOptions& options) {
-  return step_lower_bounds_s(model, split, {&topology}, options).front();
+                          const Topology& topology, const ProjectionOptions& options, BoundTemplates* known) {
+  return step_lower_bounds_s(model, split, {&topology}, options, known).front();
 }
 
 namespace {
@@ -278,10 +318,10 @@ std::vector<Projection> project_all(const models::ModelConfig& model, const Topo
     }
   };
   const bool bound = run.keep_best > 0;
-  // With keep_best, first the memory check and a lower bound of every split that fits;
-  // then the rest in order of their bounds, each by the walk that prices it.
-  std::vector<double> lower(splits.size(), 0.0);
-  std::vector<char> pending(splits.size(), 0);
+  // With keep_best, first the memory check of every split; then the splits that fit
+  // best first (best_first.hpp), each from its family's bound to its own bound to its
+  // price (each by the walk that prices it) while it can still enter the top list.
+  std::vector<char> fits(splits.size(), 0);
   parallel_for(splits.size(), run.jobs, [&](size_t i) {
     guarded(i, [&] {
       if (!bound) {
@@ -290,57 +330,57 @@ std::vector<Projection> project_all(const models::ModelConfig& model, const Topo
       }
       Projection p;
       p.split = splits[i];
-      if (prepare(model, topology, options, p)) {
-        lower[i] = step_lower_bound_s(model, splits[i], topology, options);
-        pending[i] = 1;
-      }
+      fits[i] = prepare(model, topology, options, p);
       out[i] = std::move(p);
     });
-    if (!pending[i]) report(1);
+    if (!fits[i]) report(1);
   });
   if (bound) {
+    // The families' bounds (sim_fast.hpp bound_family), each computed once.
+    BoundTemplates known(1);  // template summaries shared by the bounds of the search
+    const FamilyBounds families = family_bounds_of(model, splits, fits, {&topology}, options, known, run.jobs);
+    std::vector<double> lower(splits.size(), 0.0);
+    std::vector<int> level(splits.size(), 0);  // 0: family bound, 1: own bound, 2: priced
+    for (size_t i = 0; i < splits.size(); ++i)
+      if (fits[i]) lower[i] = families.bounds[families.of[i]].front();
     TopSteps top(run.keep_best);
-    std::vector<size_t> order;
-    for (size_t i = 0; i < splits.size(); ++i) {
-      if (pending[i]) order.push_back(i);
-      else if (out[i].feasible) top.add(out[i].step_s);
-    }
-    std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) { return lower[a] < lower[b]; });
-    // Batches of a fixed size (not the thread count), the bar raised between batches:
-    // which splits are priced does not depend on --jobs.
-    constexpr size_t kBatch = 32;
-    size_t next = 0;
-    while (next < order.size()) {
-      if (top.full() && lower[order[next]] * (1 - kLowerBoundMargin) > top.kth()) break;
-      const size_t end = std::min(order.size(), next + kBatch);
-      const double bar = top.full() ? top.kth() : std::numeric_limits<double>::infinity();
-      parallel_for(end - next, run.jobs, [&](size_t k) {
-        const size_t i = order[next + k];
-        if (lower[i] * (1 - kLowerBoundMargin) > bar) return;
-        guarded(i, [&] { price_by_its_walk(model, topology, options, out[i]); });
-        pending[i] = 0;
-        report(1);
-      });
-      for (size_t k = next; k < end; ++k)
-        if (!pending[order[k]] && out[order[k]].feasible) top.add(out[order[k]].step_s);
-      next = end;
-    }
-    size_t skipped = 0;
-    for (size_t i : order)
-      if (pending[i]) {
-        Projection& p = out[i];
-        p.bounded_out = true;
-        p.reason = "not priced: its step time is at least " + seconds(lower[i]) + " (lower bound), above the " +
-                   std::to_string(run.keep_best) + "th best " + seconds(top.kth());
-        ++skipped;
-      }
-    report(skipped);
+    auto bar = [&] { return top.full() ? top.kth() : std::numeric_limits<double>::infinity(); };
+    best_first(
+        fits, run.jobs, [&](size_t i) { return lower[i]; },
+        [&](size_t i) { return lower[i] * (1 - kLowerBoundMargin) <= bar(); },
+        [&](size_t i) {
+          guarded(i, [&] {
+            if (level[i] == 0)
+              lower[i] = std::max(lower[i], step_lower_bound_s(model, splits[i], topology, options, &known));
+            else price_by_its_walk(model, topology, options, out[i]);
+          });
+          // A split the topology cannot carry (guarded's reason) is finished too.
+          return ++level[i] == 2 || !out[i].reason.empty();
+        },
+        [&](size_t i, bool finished) {
+          if (!finished) return;
+          if (out[i].feasible) top.add(out[i].step_s);
+          report(1);
+        },
+        [&](size_t i) {
+          Projection& p = out[i];
+          p.bounded_out = true;
+          p.reason = "not priced: its step time is at least " + seconds(lower[i]) + " (lower bound), above the " +
+                     std::to_string(run.keep_best) + "th best " + seconds(top.kth());
+          report(1);
+        });
   }
-  std::stable_sort(out.begin(), out.end(), [](const Projection& a, const Projection& b) {
-    if (a.feasible != b.feasible) return a.feasible;
-    return a.feasible && a.step_s < b.step_s;
+  // Ranked through their indices: a Projection is large, and a search has 10^5 of them.
+  std::vector<size_t> rank(out.size());
+  for (size_t i = 0; i < rank.size(); ++i) rank[i] = i;
+  std::stable_sort(rank.begin(), rank.end(), [&](size_t a, size_t b) {
+    if (out[a].feasible != out[b].feasible) return out[a].feasible;
+    return out[a].feasible && out[a].step_s < out[b].step_s;
   });
-  return out;
+  std::vector<Projection> ranked;
+  ranked.reserve(out.size());
+  for (size_t i : rank) ranked.push_back(std::move(out[i]));
+  return ranked;
 }
 
 void keep_freed_memory_for_reuse() {

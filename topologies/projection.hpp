@@ -124,12 +124,26 @@ void price(const std::vector<models::StepProgram>& programs, const models::Model
 void price(const StepTemplates& templates, const models::ModelConfig& model, const Topology& topology,
            const ProjectionOptions& options, Projection& p);
 // step_lower_bound() (sim_fast.hpp) in seconds, with the pricer price() would use.
+// `known` (may be null): template summaries shared with a search's other bounds on the
+// same topologies (sim_fast.hpp BoundTemplates).
 double step_lower_bound_s(const models::ModelConfig& model, const models::ParallelSplit& split,
-                          const Topology& topology, const ProjectionOptions& options);
+                          const Topology& topology, const ProjectionOptions& options,
+                          BoundTemplates* known = nullptr);
 // The same on several topologies (a crossover row), the templates built once.
 std::vector<double> step_lower_bounds_s(const models::ModelConfig& model, const models::ParallelSplit& split,
                                         const std::vector<const Topology*>& topologies,
-                                        const ProjectionOptions& options);
+                                        const ProjectionOptions& options, BoundTemplates* known = nullptr);
+// The family bounds (sim_fast.hpp family_lower_bounds, in seconds) of the splits with
+// `wanted` set, on each topology, each family's computed once (on `jobs` threads), with
+// the template summaries of `known` (made for these topologies): split i's are
+// bounds[of[i]][topology].
+struct FamilyBounds {
+  std::vector<size_t> of;
+  std::vector<std::vector<double>> bounds;
+};
+FamilyBounds family_bounds_of(const models::ModelConfig& model, const std::vector<models::ParallelSplit>& splits,
+                              const std::vector<char>& wanted, const std::vector<const Topology*>& topologies,
+                              const ProjectionOptions& options, BoundTemplates& known, int jobs);
 // The element sizes and overlap the step programs of a projection use.
 models::StepProgramOptions program_options(const ProjectionOptions& options);
 

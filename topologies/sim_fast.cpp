@@ -123,19 +123,34 @@ int template_for(const ScheduleIndex& ix, int stage, int action, bool overlap_gr
 
 }  // namespace
 
-std::shared_ptr<const ScheduleIndex> schedule_index(const models::ParallelSplit& split) {
+namespace {
+// One T per distinct schedule (kind, p, v, m), built by make(split) and kept for the
+// life of the process (thread-safe).
+template <typename T, typename Make>
+std::shared_ptr<const T> per_schedule(const models::ParallelSplit& split, Make&& make) {
   using Key = std::tuple<int, int, int, int>;
   static std::mutex mutex;
-  static std::map<Key, std::shared_ptr<const ScheduleIndex>> cache;
+  static std::map<Key, std::shared_ptr<const T>> cache;
   const Key key{static_cast<int>(split.schedule), split.pp, split.vpp, split.microbatches};
   {
     std::lock_guard<std::mutex> lock(mutex);
     const auto it = cache.find(key);
     if (it != cache.end()) return it->second;
   }
-  auto built = make_index(split);  // outside the lock: another thread may build it too
+  std::shared_ptr<const T> built = make(split);  // outside the lock: another thread may build it too
   std::lock_guard<std::mutex> lock(mutex);
   return cache.emplace(key, std::move(built)).first->second;
+}
+}  // namespace
+
+std::shared_ptr<const ScheduleIndex> schedule_index(const models::ParallelSplit& split) {
+  return per_schedule<ScheduleIndex>(split, make_index);
+}
+
+std::shared_ptr<const models::PipelineSchedule> schedule_compute_orders(const models::ParallelSplit& split) {
+  return per_schedule<models::PipelineSchedule>(split, [](const models::ParallelSplit& s) {
+    return std::make_shared<const models::PipelineSchedule>(models::build_compute_orders(s));
+  });
 }
 
 StepTemplates::StepTemplates(const models::ModelConfig& model, const models::ParallelSplit& split,
@@ -202,11 +217,14 @@ void raise(Times& a, const Times& b) {
   for (int k = 0; k < kInputs; ++k) a[k] = std::max(a[k], b[k]);
 }
 
-// An action template's durations and, for each output (streams free, data ready for a
-// send), its max-plus function of the inputs: out[k] = max_j(in[j] + table[k][j]).
+// For each output of an action (streams free, data ready for a send), its max-plus
+// function of the inputs: out[k] = max_j(in[j] + table[k][j]).
+using Table = std::array<Times, kInputs>;
+
+// An action template's durations and its table.
 struct PricedTemplate {
   std::vector<double> dur;
-  std::array<Times, kInputs> table{};
+  Table table{};
   int producer = -1;  // the op a send waits for (not on the comm stream), or -1
   // Per input: at or below this offset from the compute stream's time, the input
   // moves no op of the action (every op is as late through the compute stream); +inf
@@ -691,33 +709,40 @@ SimResult simulate_fast(const StepTemplates& templates, OpPricer& pricer, StageD
 namespace {
 
 // step_lower_bound() on one pricer; action(s, id) and tail(s) give the templates.
-template <typename ActionOf, typename TailOf>
+// shared(s, id, summarise) returns the summary of template id of stage s from the
+// search's BoundTemplates, calling summarise() for one not known there.
+template <typename ActionOf, typename TailOf, typename Shared>
 double lower_bound_on(const ScheduleIndex& ix, ActionOf&& action, TailOf&& tail_of, double exchange_bytes,
-                      bool overlap_grad_reduce, bool with_tail, OpPricer& pricer) {
+                      bool overlap_grad_reduce, bool with_tail, Shared&& shared, OpPricer& pricer) {
   const auto& per_stage = ix.schedule.per_stage;
   const int P = static_cast<int>(per_stage.size());
   const int V = ix.schedule.chunks;
   std::vector<std::optional<StagePrices>> prices(P);
-  std::vector<std::map<int, PricedTemplate>> priced(P);
-  auto priced_template = [&](int s, int id) -> const PricedTemplate& {
+  std::vector<std::map<int, Table>> priced(P);
+  auto priced_template = [&](int s, int id) -> const Table& {
     auto it = priced[s].find(id);
     if (it != priced[s].end()) return it->second;
-    if (!prices[s]) prices[s].emplace(pricer, s);
-    const ActionTemplate& t = action(s, id);
-    return priced[s].emplace(id, summarise(t.ops, (*prices[s])(t.ops), t.producer)).first->second;
+    return priced[s]
+        .emplace(id, shared(s, id,
+                            [&] {
+                              if (!prices[s]) prices[s].emplace(pricer, s);
+                              const ActionTemplate& t = action(s, id);
+                              return summarise(t.ops, (*prices[s])(t.ops), t.producer).table;
+                            }))
+        .first->second;
   };
   auto template_of = [&](int s, int i) { return template_for(ix, s, i, overlap_grad_reduce); };
 
   // in[j] + entry, where either may be kNever (no dependence, or no known time).
   auto plus = [](double t, double entry) { return t == kNever || entry == kNever ? kNever : t + entry; };
   // An output's bound from bounds on the inputs.
-  auto out_bound = [&](const PricedTemplate& t, int output, const Times& in) {
+  auto out_bound = [&](const Table& t, int output, const Times& in) {
     double v = kNever;
-    for (int j = 0; j < kInputs; ++j) v = std::max(v, plus(in[j], t.table[output][j]));
+    for (int j = 0; j < kInputs; ++j) v = std::max(v, plus(in[j], t[output][j]));
     return v;
   };
   // The compute stream's time through an action from its own start (>= its compute).
-  auto busy = [&](int s, int id) { return std::max(0.0, priced_template(s, id).table[kCompute][kCompute]); };
+  auto busy = [&](int s, int id) { return std::max(0.0, priced_template(s, id)[kCompute][kCompute]); };
   models::StepProgram stub;
   Op exchange;
   exchange.kind = OpKind::pp_exchange;
@@ -760,7 +785,7 @@ double lower_bound_on(const ScheduleIndex& ix, ActionOf&& action, TailOf&& tail_
     const auto& a = per_stage[s][i];
     chain = chain && a.kind == ActionKind::forward && a.chunk == 0 && a.microbatch == 0;
     const double received = s > 0 && chain ? plus(upstream_ready, half_us(s, s - 1)) : kNever;
-    const PricedTemplate& t = priced_template(s, template_of(s, i));
+    const Table& t = priced_template(s, template_of(s, i));
     const Times in{0.0, 0.0, 0.0, received};
     first_free[s] = std::max(0.0, out_bound(t, kCompute, in));
     upstream_ready = out_bound(t, kReceived, in);
@@ -784,7 +809,7 @@ double lower_bound_on(const ScheduleIndex& ix, ActionOf&& action, TailOf&& tail_
       const auto& a = per_stage[s][L];
       const bool linked = s < P - 1 && a.microbatch == downstream_microbatch;
       const double received = linked ? plus(downstream_ready, half_us(s, s + 1)) : kNever;
-      const PricedTemplate& t = priced_template(s, template_of(s, L));
+      const Table& t = priced_template(s, template_of(s, L));
       const Times in{before, 0.0, 0.0, received};
       end = std::max(before, out_bound(t, kCompute, in));
       downstream_ready = out_bound(t, kReceived, in);
@@ -809,19 +834,45 @@ double lower_bound_on(const ScheduleIndex& ix, ActionOf&& action, TailOf&& tail_
 
 }  // namespace
 
-std::vector<double> step_lower_bounds(const models::ModelConfig& model, const models::ParallelSplit& given,
-                                      const models::StepProgramOptions& options,
-                                      const std::vector<OpPricer*>& pricers) {
-  // ZeRO-2/3 (and HSDP) splits: the fast walk's templates cannot carry their per-unit
-  // streams (fast_walk_prices), so they are bounded by their ZeRO-1 sibling, the same
-  // split with the states sharded only at the step's end, without that tail. Its
-  // forwards and backwards hold the same compute and the same TP/EP/CP/PP collectives;
-  // ZeRO-2/3 only add waits (gathers before a unit, reductions after it), which can
-  // only make the compute stream later. The tail is left out because ZeRO-1's one
-  // reduce-scatter and gather at the step's end are what ZeRO-2/3 spread over the step.
-  const bool sibling = !fast_walk_prices(given);
-  models::ParallelSplit split = given;
-  if (sibling) split.zero = 1;
+struct BoundTemplates::Known {
+  size_t pricers = 0;
+  std::mutex mutex;
+  std::map<std::vector<long long>, Table> tables;
+};
+
+BoundTemplates::BoundTemplates(size_t pricers) : known_(std::make_unique<Known>()) { known_->pricers = pricers; }
+BoundTemplates::~BoundTemplates() = default;
+
+namespace {
+
+// What a forward's or plain backward's template (variants 0 and 1) and its prices
+// depend on, for splits of one model and world size on one pricer: the split's
+// fields that shape its ops (not pp, vpp, m or dp: its layers are named by their
+// count; nor ZeRO-0/1: they add no op to these), the template's pass, its layers (the
+// dense ones come first, model_config.hpp layer_is_moe) and whether it holds the
+// embedding or the head (the first and last virtual stage: they also decide whether
+// it receives its input and sends its output), and the pricer.
+std::vector<long long> template_key(const models::ModelConfig& model, const models::ParallelSplit& split,
+                                    const models::PipelineSchedule& schedule, int stage, int id, size_t pricer) {
+  const int vs = schedule.virtual_stage(stage, id / kVariants);
+  const int V = schedule.virtual_stages();
+  const models::LayerRange r = models::stage_layers(model, V, vs);
+  const int dense = model.is_moe() ? std::clamp(model.first_dense_layers - r.first, 0, r.count) : r.count;
+  return {split.tp, split.cp, static_cast<long long>(split.cp_comm), split.ep, split.micro_batch_size,
+          split.sequence_parallel, static_cast<long long>(split.recompute), split.zero >= 2 ? split.zero : 0,
+          split.shard_group, id % kVariants, dense, r.count - dense, vs == 0, vs == V - 1,
+          static_cast<long long>(pricer)};
+}
+
+}  // namespace
+
+namespace {
+
+// step_lower_bound() of `split` on each pricer: with_tail adds the stage's step-end
+// tail, overlap_grad_reduce takes the chunks' last backwards with their gradient ops.
+std::vector<double> lower_bounds(const models::ModelConfig& model, const models::ParallelSplit& split,
+                                 const models::StepProgramOptions& options, bool overlap_grad_reduce,
+                                 bool with_tail, const std::vector<OpPricer*>& pricers, BoundTemplates* known) {
   const std::shared_ptr<const ScheduleIndex> index = schedule_index(split);
   const ScheduleIndex& ix = *index;
   const int P = static_cast<int>(ix.schedule.per_stage.size());
@@ -843,14 +894,65 @@ std::vector<double> step_lower_bounds(const models::ModelConfig& model, const mo
   };
   const double exchange_bytes = models::pipeline_message_bytes(model, split, options);
   std::vector<double> out;
-  for (OpPricer* pricer : pricers)
-    out.push_back(lower_bound_on(ix, action, tail, exchange_bytes, options.overlap_grad_reduce, !sibling, *pricer));
+  for (size_t k = 0; k < pricers.size(); ++k) {
+    auto shared = [&](int s, int id, auto&& summarise_it) -> Table {
+      if (!known || id % kVariants == 2) return summarise_it();  // overlapped reductions depend on dp and ZeRO
+      BoundTemplates::Known& shared_known = known->known();
+      if (shared_known.pricers != pricers.size())
+        throw std::logic_error("sim_fast: BoundTemplates shared by bounds on different pricers");
+      const std::vector<long long> key = template_key(model, split, ix.schedule, s, id, k);
+      {
+        std::lock_guard<std::mutex> lock(shared_known.mutex);
+        const auto it = shared_known.tables.find(key);
+        if (it != shared_known.tables.end()) return it->second;
+      }
+      const Table t = summarise_it();  // outside the lock: another thread may price it too
+      std::lock_guard<std::mutex> lock(shared_known.mutex);
+      return shared_known.tables.emplace(key, t).first->second;
+    };
+    out.push_back(
+        lower_bound_on(ix, action, tail, exchange_bytes, overlap_grad_reduce, with_tail, shared, *pricers[k]));
+  }
   return out;
+}
+
+}  // namespace
+
+std::vector<double> step_lower_bounds(const models::ModelConfig& model, const models::ParallelSplit& given,
+                                      const models::StepProgramOptions& options,
+                                      const std::vector<OpPricer*>& pricers, BoundTemplates* known) {
+  // ZeRO-2/3 (and HSDP) splits: the fast walk's templates cannot carry their per-unit
+  // streams (fast_walk_prices), so they are bounded by their ZeRO-1 sibling, the same
+  // split with the states sharded only at the step's end, without that tail. Its
+  // forwards and backwards hold the same compute and the same TP/EP/CP/PP collectives;
+  // ZeRO-2/3 only add waits (gathers before a unit, reductions after it), which can
+  // only make the compute stream later. The tail is left out because ZeRO-1's one
+  // reduce-scatter and gather at the step's end are what ZeRO-2/3 spread over the step.
+  const bool sibling = !fast_walk_prices(given);
+  models::ParallelSplit split = given;
+  if (sibling) split.zero = 1;
+  return lower_bounds(model, split, options, options.overlap_grad_reduce, !sibling, pricers, known);
 }
 
 double step_lower_bound(const models::ModelConfig& model, const models::ParallelSplit& split,
                         const models::StepProgramOptions& options, OpPricer& pricer) {
-  return step_lower_bounds(model, split, options, {&pricer}).front();
+  return step_lower_bounds(model, split, options, {&pricer}, nullptr).front();
+}
+
+models::ParallelSplit bound_family(const models::ParallelSplit& split) {
+  models::ParallelSplit family = split;
+  family.recompute = models::Recompute::none;
+  family.zero = 0;
+  family.shard_group = 0;
+  return family;
+}
+
+std::vector<double> family_lower_bounds(const models::ModelConfig& model, const models::ParallelSplit& split,
+                                        const models::StepProgramOptions& options,
+                                        const std::vector<OpPricer*>& pricers, BoundTemplates* known) {
+  // The family's representative without recompute, ZeRO, gradient reductions or the
+  // step-end tail: every member's templates hold its ops and more (sim_fast.hpp).
+  return lower_bounds(model, bound_family(split), options, false, false, pricers, known);
 }
 
 }  // namespace ibt::topo

@@ -63,6 +63,9 @@ struct ScheduleIndex {
 // The index of split's schedule; built once per distinct schedule and kept for the
 // life of the process (thread-safe). Throws RuntimeError when an exchange has no match.
 std::shared_ptr<const ScheduleIndex> schedule_index(const models::ParallelSplit& split);
+// The same schedule's compute orders alone (models::build_compute_orders), kept the same
+// way: what a search's memory check walks for every split.
+std::shared_ptr<const models::PipelineSchedule> schedule_compute_orders(const models::ParallelSplit& split);
 
 // The fabric-independent half of a split's walk: its schedule and action templates.
 // Built once per split, priced on any number of topologies.
@@ -131,9 +134,47 @@ SimResult simulate_fast(const StepTemplates& templates, OpPricer& pricer,
 inline constexpr double kLowerBoundMargin = 1e-9;
 double step_lower_bound(const models::ModelConfig& model, const models::ParallelSplit& split,
                         const models::StepProgramOptions& options, OpPricer& pricer);
-// The same on several pricers (a crossover row's fabrics), the templates built once.
+
+// The summaries of forward and plain backward templates the bounds of one search have
+// priced, shared by its splits (thread-safe): a template depends on the split only
+// through the fields that shape its ops (tp, cp, ep, micro-batch size, recompute ...),
+// its layers and whether it holds the embedding or the head, so splits that differ in
+// pp, vpp, microbatches or dp share most of theirs (sim_fast.cpp template_key). Valid
+// for one model, world size, element sizes and list of pricers (the search's topology,
+// or a crossover row's fabrics, in the same order): make one per search.
+// tests/topologies/search_bound_test.cpp checks bounds with and without it equal.
+class BoundTemplates {
+ public:
+  explicit BoundTemplates(size_t pricers);
+  ~BoundTemplates();
+  struct Known;
+  Known& known() { return *known_; }
+
+ private:
+  std::unique_ptr<Known> known_;
+};
+
+// The same on several pricers (a crossover row's fabrics), the templates built once;
+// `known` (may be null) shares summaries with the search's other splits.
 std::vector<double> step_lower_bounds(const models::ModelConfig& model, const models::ParallelSplit& split,
                                       const models::StepProgramOptions& options,
-                                      const std::vector<OpPricer*>& pricers);
+                                      const std::vector<OpPricer*>& pricers, BoundTemplates* known = nullptr);
+
+// A looser bound shared by a family of splits, for searches to rule out whole families
+// before bounding their members one by one: the splits that differ only in recompute
+// and ZeRO stage (shard group included). bound_family() is the family's
+// representative: no recompute, no ZeRO. Its bound is step_lower_bound()'s without the
+// step-end tail and with every backward's plain template (no overlapped gradient ops).
+// Below every member's step: a member's forward and backward templates hold the
+// representative's ops in the same order with the same waits, and more (recompute
+// re-runs ops before a backward, ZeRO-2/3 and overlapped reductions add gradient and
+// parameter ops); inserting ops of non-negative duration into a max-plus walk can only
+// delay the ops after them, so every table entry the bound uses is at least the
+// representative's. tests/topologies/search_bound_test.cpp holds it below the walk
+// on every split of several searches, and below each member's own bound.
+models::ParallelSplit bound_family(const models::ParallelSplit& split);
+std::vector<double> family_lower_bounds(const models::ModelConfig& model, const models::ParallelSplit& split,
+                                        const models::StepProgramOptions& options,
+                                        const std::vector<OpPricer*>& pricers, BoundTemplates* known = nullptr);
 
 }  // namespace ibt::topo

@@ -201,6 +201,29 @@ TEST(PlanSchedule, InterleavedSendsFromLastStageToFirst) {
   EXPECT_TRUE(wrapped);
 }
 
+// What searches' memory checks walk (build_compute_orders) is the full schedule's
+// compute order, stage by stage, and refuses the same parameters.
+TEST(PlanSchedule, ComputeOrdersAloneAreTheFullSchedules) {
+  for (const Case& c : all_cases()) {
+    ParallelSplit split;
+    split.schedule = c.kind;
+    split.pp = c.p;
+    split.vpp = c.v;
+    split.microbatches = c.m;
+    const PipelineSchedule full = build_schedule(split);
+    const PipelineSchedule orders = build_compute_orders(split);
+    EXPECT_TRUE(orders.per_stage.empty()) << name(c);
+    EXPECT_EQ(orders.compute_order, full.compute_order) << name(c);
+    for (int s = 0; s < c.p; ++s) EXPECT_EQ(max_chunks_in_flight(orders, s), max_chunks_in_flight(full, s)) << name(c);
+  }
+  ParallelSplit bad;
+  bad.schedule = ScheduleKind::interleaved;
+  bad.pp = 4;
+  bad.vpp = 2;
+  bad.microbatches = 6;
+  EXPECT_THROW(build_compute_orders(bad), UsageError);
+}
+
 TEST(PlanSchedule, RejectsImpossibleParameters) {
   EXPECT_THROW(build_schedule(ScheduleKind::one_f_one_b, 4, 1, 2), UsageError);
   EXPECT_THROW(build_schedule(ScheduleKind::interleaved, 4, 2, 6), UsageError);

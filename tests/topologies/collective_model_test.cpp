@@ -28,6 +28,60 @@ TEST(Placement, FollowsTheRankOrder) {
   EXPECT_EQ(m.domains(), 2);
 }
 
+// place_group examines each residue of a group's first rank modulo the domain once;
+// here every group of the job is walked member by member, on uneven shapes (72- and
+// 6-device domains, strides past the domain, jobs of part of a period).
+TEST(Placement, UnevenGroupsAsEveryGroupWalkedOneByOne) {
+  size_t uneven = 0;
+  for (int D : {6, 72})
+    for (int n : {2, 3, 4, 8, 16, 64})
+      for (long long stride : {1LL, 2LL, 4LL, 8LL, 48LL, 64LL, 96LL, 128LL})
+        for (long long groups_of_span : {1LL, 3LL, 9LL, 64LL}) {
+          const long long span = stride * n;
+          // World: `groups_of_span` consecutive blocks of `span` ranks (every group
+          // {a + span*b + i*stride}), or no limit (0) for the full period.
+          for (long long world : {0LL, span * groups_of_span}) {
+            const Placement p = place_group(n, stride, D, world);
+            long long dom = D;
+            if (world > 0 && world < dom) dom = world;
+            if (dom % span == 0 || stride % dom == 0 || stride >= dom ||
+                (dom % stride == 0 && span % dom == 0))
+              continue;  // the even cases take closed forms
+            ++uneven;
+            const long long blocks = world > 0 ? std::max(1LL, world / span) : dom;  // a period or more
+            long long fewest = n;
+            int domains = 1;
+            for (long long b = 0; b < blocks; ++b)
+              for (long long a = 0; a < stride; ++a) {
+                const long long first = a + span * b;
+                if (world > 0 && first + (n - 1) * stride >= world) continue;
+                // Members per domain touched, walked one by one.
+                long long in_domain = 0, least = n;
+                int touched = 0;
+                long long current = -1;
+                for (int i = 0; i < n; ++i) {
+                  const long long d = (first + i * stride) / dom;
+                  if (d != current) {
+                    if (current >= 0) least = std::min(least, in_domain);
+                    current = d;
+                    in_domain = 0;
+                    ++touched;
+                  }
+                  ++in_domain;
+                }
+                least = std::min(least, in_domain);
+                if (least < fewest || (least == fewest && touched > domains)) {
+                  fewest = least;
+                  domains = touched;
+                }
+              }
+            EXPECT_EQ(p.per_domain, fewest) << n << " " << stride << " " << D << " " << world;
+            EXPECT_EQ(p.spanned, fewest >= n ? 0 : domains) << n << " " << stride << " " << D << " " << world;
+          }
+        }
+  EXPECT_GT(uneven, 50u);
+}
+
 // Groups that do not tile the scale-up domain are priced by the links they use.
 TEST(Placement, StraddlingGroupsOnNvl72) {
   // DP64 over 64 x 72 GPUs (tp 1): groups start every 64 ranks; the one at 64 has 8

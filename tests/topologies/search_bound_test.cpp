@@ -23,7 +23,9 @@ struct Search {
 };
 
 // Dense, MoE with uneven stages (61 layers), interleaving up to depth 8, CP, micro-batch
-// sizes > 1, ZeRO-2/3 and HSDP, zb-h1: every split default_search() yields that fits.
+// sizes > 1, ZeRO-2/3 and HSDP, zb-h1: every split default_search() yields that fits. The
+// family bound that rules out splits first (sim_fast.hpp family_lower_bounds) is below
+// the split's own bound, hence below its step.
 TEST(StepLowerBound, NeverAboveTheWalkedStepOnEverySplitOfASearch) {
   for (const Search& c : {Search{"llama3-8b", "dgx-h100", 64, 128}, Search{"deepseek-v3", "tpu-v5p", 256, 256},
                           Search{"mixtral-8x7b", "gb200-nvl72", 144, 144}}) {
@@ -33,6 +35,7 @@ TEST(StepLowerBound, NeverAboveTheWalkedStepOnEverySplitOfASearch) {
     search.max_cp = 2;  // keeps the test seconds; CP itself is covered
     const ProjectionOptions options;
     size_t checked = 0, pipelined = 0, sharded = 0, zero_bubble = 0;
+    BoundTemplates shared(1);
     std::vector<double> ratios;
     for (const auto& split : models::enumerate_splits(model, c.devices, search)) {
       Projection p;
@@ -47,6 +50,16 @@ TEST(StepLowerBound, NeverAboveTheWalkedStepOnEverySplitOfASearch) {
       sharded += !fast_walk_prices(split);
       ASSERT_LE(bound, p.step_s * (1 + kLowerBoundMargin)) << c.model << " " << models::describe(split);
       ASSERT_GT(bound, 0.0);
+      // The family's bound (no recompute, no ZeRO, no tail) below the split's own.
+      BoundTemplates fresh(1);
+      const double family = family_bounds_of(model, {split}, {1}, {&topology}, options, fresh, 1).bounds[0][0];
+      ASSERT_LE(family, bound * (1 + kLowerBoundMargin)) << c.model << " " << models::describe(split);
+      ASSERT_GT(family, 0.0);
+      // Template summaries shared across the search's splits (as project_all shares
+      // them) give the same bounds, bit for bit, as each split's own.
+      EXPECT_EQ(step_lower_bound_s(model, split, topology, options, &shared), bound) << models::describe(split);
+      EXPECT_EQ(family_bounds_of(model, {split}, {1}, {&topology}, options, shared, 1).bounds[0][0], family)
+          << models::describe(split);
       ratios.push_back(bound / p.step_s);
       ++checked;
       pipelined += split.pp > 1;
