@@ -121,7 +121,7 @@ int run_atlas(const AtlasFlags& flags, int argc, char** argv) {
     std::fflush(stdout);
     results.push_back(std::move(c));
   }
-  std::printf("\nwhy, per cell (the part of the step that separates the two bests; first stage's breakdown):\n");
+  std::printf("\nwhy, per cell (the part of the step that separates the two bests; each one's bottleneck stage):\n");
   for (const auto& c : results)
     std::printf("- %s on %s: %s; %s\n", c.entry.model.c_str(), c.entry.topology.c_str(), c.agreement.c_str(),
                 c.why.c_str());

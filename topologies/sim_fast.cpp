@@ -845,13 +845,14 @@ BoundTemplates::~BoundTemplates() = default;
 
 namespace {
 
-// What a forward's or plain backward's template (variants 0 and 1) and its prices
+// What a template's prices (every variant but those carrying overlapped reductions)
 // depend on, for splits of one model and world size on one pricer: the split's
 // fields that shape its ops (not pp, vpp, m or dp: its layers are named by their
 // count; nor ZeRO-0/1: they add no op to these), the template's pass, its layers (the
 // dense ones come first, model_config.hpp layer_is_moe) and whether it holds the
 // embedding or the head (the first and last virtual stage: they also decide whether
-// it receives its input and sends its output), and the pricer.
+// it receives its input and sends its output), whether the schedule splits the backward
+// (zb-h1: a backward then holds the input-gradient halves only), and the pricer.
 std::vector<long long> template_key(const models::ModelConfig& model, const models::ParallelSplit& split,
                                     const models::PipelineSchedule& schedule, int stage, int id, size_t pricer) {
   const int vs = schedule.virtual_stage(stage, id / kVariants);
@@ -860,8 +861,8 @@ std::vector<long long> template_key(const models::ModelConfig& model, const mode
   const int dense = model.is_moe() ? std::clamp(model.first_dense_layers - r.first, 0, r.count) : r.count;
   return {split.tp, split.cp, static_cast<long long>(split.cp_comm), split.ep, split.micro_batch_size,
           split.sequence_parallel, static_cast<long long>(split.recompute), split.zero >= 2 ? split.zero : 0,
-          split.shard_group, id % kVariants, dense, r.count - dense, vs == 0, vs == V - 1,
-          static_cast<long long>(pricer)};
+          split.shard_group, id % kVariants, models::splits_backward(split.schedule), dense, r.count - dense,
+          vs == 0, vs == V - 1, static_cast<long long>(pricer)};
 }
 
 }  // namespace
@@ -896,7 +897,7 @@ std::vector<double> lower_bounds(const models::ModelConfig& model, const models:
   std::vector<double> out;
   for (size_t k = 0; k < pricers.size(); ++k) {
     auto shared = [&](int s, int id, auto&& summarise_it) -> Table {
-      if (!known || id % kVariants == 2) return summarise_it();  // overlapped reductions depend on dp and ZeRO
+      if (!known || reduces_gradients(id)) return summarise_it();  // overlapped reductions depend on dp and ZeRO
       BoundTemplates::Known& shared_known = known->known();
       if (shared_known.pricers != pricers.size())
         throw std::logic_error("sim_fast: BoundTemplates shared by bounds on different pricers");
