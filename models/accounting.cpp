@@ -209,7 +209,7 @@ double peak_activation_bytes(const ModelConfig& m, const ParallelSplit& s, const
   // Bytes one microbatch leaves on each chunk of the stage (its layers summed).
   std::vector<double> chunk_bytes(s.vpp, 0.0);
   for (int chunk = 0; chunk < s.vpp; ++chunk) {
-    const LayerRange range = stage_layers(m, s.pp * s.vpp, chunk * s.pp + stage);
+    const LayerRange range = stage_layers(m, s.pp * s.vpp, s.virtual_stage(stage, chunk));
     for (int l = range.first; l < range.end(); ++l)
       chunk_bytes[chunk] += activation_bytes_per_layer(m, s, p, l);
   }
@@ -235,7 +235,7 @@ RankMemory memory_per_rank(const ModelConfig& m, const ParallelSplit& s, const P
   RankMemory r;
   r.stage = stage;
   for (int chunk = 0; chunk < s.vpp; ++chunk) {
-    const int vs = chunk * s.pp + stage;
+    const int vs = s.virtual_stage(stage, chunk);
     const LayerRange range = stage_layers(m, V, vs);
     if (vs == 0) r.params += c.embedding / t;
     if (vs == V - 1) r.params += c.lm_head / t + c.final_norm;
@@ -286,7 +286,7 @@ std::vector<std::vector<double>> zero_units(const ModelConfig& m, const Parallel
   const double t = s.tp;
   std::vector<std::vector<double>> out;
   for (int chunk = 0; chunk < s.vpp; ++chunk) {
-    const int vs = chunk * s.pp + stage;
+    const int vs = s.virtual_stage(stage, chunk);
     std::vector<double> units;
     if (vs == 0) units.push_back(c.embedding / t);
     const LayerRange range = stage_layers(m, V, vs);

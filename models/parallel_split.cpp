@@ -13,6 +13,7 @@ std::string_view to_string(ScheduleKind k) {
     case ScheduleKind::one_f_one_b: return "1f1b";
     case ScheduleKind::interleaved: return "interleaved";
     case ScheduleKind::zb_h1: return "zb-h1";
+    case ScheduleKind::dualpipev: return "dualpipev";
   }
   return "?";
 }
@@ -38,10 +39,11 @@ std::string_view to_string(Recompute r) {
 }
 
 ScheduleKind parse_schedule(std::string_view name) {
-  for (auto k : {ScheduleKind::afab, ScheduleKind::one_f_one_b, ScheduleKind::interleaved, ScheduleKind::zb_h1})
+  for (auto k : {ScheduleKind::afab, ScheduleKind::one_f_one_b, ScheduleKind::interleaved, ScheduleKind::zb_h1,
+                 ScheduleKind::dualpipev})
     if (name == to_string(k)) return k;
   throw UsageError("unknown schedule '" + std::string(name) +
-                   "' (expected afab, 1f1b, interleaved or zb-h1)");
+                   "' (expected afab, 1f1b, interleaved, zb-h1 or dualpipev)");
 }
 
 Recompute parse_recompute(std::string_view name) {
@@ -167,6 +169,17 @@ std::string first_failure(const ParallelSplit& s, const ModelConfig& m, int worl
         return "zb-h1 defers weight gradients past the backward; it runs with zero 0 or 1 (zero " +
                std::to_string(s.zero) + " given)";
       break;
+    case ScheduleKind::dualpipev:
+      if (s.pp < 2) return "dualpipev needs pp >= 2";
+      if (s.vpp != 2)
+        return "dualpipev runs two chunks per rank in a V (vpp 2; vpp " + std::to_string(s.vpp) + " given)";
+      if (s.microbatches < 2 * s.pp)
+        return "dualpipev needs microbatches (" + std::to_string(s.microbatches) + ") >= 2 pp (" +
+               std::to_string(2 * s.pp) + ")";
+      if (s.zero >= 2)
+        return "dualpipev defers weight gradients past the backward; it runs with zero 0 or 1 (zero " +
+               std::to_string(s.zero) + " given)";
+      break;
   }
   // Expert parallelism: EP drawn from DP.
   if (s.ep > 1 && !m.is_moe()) return "ep > 1 needs an MoE model (" + m.name + " is dense)";
@@ -236,6 +249,8 @@ std::vector<ParallelSplit> enumerate_splits(const ModelConfig& model, int world_
           if (pp == 1 && k != ScheduleKind::one_f_one_b) continue;
           if (k == ScheduleKind::interleaved)
             for (int v : q.interleave_chunks) scheds.push_back({k, v});
+          else if (k == ScheduleKind::dualpipev)
+            scheds.push_back({k, 2});
           else
             scheds.push_back({k, 1});
         }

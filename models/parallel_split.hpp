@@ -29,6 +29,8 @@
 // - Schedules: afab (GPipe: all forwards then all backwards) and 1f1b need vpp == 1;
 //   interleaved needs pp >= 2, vpp >= 2 and microbatches % pp == 0 (Megatron's rule).
 //   1f1b needs microbatches >= pp (otherwise it degenerates into afab; ask for afab).
+//   dualpipev needs pp >= 2, vpp == 2 (its V: rank s holds virtual stages s and
+//   2pp-1-s, virtual_stage_of() below) and microbatches >= 2 pp (DualPipeV's rule).
 // - CP (context parallelism): each sequence is cut into 2*cp chunks and CP rank i
 //   holds chunks i and 2cp-1-i (causal load balance, as Llama 3 and Megatron-Core
 //   pair them), so seq_len % (2*cp) == 0; with sequence parallelism each TP rank then
@@ -65,9 +67,35 @@ namespace ibt::models {
 
 // zb_h1: Qi et al.'s ZB-H1 zero-bubble schedule (schedule.hpp): 1F1B with every
 // backward split into B (input gradients) and W (weight gradients), W deferred.
-enum class ScheduleKind { afab, one_f_one_b, interleaved, zb_h1 };
+// dualpipev: DeepSeek's DualPipe in its V-shaped "cut-in-half" form (schedule.hpp):
+// two chunks per rank placed in a V, forward and backward chunks paired, B and W split.
+enum class ScheduleKind { afab, one_f_one_b, interleaved, zb_h1, dualpipev };
 // Whether the schedule splits each backward into B and W actions (schedule.hpp).
-inline bool splits_backward(ScheduleKind k) { return k == ScheduleKind::zb_h1; }
+inline bool splits_backward(ScheduleKind k) {
+  return k == ScheduleKind::zb_h1 || k == ScheduleKind::dualpipev;
+}
+// Whether chunks sit on the ranks in a V (dualpipev) rather than round-robin.
+inline bool v_shaped(ScheduleKind k) { return k == ScheduleKind::dualpipev; }
+
+// Where the layers of a virtual stage run. Round-robin (every schedule but dualpipev):
+// virtual stage vs = chunk * pp + stage, so data flows 0 -> pp-1 on every chunk and
+// the last rank hands chunk c to rank 0's chunk c+1. V-shaped (dualpipev, the DualPipe
+// README's DualPipeV: "4 PP ranks (8 PP stages)"): chunk 0 of rank s is virtual stage
+// s and chunk 1 is 2pp-1-s, so data flows down the ranks on chunk 0 and back up on
+// chunk 1; the last rank passes chunk 0's output to its own chunk 1, and rank 0 holds
+// both the embedding (virtual stage 0) and the loss (virtual stage 2pp-1).
+struct StageChunk {
+  int stage = 0;
+  int chunk = 0;
+};
+inline int virtual_stage_of(ScheduleKind k, int pp, int stage, int chunk) {
+  if (v_shaped(k)) return chunk == 0 ? stage : 2 * pp - 1 - stage;
+  return chunk * pp + stage;
+}
+inline StageChunk placement_of(ScheduleKind k, int pp, int virtual_stage) {
+  if (v_shaped(k)) return virtual_stage < pp ? StageChunk{virtual_stage, 0} : StageChunk{2 * pp - 1 - virtual_stage, 1};
+  return {virtual_stage % pp, virtual_stage / pp};
+}
 // selective: Korthikanti et al.'s selective recompute (the attention core is
 // recomputed in the backward pass; with a fused FlashAttention-style core, which keeps
 // no scores anyway, it frees only the log-sum-exp: accounting.hpp); full: each layer's
@@ -81,7 +109,7 @@ enum class Recompute { none, selective, full };
 // enough (Megatron-Core's p2p; dK/dV travel back around the ring in the backward).
 enum class CpComm { all_gather, ring };
 
-std::string_view to_string(ScheduleKind k);  // "afab", "1f1b", "interleaved", "zb-h1"
+std::string_view to_string(ScheduleKind k);  // "afab", "1f1b", "interleaved", "zb-h1", "dualpipev"
 std::string_view to_string(CpComm c);        // "all_gather", "ring"
 CpComm parse_cp_comm(std::string_view name);  // throws UsageError naming the value
 std::string_view to_string(Recompute r);     // "none", "selective", "full"
@@ -116,6 +144,7 @@ struct ParallelSplit {
     return static_cast<long long>(dp) * microbatches * micro_batch_size;
   }
   int virtual_stages() const { return pp * vpp; }
+  int virtual_stage(int stage, int chunk) const { return virtual_stage_of(schedule, pp, stage, chunk); }
   bool operator==(const ParallelSplit&) const = default;
 };
 

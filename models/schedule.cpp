@@ -3,6 +3,8 @@
 #include <cstdint>
 
 #include <algorithm>
+#include <array>
+#include <deque>
 #include <map>
 #include <string>
 #include <tuple>
@@ -18,7 +20,63 @@ struct Task {
   Pass pass;
   int microbatch;
   int chunk;
+  bool overlapped = false;  // half of a paired F&B (dualpipev): placed in one round with its partner
 };
+
+// DualPipeV's order on rank r of p (m microbatches), as the eight steps of the
+// DeepSeek DualPipe repository's dualpipev.py lay it out (github.com/deepseek-ai/DualPipe,
+// dualpipe/dualpipev.py, step(): counts per step read there; the code is not copied).
+// F0/F1, B0/B1: forward/backward of chunk 0/1; "full" backwards run their W right after
+// their B, zero-bubble ones (zb) leave it in a FIFO that each W step pops; (F, B) pairs
+// are the overlapped forward-backward chunks.
+std::vector<Task> dualpipev_order(int p, int m, int r) {
+  std::vector<Task> order;
+  int f[2] = {0, 0}, b[2] = {0, 0};
+  std::vector<std::pair<int, int>> deferred;  // (microbatch, chunk) of zb B's, FIFO
+  size_t popped = 0;
+  auto fwd = [&](int c, bool pair = false) { order.push_back({Pass::forward, f[c]++, c, pair}); };
+  auto bwd = [&](int c, bool zb, bool pair = false) {
+    const int mb = b[c]++;
+    order.push_back({Pass::backward, mb, c, pair});
+    if (zb) deferred.emplace_back(mb, c);
+    else order.push_back({Pass::weight, mb, c});
+  };
+  auto weight = [&] {
+    const auto [mb, c] = deferred.at(popped++);
+    order.push_back({Pass::weight, mb, c});
+  };
+  const bool last = r == p - 1;
+  for (int i = 0; i < 2 * (p - r - 1); ++i) fwd(0);  // 1: warm-up forwards of chunk 0
+  for (int i = 0; i < r + 1; ++i) fwd(0), fwd(1);    // 2: F0 F1
+  for (int i = 0; i < p - r - 1; ++i) {              // 3: B1 W F1 (zero bubble)
+    bwd(1, true);
+    weight();
+    fwd(1);
+  }
+  for (int i = 0; i < m - 2 * p + r + 1; ++i) {  // 4, the steady state: (F0 & B1) (F1 & B0)
+    const bool pair = !(i == 0 && last);  // the repository runs the last rank's first two apart
+    fwd(0, pair);
+    bwd(1, false, pair);
+    fwd(1, true);
+    bwd(0, false, true);
+  }
+  for (int i = 0; i < p - r - 1; ++i) {  // 5: B1 (F1 & B0)
+    bwd(1, false);
+    fwd(1, true);
+    bwd(0, false, true);
+  }
+  for (int i = 0; i < r + 1; ++i) {  // 6: B1 B0, the second half zero bubble
+    const int half = (r + 1) / 2;
+    bwd(1, i > half || (i == half && r % 2 == 1));
+    bwd(0, i >= half);
+  }
+  for (int i = 0; i < p - r - 1; ++i) {  // 7: W B0 (zero bubble)
+    weight();
+    bwd(0, true);
+  }
+  while (popped < deferred.size()) weight();  // 8: the W's left
+  return order;
+}
 
 // The order in which stage s runs its forwards and backwards (see schedule.hpp).
 std::vector<Task> compute_order(ScheduleKind kind, int p, int v, int m, int s) {
@@ -72,6 +130,8 @@ std::vector<Task> compute_order(ScheduleKind kind, int p, int v, int m, int s) {
       while (weights < m) order.push_back({Pass::weight, weights++, 0});
       break;
     }
+    case ScheduleKind::dualpipev:
+      return dualpipev_order(p, m, s);
   }
   return order;
 }
@@ -83,7 +143,12 @@ void check_parameters(ScheduleKind kind, int p, int v, int m) {
                      std::to_string(m) + ": " + why);
   };
   if (p < 1 || v < 1 || m < 1) fail("pp, vpp and microbatches must be >= 1");
-  if (kind != ScheduleKind::interleaved && v != 1) fail("vpp > 1 needs the interleaved schedule");
+  if (kind == ScheduleKind::dualpipev) {
+    if (p < 2 || v != 2) fail("dualpipev needs pp >= 2 and vpp 2 (two chunks per rank in a V)");
+    if (m < 2 * p) fail("dualpipev needs microbatches >= 2 pp");
+  } else if (kind != ScheduleKind::interleaved && v != 1) {
+    fail("vpp > 1 needs the interleaved schedule");
+  }
   if (kind == ScheduleKind::one_f_one_b && m < p) fail("1f1b needs microbatches >= pp");
   if (kind == ScheduleKind::zb_h1 && m < p) fail("zb-h1 needs microbatches >= pp");
   if (kind == ScheduleKind::interleaved) {
@@ -154,54 +219,94 @@ PipelineSchedule build_schedule(ScheduleKind kind, int p, int v, int m) {
 
   size_t remaining = 0;
   for (auto& o : order) remaining += o.size();
-  // Outgoing message of each stage in the current round, per phase.
-  std::vector<std::optional<Transfer>> act_out(p), grad_out(p);
+  // Outgoing message of each stage in the current round, per phase: activations of lane 0,
+  // of lane 1, gradients of lane 0, of lane 1. A lane is a direction: round-robin
+  // placements use lane 0 only (activations to the next rank, gradients to the previous
+  // one); the V's chunk 1 (lane 1) runs the other way. So within a phase every stage
+  // sends to the same neighbour side and receives at most one message.
+  std::array<std::vector<std::optional<Transfer>>, 4> outgoing;
+  for (auto& o : outgoing) o.assign(p, std::nullopt);
   std::vector<PipeAction> phase(p);
+  auto ready = [&](const Task& t, int s, int round) {
+    const int vs = out.virtual_stage(s, t.chunk);
+    if (t.pass == Pass::weight) return true;  // the order put it after its B, on this stage
+    const auto& arrival = t.pass == Pass::forward ? act_arrival : grad_arrival;
+    if (t.pass == Pass::forward ? vs == 0 : vs == V - 1) return true;
+    const int when = arrival[at(t.microbatch, vs)];
+    return when >= 0 && when < round;
+  };
+  // A paired F&B takes two rounds (two unit-time computes): its stage is busy through
+  // round busy_until - 1, and appends nothing between its two rounds. So a message is
+  // exchanged in the first round in which neither side is in the first round of a pair
+  // (the exchange then runs, on both sides, when both are between computes: rendezvous
+  // sends never wait for a pair to end), at most one per stage and lane a round, first
+  // in, first out. Without pairs every message goes in the round it was produced.
+  std::vector<int> busy_until(p, 0);
+  std::vector<std::array<std::deque<Transfer>, 4>> pending(p);
+  auto in_first_round_of_pair = [&](int s, int round) { return busy_until[s] > round + 1; };
   for (int round = 0; remaining > 0; ++round) {
-    std::fill(act_out.begin(), act_out.end(), std::nullopt);
-    std::fill(grad_out.begin(), grad_out.end(), std::nullopt);
+    for (auto& o : outgoing) std::fill(o.begin(), o.end(), std::nullopt);
     bool progress = false;
     for (int s = 0; s < p; ++s) {
-      if (next[s] == order[s].size()) continue;
-      const Task t = order[s][next[s]];
-      const int vs = t.chunk * p + s;
-      // A W follows its B on the same stage: the order already put it after it.
-      const bool ready =
-          t.pass == Pass::weight ||
-          t.pass == Pass::forward
-              ? (vs == 0 || (act_arrival[at(t.microbatch, vs)] >= 0 &&
-                             act_arrival[at(t.microbatch, vs)] < round))
-              : (vs == V - 1 || (grad_arrival[at(t.microbatch, vs)] >= 0 &&
-                                 grad_arrival[at(t.microbatch, vs)] < round));
-      if (!ready) continue;
-      PipeAction a;
-      a.kind = t.pass == Pass::forward    ? ActionKind::forward
-               : t.pass == Pass::backward ? ActionKind::backward
-                                          : ActionKind::weight;
-      a.microbatch = t.microbatch;
-      a.chunk = t.chunk;
-      a.round = round;
-      out.per_stage[s].push_back(a);
-      ++next[s];
-      --remaining;
-      progress = true;
-      if (t.pass == Pass::forward && vs < V - 1) {
-        const int dst = vs + 1;
-        act_out[s] = Transfer{Payload::activation, dst % p, t.microbatch, vs, dst, dst / p};
-      } else if (t.pass == Pass::backward && vs > 0) {
-        const int dst = vs - 1;
-        grad_out[s] = Transfer{Payload::gradient, dst % p, t.microbatch, vs, dst, dst / p};
+      if (busy_until[s] > round) {  // the second round of a pair
+        progress = true;
+        continue;
       }
+      if (next[s] == order[s].size()) continue;
+      // A paired F&B (dualpipev) starts when both inputs are there.
+      const size_t count = order[s][next[s]].overlapped ? 2 : 1;
+      bool all_ready = next[s] + count <= order[s].size();
+      for (size_t k = 0; all_ready && k < count; ++k) all_ready = ready(order[s][next[s] + k], s, round);
+      if (!all_ready) continue;
+      busy_until[s] = round + static_cast<int>(count);
+      for (size_t k = 0; k < count; ++k) {
+        const Task t = order[s][next[s]];
+        const int vs = out.virtual_stage(s, t.chunk);
+        PipeAction a;
+        a.kind = t.pass == Pass::forward    ? ActionKind::forward
+                 : t.pass == Pass::backward ? ActionKind::backward
+                                            : ActionKind::weight;
+        a.microbatch = t.microbatch;
+        a.chunk = t.chunk;
+        a.round = round;
+        a.overlapped = t.overlapped;
+        out.per_stage[s].push_back(a);
+        ++next[s];
+        --remaining;
+        const bool sends = t.pass == Pass::forward ? vs < V - 1 : t.pass == Pass::backward && vs > 0;
+        if (!sends) continue;
+        const int dst = t.pass == Pass::forward ? vs + 1 : vs - 1;
+        const StageChunk where = placement_of(kind, p, dst);
+        const Payload payload = t.pass == Pass::forward ? Payload::activation : Payload::gradient;
+        if (where.stage == s) {  // the V's tip: chunk 0 and chunk 1 of the last rank, no message
+          (payload == Payload::activation ? act_arrival : grad_arrival)[at(t.microbatch, dst)] =
+              busy_until[s] - 1;
+          continue;
+        }
+        const int lane = (payload == Payload::gradient ? 2 : 0) + (v_shaped(kind) && t.chunk == 1 ? 1 : 0);
+        pending[s][lane].push_back(Transfer{payload, where.stage, t.microbatch, vs, dst, where.chunk});
+      }
+      progress = true;
     }
+    for (int s = 0; s < p; ++s)
+      for (int lane = 0; lane < 4; ++lane) {
+        auto& queue = pending[s][lane];
+        if (queue.empty()) continue;
+        progress = true;
+        if (in_first_round_of_pair(s, round) || in_first_round_of_pair(queue.front().peer_stage, round)) continue;
+        outgoing[lane][s] = queue.front();
+        queue.pop_front();
+      }
     if (!progress)
       throw RuntimeError("pipeline schedule construction stalled (internal error) in round " +
                          std::to_string(round));
-    // Phase A (activations downstream), then phase B (gradients upstream).
-    for (auto* outgoing : {&act_out, &grad_out}) {
+    for (const auto& sends : outgoing) {
       std::fill(phase.begin(), phase.end(), PipeAction{});
+      bool any = false;
       for (int s = 0; s < p; ++s) {
-        if (!(*outgoing)[s]) continue;
-        Transfer send = *(*outgoing)[s];
+        if (!sends[s]) continue;
+        any = true;
+        Transfer send = *sends[s];
         const int dst_stage = send.peer_stage;
         Transfer recv = send;
         recv.peer_stage = s;
@@ -210,6 +315,7 @@ PipelineSchedule build_schedule(ScheduleKind kind, int p, int v, int m) {
         auto& arrival = send.payload == Payload::activation ? act_arrival : grad_arrival;
         arrival[at(send.microbatch, send.dst_virtual_stage)] = round;
       }
+      if (!any) continue;
       for (int s = 0; s < p; ++s) {
         if (!phase[s].send && !phase[s].recv) continue;
         phase[s].kind = ActionKind::exchange;

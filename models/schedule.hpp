@@ -4,9 +4,12 @@
 //
 // Vocabulary:
 // - p stages, v chunks per stage (vpp), m microbatches. Virtual stage
-//   vs = chunk * p + stage runs layers stage_layers(vs); data flows
-//   vs -> vs+1 forward and vs+1 -> vs backward. With v > 1 the last stage sends its
-//   chunk c output to stage 0 chunk c+1, so the pipeline is a ring.
+//   vs = virtual_stage(stage, chunk) runs layers stage_layers(vs); data flows
+//   vs -> vs+1 forward and vs+1 -> vs backward. Round-robin placement (all but
+//   dualpipev): vs = chunk * p + stage, and with v > 1 the last stage sends its chunk c
+//   output to stage 0 chunk c+1, so the pipeline is a ring. V-shaped placement
+//   (dualpipev, parallel_split.hpp virtual_stage_of()): stage s holds vs s and 2p-1-s,
+//   and the last stage's chunk 0 feeds its own chunk 1 with no message.
 // - forward(mb, chunk) / backward(mb, chunk): compute of one chunk for one microbatch.
 // - exchange: ONE blocking combined send-receive (MPI_Sendrecv-like: both halves may
 //   be in flight at once; it returns when both completed). It carries an optional
@@ -19,7 +22,9 @@
 //   phase A: activations move downstream (stage s sends to s+1, receives from s-1),
 //   phase B: gradients move upstream (stage s sends to s-1, receives from s+1),
 // and a stage's list holds, per round: [compute] [exchange A] [exchange B], each only
-// when it has something to do. Every send of round r phase X is matched by a receive
+// when it has something to do. (V-shaped placement: chunk 1's messages run the other
+// way, so each of A and B is two phases, chunk 0's then chunk 1's, each with one
+// direction; a paired F&B is one round's compute, its two messages in two phases.) Every send of round r phase X is matched by a receive
 // of the same round and phase, so by induction on (round, phase) the earliest
 // incomplete exchange always finds all its partners waiting in it: no deadlock even
 // with rendezvous (unbuffered) sends. simulate_pipeline() checks this mechanically.
@@ -46,6 +51,27 @@
 //   peak (the paper's "same peak memory as 1F1B"). With F = B = W and free
 //   communication the step is 3m + (p-1) units (1F1B: 3m + 3(p-1)): the bubble is a
 //   third of 1F1B's ((p-1)(F + B - W) in the paper's cost model).
+// - dualpipev (DeepSeek-V3 Technical Report, arXiv:2412.19437, section 3.2.1 and
+//   Figures 4-5: DualPipe; its V-shaped "cut-in-half" form DualPipeV from the public
+//   github.com/deepseek-ai/DualPipe README, credited there to Sea AI Lab): 2 chunks per
+//   stage in a V (above), m >= 2p. The order is the repository's dualpipev.py, eight
+//   steps on rank r: 2(p-r-1) F0; r+1 (F0 F1); p-r-1 (B1 W F1); m-2p+r+1 steady-state
+//   rounds of two pairs (F0&B1)(F1&B0); p-r-1 (B1 (F1&B0)); r+1 (B1 B0); p-r-1 (W B0);
+//   the W's left. A pair "F&B" is a forward of one chunk and a backward of the other
+//   that run overlapped, each one's all-to-all and pipeline transfers hidden behind the
+//   other's compute (the report's Figure 4); the pair's actions carry `overlapped`.
+//   Backwards are split as in zb-h1: most run their W right after their B (a full
+//   backward), those of steps 3, 7 and the second half of step 6 defer it to a later
+//   W step (first in, first out) to fill the ramp-down. A pair takes two unit rounds in
+//   the construction below, and a message waits while either side is in the first
+//   round of a pair. Bubble with free communication (simulate_pipeline, tested): with
+//   unit F, B and W the last rank waits (p-1)F for its first input and no rank idles
+//   after, so the step is 6m + (p-1) units whatever m. The README's table (PP = 2p
+//   virtual stages) gives (PP/2 - 1)(F&B + B - 3W), B the full backward and F&B = F + B
+//   without overlap; this order reaches it exactly at (F, B, W) = (1, 1, 1/2), (1, 2, 1)
+//   and (2, 1, 1) (B the input half), and at F = B = W it does better (p-1 < 2(p-1)).
+//   Activations: at most 2p + 1 chunks in flight (the README's
+//   PP + 1), on the last stage.
 #include <cstdint>
 #include <optional>
 #include <string_view>
@@ -92,6 +118,10 @@ struct PipeAction {
   int microbatch = -1;  // forward/backward/weight
   int chunk = -1;       // forward/backward/weight: model chunk on this stage (0..v-1)
   int round = 0;        // lock-step round it was placed in (for tracing/tests)
+  // forward/backward: one half of a paired F&B (dualpipev): this forward and the
+  // backward right after it (of another chunk) run overlapped, each one's communication
+  // hidden behind the other's compute where the executor can (the sim prices it so).
+  bool overlapped = false;
   std::optional<Transfer> send;  // exchange only; at least one of send/recv is set
   std::optional<Transfer> recv;
 };
@@ -112,7 +142,8 @@ struct PipelineSchedule {
 
   int virtual_stages() const { return stages * chunks; }
   bool split_backward() const { return splits_backward(kind); }
-  int virtual_stage(int stage, int chunk) const { return chunk * stages + stage; }
+  int virtual_stage(int stage, int chunk) const { return virtual_stage_of(kind, stages, stage, chunk); }
+  StageChunk placement(int virtual_stage) const { return placement_of(kind, stages, virtual_stage); }
 };
 
 // Builds the schedule for split.schedule with p = split.pp, v = split.vpp,

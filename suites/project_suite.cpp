@@ -83,7 +83,7 @@ models::ParallelSplit single_split(const ProjectArgs& a, long long global_batch)
                      std::to_string(a.tp * a.pp * a.cp) + ")");
   s.dp = a.dp > 0 ? int_flag(a.dp, "--dp") : static_cast<int>(a.gpus / (a.tp * a.pp * a.cp));
   s.schedule = models::parse_schedule(a.schedule);
-  s.vpp = a.vpp > 0 ? int_flag(a.vpp, "--vpp") : (s.schedule == models::ScheduleKind::interleaved ? 2 : 1);
+  s.vpp = a.vpp > 0 ? int_flag(a.vpp, "--vpp") : (s.schedule == models::ScheduleKind::interleaved || s.schedule == models::ScheduleKind::dualpipev ? 2 : 1);
   s.micro_batch_size = int_flag(a.mbs, "--micro-batch-size");
   require_positive(a.mbs, "--micro-batch-size");
   if (a.microbatches > 0) {
@@ -137,13 +137,13 @@ int project_main(int argc, char** argv) {
       ("cp-comm", po::value(&a.cp_comm)->default_value(a.cp_comm),
        "context-parallel attention: all_gather (Llama 3: K/V gathered per layer) or ring (K/V blocks passed, "
        "hidden behind attention where it is long enough); --all tries both")
-      ("vpp", po::value(&a.vpp), "model chunks per stage (interleaved; default 2 for interleaved, else 1)")
+      ("vpp", po::value(&a.vpp), "model chunks per stage (interleaved; default 2 for interleaved and dualpipev, else 1)")
       ("microbatches", po::value(&a.microbatches), "microbatches per step (default: from the global batch)")
       ("micro-batch-size", po::value(&a.mbs)->default_value(a.mbs), "sequences per microbatch")
       ("global-batch", po::value(&a.global_batch), "global batch in sequences (overrides --global-batch-tokens)")
       ("global-batch-tokens", po::value(&a.global_batch_tokens)->default_value(a.global_batch_tokens),
        "global batch in tokens (divided by the model's sequence length)")
-      ("schedule", po::value(&a.schedule)->default_value(a.schedule), "afab, 1f1b, interleaved or zb-h1 (zero bubble: weight gradients deferred)")
+      ("schedule", po::value(&a.schedule)->default_value(a.schedule), "afab, 1f1b, interleaved, zb-h1 (zero bubble: weight gradients deferred) or dualpipev (DeepSeek's DualPipe, V-shaped)")
       ("recompute", po::value(&a.recompute)->default_value(a.recompute), "none, selective or full")
       ("sp", po::bool_switch(&a.sp), "sequence parallelism (needs tp > 1; default on when tp > 1)")
       ("no-sp", po::bool_switch(&a.no_sp), "no sequence parallelism")

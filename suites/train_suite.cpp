@@ -92,10 +92,10 @@ po::options_description describe_options(TrainArgs& a, po::options_description& 
        "context-parallel degree: each sequence split over cp ranks (2*cp chunks, paired for causal balance)")
       ("cp-comm", po::value(&a.cp_comm)->default_value(a.cp_comm),
        "context-parallel attention: all_gather (K/V gathered per layer) or ring (K/V blocks passed around the CP ring)")
-      ("vpp", po::value(&a.vpp)->default_value(1), "model chunks per stage (interleaved)")
+      ("vpp", po::value(&a.vpp)->default_value(1), "model chunks per stage (interleaved; 2 for dualpipev)")
       ("microbatches", po::value(&a.microbatches)->default_value(1), "microbatches per DP replica")
       ("micro-batch-size", po::value(&a.micro_batch_size)->default_value(1), "sequences per microbatch")
-      ("schedule", po::value(&a.schedule)->default_value(a.schedule), "afab, 1f1b, interleaved or zb-h1 (zero bubble: weight gradients deferred)")
+      ("schedule", po::value(&a.schedule)->default_value(a.schedule), "afab, 1f1b, interleaved, zb-h1 (zero bubble: weight gradients deferred) or dualpipev (DeepSeek's DualPipe, V-shaped; --vpp 2)")
       ("steps", po::value(&a.options.steps)->default_value(5), "training steps")
       ("lr", double_value(&a.options.lr), "AdamW learning rate")
       ("seed", po::value(&a.seed)->default_value("1234"), "seed of weights and synthetic data, 0 to 2^63 - 1")

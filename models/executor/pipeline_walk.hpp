@@ -13,7 +13,7 @@
 //       // input: nullptr on virtual stage 0; output: nullptr on the last virtual stage
 //   void backward(int microbatch, int chunk, const Activation* d_output, Activation* d_input);
 //       // d_output: nullptr on the last virtual stage; d_input: nullptr on virtual stage 0;
-//       // with a split backward (schedule.split_backward(), zb-h1) the B only: input
+//       // with a split backward (schedule.split_backward(), zb-h1, dualpipev) the B only: input
 //       // gradients, the weight gradients left for weight()
 //   void weight(int microbatch, int chunk);
 //       // W of a split backward: the weight gradients backward() left (never called
@@ -48,6 +48,13 @@ void walk_pipeline(const PipelineSchedule& schedule, int stage, Backend& backend
   // Per chunk, the actions left that add to its weight gradients: backwards, or Ws.
   const ActionKind completes = schedule.split_backward() ? ActionKind::weight : ActionKind::backward;
   std::vector<int> backwards_left(static_cast<size_t>(schedule.chunks), schedule.microbatches);
+  // Output of virtual stage `from` for `to`: into the outbox for an exchange, or, when
+  // `to` runs on this stage too (the V's tip, dualpipev), straight into the inbox.
+  auto deliver = [&](Payload payload, int microbatch, int from, int to, Activation&& data) {
+    const StageChunk dst = schedule.placement(to);
+    if (dst.stage == stage) inbox[{payload, microbatch, dst.chunk}] = std::move(data);
+    else outbox[{payload, microbatch, from}] = std::move(data);
+  };
 
   for (const PipeAction& a : schedule.per_stage.at(static_cast<size_t>(stage))) {
     if (a.kind == ActionKind::exchange) {
@@ -80,7 +87,7 @@ void walk_pipeline(const PipelineSchedule& schedule, int stage, Backend& backend
       Activation output;
       backend.forward(a.microbatch, a.chunk, input, vs < last_vs ? &output : nullptr);
       if (input) inbox.erase({Payload::activation, a.microbatch, a.chunk});
-      if (vs < last_vs) outbox[{Payload::activation, a.microbatch, vs}] = std::move(output);
+      if (vs < last_vs) deliver(Payload::activation, a.microbatch, vs, vs + 1, std::move(output));
     } else {
       const Activation* d_output = nullptr;
       if (vs < last_vs) {
@@ -91,7 +98,7 @@ void walk_pipeline(const PipelineSchedule& schedule, int stage, Backend& backend
       Activation d_input;
       backend.backward(a.microbatch, a.chunk, d_output, vs > 0 ? &d_input : nullptr);
       if (d_output) inbox.erase({Payload::gradient, a.microbatch, a.chunk});
-      if (vs > 0) outbox[{Payload::gradient, a.microbatch, vs}] = std::move(d_input);
+      if (vs > 0) deliver(Payload::gradient, a.microbatch, vs, vs - 1, std::move(d_input));
     }
     if (a.kind == completes && --backwards_left.at(static_cast<size_t>(a.chunk)) == 0)
       backend.gradients_final(a.chunk);

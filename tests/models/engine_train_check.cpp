@@ -37,6 +37,7 @@ struct Args {
   int steps = 3;
   double lr = 3e-3;
   double reference_lr = 0;  // > 0: a deliberately different reference (the negative test)
+  int layers = 0;           // > 0: the model with this many layers (dualpipev at pp 4 needs 8)
   double aux_loss = 0;      // > 0: switch the model to the classic aux loss with this weight
   bool memory_check = false;  // also compare the held model state and ZeRO buffers with the plan
 };
@@ -66,6 +67,7 @@ Args parse(int argc, char** argv) {
     else if (k == "--sequence-parallel") a.split.sequence_parallel = num() != 0;
     else if (k == "--lr") a.lr = std::atof(v.c_str());
     else if (k == "--reference-lr") a.reference_lr = std::atof(v.c_str());
+    else if (k == "--layers") a.layers = num();
     else if (k == "--aux-loss") a.aux_loss = std::atof(v.c_str());
     else if (k == "--memory-check") a.memory_check = num() != 0;
     else throw ibt::UsageError("unknown option " + k);
@@ -86,6 +88,7 @@ int main(int argc, char** argv) {
   try {
     const Args a = parse(argc, argv);
     ModelConfig m = load_model(a.model);
+    if (a.layers > 0) m.layers = a.layers;
     if (a.aux_loss > 0) {
       m.balance = RoutingBalance::aux_loss;
       m.aux_loss_coeff = a.aux_loss;

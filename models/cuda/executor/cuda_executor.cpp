@@ -67,6 +67,9 @@ std::string cuda_executor_check(const models::ParallelSplit& split, const models
   if (split.sequence_parallel) return prefix + "sequence parallelism yet";
   if (split.recompute != models::Recompute::none) return prefix + "activation recompute";
   if (model.tied_embeddings && split.pp > 1) return prefix + "tied embeddings across pipeline stages";
+  if (split.schedule == models::ScheduleKind::dualpipev)
+    return prefix + "dualpipev yet (its W passes need deferred weight-gradient GEMMs, and its paired forward-backward "
+                    "chunks want two streams to overlap; the cpu executor runs it, the sim prices it)";
   if (models::splits_backward(split.schedule))
     return prefix + "split backwards (schedule " + std::string(models::to_string(split.schedule)) +
            ": W passes) yet; the cpu executor and the sim do";
