@@ -1,7 +1,9 @@
 #include "models/step_program.hpp"
 
+#include <algorithm>
 #include <cstdio>
 #include <string>
+#include <vector>
 
 #include "core/errors.hpp"
 #include "models/accounting.hpp"
@@ -118,16 +120,23 @@ class Builder {
     for (int i = 0; i < static_cast<int>(prog_.actions.size()); ++i)
       if (prog_.actions[i].kind == completes) last_backward[prog_.actions[i].chunk] = i;
     prog_.ops.reserve(estimate_ops());
+    size_t pair_begin = 0;  // first op of a paired F&B's forward (dualpipev)
     for (int i = 0; i < static_cast<int>(prog_.actions.size()); ++i) {
       action_ = i;
       const PipeAction& a = prog_.actions[i];
       mb_ = a.microbatch;
       chunk_ = a.chunk;
       switch (a.kind) {
-        case ActionKind::forward: forward_chunk(); break;
-        case ActionKind::backward:
-          backward_chunk(o_.overlap_grad_reduce && last_backward[chunk_] == i);
+        case ActionKind::forward:
+          if (a.overlapped) pair_begin = prog_.ops.size();
+          forward_chunk();
           break;
+        case ActionKind::backward: {
+          const size_t backward_begin = prog_.ops.size();
+          backward_chunk(o_.overlap_grad_reduce && last_backward[chunk_] == i);
+          if (a.overlapped) interleave_pair(pair_begin, backward_begin);
+          break;
+        }
         case ActionKind::weight:
           weight_chunk(o_.overlap_grad_reduce && last_backward[chunk_] == i);
           break;
@@ -144,6 +153,46 @@ class Builder {
     optimizer_step();
     for (const Op& op : prog_.ops) prog_.flops_by_phase[static_cast<int>(op.phase)] += op.flops;
     return std::move(prog_);
+  }
+
+  // A paired F&B (dualpipev, schedule.hpp): the forward's ops [f, b) and the
+  // backward's [b, end) are reordered into one issue order that alternates between
+  // the two, switching after every op that is not on the compute stream (an EP
+  // all-to-all, a TP collective): so while one chunk's dispatch or combine is in
+  // flight the compute stream runs the other chunk's attention or MLP, the overlap of
+  // the DeepSeek-V3 report's Figure 4 (attention, dispatch, MLP, combine of a forward
+  // chunk against those of a backward chunk). The streams stay in order, so what the
+  // sim prices is the pair's compute with only the communication it cannot cover
+  // exposed. An op whose wait reaches the other half's unplaced ops switches sides
+  // first (each half's own order is kept, so the result respects every wait).
+  void interleave_pair(size_t f, size_t b) {
+    const size_t end = prog_.ops.size();
+    std::vector<int> moved_to(end - f, -1);  // old index - f -> new index
+    std::vector<Op> merged;
+    merged.reserve(end - f);
+    size_t next[2] = {f, b};
+    const size_t stop[2] = {b, end};
+    auto placeable = [&](size_t i) {
+      for (int w : prog_.ops[i].waits)
+        if (w >= static_cast<int>(f) && moved_to[static_cast<size_t>(w) - f] < 0) return false;
+      return true;
+    };
+    for (int side = 0; merged.size() < end - f; side ^= 1) {
+      while (next[side] < stop[side] && placeable(next[side])) {
+        const size_t i = next[side]++;
+        moved_to[i - f] = static_cast<int>(f + merged.size());
+        merged.push_back(prog_.ops[i]);
+        if (merged.back().stream != Stream::compute) break;
+      }
+    }
+    auto remap = [&](int& idx) {
+      if (idx >= static_cast<int>(f)) idx = moved_to[static_cast<size_t>(idx) - f];
+    };
+    for (Op& op : merged)
+      for (int& w : op.waits) remap(w);
+    std::copy(merged.begin(), merged.end(), prog_.ops.begin() + static_cast<std::ptrdiff_t>(f));
+    for (int* idx : {&last_compute_, &producer_, &last_grad_}) remap(*idx);
+    for (int& idx : unit_end_) remap(idx);
   }
 
   // One forward or backward of `chunk` for any microbatch (build_action_template):
@@ -196,7 +245,7 @@ class Builder {
   }
 
  private:
-  int vstage() const { return chunk_ * s_.pp + prog_.stage; }
+  int vstage() const { return s_.virtual_stage(prog_.stage, chunk_); }
   bool sp() const { return s_.sequence_parallel; }
   double norm_tokens() const { return sp() ? T_ / t_ : T_; }
 
@@ -741,7 +790,7 @@ class Builder {
     // mb_/chunk_ describe the message received (or sent when there is no receive).
     const Transfer& t = a.recv ? *a.recv : *a.send;
     mb_ = t.microbatch;
-    chunk_ = a.recv ? t.dst_chunk : (t.src_virtual_stage / s_.pp);
+    chunk_ = a.recv ? t.dst_chunk : placement_of(s_.schedule, s_.pp, t.src_virtual_stage).chunk;
     layer_ = kNoLayer;
     const int idx = push(op);
     if (a.recv) {

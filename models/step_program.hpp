@@ -63,6 +63,10 @@
 //     order and nothing else (no collectives: weight gradients are reduced after the
 //     schedule; norm and embedding gradients, elementwise, stay in B). The chunk's
 //     overlapped gradient reduction follows its last W.
+//   A paired F&B (dualpipev, PipeAction::overlapped): the forward's and the backward's
+//     ops are issued interleaved, the issue order switching chunk after every op not on
+//     the compute stream (each chunk's own order, and every wait, kept): a sim then
+//     prices one chunk's all-to-alls behind the other's compute (sim_executor.hpp).
 //   exchange: one pp_exchange op (the PipeAction holds the peers and messages).
 //   After the schedule (or, with overlap_grad_reduce, right after the layer's last
 //   backward): per layer ("bucket"), gradient ops on the grad_comm stream:

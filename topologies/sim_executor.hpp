@@ -19,6 +19,19 @@
 //   (max of the two posts + transfer), so a send's completion is the peer's receive,
 //   which the peer's consumer waits for: the step time never misses it. (sim_fast
 //   walks exchanges by the same rules.)
+// - dualpipev's paired F&B (schedule.hpp): the step program issues the two chunks' ops
+//   interleaved, switching chunk after every communication op (step_program.hpp), so
+//   on these in-order streams a chunk's EP all-to-all (and TP collective) runs while
+//   the other chunk computes, and the pair costs its compute plus only the
+//   communication that compute cannot cover, about max(compute_F + compute_B,
+//   comm_F + comm_B) when one dominates throughout (the DeepSeek-V3 report's Figure 4
+//   overlap). Approximations: the alternation is at communication-op granularity, not
+//   DeepSeek's hand-ordered attention/dispatch/MLP/combine; the two chunks' all-to-alls
+//   share one comm stream (serialised, as on one NIC); the SMs DeepSeek gives the
+//   communication kernels (report section 3.2.2: 20 SMs, of the H800's 132, read through
+//   public quotations of the report) are not taken from compute.
+//   Pipeline sends of a pair go after both halves (the DualPipe repository sends them
+//   after the overlapped compute too), on the p2p stream as always.
 // The costs come from an OpPricer (sim_pricer.hpp prices ops from a topology); the
 // executor itself knows nothing of hardware, so tests drive it with hand-made costs.
 #include <array>

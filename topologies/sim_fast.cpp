@@ -157,6 +157,9 @@ StepTemplates::StepTemplates(const models::ModelConfig& model, const models::Par
                              const models::StepProgramOptions& options)
     : split_(split), index_(schedule_index(split)) {
   models::validate(split, model, split.world_size());
+  if (split.schedule == models::ScheduleKind::dualpipev)
+    throw UsageError("the fast walk cannot price dualpipev (its paired forward-backward actions interleave "
+                     "their ops; sim_fast.hpp fast_walk_prices): price it with simulate() on the step programs");
   exchange_bytes_ = models::pipeline_message_bytes(model, split, options);
   const int P = split.pp, V = split.vpp;
   templates_.resize(P);

@@ -72,9 +72,13 @@ std::shared_ptr<const models::PipelineSchedule> schedule_compute_orders(const mo
 // Whether the fast walk can price this split. Its action templates know three streams
 // and waits inside an action; ZeRO-2/3's per-unit reductions and ZeRO-3's gathers (their
 // own stream, waiting on the unit before the previous one, across actions) are priced by
-// the full walk (simulate() on the step programs). The one rule project and crossover
-// follow.
-inline bool fast_walk_prices(const models::ParallelSplit& split) { return split.zero < 2; }
+// the full walk (simulate() on the step programs). So is dualpipev: its paired F&B
+// actions interleave the ops of two actions (step_program.hpp), which one template per
+// action cannot hold, and its V-shaped tip hands activations over without an exchange.
+// The one rule project and crossover follow.
+inline bool fast_walk_prices(const models::ParallelSplit& split) {
+  return split.zero < 2 && split.schedule != models::ScheduleKind::dualpipev;
+}
 
 class StepTemplates {
  public:

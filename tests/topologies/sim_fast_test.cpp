@@ -11,6 +11,7 @@
 #include <cmath>
 #include <string>
 
+#include "core/errors.hpp"
 #include "models/model_file.hpp"
 #include "models/schedule.hpp"
 #include "models/step_program.hpp"
@@ -158,6 +159,35 @@ TEST(SimFastProjection, ProjectEqualsPricingTheFullPrograms) {
   const Projection kept = project(model, topology, s, options);
   EXPECT_EQ(kept.step_s, full.step_s);
   EXPECT_EQ(kept.compute_s, full.compute_s);
+}
+
+// dualpipev's paired actions interleave two actions' ops, which the fast walk's one
+// template per action cannot hold: it refuses them by name, and project() prices
+// such splits by the full walk (fast_walk_prices).
+TEST(SimFastProjection, DualPipeVIsPricedByTheFullWalk) {
+  const models::ModelConfig model = models::load_model("tiny-moe");
+  ParallelSplit s;
+  s.dp = 2;
+  s.ep = 2;
+  s.pp = 2;
+  s.vpp = 2;
+  s.microbatches = 4;
+  s.schedule = ScheduleKind::dualpipev;
+  EXPECT_FALSE(fast_walk_prices(s));
+  try {
+    StepTemplates templates(model, s, models::StepProgramOptions{});
+    FAIL() << "the fast walk accepted dualpipev";
+  } catch (const UsageError& e) {
+    EXPECT_NE(std::string(e.what()).find("dualpipev"), std::string::npos) << e.what();
+  }
+  const Topology topology = load_topology("dgx-h100");
+  ProjectionOptions options;
+  Projection full;
+  full.split = s;
+  ASSERT_TRUE(prepare(model, topology, options, full));
+  price(stage_programs(model, s, options), model, topology, options, full);
+  const Projection projected = project(model, topology, s, options);
+  EXPECT_EQ(projected.step_s, full.step_s);
 }
 
 // Searches give the same ranking on any number of threads.
