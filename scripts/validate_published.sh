@@ -81,9 +81,7 @@ fi
 
 # One projection; prints "tokens_per_s mfu recompute" or nothing when no recompute fits.
 project_row() {
-  local model=$1 topo=$2 gpus=$3 tp=$4 pp=$5 vpp=$6 ep=$7 cp=$8 mbs=$9 gb=${10} rec=${11} zero=${12} fp8=${13} fw=${14}
-  local sched=1f1b
-  [ "$pp" -gt 1 ] && [ "$vpp" -gt 1 ] && sched=interleaved
+  local model=$1 topo=$2 gpus=$3 tp=$4 pp=$5 vpp=$6 sched=$7 ep=$8 cp=$9 mbs=${10} gb=${11} rec=${12} zero=${13} fp8=${14} fw=${15}
   local tries=("$rec")
   [ "$rec" = auto ] && tries=(none selective full)
   local r out
@@ -112,14 +110,15 @@ trap 'rm -f "$rows"; rmdir "$no_bands"' EXIT
 export IBT_VALIDATION_DIR="$no_bands"
 [ -z "$rows_out" ] || echo "family,model,topology,gpus,tp,pp,vpp,ep,cp,mbs,global_batch,recompute,ibt_tokens_per_s_per_gpu,ibt_mfu_percent,ibt_error" > "$rows_out"
 printf "%-18s %-13s %-9s %5s %-26s %-10s %10s %10s %8s %7s\n" family model topology gpus "split" recompute published projected "MFU" error
-while IFS=, read -r family model topo gpus tp pp vpp ep cp mbs gb rec zero fp8 fw metric value source; do
+while IFS=, read -r family model topo gpus tp pp vpp sched ep cp mbs gb rec zero fp8 fw metric value source; do
   case "$family" in ''|'#'*|family) continue ;; esac
   case "$metric" in
     tokens_per_s_per_gpu|mfu_percent) ;;
     *) echo "validate_published.sh: row $model: unknown metric '$metric' (tokens_per_s_per_gpu or mfu_percent)" >&2; exit 2 ;;
   esac
-  res=$(project_row "$model" "$topo" "$gpus" "$tp" "$pp" "$vpp" "$ep" "$cp" "$mbs" "$gb" "$rec" "$zero" "$fp8" "$fw")
+  res=$(project_row "$model" "$topo" "$gpus" "$tp" "$pp" "$vpp" "$sched" "$ep" "$cp" "$mbs" "$gb" "$rec" "$zero" "$fp8" "$fw")
   split="tp$tp pp$pp v$vpp ep$ep cp$cp b$mbs"
+  case "$sched" in 1f1b|interleaved) ;; *) split="$split $sched" ;; esac
   if [ -z "$res" ]; then
     printf "%-18s %-13s %-9s %5s %-26s %-10s %10s %10s %8s %7s\n" "$family" "$model" "$topo" "$gpus" "$split" "-" "$value" "no fit" "-" "-"
     echo "$family NA $topo" >> "$rows"
