@@ -141,16 +141,23 @@ TEST_P(SimFast, MatchesTheFullEventWalk) {
 
 INSTANTIATE_TEST_SUITE_P(Catalog, SimFast, ::testing::Range(0, static_cast<int>(cases().size())));
 
+// The split priced by simulate() on its full step programs (not the fast walk).
+Projection priced_by_the_full_walk(const models::ModelConfig& model, const Topology& topology, const ParallelSplit& s,
+                                   const ProjectionOptions& options) {
+  Projection full;
+  full.split = s;
+  if (prepare(model, topology, options, full)) price(stage_programs(model, s, options), model, topology, options, full);
+  return full;
+}
+
 // A projection (what `ibt project` prints) is the same through either walk.
 TEST(SimFastProjection, ProjectEqualsPricingTheFullPrograms) {
   const models::ModelConfig model = models::load_model("deepseek-v3");
   const Topology topology = load_topology("dgx-h100");
   const ParallelSplit s = split(16, 8, 8, 16, 1, 16, 1, ScheduleKind::one_f_one_b, true, true, Recompute::selective);
   ProjectionOptions options;
-  Projection full;
-  full.split = s;
-  ASSERT_TRUE(prepare(model, topology, options, full));
-  price(stage_programs(model, s, options), model, topology, options, full);
+  const Projection full = priced_by_the_full_walk(model, topology, s, options);
+  ASSERT_TRUE(full.priced);
   const Projection fast = project(model, topology, s, options);
   EXPECT_NEAR(fast.step_s, full.step_s, 1e-9 * full.step_s);
   EXPECT_NEAR(fast.mfu, full.mfu, 1e-9 * full.mfu);
@@ -181,11 +188,9 @@ TEST(SimFastProjection, DualPipeVIsPricedByTheFullWalk) {
     EXPECT_NE(std::string(e.what()).find("dualpipev"), std::string::npos) << e.what();
   }
   const Topology topology = load_topology("dgx-h100");
-  ProjectionOptions options;
-  Projection full;
-  full.split = s;
-  ASSERT_TRUE(prepare(model, topology, options, full));
-  price(stage_programs(model, s, options), model, topology, options, full);
+  const ProjectionOptions options;
+  const Projection full = priced_by_the_full_walk(model, topology, s, options);
+  ASSERT_TRUE(full.priced);
   const Projection projected = project(model, topology, s, options);
   EXPECT_EQ(projected.step_s, full.step_s);
 }
