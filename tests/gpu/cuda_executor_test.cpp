@@ -78,6 +78,12 @@ TEST(CudaExecutor, RefusesWhatItDoesNotImplement) {
   zero1.dp = 2;
   zero1.zero = 1;
   EXPECT_NE(gpu::cuda_executor_check(zero1, dense, 2).find("ZeRO"), std::string::npos);
+  models::ParallelSplit dualpipe = single_rank(1);
+  dualpipe.pp = 2;
+  dualpipe.vpp = 2;
+  dualpipe.microbatches = 4;
+  dualpipe.schedule = models::ScheduleKind::dualpipev;
+  EXPECT_NE(gpu::cuda_executor_check(dualpipe, dense, 2).find("dualpipev"), std::string::npos);
   EXPECT_EQ(gpu::cuda_executor_check(single_rank(1), dense, 1), "");
 }
 
