@@ -7,6 +7,51 @@
 
 namespace ibt::models {
 
+namespace {
+// The softmax's row passes, cloned for AVX2 (the build targets baseline x86-64) so they
+// run eight lanes wide. Reductions keep eight partial results (element j in lane j mod
+// 8) combined in a fixed order at the end: every clone gives the same bits, and the
+// loops need no reassociation from the compiler.
+constexpr int kLanes = 8;
+
+float lanes_total(const float* lane) {
+  return ((lane[0] + lane[1]) + (lane[2] + lane[3])) + ((lane[4] + lane[5]) + (lane[6] + lane[7]));
+}
+
+// row[0, n) = softmax(row[0, n)); row[n, len) = 0.
+__attribute__((target_clones("avx2", "default")))
+void softmax_prefix(float* __restrict row, int64_t n, int64_t len) {
+  float top[kLanes], sum[kLanes];
+  for (int l = 0; l < kLanes; ++l) top[l] = row[0], sum[l] = 0.0f;
+  int64_t j = 0;
+  for (; j + kLanes <= n; j += kLanes)
+    for (int l = 0; l < kLanes; ++l) top[l] = std::max(top[l], row[j + l]);
+  for (; j < n; ++j) top[0] = std::max(top[0], row[j]);
+  const float mx = *std::max_element(top, top + kLanes);
+  for (j = 0; j < n; ++j) row[j] = exp_fp32(row[j] - mx);
+  for (j = 0; j + kLanes <= n; j += kLanes)
+    for (int l = 0; l < kLanes; ++l) sum[l] += row[j + l];
+  for (; j < n; ++j) sum[j % kLanes] += row[j];
+  const float total = lanes_total(sum);
+  for (j = 0; j < n; ++j) row[j] /= total;
+  std::fill(row + n, row + len, 0.0f);
+}
+
+// The softmax's backward on row prefix [0, n): ds = p * (ds - sum(ds * p)), where ds
+// holds dP on entry; ds[n, len) = 0.
+__attribute__((target_clones("avx2", "default")))
+void softmax_backward_prefix(const float* __restrict p, float* __restrict ds, int64_t n, int64_t len) {
+  float dot[kLanes] = {};
+  int64_t j = 0;
+  for (; j + kLanes <= n; j += kLanes)
+    for (int l = 0; l < kLanes; ++l) dot[l] += ds[j + l] * p[j + l];
+  for (; j < n; ++j) dot[j % kLanes] += ds[j] * p[j];
+  const float total = lanes_total(dot);
+  for (j = 0; j < n; ++j) ds[j] = p[j] * (ds[j] - total);
+  std::fill(ds + n, ds + len, 0.0f);
+}
+}  // namespace
+
 void causal_attention_head_forward(const float* q, int64_t ldq, const float* k, int64_t ldk, const float* v,
                                    int64_t ldv, int64_t seq, int64_t d, float scale, float* probs, float* context,
                                    int64_t ldc, int64_t block) {
@@ -14,15 +59,7 @@ void causal_attention_head_forward(const float* q, int64_t ldq, const float* k, 
     const int64_t i1 = std::min(seq, i0 + block), rows = i1 - i0;
     float* p = probs + i0 * seq;
     gemm(false, true, rows, i1, d, scale, q + i0 * ldq, ldq, k, ldk, 0.0f, p, seq);
-    for (int64_t i = i0; i < i1; ++i) {  // causal softmax of row i over keys 0..i
-      float* row = probs + i * seq;
-      const float mx = *std::max_element(row, row + i + 1);
-      float sum = 0;
-      for (int64_t j = 0; j <= i; ++j) row[j] = exp_fp32(row[j] - mx);  // vectorises
-      for (int64_t j = 0; j <= i; ++j) sum += row[j];
-      for (int64_t j = 0; j <= i; ++j) row[j] /= sum;
-      std::fill(row + i + 1, row + seq, 0.0f);
-    }
+    for (int64_t i = i0; i < i1; ++i) softmax_prefix(probs + i * seq, i + 1, seq);  // keys 0..i
     // Keys past i1 have zero probability for these rows: left out of the product.
     gemm(false, false, rows, d, i1, 1.0f, p, seq, v, ldv, 0.0f, context + i0 * ldc, ldc);
   }
@@ -37,14 +74,8 @@ void causal_attention_head_backward(const float* q, int64_t ldq, const float* k,
   for (int64_t i0 = 0; i0 < seq; i0 += block) {
     const int64_t i1 = std::min(seq, i0 + block), rows = i1 - i0;
     gemm(false, true, rows, i1, d, 1.0f, d_context + i0 * ldo, ldo, v, ldv, 0.0f, ds + i0 * seq, seq);
-    for (int64_t i = i0; i < i1; ++i) {
-      const float* pr = probs + i * seq;
-      float* dr = ds + i * seq;
-      float dot = 0;
-      for (int64_t j = 0; j <= i; ++j) dot += dr[j] * pr[j];
-      for (int64_t j = 0; j <= i; ++j) dr[j] = pr[j] * (dr[j] - dot);
-      std::fill(dr + i + 1, dr + i1, 0.0f);  // the masked part of the block the dK GEMM reads
-    }
+    // Zeros to i1: the masked part of the block that the dK GEMM reads.
+    for (int64_t i = i0; i < i1; ++i) softmax_backward_prefix(probs + i * seq, ds + i * seq, i + 1, i1);
     gemm(false, false, rows, d, i1, scale, ds + i0 * seq, seq, k, ldk, 0.0f, dq + i0 * ldq, ldq);
   }
   // Key blocks [j0, j1): only queries j0.. see them. dV = P^T dO, dK = scale * dS^T Q,
