@@ -37,16 +37,19 @@ void adamw_kernel(float* __restrict param, const float* __restrict grad, float* 
 
 // The same update, also summing the squares of the gradient it reads and of the values
 // it writes in double, in sum_squares()'s order (eight lanes over blocks of eight, the
-// tail, then the lanes), so each sum is sum_squares() of that array bit for bit.
-__attribute__((target_clones("avx2", "default")))
-SquareSums adamw_kernel_with_sums(float* __restrict param, const float* __restrict grad, float* __restrict m,
-                                  float* __restrict v, int64_t n, AdamWScalars s) {
+// tail, then the lanes), so each sum is sum_squares() of that array bit for bit. With
+// kClearGrad it also sets each gradient element to zero once read.
+template <bool kClearGrad>
+[[gnu::always_inline]] inline SquareSums adamw_pass_with_sums(float* __restrict param, float* __restrict grad,
+                                                              float* __restrict m, float* __restrict v, int64_t n,
+                                                              const AdamWScalars& s) {
   constexpr int kLanes = 8;
   double grad_lane[kLanes] = {}, value_lane[kLanes] = {};
   int64_t i = 0;
   for (; i + kLanes <= n; i += kLanes)
     for (int l = 0; l < kLanes; ++l) {
       const float g = grad[i + l];
+      if constexpr (kClearGrad) grad[i + l] = 0.0f;
       grad_lane[l] += static_cast<double>(g) * g;
       const float p = adamw_element(param[i + l], g, m[i + l], v[i + l], s);
       value_lane[l] += static_cast<double>(p) * p;
@@ -54,6 +57,7 @@ SquareSums adamw_kernel_with_sums(float* __restrict param, const float* __restri
   SquareSums out;
   for (; i < n; ++i) {
     const float g = grad[i];
+    if constexpr (kClearGrad) grad[i] = 0.0f;
     out.grad += static_cast<double>(g) * g;
     const float p = adamw_element(param[i], g, m[i], v[i], s);
     out.value += static_cast<double>(p) * p;
@@ -63,6 +67,18 @@ SquareSums adamw_kernel_with_sums(float* __restrict param, const float* __restri
     out.value += value_lane[l];
   }
   return out;
+}
+
+__attribute__((target_clones("avx2", "default")))
+SquareSums adamw_kernel_with_sums(float* __restrict param, const float* __restrict grad, float* __restrict m,
+                                  float* __restrict v, int64_t n, AdamWScalars s) {
+  return adamw_pass_with_sums<false>(param, const_cast<float*>(grad), m, v, n, s);  // grad only read
+}
+
+__attribute__((target_clones("avx2", "default")))
+SquareSums adamw_kernel_with_sums_clearing(float* __restrict param, float* __restrict grad, float* __restrict m,
+                                           float* __restrict v, int64_t n, AdamWScalars s) {
+  return adamw_pass_with_sums<true>(param, grad, m, v, n, s);
 }
 
 AdamWScalars scalars_of_step(int64_t t, const AdamWConfig& c, bool decay) {
@@ -94,6 +110,11 @@ SquareSums adamw_update_with_sums(float* param, const float* grad, float* m, flo
   return adamw_kernel_with_sums(param, grad, m, v, n, scalars_of_step(t, c, decay));
 }
 
+SquareSums adamw_update_with_sums_clearing_grad(float* param, float* grad, float* m, float* v, int64_t n, int64_t t,
+                                                const AdamWConfig& c, bool decay) {
+  return adamw_kernel_with_sums_clearing(param, grad, m, v, n, scalars_of_step(t, c, decay));
+}
+
 AdamW::AdamW(AdamWConfig config, std::vector<Param*> params) : config_(config), params_(std::move(params)) {
   for (Param* p : params_) {
     m_.emplace_back(p->value.numel(), 0.0f);
@@ -101,16 +122,21 @@ AdamW::AdamW(AdamWConfig config, std::vector<Param*> params) : config_(config), 
   }
 }
 
-void AdamW::step(std::vector<SquareSums>* sums) {
+void AdamW::step(std::vector<SquareSums>* sums, bool clear_grads) {
   ++t_;
   if (sums) sums->resize(params_.size());
   for (size_t i = 0; i < params_.size(); ++i) {
     Param& p = *params_[i];
-    if (sums)
-      (*sums)[i] = adamw_update_with_sums(p.value.ptr(), p.grad.ptr(), m_[i].data(), v_[i].data(), p.value.numel(),
-                                          t_, config_, p.decay);
+    float* const value = p.value.ptr();
+    const int64_t n = p.value.numel();
+    if (sums && clear_grads)
+      (*sums)[i] = adamw_update_with_sums_clearing_grad(value, p.grad.ptr(), m_[i].data(), v_[i].data(), n, t_,
+                                                        config_, p.decay);
+    else if (sums)
+      (*sums)[i] = adamw_update_with_sums(value, p.grad.ptr(), m_[i].data(), v_[i].data(), n, t_, config_, p.decay);
     else
-      adamw_update(p.value.ptr(), p.grad.ptr(), m_[i].data(), v_[i].data(), p.value.numel(), t_, config_, p.decay);
+      adamw_update(value, p.grad.ptr(), m_[i].data(), v_[i].data(), n, t_, config_, p.decay);
+    if (clear_grads && !sums) p.grad.zero();
   }
 }
 

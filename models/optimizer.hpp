@@ -33,13 +33,18 @@ struct SquareSums {
 // adamw_update() that also returns those sums.
 SquareSums adamw_update_with_sums(float* param, const float* grad, float* m, float* v, int64_t n, int64_t t,
                                   const AdamWConfig& c, bool decay);
+// The same, and each gradient element set to zero once read: the next step accumulates
+// into it without a separate clearing pass over every gradient. Same update, same sums.
+SquareSums adamw_update_with_sums_clearing_grad(float* param, float* grad, float* m, float* v, int64_t n, int64_t t,
+                                                const AdamWConfig& c, bool decay);
 
 class AdamW {
  public:
   AdamW(AdamWConfig config, std::vector<Param*> params);
   // One update of every parameter from its .grad; with `sums`, also each parameter's
-  // SquareSums, in the constructor's order.
-  void step(std::vector<SquareSums>* sums = nullptr);
+  // SquareSums, in the constructor's order. With `clear_grads` every .grad is zero
+  // afterwards (cleared in the update's own pass when `sums` is given).
+  void step(std::vector<SquareSums>* sums = nullptr, bool clear_grads = false);
   void zero_grad();
   int64_t steps() const { return t_; }
   const AdamWConfig& config() const { return config_; }

@@ -458,7 +458,11 @@ StepStats CpuExecutor::step(TimeBreakdown* time) {
   MpiTpReducer tp(*groups_->tp, split_.sequence_parallel, t.tp);
   MpiExpertExchange ep(*groups_->ep, t.ep);
   MpiContextExchange cp(*groups_->cp, split_.cp_comm == CpComm::ring, t.cp);
-  for (Param* p : params()) p->grad.zero();
+  // The gradients accumulate over microbatches from zero: AdamW's pass cleared them at
+  // the end of the previous step (below) unless this executor has no optimizer.
+  if (!grads_clear_)
+    for (Param* p : params()) p->grad.zero();
+  grads_clear_ = false;
   CpuPipelineBackend pipe(chunks_, local, scale, *groups_->pp, tp, ep, split_.cp > 1 ? &cp : nullptr, b,
                           static_cast<int64_t>(b) * local.seq_len / (split_.sequence_parallel ? split_.tp : 1),
                           model_.hidden, spare_caches_, zero_.get(), schedule_.split_backward());
@@ -509,7 +513,10 @@ StepStats CpuExecutor::step(TimeBreakdown* time) {
   const double t_opt = MPI_Wtime();
   // Without ZeRO both norms come out of AdamW's pass over the weights (SquareSums).
   std::vector<SquareSums> update_sums;
-  if (optimizer_) optimizer_->step(&update_sums);
+  if (optimizer_) {
+    optimizer_->step(&update_sums, /*clear_grads=*/true);  // nothing reads the gradients after it
+    grads_clear_ = true;
+  }
   // Aux-loss-free balancing: the load over the whole global batch (sum over dp and cp;
   // TP peers route identically and are not summed).
   for (size_t c = 0; c < chunks_.size(); ++c) {

@@ -123,6 +123,7 @@ class CpuExecutor {
   PipelineSchedule schedule_;
   std::vector<std::unique_ptr<Transformer>> chunks_;  // chunk c = virtual stage c*pp + stage
   std::unique_ptr<AdamW> optimizer_;  // without ZeRO
+  bool grads_clear_ = false;          // every .grad is zero (the optimizer cleared it)
   std::unique_ptr<ZeroUnits> zero_;   // ZeRO-2 and ZeRO-3
   std::vector<Bucket> buckets_;
   // Activation caches of finished microbatches, kept so the next step's reuse their

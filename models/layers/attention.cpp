@@ -2,12 +2,11 @@
 
 #include <algorithm>
 #include <cmath>
-#include <limits>
 
 #include "core/errors.hpp"
 #include "models/blas.hpp"
-#include "models/exp_kernels.hpp"
 #include "models/init.hpp"
+#include "models/layers/causal_attention.hpp"
 
 namespace ibt::models {
 
@@ -63,27 +62,12 @@ void SelfAttention::forward(const Tensor& x, int batch, int seq, Tensor& out, At
   } else {
     c.probs.resize({batch, heads_, seq, seq});  // every element written below
     c.context.resize({T, qw});
-    for (int b = 0; b < batch; ++b) {
+    for (int b = 0; b < batch; ++b)
       for (int64_t hq = 0; hq < heads_; ++hq) {
-        const int64_t hk = hq / group;
-        const float* q = c.q.ptr() + b * seq * qw + hq * d;
-        const float* k = c.k.ptr() + b * seq * kw + hk * d;
-        const float* v = c.v.ptr() + b * seq * kw + hk * d;
-        float* p = c.probs.ptr() + (b * heads_ + hq) * seq * seq;
-        gemm(false, true, seq, seq, d, scale, q, qw, k, kw, 0.0f, p, seq);
-        for (int i = 0; i < seq; ++i) {  // causal softmax of row i over keys 0..i
-          float* row = p + static_cast<int64_t>(i) * seq;
-          const float mx = *std::max_element(row, row + i + 1);
-          float sum = 0;
-          for (int j = 0; j <= i; ++j) row[j] = exp_fp32(row[j] - mx);  // vectorises
-          for (int j = 0; j <= i; ++j) sum += row[j];
-          for (int j = 0; j <= i; ++j) row[j] /= sum;
-          std::fill(row + i + 1, row + seq, 0.0f);
-        }
-        gemm(false, false, seq, d, seq, 1.0f, p, seq, v, kw, 0.0f,
-             c.context.ptr() + b * seq * qw + hq * d, qw);
+        const int64_t hk = hq / group, qo = b * seq * qw + hq * d, ko = b * seq * kw + hk * d;
+        causal_attention_head_forward(c.q.ptr() + qo, qw, c.k.ptr() + ko, kw, c.v.ptr() + ko, kw, seq, d, scale,
+                                      c.probs.ptr() + (b * heads_ + hq) * seq * seq, c.context.ptr() + qo, qw);
       }
-    }
   }
   out.resize({T, hidden_});
   linear_forward(c.context.ptr(), wo.value.ptr(), out.ptr(), T, qw, hidden_);
@@ -94,11 +78,18 @@ void SelfAttention::backward(const AttentionCache& c, int batch, int seq, const 
   const int64_t T = c.x.rows(), d = head_dim_, qw = heads_ * d, kw = kv_heads_ * d;
   const int64_t group = heads_ / kv_heads_;
   const float scale = 1.0f / std::sqrt(static_cast<float>(d));
-  Tensor d_context({T, qw});
+  // Scratch reused from call to call: every element is written before it is read.
+  Tensor& d_context = scratch_.d_context;
+  Tensor& dq = scratch_.dq;
+  Tensor& dk = scratch_.dk;
+  Tensor& dv = scratch_.dv;
+  d_context.resize({T, qw});
   linear_backward_weight(d_out.ptr(), c.context.ptr(), wo.grad.ptr(), T, qw, hidden_);
   linear_backward_input(d_out.ptr(), wo.value.ptr(), d_context.ptr(), T, qw, hidden_, false);
 
-  Tensor dq({T, qw}), dk({T, kw}), dv({T, kw});
+  dq.resize({T, qw});
+  dk.resize({T, kw});
+  dv.resize({T, kw});
   if (cp && cp->size() > 1 && cp->ring()) {
     cp_ring_attention_backward(c.q, c.k, c.v, c.context, c.lse, d_context, batch, seq * cp->size(), heads_,
                                kv_heads_, d, *cp, dq, dk, dv);
@@ -110,30 +101,16 @@ void SelfAttention::backward(const AttentionCache& c, int batch, int seq, const 
     dk = cp_scatter_sequence(dk_full, batch, full, *cp);
     dv = cp_scatter_sequence(dv_full, batch, full, *cp);
   } else {
-    std::vector<float> dp(static_cast<size_t>(seq) * seq);
-    for (int b = 0; b < batch; ++b) {
+    scratch_.ds.resize({seq, seq});
+    for (int b = 0; b < batch; ++b)
       for (int64_t hq = 0; hq < heads_; ++hq) {
-        const int64_t hk = hq / group;
-        const int64_t qo = b * seq * qw + hq * d, ko = b * seq * kw + hk * d;
-        const float* p = c.probs.ptr() + (b * heads_ + hq) * seq * seq;
-        const float* dctx = d_context.ptr() + qo;
-        // dV += P^T dO (KV heads are shared by `group` query heads: accumulate).
-        gemm(true, false, seq, d, seq, 1.0f, p, seq, dctx, qw, 1.0f, dv.ptr() + ko, kw);
-        // dP = dO V^T, then through the softmax: dS = P * (dP - rowsum(dP * P)).
-        gemm(false, true, seq, seq, d, 1.0f, dctx, qw, c.v.ptr() + ko, kw, 0.0f, dp.data(), seq);
-        for (int i = 0; i < seq; ++i) {
-          const float* pr = p + static_cast<int64_t>(i) * seq;
-          float* dr = dp.data() + static_cast<int64_t>(i) * seq;
-          float dot = 0;
-          for (int j = 0; j <= i; ++j) dot += dr[j] * pr[j];
-          for (int j = 0; j <= i; ++j) dr[j] = pr[j] * (dr[j] - dot);
-          std::fill(dr + i + 1, dr + seq, 0.0f);
-        }
-        // S = scale * Q K^T:  dQ = scale * dS K,  dK += scale * dS^T Q.
-        gemm(false, false, seq, d, seq, scale, dp.data(), seq, c.k.ptr() + ko, kw, 0.0f, dq.ptr() + qo, qw);
-        gemm(true, false, seq, d, seq, scale, dp.data(), seq, c.q.ptr() + qo, qw, 1.0f, dk.ptr() + ko, kw);
+        // A KV head serves `group` query heads: the first writes dK, dV, the others add.
+        const int64_t hk = hq / group, qo = b * seq * qw + hq * d, ko = b * seq * kw + hk * d;
+        causal_attention_head_backward(c.q.ptr() + qo, qw, c.k.ptr() + ko, kw, c.v.ptr() + ko, kw,
+                                       c.probs.ptr() + (b * heads_ + hq) * seq * seq, d_context.ptr() + qo, qw, seq,
+                                       d, scale, scratch_.ds.ptr(), dq.ptr() + qo, dk.ptr() + ko, dv.ptr() + ko, kw,
+                                       hq % group != 0);
       }
-    }
   }
   linear_backward_weight(dq.ptr(), c.x.ptr(), wq.grad.ptr(), T, hidden_, qw);
   linear_backward_weight(dk.ptr(), c.x.ptr(), wk.grad.ptr(), T, hidden_, kw);

@@ -55,6 +55,12 @@ class SelfAttention {
 
  private:
   int64_t hidden_, head_dim_, heads_, kv_heads_;  // heads_/kv_heads_: local counts
+  // backward()'s working buffers, kept from call to call so that a step neither
+  // allocates nor clears them (each is written in full before it is read).
+  struct Scratch {
+    Tensor d_context, dq, dk, dv;
+    Tensor ds;  // one head's score gradient [S, S]
+  } scratch_;
 };
 
 }  // namespace ibt::models

@@ -95,12 +95,16 @@ void Mlp::forward(const Tensor& x, Tensor& out, MlpCache& c) const {
 
 void Mlp::backward(const MlpCache& c, const Tensor& d_out, Tensor& dx) {
   const int64_t n = c.x.rows(), h = shape_.hidden, f = ffn_local_;
-  Tensor d_act({n, f});
+  Tensor& d_act = scratch_.d_act;
+  d_act.resize({n, f});  // the GEMMs below that write it have beta 0
   linear_backward_weight(d_out.ptr(), c.act.ptr(), w_down.grad.ptr(), n, f, h);
   linear_backward_input(d_out.ptr(), w_down.value.ptr(), d_act.ptr(), n, f, h, false);
   dx.resize({n, h});  // the first input-gradient GEMM below has beta 0
   if (shape_.activation == Activation::swiglu) {
-    Tensor d_gate({n, f}), d_up({n, f});
+    Tensor& d_gate = scratch_.d_gate;
+    Tensor& d_up = scratch_.d_up;
+    d_gate.resize({n, f});  // written in full by swiglu_backward
+    d_up.resize({n, f});
     swiglu_backward(c.gate.ptr(), c.up.ptr(), d_act.ptr(), d_gate.ptr(), d_up.ptr(), n * f);
     linear_backward_weight(d_gate.ptr(), c.x.ptr(), w_gate.grad.ptr(), n, h, f);
     linear_backward_weight(d_up.ptr(), c.x.ptr(), w_up.grad.ptr(), n, h, f);

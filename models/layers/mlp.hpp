@@ -45,6 +45,11 @@ class Mlp {
  private:
   MlpShape shape_;
   int64_t ffn_local_ = 0;
+  // backward()'s working buffers, kept from call to call so that a step neither
+  // allocates nor clears them (each is written in full before it is read).
+  struct Scratch {
+    Tensor d_act, d_gate, d_up;
+  } scratch_;
 };
 
 // GELU, tanh approximation (GPT-2), and its derivative.

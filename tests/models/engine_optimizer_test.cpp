@@ -80,6 +80,18 @@ TEST(AdamW, UpdateWithSumsEqualsUpdateAndSumSquares) {
   EXPECT_EQ(v, v2);
   EXPECT_EQ(s.grad, sum_squares(g.data(), n));
   EXPECT_EQ(s.value, sum_squares(w.data(), n));
+
+  // The clearing variant (the executor's: no separate pass zeroes the gradients before
+  // the next step): the same update and sums, and every gradient element zero after.
+  std::vector<float> w3 = w2, m3 = m2, v3 = v2, g3 = g, w4 = w2, m4 = m2, v4 = v2;
+  const SquareSums kept = adamw_update_with_sums(w4.data(), g.data(), m4.data(), v4.data(), n, 4, c, true);
+  const SquareSums cleared = adamw_update_with_sums_clearing_grad(w3.data(), g3.data(), m3.data(), v3.data(), n, 4, c, true);
+  EXPECT_EQ(w3, w4);
+  EXPECT_EQ(m3, m4);
+  EXPECT_EQ(v3, v4);
+  EXPECT_EQ(cleared.grad, kept.grad);
+  EXPECT_EQ(cleared.value, kept.value);
+  EXPECT_EQ(g3, std::vector<float>(n, 0.0f));
 }
 
 TEST(AdamW, StepReportsEachParametersSums) {
@@ -95,6 +107,16 @@ TEST(AdamW, StepReportsEachParametersSums) {
   EXPECT_EQ(sums[1].grad, sum_squares(gb));
   EXPECT_EQ(sums[0].value, sum_squares(a.value));
   EXPECT_EQ(sums[1].value, sum_squares(b.value));
+
+  // clear_grads, with and without sums: the gradients are zero after the step.
+  a.grad.data = {1.0f, 2.0f, 3.0f};
+  b.grad.data.assign(10, 0.5f);
+  opt.step(&sums, true);
+  EXPECT_EQ(a.grad.data, std::vector<float>(3, 0.0f));
+  EXPECT_EQ(b.grad.data, std::vector<float>(10, 0.0f));
+  a.grad.data = {1.0f, 2.0f, 3.0f};
+  opt.step(nullptr, true);
+  EXPECT_EQ(a.grad.data, std::vector<float>(3, 0.0f));
 }
 
 }  // namespace
