@@ -22,7 +22,7 @@
 # --lofo: the one fitted constant -- the GEMM efficiency of each device generation
 # (catalog model.gemm_efficiency, source ibt-gemm-fit) -- refitted on all rows and with
 # each family left out (scripts/lofo_fit.py); prints each family's error at the value
-# fitted without it. It projects every row at five efficiencies: ~5x the plain run.
+# fitted without it. It projects every row at six efficiencies: ~6x the plain run.
 # Everything else in the sim is a catalog figure or a stated assumption, fitted to none
 # of these rows. The figures of the latest run are in topologies/README.md, Validation.
 set -euo pipefail
@@ -54,7 +54,7 @@ ibt="$build/ibt"
 # the value per generation (least median |error|) on all rows and on the rows of the
 # other families, and prints each family's error at the value fitted without it.
 if [ "$lofo" = 1 ]; then
-  grid="0.50 0.60 0.70 0.80 0.90"
+  grid="0.50 0.60 0.70 0.80 0.90 1.00"
   work=$(mktemp -d)
   trap 'rm -rf "$work"' EXIT
   for eta in $grid; do
