@@ -123,6 +123,16 @@ TEST(GemmShape, ExpertGemmsAreSlowerPerFlopThanTheDenseGemmOfTheSameFlops) {
       const models::Op dense = gemm_op(OpKind::expert_up_gemm, rows, m.hidden, 2.0 * m.expert_ffn_hidden, 1, passes);
       ASSERT_DOUBLE_EQ(expert.flops, dense.flops);
       EXPECT_GT(pricer.op_us(none, expert), 1.05 * pricer.op_us(none, dense)) << per_expert << " rows per expert";
+      // The tiles alone, at the dense GEMM's bytes: 16 rows fill an eighth of a 128-row
+      // tile. 128 rows are whole tiles, as many as the dense product's, so the forward
+      // costs the same and the weights' bytes are what make the experts slower. (The
+      // experts' weight gradients are 32 outputs of K = 128: more tiles, each short,
+      // which only their bytes price.)
+      models::Op tiles_only = expert;
+      tiles_only.bytes = dense.bytes;
+      const double dense_us = pricer.op_us(none, dense);
+      if (per_expert < 128) EXPECT_GT(pricer.op_us(none, tiles_only), 2 * dense_us);
+      else if (passes == models::gemm_product) EXPECT_NEAR(pricer.op_us(none, tiles_only), dense_us, 1e-9 * dense_us);
     }
   }
 }
