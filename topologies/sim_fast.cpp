@@ -308,8 +308,9 @@ class StagePrices {
       h = mix(h, static_cast<size_t>(std::get<3>(k)));
       h = mix(h, std::hash<double>{}(std::get<4>(k)));
       h = mix(h, std::hash<double>{}(std::get<5>(k)));
+      // The shape's passes tell B from W; its dimensions follow from the FLOPs and bytes
+      // in practice, so they are compared (equality) but not hashed.
       const models::GemmShape& g = std::get<6>(k);
-      h = mix(h, std::hash<float>{}(g.rows));
       return mix(h, static_cast<size_t>(g.passes) | static_cast<size_t>(g.groups) << 8);
     }
   };
