@@ -121,7 +121,8 @@
 //
 // FLOPs and bytes are per rank (this rank's share). flops are floating-point ops the
 // rank executes (a multiply-add = 2). For compute ops, bytes = the operands read and
-// written once (a memory-bound op's cost; GEMM: A, B and C). For comm ops, bytes =
+// written once (a memory-bound op's cost; GEMM: A, B and C; a grouped expert GEMM
+// reads every local expert's B). For comm ops, bytes =
 // the buffer size as nccl-tests counts it (all-reduce: the buffer; all-gather: the
 // gathered output; reduce-scatter: the input; all-to-all: what one rank sends in total;
 // pp_exchange: the larger of the two halves). Elements are activation_bytes wide
