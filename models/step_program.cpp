@@ -323,9 +323,19 @@ class Builder {
   // A GEMM of [rows x k] x [k x n] (n already this rank's share); backward does both
   // the input and the weight gradient (twice the FLOPs, twice the traffic); a split
   // backward's B the input gradient and its W the weight gradient (one each).
-  void gemm(OpKind kind, double rows, double k, double n, bool tp_sharded = true) {
+  // `groups` > 1: a grouped GEMM (the rank's local experts), `rows` in total over the
+  // groups, each group with its own [k x n] weight (read once per product).
+  void gemm(OpKind kind, double rows, double k, double n, bool tp_sharded = true, int groups = 1) {
     const double mult = phase_ == Phase::backward && !split_backward_ ? 2.0 : 1.0;
-    emit_compute(kind, mult * 2.0 * rows * k * n, mult * e_ * (rows * k + k * n + rows * n), tp_sharded);
+    emit_compute(kind, mult * 2.0 * rows * k * n, mult * e_ * (rows * k + groups * k * n + rows * n), tp_sharded);
+    Op& op = prog_.ops.back();
+    op.gemm.rows = static_cast<float>(rows / groups);
+    op.gemm.k = static_cast<float>(k);
+    op.gemm.n = static_cast<float>(n);
+    op.gemm.groups = static_cast<std::uint16_t>(groups);
+    if (phase_ != Phase::backward) op.gemm.passes = gemm_product;
+    else if (!split_backward_) op.gemm.passes = gemm_input_grad | gemm_weight_grad;
+    else op.gemm.passes = pass_ == Pass::weight ? gemm_weight_grad : gemm_input_grad;
   }
 
   void norm(OpKind kind) { compute(kind, 0.0, 2.0 * norm_tokens() * m_.hidden * e_, sp()); }
@@ -489,6 +499,8 @@ class Builder {
   }
 
   double gated() const { return m_.activation == Activation::swiglu ? 2.0 : 1.0; }
+  // The experts on this rank: their grouped GEMMs share its routed rows evenly.
+  int local_experts() const { return m_.num_experts / s_.ep; }
 
   void mlp_fwd(int layer) {
     norm(OpKind::mlp_norm);
@@ -512,8 +524,8 @@ class Builder {
       collective(OpKind::ep_counts, Group::ep, m_.num_experts * 8.0);
       collective(OpKind::ep_dispatch, Group::ep, routed * h * e_);
       ep_regroup();
-      gemm(OpKind::expert_up_gemm, routed, h, gated() * fe / t_);
-      gemm(OpKind::expert_down_gemm, routed, fe / t_, h);
+      gemm(OpKind::expert_up_gemm, routed, h, gated() * fe / t_, true, local_experts());
+      gemm(OpKind::expert_down_gemm, routed, fe / t_, h, true, local_experts());
       ep_regroup();
       collective(OpKind::ep_combine, Group::ep, routed * h * e_);
       moe_unpermute();
@@ -573,8 +585,8 @@ class Builder {
       collective(OpKind::tp_all_reduce, Group::tp, routed * 4.0);  // fp32 gate gradients
       collective(OpKind::ep_combine, Group::ep, routed * h * e_);
       ep_regroup();
-      gemm(OpKind::expert_down_gemm, routed, fe / t_, h);
-      gemm(OpKind::expert_up_gemm, routed, h, gated() * fe / t_);
+      gemm(OpKind::expert_down_gemm, routed, fe / t_, h, true, local_experts());
+      gemm(OpKind::expert_up_gemm, routed, h, gated() * fe / t_, true, local_experts());
       ep_regroup();
       collective(OpKind::ep_dispatch, Group::ep, routed * h * e_);
       if (m_.shared_experts > 0) {

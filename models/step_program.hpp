@@ -125,7 +125,8 @@
 //
 // FLOPs and bytes are per rank (this rank's share). flops are floating-point ops the
 // rank executes (a multiply-add = 2). For compute ops, bytes = the operands read and
-// written once (a memory-bound op's cost; GEMM: A, B and C). For comm ops, bytes =
+// written once (a memory-bound op's cost; GEMM: A, B and C; a grouped expert GEMM
+// reads every local expert's B). For comm ops, bytes =
 // the buffer size as nccl-tests counts it (all-reduce: the buffer; all-gather: the
 // gathered output; reduce-scatter: the input; all-to-all: what one rank sends in total;
 // pp_exchange: the larger of the two halves). Elements are activation_bytes wide
@@ -209,6 +210,22 @@ inline constexpr int kEmbeddingLayer = -1;
 inline constexpr int kNoLayer = -2;  // exchanges, optimizer
 // The head (final norm, LM head, loss) uses layer == model.layers.
 
+// Which products a GEMM op runs, for pricing by shape (a bit set): the forward
+// product C = A B, the input gradient dA = dC B^T and the weight gradient dB = A^T dC.
+enum GemmPass : std::uint8_t { gemm_product = 1, gemm_input_grad = 2, gemm_weight_grad = 4 };
+
+// The shape of a GEMM op: `groups` products of [rows x k] x [k x n] (groups > 1: a
+// grouped GEMM, one product per local expert, rows = the tokens each expert gets under
+// balanced routing), and which passes the op runs. Empty (passes == 0) on other ops.
+// The forward product's output is rows x n, the input gradient's rows x k, the weight
+// gradient's k x n: a pricer that knows the device's tiles prices each by its own.
+struct GemmShape {
+  float rows = 0, k = 0, n = 0;
+  std::uint16_t groups = 1;
+  std::uint8_t passes = 0;
+  bool operator==(const GemmShape&) const = default;
+};
+
 struct Op {
   OpKind kind = OpKind::attn_norm;
   Phase phase = Phase::forward;
@@ -224,6 +241,7 @@ struct Op {
   int action = -1;
   double flops = 0;
   double bytes = 0;
+  GemmShape gemm;                // GEMM ops only
   std::array<int, 2> waits{-1, -1};
 };
 

@@ -290,7 +290,7 @@ class StagePrices {
     std::vector<double> dur(ops.size());
     for (size_t i = 0; i < ops.size(); ++i) {
       const Op& op = ops[i];
-      const Key key{op.kind, op.phase, op.group, op.stream, op.flops, op.bytes};
+      const Key key{op.kind, op.phase, op.group, op.stream, op.flops, op.bytes, op.gemm};
       auto it = memo_.find(key);
       if (it == memo_.end()) it = memo_.emplace(key, pricer_.op_us(stub_, op)).first;
       dur[i] = it->second;
@@ -299,7 +299,8 @@ class StagePrices {
   }
 
  private:
-  using Key = std::tuple<OpKind, models::Phase, Group, Stream, double, double>;
+  // The GEMM shape tells a split backward's B from its W (same FLOPs and bytes).
+  using Key = std::tuple<OpKind, models::Phase, Group, Stream, double, double, models::GemmShape>;
   // A template has thousands of ops and a few dozen distinct ones: hashed, not ordered.
   struct KeyHash {
     size_t operator()(const Key& k) const {
@@ -309,7 +310,11 @@ class StagePrices {
       h = mix(h, static_cast<size_t>(std::get<2>(k)));
       h = mix(h, static_cast<size_t>(std::get<3>(k)));
       h = mix(h, std::hash<double>{}(std::get<4>(k)));
-      return mix(h, std::hash<double>{}(std::get<5>(k)));
+      h = mix(h, std::hash<double>{}(std::get<5>(k)));
+      // The shape's passes tell B from W; its dimensions follow from the FLOPs and bytes
+      // in practice, so they are compared (equality) but not hashed.
+      const models::GemmShape& g = std::get<6>(k);
+      return mix(h, static_cast<size_t>(g.passes) | static_cast<size_t>(g.groups) << 8);
     }
   };
   OpPricer& pricer_;

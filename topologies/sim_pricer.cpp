@@ -1,6 +1,8 @@
 #include "topologies/sim_pricer.hpp"
 
 #include <algorithm>
+#include <bit>
+#include <tuple>
 
 #include "core/errors.hpp"
 
@@ -23,6 +25,8 @@ TopologyPricer::TopologyPricer(const Topology& topology, const models::ParallelS
   gemm_flops_per_us_ = flops_per_us_;
   bytes_per_us_ = t_.device.memory_bandwidth_GBps.get() * 1e3 * t_.model.memory_efficiency.get();
   overhead_us_ = t_.model.op_overhead_us.get();
+  if (const auto& g = t_.device.gemm_tiles)
+    tiles_ = TileGrid{g->compute_units.get(), g->tile_rows.get(), g->tile_cols.get()};
   const int D = t_.domain_size();
   const long long tp_cp = static_cast<long long>(split.tp) * split.cp;
   stage_stride_ = tp_cp * split.dp;
@@ -118,6 +122,23 @@ double TopologyPricer::compute_us(double flops, double bytes) const {
   return dispatch_overlaps_ ? std::max(roofline, overhead_us_) : roofline + overhead_us_;
 }
 
+double TopologyPricer::roofline_us(const Op& op, double flops_per_us) const {
+  const models::GemmShape& g = op.gemm;
+  if (!tiles_ || g.passes == 0) return std::max(op.flops / flops_per_us, op.bytes / bytes_per_us_);
+  // Every pass has the same FLOPs and touches the same three matrices once.
+  const int passes = std::popcount(static_cast<unsigned>(g.passes));
+  const double flops = op.flops / passes, bytes = op.bytes / passes;
+  double us = 0;
+  for (auto [pass, rows, cols] : {std::tuple{models::gemm_product, g.rows, g.n},
+                                  {models::gemm_input_grad, g.rows, g.k},
+                                  {models::gemm_weight_grad, g.k, g.n}}) {
+    if (!(g.passes & pass)) continue;
+    const double rate = flops_per_us * tile_efficiency(*tiles_, rows, cols, g.groups);
+    us += std::max(flops / rate, bytes / bytes_per_us_);
+  }
+  return us;
+}
+
 double TopologyPricer::op_us(const models::StepProgram&, const Op& op) {
   CollOp coll;
   switch (op.kind) {
@@ -142,13 +163,13 @@ double TopologyPricer::op_us(const models::StepProgram&, const Op& op) {
       const double mult = op.phase == models::Phase::backward ? 2.0 : 1.0;
       return compute_us(op.flops, op.bytes + mult * score_bytes_forward_);
     }
-    default:
-      if (gemm_flops_per_us_ != flops_per_us_ && is_linear_gemm(op.kind)) {
-        const double roofline = std::max(op.flops / gemm_flops_per_us_, op.bytes / bytes_per_us_) +
-                                cast_bytes_per_gemm_byte_ * op.bytes / bytes_per_us_;
-        return dispatch_overlaps_ ? std::max(roofline, overhead_us_) : roofline + overhead_us_;
-      }
-      return compute_us(op.flops, op.bytes);
+    default: {
+      const bool fp8 = gemm_flops_per_us_ != flops_per_us_ && is_linear_gemm(op.kind);
+      const double roofline = fp8 ? roofline_us(op, gemm_flops_per_us_) +
+                                        cast_bytes_per_gemm_byte_ * op.bytes / bytes_per_us_
+                                  : roofline_us(op, flops_per_us_);
+      return dispatch_overlaps_ ? std::max(roofline, overhead_us_) : roofline + overhead_us_;
+    }
   }
   const double comm = collective_cost(t_, coll, placement_[static_cast<int>(op.group)], op.bytes).time_us;
   const bool overlappable = (op.kind == OpKind::sp_all_gather || op.kind == OpKind::sp_reduce_scatter) &&

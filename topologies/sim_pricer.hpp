@@ -4,6 +4,15 @@
 // Compute op: a roofline with a fixed per-op cost,
 //     max(flops / (peak[dtype] * gemm_efficiency),
 //         bytes / (memory_bandwidth * memory_efficiency)) + op_overhead_us
+// A GEMM op on a device whose catalog entry gives its GEMM tiles (device.gemm_tiles)
+// is priced by its shape: each of its passes (forward product, input gradient, weight
+// gradient; models::GemmShape) is its own roofline, with the FLOP rate scaled by the
+// tile efficiency of that pass's output (gemm_shape.hpp: tile and wave quantization
+// over the device's SMs or MXUs),
+//     sum over passes of max(flops_p / (peak * gemm_efficiency * tile_efficiency_p),
+//                            bytes_p / (memory_bandwidth * memory_efficiency))
+// so gemm_efficiency is the efficiency of a large GEMM, and small ones (an expert's
+// share of the routed tokens, a router's num_experts columns) run slower per FLOP.
 // or, with set_dispatch_overlaps_compute(true), max(roofline, op_overhead_us): the
 // host dispatches an op's kernels while the device runs the previous ones (eager
 // frameworks launch asynchronously), so an op costs its device time or its dispatch
@@ -33,11 +42,13 @@
 // from the previous at once) costs one point-to-point message over the slowest link
 // of the ring: scale-up when the CP group lies in one domain, else the network.
 #include <array>
+#include <optional>
 #include <string>
 
 #include "models/model_config.hpp"
 #include "models/parallel_split.hpp"
 #include "topologies/collective_model.hpp"
+#include "topologies/gemm_shape.hpp"
 #include "topologies/sim_executor.hpp"
 #include "topologies/topology.hpp"
 
@@ -68,8 +79,13 @@ class TopologyPricer : public OpPricer {
   void set_kv_replicas(int replicas);
 
  private:
+  // The roofline of a compute op at `flops_per_us` (its passes' tile efficiencies
+  // applied when the op is a GEMM and the device gives its tiles), without overhead.
+  double roofline_us(const models::Op& op, double flops_per_us) const;
+
   const Topology& t_;
   models::ParallelSplit split_;
+  std::optional<TileGrid> tiles_;  // the device's GEMM tiles; none: GEMMs at the flat rate
   double flops_per_us_ = 0;       // peak * efficiency
   double gemm_flops_per_us_ = 0;  // the linear layers' rate (fp8 with set_fp8_gemms)
   double cast_bytes_per_gemm_byte_ = 0;

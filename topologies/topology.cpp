@@ -62,6 +62,11 @@ std::vector<std::pair<std::string, const Figure*>> Topology::figures() const {
       {"model.scale_up_efficiency", &model.scale_up_efficiency},
       {"model.scale_out_efficiency", &model.scale_out_efficiency},
   };
+  if (device.gemm_tiles) {
+    f.push_back({"device.gemm_tiles.compute_units", &device.gemm_tiles->compute_units});
+    f.push_back({"device.gemm_tiles.tile_rows", &device.gemm_tiles->tile_rows});
+    f.push_back({"device.gemm_tiles.tile_cols", &device.gemm_tiles->tile_cols});
+  }
   if (scale_up.torus) {
     f.push_back({"scale_up.torus.links_per_chip", &scale_up.torus->links_per_chip});
     f.push_back({"scale_up.torus.link_bandwidth_GBps", &scale_up.torus->link_bandwidth_GBps});
@@ -247,7 +252,7 @@ Topology parse_topology(const std::string& json_text, const std::string& origin)
   }
 
   Reader dev = top.child("device");
-  dev.allow({"name", "peak_tflops", "memory_GB", "memory_bandwidth_GBps"});
+  dev.allow({"name", "peak_tflops", "memory_GB", "memory_bandwidth_GBps", "gemm_tiles"});
   t.device.name = dev.str("name");
   Reader peak = dev.child("peak_tflops");
   peak.allow({"fp32", "tf32", "bf16", "fp8"});
@@ -259,6 +264,19 @@ Topology parse_topology(const std::string& json_text, const std::string& origin)
     peak.fail("", "needs at least fp32 or bf16");
   t.device.memory_GB = dev.figure("memory_GB", false, 1e-6);
   t.device.memory_bandwidth_GBps = dev.figure("memory_bandwidth_GBps", false, 1e-6);
+  if (dev.has("gemm_tiles")) {
+    Reader tiles = dev.child("gemm_tiles");
+    tiles.allow({"compute_units", "tile_rows", "tile_cols"});
+    GemmTiles g;
+    g.compute_units = tiles.figure("compute_units", false, 1, 1e5);
+    g.tile_rows = tiles.figure("tile_rows", false, 1, 1e5);
+    g.tile_cols = tiles.figure("tile_cols", false, 1, 1e5);
+    for (auto [key, fig] : {std::pair{"compute_units", &g.compute_units}, {"tile_rows", &g.tile_rows},
+                            {"tile_cols", &g.tile_cols}})
+      if (fig->get() != static_cast<long long>(fig->get()))
+        tiles.fail(std::string(key) + ".value", "must be a whole number");
+    t.device.gemm_tiles = g;
+  }
 
   Reader up = top.child("scale_up");
   up.allow({"name", "devices_per_domain", "bandwidth_GBps", "latency_us", "algorithms", "torus"});
@@ -374,6 +392,10 @@ std::string to_json(const Topology& t) {
                    {"fp8", figure_json(t.device.fp8)}}},
                  {"memory_GB", figure_json(t.device.memory_GB)},
                  {"memory_bandwidth_GBps", figure_json(t.device.memory_bandwidth_GBps)}};
+  if (t.device.gemm_tiles)
+    j["device"]["gemm_tiles"] = {{"compute_units", figure_json(t.device.gemm_tiles->compute_units)},
+                                 {"tile_rows", figure_json(t.device.gemm_tiles->tile_rows)},
+                                 {"tile_cols", figure_json(t.device.gemm_tiles->tile_cols)}};
   json up = fabric_json(t.scale_up);
   up["devices_per_domain"] = figure_json(t.scale_up.devices_per_domain);
   if (t.scale_up.torus)

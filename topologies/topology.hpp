@@ -5,7 +5,8 @@
 // have the same schema (topologies/README.md):
 //
 //   name, description, sources{id: {kind: public|measured|assumption, ref}},
-//   device{name, peak_tflops{fp32,tf32,bf16,fp8}, memory_GB, memory_bandwidth_GBps},
+//   device{name, peak_tflops{fp32,tf32,bf16,fp8}, memory_GB, memory_bandwidth_GBps,
+//          gemm_tiles{compute_units, tile_rows, tile_cols}?},
 //   scale_up{name, devices_per_domain, bandwidth_GBps, latency_us, algorithms[],
 //            torus{links_per_chip, link_bandwidth_GBps, axis_chips}?},
 //   scale_out{name, bandwidth_GBps, latency_us, algorithms[]}?   (absent: one domain only)
@@ -63,10 +64,17 @@ struct ScaleUp : Fabric {
   std::optional<Torus> torus;
 };
 
+// How the device cuts a GEMM into work (gemm_shape.hpp): output tiles of tile_rows x
+// tile_cols, one tile per compute unit (an SM; a TPU MXU) at a time.
+struct GemmTiles {
+  Figure compute_units, tile_rows, tile_cols;
+};
+
 struct Device {
   std::string name;
   Figure fp32, tf32, bf16, fp8;  // peak dense TFLOP/s
   Figure memory_GB, memory_bandwidth_GBps;
+  std::optional<GemmTiles> gemm_tiles;  // absent: GEMMs priced without their shape
   const Figure& peak(const std::string& dtype) const;  // throws UsageError on other names
 };
 

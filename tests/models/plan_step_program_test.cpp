@@ -124,6 +124,16 @@ TEST(PlanStepProgram, MoeLayerFlopsAndBytesByHand) {
   EXPECT_DOUBLE_EQ(one(OpKind::expert_up_gemm, F).flops, 2 * R * h * 2 * fe / tp);
   EXPECT_DOUBLE_EQ(one(OpKind::expert_down_gemm, F).flops, 2 * R * (fe / tp) * h);
   EXPECT_DOUBLE_EQ(one(OpKind::expert_up_gemm, B).flops, 2 * 2 * R * h * 2 * fe / tp);
+  // A grouped GEMM over the E / ep = 4 local experts: each reads its own weight, and
+  // its shape (for pricing by tiles) is 4 products of R / 4 rows each.
+  const double local = E / 2;
+  EXPECT_DOUBLE_EQ(one(OpKind::expert_up_gemm, F).bytes, e * (R * h + local * h * 2 * fe / tp + R * 2 * fe / tp));
+  const GemmShape up = one(OpKind::expert_up_gemm, F).gemm;
+  EXPECT_EQ(up, (GemmShape{static_cast<float>(R / local), static_cast<float>(h), static_cast<float>(2 * fe / tp),
+                           static_cast<std::uint16_t>(local), gemm_product}));
+  EXPECT_EQ(one(OpKind::expert_down_gemm, B).gemm.passes, gemm_input_grad | gemm_weight_grad);
+  EXPECT_EQ(one(OpKind::router_gemm, F).gemm.groups, 1);
+  EXPECT_EQ(one(OpKind::router_gemm, F).gemm.n, E);
   // Shared expert: every token, one MLP of 1 * fe.
   EXPECT_DOUBLE_EQ(one(OpKind::shared_up_gemm, F).flops, 2 * T * h * 2 * fe / tp);
   EXPECT_DOUBLE_EQ(one(OpKind::shared_down_gemm, B).flops, 2 * 2 * T * (fe / tp) * h);
@@ -355,6 +365,9 @@ TEST(PlanStepProgram, ZeroBubbleSplitsEveryGemmIntoBAndW) {
       const bool gemm = to_string(whole[k].kind).ends_with("_gemm");
       gemms += gemm;
       EXPECT_DOUBLE_EQ(b[k].flops, gemm ? whole[k].flops / 2 : whole[k].flops) << to_string(whole[k].kind);
+      // The shape says which products each runs (the pricer tiles each pass's output).
+      EXPECT_EQ(whole[k].gemm.passes, gemm ? gemm_input_grad | gemm_weight_grad : 0);
+      EXPECT_EQ(b[k].gemm.passes, gemm ? gemm_input_grad : 0);
       flops_whole += whole[k].flops;
       flops_split += b[k].flops;
     }
@@ -363,6 +376,7 @@ TEST(PlanStepProgram, ZeroBubbleSplitsEveryGemmIntoBAndW) {
       EXPECT_TRUE(to_string(op.kind).ends_with("_gemm")) << to_string(op.kind);
       EXPECT_EQ(op.stream, Stream::compute);
       EXPECT_EQ(op.phase, Phase::backward);
+      EXPECT_EQ(op.gemm.passes, gemm_weight_grad);
       flops_split += op.flops;
     }
     EXPECT_NEAR(flops_split / flops_whole, 1.0, 1e-12);

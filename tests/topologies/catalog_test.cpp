@@ -73,6 +73,18 @@ TEST(Catalog, LocalCpuFiguresAreMeasuredNotDatasheet) {
   }
 }
 
+// Every accelerator prices GEMMs by shape (sim_pricer.hpp); the measured CPU does not.
+TEST(Catalog, EveryAcceleratorGivesItsGemmTiles) {
+  for (const auto& name : catalog_names()) {
+    const Topology t = load_topology(name);
+    EXPECT_EQ(t.device.gemm_tiles.has_value(), name != "local-cpu") << name;
+  }
+  EXPECT_EQ(load_topology("dgx-a100").device.gemm_tiles->compute_units.get(), 108);
+  EXPECT_EQ(load_topology("dgx-h100").device.gemm_tiles->compute_units.get(), 132);
+  EXPECT_EQ(load_topology("dgx-b200").device.gemm_tiles->compute_units.get(), 148);
+  EXPECT_EQ(load_topology("tpu-v5p").device.gemm_tiles->tile_rows.get(), 128);
+}
+
 TEST(Catalog, RoundTripsThroughJson) {
   for (const auto& name : catalog_names()) {
     const Topology a = load_topology(name);
@@ -130,6 +142,19 @@ TEST(Catalog, MalformedFilesNameTheField) {
 
   e = error_of("{not json");
   EXPECT_NE(e.find("not valid JSON"), std::string::npos) << e;
+
+  // GEMM tiles: whole numbers, every figure present.
+  const auto tiles = [](const std::string& units) {
+    return R"("gemm_tiles": {"compute_units": {"value": )" + units + R"(, "unit": "units", "source": "s"},
+      "tile_rows": {"value": 128, "unit": "elements", "source": "s"},
+      "tile_cols": {"value": 128, "unit": "elements", "source": "s"}},)";
+  };
+  EXPECT_NO_THROW(parse_topology(minimal(tiles("132")), "bad.json"));
+  e = error_of(minimal(tiles("1.5")));
+  EXPECT_NE(e.find("device.gemm_tiles.compute_units.value"), std::string::npos) << e;
+  EXPECT_NE(e.find("whole number"), std::string::npos) << e;
+  e = error_of(minimal(R"("gemm_tiles": {"compute_units": {"value": 4, "unit": "units", "source": "s"}},)"));
+  EXPECT_NE(e.find("device.gemm_tiles.tile_rows"), std::string::npos) << e;
 }
 
 TEST(Catalog, UnknownTopologyListsTheCatalog) {
