@@ -37,26 +37,66 @@ std::uint64_t message_key(const Transfer& t) {
          static_cast<std::uint64_t>(t.src_virtual_stage);
 }
 
+// The fields of ScheduleIndex that read the stage's compute actions only (all but
+// partner): they compare and count compute actions by their order on the stage, which
+// is the same with or without the exchanges between them.
+void index_computes(ScheduleIndex& ix) {
+  const auto& per_stage = ix.schedule.per_stage;
+  const int P = static_cast<int>(per_stage.size());
+  const int V = ix.schedule.chunks;
+  ix.last_backward.assign(P, std::vector<int>(V, -1));
+  ix.last_grads.assign(P, std::vector<int>(V, -1));
+  ix.chunk_order.resize(P);
+  const ActionKind completes = ix.schedule.split_backward() ? ActionKind::weight : ActionKind::backward;
+  for (int s = 0; s < P; ++s) {
+    const auto& actions = per_stage[s];
+    for (int i = 0; i < static_cast<int>(actions.size()); ++i) {
+      const auto& a = actions[i];
+      if (a.kind == ActionKind::backward) ix.last_backward[s][a.chunk] = i;
+      if (a.kind == completes) ix.last_grads[s][a.chunk] = i;
+    }
+    const int L = ix.last_backward[s][0];
+    int first = -1;
+    for (int i = 0; i < static_cast<int>(actions.size()) && first < 0; ++i)
+      if (actions[i].kind != ActionKind::exchange) first = i;
+    ix.first_action.push_back(first);
+    ix.between.emplace_back(2 * V, 0);
+    ix.after.emplace_back(2 * V, 0);
+    ix.between_weight.emplace_back(V, 0);
+    ix.after_weight.emplace_back(V, 0);
+    for (int i = first + 1; i < static_cast<int>(actions.size()); ++i) {
+      const auto& a = actions[i];
+      if (a.kind == ActionKind::exchange) continue;
+      if (a.kind == ActionKind::weight) {
+        if (ix.last_grads[s][a.chunk] != i) ++(i < L ? ix.between_weight : ix.after_weight)[s][a.chunk];
+        continue;
+      }
+      const bool backward = a.kind == ActionKind::backward;
+      if (backward && ix.last_backward[s][a.chunk] == i) continue;
+      const int slot = a.chunk * 2 + (backward ? 1 : 0);
+      if (i < L) ++ix.between[s][slot];
+      else ++ix.after[s][slot];
+    }
+    std::vector<int>& order = ix.chunk_order[s];
+    for (int c = 0; c < V; ++c) order.push_back(c);
+    std::stable_sort(order.begin(), order.end(),
+                     [&](int a, int b) { return ix.last_grads[s][a] < ix.last_grads[s][b]; });
+  }
+}
+
 std::shared_ptr<const ScheduleIndex> make_index(const models::ParallelSplit& split) {
   auto ix = std::make_shared<ScheduleIndex>();
   ix->schedule = models::build_schedule(split);
   const auto& per_stage = ix->schedule.per_stage;
   const int P = static_cast<int>(per_stage.size());
-  const int V = ix->schedule.chunks;
   std::vector<std::unordered_map<std::uint64_t, int>> send_of(P), recv_of(P);
-  ix->last_backward.assign(P, std::vector<int>(V, -1));
-  ix->last_grads.assign(P, std::vector<int>(V, -1));
-  const ActionKind completes = ix->schedule.split_backward() ? ActionKind::weight : ActionKind::backward;
   for (int s = 0; s < P; ++s)
     for (int i = 0; i < static_cast<int>(per_stage[s].size()); ++i) {
       const auto& a = per_stage[s][i];
       if (a.send) send_of[s][message_key(*a.send)] = i;
       if (a.recv) recv_of[s][message_key(*a.recv)] = i;
-      if (a.kind == ActionKind::backward) ix->last_backward[s][a.chunk] = i;
-      if (a.kind == completes) ix->last_grads[s][a.chunk] = i;
     }
   ix->partner.resize(P);
-  ix->chunk_order.resize(P);
   for (int s = 0; s < P; ++s) {
     ix->partner[s].assign(per_stage[s].size(), {-1, -1});
     for (int i = 0; i < static_cast<int>(per_stage[s].size()); ++i) {
@@ -71,34 +111,15 @@ std::shared_ptr<const ScheduleIndex> make_index(const models::ParallelSplit& spl
       if (a.send) ix->partner[s][i][0] = match(*a.send, recv_of);
       if (a.recv) ix->partner[s][i][1] = match(*a.recv, send_of);
     }
-    const auto& actions = per_stage[s];
-    const int L = ix->last_backward[s][0];
-    int first = -1;
-    for (int i = 0; i < static_cast<int>(actions.size()) && first < 0; ++i)
-      if (actions[i].kind != ActionKind::exchange) first = i;
-    ix->first_action.push_back(first);
-    ix->between.emplace_back(2 * V, 0);
-    ix->after.emplace_back(2 * V, 0);
-    ix->between_weight.emplace_back(V, 0);
-    ix->after_weight.emplace_back(V, 0);
-    for (int i = first + 1; i < static_cast<int>(actions.size()); ++i) {
-      const auto& a = actions[i];
-      if (a.kind == ActionKind::exchange) continue;
-      if (a.kind == ActionKind::weight) {
-        if (ix->last_grads[s][a.chunk] != i) ++(i < L ? ix->between_weight : ix->after_weight)[s][a.chunk];
-        continue;
-      }
-      const bool backward = a.kind == ActionKind::backward;
-      if (backward && ix->last_backward[s][a.chunk] == i) continue;
-      const int slot = a.chunk * 2 + (backward ? 1 : 0);
-      if (i < L) ++ix->between[s][slot];
-      else ++ix->after[s][slot];
-    }
-    std::vector<int>& order = ix->chunk_order[s];
-    for (int c = 0; c < V; ++c) order.push_back(c);
-    std::stable_sort(order.begin(), order.end(),
-                     [&](int a, int b) { return ix->last_grads[s][a] < ix->last_grads[s][b]; });
   }
+  index_computes(*ix);
+  return ix;
+}
+
+std::shared_ptr<const ScheduleIndex> make_bound_index(const models::ParallelSplit& split) {
+  auto ix = std::make_shared<ScheduleIndex>();
+  ix->schedule = models::build_compute_actions(split);
+  index_computes(*ix);
   return ix;
 }
 
@@ -124,31 +145,40 @@ int template_for(const ScheduleIndex& ix, int stage, int action, bool overlap_gr
 }  // namespace
 
 namespace {
-// One T per distinct schedule (kind, p, v, m), built by make(split) and kept for the
-// life of the process (thread-safe).
+// One T per distinct schedule (kind, p, v, m), built by make(split) and kept in `cache`
+// for the life of the process (thread-safe).
+template <typename T>
+struct ScheduleCache {
+  std::mutex mutex;
+  std::map<std::tuple<int, int, int, int>, std::shared_ptr<const T>> entries;
+};
 template <typename T, typename Make>
-std::shared_ptr<const T> per_schedule(const models::ParallelSplit& split, Make&& make) {
-  using Key = std::tuple<int, int, int, int>;
-  static std::mutex mutex;
-  static std::map<Key, std::shared_ptr<const T>> cache;
-  const Key key{static_cast<int>(split.schedule), split.pp, split.vpp, split.microbatches};
+std::shared_ptr<const T> per_schedule(ScheduleCache<T>& cache, const models::ParallelSplit& split, Make&& make) {
+  const std::tuple<int, int, int, int> key{static_cast<int>(split.schedule), split.pp, split.vpp, split.microbatches};
   {
-    std::lock_guard<std::mutex> lock(mutex);
-    const auto it = cache.find(key);
-    if (it != cache.end()) return it->second;
+    std::lock_guard<std::mutex> lock(cache.mutex);
+    const auto it = cache.entries.find(key);
+    if (it != cache.entries.end()) return it->second;
   }
   std::shared_ptr<const T> built = make(split);  // outside the lock: another thread may build it too
-  std::lock_guard<std::mutex> lock(mutex);
-  return cache.emplace(key, std::move(built)).first->second;
+  std::lock_guard<std::mutex> lock(cache.mutex);
+  return cache.entries.emplace(key, std::move(built)).first->second;
 }
 }  // namespace
 
 std::shared_ptr<const ScheduleIndex> schedule_index(const models::ParallelSplit& split) {
-  return per_schedule<ScheduleIndex>(split, make_index);
+  static ScheduleCache<ScheduleIndex> cache;
+  return per_schedule(cache, split, make_index);
+}
+
+std::shared_ptr<const ScheduleIndex> schedule_bound_index(const models::ParallelSplit& split) {
+  static ScheduleCache<ScheduleIndex> cache;
+  return per_schedule(cache, split, make_bound_index);
 }
 
 std::shared_ptr<const models::PipelineSchedule> schedule_compute_orders(const models::ParallelSplit& split) {
-  return per_schedule<models::PipelineSchedule>(split, [](const models::ParallelSplit& s) {
+  static ScheduleCache<models::PipelineSchedule> cache;
+  return per_schedule(cache, split, [](const models::ParallelSplit& s) {
     return std::make_shared<const models::PipelineSchedule>(models::build_compute_orders(s));
   });
 }
@@ -874,7 +904,7 @@ namespace {
 std::vector<double> lower_bounds(const models::ModelConfig& model, const models::ParallelSplit& split,
                                  const models::StepProgramOptions& options, bool overlap_grad_reduce,
                                  bool with_tail, const std::vector<OpPricer*>& pricers, BoundTemplates* known) {
-  const std::shared_ptr<const ScheduleIndex> index = schedule_index(split);
+  const std::shared_ptr<const ScheduleIndex> index = schedule_bound_index(split);
   const ScheduleIndex& ix = *index;
   const int P = static_cast<int>(ix.schedule.per_stage.size());
   // Templates are built on demand, once for every pricer: every one of the first and
