@@ -3,6 +3,7 @@
 #include <stdexcept>
 
 #include <algorithm>
+#include <bit>
 #include <cmath>
 #include <cstdint>
 #include <cstring>
@@ -328,15 +329,18 @@ class StagePrices {
  private:
   using Key = std::tuple<OpKind, models::Phase, Group, Stream, double, double>;
   // A template has thousands of ops and a few dozen distinct ones: hashed, not ordered.
+  // The doubles by their bits (std::hash<double> hashes their bytes, a search's most
+  // frequent call while it prices templates); +0 and -0, equal keys, hash alike.
   struct KeyHash {
+    static size_t bits(double v) { return v == 0 ? 0 : std::bit_cast<std::uint64_t>(v); }
     size_t operator()(const Key& k) const {
       const auto mix = [](size_t h, size_t v) { return h ^ (v + 0x9e3779b97f4a7c15ULL + (h << 6) + (h >> 2)); };
       size_t h = static_cast<size_t>(std::get<0>(k));
       h = mix(h, static_cast<size_t>(std::get<1>(k)));
       h = mix(h, static_cast<size_t>(std::get<2>(k)));
       h = mix(h, static_cast<size_t>(std::get<3>(k)));
-      h = mix(h, std::hash<double>{}(std::get<4>(k)));
-      return mix(h, std::hash<double>{}(std::get<5>(k)));
+      h = mix(h, bits(std::get<4>(k)) * 0x9e3779b97f4a7c15ULL);
+      return mix(h, bits(std::get<5>(k)) * 0xc2b2ae3d27d4eb4fULL);
     }
   };
   OpPricer& pricer_;
