@@ -297,7 +297,9 @@ PipelineSchedule build_compute_actions(const ParallelSplit& split) {
   out.per_stage.resize(p);
   out.compute_order.resize(p);
   for (int s = 0; s < p; ++s) {
-    for (const Task& t : compute_order(split.schedule, p, v, m, s)) {
+    const std::vector<Task> order = compute_order(split.schedule, p, v, m, s);
+    out.per_stage[s].reserve(order.size());
+    for (const Task& t : order) {
       PipeAction a;
       a.kind = t.pass == Pass::forward    ? ActionKind::forward
                : t.pass == Pass::backward ? ActionKind::backward

@@ -869,9 +869,17 @@ double lower_bound_on(const ScheduleIndex& ix, ActionOf&& action, TailOf&& tail_
 }  // namespace
 
 struct BoundTemplates::Known {
+  // template_key()s, hashed: a search looks up 10^5 of them, 10^5 times over.
+  struct KeyHash {
+    size_t operator()(const std::vector<long long>& key) const {
+      std::uint64_t h = 0;
+      for (const long long v : key) h = (h ^ static_cast<std::uint64_t>(v)) * 0x100000001b3ULL + 0x9e3779b97f4a7c15ULL;
+      return static_cast<size_t>(h ^ (h >> 29));
+    }
+  };
   size_t pricers = 0;
   std::mutex mutex;
-  std::map<std::vector<long long>, Table> tables;
+  std::unordered_map<std::vector<long long>, Table, KeyHash> tables;
 };
 
 BoundTemplates::BoundTemplates(size_t pricers) : known_(std::make_unique<Known>()) { known_->pricers = pricers; }
