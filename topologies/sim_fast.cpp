@@ -278,7 +278,10 @@ int stream_input(Stream s) {
 PricedTemplate summarise(const std::vector<Op>& ops, std::vector<double> dur, int producer) {
   PricedTemplate t;
   t.dur = std::move(dur);
-  std::vector<Times> finish(ops.size());
+  // Every op's finish, in a buffer kept per thread: a search summarises 10^5 templates
+  // of hundreds of ops, and a fresh vector each time cost more than the summary.
+  thread_local std::vector<Times> finish;
+  finish.resize(ops.size());
   std::array<Times, 3> stream_free{unit(kCompute), unit(kComm), unit(kGradComm)};
   for (size_t i = 0; i < ops.size(); ++i) {
     const Op& op = ops[i];
@@ -901,10 +904,15 @@ std::vector<long long> template_key(const models::ModelConfig& model, const mode
   const int V = schedule.virtual_stages();
   const models::LayerRange r = models::stage_layers(model, V, vs);
   const int dense = model.is_moe() ? std::clamp(model.first_dense_layers - r.first, 0, r.count) : r.count;
+  // A forward's ops are the same whatever the recompute and whether the backward is
+  // split (both change only backward ops: models/step_program.cpp), so the forwards of
+  // a family's representative, its members and its 1F1B/ZB-H1/interleaved kin share one.
+  const bool forward = pass_of(id) == models::Pass::forward;
   return {split.tp, split.cp, static_cast<long long>(split.cp_comm), split.ep, split.micro_batch_size,
-          split.sequence_parallel, static_cast<long long>(split.recompute), split.zero >= 2 ? split.zero : 0,
-          split.shard_group, id % kVariants, models::splits_backward(split.schedule), dense, r.count - dense,
-          vs == 0, vs == V - 1, static_cast<long long>(pricer)};
+          split.sequence_parallel, forward ? -1 : static_cast<long long>(split.recompute),
+          split.zero >= 2 ? split.zero : 0, split.shard_group, id % kVariants,
+          forward ? -1 : models::splits_backward(split.schedule), dense, r.count - dense, vs == 0, vs == V - 1,
+          static_cast<long long>(pricer)};
 }
 
 }  // namespace
