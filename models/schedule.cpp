@@ -76,6 +76,17 @@ std::vector<Task> compute_order(ScheduleKind kind, int p, int v, int m, int s) {
   return order;
 }
 
+// The action that runs a task (round 0: build_schedule sets it).
+PipeAction compute_action(const Task& t) {
+  PipeAction a;
+  a.kind = t.pass == Pass::forward    ? ActionKind::forward
+           : t.pass == Pass::backward ? ActionKind::backward
+                                      : ActionKind::weight;
+  a.microbatch = t.microbatch;
+  a.chunk = t.chunk;
+  return a;
+}
+
 void check_parameters(ScheduleKind kind, int p, int v, int m) {
   auto fail = [&](const std::string& why) {
     throw UsageError("pipeline schedule " + std::string(to_string(kind)) + " with pp " +
@@ -174,12 +185,7 @@ PipelineSchedule build_schedule(ScheduleKind kind, int p, int v, int m) {
               : (vs == V - 1 || (grad_arrival[at(t.microbatch, vs)] >= 0 &&
                                  grad_arrival[at(t.microbatch, vs)] < round));
       if (!ready) continue;
-      PipeAction a;
-      a.kind = t.pass == Pass::forward    ? ActionKind::forward
-               : t.pass == Pass::backward ? ActionKind::backward
-                                          : ActionKind::weight;
-      a.microbatch = t.microbatch;
-      a.chunk = t.chunk;
+      PipeAction a = compute_action(t);
       a.round = round;
       out.per_stage[s].push_back(a);
       ++next[s];
@@ -299,15 +305,7 @@ PipelineSchedule build_compute_actions(const ParallelSplit& split) {
   for (int s = 0; s < p; ++s) {
     const std::vector<Task> order = compute_order(split.schedule, p, v, m, s);
     out.per_stage[s].reserve(order.size());
-    for (const Task& t : order) {
-      PipeAction a;
-      a.kind = t.pass == Pass::forward    ? ActionKind::forward
-               : t.pass == Pass::backward ? ActionKind::backward
-                                          : ActionKind::weight;
-      a.microbatch = t.microbatch;
-      a.chunk = t.chunk;
-      out.per_stage[s].push_back(a);
-    }
+    for (const Task& t : order) out.per_stage[s].push_back(compute_action(t));
     out.compute_order[s] = memory_order(out.per_stage[s], out.split_backward());
   }
   return out;
