@@ -3,6 +3,7 @@
 #include <cstdint>
 
 #include <algorithm>
+#include <cmath>
 #include <vector>
 
 #include "models/schedule.hpp"
@@ -204,6 +205,23 @@ double cp_transient_bytes(const ModelConfig& m, const ParallelSplit& s, const Pr
   return 5.0 * block_tokens * kv_elements_per_token_per_rank(m, s.tp) * p.activation_bytes;
 }
 
+namespace {
+// Whether sums of whole multiples of `bytes` up to the counts of `peaks` are exact in
+// doubles (whole numbers of bytes, every sum below 2^53): then the peak read from the
+// schedule's held_peaks equals, bit for bit, the walk's held bytes, which adds and
+// subtracts the same whole numbers in another order.
+bool held_sums_exact(const std::vector<double>& bytes, const std::vector<std::vector<int>>& peaks) {
+  double most = 0;
+  for (size_t c = 0; c < bytes.size(); ++c) {
+    if (!(bytes[c] >= 0) || std::floor(bytes[c]) != bytes[c]) return false;
+    int count = 0;
+    for (const std::vector<int>& point : peaks) count = std::max(count, point[c]);
+    most += count * bytes[c];
+  }
+  return most < 0x1p53;
+}
+}  // namespace
+
 double peak_activation_bytes(const ModelConfig& m, const ParallelSplit& s, const Precision& p,
                              int stage, const PipelineSchedule& sched) {
   // Bytes one microbatch leaves on each chunk of the stage (its layers summed).
@@ -214,6 +232,14 @@ double peak_activation_bytes(const ModelConfig& m, const ParallelSplit& s, const
       chunk_bytes[chunk] += activation_bytes_per_layer(m, s, p, l);
   }
   double held = 0, peak = 0;
+  if (!sched.held_peaks.empty() && held_sums_exact(chunk_bytes, sched.held_peaks.at(stage))) {
+    for (const std::vector<int>& point : sched.held_peaks.at(stage)) {
+      held = 0;
+      for (int chunk = 0; chunk < s.vpp; ++chunk) held += point[chunk] * chunk_bytes[chunk];
+      peak = std::max(peak, held);
+    }
+    return peak;
+  }
   std::vector<std::int16_t> scratch;
   for (const std::int16_t a : compute_order(sched, stage, scratch)) {
     if (a > 0) peak = std::max(peak, held += chunk_bytes[a - 1]);

@@ -136,6 +136,18 @@ std::vector<Task> compute_order(ScheduleKind kind, int p, int v, int m, int s) {
   return order;
 }
 
+// The action that runs a task (round 0: build_schedule sets it).
+PipeAction compute_action(const Task& t) {
+  PipeAction a;
+  a.kind = t.pass == Pass::forward    ? ActionKind::forward
+           : t.pass == Pass::backward ? ActionKind::backward
+                                      : ActionKind::weight;
+  a.microbatch = t.microbatch;
+  a.chunk = t.chunk;
+  a.overlapped = t.overlapped;
+  return a;
+}
+
 void check_parameters(ScheduleKind kind, int p, int v, int m) {
   auto fail = [&](const std::string& why) {
     throw UsageError("pipeline schedule " + std::string(to_string(kind)) + " with pp " +
@@ -262,14 +274,8 @@ PipelineSchedule build_schedule(ScheduleKind kind, int p, int v, int m) {
       for (size_t k = 0; k < count; ++k) {
         const Task t = order[s][next[s]];
         const int vs = out.virtual_stage(s, t.chunk);
-        PipeAction a;
-        a.kind = t.pass == Pass::forward    ? ActionKind::forward
-                 : t.pass == Pass::backward ? ActionKind::backward
-                                            : ActionKind::weight;
-        a.microbatch = t.microbatch;
-        a.chunk = t.chunk;
+        PipeAction a = compute_action(t);
         a.round = round;
-        a.overlapped = t.overlapped;
         out.per_stage[s].push_back(a);
         ++next[s];
         --remaining;
@@ -334,24 +340,80 @@ PipelineSchedule build_schedule(const ParallelSplit& split) {
   return build_schedule(split.schedule, split.pp, split.vpp, split.microbatches);
 }
 
-PipelineSchedule build_compute_orders(const ParallelSplit& split) {
-  const int p = split.pp, v = split.vpp, m = split.microbatches;
-  check_parameters(split.schedule, p, v, m);
+namespace {
+// A schedule's header, checked, with no stage filled.
+PipelineSchedule schedule_header(const ParallelSplit& split) {
+  check_parameters(split.schedule, split.pp, split.vpp, split.microbatches);
   PipelineSchedule out;
   out.kind = split.schedule;
-  out.stages = p;
-  out.chunks = v;
-  out.microbatches = m;
+  out.stages = split.pp;
+  out.chunks = split.vpp;
+  out.microbatches = split.microbatches;
+  return out;
+}
+
+// PipelineSchedule::held_peaks of one stage's compute_order.
+std::vector<std::vector<int>> held_peaks(const std::vector<std::int16_t>& order, int chunks) {
+  std::vector<std::vector<int>> points;
+  std::vector<int> held(chunks, 0);
+  for (size_t i = 0; i < order.size(); ++i) {
+    const std::int16_t a = order[i];
+    if (a < 0) {
+      --held[-a - 1];
+      continue;
+    }
+    ++held[a - 1];
+    if (i + 1 < order.size() && order[i + 1] > 0) continue;  // the next forward holds more
+    points.push_back(held);
+  }
+  // Keep the points no other point covers in every chunk (the first of equal ones).
+  std::sort(points.begin(), points.end());
+  points.erase(std::unique(points.begin(), points.end()), points.end());
+  auto covers = [](const std::vector<int>& a, const std::vector<int>& b) {
+    for (size_t c = 0; c < a.size(); ++c)
+      if (a[c] < b[c]) return false;
+    return true;
+  };
+  std::vector<std::vector<int>> peaks;
+  for (size_t i = 0; i < points.size(); ++i) {
+    bool covered = false;
+    for (size_t j = 0; j < points.size() && !covered; ++j) covered = j != i && covers(points[j], points[i]);
+    if (!covered) peaks.push_back(points[i]);
+  }
+  return peaks;
+}
+}  // namespace
+
+PipelineSchedule build_compute_orders(const ParallelSplit& split) {
+  PipelineSchedule out = schedule_header(split);
+  const int p = split.pp, v = split.vpp, m = split.microbatches;
   // build_schedule places each stage's computes in this order (only the rounds, and
   // the exchanges between them, depend on the other stages); activations are released
   // as memory_order() releases them (at the W with a split backward).
   const Pass releases = out.split_backward() ? Pass::weight : Pass::backward;
   out.compute_order.resize(p);
-  for (int s = 0; s < p; ++s)
+  out.held_peaks.resize(p);
+  for (int s = 0; s < p; ++s) {
     for (const Task& t : compute_order(split.schedule, p, v, m, s)) {
       if (t.pass == Pass::forward) out.compute_order[s].push_back(static_cast<std::int16_t>(t.chunk + 1));
       else if (t.pass == releases) out.compute_order[s].push_back(static_cast<std::int16_t>(-(t.chunk + 1)));
     }
+    out.held_peaks[s] = held_peaks(out.compute_order[s], v);
+  }
+  return out;
+}
+
+PipelineSchedule build_compute_actions(const ParallelSplit& split) {
+  PipelineSchedule out = schedule_header(split);
+  const int p = split.pp, v = split.vpp, m = split.microbatches;
+  out.per_stage.resize(p);
+  out.compute_order.resize(p);
+  for (int s = 0; s < p; ++s) {
+    const std::vector<Task> order = compute_order(split.schedule, p, v, m, s);
+    out.per_stage[s].reserve(order.size());
+    for (const Task& t : order) out.per_stage[s].push_back(compute_action(t));
+    out.compute_order[s] = memory_order(out.per_stage[s], out.split_backward());
+  }
   return out;
 }
 
@@ -414,6 +476,14 @@ int max_layers_in_flight(const PipelineSchedule& s, const ModelConfig& model, in
   std::vector<int> layers(s.chunks);
   for (int c = 0; c < s.chunks; ++c) layers[c] = stage_layers(model, s.virtual_stages(), s.virtual_stage(stage, c)).count;
   int held = 0, peak = 0;
+  if (!s.held_peaks.empty()) {
+    for (const std::vector<int>& point : s.held_peaks.at(stage)) {
+      held = 0;
+      for (int c = 0; c < s.chunks; ++c) held += point[c] * layers[c];
+      peak = std::max(peak, held);
+    }
+    return peak;
+  }
   std::vector<std::int16_t> scratch;
   for (const std::int16_t a : compute_order(s, stage, scratch)) {
     if (a > 0) peak = std::max(peak, held += layers[a - 1]);
@@ -424,6 +494,14 @@ int max_layers_in_flight(const PipelineSchedule& s, const ModelConfig& model, in
 
 int max_chunks_in_flight(const PipelineSchedule& s, int stage) {
   int held = 0, peak = 0;
+  if (!s.held_peaks.empty()) {
+    for (const std::vector<int>& point : s.held_peaks.at(stage)) {
+      held = 0;
+      for (const int n : point) held += n;
+      peak = std::max(peak, held);
+    }
+    return peak;
+  }
   std::vector<std::int16_t> scratch;
   for (const std::int16_t a : compute_order(s, stage, scratch)) {
     if (a > 0) peak = std::max(peak, ++held);

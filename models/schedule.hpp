@@ -139,6 +139,14 @@ struct PipelineSchedule {
   // what memory accounting walks (in-flight activations), two bytes an action instead
   // of a PipeAction, for searches that check thousands of splits.
   std::vector<std::vector<std::int16_t>> compute_order;
+  // [stage][point][chunk]: how many microbatches' activations of each chunk the stage
+  // holds at the points where its holding can peak (after a forward that another
+  // forward does not follow), only the points not covered chunk by chunk by another.
+  // Every in-flight maximum (max_chunks_in_flight, max_layers_in_flight, the peak
+  // activation bytes of models/accounting.hpp) is a maximum over these few points
+  // instead of a walk of the whole order: a search checks the memory of thousands of
+  // splits over the same schedules. Filled by build_compute_orders() only (empty: walk).
+  std::vector<std::vector<std::vector<int>>> held_peaks;
 
   int virtual_stages() const { return stages * chunks; }
   bool split_backward() const { return splits_backward(kind); }
@@ -160,10 +168,14 @@ PipelineSchedule build_schedule(ScheduleKind kind, int stages, int chunks, int m
 double schedule_bytes(int stages, int chunks, int microbatches);
 void require_schedule_memory(const ParallelSplit& split);
 PipelineSchedule build_schedule(const ParallelSplit& split);
-// The same schedule's compute_order alone (per_stage empty): what memory accounting
-// walks, for searches that check the memory of splits they may never simulate; a
-// fraction of build_schedule's time and memory. Same checks and errors.
+// The same schedule's compute_order alone (per_stage empty) and its held_peaks: what
+// memory accounting reads, for searches that check the memory of splits they may
+// never simulate; a fraction of build_schedule's time and memory. Same checks and errors.
 PipelineSchedule build_compute_orders(const ParallelSplit& split);
+// The same schedule's compute actions alone (forwards, backwards, W's in each stage's
+// order, rounds 0; no exchanges) and compute_order: what a search's step bounds read
+// (topologies/sim_fast.hpp), without the lock-step placement of the exchanges.
+PipelineSchedule build_compute_actions(const ParallelSplit& split);
 
 // Layers [first, first+count) held by a virtual stage: layers / (p*v) each, the
 // remainder r spread one each over the r virtual stages starting at (p*v - r) / 2

@@ -253,7 +253,10 @@ int project_main(int argc, char** argv) {
       throw UsageError("no valid split of " + model.name + " on " + std::to_string(a.gpus) +
                        " devices at global batch " + std::to_string(global_batch));
     std::printf("%s", topo::ranking_table(ranked, static_cast<size_t>(a.top)).c_str());
-    for (const auto& p : ranked) recorder.append("projections", topo::projection_columns(), topo::projection_row(p));
+    if (recorder.active()) {  // 10^5 rows: columns made once, rows only when recorded
+      const std::vector<store::Column> columns = topo::projection_columns();
+      for (const auto& p : ranked) recorder.append("projections", columns, topo::projection_row(p));
+    }
     if (ranked.front().feasible)
       std::printf("\nbest:\n%s%s", topo::describe_projection(ranked.front(), options.dtype).c_str(),
                   topo::describe_goodput(ranked.front().goodput).c_str());

@@ -1,6 +1,7 @@
 #include "topologies/projection_goodput.hpp"
 
 #include <algorithm>
+#include <vector>
 
 namespace ibt::topo {
 
@@ -20,13 +21,22 @@ double ranking_value(const Projection& p, RankBy by) {
 }
 
 void rank_projections(std::vector<Projection>& ps, RankBy by) {
-  std::stable_sort(ps.begin(), ps.end(), [by](const Projection& a, const Projection& b) {
+  // Sorted through their indices, then moved once each: a Projection is large, and a
+  // search ranks 10^5 of them.
+  std::vector<size_t> order(ps.size());
+  for (size_t i = 0; i < order.size(); ++i) order[i] = i;
+  std::stable_sort(order.begin(), order.end(), [&](size_t i, size_t j) {
+    const Projection &a = ps[i], &b = ps[j];
     if (a.feasible != b.feasible) return a.feasible;
     if (!a.feasible) return false;
     const double va = ranking_value(a, by), vb = ranking_value(b, by);
     if (va != vb) return va > vb;
     return a.step_s < b.step_s;
   });
+  std::vector<Projection> ranked;
+  ranked.reserve(ps.size());
+  for (size_t i : order) ranked.push_back(std::move(ps[i]));
+  ps = std::move(ranked);
 }
 
 }  // namespace ibt::topo

@@ -3,6 +3,7 @@
 #include <stdexcept>
 
 #include <algorithm>
+#include <bit>
 #include <cmath>
 #include <cstdint>
 #include <cstring>
@@ -37,26 +38,66 @@ std::uint64_t message_key(const Transfer& t) {
          static_cast<std::uint64_t>(t.src_virtual_stage);
 }
 
+// The fields of ScheduleIndex that read the stage's compute actions only (all but
+// partner): they compare and count compute actions by their order on the stage, which
+// is the same with or without the exchanges between them.
+void index_computes(ScheduleIndex& ix) {
+  const auto& per_stage = ix.schedule.per_stage;
+  const int P = static_cast<int>(per_stage.size());
+  const int V = ix.schedule.chunks;
+  ix.last_backward.assign(P, std::vector<int>(V, -1));
+  ix.last_grads.assign(P, std::vector<int>(V, -1));
+  ix.chunk_order.resize(P);
+  const ActionKind completes = ix.schedule.split_backward() ? ActionKind::weight : ActionKind::backward;
+  for (int s = 0; s < P; ++s) {
+    const auto& actions = per_stage[s];
+    for (int i = 0; i < static_cast<int>(actions.size()); ++i) {
+      const auto& a = actions[i];
+      if (a.kind == ActionKind::backward) ix.last_backward[s][a.chunk] = i;
+      if (a.kind == completes) ix.last_grads[s][a.chunk] = i;
+    }
+    const int L = ix.last_backward[s][0];
+    int first = -1;
+    for (int i = 0; i < static_cast<int>(actions.size()) && first < 0; ++i)
+      if (actions[i].kind != ActionKind::exchange) first = i;
+    ix.first_action.push_back(first);
+    ix.between.emplace_back(2 * V, 0);
+    ix.after.emplace_back(2 * V, 0);
+    ix.between_weight.emplace_back(V, 0);
+    ix.after_weight.emplace_back(V, 0);
+    for (int i = first + 1; i < static_cast<int>(actions.size()); ++i) {
+      const auto& a = actions[i];
+      if (a.kind == ActionKind::exchange) continue;
+      if (a.kind == ActionKind::weight) {
+        if (ix.last_grads[s][a.chunk] != i) ++(i < L ? ix.between_weight : ix.after_weight)[s][a.chunk];
+        continue;
+      }
+      const bool backward = a.kind == ActionKind::backward;
+      if (backward && ix.last_backward[s][a.chunk] == i) continue;
+      const int slot = a.chunk * 2 + (backward ? 1 : 0);
+      if (i < L) ++ix.between[s][slot];
+      else ++ix.after[s][slot];
+    }
+    std::vector<int>& order = ix.chunk_order[s];
+    for (int c = 0; c < V; ++c) order.push_back(c);
+    std::stable_sort(order.begin(), order.end(),
+                     [&](int a, int b) { return ix.last_grads[s][a] < ix.last_grads[s][b]; });
+  }
+}
+
 std::shared_ptr<const ScheduleIndex> make_index(const models::ParallelSplit& split) {
   auto ix = std::make_shared<ScheduleIndex>();
   ix->schedule = models::build_schedule(split);
   const auto& per_stage = ix->schedule.per_stage;
   const int P = static_cast<int>(per_stage.size());
-  const int V = ix->schedule.chunks;
   std::vector<std::unordered_map<std::uint64_t, int>> send_of(P), recv_of(P);
-  ix->last_backward.assign(P, std::vector<int>(V, -1));
-  ix->last_grads.assign(P, std::vector<int>(V, -1));
-  const ActionKind completes = ix->schedule.split_backward() ? ActionKind::weight : ActionKind::backward;
   for (int s = 0; s < P; ++s)
     for (int i = 0; i < static_cast<int>(per_stage[s].size()); ++i) {
       const auto& a = per_stage[s][i];
       if (a.send) send_of[s][message_key(*a.send)] = i;
       if (a.recv) recv_of[s][message_key(*a.recv)] = i;
-      if (a.kind == ActionKind::backward) ix->last_backward[s][a.chunk] = i;
-      if (a.kind == completes) ix->last_grads[s][a.chunk] = i;
     }
   ix->partner.resize(P);
-  ix->chunk_order.resize(P);
   for (int s = 0; s < P; ++s) {
     ix->partner[s].assign(per_stage[s].size(), {-1, -1});
     for (int i = 0; i < static_cast<int>(per_stage[s].size()); ++i) {
@@ -71,34 +112,15 @@ std::shared_ptr<const ScheduleIndex> make_index(const models::ParallelSplit& spl
       if (a.send) ix->partner[s][i][0] = match(*a.send, recv_of);
       if (a.recv) ix->partner[s][i][1] = match(*a.recv, send_of);
     }
-    const auto& actions = per_stage[s];
-    const int L = ix->last_backward[s][0];
-    int first = -1;
-    for (int i = 0; i < static_cast<int>(actions.size()) && first < 0; ++i)
-      if (actions[i].kind != ActionKind::exchange) first = i;
-    ix->first_action.push_back(first);
-    ix->between.emplace_back(2 * V, 0);
-    ix->after.emplace_back(2 * V, 0);
-    ix->between_weight.emplace_back(V, 0);
-    ix->after_weight.emplace_back(V, 0);
-    for (int i = first + 1; i < static_cast<int>(actions.size()); ++i) {
-      const auto& a = actions[i];
-      if (a.kind == ActionKind::exchange) continue;
-      if (a.kind == ActionKind::weight) {
-        if (ix->last_grads[s][a.chunk] != i) ++(i < L ? ix->between_weight : ix->after_weight)[s][a.chunk];
-        continue;
-      }
-      const bool backward = a.kind == ActionKind::backward;
-      if (backward && ix->last_backward[s][a.chunk] == i) continue;
-      const int slot = a.chunk * 2 + (backward ? 1 : 0);
-      if (i < L) ++ix->between[s][slot];
-      else ++ix->after[s][slot];
-    }
-    std::vector<int>& order = ix->chunk_order[s];
-    for (int c = 0; c < V; ++c) order.push_back(c);
-    std::stable_sort(order.begin(), order.end(),
-                     [&](int a, int b) { return ix->last_grads[s][a] < ix->last_grads[s][b]; });
   }
+  index_computes(*ix);
+  return ix;
+}
+
+std::shared_ptr<const ScheduleIndex> make_bound_index(const models::ParallelSplit& split) {
+  auto ix = std::make_shared<ScheduleIndex>();
+  ix->schedule = models::build_compute_actions(split);
+  index_computes(*ix);
   return ix;
 }
 
@@ -124,31 +146,40 @@ int template_for(const ScheduleIndex& ix, int stage, int action, bool overlap_gr
 }  // namespace
 
 namespace {
-// One T per distinct schedule (kind, p, v, m), built by make(split) and kept for the
-// life of the process (thread-safe).
+// One T per distinct schedule (kind, p, v, m), built by make(split) and kept in `cache`
+// for the life of the process (thread-safe).
+template <typename T>
+struct ScheduleCache {
+  std::mutex mutex;
+  std::map<std::tuple<int, int, int, int>, std::shared_ptr<const T>> entries;
+};
 template <typename T, typename Make>
-std::shared_ptr<const T> per_schedule(const models::ParallelSplit& split, Make&& make) {
-  using Key = std::tuple<int, int, int, int>;
-  static std::mutex mutex;
-  static std::map<Key, std::shared_ptr<const T>> cache;
-  const Key key{static_cast<int>(split.schedule), split.pp, split.vpp, split.microbatches};
+std::shared_ptr<const T> per_schedule(ScheduleCache<T>& cache, const models::ParallelSplit& split, Make&& make) {
+  const std::tuple<int, int, int, int> key{static_cast<int>(split.schedule), split.pp, split.vpp, split.microbatches};
   {
-    std::lock_guard<std::mutex> lock(mutex);
-    const auto it = cache.find(key);
-    if (it != cache.end()) return it->second;
+    std::lock_guard<std::mutex> lock(cache.mutex);
+    const auto it = cache.entries.find(key);
+    if (it != cache.entries.end()) return it->second;
   }
   std::shared_ptr<const T> built = make(split);  // outside the lock: another thread may build it too
-  std::lock_guard<std::mutex> lock(mutex);
-  return cache.emplace(key, std::move(built)).first->second;
+  std::lock_guard<std::mutex> lock(cache.mutex);
+  return cache.entries.emplace(key, std::move(built)).first->second;
 }
 }  // namespace
 
 std::shared_ptr<const ScheduleIndex> schedule_index(const models::ParallelSplit& split) {
-  return per_schedule<ScheduleIndex>(split, make_index);
+  static ScheduleCache<ScheduleIndex> cache;
+  return per_schedule(cache, split, make_index);
+}
+
+std::shared_ptr<const ScheduleIndex> schedule_bound_index(const models::ParallelSplit& split) {
+  static ScheduleCache<ScheduleIndex> cache;
+  return per_schedule(cache, split, make_bound_index);
 }
 
 std::shared_ptr<const models::PipelineSchedule> schedule_compute_orders(const models::ParallelSplit& split) {
-  return per_schedule<models::PipelineSchedule>(split, [](const models::ParallelSplit& s) {
+  static ScheduleCache<models::PipelineSchedule> cache;
+  return per_schedule(cache, split, [](const models::ParallelSplit& s) {
     return std::make_shared<const models::PipelineSchedule>(models::build_compute_orders(s));
   });
 }
@@ -250,7 +281,10 @@ int stream_input(Stream s) {
 PricedTemplate summarise(const std::vector<Op>& ops, std::vector<double> dur, int producer) {
   PricedTemplate t;
   t.dur = std::move(dur);
-  std::vector<Times> finish(ops.size());
+  // Every op's finish, in a buffer kept per thread: a search summarises 10^5 templates
+  // of hundreds of ops, and a fresh vector each time cost more than the summary.
+  thread_local std::vector<Times> finish;
+  finish.resize(ops.size());
   std::array<Times, 3> stream_free{unit(kCompute), unit(kComm), unit(kGradComm)};
   for (size_t i = 0; i < ops.size(); ++i) {
     const Op& op = ops[i];
@@ -302,15 +336,18 @@ class StagePrices {
   // The GEMM shape tells a split backward's B from its W (same FLOPs and bytes).
   using Key = std::tuple<OpKind, models::Phase, Group, Stream, double, double, models::GemmShape>;
   // A template has thousands of ops and a few dozen distinct ones: hashed, not ordered.
+  // The doubles by their bits (std::hash<double> hashes their bytes, a search's most
+  // frequent call while it prices templates); +0 and -0, equal keys, hash alike.
   struct KeyHash {
+    static size_t bits(double v) { return v == 0 ? 0 : std::bit_cast<std::uint64_t>(v); }
     size_t operator()(const Key& k) const {
       const auto mix = [](size_t h, size_t v) { return h ^ (v + 0x9e3779b97f4a7c15ULL + (h << 6) + (h >> 2)); };
       size_t h = static_cast<size_t>(std::get<0>(k));
       h = mix(h, static_cast<size_t>(std::get<1>(k)));
       h = mix(h, static_cast<size_t>(std::get<2>(k)));
       h = mix(h, static_cast<size_t>(std::get<3>(k)));
-      h = mix(h, std::hash<double>{}(std::get<4>(k)));
-      h = mix(h, std::hash<double>{}(std::get<5>(k)));
+      h = mix(h, bits(std::get<4>(k)) * 0x9e3779b97f4a7c15ULL);
+      h = mix(h, bits(std::get<5>(k)) * 0xc2b2ae3d27d4eb4fULL);
       // The shape's passes tell B from W; its dimensions follow from the FLOPs and bytes
       // in practice, so they are compared (equality) but not hashed.
       const models::GemmShape& g = std::get<6>(k);
@@ -843,9 +880,17 @@ double lower_bound_on(const ScheduleIndex& ix, ActionOf&& action, TailOf&& tail_
 }  // namespace
 
 struct BoundTemplates::Known {
+  // template_key()s, hashed: a search looks up 10^5 of them, 10^5 times over.
+  struct KeyHash {
+    size_t operator()(const std::vector<long long>& key) const {
+      std::uint64_t h = 0;
+      for (const long long v : key) h = (h ^ static_cast<std::uint64_t>(v)) * 0x100000001b3ULL + 0x9e3779b97f4a7c15ULL;
+      return static_cast<size_t>(h ^ (h >> 29));
+    }
+  };
   size_t pricers = 0;
   std::mutex mutex;
-  std::map<std::vector<long long>, Table> tables;
+  std::unordered_map<std::vector<long long>, Table, KeyHash> tables;
 };
 
 BoundTemplates::BoundTemplates(size_t pricers) : known_(std::make_unique<Known>()) { known_->pricers = pricers; }
@@ -867,10 +912,15 @@ std::vector<long long> template_key(const models::ModelConfig& model, const mode
   const int V = schedule.virtual_stages();
   const models::LayerRange r = models::stage_layers(model, V, vs);
   const int dense = model.is_moe() ? std::clamp(model.first_dense_layers - r.first, 0, r.count) : r.count;
+  // A forward's ops are the same whatever the recompute and whether the backward is
+  // split (both change only backward ops: models/step_program.cpp), so the forwards of
+  // a family's representative, its members and its 1F1B/ZB-H1/interleaved kin share one.
+  const bool forward = pass_of(id) == models::Pass::forward;
   return {split.tp, split.cp, static_cast<long long>(split.cp_comm), split.ep, split.micro_batch_size,
-          split.sequence_parallel, static_cast<long long>(split.recompute), split.zero >= 2 ? split.zero : 0,
-          split.shard_group, id % kVariants, models::splits_backward(split.schedule), dense, r.count - dense,
-          vs == 0, vs == V - 1, static_cast<long long>(pricer)};
+          split.sequence_parallel, forward ? -1 : static_cast<long long>(split.recompute),
+          split.zero >= 2 ? split.zero : 0, split.shard_group, id % kVariants,
+          forward ? -1 : models::splits_backward(split.schedule), dense, r.count - dense, vs == 0, vs == V - 1,
+          static_cast<long long>(pricer)};
 }
 
 }  // namespace
@@ -882,7 +932,7 @@ namespace {
 std::vector<double> lower_bounds(const models::ModelConfig& model, const models::ParallelSplit& split,
                                  const models::StepProgramOptions& options, bool overlap_grad_reduce,
                                  bool with_tail, const std::vector<OpPricer*>& pricers, BoundTemplates* known) {
-  const std::shared_ptr<const ScheduleIndex> index = schedule_index(split);
+  const std::shared_ptr<const ScheduleIndex> index = schedule_bound_index(split);
   const ScheduleIndex& ix = *index;
   const int P = static_cast<int>(ix.schedule.per_stage.size());
   // Templates are built on demand, once for every pricer: every one of the first and

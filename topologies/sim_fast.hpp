@@ -63,6 +63,11 @@ struct ScheduleIndex {
 // The index of split's schedule; built once per distinct schedule and kept for the
 // life of the process (thread-safe). Throws RuntimeError when an exchange has no match.
 std::shared_ptr<const ScheduleIndex> schedule_index(const models::ParallelSplit& split);
+// The same index of the schedule's compute actions alone (models::build_compute_actions:
+// no exchanges, partner empty), kept the same way: what step_lower_bound() reads. Its
+// action indices count compute actions only; every comparison and count the bounds
+// make among them is the full index's.
+std::shared_ptr<const ScheduleIndex> schedule_bound_index(const models::ParallelSplit& split);
 // The same schedule's compute orders alone (models::build_compute_orders), kept the same
 // way: what a search's memory check walks for every split.
 std::shared_ptr<const models::PipelineSchedule> schedule_compute_orders(const models::ParallelSplit& split);

@@ -2,8 +2,13 @@
 // models (arithmetic in the comments), Megatron's closed forms, and published totals.
 #include <gtest/gtest.h>
 
+#include <cmath>
+#include <string>
+#include <vector>
+
 #include "models/accounting.hpp"
 #include "models/model_file.hpp"
+#include "models/schedule.hpp"
 
 namespace ibt::models {
 namespace {
@@ -191,6 +196,74 @@ TEST(PlanAccounting, MoeMemoryShardsExpertsOverEp) {
   EXPECT_EQ(r.params, 145472 + 73728);
   // ZeRO-1: non-expert optimizer over dp 4, expert optimizer over expert_dp 1.
   EXPECT_DOUBLE_EQ(r.optimizer, 12.0 * (145472.0 / 4 + 73728.0));
+}
+
+// Searches check memory against the schedules of build_compute_orders(), whose
+// held_peaks replace the walk of every stage's compute order: every field equals the
+// walk's (build_schedule() has no held_peaks) bit for bit, on dense and MoE models,
+// uneven stages, every schedule kind, recompute, CP and SP, and on precisions whose
+// activation bytes are not whole (where the peaks must fall back to the walk).
+TEST(PlanAccounting, HeldPeaksGiveTheWalksMemory) {
+  struct Case {
+    const char* model;
+    ScheduleKind kind;
+    int pp, vpp, m, tp, cp;
+    Recompute recompute;
+  };
+  const std::vector<Case> cases = {
+      {"tiny-dense", ScheduleKind::one_f_one_b, 2, 1, 4, 1, 1, Recompute::none},
+      {"tiny-moe", ScheduleKind::zb_h1, 2, 1, 6, 1, 1, Recompute::selective},
+      {"deepseek-v3", ScheduleKind::one_f_one_b, 8, 1, 64, 4, 2, Recompute::none},      // 61 layers: uneven
+      {"deepseek-v3", ScheduleKind::interleaved, 4, 3, 32, 8, 1, Recompute::selective},
+      {"deepseek-v3", ScheduleKind::zb_h1, 16, 1, 48, 2, 1, Recompute::full},
+      {"llama3-405b", ScheduleKind::interleaved, 8, 4, 64, 8, 2, Recompute::none},    // 126 layers
+      {"llama3-405b", ScheduleKind::afab, 6, 1, 12, 4, 1, Recompute::none},
+      {"llama3-405b", ScheduleKind::interleaved, 2, 8, 16, 2, 4, Recompute::full},
+  };
+  const Precision whole = bf16_mixed_adam();
+  Precision fractional = whole;
+  fractional.activation_bytes = 1.3;  // whole bytes no more: the walk decides
+  int exact = 0, walked = 0;
+  for (const Case& c : cases) {
+    const ModelConfig model = load_model(c.model);
+    ParallelSplit s;
+    s.schedule = c.kind;
+    s.pp = c.pp;
+    s.vpp = c.vpp;
+    s.microbatches = c.m;
+    s.tp = c.tp;
+    s.cp = c.cp;
+    s.sequence_parallel = c.tp > 1;
+    s.recompute = c.recompute;
+    const PipelineSchedule full = build_schedule(s), orders = build_compute_orders(s);
+    ASSERT_EQ(orders.held_peaks.size(), static_cast<size_t>(c.pp));
+    for (const Precision& p : {whole, fractional})
+      for (int stage = 0; stage < c.pp; ++stage) {
+        const std::string at = std::string(c.model) + " " + describe(s) + " " + std::to_string(p.activation_bytes) +
+                               " bytes, stage " + std::to_string(stage);
+        const RankMemory walk = memory_per_rank(model, s, p, stage, full);
+        const RankMemory peaks = memory_per_rank(model, s, p, stage, orders);
+        EXPECT_EQ(peaks.activations, walk.activations) << at;
+        EXPECT_EQ(peaks.chunks_in_flight, walk.chunks_in_flight) << at;
+        EXPECT_EQ(peaks.layers_in_flight, walk.layers_in_flight) << at;
+        EXPECT_EQ(peaks.total(), walk.total()) << at;
+        bool whole_bytes = true;  // every chunk's bytes, summed as memory_per_rank sums them
+        for (int chunk = 0; chunk < c.vpp; ++chunk) {
+          const LayerRange r = stage_layers(model, c.pp * c.vpp, chunk * c.pp + stage);
+          double bytes = 0;
+          for (int l = r.first; l < r.end(); ++l) bytes += activation_bytes_per_layer(model, s, p, l);
+          whole_bytes = whole_bytes && bytes == std::floor(bytes);
+        }
+        ++(whole_bytes ? exact : walked);
+      }
+    const RankMemory walk = peak_memory_per_rank(model, s, whole, full);
+    const RankMemory peaks = peak_memory_per_rank(model, s, whole, orders);
+    EXPECT_EQ(peaks.stage, walk.stage) << c.model << " " << describe(s);
+    EXPECT_EQ(peaks.total(), walk.total()) << c.model << " " << describe(s);
+  }
+  // Both paths were taken: the peaks (whole bytes) and the walk they fall back to.
+  EXPECT_GT(exact, 0);
+  EXPECT_GT(walked, 0);
 }
 
 }  // namespace

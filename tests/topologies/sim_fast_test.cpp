@@ -150,6 +150,59 @@ Projection priced_by_the_full_walk(const models::ModelConfig& model, const Topol
   return full;
 }
 
+// The bounds read an index of each schedule's compute actions alone
+// (schedule_bound_index); it is the full schedule's index (schedule_index) with the
+// exchanges taken out: the same actions in the same order, and every field the bounds
+// read naming the same action, on 1F1B, interleaved, ZB-H1 and AFAB schedules.
+TEST(SimFastBoundIndex, ComputeActionsIndexTheFullSchedulesActions) {
+  struct Case {
+    ScheduleKind kind;
+    int p, v, m;
+  };
+  for (const Case c : {Case{ScheduleKind::one_f_one_b, 4, 1, 8}, Case{ScheduleKind::interleaved, 4, 2, 8},
+                       Case{ScheduleKind::interleaved, 3, 4, 9}, Case{ScheduleKind::zb_h1, 5, 1, 7},
+                       Case{ScheduleKind::zb_h1, 1, 1, 3}, Case{ScheduleKind::afab, 3, 1, 4}}) {
+    ParallelSplit split;
+    split.schedule = c.kind;
+    split.pp = c.p;
+    split.vpp = c.v;
+    split.microbatches = c.m;
+    const ScheduleIndex& full = *schedule_index(split);
+    const ScheduleIndex& bound = *schedule_bound_index(split);
+    const std::string name = models::describe(split);
+    ASSERT_EQ(bound.schedule.per_stage.size(), static_cast<size_t>(c.p)) << name;
+    EXPECT_TRUE(bound.partner.empty()) << name;
+    EXPECT_EQ(bound.schedule.compute_order, full.schedule.compute_order) << name;
+    for (int s = 0; s < c.p; ++s) {
+      // position of each full action among the stage's compute actions (-1: exchange)
+      std::vector<int> at;
+      int computes = 0;
+      for (const auto& a : full.schedule.per_stage[s]) {
+        at.push_back(a.kind == models::ActionKind::exchange ? -1 : computes);
+        if (a.kind != models::ActionKind::exchange) {
+          ASSERT_LT(computes, static_cast<int>(bound.schedule.per_stage[s].size())) << name;
+          const auto& b = bound.schedule.per_stage[s][computes++];
+          EXPECT_EQ(b.kind, a.kind) << name;
+          EXPECT_EQ(b.microbatch, a.microbatch) << name;
+          EXPECT_EQ(b.chunk, a.chunk) << name;
+        }
+      }
+      EXPECT_EQ(computes, static_cast<int>(bound.schedule.per_stage[s].size())) << name;
+      auto mapped = [&](int i) { return i < 0 ? -1 : at[i]; };
+      EXPECT_EQ(bound.first_action[s], mapped(full.first_action[s])) << name;
+      for (int ch = 0; ch < c.v; ++ch) {
+        EXPECT_EQ(bound.last_backward[s][ch], mapped(full.last_backward[s][ch])) << name;
+        EXPECT_EQ(bound.last_grads[s][ch], mapped(full.last_grads[s][ch])) << name;
+      }
+      EXPECT_EQ(bound.between[s], full.between[s]) << name;
+      EXPECT_EQ(bound.after[s], full.after[s]) << name;
+      EXPECT_EQ(bound.between_weight[s], full.between_weight[s]) << name;
+      EXPECT_EQ(bound.after_weight[s], full.after_weight[s]) << name;
+      EXPECT_EQ(bound.chunk_order[s], full.chunk_order[s]) << name;
+    }
+  }
+}
+
 // A projection (what `ibt project` prints) is the same through either walk.
 TEST(SimFastProjection, ProjectEqualsPricingTheFullPrograms) {
   const models::ModelConfig model = models::load_model("deepseek-v3");
