@@ -211,7 +211,7 @@ if [ "$check" = 1 ]; then
   # changes do not fail CI; a change that makes the family worse than that does).
   # Remove a family from here once its signed mean is within +-10%; lower overall_ceiling to
   # 0.08 once the overall median |error| is within the target.
-  known_gaps="h100-llama3-bf16:-0.22:0.10 b200-mbridge-fp8:-0.10:0.23 a100-deepspeed-2021:-0.10:0.32 h100-megatron-bf16:-0.10:0.24 h800-deepseek-fp8:-0.48:0.10"
+  known_gaps="h100-llama3-bf16:-0.22:0.10 b200-mbridge-fp8:-0.10:0.23 a100-deepspeed-2021:-0.10:0.32 h100-megatron-bf16:-0.10:0.24 h800-deepseek-fp8:-0.32:0.10"
   overall_ceiling=0.08
   verdict=$(awk -v gaps="$known_gaps" -v ceiling="$overall_ceiling" '
     BEGIN { n = split(gaps, g, " "); for (i = 1; i <= n; i++) { split(g[i], x, ":"); lo[x[1]] = x[2]; hi[x[1]] = x[3] } }
