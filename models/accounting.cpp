@@ -231,21 +231,8 @@ double peak_activation_bytes(const ModelConfig& m, const ParallelSplit& s, const
     for (int l = range.first; l < range.end(); ++l)
       chunk_bytes[chunk] += activation_bytes_per_layer(m, s, p, l);
   }
-  double held = 0, peak = 0;
-  if (!sched.held_peaks.empty() && held_sums_exact(chunk_bytes, sched.held_peaks.at(stage))) {
-    for (const std::vector<int>& point : sched.held_peaks.at(stage)) {
-      held = 0;
-      for (int chunk = 0; chunk < s.vpp; ++chunk) held += point[chunk] * chunk_bytes[chunk];
-      peak = std::max(peak, held);
-    }
-    return peak;
-  }
-  std::vector<std::int16_t> scratch;
-  for (const std::int16_t a : compute_order(sched, stage, scratch)) {
-    if (a > 0) peak = std::max(peak, held += chunk_bytes[a - 1]);
-    else held -= chunk_bytes[-a - 1];
-  }
-  return peak;
+  return peak_held(sched, stage, chunk_bytes,
+                   sched.held_peaks.empty() || held_sums_exact(chunk_bytes, sched.held_peaks.at(stage)));
 }
 
 RankMemory memory_per_rank(const ModelConfig& m, const ParallelSplit& s, const Precision& p,

@@ -472,42 +472,35 @@ std::vector<std::int16_t> compute_order(const PipelineSchedule& s, int stage) {
   return compute_order(s, stage, scratch);
 }
 
-int max_layers_in_flight(const PipelineSchedule& s, const ModelConfig& model, int stage) {
-  std::vector<int> layers(s.chunks);
-  for (int c = 0; c < s.chunks; ++c) layers[c] = stage_layers(model, s.virtual_stages(), s.virtual_stage(stage, c)).count;
-  int held = 0, peak = 0;
-  if (!s.held_peaks.empty()) {
+template <class T>
+T peak_held(const PipelineSchedule& s, int stage, const std::vector<T>& weight, bool peaks_exact) {
+  T held = 0, peak = 0;
+  if (!s.held_peaks.empty() && peaks_exact) {
     for (const std::vector<int>& point : s.held_peaks.at(stage)) {
       held = 0;
-      for (int c = 0; c < s.chunks; ++c) held += point[c] * layers[c];
+      for (int c = 0; c < s.chunks; ++c) held += point[c] * weight[c];
       peak = std::max(peak, held);
     }
     return peak;
   }
   std::vector<std::int16_t> scratch;
   for (const std::int16_t a : compute_order(s, stage, scratch)) {
-    if (a > 0) peak = std::max(peak, held += layers[a - 1]);
-    else held -= layers[-a - 1];
+    if (a > 0) peak = std::max(peak, held += weight[a - 1]);
+    else held -= weight[-a - 1];
   }
   return peak;
 }
+template int peak_held<int>(const PipelineSchedule&, int, const std::vector<int>&, bool);
+template double peak_held<double>(const PipelineSchedule&, int, const std::vector<double>&, bool);
+
+int max_layers_in_flight(const PipelineSchedule& s, const ModelConfig& model, int stage) {
+  std::vector<int> layers(s.chunks);
+  for (int c = 0; c < s.chunks; ++c) layers[c] = stage_layers(model, s.virtual_stages(), s.virtual_stage(stage, c)).count;
+  return peak_held(s, stage, layers);
+}
 
 int max_chunks_in_flight(const PipelineSchedule& s, int stage) {
-  int held = 0, peak = 0;
-  if (!s.held_peaks.empty()) {
-    for (const std::vector<int>& point : s.held_peaks.at(stage)) {
-      held = 0;
-      for (const int n : point) held += n;
-      peak = std::max(peak, held);
-    }
-    return peak;
-  }
-  std::vector<std::int16_t> scratch;
-  for (const std::int16_t a : compute_order(s, stage, scratch)) {
-    if (a > 0) peak = std::max(peak, ++held);
-    else --held;
-  }
-  return peak;
+  return peak_held(s, stage, std::vector<int>(s.chunks, 1));
 }
 
 PipelineTiming simulate_pipeline(const PipelineSchedule& s, double fc, double bc, double cc, double wc) {

@@ -201,6 +201,13 @@ const std::vector<std::int16_t>& compute_order(const PipelineSchedule& s, int st
 // The same weighted by the layers each chunk holds: the most transformer layers'
 // activations the stage keeps at once.
 int max_layers_in_flight(const PipelineSchedule& s, const ModelConfig& model, int stage);
+// The most a stage holds at once when each in-flight (microbatch, chunk) weighs
+// weight[chunk]: max_chunks_in_flight, max_layers_in_flight and the peak activation bytes
+// (models/accounting.hpp) are this with their own weights. Read from s.held_peaks where the schedule has them and
+// `peaks_exact` says the sums over them equal the walk's (doubles: see accounting.cpp),
+// else by walking the stage's compute order.
+template <class T>
+T peak_held(const PipelineSchedule& s, int stage, const std::vector<T>& weight, bool peaks_exact = true);
 
 // Dependency-respecting execution of a schedule with given costs: compute of one
 // chunk-forward costs forward_cost, of a chunk-backward backward_cost (with a split
