@@ -199,13 +199,25 @@ int project_main(int argc, char** argv) {
   options.fp8_gemms = a.fp8;
   options.usable_memory_fraction = a.memory_fraction;
   options.keep_sim = !a.all;
-  const long long global_batch =
+  long long global_batch =
       a.global_batch > 0 ? a.global_batch : std::max<long long>(1, a.global_batch_tokens / model.seq_len);
 
   // Everything a single projection could refuse is checked before its run is opened.
   std::optional<models::ParallelSplit> single;
   if (!a.all) {
     single = single_split(a, global_batch);
+    if (a.microbatches > 0) {
+      // --microbatches fixes the batch: dp x microbatches x micro-batch size sequences. The
+      // header and the stored run must say that batch, not the default --global-batch-tokens.
+      const long long implied = static_cast<long long>(single->dp) * single->microbatches * single->micro_batch_size;
+      const bool batch_given = a.global_batch > 0 || a.global_batch_tokens != ProjectArgs{}.global_batch_tokens;
+      if (batch_given && implied != global_batch)
+        throw UsageError("--microbatches " + std::to_string(single->microbatches) + " x --micro-batch-size " +
+                         std::to_string(single->micro_batch_size) + " x dp " + std::to_string(single->dp) + " is " +
+                         std::to_string(implied) + " sequences, but the global batch asked for is " +
+                         std::to_string(global_batch) + ": give one of them");
+      global_batch = implied;
+    }
     topo::require_projection_memory(model, *single, options);  // before the schedule is built
   }
 
