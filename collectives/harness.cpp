@@ -129,15 +129,14 @@ struct MeasureRequest {
 bool imb_times_whole_loop(const Collective& op) { return op.name() == "ping_pong" || op.name() == "send_recv"; }
 
 // IMB-MPI1 runs each benchmark once more, untimed and with the full iteration count,
-// before its warm-up (IMB_init_buffers_iter in src_c/IMB_mem_manager.c: with
-// -iter_policy off the whole n_sample; the default dynamic policy's probe runs 1 and
-// then up to n_sample), so it times a message size only after n + n/10 calls of it. That
-// pass matters: the first ~100 calls of a new size take page faults inside the MPI
-// library (MPICH 4.0 over UCX shared memory: 60 minor faults in 100 timed 128-byte
+// before its warm-up (IMB_init_buffers_iter in src_c/IMB_mem_manager.c, intel/mpi-benchmarks
+// 46e8757: with -iter_policy off the whole n_sample; the default dynamic policy's probe
+// runs 1 and then up to n_sample), so it times a message size only after n + n/10 calls
+// of it. That pass matters: the first tens of calls of a new size take page faults inside
+// the MPI library (MPICH 4.0 over UCX shared memory: 60 minor faults in 100 timed 128-byte
 // ping-pongs after 10 warm-ups, none after 110, none when the size comes round again),
-// and without it imb timing read 1.5-3x IMB at 128 B-4 KiB (README, "Agreement with
-// IMB-MPI1"). Same calls as the timed pass: a barrier before each where IMB's kernel
-// has one.
+// and without it imb timing read 1.5-3x IMB at 128 B-4 KiB (README, "Why imb read 1.5-3x
+// IMB"). Same calls as the timed pass: a barrier before each where IMB's kernel has one.
 template <class Iteration>
 void run_imb_untimed_pass(Communicator& comm, int iters, bool barrier_each, const Iteration& run_iteration) {
   for (int i = 0; i < iters; ++i) {
@@ -190,6 +189,7 @@ Measurement measure(Backend& backend, Communicator& comm, MPI_Comm control, cons
   for (int i = 0; i < warmups; ++i) run_on_slot(i);
   comm.synchronize();
   comm.barrier();
+
   auto per_iteration = backend.make_timer(comm, opt.iters);
   double local_total = 0;
   if (!timed_alone) {
