@@ -28,8 +28,10 @@ std::string_view to_string(RankAggregation a);
 //   loop: nccl-tests' way. The -n iterations run back to back and the loop is timed as a
 //         whole; time = loop time / (iters x agg), per rank. What a training step sees:
 //         consecutive collectives pipeline, and a late rank's delay is absorbed by others.
-//   imb:  Intel MPI Benchmarks' way. A barrier before every call, the clock read around
-//         each call alone, host buffers 16 bytes past a page as IMB's malloc'd ones are;
+//   imb:  Intel MPI Benchmarks' way. Per size an untimed pass of -n calls before the -w
+//         warm-ups (IMB's, see run_imb_untimed_pass), then a barrier before every call, the
+//         clock read around each call alone, host buffers 16 bytes past a page as IMB's
+//         malloc'd ones are;
 //         time = mean of those per-call times, per rank (IMB's t_avg,
 //         t_min, t_max over ranks are -a avg, min, max). Small messages read higher than
 //         in loop mode (no pipelining across calls); this is the mode to compare with IMB.

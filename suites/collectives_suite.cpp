@@ -90,8 +90,9 @@ po::options_description describe_options(CollectivesArgs& a) {
        "infinite, is refused: nothing here runs unbounded)")
       ("timing", po::value(&a.timing)->default_value(a.timing),
        "loop: nccl-tests' timing (-n calls back to back, timed as a whole); imb: Intel MPI Benchmarks' "
-       "(a barrier before every call, each call timed alone, buffers reused unless --rotate-bytes is "
-       "given and placed as malloc places them; -a avg/min/max = IMB's t_avg/t_min/t_max). See the text above")
+       "(an untimed pass of -n calls before the -w warm-ups, a barrier before every call, each call timed "
+       "alone, buffers reused unless --rotate-bytes is given and placed as malloc places them; -a "
+       "avg/min/max = IMB's t_avg/t_min/t_max). See the text above")
       ("blocking,z", po::value(&a.blocking)->default_value(a.blocking),
        "1: barrier (untimed) between iterations, so each is timed alone")
       ("average,a", po::value(&a.aggregation)->default_value(a.aggregation),
@@ -156,7 +157,8 @@ const char* kHelpIntro =
     "Timing modes (--timing, stored with every run):\n"
     "  loop  nccl-tests: -n calls back to back, the loop timed whole, time per call. Consecutive\n"
     "        calls overlap a little, as in a training step; compare with nccl-tests.\n"
-    "  imb   Intel MPI Benchmarks (IMB-MPI1): a barrier before every call, each call timed alone,\n"
+    "  imb   Intel MPI Benchmarks (IMB-MPI1): per size an untimed pass of -n calls, then the -w\n"
+    "        warm-ups, then a barrier before every call, each call timed alone (IMB's order),\n"
     "        one buffer reused; -a avg|min|max = IMB's t_avg|t_min|t_max; ping_pong and send_recv\n"
     "        are timed as a loop, as IMB's PingPong and Sendrecv. Compare with IMB (its sizes for\n"
     "        all_gather, reduce_scatter, all_to_all are per rank: multiply by the group).\n"

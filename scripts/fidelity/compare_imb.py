@@ -11,7 +11,9 @@ IMB is not part of ibt: build IMB-MPI1 yourself from its public source
 (https://github.com/intel/mpi-benchmarks), outside this tree, and pass its path.
 
 What is held equal: iterations (IMB's -iter N with -iter_policy off; ibt's -n N), IMB's
-warm-up count (N/10, at least min(10, N)) as ibt's -w, no result checks (ibt -c 0), the
+warm-up count (N/10, at least min(10, N)) as ibt's -w, IMB's untimed pass of N calls
+before that warm-up (IMB_init_buffers_iter; `--timing imb` makes the same pass itself),
+no result checks (ibt -c 0), the
 time averaged over ranks (IMB's t_avg; ibt -a avg), float32 reductions, out-of-place
 buffers (broadcast is in place in both), fixed root 0, and one process per benchmark in
 both tools: IMB's Bcast run after PingPong, Sendrecv and Allreduce in one IMB process read
