@@ -466,6 +466,24 @@ struct StageWalk {
   }
 };
 
+// A stage blocked at action i is taken up again after every other stage has had its
+// turn, by which time its next actions' records have left the cache: with a hundred
+// stages the hardware cannot follow that many streams. Ask for them now.
+void prefetch_ahead(const std::vector<ScheduleIndex::Step>& steps, const std::vector<StageWalk::Posted>& posted,
+                    const StepTemplates& templates, int stage, size_t i) {
+  constexpr size_t kAhead = 8;  // actions: a few of the stage's next forwards/backwards and exchanges
+  const size_t last = std::min(steps.size(), i + kAhead) - 1;
+  for (size_t k = i + 1; k <= last; k += 2) {
+    __builtin_prefetch(&steps[k]);
+    __builtin_prefetch(&posted[k]);
+  }
+  if (last > i) {
+    __builtin_prefetch(&steps[last]);
+    __builtin_prefetch(&posted[last]);
+    __builtin_prefetch(&templates.template_of_row(stage)[last]);
+  }
+}
+
 // The stage walks of this thread, reused from one simulate_fast() to the next.
 std::vector<StageWalk>& walks_of_this_thread(int stages) {
   thread_local std::vector<StageWalk> walks;
@@ -749,7 +767,10 @@ SimResult simulate_fast(const StepTemplates& templates, OpPricer& pricer, StageD
             if (theirs.done) recv_done = std::max(mine.recv, theirs.send) + c;
             else blocked = true;
           }
-          if (blocked) break;
+          if (blocked) {
+            prefetch_ahead(steps, w.posted, templates, s, i);
+            break;
+          }
           const double done = a.recv ? recv_done : send_done;
           w.p2p_free = std::max(mine.send, mine.recv);
           w.p2p_done = std::max(w.p2p_done, done);

@@ -109,6 +109,7 @@ class StepTemplates {
   const ScheduleIndex& index() const { return *index_; }
   // Template of a forward/backward action (-1 for an exchange) and the templates.
   int template_of(int stage, int action) const { return action_template_[stage][action]; }
+  const int* template_of_row(int stage) const { return action_template_[stage].data(); }
   const models::ActionTemplate& action_template(int stage, int id) const { return templates_[stage][id]; }
   int templates_per_stage(int stage) const { return static_cast<int>(templates_[stage].size()); }
   const std::vector<models::Op>& tail(int stage) const { return tails_[stage]; }
