@@ -85,6 +85,10 @@ std::vector<Case> cases() {
       // and MoE with EP, uneven stages and no overlap
       {"llama3-70b", "dgx-h100", split(2, 8, 4, 1, 1, 16, 1, zb_h1, true, true, Recompute::selective)},
       {"deepseek-v3", "dgx-h100", split(8, 8, 8, 8, 1, 16, 1, zb_h1, true, false, Recompute::none), false},
+      // long steady states of the zero-bubble and interleaved schedules: the packed
+      // per-action records (ScheduleIndex::steps) read deep into their exchanges
+      {"llama3-70b", "dgx-h100", split(2, 8, 4, 1, 1, 64, 1, zb_h1, true, true, Recompute::selective)},
+      {"deepseek-v3", "dgx-b200", split(4, 8, 8, 4, 2, 64, 1, interleaved, true, true, Recompute::none)},
   };
 }
 
@@ -140,6 +144,129 @@ TEST_P(SimFast, MatchesTheFullEventWalk) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Catalog, SimFast, ::testing::Range(0, static_cast<int>(cases().size())));
+
+// A walk reuses its thread's arrays (sim_fast.cpp walks_of_this_thread): a walk after
+// a deeper one, with more microbatches and another schedule, must see none of its state.
+// A small split walked alone, then after a large zero-bubble and a large interleaved
+// split, gives the same step and breakdown, bit for bit, in both modes.
+TEST(SimFastReuse, AWalkAfterALargerOneIsTheSameAsAlone) {
+  const models::ModelConfig model = models::load_model("llama3-70b");
+  const Topology topology = load_topology("dgx-h100");
+  const ProjectionOptions options;
+  using enum ScheduleKind;
+  const ParallelSplit small = split(4, 8, 2, 1, 1, 8, 1, one_f_one_b, true, true, Recompute::none);
+  auto walk = [&](const ParallelSplit& s, StageDetail detail) {
+    TopologyPricer pricer(topology, s, default_dtype(topology));
+    return simulate_fast(StepTemplates(model, s, program_options(options)), pricer, detail);
+  };
+  for (const StageDetail detail : {StageDetail::first, StageDetail::all}) {
+    const SimResult alone = walk(small, detail);
+    walk(split(2, 8, 8, 1, 1, 96, 1, zb_h1, true, true, Recompute::selective), detail);
+    walk(split(2, 8, 8, 1, 2, 64, 1, interleaved, true, true, Recompute::none), detail);
+    const SimResult after = walk(small, detail);
+    EXPECT_EQ(after.step_us, alone.step_us);
+    ASSERT_EQ(after.stages.size(), alone.stages.size());
+    for (size_t s = 0; s < alone.stages.size(); ++s)
+      expect_stage_equal(after.stages[s], alone.stages[s], "stage " + std::to_string(s));
+  }
+}
+
+// The packed records the walk reads (ScheduleIndex::steps, final_action) say what the
+// schedule's actions and partner table say, on every schedule the fast walk prices.
+TEST(SimFastStepIndex, EachRecordIsItsActionsExchangeOrInput) {
+  struct Case {
+    ScheduleKind kind;
+    int p, v, m;
+  };
+  for (const Case c : {Case{ScheduleKind::one_f_one_b, 4, 1, 8}, Case{ScheduleKind::interleaved, 4, 2, 8},
+                       Case{ScheduleKind::interleaved, 3, 4, 9}, Case{ScheduleKind::zb_h1, 5, 1, 7},
+                       Case{ScheduleKind::afab, 3, 1, 4}, Case{ScheduleKind::one_f_one_b, 1, 1, 3}}) {
+    ParallelSplit sp;
+    sp.schedule = c.kind;
+    sp.pp = c.p;
+    sp.vpp = c.v;
+    sp.microbatches = c.m;
+    const ScheduleIndex& ix = *schedule_index(sp);
+    const std::string name = models::describe(sp);
+    ASSERT_EQ(ix.steps.size(), static_cast<size_t>(c.p)) << name;
+    const int V = ix.schedule.chunks, M = ix.schedule.microbatches;
+    // [payload][microbatch * v + chunk], counted here from the transfer's own fields
+    auto slot_of = [&](models::Payload payload, int microbatch, int chunk) {
+      return (payload == models::Payload::activation ? 0 : M * V) + microbatch * V + chunk;
+    };
+    int inputs = 0, receives = 0;
+    for (int s = 0; s < c.p; ++s) {
+      const auto& actions = ix.schedule.per_stage[s];
+      ASSERT_EQ(ix.steps[s].size(), actions.size()) << name;
+      int final_action = -1;
+      for (size_t i = 0; i < actions.size(); ++i) {
+        const models::PipeAction& a = actions[i];
+        const ScheduleIndex::Step& step = ix.steps[s][i];
+        EXPECT_EQ(step.kind, a.kind) << name;
+        if (a.kind == models::ActionKind::exchange) {
+          EXPECT_EQ(step.send, a.send.has_value()) << name;
+          EXPECT_EQ(step.recv, a.recv.has_value()) << name;
+          EXPECT_EQ(step.send_peer, a.send ? a.send->peer_stage : -1) << name;
+          EXPECT_EQ(step.recv_peer, a.recv ? a.recv->peer_stage : -1) << name;
+          EXPECT_EQ(step.send_partner, ix.partner[s][i][0]) << name;
+          EXPECT_EQ(step.recv_partner, ix.partner[s][i][1]) << name;
+          EXPECT_EQ(step.slot, a.recv ? slot_of(a.recv->payload, a.recv->microbatch, a.recv->dst_chunk) : -1) << name;
+          receives += a.recv.has_value();
+          continue;
+        }
+        final_action = static_cast<int>(i);
+        // Which virtual stage the action runs: its input comes from the previous one
+        // (a forward) or the next one (a backward), unless it is the model's end; a W
+        // receives nothing.
+        const int vs = ix.schedule.virtual_stage(s, a.chunk);
+        const bool forward = a.kind == models::ActionKind::forward;
+        const bool receives_input = a.kind != models::ActionKind::weight &&
+                                    (forward ? vs > 0 : vs < ix.schedule.virtual_stages() - 1);
+        const models::Payload payload = forward ? models::Payload::activation : models::Payload::gradient;
+        EXPECT_EQ(step.slot, receives_input ? slot_of(payload, a.microbatch, a.chunk) : -1) << name << " " << s << " " << i;
+        inputs += receives_input;
+      }
+      EXPECT_EQ(ix.final_action[s], final_action) << name;
+    }
+    // Every received message is some action's input, and the other way round.
+    EXPECT_EQ(inputs, receives) << name;
+    if (c.p > 1) EXPECT_GT(inputs, 0) << name;
+  }
+}
+
+// The 1e-9 rule can fail: the fast walk priced with every op 1e-8 slower than the
+// full walk's (ten times the tolerance, far below any modelling choice) is caught by
+// the same comparison MatchesTheFullEventWalk makes, and so would a walk that drops or
+// repeats an action.
+class SlowerOps : public OpPricer {
+ public:
+  explicit SlowerOps(OpPricer& base) : base_(base) {}
+  double op_us(const models::StepProgram& program, const models::Op& op) override {
+    return base_.op_us(program, op) * (1 + 1e-8);
+  }
+  double exchange_half_us(const models::StepProgram& program, const models::Op& op, int peer) override {
+    return base_.exchange_half_us(program, op, peer);
+  }
+
+ private:
+  OpPricer& base_;
+};
+
+TEST(SimFastExactness, TheToleranceCatchesAPerturbedWalk) {
+  const models::ModelConfig model = models::load_model("llama3-70b");
+  const Topology topology = load_topology("dgx-h100");
+  const ProjectionOptions options;
+  const ParallelSplit s = split(2, 8, 4, 1, 1, 32, 1, ScheduleKind::one_f_one_b, true, true, Recompute::none);
+  TopologyPricer pricer(topology, s, default_dtype(topology));
+  const SimResult full = simulate(stage_programs(model, s, options), pricer);
+  const StepTemplates templates(model, s, program_options(options));
+  const double tol = 1e-9 * full.step_us;
+  EXPECT_NEAR(simulate_fast(templates, pricer, StageDetail::first).step_us, full.step_us, tol);
+  SlowerOps slower(pricer);
+  const SimResult perturbed = simulate_fast(templates, slower, StageDetail::first);
+  EXPECT_GT(std::abs(perturbed.step_us - full.step_us), tol)
+      << "a walk with slower ops passes the exactness check: the check cannot fail";
+}
 
 // The split priced by simulate() on its full step programs (not the fast walk).
 Projection priced_by_the_full_walk(const models::ModelConfig& model, const Topology& topology, const ParallelSplit& s,
