@@ -102,6 +102,7 @@ std::unique_ptr<TrainExecutor> make_train_executor(const ExecutorChoice& c, cons
   gpu::CudaExecutorOptions o;
   o.precision = precision;
   o.dp_overlap = c.dp_overlap;
+  o.attention = c.cuda_attention;
   return std::make_unique<CudaTrainExecutor>(model, split, train, data, world, o);
 #else
   no_cuda_build();

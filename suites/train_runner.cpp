@@ -335,7 +335,7 @@ TrainOutcome run_training(const ModelConfig& model, const TrainOptions& o, MPI_C
                           {"schedule", std::string(to_string(o.split.schedule))},
                           {"steps", o.steps},   {"lr", o.lr},       {"seed", o.seed},
                           {"check", o.check},   {"precision", exec.precision()}, {"executor", exec.kind()},
-                          {"dp_overlap", o.executor.dp_overlap}};
+                          {"dp_overlap", o.executor.dp_overlap}, {"cuda_attention", o.executor.cuda_attention}};
     recorder->set_attr("config", cfg.dump());
     if (o.check)
       recorder->set_attr("check_tolerance", std::string(tol.text));

@@ -114,6 +114,9 @@ po::options_description describe_options(TrainArgs& a, po::options_description& 
        "cuda: take that peak from an `ibt gemm` results file (best checked product of the precision on this GPU)")
       ("no-dp-overlap", po::bool_switch(&a.no_dp_overlap),
        "cuda: run the DP all-reduce after the last backward instead of overlapping it")
+      ("cuda-attention", po::value(&a.options.executor.cuda_attention)->default_value("threads"),
+       "cuda: the attention core's kernels: threads (one thread per output, the kernels measured on an H200) or "
+       "gemm (cuBLAS batched GEMMs around the same softmax; written after that run and not yet run on a GPU)")
       ("data", po::value(&a.options.data_file), "raw token-id file instead of synthetic data")
       ("token-bytes", po::value(&a.options.token_bytes)->default_value(2), "2 (uint16) or 4 (uint32)")
       ("out", po::value(&a.out), "append the run to this HDF5 results file")
@@ -190,6 +193,10 @@ int run(int argc, char** argv, MpiSession& mpi) {
   a.options.split.cp = a.cp;
   a.options.split.cp_comm = models::parse_cp_comm(a.cp_comm);
   a.options.executor.dp_overlap = !a.no_dp_overlap;
+  if (a.options.executor.cuda_attention != "threads" && a.options.executor.cuda_attention != "gemm")
+    throw UsageError("--cuda-attention '" + a.options.executor.cuda_attention + "': expected threads or gemm");
+  if (a.options.executor.kind != "cuda" && !vm["cuda-attention"].defaulted())
+    throw UsageError("--cuda-attention applies to --executor cuda only");
   if (a.options.peak_tflops < 0 || a.options.gemm_peak_tflops < 0 || a.options.peak_gflops < 0)
     throw UsageError("--peak-gflops, --peak-tflops and --gemm-peak-tflops must not be negative");
   check_training(model, a.options, MPI_COMM_WORLD);  // before the run is opened: a refusal appends none

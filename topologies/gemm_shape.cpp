@@ -14,8 +14,10 @@ double tile_efficiency(const TileGrid& grid, double rows, double cols, double gr
                        std::to_string(cols) + ", groups " + std::to_string(groups) + ")");
   const auto efficiency = [&](double tile_rows, double tile_cols) {
     const double tiles = groups * std::ceil(rows / tile_rows) * std::ceil(cols / tile_cols);
-    const double waves = std::ceil(tiles / grid.units);
-    return groups * rows * cols / (waves * grid.units * tile_rows * tile_cols);
+    // Without wave quantization the tiles' work is spread evenly over the units (stream-K
+    // splits the last wave's K loops), so only the partial tiles' padding is lost.
+    const double slots = grid.waves ? std::ceil(tiles / grid.units) * grid.units : tiles;
+    return groups * rows * cols / (slots * tile_rows * tile_cols);
   };
   return std::max(efficiency(grid.tile_rows, grid.tile_cols), efficiency(grid.tile_cols, grid.tile_rows));
 }

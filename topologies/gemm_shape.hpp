@@ -18,10 +18,18 @@
 // roofline already prices.
 // The tile is taken in whichever orientation (tile_rows x tile_cols or transposed)
 // wastes less: libraries ship both (cuBLAS's 256x128 and 128x256 kernels).
-// Stated simplifications: one tile shape per device (the libraries pick among several
-// and split K for some shapes, stream-K on Hopper spreads a last partial wave), so
-// this is the quantization of the kernel the catalog names, an upper bound on what a
-// smarter choice loses.
+// Where the catalog says a device's library does not quantize waves
+// (device.gemm_tiles.wave_quantization 0), the last partial wave is spread over all units
+// (stream-K: Osama et al., PPoPP 2023, arXiv:2301.03598; or split-K), so
+//     efficiency = groups * rows * cols / (tiles * tile_rows * tile_cols)
+// and only partial tiles cost. Measured, not assumed, for Hopper: on an H200 with
+// cuBLASLt 13.1 (`ibt gemm --shapes`, topologies/validation/gemm-shapes-h200.csv) a GEMM
+// of 1.25 waves of 256x128 tiles ran at the rate of one of exactly 1 wave (810.8 and
+// 809.9 TFLOP/s), where wave quantization predicts 0.625 of it;
+// tests/topologies/gemm_shape_test.cpp holds the model to those rows.
+// Stated simplifications: one tile shape per device (the libraries pick among several),
+// so with waves priced this is the quantization of the kernel the catalog names, an upper
+// bound on what a smarter choice loses.
 
 namespace ibt::topo {
 
@@ -29,6 +37,7 @@ struct TileGrid {
   double units = 1;      // compute units a launch spreads its tiles over
   double tile_rows = 1;  // output tile, rows x columns
   double tile_cols = 1;
+  bool waves = true;     // false: a partial last wave is spread over all units (stream-K)
 };
 
 // The fraction of the units' tile throughput doing useful work, in (0, 1]; throws

@@ -66,6 +66,8 @@ std::vector<std::pair<std::string, const Figure*>> Topology::figures() const {
     f.push_back({"device.gemm_tiles.compute_units", &device.gemm_tiles->compute_units});
     f.push_back({"device.gemm_tiles.tile_rows", &device.gemm_tiles->tile_rows});
     f.push_back({"device.gemm_tiles.tile_cols", &device.gemm_tiles->tile_cols});
+    if (device.gemm_tiles->wave_quantization.known() || !device.gemm_tiles->wave_quantization.source.empty())
+      f.push_back({"device.gemm_tiles.wave_quantization", &device.gemm_tiles->wave_quantization});
   }
   if (scale_up.torus) {
     f.push_back({"scale_up.torus.links_per_chip", &scale_up.torus->links_per_chip});
@@ -266,7 +268,7 @@ Topology parse_topology(const std::string& json_text, const std::string& origin)
   t.device.memory_bandwidth_GBps = dev.figure("memory_bandwidth_GBps", false, 1e-6);
   if (dev.has("gemm_tiles")) {
     Reader tiles = dev.child("gemm_tiles");
-    tiles.allow({"compute_units", "tile_rows", "tile_cols"});
+    tiles.allow({"compute_units", "tile_rows", "tile_cols", "wave_quantization"});
     GemmTiles g;
     g.compute_units = tiles.figure("compute_units", false, 1, 1e5);
     g.tile_rows = tiles.figure("tile_rows", false, 1, 1e5);
@@ -275,6 +277,11 @@ Topology parse_topology(const std::string& json_text, const std::string& origin)
                             {"tile_cols", &g.tile_cols}})
       if (fig->get() != static_cast<long long>(fig->get()))
         tiles.fail(std::string(key) + ".value", "must be a whole number");
+    if (tiles.has("wave_quantization")) {
+      g.wave_quantization = tiles.figure("wave_quantization", false, 0, 1);
+      if (g.wave_quantization.get() != 0 && g.wave_quantization.get() != 1)
+        tiles.fail("wave_quantization.value", "must be 1 (a partial last wave idles units) or 0 (spread over all units)");
+    }
     t.device.gemm_tiles = g;
   }
 
@@ -396,6 +403,8 @@ std::string to_json(const Topology& t) {
     j["device"]["gemm_tiles"] = {{"compute_units", figure_json(t.device.gemm_tiles->compute_units)},
                                  {"tile_rows", figure_json(t.device.gemm_tiles->tile_rows)},
                                  {"tile_cols", figure_json(t.device.gemm_tiles->tile_cols)}};
+  if (t.device.gemm_tiles && t.device.gemm_tiles->wave_quantization.known())
+    j["device"]["gemm_tiles"]["wave_quantization"] = figure_json(t.device.gemm_tiles->wave_quantization);
   json up = fabric_json(t.scale_up);
   up["devices_per_domain"] = figure_json(t.scale_up.devices_per_domain);
   if (t.scale_up.torus)

@@ -6,7 +6,7 @@
 //
 //   name, description, sources{id: {kind: public|measured|assumption, ref}},
 //   device{name, peak_tflops{fp32,tf32,bf16,fp8}, memory_GB, memory_bandwidth_GBps,
-//          gemm_tiles{compute_units, tile_rows, tile_cols}?},
+//          gemm_tiles{compute_units, tile_rows, tile_cols, wave_quantization?}?},
 //   scale_up{name, devices_per_domain, bandwidth_GBps, latency_us, algorithms[],
 //            torus{links_per_chip, link_bandwidth_GBps, axis_chips}?},
 //   scale_out{name, bandwidth_GBps, latency_us, algorithms[]}?   (absent: one domain only)
@@ -68,6 +68,10 @@ struct ScaleUp : Fabric {
 // tile_cols, one tile per compute unit (an SM; a TPU MXU) at a time.
 struct GemmTiles {
   Figure compute_units, tile_rows, tile_cols;
+  // 1: a last partial wave idles the units it does not fill (priced); 0: the library
+  // spreads it over all units (stream-K, split-K), so only partial tiles cost. Absent: 1.
+  Figure wave_quantization;
+  bool prices_waves() const { return !wave_quantization.known() || wave_quantization.get() != 0; }
 };
 
 struct Device {

@@ -20,7 +20,8 @@ struct Tolerance {
   double loss, grad;
 };
 
-void compare_with_cpu(const std::string& model_name, gpu::MathPrecision precision, Tolerance tol) {
+void compare_with_cpu(const std::string& model_name, gpu::MathPrecision precision, Tolerance tol,
+                      gpu::AttentionKernels attention = gpu::AttentionKernels::threads) {
   const models::ModelConfig m = models::load_model(model_name);
   models::Transformer cpu(m, 1234);
   models::Transformer for_device(m, 1234);
@@ -35,7 +36,7 @@ void compare_with_cpu(const std::string& model_name, gpu::MathPrecision precisio
   } owned;
   const cudaStream_t stream = owned.s;
   gpu::DeviceBlas blas(precision, stream);
-  gpu::DeviceChunk chunk(for_device, blas, stream);
+  gpu::DeviceChunk chunk(for_device, blas, stream, attention);
 
   const models::SyntheticData data(m.vocab, m.seq_len, 99);
   const models::Batch mb = data.batch(0, 0, 2);
@@ -97,6 +98,19 @@ TEST(DeviceModel, Fp32MatchesTheCpuEngine) {
 TEST(DeviceModel, Bf16IsWithinTheStatedTolerance) {
   IBT_REQUIRE_GPU();
   compare_with_cpu("tiny-dense", gpu::MathPrecision::bf16, {1e-2, 5e-2});
+}
+
+// The attention core as cuBLAS batched GEMMs (attention_gemm.hpp), on tiny-dense's grouped
+// query heads (4 heads over 2 KV heads): the same tolerances as the one-thread kernels.
+// Written without a GPU; these two tests are its first check.
+TEST(DeviceModel, GemmAttentionFp32MatchesTheCpuEngine) {
+  IBT_REQUIRE_GPU();
+  compare_with_cpu("tiny-dense", gpu::MathPrecision::fp32, {1e-5, 1e-4}, gpu::AttentionKernels::gemm);
+}
+
+TEST(DeviceModel, GemmAttentionBf16IsWithinTheStatedTolerance) {
+  IBT_REQUIRE_GPU();
+  compare_with_cpu("tiny-dense", gpu::MathPrecision::bf16, {1e-2, 5e-2}, gpu::AttentionKernels::gemm);
 }
 
 }  // namespace

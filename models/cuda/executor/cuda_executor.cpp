@@ -202,6 +202,7 @@ CudaExecutor::CudaExecutor(const models::ModelConfig& m, const models::ParallelS
     : impl_(std::make_unique<Impl>(m, split, train, data, options)) {
   Impl& x = *impl_;
   const MathPrecision precision = parse_math_precision(options.precision);
+  const AttentionKernels attention = parse_attention_kernels(options.attention);
   int size = 0;
   MPI_Comm_size(world, &size);
   const std::string why = cuda_executor_check(split, m, size);
@@ -239,7 +240,7 @@ CudaExecutor::CudaExecutor(const models::ModelConfig& m, const models::ParallelS
     part.has_head = vs == vstages - 1;
     part.tp = models::Shard{me.tp, split.tp};
     x.cpu_chunks.push_back(std::make_unique<models::Transformer>(m, train.seed, part));
-    x.chunks.push_back(std::make_unique<DeviceChunk>(*x.cpu_chunks.back(), *x.blas, x.compute));
+    x.chunks.push_back(std::make_unique<DeviceChunk>(*x.cpu_chunks.back(), *x.blas, x.compute, attention));
   }
   // The host copies served to initialise the device; drop their memory.
   for (auto& c : x.cpu_chunks)

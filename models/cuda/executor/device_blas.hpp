@@ -33,6 +33,14 @@ class DeviceBlas {
   void gemm(bool trans_a, bool trans_b, std::int64_t m, std::int64_t n, std::int64_t k, float alpha, const void* a,
             std::int64_t lda, const void* b, std::int64_t ldb, float beta, float* c, std::int64_t ldc);
 
+  // A batch of fp32 products C_i = alpha op(A_i) op(B_i) + beta C_i, X_i = X + i * stride_x,
+  // in the same row-major convention: the attention core's products (attention_gemm.hpp).
+  // tf32: tensor-core TF32 inputs (bf16 runs); otherwise exact fp32 (fp32 runs).
+  void batched_f32(bool trans_a, bool trans_b, std::int64_t m, std::int64_t n, std::int64_t k, float alpha,
+                   const float* a, std::int64_t lda, std::int64_t stride_a, const float* b, std::int64_t ldb,
+                   std::int64_t stride_b, float beta, float* c, std::int64_t ldc, std::int64_t stride_c,
+                   std::int64_t batch, bool tf32);
+
   // The layers' three products for y = x W^T with x [rows, in] and W [out, in]:
   void linear_forward(const void* x, const void* w, float* y, std::int64_t rows, std::int64_t in, std::int64_t out) {
     gemm(false, true, rows, out, in, 1.0f, x, in, w, in, 0.0f, y, out);

@@ -18,8 +18,8 @@ T* sized(DeviceBuffer<T>& b, std::int64_t n, cudaStream_t stream) {
 constexpr float kNormEps = models::NormLayer::kEps;
 }  // namespace
 
-DeviceChunk::DeviceChunk(models::Transformer& cpu, DeviceBlas& blas, cudaStream_t stream)
-    : config_(cpu.config()), part_(cpu.part()), blas_(blas), stream_(stream) {
+DeviceChunk::DeviceChunk(models::Transformer& cpu, DeviceBlas& blas, cudaStream_t stream, AttentionKernels attention)
+    : config_(cpu.config()), part_(cpu.part()), blas_(blas), stream_(stream), attention_(attention) {
   params_ = std::make_unique<DeviceParams>(cpu.params(), blas.precision(), stream);
   const DeviceParams& p = *params_;
   auto idx = [&](const models::Param& param) { return p.index_of(&param); };
@@ -194,8 +194,12 @@ void DeviceChunk::block_forward(const BlockWeights& w, const float* x, std::int6
   blas_.linear_forward(c.normed1_op.get(), op(w.wk), sized(c.k, T * kw, stream_), T, h, kw);
   blas_.linear_forward(c.normed1_op.get(), op(w.wv), sized(c.v, T * kw, stream_), T, h, kw);
   const AttentionShape s{batch, seq, heads_, kv_heads_, head_dim_};
-  attention_forward(s, c.q.get(), c.k.get(), c.v.get(), sized(c.probs, std::int64_t(batch) * heads_ * seq * seq, stream_),
-                    sized(c.context, T * qw, stream_), stream_);
+  float* probs = sized(c.probs, std::int64_t(batch) * heads_ * seq * seq, stream_);
+  float* context = sized(c.context, T * qw, stream_);
+  if (attention_ == AttentionKernels::gemm)
+    attention_forward_gemm(blas_, s, c.q.get(), c.k.get(), c.v.get(), probs, context, stream_);
+  else
+    attention_forward(s, c.q.get(), c.k.get(), c.v.get(), probs, context, stream_);
   cast(c.context.get(), c.context_op, T * qw);
   blas_.linear_forward(c.context_op.get(), op(w.wo), partial.get(), T, qw, h);
   tp.sum(partial.get(), T * h);  // row-parallel Wo
@@ -265,8 +269,12 @@ void DeviceChunk::block_backward(const BlockWeights& w, DeviceBlockCache& c, std
   blas_.linear_backward_weight(dh_op.get(), c.context_op.get(), params_->grad(w.wo), T, qw, h);
   blas_.linear_backward_input(dh_op.get(), op(w.wo), d_context.get(), T, qw, h, false);
   const AttentionShape s{batch, seq, heads_, kv_heads_, head_dim_};
-  attention_backward(s, c.q.get(), c.k.get(), c.v.get(), c.probs.get(), d_context.get(), d_probs.get(), dq.get(),
-                     dk.get(), dv.get(), stream_);
+  if (attention_ == AttentionKernels::gemm)
+    attention_backward_gemm(blas_, s, c.q.get(), c.k.get(), c.v.get(), c.probs.get(), d_context.get(), d_probs.get(),
+                            dq.get(), dk.get(), dv.get(), stream_);
+  else
+    attention_backward(s, c.q.get(), c.k.get(), c.v.get(), c.probs.get(), d_context.get(), d_probs.get(), dq.get(),
+                       dk.get(), dv.get(), stream_);
   cast(dq.get(), dq_op, T * qw);
   cast(dk.get(), dk_op, T * kw);
   cast(dv.get(), dv_op, T * kw);

@@ -18,6 +18,7 @@
 #include <memory>
 #include <vector>
 
+#include "models/cuda/executor/attention_gemm.hpp"
 #include "models/cuda/executor/device_blas.hpp"
 #include "models/cuda/executor/device_memory.hpp"
 #include "models/cuda/executor/device_params.hpp"
@@ -57,7 +58,9 @@ struct DeviceStageCache {
 
 class DeviceChunk {
  public:
-  DeviceChunk(models::Transformer& cpu, DeviceBlas& blas, cudaStream_t stream);
+  // attention: the attention core's kernels (attention_gemm.hpp).
+  DeviceChunk(models::Transformer& cpu, DeviceBlas& blas, cudaStream_t stream,
+              AttentionKernels attention = AttentionKernels::threads);
 
   // input: the previous chunk's output [T, hidden] (nullptr with the embedding);
   // output: this chunk's (nullptr on the head chunk). Returns the head's sum of
@@ -101,6 +104,7 @@ class DeviceChunk {
   models::ModelPart part_;
   DeviceBlas& blas_;
   cudaStream_t stream_;
+  AttentionKernels attention_;
   std::unique_ptr<DeviceParams> params_;
   int heads_ = 0, kv_heads_ = 0, head_dim_ = 0;
   std::int64_t ffn_local_ = 0, vocab_local_ = 0, vocab_begin_ = 0;

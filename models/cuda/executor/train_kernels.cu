@@ -233,7 +233,8 @@ __global__ void softmax_backward_kernel(const float* probs, float* d_probs, int 
   double dot = 0;
   for (int j = threadIdx.x; j <= i; j += blockDim.x) dot += dp[j] * p[j];
   const float total = static_cast<float>(block_sum(dot));
-  for (int j = threadIdx.x; j <= i; j += blockDim.x) dp[j] = p[j] * (dp[j] - total);
+  // Keys after i are masked: their gradient is 0 (the GEMM path computes dP there too).
+  for (int j = threadIdx.x; j < seq; j += blockDim.x) dp[j] = j <= i ? p[j] * (dp[j] - total) : 0.0f;
 }
 
 // dk[b*seq+j, hk*d+e] = scale * sum over the group's query heads h and i >= j of
@@ -397,6 +398,18 @@ void attention_forward(const AttentionShape& s, const float* q, const float* k, 
   const std::int64_t out = std::int64_t(s.batch) * s.seq * s.heads * s.head_dim;
   attention_rows_times_kv_kernel<<<blocks_for(out), kThreads, 0, stream>>>(s, probs, v, 1.0f, context);
   check_launch("attention_context");
+}
+
+void causal_softmax(float* probs, std::int64_t rows, int seq, cudaStream_t stream) {
+  if (rows == 0) return;
+  causal_softmax_kernel<<<static_cast<unsigned>(rows), kThreads, 0, stream>>>(probs, seq);
+  check_launch("causal_softmax");
+}
+
+void causal_softmax_backward(const float* probs, float* d_probs, std::int64_t rows, int seq, cudaStream_t stream) {
+  if (rows == 0) return;
+  softmax_backward_kernel<<<static_cast<unsigned>(rows), kThreads, 0, stream>>>(probs, d_probs, seq);
+  check_launch("softmax_backward");
 }
 
 void attention_backward(const AttentionShape& s, const float* q, const float* k, const float* v, const float* probs,

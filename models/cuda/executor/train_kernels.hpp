@@ -45,6 +45,11 @@ struct AttentionShape {
 };
 void attention_forward(const AttentionShape& s, const float* q, const float* k, const float* v, float* probs,
                        float* context, cudaStream_t stream);
+// The causal softmax of each row of scores [rows = batch * heads * seq, seq] in place
+// (keys after the row's position become 0), and its backward: d_probs (dP in, dS out,
+// 0 after the row's position).
+void causal_softmax(float* probs, std::int64_t rows, int seq, cudaStream_t stream);
+void causal_softmax_backward(const float* probs, float* d_probs, std::int64_t rows, int seq, cudaStream_t stream);
 // d_probs: scratch [batch, heads, seq, seq]. dq, dk, dv overwritten.
 void attention_backward(const AttentionShape& s, const float* q, const float* k, const float* v, const float* probs,
                         const float* d_context, float* d_probs, float* dq, float* dk, float* dv, cudaStream_t stream);
