@@ -753,20 +753,16 @@ SimResult simulate_fast(const StepTemplates& templates, OpPricer& pricer, StageD
           // slower half's transfer is the exchange's.
           double send_done = 0.0, recv_done = 0.0, transfer = 0.0;
           bool blocked = false;
-          if (a.send) {
-            const StageWalk::Posted& theirs = walks[a.send_peer].posted[a.send_partner];
-            const double c = half_us(s, a.send_peer);
+          // One half: done when both sides have posted, the transfer after the later.
+          auto meet = [&](int peer, int partner, double posted_here, bool peer_sends, double& done) {
+            const StageWalk::Posted& theirs = walks[peer].posted[partner];
+            const double c = half_us(s, peer);
             transfer = std::max(transfer, c);
-            if (theirs.done) send_done = std::max(mine.send, theirs.recv) + c;
+            if (theirs.done) done = std::max(posted_here, peer_sends ? theirs.send : theirs.recv) + c;
             else blocked = true;
-          }
-          if (a.recv) {
-            const StageWalk::Posted& theirs = walks[a.recv_peer].posted[a.recv_partner];
-            const double c = half_us(s, a.recv_peer);
-            transfer = std::max(transfer, c);
-            if (theirs.done) recv_done = std::max(mine.recv, theirs.send) + c;
-            else blocked = true;
-          }
+          };
+          if (a.send) meet(a.send_peer, a.send_partner, mine.send, false, send_done);
+          if (a.recv) meet(a.recv_peer, a.recv_partner, mine.recv, true, recv_done);
           if (blocked) {
             prefetch_ahead(steps, w.posted, templates, s, i);
             break;

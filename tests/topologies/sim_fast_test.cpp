@@ -44,6 +44,28 @@ ParallelSplit with_cp(ParallelSplit s, int cp, models::CpComm comm) {
   return s;
 }
 
+// Schedules whose indexes the tests read: 1F1B, interleaved 2 and 4 deep, ZB-H1, AFAB,
+// and one stage.
+std::vector<ParallelSplit> indexed_schedules() {
+  struct Shape {
+    ScheduleKind kind;
+    int p, v, m;
+  };
+  std::vector<ParallelSplit> out;
+  for (const Shape c : {Shape{ScheduleKind::one_f_one_b, 4, 1, 8}, Shape{ScheduleKind::interleaved, 4, 2, 8},
+                        Shape{ScheduleKind::interleaved, 3, 4, 9}, Shape{ScheduleKind::zb_h1, 5, 1, 7},
+                        Shape{ScheduleKind::zb_h1, 1, 1, 3}, Shape{ScheduleKind::afab, 3, 1, 4},
+                        Shape{ScheduleKind::one_f_one_b, 1, 1, 3}}) {
+    ParallelSplit split;
+    split.schedule = c.kind;
+    split.pp = c.p;
+    split.vpp = c.v;
+    split.microbatches = c.m;
+    out.push_back(split);
+  }
+  return out;
+}
+
 std::vector<Case> cases() {
   using enum ScheduleKind;
   return {
@@ -174,28 +196,17 @@ TEST(SimFastReuse, AWalkAfterALargerOneIsTheSameAsAlone) {
 // The packed records the walk reads (ScheduleIndex::steps, final_action) say what the
 // schedule's actions and partner table say, on every schedule the fast walk prices.
 TEST(SimFastStepIndex, EachRecordIsItsActionsExchangeOrInput) {
-  struct Case {
-    ScheduleKind kind;
-    int p, v, m;
-  };
-  for (const Case c : {Case{ScheduleKind::one_f_one_b, 4, 1, 8}, Case{ScheduleKind::interleaved, 4, 2, 8},
-                       Case{ScheduleKind::interleaved, 3, 4, 9}, Case{ScheduleKind::zb_h1, 5, 1, 7},
-                       Case{ScheduleKind::afab, 3, 1, 4}, Case{ScheduleKind::one_f_one_b, 1, 1, 3}}) {
-    ParallelSplit sp;
-    sp.schedule = c.kind;
-    sp.pp = c.p;
-    sp.vpp = c.v;
-    sp.microbatches = c.m;
+  for (const ParallelSplit& sp : indexed_schedules()) {
     const ScheduleIndex& ix = *schedule_index(sp);
     const std::string name = models::describe(sp);
-    ASSERT_EQ(ix.steps.size(), static_cast<size_t>(c.p)) << name;
+    ASSERT_EQ(ix.steps.size(), static_cast<size_t>(sp.pp)) << name;
     const int V = ix.schedule.chunks, M = ix.schedule.microbatches;
     // [payload][microbatch * v + chunk], counted here from the transfer's own fields
     auto slot_of = [&](models::Payload payload, int microbatch, int chunk) {
       return (payload == models::Payload::activation ? 0 : M * V) + microbatch * V + chunk;
     };
     int inputs = 0, receives = 0;
-    for (int s = 0; s < c.p; ++s) {
+    for (int s = 0; s < sp.pp; ++s) {
       const auto& actions = ix.schedule.per_stage[s];
       ASSERT_EQ(ix.steps[s].size(), actions.size()) << name;
       int final_action = -1;
@@ -230,7 +241,7 @@ TEST(SimFastStepIndex, EachRecordIsItsActionsExchangeOrInput) {
     }
     // Every received message is some action's input, and the other way round.
     EXPECT_EQ(inputs, receives) << name;
-    if (c.p > 1) EXPECT_GT(inputs, 0) << name;
+    if (sp.pp > 1) EXPECT_GT(inputs, 0) << name;
   }
 }
 
@@ -282,25 +293,14 @@ Projection priced_by_the_full_walk(const models::ModelConfig& model, const Topol
 // exchanges taken out: the same actions in the same order, and every field the bounds
 // read naming the same action, on 1F1B, interleaved, ZB-H1 and AFAB schedules.
 TEST(SimFastBoundIndex, ComputeActionsIndexTheFullSchedulesActions) {
-  struct Case {
-    ScheduleKind kind;
-    int p, v, m;
-  };
-  for (const Case c : {Case{ScheduleKind::one_f_one_b, 4, 1, 8}, Case{ScheduleKind::interleaved, 4, 2, 8},
-                       Case{ScheduleKind::interleaved, 3, 4, 9}, Case{ScheduleKind::zb_h1, 5, 1, 7},
-                       Case{ScheduleKind::zb_h1, 1, 1, 3}, Case{ScheduleKind::afab, 3, 1, 4}}) {
-    ParallelSplit split;
-    split.schedule = c.kind;
-    split.pp = c.p;
-    split.vpp = c.v;
-    split.microbatches = c.m;
+  for (const ParallelSplit& split : indexed_schedules()) {
     const ScheduleIndex& full = *schedule_index(split);
     const ScheduleIndex& bound = *schedule_bound_index(split);
     const std::string name = models::describe(split);
-    ASSERT_EQ(bound.schedule.per_stage.size(), static_cast<size_t>(c.p)) << name;
+    ASSERT_EQ(bound.schedule.per_stage.size(), static_cast<size_t>(split.pp)) << name;
     EXPECT_TRUE(bound.partner.empty()) << name;
     EXPECT_EQ(bound.schedule.compute_order, full.schedule.compute_order) << name;
-    for (int s = 0; s < c.p; ++s) {
+    for (int s = 0; s < split.pp; ++s) {
       // position of each full action among the stage's compute actions (-1: exchange)
       std::vector<int> at;
       int computes = 0;
@@ -317,7 +317,7 @@ TEST(SimFastBoundIndex, ComputeActionsIndexTheFullSchedulesActions) {
       EXPECT_EQ(computes, static_cast<int>(bound.schedule.per_stage[s].size())) << name;
       auto mapped = [&](int i) { return i < 0 ? -1 : at[i]; };
       EXPECT_EQ(bound.first_action[s], mapped(full.first_action[s])) << name;
-      for (int ch = 0; ch < c.v; ++ch) {
+      for (int ch = 0; ch < split.vpp; ++ch) {
         EXPECT_EQ(bound.last_backward[s][ch], mapped(full.last_backward[s][ch])) << name;
         EXPECT_EQ(bound.last_grads[s][ch], mapped(full.last_grads[s][ch])) << name;
       }
