@@ -2,13 +2,17 @@
 // - One configuration, priced by the full event walk (simulate() on the full step
 //   programs, what every projection used before the fast walk) and by the fast walk
 //   (sim_fast.hpp) in the same run: the ratio is the speed-up on that split.
-//   Three splits: Kimi K2 on 16,384 H100s (domain 8); DeepSeek-V3 (MoE, 61 layers) on
+//   Four splits: Kimi K2 on 16,384 H100s (domain 8); DeepSeek-V3 (MoE, 61 layers) on
 //   2,048 TPU v5p (a 6,144-chip domain, so TP up to the head count) at pp 32 with 256
-//   microbatches of 1F1B; and DeepSeek-V3 on 16,384 GB200 NVL72 (domain 72) at pp 16
-//   interleaved 4 deep with 128 microbatches, TP 16, EP 32 and CP 2 (ring).
+//   microbatches of 1F1B; DeepSeek-V3 on 16,384 GB200 NVL72 (domain 72) at pp 16
+//   interleaved 4 deep with 128 microbatches, TP 16, EP 32 and CP 2 (ring); and
+//   Megatron 530B on 16,384 TPU v5p at pp 32 (uneven), TP 8, 128 microbatches.
 // - The whole `ibt project --all` search (default_search) for each, on the fast walk.
-//   The last is the worst catalog case of scripts/bench_search.sh (the largest domain
-//   with the most splits: MoE, 16,384 devices). Target (issue 15): under 5 s on one
+//   The third was the worst catalog case of scripts/bench_search.sh (the largest domain
+//   with the most splits: MoE, 16,384 devices); the fourth, Megatron 530B (dense, 105
+//   layers: deep pipelines with hundreds of microbatches priced by the walk) on 16,384
+//   TPU v5p at the CLI's default batch (16M tokens: 8,192 sequences of 2,048), is the
+//   worst pair of the README's per-pair table since. Target (issue 15): under 5 s on one
 //   core. Exhaustive (every fitting split priced; the two smaller cases only) and as
 //   `--all` runs it (top 20 by MFU, the rest bounded out). Counters: configs/s
 //   (splits projected per second, infeasible ones included: they are checked and
@@ -33,6 +37,7 @@ struct Case {
   const char* topology;
   int devices;
   ParallelSplit split;
+  long long global_batch = kGlobalBatch;  // sequences, for the search
 };
 
 Case kimi_on_h100() {
@@ -73,10 +78,23 @@ Case deepseek_on_nvl72() {
   return {"deepseek-v3", "gb200-nvl72", 16384, s};
 }
 
+Case megatron530b_on_tpu() {
+  constexpr long long kCliBatch = 16LL * 1024 * 1024 / 2048;  // `ibt project`'s 16M tokens at 2,048 per sequence
+  ParallelSplit s;
+  s.tp = 8;
+  s.pp = 32;  // 105 layers over 32 stages: uneven
+  s.dp = 16384 / (s.tp * s.pp);
+  s.microbatches = static_cast<int>(kCliBatch / s.dp);  // 128
+  s.sequence_parallel = true;
+  s.zero = 1;
+  return {"megatron-530b", "tpu-v5p", 16384, s, kCliBatch};
+}
+
 Case case_of(int index) {
   switch (index) {
     case 0: return kimi_on_h100();
     case 1: return deepseek_on_tpu();
+    case 3: return megatron530b_on_tpu();
     default: return deepseek_on_nvl72();
   }
 }
@@ -109,8 +127,8 @@ void BM_ProjectOneConfig(benchmark::State& state, bool full) {
 }
 void BM_ProjectOneConfigFullWalk(benchmark::State& state) { BM_ProjectOneConfig(state, true); }
 void BM_ProjectOneConfigFastWalk(benchmark::State& state) { BM_ProjectOneConfig(state, false); }
-BENCHMARK(BM_ProjectOneConfigFullWalk)->Arg(0)->Arg(1)->Arg(2)->Unit(benchmark::kMillisecond);
-BENCHMARK(BM_ProjectOneConfigFastWalk)->Arg(0)->Arg(1)->Arg(2)->Unit(benchmark::kMillisecond);
+BENCHMARK(BM_ProjectOneConfigFullWalk)->Arg(0)->Arg(1)->Arg(2)->Arg(3)->Unit(benchmark::kMillisecond);
+BENCHMARK(BM_ProjectOneConfigFastWalk)->Arg(0)->Arg(1)->Arg(2)->Arg(3)->Unit(benchmark::kMillisecond);
 
 // keep_best 0: every split that fits is priced; 20: what `ibt project --all` does (its
 // top 20 by MFU; the others are bounded out, projection.hpp SearchRun::keep_best).
@@ -119,7 +137,7 @@ void BM_ProjectAllSplits(benchmark::State& state) {
   const Case c = case_of(static_cast<int>(state.range(0)));
   const auto model = ibt::models::load_model(c.model);
   const auto topo = ibt::topo::load_topology(c.topology);
-  const auto search = ibt::topo::default_search(topo, kGlobalBatch);
+  const auto search = ibt::topo::default_search(topo, c.global_batch);
   ibt::topo::SearchRun run;
   run.keep_best = static_cast<size_t>(state.range(1));
   size_t configs = 0, feasible = 0;
@@ -141,6 +159,7 @@ BENCHMARK(BM_ProjectAllSplits)
     ->Args({0, 20})
     ->Args({1, 20})
     ->Args({2, 20})
+    ->Args({3, 20})
     ->Unit(benchmark::kSecond)
     ->Iterations(1);
 

@@ -364,6 +364,12 @@ std::vector<std::vector<int>> held_peaks(const std::vector<std::int16_t>& order,
     }
     ++held[a - 1];
     if (i + 1 < order.size() && order[i + 1] > 0) continue;  // the next forward holds more
+    // A steady state repeats a few points hundreds of times (one with 1F1B, a cycle
+    // of them interleaved): skip one equal to a recent point, which the sort below
+    // would drop anyway, so that it sorts a handful of points rather than thousands.
+    constexpr size_t kRecent = 8;
+    const size_t from = points.size() > kRecent ? points.size() - kRecent : 0;
+    if (std::find(points.begin() + static_cast<std::ptrdiff_t>(from), points.end(), held) != points.end()) continue;
     points.push_back(held);
   }
   // Keep the points no other point covers in every chunk (the first of equal ones).

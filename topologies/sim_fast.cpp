@@ -38,6 +38,12 @@ std::uint64_t message_key(const Transfer& t) {
          static_cast<std::uint64_t>(t.src_virtual_stage);
 }
 
+// Where a received message waits for its consumer: [payload][microbatch * v + chunk].
+size_t slot(const Transfer& t, int chunks, int microbatches) {
+  return (t.payload == models::Payload::activation ? 0 : static_cast<size_t>(microbatches) * chunks) +
+         static_cast<size_t>(t.microbatch) * chunks + t.dst_chunk;
+}
+
 // The fields of ScheduleIndex that read the stage's compute actions only (all but
 // partner): they compare and count compute actions by their order on the stage, which
 // is the same with or without the exchanges between them.
@@ -85,6 +91,45 @@ void index_computes(ScheduleIndex& ix) {
   }
 }
 
+// ScheduleIndex::steps and final_action, from the schedule and partner.
+void index_steps(ScheduleIndex& ix) {
+  const auto& per_stage = ix.schedule.per_stage;
+  const int P = static_cast<int>(per_stage.size());
+  const int V = ix.schedule.chunks, M = ix.schedule.microbatches;
+  ix.steps.resize(P);
+  ix.final_action.assign(P, 0);
+  for (int s = 0; s < P; ++s) {
+    const auto& actions = per_stage[s];
+    ix.steps[s].resize(actions.size());
+    for (int i = 0; i < static_cast<int>(actions.size()); ++i) {
+      const models::PipeAction& a = actions[i];
+      ScheduleIndex::Step& step = ix.steps[s][i];
+      step.kind = a.kind;
+      if (a.kind == ActionKind::exchange) {
+        step.send = a.send.has_value();
+        step.recv = a.recv.has_value();
+        if (a.send) step.send_peer = a.send->peer_stage;
+        if (a.recv) step.recv_peer = a.recv->peer_stage;
+        step.send_partner = ix.partner[s][i][0];
+        step.recv_partner = ix.partner[s][i][1];
+        if (a.recv) step.slot = static_cast<int>(slot(*a.recv, V, M));
+        continue;
+      }
+      ix.final_action[s] = i;
+      // The exchange that received its input: none for a W, the first virtual stage's
+      // forwards and the last one's backwards.
+      const int vs = ix.schedule.virtual_stage(s, a.chunk);
+      const bool forward = a.kind == ActionKind::forward;
+      if (a.kind == ActionKind::weight || (forward ? vs == 0 : vs == ix.schedule.virtual_stages() - 1)) continue;
+      Transfer t;
+      t.payload = forward ? models::Payload::activation : models::Payload::gradient;
+      t.microbatch = a.microbatch;
+      t.dst_chunk = a.chunk;
+      step.slot = static_cast<int>(slot(t, V, M));
+    }
+  }
+}
+
 std::shared_ptr<const ScheduleIndex> make_index(const models::ParallelSplit& split) {
   auto ix = std::make_shared<ScheduleIndex>();
   ix->schedule = models::build_schedule(split);
@@ -114,6 +159,7 @@ std::shared_ptr<const ScheduleIndex> make_index(const models::ParallelSplit& spl
     }
   }
   index_computes(*ix);
+  index_steps(*ix);
   return ix;
 }
 
@@ -366,16 +412,20 @@ struct StageWalk {
   size_t next = 0;                 // next action
   Times free{0.0, 0.0, 0.0, kNever};  // streams free; [kReceived] unused
   double data_ready = kNever;      // when the last action's output can be sent (kNever: no wait)
-  std::vector<double> ex_ready;    // per action: an exchange's issue time (its receive's post, else its send's)
-  std::vector<double> send_post, recv_post;  // per action: when an exchange posted each half
+  // Per action: when an exchange posted each half, and whether it has. One record, so
+  // a peer matching it reads one cache line.
+  struct Posted {
+    double send = 0, recv = 0;
+    bool done = false;
+  };
+  std::vector<Posted> posted;
   double p2p_free = 0;             // when the next exchange can be posted
   double p2p_done = 0;             // the latest exchange finish
-  std::vector<char> posted;
-  std::vector<double> ex_transfer; // per action: the slower half's transfer
   std::vector<double> received;    // [payload][mb * v + chunk]: arrival of a received message
-  std::vector<int> received_op;    // detailed: the exchange op that received it
-  std::vector<int> action_op;      // detailed: the op of an exchange action
   // Detailed only.
+  std::vector<double> ex_ready;    // per action: an exchange's issue time (its receive's post, else its send's)
+  std::vector<int> received_op;    // the exchange op that received a message
+  std::vector<int> action_op;      // the op of an exchange action
   std::vector<Op> ops;
   std::vector<double> ready, finish, dur, transfer;
   int producer = -1, last_compute = -1, last_grad = -1;
@@ -383,7 +433,63 @@ struct StageWalk {
   bool memo = false;
   size_t final_action = 0;  // the last forward/backward: always walked op by op
   StageTime booked;
+
+  // Ready for a walk of `actions` actions and `slots` message slots. The vectors keep
+  // their capacity from the thread's previous walk (walks_of_this_thread()): a search
+  // walks 10^2-10^3 splits of up to 10^5 actions, and fresh arrays cost page faults
+  // and zero-filling on every one.
+  void reset(bool detail, bool memoised, size_t actions, size_t slots, size_t final) {
+    detailed = detail;
+    memo = memoised;
+    next = 0;
+    free = {0.0, 0.0, 0.0, kNever};
+    data_ready = kNever;
+    posted.assign(actions, Posted{});
+    p2p_free = p2p_done = 0;
+    received.assign(slots, kNever);
+    ex_ready.clear();
+    received_op.clear();
+    action_op.clear();
+    if (detailed) {
+      ex_ready.assign(actions, 0.0);
+      received_op.assign(slots, -1);
+      action_op.assign(actions, -1);
+    }
+    ops.clear();
+    ready.clear();
+    finish.clear();
+    dur.clear();
+    transfer.clear();
+    producer = last_compute = last_grad = -1;
+    final_action = final;
+    booked = StageTime{};
+  }
 };
+
+// A stage blocked at action i is taken up again after every other stage has had its
+// turn, by which time its next actions' records have left the cache: with a hundred
+// stages the hardware cannot follow that many streams. Ask for them now.
+void prefetch_ahead(const std::vector<ScheduleIndex::Step>& steps, const std::vector<StageWalk::Posted>& posted,
+                    const StepTemplates& templates, int stage, size_t i) {
+  constexpr size_t kAhead = 8;  // actions: a few of the stage's next forwards/backwards and exchanges
+  const size_t last = std::min(steps.size(), i + kAhead) - 1;
+  for (size_t k = i + 1; k <= last; k += 2) {
+    __builtin_prefetch(&steps[k]);
+    __builtin_prefetch(&posted[k]);
+  }
+  if (last > i) {
+    __builtin_prefetch(&steps[last]);
+    __builtin_prefetch(&posted[last]);
+    __builtin_prefetch(&templates.template_of_row(stage)[last]);
+  }
+}
+
+// The stage walks of this thread, reused from one simulate_fast() to the next.
+std::vector<StageWalk>& walks_of_this_thread(int stages) {
+  thread_local std::vector<StageWalk> walks;
+  if (walks.size() < static_cast<size_t>(stages)) walks.resize(stages);
+  return walks;
+}
 
 // The breakdown of the first stage, action by action. An action's exposed waits
 // depend only on where its inputs lie relative to its start (the compute stream
@@ -433,11 +539,6 @@ void add_into(StageTime& total, const StageTime& part) {
   total.compute_us += part.compute_us;
   for (int e = 0; e < kNumExposures; ++e) total.exposed_us[e] += part.exposed_us[e];
   for (int k = 0; k < kNumOpKinds; ++k) total.op_us[k] += part.op_us[k];
-}
-
-size_t slot(const Transfer& t, int chunks, int microbatches) {
-  return (t.payload == models::Payload::activation ? 0 : static_cast<size_t>(microbatches) * chunks) +
-         static_cast<size_t>(t.microbatch) * chunks + t.dst_chunk;
 }
 
 // Walks one action template instance op by op (simulate()'s arithmetic).
@@ -542,46 +643,18 @@ SimResult simulate_fast(const StepTemplates& templates, OpPricer& pricer, StageD
     return c;
   };
 
-  std::vector<StageWalk> walks(P);
-  for (int s = 0; s < P; ++s) {
-    StageWalk& w = walks[s];
-    w.detailed = detail == StageDetail::all || s == 0;
-    w.memo = detail == StageDetail::first && s == 0;
-    for (size_t i = 0; i < per_stage[s].size(); ++i)
-      if (per_stage[s][i].kind != ActionKind::exchange) w.final_action = i;
-    const size_t n = per_stage[s].size();
-    w.ex_ready.assign(n, 0.0);
-    w.send_post.assign(n, 0.0);
-    w.recv_post.assign(n, 0.0);
-    w.posted.assign(n, 0);
-    w.ex_transfer.assign(n, 0.0);
-    w.received.assign(2 * static_cast<size_t>(M) * V, kNever);
-    if (w.detailed) {
-      w.received_op.assign(2 * static_cast<size_t>(M) * V, -1);
-      w.action_op.assign(n, -1);
-    }
-  }
-
-  // The action a forward/backward waits for: the exchange that received its input.
-  auto input_slot = [&](int stage, const models::PipeAction& a) -> long long {
-    const int vs = ix.schedule.virtual_stage(stage, a.chunk);
-    const bool forward = a.kind == ActionKind::forward;
-    if (a.kind == ActionKind::weight) return -1;  // a W receives nothing
-    if (forward ? vs == 0 : vs == ix.schedule.virtual_stages() - 1) return -1;
-    Transfer t;
-    t.payload = forward ? models::Payload::activation : models::Payload::gradient;
-    t.microbatch = a.microbatch;
-    t.dst_chunk = a.chunk;
-    return static_cast<long long>(slot(t, V, M));
-  };
+  std::vector<StageWalk>& walks = walks_of_this_thread(P);
+  for (int s = 0; s < P; ++s)
+    walks[s].reset(detail == StageDetail::all || s == 0, detail == StageDetail::first && s == 0,
+                   per_stage[s].size(), 2 * static_cast<size_t>(M) * V, ix.final_action[s]);
 
   // The memoised first stage: a forward/backward walked op by op and broken down, or
   // its summary applied and a remembered breakdown booked. The chunks' last backwards
   // with overlapped reductions and the stage's final action are always walked: the
   // tail's waits reach into them.
-  BreakdownMemo memo(walks.empty() ? 0 : static_cast<size_t>(templates.templates_per_stage(0)));
+  BreakdownMemo memo(P == 0 ? 0 : static_cast<size_t>(templates.templates_per_stage(0)));
   std::vector<StageTime> template_totals;  // compute_us and op_us of each template
-  if (!walks.empty() && walks[0].memo)
+  if (P > 0 && walks[0].memo)
     for (int id = 0; id < templates.templates_per_stage(0); ++id) {
       StageTime t;
       const auto& ops = templates.action_template(0, id).ops;
@@ -634,13 +707,13 @@ SimResult simulate_fast(const StepTemplates& templates, OpPricer& pricer, StageD
     bool progress = false;
     for (int s = 0; s < P; ++s) {
       StageWalk& w = walks[s];
-      const auto& actions = per_stage[s];
-      while (w.next < actions.size()) {
+      const std::vector<ScheduleIndex::Step>& steps = ix.steps[s];
+      while (w.next < steps.size()) {
         const size_t i = w.next;
-        const models::PipeAction& a = actions[i];
+        const ScheduleIndex::Step& a = steps[i];
         if (a.kind != ActionKind::exchange) {
           const int id = templates.template_of(s, static_cast<int>(i));
-          const long long in = input_slot(s, a);
+          const long long in = a.slot;
           if (w.memo) {
             book_action(w, s, static_cast<int>(i), id, in);
           } else if (w.detailed) {
@@ -651,15 +724,16 @@ SimResult simulate_fast(const StepTemplates& templates, OpPricer& pricer, StageD
             apply(w, priced[s][id], in >= 0 ? w.received[in] : kNever);
           }
         } else {
-          if (!w.posted[i]) {
+          StageWalk::Posted& mine = w.posted[i];
+          if (!mine.done) {
             // simulate(): the receive posted when the p2p stream reaches it, the send
             // when its data is produced too.
-            w.recv_post[i] = w.p2p_free;
-            w.send_post[i] = std::max(w.p2p_free, a.send ? std::max(0.0, w.data_ready) : 0.0);
-            w.ex_ready[i] = a.recv ? w.recv_post[i] : w.send_post[i];
-            w.posted[i] = 1;
+            mine.recv = w.p2p_free;
+            mine.send = std::max(w.p2p_free, a.send ? std::max(0.0, w.data_ready) : 0.0);
+            mine.done = true;
             progress = true;
             if (w.detailed) {
+              w.ex_ready[i] = a.recv ? mine.recv : mine.send;
               Op op;
               op.kind = OpKind::pp_exchange;
               op.group = Group::pp;
@@ -675,35 +749,34 @@ SimResult simulate_fast(const StepTemplates& templates, OpPricer& pricer, StageD
               w.transfer.push_back(0.0);
             }
           }
-          double half_done[2] = {0.0, 0.0};
+          // Our send meets the peer's receive, our receive the peer's send; the
+          // slower half's transfer is the exchange's.
+          double send_done = 0.0, recv_done = 0.0, transfer = 0.0;
           bool blocked = false;
-          for (int half = 0; half < 2; ++half) {
-            const auto& t = half == 0 ? a.send : a.recv;
-            if (!t) continue;
-            const int peer_action = ix.partner[s][i][half];
-            const StageWalk& peer = walks[t->peer_stage];
-            const double c = half_us(s, t->peer_stage);
-            w.ex_transfer[i] = std::max(w.ex_transfer[i], c);
-            if (!peer.posted[peer_action]) {
-              blocked = true;
-              continue;
-            }
-            // Our send meets the peer's receive, our receive the peer's send.
-            const double mine = half == 0 ? w.send_post[i] : w.recv_post[i];
-            const double theirs = half == 0 ? peer.recv_post[peer_action] : peer.send_post[peer_action];
-            half_done[half] = std::max(mine, theirs) + c;
+          // One half: done when both sides have posted, the transfer after the later.
+          auto meet = [&](int peer, int partner, double posted_here, bool peer_sends, double& done) {
+            const StageWalk::Posted& theirs = walks[peer].posted[partner];
+            const double c = half_us(s, peer);
+            transfer = std::max(transfer, c);
+            if (theirs.done) done = std::max(posted_here, peer_sends ? theirs.send : theirs.recv) + c;
+            else blocked = true;
+          };
+          if (a.send) meet(a.send_peer, a.send_partner, mine.send, false, send_done);
+          if (a.recv) meet(a.recv_peer, a.recv_partner, mine.recv, true, recv_done);
+          if (blocked) {
+            prefetch_ahead(steps, w.posted, templates, s, i);
+            break;
           }
-          if (blocked) break;
-          const double done = a.recv ? half_done[1] : half_done[0];
-          w.p2p_free = std::max(w.send_post[i], w.recv_post[i]);
+          const double done = a.recv ? recv_done : send_done;
+          w.p2p_free = std::max(mine.send, mine.recv);
           w.p2p_done = std::max(w.p2p_done, done);
-          if (a.recv) w.received[slot(*a.recv, V, M)] = done;
+          if (a.recv) w.received[a.slot] = done;
           if (w.detailed) {
             const int op = w.action_op[i];
             w.finish[op] = done;
             w.dur[op] = done - w.ex_ready[i];
-            w.transfer[op] = w.ex_transfer[i];
-            if (a.recv) w.received_op[slot(*a.recv, V, M)] = op;
+            w.transfer[op] = transfer;
+            if (a.recv) w.received_op[a.slot] = op;
             if (w.memo) w.booked.op_us[static_cast<int>(OpKind::pp_exchange)] += w.dur[op];
           }
         }

@@ -58,6 +58,21 @@ struct ScheduleIndex {
   // The same for the W actions of a split backward ([chunk]), each chunk's last W left
   // out of both.
   std::vector<std::vector<int>> between_weight, after_weight;
+  // What simulate_fast() reads of each action, packed into one record ([stage][action]),
+  // so a walk touches one small record per action rather than the action, its partner
+  // entry and its transfers apart: deep pipelines with hundreds of microbatches hold
+  // 10^5 actions, walked once per priced split, and the walk was bound by those loads.
+  struct Step {
+    models::ActionKind kind = models::ActionKind::forward;
+    bool send = false, recv = false;  // an exchange's halves
+    int send_peer = -1, recv_peer = -1;        // their peer stages
+    int send_partner = -1, recv_partner = -1;  // partner[stage][action]
+    // A forward/backward: the received-message slot its input arrives in (-1: none);
+    // an exchange: the slot its receive fills (-1: no receive).
+    int slot = -1;
+  };
+  std::vector<std::vector<Step>> steps;
+  std::vector<int> final_action;  // [stage]: its last forward/backward/W
 };
 
 // The index of split's schedule; built once per distinct schedule and kept for the
@@ -94,6 +109,7 @@ class StepTemplates {
   const ScheduleIndex& index() const { return *index_; }
   // Template of a forward/backward action (-1 for an exchange) and the templates.
   int template_of(int stage, int action) const { return action_template_[stage][action]; }
+  const int* template_of_row(int stage) const { return action_template_[stage].data(); }
   const models::ActionTemplate& action_template(int stage, int id) const { return templates_[stage][id]; }
   int templates_per_stage(int stage) const { return static_cast<int>(templates_[stage].size()); }
   const std::vector<models::Op>& tail(int stage) const { return tails_[stage]; }

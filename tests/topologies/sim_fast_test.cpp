@@ -44,6 +44,28 @@ ParallelSplit with_cp(ParallelSplit s, int cp, models::CpComm comm) {
   return s;
 }
 
+// Schedules whose indexes the tests read: 1F1B, interleaved 2 and 4 deep, ZB-H1, AFAB,
+// and one stage.
+std::vector<ParallelSplit> indexed_schedules() {
+  struct Shape {
+    ScheduleKind kind;
+    int p, v, m;
+  };
+  std::vector<ParallelSplit> out;
+  for (const Shape c : {Shape{ScheduleKind::one_f_one_b, 4, 1, 8}, Shape{ScheduleKind::interleaved, 4, 2, 8},
+                        Shape{ScheduleKind::interleaved, 3, 4, 9}, Shape{ScheduleKind::zb_h1, 5, 1, 7},
+                        Shape{ScheduleKind::zb_h1, 1, 1, 3}, Shape{ScheduleKind::afab, 3, 1, 4},
+                        Shape{ScheduleKind::one_f_one_b, 1, 1, 3}}) {
+    ParallelSplit split;
+    split.schedule = c.kind;
+    split.pp = c.p;
+    split.vpp = c.v;
+    split.microbatches = c.m;
+    out.push_back(split);
+  }
+  return out;
+}
+
 std::vector<Case> cases() {
   using enum ScheduleKind;
   return {
@@ -85,6 +107,10 @@ std::vector<Case> cases() {
       // and MoE with EP, uneven stages and no overlap
       {"llama3-70b", "dgx-h100", split(2, 8, 4, 1, 1, 16, 1, zb_h1, true, true, Recompute::selective)},
       {"deepseek-v3", "dgx-h100", split(8, 8, 8, 8, 1, 16, 1, zb_h1, true, false, Recompute::none), false},
+      // long steady states of the zero-bubble and interleaved schedules: the packed
+      // per-action records (ScheduleIndex::steps) read deep into their exchanges
+      {"llama3-70b", "dgx-h100", split(2, 8, 4, 1, 1, 64, 1, zb_h1, true, true, Recompute::selective)},
+      {"deepseek-v3", "dgx-b200", split(4, 8, 8, 4, 2, 64, 1, interleaved, true, true, Recompute::none)},
   };
 }
 
@@ -141,6 +167,118 @@ TEST_P(SimFast, MatchesTheFullEventWalk) {
 
 INSTANTIATE_TEST_SUITE_P(Catalog, SimFast, ::testing::Range(0, static_cast<int>(cases().size())));
 
+// A walk reuses its thread's arrays (sim_fast.cpp walks_of_this_thread): a walk after
+// a deeper one, with more microbatches and another schedule, must see none of its state.
+// A small split walked alone, then after a large zero-bubble and a large interleaved
+// split, gives the same step and breakdown, bit for bit, in both modes.
+TEST(SimFastReuse, AWalkAfterALargerOneIsTheSameAsAlone) {
+  const models::ModelConfig model = models::load_model("llama3-70b");
+  const Topology topology = load_topology("dgx-h100");
+  const ProjectionOptions options;
+  using enum ScheduleKind;
+  const ParallelSplit small = split(4, 8, 2, 1, 1, 8, 1, one_f_one_b, true, true, Recompute::none);
+  auto walk = [&](const ParallelSplit& s, StageDetail detail) {
+    TopologyPricer pricer(topology, s, default_dtype(topology));
+    return simulate_fast(StepTemplates(model, s, program_options(options)), pricer, detail);
+  };
+  for (const StageDetail detail : {StageDetail::first, StageDetail::all}) {
+    const SimResult alone = walk(small, detail);
+    walk(split(2, 8, 8, 1, 1, 96, 1, zb_h1, true, true, Recompute::selective), detail);
+    walk(split(2, 8, 8, 1, 2, 64, 1, interleaved, true, true, Recompute::none), detail);
+    const SimResult after = walk(small, detail);
+    EXPECT_EQ(after.step_us, alone.step_us);
+    ASSERT_EQ(after.stages.size(), alone.stages.size());
+    for (size_t s = 0; s < alone.stages.size(); ++s)
+      expect_stage_equal(after.stages[s], alone.stages[s], "stage " + std::to_string(s));
+  }
+}
+
+// The packed records the walk reads (ScheduleIndex::steps, final_action) say what the
+// schedule's actions and partner table say, on every schedule the fast walk prices.
+TEST(SimFastStepIndex, EachRecordIsItsActionsExchangeOrInput) {
+  for (const ParallelSplit& sp : indexed_schedules()) {
+    const ScheduleIndex& ix = *schedule_index(sp);
+    const std::string name = models::describe(sp);
+    ASSERT_EQ(ix.steps.size(), static_cast<size_t>(sp.pp)) << name;
+    const int V = ix.schedule.chunks, M = ix.schedule.microbatches;
+    // [payload][microbatch * v + chunk], counted here from the transfer's own fields
+    auto slot_of = [&](models::Payload payload, int microbatch, int chunk) {
+      return (payload == models::Payload::activation ? 0 : M * V) + microbatch * V + chunk;
+    };
+    int inputs = 0, receives = 0;
+    for (int s = 0; s < sp.pp; ++s) {
+      const auto& actions = ix.schedule.per_stage[s];
+      ASSERT_EQ(ix.steps[s].size(), actions.size()) << name;
+      int final_action = -1;
+      for (size_t i = 0; i < actions.size(); ++i) {
+        const models::PipeAction& a = actions[i];
+        const ScheduleIndex::Step& step = ix.steps[s][i];
+        EXPECT_EQ(step.kind, a.kind) << name;
+        if (a.kind == models::ActionKind::exchange) {
+          EXPECT_EQ(step.send, a.send.has_value()) << name;
+          EXPECT_EQ(step.recv, a.recv.has_value()) << name;
+          EXPECT_EQ(step.send_peer, a.send ? a.send->peer_stage : -1) << name;
+          EXPECT_EQ(step.recv_peer, a.recv ? a.recv->peer_stage : -1) << name;
+          EXPECT_EQ(step.send_partner, ix.partner[s][i][0]) << name;
+          EXPECT_EQ(step.recv_partner, ix.partner[s][i][1]) << name;
+          EXPECT_EQ(step.slot, a.recv ? slot_of(a.recv->payload, a.recv->microbatch, a.recv->dst_chunk) : -1) << name;
+          receives += a.recv.has_value();
+          continue;
+        }
+        final_action = static_cast<int>(i);
+        // Which virtual stage the action runs: its input comes from the previous one
+        // (a forward) or the next one (a backward), unless it is the model's end; a W
+        // receives nothing.
+        const int vs = ix.schedule.virtual_stage(s, a.chunk);
+        const bool forward = a.kind == models::ActionKind::forward;
+        const bool receives_input = a.kind != models::ActionKind::weight &&
+                                    (forward ? vs > 0 : vs < ix.schedule.virtual_stages() - 1);
+        const models::Payload payload = forward ? models::Payload::activation : models::Payload::gradient;
+        EXPECT_EQ(step.slot, receives_input ? slot_of(payload, a.microbatch, a.chunk) : -1) << name << " " << s << " " << i;
+        inputs += receives_input;
+      }
+      EXPECT_EQ(ix.final_action[s], final_action) << name;
+    }
+    // Every received message is some action's input, and the other way round.
+    EXPECT_EQ(inputs, receives) << name;
+    if (sp.pp > 1) EXPECT_GT(inputs, 0) << name;
+  }
+}
+
+// The 1e-9 rule can fail: the fast walk priced with every op 1e-8 slower than the
+// full walk's (ten times the tolerance, far below any modelling choice) is caught by
+// the same comparison MatchesTheFullEventWalk makes, and so would a walk that drops or
+// repeats an action.
+class SlowerOps : public OpPricer {
+ public:
+  explicit SlowerOps(OpPricer& base) : base_(base) {}
+  double op_us(const models::StepProgram& program, const models::Op& op) override {
+    return base_.op_us(program, op) * (1 + 1e-8);
+  }
+  double exchange_half_us(const models::StepProgram& program, const models::Op& op, int peer) override {
+    return base_.exchange_half_us(program, op, peer);
+  }
+
+ private:
+  OpPricer& base_;
+};
+
+TEST(SimFastExactness, TheToleranceCatchesAPerturbedWalk) {
+  const models::ModelConfig model = models::load_model("llama3-70b");
+  const Topology topology = load_topology("dgx-h100");
+  const ProjectionOptions options;
+  const ParallelSplit s = split(2, 8, 4, 1, 1, 32, 1, ScheduleKind::one_f_one_b, true, true, Recompute::none);
+  TopologyPricer pricer(topology, s, default_dtype(topology));
+  const SimResult full = simulate(stage_programs(model, s, options), pricer);
+  const StepTemplates templates(model, s, program_options(options));
+  const double tol = 1e-9 * full.step_us;
+  EXPECT_NEAR(simulate_fast(templates, pricer, StageDetail::first).step_us, full.step_us, tol);
+  SlowerOps slower(pricer);
+  const SimResult perturbed = simulate_fast(templates, slower, StageDetail::first);
+  EXPECT_GT(std::abs(perturbed.step_us - full.step_us), tol)
+      << "a walk with slower ops passes the exactness check: the check cannot fail";
+}
+
 // The split priced by simulate() on its full step programs (not the fast walk).
 Projection priced_by_the_full_walk(const models::ModelConfig& model, const Topology& topology, const ParallelSplit& s,
                                    const ProjectionOptions& options) {
@@ -155,25 +293,14 @@ Projection priced_by_the_full_walk(const models::ModelConfig& model, const Topol
 // exchanges taken out: the same actions in the same order, and every field the bounds
 // read naming the same action, on 1F1B, interleaved, ZB-H1 and AFAB schedules.
 TEST(SimFastBoundIndex, ComputeActionsIndexTheFullSchedulesActions) {
-  struct Case {
-    ScheduleKind kind;
-    int p, v, m;
-  };
-  for (const Case c : {Case{ScheduleKind::one_f_one_b, 4, 1, 8}, Case{ScheduleKind::interleaved, 4, 2, 8},
-                       Case{ScheduleKind::interleaved, 3, 4, 9}, Case{ScheduleKind::zb_h1, 5, 1, 7},
-                       Case{ScheduleKind::zb_h1, 1, 1, 3}, Case{ScheduleKind::afab, 3, 1, 4}}) {
-    ParallelSplit split;
-    split.schedule = c.kind;
-    split.pp = c.p;
-    split.vpp = c.v;
-    split.microbatches = c.m;
+  for (const ParallelSplit& split : indexed_schedules()) {
     const ScheduleIndex& full = *schedule_index(split);
     const ScheduleIndex& bound = *schedule_bound_index(split);
     const std::string name = models::describe(split);
-    ASSERT_EQ(bound.schedule.per_stage.size(), static_cast<size_t>(c.p)) << name;
+    ASSERT_EQ(bound.schedule.per_stage.size(), static_cast<size_t>(split.pp)) << name;
     EXPECT_TRUE(bound.partner.empty()) << name;
     EXPECT_EQ(bound.schedule.compute_order, full.schedule.compute_order) << name;
-    for (int s = 0; s < c.p; ++s) {
+    for (int s = 0; s < split.pp; ++s) {
       // position of each full action among the stage's compute actions (-1: exchange)
       std::vector<int> at;
       int computes = 0;
@@ -190,7 +317,7 @@ TEST(SimFastBoundIndex, ComputeActionsIndexTheFullSchedulesActions) {
       EXPECT_EQ(computes, static_cast<int>(bound.schedule.per_stage[s].size())) << name;
       auto mapped = [&](int i) { return i < 0 ? -1 : at[i]; };
       EXPECT_EQ(bound.first_action[s], mapped(full.first_action[s])) << name;
-      for (int ch = 0; ch < c.v; ++ch) {
+      for (int ch = 0; ch < split.vpp; ++ch) {
         EXPECT_EQ(bound.last_backward[s][ch], mapped(full.last_backward[s][ch])) << name;
         EXPECT_EQ(bound.last_grads[s][ch], mapped(full.last_grads[s][ch])) << name;
       }
