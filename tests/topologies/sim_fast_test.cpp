@@ -241,7 +241,9 @@ TEST(SimFastStepIndex, EachRecordIsItsActionsExchangeOrInput) {
     }
     // Every received message is some action's input, and the other way round.
     EXPECT_EQ(inputs, receives) << name;
-    if (sp.pp > 1) EXPECT_GT(inputs, 0) << name;
+    if (sp.pp > 1) {
+      EXPECT_GT(inputs, 0) << name;
+    }
   }
 }
 
