@@ -12,6 +12,7 @@
 #include <memory>
 
 #include "core/errors.hpp"
+#include "models/cuda/executor/attention_kernels.hpp"
 #include "models/model_file.hpp"
 #include "reports/store.hpp"
 #include "collectives/arrival_gate.hpp"
@@ -193,8 +194,7 @@ int run(int argc, char** argv, MpiSession& mpi) {
   a.options.split.cp = a.cp;
   a.options.split.cp_comm = models::parse_cp_comm(a.cp_comm);
   a.options.executor.dp_overlap = !a.no_dp_overlap;
-  if (a.options.executor.cuda_attention != "threads" && a.options.executor.cuda_attention != "gemm")
-    throw UsageError("--cuda-attention '" + a.options.executor.cuda_attention + "': expected threads or gemm");
+  gpu::parse_attention_kernels(a.options.executor.cuda_attention);  // a bad value is refused in every build
   if (a.options.executor.kind != "cuda" && !vm["cuda-attention"].defaulted())
     throw UsageError("--cuda-attention applies to --executor cuda only");
   if (a.options.peak_tflops < 0 || a.options.gemm_peak_tflops < 0 || a.options.peak_gflops < 0)

@@ -3,17 +3,7 @@
 #include <cmath>
 #include <cstdint>
 
-#include "core/errors.hpp"
-
 namespace ibt::gpu {
-
-const char* to_string(AttentionKernels k) { return k == AttentionKernels::gemm ? "gemm" : "threads"; }
-
-AttentionKernels parse_attention_kernels(const std::string& s) {
-  if (s == "threads") return AttentionKernels::threads;
-  if (s == "gemm") return AttentionKernels::gemm;
-  throw UsageError("--cuda-attention '" + s + "': expected threads or gemm");
-}
 
 namespace {
 

@@ -14,16 +14,11 @@
 // compares it with the CPU engine, and it has not run on a GPU yet.
 #include <cuda_runtime_api.h>
 
-#include <string>
-
+#include "models/cuda/executor/attention_kernels.hpp"
 #include "models/cuda/executor/device_blas.hpp"
 #include "models/cuda/executor/train_kernels.hpp"
 
 namespace ibt::gpu {
-
-enum class AttentionKernels { threads, gemm };
-const char* to_string(AttentionKernels k);
-AttentionKernels parse_attention_kernels(const std::string& s);  // throws UsageError naming the value
 
 void attention_forward_gemm(DeviceBlas& blas, const AttentionShape& s, const float* q, const float* k, const float* v,
                             float* probs, float* context, cudaStream_t stream);

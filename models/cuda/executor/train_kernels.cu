@@ -386,20 +386,6 @@ void gelu_backward(const float* pre, const float* d_act, float* d_pre, std::int6
   check_launch("gelu_backward");
 }
 
-void attention_forward(const AttentionShape& s, const float* q, const float* k, const float* v, float* probs,
-                       float* context, cudaStream_t stream) {
-  const float scale = 1.0f / sqrtf(static_cast<float>(s.head_dim));
-  const std::int64_t scores = std::int64_t(s.batch) * s.heads * s.seq * s.seq;
-  const std::int64_t rows = std::int64_t(s.batch) * s.heads * s.seq;
-  attention_scores_kernel<<<blocks_for(scores), kThreads, 0, stream>>>(s, q, k, scale, probs);
-  check_launch("attention_scores");
-  causal_softmax_kernel<<<static_cast<unsigned>(rows), kThreads, 0, stream>>>(probs, s.seq);
-  check_launch("causal_softmax");
-  const std::int64_t out = std::int64_t(s.batch) * s.seq * s.heads * s.head_dim;
-  attention_rows_times_kv_kernel<<<blocks_for(out), kThreads, 0, stream>>>(s, probs, v, 1.0f, context);
-  check_launch("attention_context");
-}
-
 void causal_softmax(float* probs, std::int64_t rows, int seq, cudaStream_t stream) {
   if (rows == 0) return;
   causal_softmax_kernel<<<static_cast<unsigned>(rows), kThreads, 0, stream>>>(probs, seq);
@@ -412,6 +398,19 @@ void causal_softmax_backward(const float* probs, float* d_probs, std::int64_t ro
   check_launch("softmax_backward");
 }
 
+void attention_forward(const AttentionShape& s, const float* q, const float* k, const float* v, float* probs,
+                       float* context, cudaStream_t stream) {
+  const float scale = 1.0f / sqrtf(static_cast<float>(s.head_dim));
+  const std::int64_t scores = std::int64_t(s.batch) * s.heads * s.seq * s.seq;
+  const std::int64_t rows = std::int64_t(s.batch) * s.heads * s.seq;
+  attention_scores_kernel<<<blocks_for(scores), kThreads, 0, stream>>>(s, q, k, scale, probs);
+  check_launch("attention_scores");
+  causal_softmax(probs, rows, s.seq, stream);
+  const std::int64_t out = std::int64_t(s.batch) * s.seq * s.heads * s.head_dim;
+  attention_rows_times_kv_kernel<<<blocks_for(out), kThreads, 0, stream>>>(s, probs, v, 1.0f, context);
+  check_launch("attention_context");
+}
+
 void attention_backward(const AttentionShape& s, const float* q, const float* k, const float* v, const float* probs,
                         const float* d_context, float* d_probs, float* dq, float* dk, float* dv, cudaStream_t stream) {
   const float scale = 1.0f / sqrtf(static_cast<float>(s.head_dim));
@@ -419,8 +418,7 @@ void attention_backward(const AttentionShape& s, const float* q, const float* k,
   const std::int64_t rows = std::int64_t(s.batch) * s.heads * s.seq;
   attention_dprobs_kernel<<<blocks_for(scores), kThreads, 0, stream>>>(s, d_context, v, d_probs);
   check_launch("attention_dprobs");
-  softmax_backward_kernel<<<static_cast<unsigned>(rows), kThreads, 0, stream>>>(probs, d_probs, s.seq);
-  check_launch("softmax_backward");
+  causal_softmax_backward(probs, d_probs, rows, s.seq, stream);
   const std::int64_t nq = std::int64_t(s.batch) * s.seq * s.heads * s.head_dim;
   const std::int64_t nkv = std::int64_t(s.batch) * s.seq * s.kv_heads * s.head_dim;
   attention_rows_times_kv_kernel<<<blocks_for(nq), kThreads, 0, stream>>>(s, d_probs, k, scale, dq);
