@@ -25,8 +25,7 @@ TopologyPricer::TopologyPricer(const Topology& topology, const models::ParallelS
   gemm_flops_per_us_ = flops_per_us_;
   bytes_per_us_ = t_.device.memory_bandwidth_GBps.get() * 1e3 * t_.model.memory_efficiency.get();
   overhead_us_ = t_.model.op_overhead_us.get();
-  if (const auto& g = t_.device.gemm_tiles)
-    tiles_ = TileGrid{g->compute_units.get(), g->tile_rows.get(), g->tile_cols.get(), g->prices_waves()};
+  if (const auto& g = t_.device.gemm_tiles) tiles_ = g->grid();
   const int D = t_.domain_size();
   const long long tp_cp = static_cast<long long>(split.tp) * split.cp;
   stage_stride_ = tp_cp * split.dp;

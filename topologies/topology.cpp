@@ -66,7 +66,7 @@ std::vector<std::pair<std::string, const Figure*>> Topology::figures() const {
     f.push_back({"device.gemm_tiles.compute_units", &device.gemm_tiles->compute_units});
     f.push_back({"device.gemm_tiles.tile_rows", &device.gemm_tiles->tile_rows});
     f.push_back({"device.gemm_tiles.tile_cols", &device.gemm_tiles->tile_cols});
-    if (device.gemm_tiles->wave_quantization.known() || !device.gemm_tiles->wave_quantization.source.empty())
+    if (device.gemm_tiles->wave_quantization.known())  // optional: absent means 1
       f.push_back({"device.gemm_tiles.wave_quantization", &device.gemm_tiles->wave_quantization});
   }
   if (scale_up.torus) {

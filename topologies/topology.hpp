@@ -24,6 +24,8 @@
 #include <string>
 #include <vector>
 
+#include "topologies/gemm_shape.hpp"
+
 namespace ibt::topo {
 
 struct Figure {
@@ -72,6 +74,9 @@ struct GemmTiles {
   // spreads it over all units (stream-K, split-K), so only partial tiles cost. Absent: 1.
   Figure wave_quantization;
   bool prices_waves() const { return !wave_quantization.known() || wave_quantization.get() != 0; }
+  TileGrid grid() const {  // what gemm_shape.hpp prices with
+    return {compute_units.get(), tile_rows.get(), tile_cols.get(), prices_waves()};
+  }
 };
 
 struct Device {

@@ -28,8 +28,9 @@ using models::OpKind;
 TileGrid h100_grid() {
   const Topology t = load_topology("dgx-h100");
   EXPECT_TRUE(t.device.gemm_tiles.has_value());
-  const GemmTiles& g = *t.device.gemm_tiles;
-  return {g.compute_units.get(), g.tile_rows.get(), g.tile_cols.get()};
+  TileGrid grid = t.device.gemm_tiles->grid();
+  grid.waves = true;
+  return grid;
 }
 
 TEST(GemmShape, TilesThatFillTheUnitsRunAtFullRateAndOneMoreTileCostsAWave) {
@@ -167,8 +168,7 @@ TEST(GemmShape, H200SweepRunsPartialWavesAtTheWholeWaveRate) {
   };
   const Topology t = load_topology("dgx-h200");
   ASSERT_TRUE(t.device.gemm_tiles.has_value());
-  const GemmTiles& g = *t.device.gemm_tiles;
-  const TileGrid h200{g.compute_units.get(), g.tile_rows.get(), g.tile_cols.get(), g.prices_waves()};
+  const TileGrid h200 = t.device.gemm_tiles->grid();
   TileGrid with_waves = h200;
   with_waves.waves = true;
   for (auto [whole, partial] : {std::pair{1024.0, 1280.0}, {2048.0, 2304.0}}) {
