@@ -409,19 +409,14 @@ PipelineSchedule build_compute_orders(const ParallelSplit& split) {
   return out;
 }
 
-PipelineSchedule build_compute_actions(const ParallelSplit& split) {
-  PipelineSchedule out = schedule_header(split);
-  const int p = split.pp, v = split.vpp, m = split.microbatches;
-  out.per_stage.resize(p);
-  out.compute_order.resize(p);
-  for (int s = 0; s < p; ++s) {
-    const std::vector<Task> order = compute_order(split.schedule, p, v, m, s);
-    out.per_stage[s].reserve(order.size());
-    for (const Task& t : order) out.per_stage[s].push_back(compute_action(t));
-    out.compute_order[s] = memory_order(out.per_stage[s], out.split_backward());
-  }
-  return out;
+std::vector<PipeAction> stage_compute_actions(const ParallelSplit& split, int stage) {
+  const std::vector<Task> order = compute_order(split.schedule, split.pp, split.vpp, split.microbatches, stage);
+  std::vector<PipeAction> actions;
+  actions.reserve(order.size());
+  for (const Task& t : order) actions.push_back(compute_action(t));
+  return actions;
 }
+
 
 std::string_view to_string(Pass p) {
   switch (p) {

@@ -172,10 +172,11 @@ PipelineSchedule build_schedule(const ParallelSplit& split);
 // memory accounting reads, for searches that check the memory of splits they may
 // never simulate; a fraction of build_schedule's time and memory. Same checks and errors.
 PipelineSchedule build_compute_orders(const ParallelSplit& split);
-// The same schedule's compute actions alone (forwards, backwards, W's in each stage's
-// order, rounds 0; no exchanges) and compute_order: what a search's step bounds read
-// (topologies/sim_fast.hpp), without the lock-step placement of the exchanges.
-PipelineSchedule build_compute_actions(const ParallelSplit& split);
+// The compute actions of one stage of the same schedule (forwards, backwards, W's in the
+// stage's order, rounds 0; no exchanges), its parameters checked by the caller: what a
+// search's step bounds index (topologies/sim_fast.hpp), read once and mostly dropped,
+// without the lock-step placement of the exchanges.
+std::vector<PipeAction> stage_compute_actions(const ParallelSplit& split, int stage);
 
 // Layers [first, first+count) held by a virtual stage: layers / (p*v) each, the
 // remainder r spread one each over the r virtual stages starting at (p*v - r) / 2

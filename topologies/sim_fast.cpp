@@ -45,50 +45,49 @@ size_t slot(const Transfer& t, int chunks, int microbatches) {
 }
 
 // The fields of ScheduleIndex that read the stage's compute actions only (all but
-// partner): they compare and count compute actions by their order on the stage, which
-// is the same with or without the exchanges between them.
-void index_computes(ScheduleIndex& ix) {
-  const auto& per_stage = ix.schedule.per_stage;
-  const int P = static_cast<int>(per_stage.size());
+// partner), for stage s from its actions (with or without the exchanges between them:
+// they compare and count compute actions by their order on the stage, which is the same),
+// stages in order.
+void index_computes(ScheduleIndex& ix, int s, const std::vector<models::PipeAction>& actions) {
+  const int P = ix.schedule.stages;
   const int V = ix.schedule.chunks;
-  ix.last_backward.assign(P, std::vector<int>(V, -1));
-  ix.last_grads.assign(P, std::vector<int>(V, -1));
-  ix.chunk_order.resize(P);
-  const ActionKind completes = ix.schedule.split_backward() ? ActionKind::weight : ActionKind::backward;
-  for (int s = 0; s < P; ++s) {
-    const auto& actions = per_stage[s];
-    for (int i = 0; i < static_cast<int>(actions.size()); ++i) {
-      const auto& a = actions[i];
-      if (a.kind == ActionKind::backward) ix.last_backward[s][a.chunk] = i;
-      if (a.kind == completes) ix.last_grads[s][a.chunk] = i;
-    }
-    const int L = ix.last_backward[s][0];
-    int first = -1;
-    for (int i = 0; i < static_cast<int>(actions.size()) && first < 0; ++i)
-      if (actions[i].kind != ActionKind::exchange) first = i;
-    ix.first_action.push_back(first);
-    ix.between.emplace_back(2 * V, 0);
-    ix.after.emplace_back(2 * V, 0);
-    ix.between_weight.emplace_back(V, 0);
-    ix.after_weight.emplace_back(V, 0);
-    for (int i = first + 1; i < static_cast<int>(actions.size()); ++i) {
-      const auto& a = actions[i];
-      if (a.kind == ActionKind::exchange) continue;
-      if (a.kind == ActionKind::weight) {
-        if (ix.last_grads[s][a.chunk] != i) ++(i < L ? ix.between_weight : ix.after_weight)[s][a.chunk];
-        continue;
-      }
-      const bool backward = a.kind == ActionKind::backward;
-      if (backward && ix.last_backward[s][a.chunk] == i) continue;
-      const int slot = a.chunk * 2 + (backward ? 1 : 0);
-      if (i < L) ++ix.between[s][slot];
-      else ++ix.after[s][slot];
-    }
-    std::vector<int>& order = ix.chunk_order[s];
-    for (int c = 0; c < V; ++c) order.push_back(c);
-    std::stable_sort(order.begin(), order.end(),
-                     [&](int a, int b) { return ix.last_grads[s][a] < ix.last_grads[s][b]; });
+  if (s == 0) {
+    ix.last_backward.assign(P, std::vector<int>(V, -1));
+    ix.last_grads.assign(P, std::vector<int>(V, -1));
+    ix.chunk_order.assign(P, {});
   }
+  const ActionKind completes = ix.schedule.split_backward() ? ActionKind::weight : ActionKind::backward;
+  for (int i = 0; i < static_cast<int>(actions.size()); ++i) {
+    const auto& a = actions[i];
+    if (a.kind == ActionKind::backward) ix.last_backward[s][a.chunk] = i;
+    if (a.kind == completes) ix.last_grads[s][a.chunk] = i;
+  }
+  const int L = ix.last_backward[s][0];
+  int first = -1;
+  for (int i = 0; i < static_cast<int>(actions.size()) && first < 0; ++i)
+    if (actions[i].kind != ActionKind::exchange) first = i;
+  ix.first_action.push_back(first);
+  ix.between.emplace_back(2 * V, 0);
+  ix.after.emplace_back(2 * V, 0);
+  ix.between_weight.emplace_back(V, 0);
+  ix.after_weight.emplace_back(V, 0);
+  for (int i = first + 1; i < static_cast<int>(actions.size()); ++i) {
+    const auto& a = actions[i];
+    if (a.kind == ActionKind::exchange) continue;
+    if (a.kind == ActionKind::weight) {
+      if (ix.last_grads[s][a.chunk] != i) ++(i < L ? ix.between_weight : ix.after_weight)[s][a.chunk];
+      continue;
+    }
+    const bool backward = a.kind == ActionKind::backward;
+    if (backward && ix.last_backward[s][a.chunk] == i) continue;
+    const int slot = a.chunk * 2 + (backward ? 1 : 0);
+    if (i < L) ++ix.between[s][slot];
+    else ++ix.after[s][slot];
+  }
+  std::vector<int>& order = ix.chunk_order[s];
+  for (int c = 0; c < V; ++c) order.push_back(c);
+  std::stable_sort(order.begin(), order.end(),
+                   [&](int a, int b) { return ix.last_grads[s][a] < ix.last_grads[s][b]; });
 }
 
 // ScheduleIndex::steps and final_action, from the schedule and partner.
@@ -134,7 +133,7 @@ std::shared_ptr<const ScheduleIndex> make_index(const models::ParallelSplit& spl
   auto ix = std::make_shared<ScheduleIndex>();
   ix->schedule = models::build_schedule(split);
   const auto& per_stage = ix->schedule.per_stage;
-  const int P = static_cast<int>(per_stage.size());
+  const int P = ix->stages();
   std::vector<std::unordered_map<std::uint64_t, int>> send_of(P), recv_of(P);
   for (int s = 0; s < P; ++s)
     for (int i = 0; i < static_cast<int>(per_stage[s].size()); ++i) {
@@ -158,15 +157,27 @@ std::shared_ptr<const ScheduleIndex> make_index(const models::ParallelSplit& spl
       if (a.recv) ix->partner[s][i][1] = match(*a.recv, send_of);
     }
   }
-  index_computes(*ix);
+  for (int s = 0; s < P; ++s) index_computes(*ix, s, per_stage[s]);
   index_steps(*ix);
   return ix;
 }
 
 std::shared_ptr<const ScheduleIndex> make_bound_index(const models::ParallelSplit& split) {
   auto ix = std::make_shared<ScheduleIndex>();
-  ix->schedule = models::build_compute_actions(split);
-  index_computes(*ix);
+  ix->schedule = models::build_compute_orders(split);
+  const int P = ix->stages();
+  ix->kept.resize(P);
+  for (int s = 0; s < P; ++s) {
+    const std::vector<models::PipeAction> actions = models::stage_compute_actions(split, s);
+    index_computes(*ix, s, actions);
+    std::vector<int> named{ix->first_action[s]};
+    named.insert(named.end(), ix->last_backward[s].begin(), ix->last_backward[s].end());
+    named.insert(named.end(), ix->last_grads[s].begin(), ix->last_grads[s].end());
+    std::sort(named.begin(), named.end());
+    named.erase(std::unique(named.begin(), named.end()), named.end());
+    for (int i : named)
+      if (i >= 0) ix->kept[s].emplace_back(i, actions[i]);
+  }
   return ix;
 }
 
@@ -182,7 +193,7 @@ models::Pass pass_of(int id) {
 }
 // The template of a forward, backward or W action.
 int template_for(const ScheduleIndex& ix, int stage, int action, bool overlap_grad_reduce) {
-  const auto& a = ix.schedule.per_stage[stage][action];
+  const auto& a = ix.action(stage, action);
   const bool reduce = overlap_grad_reduce && ix.last_grads[stage][a.chunk] == action;
   if (a.kind == ActionKind::forward) return template_id(a.chunk, 0);
   if (a.kind == ActionKind::weight) return template_id(a.chunk, reduce ? 4 : 3);
@@ -224,10 +235,19 @@ std::shared_ptr<const ScheduleIndex> schedule_bound_index(const models::Parallel
 }
 
 std::shared_ptr<const models::PipelineSchedule> schedule_compute_orders(const models::ParallelSplit& split) {
-  static ScheduleCache<models::PipelineSchedule> cache;
-  return per_schedule(cache, split, [](const models::ParallelSplit& s) {
-    return std::make_shared<const models::PipelineSchedule>(models::build_compute_orders(s));
-  });
+  std::shared_ptr<const ScheduleIndex> index = schedule_bound_index(split);
+  const models::PipelineSchedule* schedule = &index->schedule;
+  return {std::move(index), schedule};  // shares the index's ownership
+}
+
+const models::PipeAction& ScheduleIndex::action(int s, int i) const {
+  if (!schedule.per_stage.empty()) return schedule.per_stage[s][i];
+  const auto& list = kept[s];
+  const auto it = std::lower_bound(list.begin(), list.end(), i, [](const auto& e, int k) { return e.first < k; });
+  if (it == list.end() || it->first != i)
+    throw std::logic_error("sim_fast: the bound index keeps no action " + std::to_string(i) + " of stage " +
+                           std::to_string(s));
+  return it->second;
 }
 
 StepTemplates::StepTemplates(const models::ModelConfig& model, const models::ParallelSplit& split,
@@ -832,8 +852,7 @@ namespace {
 template <typename ActionOf, typename TailOf, typename Shared>
 double lower_bound_on(const ScheduleIndex& ix, ActionOf&& action, TailOf&& tail_of, double exchange_bytes,
                       bool overlap_grad_reduce, bool with_tail, Shared&& shared, OpPricer& pricer) {
-  const auto& per_stage = ix.schedule.per_stage;
-  const int P = static_cast<int>(per_stage.size());
+  const int P = ix.stages();
   const int V = ix.schedule.chunks;
   std::vector<std::optional<StagePrices>> prices(P);
   std::vector<std::map<int, Table>> priced(P);
@@ -871,9 +890,17 @@ double lower_bound_on(const ScheduleIndex& ix, ActionOf&& action, TailOf&& tail_
     stub.stage = stage;
     return pricer.exchange_half_us(stub, exchange, peer);
   };
-  // Every stage's action compute back to back after its first action, split at its
-  // last chunk-0 backward (exclusive on both sides): the first and last stages only.
-  auto busy_before_after = [&](int s) {
+  // A stage's action compute back to back after its first action, split at its last
+  // chunk-0 backward (exclusive on both sides). `plain`: the chunks' last backwards (or
+  // W's) counted by their template without the overlapped reductions, a lower bound on
+  // theirs (it holds the same ops and fewer: family_lower_bounds says why) that the
+  // search's splits share (template_key), where a reducing one is built per split: how
+  // the middle stages of a deep pipeline are counted.
+  auto busy_before_after = [&](int s, bool plain) {
+    auto last_template = [&](int action) {
+      const int id = template_of(s, action);
+      return plain && reduces_gradients(id) ? id - 1 : id;  // variant 2 -> 1, 4 -> 3
+    };
     const int first = ix.first_action[s], L = ix.last_backward[s][0];
     double before = 0, after = 0;
     for (int c = 0; c < V; ++c) {
@@ -885,10 +912,10 @@ double lower_bound_on(const ScheduleIndex& ix, ActionOf&& action, TailOf&& tail_
       if (ix.after_weight[s][c]) after += ix.after_weight[s][c] * busy(s, template_id(c, 3));
       // A split backward's last W (it may carry the chunk's reductions).
       const int last_w = ix.schedule.split_backward() ? ix.last_grads[s][c] : -1;
-      if (last_w > first) (last_w < L ? before : after) += busy(s, template_of(s, last_w));
+      if (last_w > first) (last_w < L ? before : after) += busy(s, last_template(last_w));
       const int last = ix.last_backward[s][c];
       if (c == 0 || last == first) continue;
-      (last < L ? before : after) += busy(s, template_of(s, last));
+      (last < L ? before : after) += busy(s, last_template(last));
     }
     return std::pair<double, double>{before, after};
   };
@@ -900,7 +927,7 @@ double lower_bound_on(const ScheduleIndex& ix, ActionOf&& action, TailOf&& tail_
   bool chain = true;
   for (int s = 0; s < P; ++s) {
     const int i = ix.first_action[s];
-    const auto& a = per_stage[s][i];
+    const auto& a = ix.action(s, i);
     chain = chain && a.kind == ActionKind::forward && a.chunk == 0 && a.microbatch == 0;
     const double received = s > 0 && chain ? plus(upstream_ready, half_us(s, s - 1)) : kNever;
     const Table& t = priced_template(s, template_of(s, i));
@@ -911,20 +938,24 @@ double lower_bound_on(const ScheduleIndex& ix, ActionOf&& action, TailOf&& tail_
   }
 
   // The drain, from the last stage down: each stage's last chunk-0 backward waits for
-  // the same microbatch's gradient from the next stage. The first and the last stage
-  // also count every action's compute; the others only their first action before it.
+  // the same microbatch's gradient from the next stage, and every stage counts its
+  // actions' compute. The first and the last stage add their step-end tail; the middle
+  // ones leave it out (built per split, and a deep pipeline has dozens) and count their
+  // chunks' last backwards plain. A middle stage bounds the step where the layers do
+  // not divide evenly: the remainder goes to the middle stages (models/schedule.hpp
+  // stage_layers), so they, not the first and last, are the busiest.
   double bound = 0;
   double downstream_ready = kNever;  // stage s+1's last chunk-0 backward output
   int downstream_microbatch = -1;
   for (int s = P - 1; s >= 0; --s) {
-    const bool whole = s == 0 || s == P - 1;
+    const bool edge = s == 0 || s == P - 1;
     const int first = ix.first_action[s];
     const int L = ix.last_backward[s][0];
-    const auto [between, after] = whole ? busy_before_after(s) : std::pair<double, double>{0.0, 0.0};
+    const auto [between, after] = busy_before_after(s, !edge);
     const double before = first_free[s] + between;
     double end = before;
     if (L > first) {
-      const auto& a = per_stage[s][L];
+      const auto& a = ix.action(s, L);
       const bool linked = s < P - 1 && a.microbatch == downstream_microbatch;
       const double received = linked ? plus(downstream_ready, half_us(s, s + 1)) : kNever;
       const Table& t = priced_template(s, template_of(s, L));
@@ -936,8 +967,7 @@ double lower_bound_on(const ScheduleIndex& ix, ActionOf&& action, TailOf&& tail_
       downstream_ready = kNever;
       downstream_microbatch = -1;
     }
-    if (!whole) continue;
-    if (!with_tail) {
+    if (!with_tail || !edge) {
       bound = std::max(bound, end + after);
       continue;
     }
@@ -1007,7 +1037,7 @@ std::vector<double> lower_bounds(const models::ModelConfig& model, const models:
                                  bool with_tail, const std::vector<OpPricer*>& pricers, BoundTemplates* known) {
   const std::shared_ptr<const ScheduleIndex> index = schedule_bound_index(split);
   const ScheduleIndex& ix = *index;
-  const int P = static_cast<int>(ix.schedule.per_stage.size());
+  const int P = ix.stages();
   // Templates are built on demand, once for every pricer: every one of the first and
   // the last stage, the first forward and the last chunk-0 backward of the others.
   std::vector<std::map<int, ActionTemplate>> built(P);

@@ -40,7 +40,17 @@ namespace ibt::topo {
 // exchange of each half on the peer stage, and each chunk's last backward. Depends on
 // (kind, p, v, m) only, so a search shares one per distinct schedule.
 struct ScheduleIndex {
+  // The full index (schedule_index) holds the whole schedule. The bound index
+  // (schedule_bound_index) holds its header, compute orders and held peaks, and no
+  // per_stage list: a deep pipeline's is 10^5-10^6 actions, a search has hundreds of
+  // schedules, and the bounds read a few actions of each stage by index (kept).
   models::PipelineSchedule schedule;
+  // [stage]: the bound index's kept actions (its first compute action and each chunk's
+  // last backward and last_grads action), by index.
+  std::vector<std::vector<std::pair<int, models::PipeAction>>> kept;
+  int stages() const { return schedule.stages; }
+  // Action i of stage s: per_stage's, or a kept one (std::logic_error for another).
+  const models::PipeAction& action(int s, int i) const;
   // [stage][action]: for an exchange, the peer's action matching its send half and
   // its receive half (-1 where the half is absent).
   std::vector<std::vector<std::array<int, 2>>> partner;
@@ -78,13 +88,14 @@ struct ScheduleIndex {
 // The index of split's schedule; built once per distinct schedule and kept for the
 // life of the process (thread-safe). Throws RuntimeError when an exchange has no match.
 std::shared_ptr<const ScheduleIndex> schedule_index(const models::ParallelSplit& split);
-// The same index of the schedule's compute actions alone (models::build_compute_actions:
-// no exchanges, partner empty), kept the same way: what step_lower_bound() reads. Its
-// action indices count compute actions only; every comparison and count the bounds
-// make among them is the full index's.
+// The same index of the schedule's compute actions alone (models::stage_compute_actions:
+// no exchanges, partner empty; only the actions it names kept), kept the same way: what
+// step_lower_bound() reads. Its action indices count compute actions only; every
+// comparison and count the bounds make among them is the full index's.
 std::shared_ptr<const ScheduleIndex> schedule_bound_index(const models::ParallelSplit& split);
-// The same schedule's compute orders alone (models::build_compute_orders), kept the same
-// way: what a search's memory check walks for every split.
+// The same schedule's compute orders and held peaks (models::build_compute_orders): what
+// a search's memory check reads for every split. The bound index's schedule: one build
+// per distinct schedule serves both.
 std::shared_ptr<const models::PipelineSchedule> schedule_compute_orders(const models::ParallelSplit& split);
 
 // The fabric-independent half of a split's walk: its schedule and action templates.
@@ -139,17 +150,19 @@ SimResult simulate_fast(const StepTemplates& templates, OpPricer& pricer,
 // A lower bound on simulate_fast()'s step time for `split`, for searches that need only
 // the best splits (branch and bound: a split whose bound exceeds the k-th best step
 // time found cannot enter the top k). It walks no action, and builds and prices only
-// the templates it uses (the first and last stages', and one forward and one backward
-// of each other stage): a fraction of StepTemplates' cost at deep pipelines. From the
+// the templates it uses (the first and last stages', and the plain forward, backward
+// and W of each chunk of the others, which a search's splits share, plus each stage's
+// last chunk-0 backward): a fraction of StepTemplates' cost at deep pipelines. From the
 // max-plus summaries (an output is at least any input plus its table entry) it bounds
 // - the pipeline fill: stage s's first action waits for microbatch 0's activation,
 //   produced by the first forwards of stages 0..s-1 in turn, plus the exchange
 //   transfers;
 // - the drain: each stage's last backward of chunk 0 waits for the same microbatch's
 //   gradient from the next stage, plus the transfer;
-// - the first and the last stage's compute stream: after its first action every other
-//   action's compute back to back, and the tail;
-// and returns the later end of the first and the last stage. It leaves out exposed
+// - every stage's compute stream: after its first action every other action's compute
+//   back to back, and on the first and the last stage the tail (a middle stage, which
+//   holds one layer more where the layers do not divide evenly, may be the busiest);
+// and returns the latest end of a stage. It leaves out exposed
 // communication other than on those chains, so it never exceeds the step time. The
 // summaries add durations in another association than the walk: compare with a
 // relative margin of kLowerBoundMargin. ZeRO-2/3 splits, which the fast walk does not

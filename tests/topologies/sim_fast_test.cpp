@@ -292,36 +292,53 @@ Projection priced_by_the_full_walk(const models::ModelConfig& model, const Topol
 
 // The bounds read an index of each schedule's compute actions alone
 // (schedule_bound_index); it is the full schedule's index (schedule_index) with the
-// exchanges taken out: the same actions in the same order, and every field the bounds
-// read naming the same action, on 1F1B, interleaved, ZB-H1 and AFAB schedules.
+// exchanges taken out: the same actions in the same order (models::stage_compute_actions),
+// and every field the bounds read naming the same action, which it keeps, on 1F1B,
+// interleaved, ZB-H1 and AFAB schedules. The memory checks' compute orders are its
+// schedule's, and the full schedule's.
 TEST(SimFastBoundIndex, ComputeActionsIndexTheFullSchedulesActions) {
   for (const ParallelSplit& split : indexed_schedules()) {
     const ScheduleIndex& full = *schedule_index(split);
     const ScheduleIndex& bound = *schedule_bound_index(split);
     const std::string name = models::describe(split);
-    ASSERT_EQ(bound.schedule.per_stage.size(), static_cast<size_t>(split.pp)) << name;
+    ASSERT_EQ(bound.stages(), split.pp) << name;
+    EXPECT_TRUE(bound.schedule.per_stage.empty()) << name;  // not kept: kept names the actions read
     EXPECT_TRUE(bound.partner.empty()) << name;
     EXPECT_EQ(bound.schedule.compute_order, full.schedule.compute_order) << name;
+    EXPECT_EQ(schedule_compute_orders(split).get(), &bound.schedule) << name;
     for (int s = 0; s < split.pp; ++s) {
+      const std::vector<models::PipeAction> computes_of_stage = models::stage_compute_actions(split, s);
       // position of each full action among the stage's compute actions (-1: exchange)
       std::vector<int> at;
       int computes = 0;
       for (const auto& a : full.schedule.per_stage[s]) {
         at.push_back(a.kind == models::ActionKind::exchange ? -1 : computes);
         if (a.kind != models::ActionKind::exchange) {
-          ASSERT_LT(computes, static_cast<int>(bound.schedule.per_stage[s].size())) << name;
-          const auto& b = bound.schedule.per_stage[s][computes++];
+          ASSERT_LT(computes, static_cast<int>(computes_of_stage.size())) << name;
+          const auto& b = computes_of_stage[computes++];
           EXPECT_EQ(b.kind, a.kind) << name;
           EXPECT_EQ(b.microbatch, a.microbatch) << name;
           EXPECT_EQ(b.chunk, a.chunk) << name;
         }
       }
-      EXPECT_EQ(computes, static_cast<int>(bound.schedule.per_stage[s].size())) << name;
+      EXPECT_EQ(computes, static_cast<int>(computes_of_stage.size())) << name;
       auto mapped = [&](int i) { return i < 0 ? -1 : at[i]; };
+      // A kept action is the full schedule's action it names.
+      auto same_action = [&](int bound_index, int full_index) {
+        if (full_index < 0) return;
+        const auto& b = bound.action(s, bound_index);
+        const auto& a = full.action(s, full_index);
+        EXPECT_EQ(b.kind, a.kind) << name;
+        EXPECT_EQ(b.microbatch, a.microbatch) << name;
+        EXPECT_EQ(b.chunk, a.chunk) << name;
+      };
       EXPECT_EQ(bound.first_action[s], mapped(full.first_action[s])) << name;
+      same_action(bound.first_action[s], full.first_action[s]);
       for (int ch = 0; ch < split.vpp; ++ch) {
         EXPECT_EQ(bound.last_backward[s][ch], mapped(full.last_backward[s][ch])) << name;
         EXPECT_EQ(bound.last_grads[s][ch], mapped(full.last_grads[s][ch])) << name;
+        same_action(bound.last_backward[s][ch], full.last_backward[s][ch]);
+        same_action(bound.last_grads[s][ch], full.last_grads[s][ch]);
       }
       EXPECT_EQ(bound.between[s], full.between[s]) << name;
       EXPECT_EQ(bound.after[s], full.after[s]) << name;
