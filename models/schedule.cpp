@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <array>
 #include <deque>
+#include <functional>
 #include <map>
 #include <string>
 #include <tuple>
@@ -16,21 +17,14 @@ namespace ibt::models {
 
 namespace {
 
-struct Task {
-  Pass pass;
-  int microbatch;
-  int chunk;
-  bool overlapped = false;  // half of a paired F&B (dualpipev): placed in one round with its partner
-};
-
 // DualPipeV's order on rank r of p (m microbatches), as the eight steps of the
 // DeepSeek DualPipe repository's dualpipev.py lay it out (github.com/deepseek-ai/DualPipe,
 // dualpipe/dualpipev.py, step(): counts per step read there; the code is not copied).
 // F0/F1, B0/B1: forward/backward of chunk 0/1; "full" backwards run their W right after
 // their B, zero-bubble ones (zb) leave it in a FIFO that each W step pops; (F, B) pairs
 // are the overlapped forward-backward chunks.
-std::vector<Task> dualpipev_order(int p, int m, int r) {
-  std::vector<Task> order;
+std::vector<ComputeTask> dualpipev_order(int p, int m, int r) {
+  std::vector<ComputeTask> order;
   int f[2] = {0, 0}, b[2] = {0, 0};
   std::vector<std::pair<int, int>> deferred;  // (microbatch, chunk) of zb B's, FIFO
   size_t popped = 0;
@@ -79,9 +73,9 @@ std::vector<Task> dualpipev_order(int p, int m, int r) {
 }
 
 // The order in which stage s runs its forwards and backwards (see schedule.hpp).
-std::vector<Task> compute_order(ScheduleKind kind, int p, int v, int m, int s) {
-  std::vector<Task> order;
-  order.reserve(2 * static_cast<size_t>(m) * v);
+std::vector<ComputeTask> compute_order(ScheduleKind kind, int p, int v, int m, int s) {
+  std::vector<ComputeTask> order;
+  order.reserve((splits_backward(kind) ? 3 : 2) * static_cast<size_t>(m) * v);  // F, B (and W) per microbatch and chunk
   switch (kind) {
     case ScheduleKind::afab:
       for (int mb = 0; mb < m; ++mb) order.push_back({Pass::forward, mb, 0});
@@ -98,11 +92,11 @@ std::vector<Task> compute_order(ScheduleKind kind, int p, int v, int m, int s) {
       break;
     }
     case ScheduleKind::interleaved: {
-      // Task k of a direction visits microbatches in groups of p per chunk.
+      // ComputeTask k of a direction visits microbatches in groups of p per chunk.
       const int total = m * v;
       auto mb_of = [&](int k) { return (k / (p * v)) * p + k % p; };
-      auto fwd = [&](int k) { return Task{Pass::forward, mb_of(k), (k / p) % v}; };
-      auto bwd = [&](int k) { return Task{Pass::backward, mb_of(k), v - 1 - (k / p) % v}; };
+      auto fwd = [&](int k) { return ComputeTask{Pass::forward, mb_of(k), (k / p) % v}; };
+      auto bwd = [&](int k) { return ComputeTask{Pass::backward, mb_of(k), v - 1 - (k / p) % v}; };
       const int warmup = (m == p) ? total : std::min((p - s - 1) * 2 + (v - 1) * p, total);
       for (int k = 0; k < warmup; ++k) order.push_back(fwd(k));
       for (int i = 0; i < total - warmup; ++i) {
@@ -137,7 +131,7 @@ std::vector<Task> compute_order(ScheduleKind kind, int p, int v, int m, int s) {
 }
 
 // The action that runs a task (round 0: build_schedule sets it).
-PipeAction compute_action(const Task& t) {
+PipeAction compute_action(const ComputeTask& t) {
   PipeAction a;
   a.kind = t.pass == Pass::forward    ? ActionKind::forward
            : t.pass == Pass::backward ? ActionKind::backward
@@ -220,7 +214,7 @@ PipelineSchedule build_schedule(ScheduleKind kind, int p, int v, int m) {
   for (auto& list : out.per_stage) list.reserve(7 * static_cast<size_t>(m) * v);
   const int V = p * v;
 
-  std::vector<std::vector<Task>> order(p);
+  std::vector<std::vector<ComputeTask>> order(p);
   for (int s = 0; s < p; ++s) order[s] = compute_order(kind, p, v, m, s);
   std::vector<size_t> next(p, 0);
   // Round in which activation / gradient (mb, destination virtual stage) arrived;
@@ -239,7 +233,7 @@ PipelineSchedule build_schedule(ScheduleKind kind, int p, int v, int m) {
   std::array<std::vector<std::optional<Transfer>>, 4> outgoing;
   for (auto& o : outgoing) o.assign(p, std::nullopt);
   std::vector<PipeAction> phase(p);
-  auto ready = [&](const Task& t, int s, int round) {
+  auto ready = [&](const ComputeTask& t, int s, int round) {
     const int vs = out.virtual_stage(s, t.chunk);
     if (t.pass == Pass::weight) return true;  // the order put it after its B, on this stage
     const auto& arrival = t.pass == Pass::forward ? act_arrival : grad_arrival;
@@ -272,7 +266,7 @@ PipelineSchedule build_schedule(ScheduleKind kind, int p, int v, int m) {
       if (!all_ready) continue;
       busy_until[s] = round + static_cast<int>(count);
       for (size_t k = 0; k < count; ++k) {
-        const Task t = order[s][next[s]];
+        const ComputeTask t = order[s][next[s]];
         const int vs = out.virtual_stage(s, t.chunk);
         PipeAction a = compute_action(t);
         a.round = round;
@@ -390,7 +384,8 @@ std::vector<std::vector<int>> held_peaks(const std::vector<std::int16_t>& order,
 }
 }  // namespace
 
-PipelineSchedule build_compute_orders(const ParallelSplit& split) {
+PipelineSchedule build_compute_orders(const ParallelSplit& split,
+                                      const std::function<void(int, const std::vector<ComputeTask>&)>& each_stage) {
   PipelineSchedule out = schedule_header(split);
   const int p = split.pp, v = split.vpp, m = split.microbatches;
   // build_schedule places each stage's computes in this order (only the rounds, and
@@ -400,22 +395,19 @@ PipelineSchedule build_compute_orders(const ParallelSplit& split) {
   out.compute_order.resize(p);
   out.held_peaks.resize(p);
   for (int s = 0; s < p; ++s) {
-    for (const Task& t : compute_order(split.schedule, p, v, m, s)) {
-      if (t.pass == Pass::forward) out.compute_order[s].push_back(static_cast<std::int16_t>(t.chunk + 1));
-      else if (t.pass == releases) out.compute_order[s].push_back(static_cast<std::int16_t>(-(t.chunk + 1)));
+    const std::vector<ComputeTask> tasks = compute_order(split.schedule, p, v, m, s);
+    std::vector<std::int16_t>& order = out.compute_order[s];
+    order.reserve(tasks.size());
+    for (const ComputeTask& t : tasks) {
+      if (t.pass == Pass::forward) order.push_back(static_cast<std::int16_t>(t.chunk + 1));
+      else if (t.pass == releases) order.push_back(static_cast<std::int16_t>(-(t.chunk + 1)));
     }
-    out.held_peaks[s] = held_peaks(out.compute_order[s], v);
+    out.held_peaks[s] = held_peaks(order, v);
+    if (each_stage) each_stage(s, tasks);
   }
   return out;
 }
 
-std::vector<PipeAction> stage_compute_actions(const ParallelSplit& split, int stage) {
-  const std::vector<Task> order = compute_order(split.schedule, split.pp, split.vpp, split.microbatches, stage);
-  std::vector<PipeAction> actions;
-  actions.reserve(order.size());
-  for (const Task& t : order) actions.push_back(compute_action(t));
-  return actions;
-}
 
 
 std::string_view to_string(Pass p) {

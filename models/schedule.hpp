@@ -73,6 +73,7 @@
 //   Activations: at most 2p + 1 chunks in flight (the README's
 //   PP + 1), on the last stage.
 #include <cstdint>
+#include <functional>
 #include <optional>
 #include <string_view>
 #include <vector>
@@ -168,15 +169,22 @@ PipelineSchedule build_schedule(ScheduleKind kind, int stages, int chunks, int m
 double schedule_bytes(int stages, int chunks, int microbatches);
 void require_schedule_memory(const ParallelSplit& split);
 PipelineSchedule build_schedule(const ParallelSplit& split);
+// One compute action of a stage's order (a forward, backward or W) without its place
+// among the exchanges: the order build_schedule places, stage by stage.
+struct ComputeTask {
+  Pass pass;
+  int microbatch;
+  int chunk;
+  bool overlapped = false;  // half of a paired F&B (dualpipev): placed in one round with its partner
+};
 // The same schedule's compute_order alone (per_stage empty) and its held_peaks: what
 // memory accounting reads, for searches that check the memory of splits they may
 // never simulate; a fraction of build_schedule's time and memory. Same checks and errors.
-PipelineSchedule build_compute_orders(const ParallelSplit& split);
-// The compute actions of one stage of the same schedule (forwards, backwards, W's in the
-// stage's order, rounds 0; no exchanges), its parameters checked by the caller: what a
-// search's step bounds index (topologies/sim_fast.hpp), read once and mostly dropped,
-// without the lock-step placement of the exchanges.
-std::vector<PipeAction> stage_compute_actions(const ParallelSplit& split, int stage);
+// each_stage, if given, is handed every stage's compute tasks in order as they are made
+// (what a search's step bounds index, topologies/sim_fast.hpp: read once, not kept).
+PipelineSchedule build_compute_orders(
+    const ParallelSplit& split,
+    const std::function<void(int stage, const std::vector<ComputeTask>& tasks)>& each_stage = {});
 
 // Layers [first, first+count) held by a virtual stage: layers / (p*v) each, the
 // remainder r spread one each over the r virtual stages starting at (p*v - r) / 2

@@ -44,11 +44,19 @@ size_t slot(const Transfer& t, int chunks, int microbatches) {
          static_cast<size_t>(t.microbatch) * chunks + t.dst_chunk;
 }
 
+ActionKind kind_of(const models::PipeAction& a) { return a.kind; }
+ActionKind kind_of(const models::ComputeTask& t) {
+  return t.pass == models::Pass::forward    ? ActionKind::forward
+         : t.pass == models::Pass::backward ? ActionKind::backward
+                                            : ActionKind::weight;
+}
+
 // The fields of ScheduleIndex that read the stage's compute actions only (all but
-// partner), for stage s from its actions (with or without the exchanges between them:
-// they compare and count compute actions by their order on the stage, which is the same),
-// stages in order.
-void index_computes(ScheduleIndex& ix, int s, const std::vector<models::PipeAction>& actions) {
+// partner), for stage s from its actions (with the exchanges between them, PipeActions,
+// or without, ComputeTasks: they compare and count compute actions by their order on
+// the stage, which is the same), stages in order.
+template <typename Action>
+void index_computes(ScheduleIndex& ix, int s, const std::vector<Action>& actions) {
   const int P = ix.schedule.stages;
   const int V = ix.schedule.chunks;
   if (s == 0) {
@@ -59,13 +67,13 @@ void index_computes(ScheduleIndex& ix, int s, const std::vector<models::PipeActi
   const ActionKind completes = ix.schedule.split_backward() ? ActionKind::weight : ActionKind::backward;
   for (int i = 0; i < static_cast<int>(actions.size()); ++i) {
     const auto& a = actions[i];
-    if (a.kind == ActionKind::backward) ix.last_backward[s][a.chunk] = i;
-    if (a.kind == completes) ix.last_grads[s][a.chunk] = i;
+    if (kind_of(a) == ActionKind::backward) ix.last_backward[s][a.chunk] = i;
+    if (kind_of(a) == completes) ix.last_grads[s][a.chunk] = i;
   }
   const int L = ix.last_backward[s][0];
   int first = -1;
   for (int i = 0; i < static_cast<int>(actions.size()) && first < 0; ++i)
-    if (actions[i].kind != ActionKind::exchange) first = i;
+    if (kind_of(actions[i]) != ActionKind::exchange) first = i;
   ix.first_action.push_back(first);
   ix.between.emplace_back(2 * V, 0);
   ix.after.emplace_back(2 * V, 0);
@@ -73,12 +81,12 @@ void index_computes(ScheduleIndex& ix, int s, const std::vector<models::PipeActi
   ix.after_weight.emplace_back(V, 0);
   for (int i = first + 1; i < static_cast<int>(actions.size()); ++i) {
     const auto& a = actions[i];
-    if (a.kind == ActionKind::exchange) continue;
-    if (a.kind == ActionKind::weight) {
+    if (kind_of(a) == ActionKind::exchange) continue;
+    if (kind_of(a) == ActionKind::weight) {
       if (ix.last_grads[s][a.chunk] != i) ++(i < L ? ix.between_weight : ix.after_weight)[s][a.chunk];
       continue;
     }
-    const bool backward = a.kind == ActionKind::backward;
+    const bool backward = kind_of(a) == ActionKind::backward;
     if (backward && ix.last_backward[s][a.chunk] == i) continue;
     const int slot = a.chunk * 2 + (backward ? 1 : 0);
     if (i < L) ++ix.between[s][slot];
@@ -164,20 +172,31 @@ std::shared_ptr<const ScheduleIndex> make_index(const models::ParallelSplit& spl
 
 std::shared_ptr<const ScheduleIndex> make_bound_index(const models::ParallelSplit& split) {
   auto ix = std::make_shared<ScheduleIndex>();
-  ix->schedule = models::build_compute_orders(split);
-  const int P = ix->stages();
-  ix->kept.resize(P);
-  for (int s = 0; s < P; ++s) {
-    const std::vector<models::PipeAction> actions = models::stage_compute_actions(split, s);
-    index_computes(*ix, s, actions);
+  ix->kept.resize(split.pp);
+  // Each stage's compute tasks indexed as they are made, and the few it names kept.
+  auto index_stage = [&](int s, const std::vector<models::ComputeTask>& tasks) {
+    index_computes(*ix, s, tasks);
     std::vector<int> named{ix->first_action[s]};
     named.insert(named.end(), ix->last_backward[s].begin(), ix->last_backward[s].end());
     named.insert(named.end(), ix->last_grads[s].begin(), ix->last_grads[s].end());
     std::sort(named.begin(), named.end());
     named.erase(std::unique(named.begin(), named.end()), named.end());
-    for (int i : named)
-      if (i >= 0) ix->kept[s].emplace_back(i, actions[i]);
-  }
+    for (int i : named) {
+      if (i < 0) continue;
+      models::PipeAction a;
+      a.kind = kind_of(tasks[i]);
+      a.microbatch = tasks[i].microbatch;
+      a.chunk = tasks[i].chunk;
+      a.overlapped = tasks[i].overlapped;
+      ix->kept[s].emplace_back(i, a);
+    }
+  };
+  // index_computes reads the schedule's header (stages, chunks, kind): set before the tasks.
+  ix->schedule.kind = split.schedule;
+  ix->schedule.stages = split.pp;
+  ix->schedule.chunks = split.vpp;
+  ix->schedule.microbatches = split.microbatches;
+  ix->schedule = models::build_compute_orders(split, index_stage);
   return ix;
 }
 

@@ -88,8 +88,9 @@ struct ScheduleIndex {
 // The index of split's schedule; built once per distinct schedule and kept for the
 // life of the process (thread-safe). Throws RuntimeError when an exchange has no match.
 std::shared_ptr<const ScheduleIndex> schedule_index(const models::ParallelSplit& split);
-// The same index of the schedule's compute actions alone (models::stage_compute_actions:
-// no exchanges, partner empty; only the actions it names kept), kept the same way: what
+// The same index of the schedule's compute actions alone (the compute tasks
+// models::build_compute_orders makes: no exchanges, partner empty; only the actions it
+// names kept), kept the same way: what
 // step_lower_bound() reads. Its action indices count compute actions only; every
 // comparison and count the bounds make among them is the full index's.
 std::shared_ptr<const ScheduleIndex> schedule_bound_index(const models::ParallelSplit& split);

@@ -292,7 +292,7 @@ Projection priced_by_the_full_walk(const models::ModelConfig& model, const Topol
 
 // The bounds read an index of each schedule's compute actions alone
 // (schedule_bound_index); it is the full schedule's index (schedule_index) with the
-// exchanges taken out: the same actions in the same order (models::stage_compute_actions),
+// exchanges taken out: the same actions in the same order (models::ComputeTask),
 // and every field the bounds read naming the same action, which it keeps, on 1F1B,
 // interleaved, ZB-H1 and AFAB schedules. The memory checks' compute orders are its
 // schedule's, and the full schedule's.
@@ -306,8 +306,10 @@ TEST(SimFastBoundIndex, ComputeActionsIndexTheFullSchedulesActions) {
     EXPECT_TRUE(bound.partner.empty()) << name;
     EXPECT_EQ(bound.schedule.compute_order, full.schedule.compute_order) << name;
     EXPECT_EQ(schedule_compute_orders(split).get(), &bound.schedule) << name;
+    std::vector<std::vector<models::ComputeTask>> tasks(split.pp);
+    models::build_compute_orders(split, [&](int s, const std::vector<models::ComputeTask>& t) { tasks[s] = t; });
     for (int s = 0; s < split.pp; ++s) {
-      const std::vector<models::PipeAction> computes_of_stage = models::stage_compute_actions(split, s);
+      const std::vector<models::ComputeTask>& computes_of_stage = tasks[s];
       // position of each full action among the stage's compute actions (-1: exchange)
       std::vector<int> at;
       int computes = 0;
@@ -316,7 +318,10 @@ TEST(SimFastBoundIndex, ComputeActionsIndexTheFullSchedulesActions) {
         if (a.kind != models::ActionKind::exchange) {
           ASSERT_LT(computes, static_cast<int>(computes_of_stage.size())) << name;
           const auto& b = computes_of_stage[computes++];
-          EXPECT_EQ(b.kind, a.kind) << name;
+          EXPECT_EQ(b.pass, a.kind == models::ActionKind::forward    ? models::Pass::forward
+                            : a.kind == models::ActionKind::backward ? models::Pass::backward
+                                                                     : models::Pass::weight)
+              << name;
           EXPECT_EQ(b.microbatch, a.microbatch) << name;
           EXPECT_EQ(b.chunk, a.chunk) << name;
         }
