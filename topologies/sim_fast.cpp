@@ -351,13 +351,16 @@ struct PricedTemplate {
   Times irrelevant_below{};
 };
 
-int stream_input(Stream s) {
+[[noreturn, gnu::cold]] void param_comm_in_a_template() {
+  throw std::logic_error("sim_fast: ZeRO-3's param_comm stream is priced by the full walk");
+}
+
+inline int stream_input(Stream s) {
   switch (s) {
     case Stream::compute: return kCompute;
     case Stream::comm: return kComm;
     case Stream::grad_comm: return kGradComm;
-    case Stream::param_comm:  // ZeRO-3 programs take the full walk (projection.cpp)
-      throw std::logic_error("sim_fast: ZeRO-3's param_comm stream is priced by the full walk");
+    case Stream::param_comm: param_comm_in_a_template();  // ZeRO-3 programs take the full walk (projection.cpp)
     case Stream::p2p: break;  // exchanges are walked apart, never in a template
   }
   return kCompute;
@@ -371,25 +374,32 @@ PricedTemplate summarise(const std::vector<Op>& ops, std::vector<double> dur, in
   thread_local std::vector<Times> finish;
   finish.resize(ops.size());
   std::array<Times, 3> stream_free{unit(kCompute), unit(kComm), unit(kGradComm)};
+  // The op's finish is built in a local and stored once: reading back what was just
+  // stored lane by lane stalls on store forwarding, and this loop runs 10^7-10^8 times
+  // in a search.
   for (size_t i = 0; i < ops.size(); ++i) {
     const Op& op = ops[i];
-    Times ready = stream_free[stream_input(op.stream)];
+    const int stream = stream_input(op.stream);
+    Times f = stream_free[stream];
     for (int w : op.waits) {
-      if (w >= 0) raise(ready, finish[w]);
-      else if (w == models::kWaitReceived) raise(ready, unit(kReceived));
-      else if (w == models::kWaitLastCompute) raise(ready, unit(kCompute));
-      else if (w == models::kWaitLastGrad) raise(ready, unit(kGradComm));
+      if (w >= 0) raise(f, finish[w]);
+      else if (w == models::kWaitReceived) raise(f, unit(kReceived));
+      else if (w == models::kWaitLastCompute) raise(f, unit(kCompute));
+      else if (w == models::kWaitLastGrad) raise(f, unit(kGradComm));
     }
-    for (int k = 0; k < kInputs; ++k) finish[i][k] = ready[k] + t.dur[i];
-    stream_free[stream_input(op.stream)] = finish[i];
+    const double d = t.dur[i];
+    for (int k = 0; k < kInputs; ++k) f[k] += d;
+    finish[i] = f;
+    stream_free[stream] = f;
   }
-  for (int k = 0; k < kInputs; ++k) {
-    double floor = std::numeric_limits<double>::infinity();
-    if (k != kCompute)
-      for (const Times& f : finish)
-        if (f[k] != kNever) floor = std::min(floor, f[kCompute] == kNever ? kNever : f[kCompute] - f[k]);
-    t.irrelevant_below[k] = floor;
+  Times floor;
+  floor.fill(std::numeric_limits<double>::infinity());
+  for (size_t i = 0; i < ops.size(); ++i) {
+    const Times& f = finish[i];
+    for (int k = 0; k < kInputs; ++k)
+      if (k != kCompute && f[k] != kNever) floor[k] = std::min(floor[k], f[kCompute] == kNever ? kNever : f[kCompute] - f[k]);
   }
+  t.irrelevant_below = floor;
   t.table[kCompute] = stream_free[0];
   t.table[kComm] = stream_free[1];
   t.table[kGradComm] = stream_free[2];
@@ -407,17 +417,43 @@ class StagePrices {
   StagePrices(OpPricer& pricer, int stage) : pricer_(pricer) { stub_.stage = stage; }
   std::vector<double> operator()(const std::vector<Op>& ops) {
     std::vector<double> dur(ops.size());
-    for (size_t i = 0; i < ops.size(); ++i) {
-      const Op& op = ops[i];
-      const Key key{op.kind, op.phase, op.group, op.stream, op.flops, op.bytes, op.gemm};
-      auto it = memo_.find(key);
-      if (it == memo_.end()) it = memo_.emplace(key, pricer_.op_us(stub_, op)).first;
-      dur[i] = it->second;
-    }
+    for (size_t i = 0; i < ops.size(); ++i) dur[i] = price(ops[i]);
     return dur;
   }
 
  private:
+  // The memo is an open-addressed table (linear probing, at most half full): a search
+  // makes 10^5 of these, each pricing a few templates, and a node-based map's
+  // allocations and pointer chasing cost several times the pricing they saved.
+  double price(const Op& op) {
+    const Key key{op.kind, op.phase, op.group, op.stream, op.flops, op.bytes, op.gemm};
+    const size_t hash = KeyHash{}(key);
+    if (slots_.empty()) slots_.resize(64);
+    for (size_t mask = slots_.size() - 1, j = hash & mask;; j = (j + 1) & mask) {
+      Slot& slot = slots_[j];
+      if (slot.used && slot.hash == hash && slot.key == key) return slot.price;
+      if (slot.used) continue;
+      if (2 * (used_ + 1) > slots_.size()) {
+        grow();
+        return price(op);
+      }
+      slot = Slot{true, hash, key, pricer_.op_us(stub_, op)};
+      ++used_;
+      return slot.price;
+    }
+  }
+  void grow() {
+    std::vector<Slot> old(slots_.size() * 2);
+    old.swap(slots_);
+    const size_t mask = slots_.size() - 1;
+    for (const Slot& s : old) {
+      if (!s.used) continue;
+      size_t j = s.hash & mask;
+      while (slots_[j].used) j = (j + 1) & mask;
+      slots_[j] = s;
+    }
+  }
+
   // The GEMM shape tells a split backward's B from its W (same FLOPs and bytes).
   using Key = std::tuple<OpKind, models::Phase, Group, Stream, double, double, models::GemmShape>;
   // A template has thousands of ops and a few dozen distinct ones: hashed, not ordered.
@@ -439,9 +475,16 @@ class StagePrices {
       return mix(h, static_cast<size_t>(g.passes) | static_cast<size_t>(g.groups) << 8);
     }
   };
+  struct Slot {
+    bool used = false;
+    size_t hash = 0;
+    Key key{};
+    double price = 0;
+  };
   OpPricer& pricer_;
   models::StepProgram stub_;
-  std::unordered_map<Key, double, KeyHash> memo_;
+  std::vector<Slot> slots_;  // a power of two of them
+  size_t used_ = 0;
 };
 
 // One stage's walk state. Detailed stages also keep every op with its times (the
@@ -888,6 +931,14 @@ double lower_bound_on(const ScheduleIndex& ix, ActionOf&& action, TailOf&& tail_
         .first->second;
   };
   auto template_of = [&](int s, int i) { return template_for(ix, s, i, overlap_grad_reduce); };
+  // The same without the overlapped reductions (variant 2 -> 1, 4 -> 3): a lower bound on
+  // the reducing one (it holds the same ops and fewer: family_lower_bounds says why) that
+  // the search's splits share (template_key), where a reducing one is built and priced
+  // per split.
+  auto plain_template = [&](int s, int i) {
+    const int id = template_of(s, i);
+    return reduces_gradients(id) ? id - 1 : id;
+  };
 
   // in[j] + entry, where either may be kNever (no dependence, or no known time).
   auto plus = [](double t, double entry) { return t == kNever || entry == kNever ? kNever : t + entry; };
@@ -911,15 +962,9 @@ double lower_bound_on(const ScheduleIndex& ix, ActionOf&& action, TailOf&& tail_
   };
   // A stage's action compute back to back after its first action, split at its last
   // chunk-0 backward (exclusive on both sides). `plain`: the chunks' last backwards (or
-  // W's) counted by their template without the overlapped reductions, a lower bound on
-  // theirs (it holds the same ops and fewer: family_lower_bounds says why) that the
-  // search's splits share (template_key), where a reducing one is built per split: how
-  // the middle stages of a deep pipeline are counted.
+  // W's) counted by their plain templates, as the middle stages of a deep pipeline are.
   auto busy_before_after = [&](int s, bool plain) {
-    auto last_template = [&](int action) {
-      const int id = template_of(s, action);
-      return plain && reduces_gradients(id) ? id - 1 : id;  // variant 2 -> 1, 4 -> 3
-    };
+    auto last_template = [&](int action) { return plain ? plain_template(s, action) : template_of(s, action); };
     const int first = ix.first_action[s], L = ix.last_backward[s][0];
     double before = 0, after = 0;
     for (int c = 0; c < V; ++c) {
@@ -959,8 +1004,8 @@ double lower_bound_on(const ScheduleIndex& ix, ActionOf&& action, TailOf&& tail_
   // The drain, from the last stage down: each stage's last chunk-0 backward waits for
   // the same microbatch's gradient from the next stage, and every stage counts its
   // actions' compute. The first and the last stage add their step-end tail; the middle
-  // ones leave it out (built per split, and a deep pipeline has dozens) and count their
-  // chunks' last backwards plain. A middle stage bounds the step where the layers do
+  // ones leave it out (built per split, and a deep pipeline has dozens) and take their
+  // chunks' last backwards (the drain's too) plain. A middle stage bounds the step where the layers do
   // not divide evenly: the remainder goes to the middle stages (models/schedule.hpp
   // stage_layers), so they, not the first and last, are the busiest.
   double bound = 0;
@@ -977,7 +1022,7 @@ double lower_bound_on(const ScheduleIndex& ix, ActionOf&& action, TailOf&& tail_
       const auto& a = ix.action(s, L);
       const bool linked = s < P - 1 && a.microbatch == downstream_microbatch;
       const double received = linked ? plus(downstream_ready, half_us(s, s + 1)) : kNever;
-      const Table& t = priced_template(s, template_of(s, L));
+      const Table& t = priced_template(s, edge ? template_of(s, L) : plain_template(s, L));
       const Times in{before, 0.0, 0.0, received};
       end = std::max(before, out_bound(t, kCompute, in));
       downstream_ready = out_bound(t, kReceived, in);
