@@ -145,14 +145,21 @@ Link up_link(const Topology& t, int n) {
   return l;
 }
 
-// `what` names the operation for the error (e.g. "all_reduce over 4 devices").
-Link out_link(const Topology& t, const std::string& what) {
+[[noreturn, gnu::cold]] void no_scale_out(const Topology& t, const std::string& what) {
+  throw UsageError("topology '" + t.name + "' has no scale_out figures (scale_out.bandwidth_GBps, " +
+                   "scale_out.latency_us): " + what + " spans more than one scale-up domain of " +
+                   std::to_string(t.domain_size()) +
+                   " devices and cannot be priced (a topology calibrated on one node knows only its "
+                   "scale-up fabric: calibrate from a multi-node collectives run, or use fewer devices)");
+}
+
+// The scale-out link. op and n name the operation for the error ("all_reduce over 4
+// devices"; no op: a pipeline send/recv), which is worded only when it is thrown: a
+// search prices 10^7 collectives.
+Link out_link(const Topology& t, std::string_view op, int n) {
   if (!t.scale_out.present)
-    throw UsageError("topology '" + t.name + "' has no scale_out figures (scale_out.bandwidth_GBps, " +
-                     "scale_out.latency_us): " + what + " spans more than one scale-up domain of " +
-                     std::to_string(t.domain_size()) +
-                     " devices and cannot be priced (a topology calibrated on one node knows only its "
-                     "scale-up fabric: calibrate from a multi-node collectives run, or use fewer devices)");
+    no_scale_out(t, op.empty() ? std::string("a pipeline send/recv between two devices")
+                               : std::string(op) + " over " + std::to_string(n) + " devices");
   return {t.scale_out.bandwidth_GBps.get() * t.model.scale_out_efficiency.get(),
           t.scale_out.latency_us.get()};
 }
@@ -206,7 +213,7 @@ CollectiveCost single_fabric(const Topology& t, CollOp op, int n, double S, cons
 CollectiveCost spanning(const Topology& t, CollOp op, const Placement& p, double S) {
   const int n = p.n, k = p.per_domain, d = p.domains();
   const Link up = up_link(t, k),
-             out = out_link(t, std::string(to_string(op)) + " over " + std::to_string(n) + " devices");
+             out = out_link(t, to_string(op), n);
   const double L = launch(t);
   const double flat_bw = std::min(up.bw_GBps, k * out.bw_GBps);
   CollectiveCost best{std::numeric_limits<double>::infinity(), "ring"};
@@ -284,7 +291,7 @@ CollectiveCost collective_cost(const Topology& t, CollOp op, const Placement& p,
   if (p.intra()) return single_fabric(t, op, p.n, bytes, t.scale_up, up_link(t, p.n), true);
   if (p.inter())
     return single_fabric(t, op, p.n, bytes, t.scale_out,
-                         out_link(t, std::string(to_string(op)) + " over " + std::to_string(p.n) + " devices"), false);
+                         out_link(t, to_string(op), p.n), false);
   return spanning(t, op, p, bytes);
 }
 
@@ -293,7 +300,7 @@ CollectiveCost p2p_cost(const Topology& t, bool same_domain, double bytes) {
   const char* scope = same_domain ? "intra" : "inter";
   if (!t.fits.empty())
     if (auto us = fitted_us(t, CollOp::send_recv, scope, 2, bytes)) return {*us, "fit"};
-  const Link l = same_domain ? up_link(t, 2) : out_link(t, "a pipeline send/recv between two devices");
+  const Link l = same_domain ? up_link(t, 2) : out_link(t, {}, 2);
   return {launch(t) + l.hop_us + transfer_us(bytes, l.bw_GBps), "direct"};
 }
 

@@ -1065,14 +1065,17 @@ BoundTemplates::~BoundTemplates() = default;
 
 namespace {
 
-// What a template's prices (every variant but those carrying overlapped reductions)
-// depend on, for splits of one model and world size on one pricer: the split's
-// fields that shape its ops (not pp, vpp, m or dp: its layers are named by their
-// count; nor ZeRO-0/1: they add no op to these), the template's pass, its layers (the
-// dense ones come first, model_config.hpp layer_is_moe) and whether it holds the
-// embedding or the head (the first and last virtual stage: they also decide whether
-// it receives its input and sends its output), whether the schedule splits the backward
-// (zb-h1: a backward then holds the input-gradient halves only), and the pricer.
+// What a template's prices depend on, for splits of one model and world size on one
+// pricer: the split's fields that shape its ops (not pp, vpp, m or dp: its layers are
+// named by their count; nor ZeRO-0/1: they add no op to these), the template's pass,
+// its layers (the dense ones come first, model_config.hpp layer_is_moe) and whether it
+// holds the embedding or the head (the first and last virtual stage: they also decide
+// whether it receives its input and sends its output), whether the schedule splits the
+// backward (zb-h1: a backward then holds the input-gradient halves only), and the
+// pricer. A variant carrying overlapped reductions (reduces_gradients) also depends on
+// what they reduce over and how: dp (with tp, cp, ep and the shard group, keyed
+// already; the pricer places the DP groups from them alone) and the ZeRO stage
+// (all-reduce or reduce-scatter).
 std::vector<long long> template_key(const models::ModelConfig& model, const models::ParallelSplit& split,
                                     const models::PipelineSchedule& schedule, int stage, int id, size_t pricer) {
   const int vs = schedule.virtual_stage(stage, id / kVariants);
@@ -1083,11 +1086,12 @@ std::vector<long long> template_key(const models::ModelConfig& model, const mode
   // split (both change only backward ops: models/step_program.cpp), so the forwards of
   // a family's representative, its members and its 1F1B/ZB-H1/interleaved kin share one.
   const bool forward = pass_of(id) == models::Pass::forward;
+  const bool reducing = reduces_gradients(id);
   return {split.tp, split.cp, static_cast<long long>(split.cp_comm), split.ep, split.micro_batch_size,
           split.sequence_parallel, forward ? -1 : static_cast<long long>(split.recompute),
           split.zero >= 2 ? split.zero : 0, split.shard_group, id % kVariants,
           forward ? -1 : models::splits_backward(split.schedule), dense, r.count - dense, vs == 0, vs == V - 1,
-          static_cast<long long>(pricer)};
+          reducing ? split.dp : -1, reducing ? split.zero : -1, static_cast<long long>(pricer)};
 }
 
 }  // namespace
@@ -1122,7 +1126,7 @@ std::vector<double> lower_bounds(const models::ModelConfig& model, const models:
   std::vector<double> out;
   for (size_t k = 0; k < pricers.size(); ++k) {
     auto shared = [&](int s, int id, auto&& summarise_it) -> Table {
-      if (!known || reduces_gradients(id)) return summarise_it();  // overlapped reductions depend on dp and ZeRO
+      if (!known) return summarise_it();
       BoundTemplates::Known& shared_known = known->known();
       if (shared_known.pricers != pricers.size())
         throw std::logic_error("sim_fast: BoundTemplates shared by bounds on different pricers");

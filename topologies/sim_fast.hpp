@@ -174,11 +174,12 @@ inline constexpr double kLowerBoundMargin = 1e-9;
 double step_lower_bound(const models::ModelConfig& model, const models::ParallelSplit& split,
                         const models::StepProgramOptions& options, OpPricer& pricer);
 
-// The summaries of forward and plain backward templates the bounds of one search have
-// priced, shared by its splits (thread-safe): a template depends on the split only
-// through the fields that shape its ops (tp, cp, ep, micro-batch size, recompute ...),
-// its layers and whether it holds the embedding or the head, so splits that differ in
-// pp, vpp, microbatches or dp share most of theirs (sim_fast.cpp template_key). Valid
+// The summaries of the templates the bounds of one search have priced, shared by its
+// splits (thread-safe): a template depends on the split only through the fields that
+// shape its ops (tp, cp, ep, micro-batch size, recompute ...; dp and the ZeRO stage for
+// one carrying overlapped reductions), its layers and whether it holds the embedding or
+// the head, so splits that differ in pp, vpp or microbatches (and, for most templates,
+// dp) share most of theirs (sim_fast.cpp template_key). Valid
 // for one model, world size, element sizes and list of pricers (the search's topology,
 // or a crossover row's fabrics, in the same order): make one per search.
 // tests/topologies/search_bound_test.cpp checks bounds with and without it equal.

@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <string>
 
 #include "core/errors.hpp"
 #include "topologies/calibration.hpp"
@@ -178,9 +179,29 @@ TEST(CollectiveModel, SpanningGroupsUseTheCheaperOfFlatAndHierarchical) {
   EXPECT_NEAR(inter.time_us, 8.4 + 2 * 3 * 2.7 + 2.0 * 7 / 8 * S / 21.25e3, 1.0);
 }
 
+// The error names the figures missing and the operation that needed them: the group
+// that spans domains, every member across the network, and a pipeline send/recv.
 TEST(CollectiveModel, NoScaleOutIsAClearError) {
   const Topology t = load_topology("local-cpu");
-  EXPECT_THROW(collective_cost(t, CollOp::all_reduce, place_group(4, 1, 2), 1e6), UsageError);
+  ASSERT_FALSE(t.scale_out.present);
+  const int D = t.domain_size();
+  auto message = [](auto&& price) {
+    try {
+      price();
+    } catch (const UsageError& e) {
+      return std::string(e.what());
+    }
+    return std::string("no error");
+  };
+  const std::string spanning =
+      message([&] { collective_cost(t, CollOp::all_reduce, place_group(2 * D, 1, D), 1e6); });
+  EXPECT_NE(spanning.find("scale_out.bandwidth_GBps"), std::string::npos) << spanning;
+  EXPECT_NE(spanning.find("all_reduce over " + std::to_string(2 * D) + " devices"), std::string::npos) << spanning;
+  const std::string across =
+      message([&] { collective_cost(t, CollOp::all_gather, place_group(2, D, D), 1e6); });
+  EXPECT_NE(across.find("all_gather over 2 devices"), std::string::npos) << across;
+  const std::string p2p = message([&] { p2p_cost(t, false, 1e6); });
+  EXPECT_NE(p2p.find("a pipeline send/recv between two devices"), std::string::npos) << p2p;
 }
 
 TEST(CollectiveModel, TorusUsesMoreAxesForLargerGroups) {
