@@ -283,6 +283,11 @@ std::optional<double> fitted_us(const Topology& t, CollOp op, const char* scope,
 
 }  // namespace
 
+bool prices_across_domains(const Topology& t) {
+  return t.scale_out.present ||
+         std::any_of(t.fits.begin(), t.fits.end(), [](const CollectiveFit& f) { return f.scope == "inter"; });
+}
+
 CollectiveCost collective_cost(const Topology& t, CollOp op, const Placement& p, double bytes) {
   if (p.n <= 1 || bytes <= 0) return {0.0, "none"};
   const char* scope = p.intra() ? "intra" : p.inter() ? "inter" : nullptr;

@@ -64,6 +64,10 @@ struct CollectiveCost {
   const char* algorithm = "none";  // ring, tree, nvls, sharp, hierarchical, fit, direct
 };
 
+// Whether the topology can price any message between its scale-up domains: it has
+// scale-out figures, or calibrated fits between domains (scope "inter"). Without either,
+// a job of more than one domain cannot be priced at all.
+bool prices_across_domains(const Topology& t);
 // Throws UsageError when the group spans domains and the topology has no scale-out.
 CollectiveCost collective_cost(const Topology& t, CollOp op, const Placement& p, double bytes);
 // A point-to-point message between two devices, inside one domain or across.

@@ -13,6 +13,7 @@
 #include "models/schedule.hpp"
 #include "models/step_program.hpp"
 #include "topologies/best_first.hpp"
+#include "topologies/collective_model.hpp"
 #include "topologies/sim_pricer.hpp"
 
 namespace ibt::topo {
@@ -283,6 +284,15 @@ class TopSteps {
   std::vector<double> heap_;  // max-heap
 };
 
+std::string cannot_span_domains(const Topology& t, int devices) {
+  const int D = t.domain_size();
+  return "topology '" + t.name + "' has no scale_out figures (scale_out.bandwidth_GBps, scale_out.latency_us) "
+         "and no calibrated fits between domains: " + std::to_string(devices) + " devices span " +
+         std::to_string((devices + D - 1) / D) + " scale-up domains of " + std::to_string(D) +
+         ", every split has a group across two of them, and nothing across can be priced (calibrate from a "
+         "multi-node collectives run, or use at most " + std::to_string(D) + " devices)";
+}
+
 std::string seconds(double s) {
   char buf[32];
   std::snprintf(buf, sizeof buf, "%.4f s", s);
@@ -318,12 +328,25 @@ std::vector<Projection> project_all(const models::ModelConfig& model, const Topo
     }
   };
   const bool bound = run.keep_best > 0;
+  // A topology that prices nothing between its domains cannot carry a job of more than
+  // one: the groups of any split connect all its ranks, so one of them crosses two
+  // domains, and its ops cannot be priced. Each split that fits is refused at once with
+  // that reason (its memory kept), not by an exception out of its bound or walk.
+  const bool carried = devices <= topology.domain_size() || prices_across_domains(topology);
+  const std::string not_carried = carried ? "" : cannot_span_domains(topology, devices);
   // With keep_best, first the memory check of every split; then the splits that fit
   // best first (best_first.hpp), each from its family's bound to its own bound to its
   // price (each by the walk that prices it) while it can still enter the top list.
   std::vector<char> fits(splits.size(), 0);
   parallel_for(splits.size(), run.jobs, [&](size_t i) {
     guarded(i, [&] {
+      if (!carried) {
+        Projection p;
+        p.split = splits[i];
+        if (prepare(model, topology, options, p)) p.reason = not_carried;
+        out[i] = std::move(p);
+        return;
+      }
       if (!bound) {
         out[i] = project_split(model, topology, splits[i], options, false);
         return;

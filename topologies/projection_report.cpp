@@ -1,5 +1,6 @@
 #include "topologies/projection_report.hpp"
 
+#include <algorithm>
 #include <cstdio>
 #include <limits>
 #include <string>
@@ -154,9 +155,17 @@ std::string ranking_table(const std::vector<Projection>& ranked, size_t limit) {
   if (bounded)
     out += "  " + std::to_string(bounded) + " more split(s) fit in memory but were not priced: their step-time lower bound is above the top list's last (e.g. " +
            split_label(bounded_example->split) + ": " + bounded_example->reason + "; --top 0 prices every split)\n";
+  // Examples: first the splits that fit in memory and were refused all the same (the
+  // topology cannot carry them: rarer, and the more telling), then those too big; a
+  // reason already shown is not repeated.
   size_t reasons = 0;
-  for (const auto& p : ranked)
-    if (!p.feasible && !p.bounded_out && reasons < 3) {
+  std::vector<const std::string*> shown_reasons;
+  for (const bool fit : {true, false})
+    for (const auto& p : ranked) {
+      if (p.feasible || p.bounded_out || p.fits_memory != fit || reasons == 3) continue;
+      if (std::any_of(shown_reasons.begin(), shown_reasons.end(), [&](const std::string* r) { return *r == p.reason; }))
+        continue;
+      shown_reasons.push_back(&p.reason);
       out += "  infeasible: " + split_label(p.split) + ": " + p.reason + "\n";
       ++reasons;
     }

@@ -424,6 +424,37 @@ TEST(Projection, MemoryAccountingRejectsAModelThatCannotFit) {
   }
 }
 
+// A topology that prices nothing between its domains (local-cpu: one machine of 2 cores,
+// no scale_out, no fits between domains) cannot carry a job of more than one domain:
+// a search refuses every split that fits with that reason, at once, whether it prices
+// every split or only the best, and keeps the memory of each. On one domain it prices.
+TEST(Projection, SearchBeyondADomainWithoutScaleOutRefusesEverySplitThatFits) {
+  const auto m = models::load_model("tiny-dense");
+  const Topology t = load_topology("local-cpu");
+  ASSERT_FALSE(t.scale_out.present);
+  ASSERT_EQ(t.domain_size(), 2);
+  for (const size_t keep_best : {size_t{0}, size_t{5}}) {
+    SearchRun run;
+    run.keep_best = keep_best;
+    const auto all = project_all(m, t, 4, default_search(t, 8), ProjectionOptions{}, run);
+    size_t fitting = 0;
+    for (const auto& q : all) {
+      EXPECT_FALSE(q.feasible);
+      EXPECT_FALSE(q.priced);
+      if (!q.fits_memory) continue;
+      ++fitting;
+      EXPECT_GT(q.memory.total(), 0.0);
+      EXPECT_NE(q.reason.find("4 devices span 2 scale-up domains of 2, every split has a group across two of them"),
+                std::string::npos)
+          << q.reason;
+    }
+    EXPECT_GT(fitting, 3u);
+    const auto one_domain = project_all(m, t, 2, default_search(t, 8), ProjectionOptions{}, run);
+    ASSERT_FALSE(one_domain.empty());
+    EXPECT_TRUE(one_domain.front().feasible) << one_domain.front().reason;
+  }
+}
+
 TEST(Projection, BreakdownAddsUpToTheStepTime) {
   const auto m = models::load_model("llama3-70b");
   const Topology t = load_topology("dgx-h100");
