@@ -3,10 +3,12 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <memory>
 
 #include "core/errors.hpp"
 #include "models/schedule.hpp"
 #include "topologies/goodput.hpp"
+#include "topologies/sim_fast.hpp"
 
 namespace ibt::topo {
 
@@ -78,7 +80,11 @@ int nodes_for(int devices, int devices_per_node) {
 
 double checkpoint_bytes_per_device(const models::ModelConfig& model, const models::ParallelSplit& split,
                                    const models::Precision& precision) {
-  const models::PipelineSchedule schedule = models::build_schedule(split);
+  // The parameters do not depend on the schedule; memory_per_rank reads it for the
+  // activations, which the compute orders (cached per schedule, sim_fast.hpp) give
+  // without building the lock-step schedule for every ranked split.
+  const std::shared_ptr<const models::PipelineSchedule> orders = schedule_compute_orders(split);
+  const models::PipelineSchedule& schedule = *orders;
   const double per_param = precision.weight_bytes + precision.optimizer_bytes;
   double worst = 0;
   for (int stage = 0; stage < split.pp; ++stage) {
