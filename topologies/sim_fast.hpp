@@ -152,8 +152,8 @@ SimResult simulate_fast(const StepTemplates& templates, OpPricer& pricer,
 // the best splits (branch and bound: a split whose bound exceeds the k-th best step
 // time found cannot enter the top k). It walks no action, and builds and prices only
 // the templates it uses (the first and last stages', and the plain forward, backward
-// and W of each chunk of the others, which a search's splits share, plus each stage's
-// last chunk-0 backward): a fraction of StepTemplates' cost at deep pipelines. From the
+// and W of each chunk of the others, which a search's splits share): a fraction of
+// StepTemplates' cost at deep pipelines. From the
 // max-plus summaries (an output is at least any input plus its table entry) it bounds
 // - the pipeline fill: stage s's first action waits for microbatch 0's activation,
 //   produced by the first forwards of stages 0..s-1 in turn, plus the exchange
