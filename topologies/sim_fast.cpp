@@ -31,13 +31,6 @@ namespace {
 
 constexpr double kNever = -std::numeric_limits<double>::infinity();
 
-// simulate()'s message identity: (payload, microbatch, source virtual stage).
-std::uint64_t message_key(const Transfer& t) {
-  return (static_cast<std::uint64_t>(t.payload) << 48) |
-         (static_cast<std::uint64_t>(t.microbatch) << 24) |
-         static_cast<std::uint64_t>(t.src_virtual_stage);
-}
-
 // Where a received message waits for its consumer: [payload][microbatch * v + chunk].
 size_t slot(const Transfer& t, int chunks, int microbatches) {
   return (t.payload == models::Payload::activation ? 0 : static_cast<size_t>(microbatches) * chunks) +
@@ -142,27 +135,37 @@ std::shared_ptr<const ScheduleIndex> make_index(const models::ParallelSplit& spl
   ix->schedule = models::build_schedule(split);
   const auto& per_stage = ix->schedule.per_stage;
   const int P = ix->stages();
-  std::vector<std::unordered_map<std::uint64_t, int>> send_of(P), recv_of(P);
+  // Where each message is sent and received, by simulate()'s message identity (payload,
+  // microbatch, source virtual stage): dense arrays, every message of a step one slot.
+  struct At {
+    int stage = -1, action = -1;
+  };
+  const size_t M = static_cast<size_t>(ix->schedule.microbatches), VS = ix->schedule.virtual_stages();
+  auto message = [&](const Transfer& t) {
+    return (static_cast<size_t>(t.payload) * M + static_cast<size_t>(t.microbatch)) * VS + t.src_virtual_stage;
+  };
+  std::vector<At> sent_at(2 * M * VS), received_at(2 * M * VS);
   for (int s = 0; s < P; ++s)
     for (int i = 0; i < static_cast<int>(per_stage[s].size()); ++i) {
       const auto& a = per_stage[s][i];
-      if (a.send) send_of[s][message_key(*a.send)] = i;
-      if (a.recv) recv_of[s][message_key(*a.recv)] = i;
+      if (a.send) sent_at[message(*a.send)] = {s, i};
+      if (a.recv) received_at[message(*a.recv)] = {s, i};
     }
   ix->partner.resize(P);
   for (int s = 0; s < P; ++s) {
     ix->partner[s].assign(per_stage[s].size(), {-1, -1});
     for (int i = 0; i < static_cast<int>(per_stage[s].size()); ++i) {
       const auto& a = per_stage[s][i];
-      auto match = [&](const Transfer& t, const std::vector<std::unordered_map<std::uint64_t, int>>& table) {
-        const auto it = table.at(t.peer_stage).find(message_key(t));
-        if (it == table.at(t.peer_stage).end())
+      // The peer's half of the same message, which must be on the stage the transfer names.
+      auto match = [&](const Transfer& t, const std::vector<At>& at) {
+        const At& other = at[message(t)];
+        if (other.stage != t.peer_stage)
           throw RuntimeError("sim: stage " + std::to_string(t.peer_stage) +
                              " has no exchange matching a message sent to it");
-        return it->second;
+        return other.action;
       };
-      if (a.send) ix->partner[s][i][0] = match(*a.send, recv_of);
-      if (a.recv) ix->partner[s][i][1] = match(*a.recv, send_of);
+      if (a.send) ix->partner[s][i][0] = match(*a.send, received_at);
+      if (a.recv) ix->partner[s][i][1] = match(*a.recv, sent_at);
     }
   }
   for (int s = 0; s < P; ++s) index_computes(*ix, s, per_stage[s]);
