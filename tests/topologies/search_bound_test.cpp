@@ -89,7 +89,6 @@ TEST(StepLowerBound, CountsTheBusiestMiddleStageOfUnevenPipelines) {
   split.pp = 64;
   split.cp = 4;
   split.microbatches = 512;
-  split.schedule = models::ScheduleKind::zb_h1;
   split.sequence_parallel = true;
   split.zero = 1;
   for (const models::ScheduleKind kind : {models::ScheduleKind::zb_h1, models::ScheduleKind::one_f_one_b}) {
