@@ -7,6 +7,7 @@
 #include <deque>
 #include <functional>
 #include <map>
+#include <set>
 #include <string>
 #include <tuple>
 
@@ -348,7 +349,10 @@ PipelineSchedule schedule_header(const ParallelSplit& split) {
 
 // PipelineSchedule::held_peaks of one stage's compute_order.
 std::vector<std::vector<int>> held_peaks(const std::vector<std::int16_t>& order, int chunks) {
-  std::vector<std::vector<int>> points;
+  // The distinct points, in order: a steady state repeats a few points hundreds of
+  // times (one with 1F1B, a cycle of them interleaved, up to p x v long), so the set
+  // stays a handful while the walk meets thousands.
+  std::set<std::vector<int>> distinct;
   std::vector<int> held(chunks, 0);
   for (size_t i = 0; i < order.size(); ++i) {
     const std::int16_t a = order[i];
@@ -358,17 +362,10 @@ std::vector<std::vector<int>> held_peaks(const std::vector<std::int16_t>& order,
     }
     ++held[a - 1];
     if (i + 1 < order.size() && order[i + 1] > 0) continue;  // the next forward holds more
-    // A steady state repeats a few points hundreds of times (one with 1F1B, a cycle
-    // of them interleaved): skip one equal to a recent point, which the sort below
-    // would drop anyway, so that it sorts a handful of points rather than thousands.
-    constexpr size_t kRecent = 8;
-    const size_t from = points.size() > kRecent ? points.size() - kRecent : 0;
-    if (std::find(points.begin() + static_cast<std::ptrdiff_t>(from), points.end(), held) != points.end()) continue;
-    points.push_back(held);
+    distinct.insert(held);
   }
-  // Keep the points no other point covers in every chunk (the first of equal ones).
-  std::sort(points.begin(), points.end());
-  points.erase(std::unique(points.begin(), points.end()), points.end());
+  // Keep the points no other point covers in every chunk.
+  const std::vector<std::vector<int>> points(distinct.begin(), distinct.end());
   auto covers = [](const std::vector<int>& a, const std::vector<int>& b) {
     for (size_t c = 0; c < a.size(); ++c)
       if (a[c] < b[c]) return false;
