@@ -7,6 +7,8 @@
 #include <cmath>
 #include <cstdint>
 #include <cstring>
+#include <deque>
+#include <functional>
 #include <limits>
 #include <map>
 #include <mutex>
@@ -226,15 +228,23 @@ int template_for(const ScheduleIndex& ix, int stage, int action, bool overlap_gr
 
 namespace {
 // One T per distinct schedule (kind, p, v, m), built by make(split) and kept in `cache`
-// for the life of the process (thread-safe).
+// (thread-safe): for the life of the process, or, with a byte budget, until the entries
+// kept since exceed it (the oldest go first; one in use lives on with its users).
 template <typename T>
 struct ScheduleCache {
+  using Key = std::tuple<int, int, int, int>;
+  ScheduleCache() = default;
+  ScheduleCache(double budget, std::function<double(const T&)> bytes) : budget_bytes(budget), bytes_of(std::move(bytes)) {}
   std::mutex mutex;
-  std::map<std::tuple<int, int, int, int>, std::shared_ptr<const T>> entries;
+  std::map<Key, std::shared_ptr<const T>> entries;
+  double budget_bytes = 0;  // 0: no budget
+  std::function<double(const T&)> bytes_of;
+  std::deque<std::pair<Key, double>> kept;  // with a budget: entries by age, and their bytes
+  double kept_bytes = 0;
 };
 template <typename T, typename Make>
 std::shared_ptr<const T> per_schedule(ScheduleCache<T>& cache, const models::ParallelSplit& split, Make&& make) {
-  const std::tuple<int, int, int, int> key{static_cast<int>(split.schedule), split.pp, split.vpp, split.microbatches};
+  const typename ScheduleCache<T>::Key key{static_cast<int>(split.schedule), split.pp, split.vpp, split.microbatches};
   {
     std::lock_guard<std::mutex> lock(cache.mutex);
     const auto it = cache.entries.find(key);
@@ -242,13 +252,46 @@ std::shared_ptr<const T> per_schedule(ScheduleCache<T>& cache, const models::Par
   }
   std::shared_ptr<const T> built = make(split);  // outside the lock: another thread may build it too
   std::lock_guard<std::mutex> lock(cache.mutex);
-  return cache.entries.emplace(key, std::move(built)).first->second;
+  const auto [it, added] = cache.entries.emplace(key, std::move(built));
+  if (added && cache.budget_bytes > 0) {
+    const double bytes = cache.bytes_of(*it->second);
+    cache.kept.emplace_back(key, bytes);
+    cache.kept_bytes += bytes;
+    while (cache.kept_bytes > cache.budget_bytes && cache.kept.size() > 1) {
+      cache.entries.erase(cache.kept.front().first);
+      cache.kept_bytes -= cache.kept.front().second;
+      cache.kept.pop_front();
+    }
+  }
+  return it->second;
 }
 }  // namespace
 
+namespace {
+// A full index holds every action of the step (a lock-step schedule with its exchanges,
+// and the walk's records): 10^6-10^7 of them for pipelines of 64-128 stages with
+// thousands of microbatches, hundreds of MB each. Kept within a budget, so that a
+// search over such splits reuses its memory instead of growing by each one.
+ScheduleCache<ScheduleIndex>& full_indexes() {
+  static ScheduleCache<ScheduleIndex> cache(1024.0 * 1024 * 1024, schedule_index_bytes);
+  return cache;
+}
+}  // namespace
+
+double schedule_index_bytes(const ScheduleIndex& ix) {
+  double actions = 0;
+  for (const auto& stage : ix.schedule.per_stage) actions += static_cast<double>(stage.size());
+  return actions * (sizeof(models::PipeAction) + sizeof(ScheduleIndex::Step) + sizeof(std::array<int, 2>));
+}
+
+void set_schedule_index_budget(double bytes) {
+  ScheduleCache<ScheduleIndex>& cache = full_indexes();
+  std::lock_guard<std::mutex> lock(cache.mutex);
+  cache.budget_bytes = bytes;
+}
+
 std::shared_ptr<const ScheduleIndex> schedule_index(const models::ParallelSplit& split) {
-  static ScheduleCache<ScheduleIndex> cache;
-  return per_schedule(cache, split, make_index);
+  return per_schedule(full_indexes(), split, make_index);
 }
 
 std::shared_ptr<const ScheduleIndex> schedule_bound_index(const models::ParallelSplit& split) {

@@ -85,9 +85,14 @@ struct ScheduleIndex {
   std::vector<int> final_action;  // [stage]: its last forward/backward/W
 };
 
-// The index of split's schedule; built once per distinct schedule and kept for the
-// life of the process (thread-safe). Throws RuntimeError when an exchange has no match.
+// The index of split's schedule; built once per distinct schedule and kept (thread-safe)
+// while the indexes kept since stay within a budget (1 GiB; the oldest go first, one in
+// use lives on with its holders): a deep pipeline's holds 10^6-10^7 actions. Throws
+// RuntimeError when an exchange has no match.
 std::shared_ptr<const ScheduleIndex> schedule_index(const models::ParallelSplit& split);
+// The bytes a full index is counted at against the budget, and the budget (tests).
+double schedule_index_bytes(const ScheduleIndex& index);
+void set_schedule_index_budget(double bytes);
 // The same index of the schedule's compute actions alone (the compute tasks
 // models::build_compute_orders makes: no exchanges, partner empty; only the actions it
 // names kept), kept the same way: what

@@ -354,6 +354,34 @@ TEST(SimFastBoundIndex, ComputeActionsIndexTheFullSchedulesActions) {
   }
 }
 
+// Full indexes are kept within a byte budget: past it the oldest go (and are rebuilt, the
+// same, when asked for again), while whoever holds one keeps it.
+TEST(SimFastIndexCache, KeepsFullIndexesWithinItsBudget) {
+  ParallelSplit a;  // schedules no other test asks for
+  a.pp = 3;
+  a.microbatches = 7;
+  ParallelSplit b = a;
+  b.microbatches = 11;
+  const std::shared_ptr<const ScheduleIndex> held = schedule_index(a);
+  EXPECT_EQ(schedule_index(a).get(), held.get());  // kept
+  set_schedule_index_budget(1.5 * schedule_index_bytes(*held));
+  const std::shared_ptr<const ScheduleIndex> other = schedule_index(b);  // with a, over the budget
+  EXPECT_GT(schedule_index_bytes(*held) + schedule_index_bytes(*other), 1.5 * schedule_index_bytes(*held));
+  const std::shared_ptr<const ScheduleIndex> again = schedule_index(a);
+  set_schedule_index_budget(1024.0 * 1024 * 1024);
+  EXPECT_NE(again.get(), held.get());  // dropped, rebuilt
+  ASSERT_EQ(again->steps.size(), held->steps.size());
+  for (size_t s = 0; s < held->steps.size(); ++s) {
+    ASSERT_EQ(again->steps[s].size(), held->steps[s].size());
+    for (size_t i = 0; i < held->steps[s].size(); ++i) {
+      EXPECT_EQ(again->steps[s][i].send_partner, held->steps[s][i].send_partner);
+      EXPECT_EQ(again->steps[s][i].recv_partner, held->steps[s][i].recv_partner);
+      EXPECT_EQ(again->steps[s][i].slot, held->steps[s][i].slot);
+    }
+  }
+  EXPECT_EQ(again->last_backward, held->last_backward);
+}
+
 // A projection (what `ibt project` prints) is the same through either walk.
 TEST(SimFastProjection, ProjectEqualsPricingTheFullPrograms) {
   const models::ModelConfig model = models::load_model("deepseek-v3");
