@@ -131,18 +131,6 @@ std::vector<ComputeTask> compute_order(ScheduleKind kind, int p, int v, int m, i
   return order;
 }
 
-// The action that runs a task (round 0: build_schedule sets it).
-PipeAction compute_action(const ComputeTask& t) {
-  PipeAction a;
-  a.kind = t.pass == Pass::forward    ? ActionKind::forward
-           : t.pass == Pass::backward ? ActionKind::backward
-                                      : ActionKind::weight;
-  a.microbatch = t.microbatch;
-  a.chunk = t.chunk;
-  a.overlapped = t.overlapped;
-  return a;
-}
-
 void check_parameters(ScheduleKind kind, int p, int v, int m) {
   auto fail = [&](const std::string& why) {
     throw UsageError("pipeline schedule " + std::string(to_string(kind)) + " with pp " +
@@ -178,6 +166,19 @@ std::vector<std::int16_t> memory_order(const std::vector<PipeAction>& actions, b
 }
 
 }  // namespace
+
+ActionKind action_kind(Pass p) {
+  return p == Pass::forward ? ActionKind::forward : p == Pass::backward ? ActionKind::backward : ActionKind::weight;
+}
+
+PipeAction compute_action(const ComputeTask& t) {
+  PipeAction a;
+  a.kind = action_kind(t.pass);
+  a.microbatch = t.microbatch;
+  a.chunk = t.chunk;
+  a.overlapped = t.overlapped;
+  return a;
+}
 
 double schedule_bytes(int p, int v, int m) {
   return static_cast<double>(p) * 7.0 * static_cast<double>(m) * v * sizeof(PipeAction);
@@ -404,8 +405,6 @@ PipelineSchedule build_compute_orders(const ParallelSplit& split,
   }
   return out;
 }
-
-
 
 std::string_view to_string(Pass p) {
   switch (p) {

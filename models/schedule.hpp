@@ -177,6 +177,10 @@ struct ComputeTask {
   int chunk;
   bool overlapped = false;  // half of a paired F&B (dualpipev): placed in one round with its partner
 };
+// The action kind of a pass, and the action that runs a task (round 0: build_schedule
+// places it).
+ActionKind action_kind(Pass p);
+PipeAction compute_action(const ComputeTask& t);
 // The same schedule's compute_order alone (per_stage empty) and its held_peaks: what
 // memory accounting reads, for searches that check the memory of splits they may
 // never simulate; a fraction of build_schedule's time and memory. Same checks and errors.

@@ -40,11 +40,7 @@ size_t slot(const Transfer& t, int chunks, int microbatches) {
 }
 
 ActionKind kind_of(const models::PipeAction& a) { return a.kind; }
-ActionKind kind_of(const models::ComputeTask& t) {
-  return t.pass == models::Pass::forward    ? ActionKind::forward
-         : t.pass == models::Pass::backward ? ActionKind::backward
-                                            : ActionKind::weight;
-}
+ActionKind kind_of(const models::ComputeTask& t) { return models::action_kind(t.pass); }
 
 // The fields of ScheduleIndex that read the stage's compute actions only (all but
 // partner), for stage s from its actions (with the exchanges between them, PipeActions,
@@ -186,15 +182,8 @@ std::shared_ptr<const ScheduleIndex> make_bound_index(const models::ParallelSpli
     named.insert(named.end(), ix->last_grads[s].begin(), ix->last_grads[s].end());
     std::sort(named.begin(), named.end());
     named.erase(std::unique(named.begin(), named.end()), named.end());
-    for (int i : named) {
-      if (i < 0) continue;
-      models::PipeAction a;
-      a.kind = kind_of(tasks[i]);
-      a.microbatch = tasks[i].microbatch;
-      a.chunk = tasks[i].chunk;
-      a.overlapped = tasks[i].overlapped;
-      ix->kept[s].emplace_back(i, a);
-    }
+    for (int i : named)
+      if (i >= 0) ix->kept[s].emplace_back(i, models::compute_action(tasks[i]));
   };
   // index_computes reads the schedule's header (stages, chunks, kind): set before the tasks.
   ix->schedule.kind = split.schedule;

@@ -318,10 +318,7 @@ TEST(SimFastBoundIndex, ComputeActionsIndexTheFullSchedulesActions) {
         if (a.kind != models::ActionKind::exchange) {
           ASSERT_LT(computes, static_cast<int>(computes_of_stage.size())) << name;
           const auto& b = computes_of_stage[computes++];
-          EXPECT_EQ(b.pass, a.kind == models::ActionKind::forward    ? models::Pass::forward
-                            : a.kind == models::ActionKind::backward ? models::Pass::backward
-                                                                     : models::Pass::weight)
-              << name;
+          EXPECT_EQ(models::action_kind(b.pass), a.kind) << name;
           EXPECT_EQ(b.microbatch, a.microbatch) << name;
           EXPECT_EQ(b.chunk, a.chunk) << name;
         }
