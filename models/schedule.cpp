@@ -3,11 +3,13 @@
 #include <cstdint>
 
 #include <algorithm>
+#include <limits>
 #include <array>
 #include <deque>
 #include <functional>
 #include <map>
 #include <set>
+#include <stdexcept>
 #include <string>
 #include <tuple>
 
@@ -202,9 +204,78 @@ void require_schedule_memory(const ParallelSplit& split) {
   require_schedule_bytes(split.pp, split.vpp, split.microbatches);
 }
 
+namespace {
+// Whether b is task a with its microbatch + shift.
+bool shifted(const ComputeTask& a, const ComputeTask& b, int shift) {
+  return a.pass == b.pass && a.chunk == b.chunk && a.overlapped == b.overlapped && b.microbatch == a.microbatch + shift;
+}
+
+// The period of a compute order from task `at`: the fewest tasks d after which it goes
+// on with every microbatch + shift, over a third of what follows (a period checked
+// over a short stretch can be a pattern inside the true one: interleaved alternates
+// F and B of consecutive microbatches within a chunk's group); 0 when none is found.
+struct OrderPeriod {
+  int tasks = 0;
+  int shift = 0;
+};
+OrderPeriod order_period(const std::vector<ComputeTask>& order, size_t at) {
+  const size_t stretch = (order.size() - at) / 3;
+  for (size_t d = 1; d <= stretch; ++d) {
+    const int shift = order[at + d].microbatch - order[at].microbatch;
+    if (shift <= 0) continue;
+    bool same = true;
+    for (size_t i = 0; i < stretch && same; ++i) same = shifted(order[at + i], order[at + d + i], shift);
+    if (same) return {static_cast<int>(d), shift};
+  }
+  return {};
+}
+
+PipelineSchedule lock_step(ScheduleKind kind, int p, int v, int m, bool compact);
+}  // namespace
+
 PipelineSchedule build_schedule(ScheduleKind kind, int p, int v, int m) {
   check_parameters(kind, p, v, m);
   require_schedule_bytes(p, v, m);
+  return lock_step(kind, p, v, m, false);
+}
+
+PipelineSchedule build_compact_schedule(const ParallelSplit& split) {
+  check_parameters(split.schedule, split.pp, split.vpp, split.microbatches);
+  return lock_step(split.schedule, split.pp, split.vpp, split.microbatches, true);
+}
+
+PipelineSchedule expand_schedule(const PipelineSchedule& compact) {
+  PipelineSchedule out = compact;
+  if (compact.repeats.empty()) return out;
+  out.repeats.clear();
+  out.compute_order.assign(compact.stages, {});
+  for (int s = 0; s < compact.stages; ++s) {
+    const std::vector<PipeAction>& listed = compact.per_stage[s];
+    std::vector<PipeAction>& list = out.per_stage[s];
+    list.clear();
+    size_t at = 0;
+    for (const ScheduleRepeat& r : compact.repeats) {
+      list.insert(list.end(), listed.begin() + static_cast<long>(at), listed.begin() + r.begin[s]);
+      for (int j = 0; j < r.times; ++j)
+        for (int i = r.begin[s]; i < r.end[s]; ++i) {
+          PipeAction a = listed[i];
+          const int shift = j * r.microbatch_shift;
+          if (a.kind != ActionKind::exchange) a.microbatch += shift;
+          if (a.send) a.send->microbatch += shift;
+          if (a.recv) a.recv->microbatch += shift;
+          a.round += j * r.rounds;
+          list.push_back(a);
+        }
+      at = static_cast<size_t>(r.end[s]);
+    }
+    list.insert(list.end(), listed.begin() + static_cast<long>(at), listed.end());
+    out.compute_order[s] = memory_order(list, out.split_backward());
+  }
+  return out;
+}
+
+namespace {
+PipelineSchedule lock_step(ScheduleKind kind, int p, int v, int m, bool compact) {
   PipelineSchedule out;
   out.kind = kind;
   out.stages = p;
@@ -252,7 +323,124 @@ PipelineSchedule build_schedule(ScheduleKind kind, int p, int v, int m) {
   std::vector<int> busy_until(p, 0);
   std::vector<std::array<std::deque<Transfer>, 4>> pending(p);
   auto in_first_round_of_pair = [&](int s, int round) { return busy_until[s] > round + 1; };
+
+  // A compact schedule's repeats (build_compact_schedule says how they are found).
+  // held[s]: messages arrived at stage s that no compute has consumed yet.
+  std::vector<int> held(p, 0);
+  // The message a task consumes (its index in act_arrival / grad_arrival), -1 for none.
+  auto input_of = [&](const ComputeTask& t, int s) -> long {
+    const int vs = out.virtual_stage(s, t.chunk);
+    if (t.pass == Pass::weight || (t.pass == Pass::forward ? vs == 0 : vs == V - 1)) return -1;
+    return static_cast<long>(at(t.microbatch, vs));
+  };
+  auto arrived_before = [&](const ComputeTask& t, int s, int round) {
+    const long x = input_of(t, s);
+    if (x < 0) return false;
+    const int when = (t.pass == Pass::forward ? act_arrival : grad_arrival)[x];
+    return when >= 0 && when < round;
+  };
+  OrderPeriod period;
+  if (compact && !v_shaped(kind) && !order[0].empty()) {
+    period = order_period(order[0], order[0].size() / 2);
+    if (period.tasks == 0) period = order_period(order[0], order[0].size() / 4);
+  }
+  const int c = period.tasks;  // rounds per period: one task a round in the steady state
+  struct Boundary {
+    std::vector<size_t> next, listed;
+    std::vector<int> held;
+  };
+  std::vector<Boundary> ring(c > 0 ? c + 1 : 0);
+  int recorded_from = 0, checks_from = 0;
+  // At the start of `round`, with the state at round - c in `then`: the number of periods
+  // that repeat from here (0: none), and each stage's tasks per period and look-ahead.
+  std::vector<size_t> per_period(p), window(p);
+  int shift = 0;
+  auto repeats_from = [&](int round, const Boundary& then) -> size_t {
+    for (int s = 0; s < p; ++s)
+      if (next[s] == order[s].size() || next[s] == then.next[s] || held[s] != then.held[s]) return 0;
+    for (int s = 0; s < p; ++s)
+      for (const auto& queue : pending[s])
+        if (!queue.empty()) return 0;
+    shift = order[0][next[0]].microbatch - order[0][then.next[0]].microbatch;
+    if (shift <= 0) return 0;
+    for (int s = 0; s < p; ++s) {
+      per_period[s] = next[s] - then.next[s];
+      // The held messages: the inputs of the same coming tasks, then and now.
+      int found_now = 0, found_then = 0;
+      size_t i = 0;
+      for (; found_now < held[s] || found_then < then.held[s]; ++i) {
+        if (next[s] + i >= order[s].size()) return 0;
+        const ComputeTask& t_then = order[s][then.next[s] + i];
+        const ComputeTask& t_now = order[s][next[s] + i];
+        if (!shifted(t_then, t_now, shift)) return 0;
+        const bool now_held = arrived_before(t_now, s, round);
+        const bool then_held = arrived_before(t_then, s, round - c);
+        if (now_held != then_held) return 0;
+        found_now += now_held;
+        found_then += then_held;
+      }
+      window[s] = i;
+    }
+    // How far each order repeats with period per_period[s]: the repeated periods'
+    // tasks and the look-ahead after them must be shifts of the ones seen.
+    size_t periods = std::numeric_limits<size_t>::max();
+    for (int s = 0; s < p; ++s) {
+      const size_t a = then.next[s], d = per_period[s];
+      size_t run = 0;
+      while (a + d + run < order[s].size() && shifted(order[s][a + run], order[s][a + d + run], shift)) ++run;
+      periods = std::min(periods, run >= window[s] ? (run - window[s]) / d : 0);
+    }
+    return periods;
+  };
+  auto record = [&](int round) {
+    Boundary& b = ring[static_cast<size_t>(round) % ring.size()];
+    b.next = next;
+    b.listed.resize(p);
+    for (int s = 0; s < p; ++s) b.listed[s] = out.per_stage[s].size();
+    b.held = held;
+  };
+
   for (int round = 0; remaining > 0; ++round) {
+    if (c > 0) {
+      const Boundary* then = round - c >= std::max(recorded_from, checks_from)
+                                 ? &ring[static_cast<size_t>(round - c) % ring.size()]
+                                 : nullptr;
+      const size_t periods = then ? repeats_from(round, *then) : 0;
+      if (periods > 0) {
+        ScheduleRepeat r;
+        r.first_round = round - c;
+        r.rounds = c;
+        r.times = static_cast<int>(periods) + 1;
+        r.microbatch_shift = shift;
+        for (int s = 0; s < p; ++s) {
+          r.begin.push_back(static_cast<int>(then->listed[s]));
+          r.end.push_back(static_cast<int>(out.per_stage[s].size()));
+        }
+        out.repeats.push_back(std::move(r));
+        // The state `periods` periods on: the same positions and held messages, shifted.
+        const int mb_shift = static_cast<int>(periods) * shift, round_shift = static_cast<int>(periods) * c;
+        for (int s = 0; s < p; ++s) {
+          for (size_t i = 0; i < window[s]; ++i) {
+            const ComputeTask& t = order[s][next[s] + i];
+            if (!arrived_before(t, s, round)) continue;
+            auto& arrival = t.pass == Pass::forward ? act_arrival : grad_arrival;
+            const int vs = out.virtual_stage(s, t.chunk);
+            arrival[at(t.microbatch + mb_shift, vs)] = arrival[at(t.microbatch, vs)] + round_shift;
+          }
+          next[s] += periods * per_period[s];
+          remaining -= periods * per_period[s];
+        }
+        round += round_shift;
+        recorded_from = checks_from = round;
+      } else if (then) {
+        checks_from = round - c + 1;  // the next check compares with the next boundary
+      }
+      record(round);
+      if (remaining == 0) {  // the repeats ran the last tasks
+        out.rounds = round;
+        break;
+      }
+    }
     for (auto& o : outgoing) std::fill(o.begin(), o.end(), std::nullopt);
     bool progress = false;
     for (int s = 0; s < p; ++s) {
@@ -269,6 +457,7 @@ PipelineSchedule build_schedule(ScheduleKind kind, int p, int v, int m) {
       busy_until[s] = round + static_cast<int>(count);
       for (size_t k = 0; k < count; ++k) {
         const ComputeTask t = order[s][next[s]];
+        if (input_of(t, s) >= 0) --held[s];
         const int vs = out.virtual_stage(s, t.chunk);
         PipeAction a = compute_action(t);
         a.round = round;
@@ -283,6 +472,7 @@ PipelineSchedule build_schedule(ScheduleKind kind, int p, int v, int m) {
         if (where.stage == s) {  // the V's tip: chunk 0 and chunk 1 of the last rank, no message
           (payload == Payload::activation ? act_arrival : grad_arrival)[at(t.microbatch, dst)] =
               busy_until[s] - 1;
+          ++held[s];
           continue;
         }
         const int lane = (payload == Payload::gradient ? 2 : 0) + (v_shaped(kind) && t.chunk == 1 ? 1 : 0);
@@ -314,6 +504,7 @@ PipelineSchedule build_schedule(ScheduleKind kind, int p, int v, int m) {
         recv.peer_stage = s;
         phase[s].send = send;
         phase[dst_stage].recv = recv;
+        ++held[dst_stage];
         auto& arrival = send.payload == Payload::activation ? act_arrival : grad_arrival;
         arrival[at(send.microbatch, send.dst_virtual_stage)] = round;
       }
@@ -327,10 +518,12 @@ PipelineSchedule build_schedule(ScheduleKind kind, int p, int v, int m) {
     }
     out.rounds = round + 1;
   }
+  if (!out.repeats.empty()) return out;  // no compute_order (build_compact_schedule)
   out.compute_order.resize(p);
   for (int s = 0; s < p; ++s) out.compute_order[s] = memory_order(out.per_stage[s], out.split_backward());
   return out;
 }
+}  // namespace
 
 PipelineSchedule build_schedule(const ParallelSplit& split) {
   return build_schedule(split.schedule, split.pp, split.vpp, split.microbatches);
@@ -452,6 +645,8 @@ LayerRange stage_layers(const ModelConfig& model, int virtual_stages, int virtua
 const std::vector<std::int16_t>& compute_order(const PipelineSchedule& s, int stage,
                                                std::vector<std::int16_t>& scratch) {
   if (s.compute_order.size() == static_cast<size_t>(s.stages)) return s.compute_order.at(stage);
+  if (!s.repeats.empty())
+    throw std::logic_error("compute_order: a compact schedule lists its steady state once (expand_schedule)");
   scratch = memory_order(s.per_stage.at(stage), s.split_backward());  // a schedule not from build_schedule()
   return scratch;
 }

@@ -127,6 +127,19 @@ struct PipeAction {
   std::optional<Transfer> recv;
 };
 
+// A compact schedule's steady state (build_compact_schedule): rounds [first_round,
+// first_round + rounds) run `times` times in a row, repetition j with every microbatch
+// (of its actions and transfers) + j x microbatch_shift and every round + j x rounds.
+// per_stage lists the first repetition once, at [begin[stage], end[stage]); the actions
+// after it carry their true microbatches and rounds.
+struct ScheduleRepeat {
+  int first_round = 0;
+  int rounds = 0;
+  int times = 0;
+  int microbatch_shift = 0;
+  std::vector<int> begin, end;  // [stage]
+};
+
 struct PipelineSchedule {
   ScheduleKind kind = ScheduleKind::one_f_one_b;
   int stages = 1;        // p
@@ -148,6 +161,8 @@ struct PipelineSchedule {
   // instead of a walk of the whole order: a search checks the memory of thousands of
   // splits over the same schedules. Filled by build_compute_orders() only (empty: walk).
   std::vector<std::vector<std::vector<int>>> held_peaks;
+  // Empty but in a compact schedule (build_compact_schedule), in the order they run.
+  std::vector<ScheduleRepeat> repeats;
 
   int virtual_stages() const { return stages * chunks; }
   bool split_backward() const { return splits_backward(kind); }
@@ -169,6 +184,23 @@ PipelineSchedule build_schedule(ScheduleKind kind, int stages, int chunks, int m
 double schedule_bytes(int stages, int chunks, int microbatches);
 void require_schedule_memory(const ParallelSplit& split);
 PipelineSchedule build_schedule(const ParallelSplit& split);
+// The same schedule with its steady state listed once (PipelineSchedule::repeats), for
+// the sim's fast walk (topologies/sim_fast.hpp), which walks a repetition as often as
+// it runs: a deep pipeline's steady state is most of its 10^6-10^7 actions. How it is
+// found, exactly: the lock-step construction above is a deterministic system whose
+// state at a round's start is each stage's position in its compute order and the
+// messages it holds (arrived, not yet consumed). When that state at round r equals the
+// state at r - c with every microbatch + shift (positions advanced by d[stage] tasks,
+// the held messages those of the same tasks shifted), and each stage's compute order
+// goes on repeating with period d[stage] and the same shift far enough, rounds
+// [r - c, r) repeat: the next rounds see the same state and consume the same tasks,
+// shifted. c is the period of stage 0's order at its middle; when no round matches
+// (or for dualpipev, whose paired actions span rounds) the schedule is build_schedule's.
+// expand_schedule(build_compact_schedule(s)) == build_schedule(s), action for action
+// (tests/models/schedule_compact_test.cpp). A compact schedule has no compute_order:
+// memory accounting reads build_compute_orders().
+PipelineSchedule build_compact_schedule(const ParallelSplit& split);
+PipelineSchedule expand_schedule(const PipelineSchedule& compact);
 // One compute action of a stage's order (a forward, backward or W) without its place
 // among the exchanges: the order build_schedule places, stage by stage.
 struct ComputeTask {
