@@ -382,13 +382,16 @@ PipelineSchedule lock_step(ScheduleKind kind, int p, int v, int m, bool compact)
       window[s] = i;
     }
     // How far each order repeats with period per_period[s]: the repeated periods'
-    // tasks and the look-ahead after them must be shifts of the ones seen.
+    // tasks and the look-ahead after them must be shifts of the ones seen. One more
+    // period is left listed after them, so that no listed period holds a chunk's last
+    // forward, backward or W (which the sim prices apart: the overlapped reductions,
+    // the tail's waits) and the repeats never end the schedule.
     size_t periods = std::numeric_limits<size_t>::max();
     for (int s = 0; s < p; ++s) {
       const size_t a = then.next[s], d = per_period[s];
       size_t run = 0;
       while (a + d + run < order[s].size() && shifted(order[s][a + run], order[s][a + d + run], shift)) ++run;
-      periods = std::min(periods, run >= window[s] ? (run - window[s]) / d : 0);
+      periods = std::min(periods, run >= window[s] + d ? (run - window[s] - d) / d : 0);
     }
     return periods;
   };
@@ -436,10 +439,6 @@ PipelineSchedule lock_step(ScheduleKind kind, int p, int v, int m, bool compact)
         checks_from = round - c + 1;  // the next check compares with the next boundary
       }
       record(round);
-      if (remaining == 0) {  // the repeats ran the last tasks
-        out.rounds = round;
-        break;
-      }
     }
     for (auto& o : outgoing) std::fill(o.begin(), o.end(), std::nullopt);
     bool progress = false;

@@ -71,6 +71,9 @@ struct StageTime {
 struct SimResult {
   double step_us = 0;  // the last stage's finish
   std::vector<StageTime> stages;
+  // The fast walk (sim_fast.hpp): repetitions of a steady state it jumped over instead
+  // of walking them (0 for simulate()).
+  long jumped_repetitions = 0;
 };
 
 // The breakdown of one stage's walked ops (compute, exposed waits by cause, op time

@@ -48,6 +48,12 @@ ActionKind kind_of(const models::ComputeTask& t) { return models::action_kind(t.
 // the stage, which is the same), stages in order.
 template <typename Action>
 void index_computes(ScheduleIndex& ix, int s, const std::vector<Action>& actions) {
+  // A compact schedule's repeated actions count as often as they run.
+  auto runs = [&](int i) {
+    for (const models::ScheduleRepeat& r : ix.schedule.repeats)
+      if (i >= r.begin[s] && i < r.end[s]) return r.times;
+    return 1;
+  };
   const int P = ix.schedule.stages;
   const int V = ix.schedule.chunks;
   if (s == 0) {
@@ -74,14 +80,14 @@ void index_computes(ScheduleIndex& ix, int s, const std::vector<Action>& actions
     const auto& a = actions[i];
     if (kind_of(a) == ActionKind::exchange) continue;
     if (kind_of(a) == ActionKind::weight) {
-      if (ix.last_grads[s][a.chunk] != i) ++(i < L ? ix.between_weight : ix.after_weight)[s][a.chunk];
+      if (ix.last_grads[s][a.chunk] != i) (i < L ? ix.between_weight : ix.after_weight)[s][a.chunk] += runs(i);
       continue;
     }
     const bool backward = kind_of(a) == ActionKind::backward;
     if (backward && ix.last_backward[s][a.chunk] == i) continue;
     const int slot = a.chunk * 2 + (backward ? 1 : 0);
-    if (i < L) ++ix.between[s][slot];
-    else ++ix.after[s][slot];
+    if (i < L) ix.between[s][slot] += runs(i);
+    else ix.after[s][slot] += runs(i);
   }
   std::vector<int>& order = ix.chunk_order[s];
   for (int c = 0; c < V; ++c) order.push_back(c);
@@ -128,9 +134,53 @@ void index_steps(ScheduleIndex& ix) {
   }
 }
 
-std::shared_ptr<const ScheduleIndex> make_index(const models::ParallelSplit& split) {
+// ScheduleIndex::held of each repeat: a period's receives matched with the inputs of
+// the same period (the slot a later repetition's input reads is a receive's slot +
+// later x shift x v), or not jumpable when one is left unmatched.
+void index_repeats(ScheduleIndex& ix) {
+  const int V = ix.schedule.chunks;
+  const long messages = static_cast<long>(ix.schedule.microbatches) * V;  // slots per payload
+  for (const models::ScheduleRepeat& r : ix.schedule.repeats) {
+    std::vector<std::vector<ScheduleIndex::Held>> stages(ix.stages());
+    bool matched = true;
+    int latest = 0;
+    const long step = static_cast<long>(r.microbatch_shift) * V;
+    for (int s = 0; s < ix.stages() && matched; ++s) {
+      std::vector<long> receives, inputs;
+      for (int i = r.begin[s]; i < r.end[s]; ++i) {
+        const ScheduleIndex::Step& a = ix.steps[s][i];
+        if (a.slot < 0) continue;
+        (a.kind == ActionKind::exchange ? receives : inputs).push_back(a.slot);
+      }
+      std::sort(inputs.begin(), inputs.end());
+      std::vector<char> used(inputs.size(), 0);
+      for (const long x : receives) {
+        int later = -1;
+        for (int e = 0; e < r.times && later < 0; ++e) {
+          const long y = x - e * step;
+          if (y < 0 || (y < messages) != (x < messages)) break;  // another payload
+          const auto it = std::lower_bound(inputs.begin(), inputs.end(), y);
+          if (it != inputs.end() && *it == y && !used[it - inputs.begin()]) {
+            used[it - inputs.begin()] = 1;
+            later = e;
+          }
+        }
+        if (later < 0) matched = false;
+        else if (later > 0) stages[s].push_back({static_cast<int>(x), later});
+        latest = std::max(latest, later);
+      }
+      for (const char u : used) matched = matched && u;
+    }
+    ix.held.push_back(matched ? std::move(stages) : std::vector<std::vector<ScheduleIndex::Held>>{});
+    ix.jumpable.push_back(matched);
+    ix.latest_input.push_back(latest);
+  }
+}
+}  // namespace
+
+std::shared_ptr<const ScheduleIndex> index_schedule(models::PipelineSchedule schedule) {
   auto ix = std::make_shared<ScheduleIndex>();
-  ix->schedule = models::build_schedule(split);
+  ix->schedule = std::move(schedule);
   const auto& per_stage = ix->schedule.per_stage;
   const int P = ix->stages();
   // Where each message is sent and received, by simulate()'s message identity (payload,
@@ -168,7 +218,13 @@ std::shared_ptr<const ScheduleIndex> make_index(const models::ParallelSplit& spl
   }
   for (int s = 0; s < P; ++s) index_computes(*ix, s, per_stage[s]);
   index_steps(*ix);
+  index_repeats(*ix);
   return ix;
+}
+
+namespace {
+std::shared_ptr<const ScheduleIndex> make_index(const models::ParallelSplit& split) {
+  return index_schedule(models::build_compact_schedule(split));
 }
 
 std::shared_ptr<const ScheduleIndex> make_bound_index(const models::ParallelSplit& split) {
@@ -348,7 +404,13 @@ double StepTemplates::op_walk_bytes(bool all_stages) const {
   double ops = 0;
   const int stages = all_stages ? split_.pp : 1;
   for (int s = 0; s < stages; ++s) {
-    for (int id : action_template_[s]) ops += id < 0 ? 1.0 : static_cast<double>(templates_[s][id].ops.size());
+    for (size_t i = 0; i < action_template_[s].size(); ++i) {
+      double runs = 1;  // a repeated action's ops are walked each time it runs
+      for (const models::ScheduleRepeat& r : index_->schedule.repeats)
+        if (static_cast<int>(i) >= r.begin[s] && static_cast<int>(i) < r.end[s]) runs = r.times;
+      const int id = action_template_[s][i];
+      ops += runs * (id < 0 ? 1.0 : static_cast<double>(templates_[s][id].ops.size()));
+    }
     ops += static_cast<double>(tails_[s].size());
   }
   return 2.0 * ops * (sizeof(models::Op) + 4 * sizeof(double));
@@ -732,6 +794,173 @@ PricedStages price_stages(const StepTemplates& templates, OpPricer& pricer) {
   return out;
 }
 
+// Jumps over repetitions of a compact schedule's period (models::ScheduleRepeat) once
+// the walk's state repeats. The state after a repetition: per stage its streams free
+// (compute, comm, grad_comm), when its last output is ready, its p2p stream free and
+// latest exchange finish, and the messages it holds for later repetitions
+// (ScheduleIndex::held). Each of those times after a repetition is a max-plus function
+// of the state before it (x'_k = max_l(x_l + A_kl), sums and maxima only), the same for
+// every repetition: homogeneous (every input + t gives every output + t) and
+// 1-Lipschitz in the max norm. So when the state after repetition j is the state after
+// j - i with every time + delta, to within e, every further i repetitions add delta
+// again to within e, and n more repetitions (a multiple of i) leave the state after j
+// plus (n / i) delta, each time moved by its own increment, to within (n / i) e. The walk
+// jumps only when that is at most kJumpTolerance of the time reached: far below the
+// 1e-9 of the step time the fast walk is held to (tests/topologies/sim_fast_test.cpp).
+// Times no action of the period moves (a stream none of its templates uses, the p2p
+// times of a stage without exchanges, an output that is never ready) are constants:
+// not compared, not moved. The first stage's breakdown (StageDetail::first) books the
+// same parts each repetition once its offsets repeat (they are the state's differences),
+// so it grows by (n / i) times what the last i repetitions booked.
+class SteadyState {
+ public:
+  static constexpr double kJumpTolerance = 1e-10;
+  static constexpr int kMaxCycle = 3;  // repetitions the state may take to repeat
+
+  SteadyState(const ScheduleIndex& ix, size_t repeat, const StepTemplates& templates,
+              const std::vector<std::vector<PricedTemplate>>& priced, std::vector<StageWalk>& walks)
+      : ix_(ix), rep_(ix.schedule.repeats[repeat]), held_(ix.held[repeat]), walks_(walks) {
+    from_ = ix.latest_input[repeat];
+    step_ = rep_.microbatch_shift * ix.schedule.chunks;
+    const int P = ix.stages();
+    moving_.assign(static_cast<size_t>(P) * kTimes, 0);
+    for (int s = 0; s < P; ++s) {
+      char* moves = &moving_[static_cast<size_t>(s) * kTimes];
+      for (int i = rep_.begin[s]; i < rep_.end[s]; ++i) {
+        if (ix.steps[s][i].kind == ActionKind::exchange) {
+          moves[kP2pFree] = moves[kP2pDone] = 1;
+          continue;
+        }
+        moves[kDataReady] = 1;
+        const Table& t = priced[s][templates.template_of(s, i)].table;
+        for (int k : {kCompute, kComm, kGradComm}) {
+          bool used = t[k] != unit(k);
+          for (int r = 0; r < kInputs && !used; ++r) used = r != k && t[r][k] != kNever;
+          moves[k] = moves[k] || used;
+        }
+      }
+    }
+  }
+
+  // After repetition j has been walked: the repetitions to jump over (0: none), the walk
+  // moved past them.
+  int after(int j) {
+    if (j < from_) return 0;
+    Seen now{j, state(j), walks_[0].booked};
+    for (const Seen& then : seen_) {
+      const int i = j - then.j;
+      if (then.j < from_ || i > kMaxCycle) continue;
+      const int n = (rep_.times - 1 - j) / i * i;
+      if (n <= 0) continue;
+      if (repeats(now.times, then.times, static_cast<double>(i) / n)) {
+        jump(j, n, i, now, then);
+        seen_.clear();
+        return n;
+      }
+    }
+    seen_.push_back(std::move(now));
+    if (seen_.size() > kMaxCycle) seen_.erase(seen_.begin());
+    return 0;
+  }
+
+ private:
+  enum { kDataReady = kReceived, kP2pFree, kP2pDone, kTimes };  // after the three streams
+  struct Seen {
+    int j;
+    std::vector<double> times;
+    StageTime booked;
+  };
+
+  // The slot a held message of repetition `j - t` fills.
+  int slot(const ScheduleIndex::Held& h, int j, int t) const { return h.slot + (j - t) * step_; }
+
+  std::vector<double> state(int j) const {
+    std::vector<double> out;
+    for (int s = 0; s < ix_.stages(); ++s) {
+      const StageWalk& w = walks_[s];
+      out.insert(out.end(), {w.free[kCompute], w.free[kComm], w.free[kGradComm], w.data_ready, w.p2p_free, w.p2p_done});
+      for (const ScheduleIndex::Held& h : held_[s])
+        for (int t = 0; t < h.later; ++t) out.push_back(w.received[slot(h, j, t)]);
+    }
+    return out;
+  }
+
+  // Whether every moving time of `now` is `then`'s + the first stage's compute
+  // increment, within kJumpTolerance x scale of the time reached.
+  bool repeats(const std::vector<double>& now, const std::vector<double>& then, double scale) const {
+    const double delta = now[kCompute] - then[kCompute];
+    if (!(delta > 0)) return false;
+    const double tol = kJumpTolerance * scale * std::max(1.0, std::abs(now[kCompute]));
+    size_t at = 0;
+    for (int s = 0; s < ix_.stages(); ++s) {
+      const size_t end = at + kTimes + [&] {
+        size_t n = 0;
+        for (const ScheduleIndex::Held& h : held_[s]) n += h.later;
+        return n;
+      }();
+      for (size_t k = at; k < end; ++k) {
+        const bool moving = k >= at + kTimes || moving_[static_cast<size_t>(s) * kTimes + (k - at)];
+        if (!moving || (now[k] == kNever && then[k] == kNever)) {
+          if (now[k] != then[k]) return false;
+          continue;
+        }
+        if (now[k] == kNever || then[k] == kNever || std::abs((now[k] - then[k]) - delta) > tol) return false;
+      }
+      at = end;
+    }
+    return true;
+  }
+
+  // The state n repetitions after j, from the repetitions j - i .. j.
+  void jump(int j, int n, int i, const Seen& now, const Seen& then) {
+    const double f = static_cast<double>(n / i);
+    auto ahead = [&](size_t k) {
+      return now.times[k] == kNever ? kNever : now.times[k] + f * (now.times[k] - then.times[k]);
+    };
+    size_t k = 0;
+    for (int s = 0; s < ix_.stages(); ++s) {
+      StageWalk& w = walks_[s];
+      const char* moves = &moving_[static_cast<size_t>(s) * kTimes];
+      for (int c : {kCompute, kComm, kGradComm})
+        if (moves[c]) w.free[c] = ahead(k + c);
+      if (moves[kDataReady]) w.data_ready = ahead(k + kDataReady);
+      if (moves[kP2pFree]) w.p2p_free = ahead(k + kP2pFree);
+      if (moves[kP2pDone]) w.p2p_done = ahead(k + kP2pDone);
+      k += kTimes;
+      for (const ScheduleIndex::Held& h : held_[s])
+        for (int t = 0; t < h.later; ++t, ++k) {
+          const int from = slot(h, j, t), to = slot(h, j + n, t);
+          const double moved = ahead(k);
+          w.received[to] = moved;
+          if (!w.detailed) continue;
+          // The exchange op a later action's breakdown reads: a copy, moved.
+          const int op = w.received_op[from];
+          const double by = moved - w.finish[op];
+          w.received_op[to] = static_cast<int>(w.ops.size());
+          w.ops.push_back(w.ops[op]);
+          w.ready.push_back(w.ready[op] + by);
+          w.finish.push_back(moved);
+          w.dur.push_back(w.dur[op]);
+          w.transfer.push_back(w.transfer[op]);
+        }
+    }
+    if (walks_[0].memo) {
+      StageTime& b = walks_[0].booked;
+      b.compute_us += f * (now.booked.compute_us - then.booked.compute_us);
+      for (int e = 0; e < kNumExposures; ++e) b.exposed_us[e] += f * (now.booked.exposed_us[e] - then.booked.exposed_us[e]);
+      for (int o = 0; o < kNumOpKinds; ++o) b.op_us[o] += f * (now.booked.op_us[o] - then.booked.op_us[o]);
+    }
+  }
+
+  const ScheduleIndex& ix_;
+  const models::ScheduleRepeat& rep_;
+  const std::vector<std::vector<ScheduleIndex::Held>>& held_;
+  std::vector<StageWalk>& walks_;
+  int from_ = 0, step_ = 0;
+  std::vector<char> moving_;  // [stage * kTimes + time]
+  std::vector<Seen> seen_;    // the states after the last few repetitions
+};
+
 }  // namespace
 
 SimResult simulate_fast(const StepTemplates& templates, OpPricer& pricer, StageDetail detail) {
@@ -818,100 +1047,137 @@ SimResult simulate_fast(const StepTemplates& templates, OpPricer& pricer, StageD
     if (!always) memo.add(id, key, part.exposed_us);
   };
 
-  size_t remaining = 0;
-  for (int s = 0; s < P; ++s) remaining += per_stage[s].size();
-  while (remaining > 0) {
-    bool progress = false;
-    for (int s = 0; s < P; ++s) {
-      StageWalk& w = walks[s];
-      const std::vector<ScheduleIndex::Step>& steps = ix.steps[s];
-      while (w.next < steps.size()) {
-        const size_t i = w.next;
-        const ScheduleIndex::Step& a = steps[i];
-        if (a.kind != ActionKind::exchange) {
-          const int id = templates.template_of(s, static_cast<int>(i));
-          const long long in = a.slot;
-          if (w.memo) {
-            book_action(w, s, static_cast<int>(i), id, in);
-          } else if (w.detailed) {
-            const ActionTemplate& t = templates.action_template(s, id);
-            walk_ops(w, t.ops, priced[s][id].dur, priced[s][id].producer,
-                     in >= 0 ? w.received_op[in] : -1);
+  // Walks every stage from its next action to limit[s], the slots of received messages
+  // moved by `shift` (a repetition of a compact schedule's period). The actions before
+  // a round boundary complete among themselves (an exchange pairs within its round, an
+  // action's input arrived in an earlier one), so every stage reaches its limit.
+  auto walk_to = [&](const std::vector<size_t>& limit, int shift) {
+    size_t remaining = 0;
+    for (int s = 0; s < P; ++s) remaining += limit[s] - walks[s].next;
+    while (remaining > 0) {
+      bool progress = false;
+      for (int s = 0; s < P; ++s) {
+        StageWalk& w = walks[s];
+        const std::vector<ScheduleIndex::Step>& steps = ix.steps[s];
+        while (w.next < limit[s]) {
+          const size_t i = w.next;
+          const ScheduleIndex::Step& a = steps[i];
+          const int slot = a.slot < 0 ? -1 : a.slot + shift;
+          if (a.kind != ActionKind::exchange) {
+            const int id = templates.template_of(s, static_cast<int>(i));
+            const long long in = slot;
+            if (w.memo) {
+              book_action(w, s, static_cast<int>(i), id, in);
+            } else if (w.detailed) {
+              const ActionTemplate& t = templates.action_template(s, id);
+              walk_ops(w, t.ops, priced[s][id].dur, priced[s][id].producer, in >= 0 ? w.received_op[in] : -1);
+            } else {
+              apply(w, priced[s][id], in >= 0 ? w.received[in] : kNever);
+            }
           } else {
-            apply(w, priced[s][id], in >= 0 ? w.received[in] : kNever);
-          }
-        } else {
-          StageWalk::Posted& mine = w.posted[i];
-          if (!mine.done) {
-            // simulate(): the receive posted when the p2p stream reaches it, the send
-            // when its data is produced too.
-            mine.recv = w.p2p_free;
-            mine.send = std::max(w.p2p_free, a.send ? std::max(0.0, w.data_ready) : 0.0);
-            mine.done = true;
-            progress = true;
+            StageWalk::Posted& mine = w.posted[i];
+            if (!mine.done) {
+              // simulate(): the receive posted when the p2p stream reaches it, the send
+              // when its data is produced too.
+              mine.recv = w.p2p_free;
+              mine.send = std::max(w.p2p_free, a.send ? std::max(0.0, w.data_ready) : 0.0);
+              mine.done = true;
+              progress = true;
+              if (w.detailed) {
+                w.ex_ready[i] = a.recv ? mine.recv : mine.send;
+                Op op;
+                op.kind = OpKind::pp_exchange;
+                op.group = Group::pp;
+                op.stream = Stream::p2p;
+                op.bytes = templates.exchange_bytes();
+                op.action = static_cast<int>(i);
+                if (a.send && w.producer >= 0) op.waits[0] = w.producer;
+                w.action_op[i] = static_cast<int>(w.ops.size());
+                w.ops.push_back(op);
+                w.ready.push_back(w.ex_ready[i]);
+                w.finish.push_back(0.0);
+                w.dur.push_back(0.0);
+                w.transfer.push_back(0.0);
+              }
+            }
+            // Our send meets the peer's receive, our receive the peer's send; the
+            // slower half's transfer is the exchange's.
+            double send_done = 0.0, recv_done = 0.0, transfer = 0.0;
+            bool blocked = false;
+            // One half: done when both sides have posted, the transfer after the later.
+            auto meet = [&](int peer, int partner, double posted_here, bool peer_sends, double& done) {
+              const StageWalk::Posted& theirs = walks[peer].posted[partner];
+              const double c = half_us(s, peer);
+              transfer = std::max(transfer, c);
+              if (theirs.done) done = std::max(posted_here, peer_sends ? theirs.send : theirs.recv) + c;
+              else blocked = true;
+            };
+            if (a.send) meet(a.send_peer, a.send_partner, mine.send, false, send_done);
+            if (a.recv) meet(a.recv_peer, a.recv_partner, mine.recv, true, recv_done);
+            if (blocked) {
+              prefetch_ahead(steps, w.posted, templates, s, i);
+              break;
+            }
+            const double done = a.recv ? recv_done : send_done;
+            w.p2p_free = std::max(mine.send, mine.recv);
+            w.p2p_done = std::max(w.p2p_done, done);
+            if (a.recv) w.received[slot] = done;
             if (w.detailed) {
-              w.ex_ready[i] = a.recv ? mine.recv : mine.send;
-              Op op;
-              op.kind = OpKind::pp_exchange;
-              op.group = Group::pp;
-              op.stream = Stream::p2p;
-              op.bytes = templates.exchange_bytes();
-              op.action = static_cast<int>(i);
-              if (a.send && w.producer >= 0) op.waits[0] = w.producer;
-              w.action_op[i] = static_cast<int>(w.ops.size());
-              w.ops.push_back(op);
-              w.ready.push_back(w.ex_ready[i]);
-              w.finish.push_back(0.0);
-              w.dur.push_back(0.0);
-              w.transfer.push_back(0.0);
+              const int op = w.action_op[i];
+              w.finish[op] = done;
+              w.dur[op] = done - w.ex_ready[i];
+              w.transfer[op] = transfer;
+              if (a.recv) w.received_op[slot] = op;
+              if (w.memo) w.booked.op_us[static_cast<int>(OpKind::pp_exchange)] += w.dur[op];
             }
           }
-          // Our send meets the peer's receive, our receive the peer's send; the
-          // slower half's transfer is the exchange's.
-          double send_done = 0.0, recv_done = 0.0, transfer = 0.0;
-          bool blocked = false;
-          // One half: done when both sides have posted, the transfer after the later.
-          auto meet = [&](int peer, int partner, double posted_here, bool peer_sends, double& done) {
-            const StageWalk::Posted& theirs = walks[peer].posted[partner];
-            const double c = half_us(s, peer);
-            transfer = std::max(transfer, c);
-            if (theirs.done) done = std::max(posted_here, peer_sends ? theirs.send : theirs.recv) + c;
-            else blocked = true;
-          };
-          if (a.send) meet(a.send_peer, a.send_partner, mine.send, false, send_done);
-          if (a.recv) meet(a.recv_peer, a.recv_partner, mine.recv, true, recv_done);
-          if (blocked) {
-            prefetch_ahead(steps, w.posted, templates, s, i);
-            break;
-          }
-          const double done = a.recv ? recv_done : send_done;
-          w.p2p_free = std::max(mine.send, mine.recv);
-          w.p2p_done = std::max(w.p2p_done, done);
-          if (a.recv) w.received[a.slot] = done;
-          if (w.detailed) {
-            const int op = w.action_op[i];
-            w.finish[op] = done;
-            w.dur[op] = done - w.ex_ready[i];
-            w.transfer[op] = transfer;
-            if (a.recv) w.received_op[a.slot] = op;
-            if (w.memo) w.booked.op_us[static_cast<int>(OpKind::pp_exchange)] += w.dur[op];
-          }
+          ++w.next;
+          --remaining;
+          progress = true;
         }
-        ++w.next;
-        --remaining;
-        progress = true;
+      }
+      if (!progress) {
+        std::string stuck;
+        for (int s = 0; s < P; ++s)
+          if (walks[s].next < limit[s])
+            stuck += (stuck.empty() ? "" : ", ") + std::to_string(s) + " at action " + std::to_string(walks[s].next);
+        throw RuntimeError("sim: the pipeline exchanges cannot complete (stuck stages: " + stuck + ")");
       }
     }
-    if (!progress) {
-      std::string stuck;
-      for (int s = 0; s < P; ++s)
-        if (walks[s].next < per_stage[s].size())
-          stuck += (stuck.empty() ? "" : ", ") + std::to_string(s) + " at action " + std::to_string(walks[s].next);
-      throw RuntimeError("sim: the pipeline exchanges cannot complete (stuck stages: " + stuck + ")");
+  };
+
+  // The listed actions in the order they run: those before each repeat, its period as
+  // often as it runs (each repetition's messages in slots shift x v further), and those
+  // after the last. With StageDetail::first a repeat's repetitions may be jumped over
+  // (SteadyState: once the walk's state repeats, shifted).
+  const auto& repeats = ix.schedule.repeats;
+  long jumped = 0;
+  std::vector<size_t> limit(P);
+  for (size_t r = 0;; ++r) {
+    for (int s = 0; s < P; ++s) limit[s] = r < repeats.size() ? repeats[r].begin[s] : per_stage[s].size();
+    walk_to(limit, 0);
+    if (r == repeats.size()) break;
+    const models::ScheduleRepeat& rep = repeats[r];
+    for (int s = 0; s < P; ++s) limit[s] = rep.end[s];
+    std::optional<SteadyState> steady;
+    if (detail == StageDetail::first && ix.jumpable[r]) steady.emplace(ix, r, templates, priced, walks);
+    for (int j = 0; j < rep.times; ++j) {
+      for (int s = 0; s < P; ++s) {
+        StageWalk& w = walks[s];
+        w.next = rep.begin[s];
+        for (int i = rep.begin[s]; i < rep.end[s]; ++i) w.posted[i].done = false;
+      }
+      walk_to(limit, j * rep.microbatch_shift * V);
+      if (!steady) continue;
+      const int skip = steady->after(j);
+      j += skip;
+      jumped += skip;
     }
+    for (int s = 0; s < P; ++s) walks[s].next = rep.end[s];
   }
 
   SimResult result;
+  result.jumped_repetitions = jumped;
   for (int s = 0; s < P; ++s) {
     StageWalk& w = walks[s];
     StageTime st;

@@ -40,7 +40,8 @@ namespace ibt::topo {
 // exchange of each half on the peer stage, and each chunk's last backward. Depends on
 // (kind, p, v, m) only, so a search shares one per distinct schedule.
 struct ScheduleIndex {
-  // The full index (schedule_index) holds the whole schedule. The bound index
+  // The full index (schedule_index) holds the whole schedule, its steady state listed
+  // once (schedule.repeats; action indices are into the listed actions). The bound index
   // (schedule_bound_index) holds its header, compute orders and held peaks, and no
   // per_stage list: a deep pipeline's is 10^5-10^6 actions, a search has hundreds of
   // schedules, and the bounds read a few actions of each stage by index (kept).
@@ -83,9 +84,26 @@ struct ScheduleIndex {
   };
   std::vector<std::vector<Step>> steps;
   std::vector<int> final_action;  // [stage]: its last forward/backward/W
+  // Per repeat of a compact schedule (schedule.repeats; the walk runs its period `times`
+  // times, and may jump over repetitions, simulate_fast() says when): [repeat][stage] the
+  // messages the period receives that a later repetition consumes, by the slot of the
+  // period's first repetition and how many repetitions later. A repeat is jumpable when
+  // every message its period receives is consumed by an input of the period, and the
+  // other way round (latest_input: the most repetitions between the two).
+  struct Held {
+    int slot = -1;
+    int later = 0;
+  };
+  std::vector<std::vector<std::vector<Held>>> held;
+  std::vector<char> jumpable;
+  std::vector<int> latest_input;
 };
 
-// The index of split's schedule; built once per distinct schedule and kept (thread-safe)
+// The index of a schedule as given (a full one, or a compact one with repeats).
+std::shared_ptr<const ScheduleIndex> index_schedule(models::PipelineSchedule schedule);
+
+// The index of split's compact schedule (models::build_compact_schedule: a steady state
+// listed once, with how often it repeats); built once per distinct schedule and kept (thread-safe)
 // while the indexes kept since stay within a budget (1 GiB; the oldest go first, one in
 // use lives on with its holders): a deep pipeline's holds 10^6-10^7 actions. Throws
 // RuntimeError when an exchange has no match.

@@ -75,6 +75,20 @@ TEST(PlanScheduleCompact, ExpandsToTheFullSchedule) {
       }
     }
     EXPECT_EQ(expanded.compute_order, full.compute_order) << name;
+    // No repeated action is its chunk's last of its kind (the sim prices those apart):
+    // each kind and chunk of a period is listed again after it.
+    for (const ScheduleRepeat& r : compact.repeats) {
+      EXPECT_GE(r.times, 2) << name;
+      for (int s = 0; s < split.pp; ++s) {
+        const auto& listed = compact.per_stage[s];
+        for (int i = r.begin[s]; i < r.end[s]; ++i) {
+          bool again = false;
+          for (size_t k = r.end[s]; k < listed.size() && !again; ++k)
+            again = listed[k].kind == listed[i].kind && listed[k].chunk == listed[i].chunk;
+          EXPECT_TRUE(again) << name << " stage " << s << " action " << i;
+        }
+      }
+    }
   }
   EXPECT_GT(compacted, 50);  // the grid's long steady states did compact
 }
