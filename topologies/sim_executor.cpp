@@ -1,5 +1,7 @@
 #include "topologies/sim_executor.hpp"
 
+#include "topologies/stage_prices.hpp"
+
 #include <algorithm>
 #include <cstdint>
 #include <functional>
@@ -7,6 +9,7 @@
 #include <unordered_map>
 
 #include "core/errors.hpp"
+#include "topologies/stage_prices.hpp"
 
 namespace ibt::topo {
 
@@ -150,6 +153,7 @@ SimResult simulate(const std::vector<StepProgram>& programs, OpPricer& pricer) {
   for (int s = 0; s < P; ++s) {
     RankState& r = ranks[s];
     r.prog = &programs[s];
+    StagePrices prices(pricer, r.prog->stage);  // a program's ops repeat a few dozen shapes
     const size_t n = r.prog->ops.size();
     r.ready.assign(n, 0.0);
     r.finish.assign(n, 0.0);
@@ -165,7 +169,7 @@ SimResult simulate(const std::vector<StepProgram>& programs, OpPricer& pricer) {
         if (a.send) r.send_op[message_key(*a.send)] = static_cast<int>(i);
         if (a.recv) r.recv_op[message_key(*a.recv)] = static_cast<int>(i);
       } else {
-        r.dur[i] = pricer.op_us(*r.prog, op);
+        r.dur[i] = prices.price(op);
       }
     }
   }

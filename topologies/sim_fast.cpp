@@ -18,6 +18,7 @@
 #include <unordered_map>
 
 #include "core/errors.hpp"
+#include "topologies/stage_prices.hpp"
 
 namespace ibt::topo {
 
@@ -507,82 +508,6 @@ PricedTemplate summarise(const std::vector<Op>& ops, std::vector<double> dur, in
   else t.table[kReceived].fill(kNever);
   return t;
 }
-
-// Prices ops of one stage, each distinct op once.
-class StagePrices {
- public:
-  StagePrices(OpPricer& pricer, int stage) : pricer_(pricer) { stub_.stage = stage; }
-  std::vector<double> operator()(const std::vector<Op>& ops) {
-    std::vector<double> dur(ops.size());
-    for (size_t i = 0; i < ops.size(); ++i) dur[i] = price(ops[i]);
-    return dur;
-  }
-
- private:
-  // The memo is an open-addressed table (linear probing, at most half full): a search
-  // makes 10^5 of these, each pricing a few templates, and a node-based map's
-  // allocations and pointer chasing cost several times the pricing they saved.
-  double price(const Op& op) {
-    const Key key{op.kind, op.phase, op.group, op.stream, op.flops, op.bytes, op.gemm};
-    const size_t hash = KeyHash{}(key);
-    if (slots_.empty()) slots_.resize(64);
-    for (size_t mask = slots_.size() - 1, j = hash & mask;; j = (j + 1) & mask) {
-      Slot& slot = slots_[j];
-      if (slot.used && slot.hash == hash && slot.key == key) return slot.price;
-      if (slot.used) continue;
-      if (2 * (used_ + 1) > slots_.size()) {
-        grow();
-        return price(op);
-      }
-      slot = Slot{true, hash, key, pricer_.op_us(stub_, op)};
-      ++used_;
-      return slot.price;
-    }
-  }
-  void grow() {
-    std::vector<Slot> old(slots_.size() * 2);
-    old.swap(slots_);
-    const size_t mask = slots_.size() - 1;
-    for (const Slot& s : old) {
-      if (!s.used) continue;
-      size_t j = s.hash & mask;
-      while (slots_[j].used) j = (j + 1) & mask;
-      slots_[j] = s;
-    }
-  }
-
-  // The GEMM shape tells a split backward's B from its W (same FLOPs and bytes).
-  using Key = std::tuple<OpKind, models::Phase, Group, Stream, double, double, models::GemmShape>;
-  // A template has thousands of ops and a few dozen distinct ones: hashed, not ordered.
-  // The doubles by their bits (std::hash<double> hashes their bytes, a search's most
-  // frequent call while it prices templates); +0 and -0, equal keys, hash alike.
-  struct KeyHash {
-    static size_t bits(double v) { return v == 0 ? 0 : std::bit_cast<std::uint64_t>(v); }
-    size_t operator()(const Key& k) const {
-      const auto mix = [](size_t h, size_t v) { return h ^ (v + 0x9e3779b97f4a7c15ULL + (h << 6) + (h >> 2)); };
-      size_t h = static_cast<size_t>(std::get<0>(k));
-      h = mix(h, static_cast<size_t>(std::get<1>(k)));
-      h = mix(h, static_cast<size_t>(std::get<2>(k)));
-      h = mix(h, static_cast<size_t>(std::get<3>(k)));
-      h = mix(h, bits(std::get<4>(k)) * 0x9e3779b97f4a7c15ULL);
-      h = mix(h, bits(std::get<5>(k)) * 0xc2b2ae3d27d4eb4fULL);
-      // The shape's passes tell B from W; its dimensions follow from the FLOPs and bytes
-      // in practice, so they are compared (equality) but not hashed.
-      const models::GemmShape& g = std::get<6>(k);
-      return mix(h, static_cast<size_t>(g.passes) | static_cast<size_t>(g.groups) << 8);
-    }
-  };
-  struct Slot {
-    bool used = false;
-    size_t hash = 0;
-    Key key{};
-    double price = 0;
-  };
-  OpPricer& pricer_;
-  models::StepProgram stub_;
-  std::vector<Slot> slots_;  // a power of two of them
-  size_t used_ = 0;
-};
 
 // One stage's walk state. Detailed stages also keep every op with its times (the
 // arrays simulate() keeps) for stage_breakdown().

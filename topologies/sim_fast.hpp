@@ -15,15 +15,23 @@
 //   simulate() walks them (rendezvous, the slower half's transfer);
 // - stages whose breakdown is wanted (StageDetail) are walked op by op from the same
 //   templates, with simulate()'s arithmetic, and broken down by stage_breakdown().
-//   `ibt project --all` and `ibt crossover` need the first stage's breakdown only.
+//   `ibt project --all` and `ibt crossover` need the first stage's breakdown only;
+// - the schedule is compact (models::build_compact_schedule): its steady state, most of
+//   a deep pipeline's 10^6-10^7 actions, is listed once and walked as often as it
+//   repeats; with StageDetail::first the walk jumps over repetitions once its state
+//   after a repetition is the state some repetitions before with every time moved by
+//   the same amount (sim_fast.cpp SteadyState: max-plus, so the jump's error is bounded,
+//   and kept below 1e-10 of the time reached). Stages that drift apart for longer than
+//   the schedule runs are walked through.
 //
 // Exactness. Walked op by op the arithmetic is simulate()'s, operation for operation:
 // with StageDetail::all the result equals simulate() on the full programs bit for bit.
 // A summary adds the same durations in another association (t + (a + b) instead of
 // (t + a) + b), so with StageDetail::first the other stages' times, and through the
 // exchanges the first stage's, may differ from simulate() by floating-point rounding
-// only: a few ulps per op on the critical path, below 1e-9 of the step time for any
-// catalog configuration (tests/topologies/sim_fast_test.cpp holds both modes to it).
+// only (a few ulps per op on the critical path), and a jump by at most 1e-10 of the time
+// reached: below 1e-9 of the step time for any catalog configuration
+// (tests/topologies/sim_fast_test.cpp holds both modes to it, jumps included).
 #include <array>
 #include <memory>
 #include <vector>
