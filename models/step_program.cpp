@@ -121,9 +121,13 @@ class Builder {
       if (prog_.actions[i].kind == completes) last_backward[prog_.actions[i].chunk] = i;
     prog_.ops.reserve(estimate_ops());
     size_t pair_begin = 0;  // first op of a paired F&B's forward (dualpipev)
+    int forwards = 0;       // built before the first backward
+    size_t forward_ops = 0;
     for (int i = 0; i < static_cast<int>(prog_.actions.size()); ++i) {
       action_ = i;
       const PipeAction& a = prog_.actions[i];
+      forwards += forward_ops == 0 && a.kind == ActionKind::forward;
+      if (forward_ops == 0 && a.kind == ActionKind::backward) forward_ops = prog_.ops.size();
       mb_ = a.microbatch;
       chunk_ = a.chunk;
       switch (a.kind) {
@@ -135,6 +139,7 @@ class Builder {
           const size_t backward_begin = prog_.ops.size();
           backward_chunk(o_.overlap_grad_reduce && last_backward[chunk_] == i);
           if (a.overlapped) interleave_pair(pair_begin, backward_begin);
+          if (backward_begin == forward_ops) reserve_like_first_pair(forwards, backward_begin);
           break;
         }
         case ActionKind::weight:
@@ -248,6 +253,20 @@ class Builder {
   int vstage() const { return s_.virtual_stage(prog_.stage, chunk_); }
   bool sp() const { return s_.sequence_parallel; }
   double norm_tokens() const { return sp() ? T_ / t_ : T_; }
+
+  // After the first backward: room for every microbatch's forward and backward of every
+  // chunk at the size of the first ones, and a fifth more (W passes, the tail). The
+  // first guess (estimate_ops) counts 40 ops a layer, and context-parallel rings,
+  // ZeRO-3 gathers and recompute make several times that: a million-op program grown
+  // by doubling was copied and faulted in again at each step.
+  void reserve_like_first_pair(int forwards, size_t backward_begin) {
+    if (forwards == 0) return;
+    const double per_forward = static_cast<double>(backward_begin) / forwards;
+    const double per_backward = static_cast<double>(prog_.ops.size() - backward_begin);
+    const double pairs = static_cast<double>(s_.microbatches) * s_.vpp;
+    const auto wanted = static_cast<size_t>(1.2 * pairs * (per_forward + per_backward)) + prog_.actions.size() + 64;
+    if (wanted > prog_.ops.capacity()) prog_.ops.reserve(wanted);
+  }
 
   size_t estimate_ops() const {
     const size_t per_layer = 40;

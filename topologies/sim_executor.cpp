@@ -98,31 +98,36 @@ StageTime stage_breakdown(int stage, const std::vector<Op>& ops, const std::vect
   // passes the time before it started on to its own cause, so pipeline idle time is
   // booked as bubble and not as the collective's group. A pipeline receive's own
   // transfer is pp communication; the rest of its wait is the bubble.
-  std::function<void(size_t, double, double)> blame_wait = [&](size_t i, double from, double to) {
-    if (to <= from) return;
-    const Op& op = ops[i];
-    int cause = -1;
-    for (int w : op.waits)
-      if (w >= 0 && (cause < 0 || finish[w] > finish[cause])) cause = w;
-    if (cause < 0) {
-      st.exposed_us[static_cast<int>(Exposure::bubble)] += to - from;
-      return;
-    }
-    if (finish[cause] < to) {  // the op's own stream was busy after its cause ended
-      st.exposed_us[static_cast<int>(exposure_of(op.group))] += to - std::max(from, finish[cause]);
-      to = std::max(from, finish[cause]);
+  // (A loop along the chain of causes: the walk calls it for every compute op that
+  // waited, millions in a full program.)
+  auto blame_wait = [&](size_t i, double from, double to) {
+    for (;;) {
       if (to <= from) return;
+      const Op& op = ops[i];
+      int cause = -1;
+      for (int w : op.waits)
+        if (w >= 0 && (cause < 0 || finish[w] > finish[cause])) cause = w;
+      if (cause < 0) {
+        st.exposed_us[static_cast<int>(Exposure::bubble)] += to - from;
+        return;
+      }
+      if (finish[cause] < to) {  // the op's own stream was busy after its cause ended
+        st.exposed_us[static_cast<int>(exposure_of(op.group))] += to - std::max(from, finish[cause]);
+        to = std::max(from, finish[cause]);
+        if (to <= from) return;
+      }
+      const Op& c = ops[cause];
+      if (c.kind == OpKind::pp_exchange) {
+        const double moved = std::min(to - from, transfer[cause]);
+        st.exposed_us[static_cast<int>(Exposure::pp)] += moved;
+        st.exposed_us[static_cast<int>(Exposure::bubble)] += to - from - moved;
+        return;
+      }
+      const double started = std::max(from, ready[cause]);
+      st.exposed_us[static_cast<int>(exposure_of(c.group))] += to - started;
+      i = static_cast<size_t>(cause);  // its own wait, on to its cause
+      to = started;
     }
-    const Op& c = ops[cause];
-    if (c.kind == OpKind::pp_exchange) {
-      const double moved = std::min(to - from, transfer[cause]);
-      st.exposed_us[static_cast<int>(Exposure::pp)] += moved;
-      st.exposed_us[static_cast<int>(Exposure::bubble)] += to - from - moved;
-      return;
-    }
-    const double started = std::max(from, ready[cause]);
-    st.exposed_us[static_cast<int>(exposure_of(c.group))] += to - started;
-    blame_wait(static_cast<size_t>(cause), from, started);
   };
   double compute_free = range.compute_free;
   for (size_t i = range.first; i < ops.size(); ++i) {
