@@ -1134,6 +1134,14 @@ SimResult simulate_fast(const StepTemplates& templates, OpPricer& pricer, StageD
 
 namespace {
 
+// A template the bounds build once per split and price on every pricer; with several
+// pricers (a crossover row's fabrics) its ops' classes, so that each prices only the
+// distinct ones.
+struct BoundTemplate {
+  ActionTemplate t;
+  std::optional<OpClasses> classes;
+};
+
 // step_lower_bound() on one pricer; action(s, id) and tail(s) give the templates.
 // shared(s, id, summarise) returns the summary of template id of stage s from the
 // search's BoundTemplates, calling summarise() for one not known there.
@@ -1151,8 +1159,10 @@ double lower_bound_on(const ScheduleIndex& ix, ActionOf&& action, TailOf&& tail_
         .emplace(id, shared(s, id,
                             [&] {
                               if (!prices[s]) prices[s].emplace(pricer, s);
-                              const ActionTemplate& t = action(s, id);
-                              return summarise(t.ops, (*prices[s])(t.ops), t.producer).table;
+                              const BoundTemplate& b = action(s, id);
+                              return summarise(b.t.ops, b.classes ? (*prices[s])(*b.classes) : (*prices[s])(b.t.ops),
+                                               b.t.producer)
+                                  .table;
                             }))
         .first->second;
   };
@@ -1334,15 +1344,15 @@ std::vector<double> lower_bounds(const models::ModelConfig& model, const models:
   const int P = ix.stages();
   // Templates are built on demand, once for every pricer: every one of the first and
   // the last stage, the first forward and the last chunk-0 backward of the others.
-  std::vector<std::map<int, ActionTemplate>> built(P);
+  std::vector<std::map<int, BoundTemplate>> built(P);
   std::vector<std::optional<std::vector<Op>>> tails(P);
-  auto action = [&](int s, int id) -> const ActionTemplate& {
+  auto action = [&](int s, int id) -> const BoundTemplate& {
     auto it = built[s].find(id);
     if (it != built[s].end()) return it->second;
-    return built[s]
-        .emplace(id, models::build_action_template(model, split, s, id / kVariants, pass_of(id),
-                                                    reduces_gradients(id), options))
-        .first->second;
+    BoundTemplate b;
+    b.t = models::build_action_template(model, split, s, id / kVariants, pass_of(id), reduces_gradients(id), options);
+    if (pricers.size() > 1) b.classes = op_classes(b.t.ops);
+    return built[s].emplace(id, std::move(b)).first->second;
   };
   auto tail = [&](int s) -> const std::vector<Op>& {
     if (!tails[s]) tails[s] = models::build_tail_template(model, split, s, ix.chunk_order[s], options);
