@@ -18,8 +18,10 @@
 //   DP leaves up to 2,048 microbatches a pipeline: the worst pair after the bound counted
 //   every stage (its time is in the walks of the splits that can still win). The search
 //   alone, also for Megatron 1T on 1,024 DGX-1 V100s, the worst pair of the per-pair
-//   table over 1,024-16,384 devices (28 s: pp 64-128 with 2,048-8,192 microbatches
-//   walked action by action). Target (issue 15): under 5 s on one
+//   table over 1,024-16,384 devices before the walk jumped over steady states (28 s:
+//   pp 64-128 with 2,048-8,192 microbatches walked action by action), and Megatron 1T
+//   on 1,024 TPU v4, the worst since: its best splits are FSDP (ZeRO-3), priced by the
+//   full walk. Target (issue 15): under 5 s on one
 //   core. Exhaustive (every fitting split priced; the two smaller cases only) and as
 //   `--all` runs it (top 20 by MFU, the rest bounded out). Counters: configs/s
 //   (splits projected per second, infeasible ones included: they are checked and
@@ -117,10 +119,17 @@ Case megatron1t_on_v100() {
   constexpr long long kCliBatch = 16LL * 1024 * 1024 / 2048;
   return {"megatron-1t", "dgx1-v100", 1024, ParallelSplit{}, kCliBatch};
 }
+// The search only: its best splits are FSDP (ZeRO-3, pp 1, 256 microbatches), which the
+// fast walk does not price, so each is walked in full.
+Case megatron1t_on_tpu_v4() {
+  constexpr long long kCliBatch = 16LL * 1024 * 1024 / 2048;
+  return {"megatron-1t", "tpu-v4", 1024, ParallelSplit{}, kCliBatch};
+}
 
 Case case_of(int index) {
   switch (index) {
     case 5: return megatron1t_on_v100();
+    case 6: return megatron1t_on_tpu_v4();
     case 0: return kimi_on_h100();
     case 1: return deepseek_on_tpu();
     case 3: return megatron530b_on_tpu();
@@ -192,6 +201,7 @@ BENCHMARK(BM_ProjectAllSplits)
     ->Args({3, 20})
     ->Args({4, 20})
     ->Args({5, 20})
+    ->Args({6, 20})
     ->Unit(benchmark::kSecond)
     ->Iterations(1);
 

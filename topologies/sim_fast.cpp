@@ -741,11 +741,13 @@ class SteadyState {
  public:
   static constexpr double kJumpTolerance = 1e-10;
   static constexpr int kMaxCycle = 3;  // repetitions the state may take to repeat
+  static constexpr int kMaxGap = 32;   // repetitions between comparisons, at most
 
   SteadyState(const ScheduleIndex& ix, size_t repeat, const StepTemplates& templates,
               const std::vector<std::vector<PricedTemplate>>& priced, std::vector<StageWalk>& walks)
       : ix_(ix), rep_(ix.schedule.repeats[repeat]), held_(ix.held[repeat]), walks_(walks) {
     from_ = ix.latest_input[repeat];
+    check_at_ = from_ + 1;
     step_ = rep_.microbatch_shift * ix.schedule.chunks;
     const int P = ix.stages();
     moving_.assign(static_cast<size_t>(P) * kTimes, 0);
@@ -769,9 +771,17 @@ class SteadyState {
 
   // After repetition j has been walked: the repetitions to jump over (0: none), the walk
   // moved past them.
+  // The state is compared at repetitions further and further apart while it does not
+  // repeat (gaps 1, 2, 4 ... kMaxGap), and kept only for the few before each comparison:
+  // stages that drift apart for the whole schedule would otherwise pay a state and a
+  // comparison for every repetition, as much as walking it.
   int after(int j) {
-    if (j < from_) return 0;
+    if (j < from_ || j < check_at_ - kMaxCycle) return 0;
     Seen now{j, state(j), walks_[0].booked};
+    if (j < check_at_) {
+      seen_.push_back(std::move(now));
+      return 0;
+    }
     for (const Seen& then : seen_) {
       const int i = j - then.j;
       if (then.j < from_ || i > kMaxCycle) continue;
@@ -780,11 +790,15 @@ class SteadyState {
       if (repeats(now.times, then.times, static_cast<double>(i) / n)) {
         jump(j, n, i, now, then);
         seen_.clear();
+        gap_ = 1;
+        check_at_ = j + n + 1;
         return n;
       }
     }
+    gap_ = std::min(2 * gap_, kMaxGap);
+    check_at_ = j + gap_;
     seen_.push_back(std::move(now));
-    if (seen_.size() > kMaxCycle) seen_.erase(seen_.begin());
+    while (!seen_.empty() && seen_.front().j < check_at_ - kMaxCycle) seen_.erase(seen_.begin());
     return 0;
   }
 
@@ -882,6 +896,7 @@ class SteadyState {
   const std::vector<std::vector<ScheduleIndex::Held>>& held_;
   std::vector<StageWalk>& walks_;
   int from_ = 0, step_ = 0;
+  int check_at_ = 0, gap_ = 1;  // the next comparison, and the gap to it
   std::vector<char> moving_;  // [stage * kTimes + time]
   std::vector<Seen> seen_;    // the states after the last few repetitions
 };

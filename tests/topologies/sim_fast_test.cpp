@@ -178,7 +178,8 @@ TEST_P(SimFast, MatchesTheFullEventWalk) {
   if (c.jumps) {
     const auto& repeats = schedule_index(c.split)->schedule.repeats;
     ASSERT_FALSE(repeats.empty()) << label;
-    EXPECT_GT(fast.jumped_repetitions, repeats.front().times / 2) << label;
+    // (it compares the state at growing gaps, so a short steady state is jumped late)
+    EXPECT_GT(fast.jumped_repetitions, repeats.front().times / 4) << label;
   }
   if (c.split.pp > 1) {
     EXPECT_GT(r.exposed_us[static_cast<int>(Exposure::bubble)], 0.0) << label;
