@@ -3,10 +3,10 @@
 #include <cstdint>
 
 #include <algorithm>
-#include <limits>
 #include <array>
 #include <deque>
 #include <functional>
+#include <limits>
 #include <map>
 #include <set>
 #include <stdexcept>
@@ -244,6 +244,12 @@ PipelineSchedule build_compact_schedule(const ParallelSplit& split) {
   return lock_step(split.schedule, split.pp, split.vpp, split.microbatches, true);
 }
 
+int runs(const PipelineSchedule& s, int stage, int action) {
+  for (const ScheduleRepeat& r : s.repeats)
+    if (action >= r.begin[stage] && action < r.end[stage]) return r.times;
+  return 1;
+}
+
 PipelineSchedule expand_schedule(const PipelineSchedule& compact) {
   PipelineSchedule out = compact;
   if (compact.repeats.empty()) return out;
@@ -284,7 +290,8 @@ PipelineSchedule lock_step(ScheduleKind kind, int p, int v, int m, bool compact)
   out.per_stage.resize(p);
   // At most 3*m*v computes (with W) and 4*m*v exchanges per stage (2*m*v messages sent and as
   // many received, at worst one per exchange): reserving avoids reallocation.
-  for (auto& list : out.per_stage) list.reserve(7 * static_cast<size_t>(m) * v);
+  if (!compact)  // a compact schedule lists a fraction of them
+    for (auto& list : out.per_stage) list.reserve(7 * static_cast<size_t>(m) * v);
   const int V = p * v;
 
   std::vector<std::vector<ComputeTask>> order(p);
@@ -350,7 +357,7 @@ PipelineSchedule lock_step(ScheduleKind kind, int p, int v, int m, bool compact)
     std::vector<int> held;
   };
   std::vector<Boundary> ring(c > 0 ? c + 1 : 0);
-  int recorded_from = 0, checks_from = 0;
+  int recorded_from = 0;  // the ring holds boundaries from here on (a repeat skips rounds)
   // At the start of `round`, with the state at round - c in `then`: the number of periods
   // that repeat from here (0: none), and each stage's tasks per period and look-ahead.
   std::vector<size_t> per_period(p), window(p);
@@ -405,9 +412,7 @@ PipelineSchedule lock_step(ScheduleKind kind, int p, int v, int m, bool compact)
 
   for (int round = 0; remaining > 0; ++round) {
     if (c > 0) {
-      const Boundary* then = round - c >= std::max(recorded_from, checks_from)
-                                 ? &ring[static_cast<size_t>(round - c) % ring.size()]
-                                 : nullptr;
+      const Boundary* then = round - c >= recorded_from ? &ring[static_cast<size_t>(round - c) % ring.size()] : nullptr;
       const size_t periods = then ? repeats_from(round, *then) : 0;
       if (periods > 0) {
         ScheduleRepeat r;
@@ -434,9 +439,7 @@ PipelineSchedule lock_step(ScheduleKind kind, int p, int v, int m, bool compact)
           remaining -= periods * per_period[s];
         }
         round += round_shift;
-        recorded_from = checks_from = round;
-      } else if (then) {
-        checks_from = round - c + 1;  // the next check compares with the next boundary
+        recorded_from = round;
       }
       record(round);
     }

@@ -201,6 +201,9 @@ PipelineSchedule build_schedule(const ParallelSplit& split);
 // memory accounting reads build_compute_orders().
 PipelineSchedule build_compact_schedule(const ParallelSplit& split);
 PipelineSchedule expand_schedule(const PipelineSchedule& compact);
+// How many times listed action `action` of `stage` runs: a repeat's times for an action
+// of its period, else 1.
+int runs(const PipelineSchedule& s, int stage, int action);
 // One compute action of a stage's order (a forward, backward or W) without its place
 // among the exchanges: the order build_schedule places, stage by stage.
 struct ComputeTask {

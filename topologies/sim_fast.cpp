@@ -50,11 +50,7 @@ ActionKind kind_of(const models::ComputeTask& t) { return models::action_kind(t.
 template <typename Action>
 void index_computes(ScheduleIndex& ix, int s, const std::vector<Action>& actions) {
   // A compact schedule's repeated actions count as often as they run.
-  auto runs = [&](int i) {
-    for (const models::ScheduleRepeat& r : ix.schedule.repeats)
-      if (i >= r.begin[s] && i < r.end[s]) return r.times;
-    return 1;
-  };
+  auto runs = [&](int i) { return models::runs(ix.schedule, s, i); };
   const int P = ix.schedule.stages;
   const int V = ix.schedule.chunks;
   if (s == 0) {
@@ -406,11 +402,9 @@ double StepTemplates::op_walk_bytes(bool all_stages) const {
   const int stages = all_stages ? split_.pp : 1;
   for (int s = 0; s < stages; ++s) {
     for (size_t i = 0; i < action_template_[s].size(); ++i) {
-      double runs = 1;  // a repeated action's ops are walked each time it runs
-      for (const models::ScheduleRepeat& r : index_->schedule.repeats)
-        if (static_cast<int>(i) >= r.begin[s] && static_cast<int>(i) < r.end[s]) runs = r.times;
-      const int id = action_template_[s][i];
-      ops += runs * (id < 0 ? 1.0 : static_cast<double>(templates_[s][id].ops.size()));
+      const int id = action_template_[s][i];  // walked each time it runs
+      ops += models::runs(index_->schedule, s, static_cast<int>(i)) *
+             (id < 0 ? 1.0 : static_cast<double>(templates_[s][id].ops.size()));
     }
     ops += static_cast<double>(tails_[s].size());
   }
