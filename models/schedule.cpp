@@ -313,13 +313,24 @@ PipelineSchedule lock_step(ScheduleKind kind, int p, int v, int m, bool compact)
   std::array<std::vector<std::optional<Transfer>>, 4> outgoing;
   for (auto& o : outgoing) o.assign(p, std::nullopt);
   std::vector<PipeAction> phase(p);
-  auto ready = [&](const ComputeTask& t, int s, int round) {
+  // The message a task consumes (its index in act_arrival / grad_arrival), -1 for none:
+  // a W (the order put it after its B, on this stage), the first virtual stage's
+  // forwards and the last one's backwards.
+  auto input_of = [&](const ComputeTask& t, int s) -> long {
     const int vs = out.virtual_stage(s, t.chunk);
-    if (t.pass == Pass::weight) return true;  // the order put it after its B, on this stage
-    const auto& arrival = t.pass == Pass::forward ? act_arrival : grad_arrival;
-    if (t.pass == Pass::forward ? vs == 0 : vs == V - 1) return true;
-    const int when = arrival[at(t.microbatch, vs)];
+    if (t.pass == Pass::weight || (t.pass == Pass::forward ? vs == 0 : vs == V - 1)) return -1;
+    return static_cast<long>(at(t.microbatch, vs));
+  };
+  // Whether the task's input arrived before `round` (a message delivered in round r can
+  // be used from round r + 1).
+  auto arrived_before = [&](const ComputeTask& t, int s, int round) {
+    const long x = input_of(t, s);
+    if (x < 0) return false;
+    const int when = (t.pass == Pass::forward ? act_arrival : grad_arrival)[x];
     return when >= 0 && when < round;
+  };
+  auto ready = [&](const ComputeTask& t, int s, int round) {
+    return input_of(t, s) < 0 || arrived_before(t, s, round);
   };
   // A paired F&B takes two rounds (two unit-time computes): its stage is busy through
   // round busy_until - 1, and appends nothing between its two rounds. So a message is
@@ -334,18 +345,6 @@ PipelineSchedule lock_step(ScheduleKind kind, int p, int v, int m, bool compact)
   // A compact schedule's repeats (build_compact_schedule says how they are found).
   // held[s]: messages arrived at stage s that no compute has consumed yet.
   std::vector<int> held(p, 0);
-  // The message a task consumes (its index in act_arrival / grad_arrival), -1 for none.
-  auto input_of = [&](const ComputeTask& t, int s) -> long {
-    const int vs = out.virtual_stage(s, t.chunk);
-    if (t.pass == Pass::weight || (t.pass == Pass::forward ? vs == 0 : vs == V - 1)) return -1;
-    return static_cast<long>(at(t.microbatch, vs));
-  };
-  auto arrived_before = [&](const ComputeTask& t, int s, int round) {
-    const long x = input_of(t, s);
-    if (x < 0) return false;
-    const int when = (t.pass == Pass::forward ? act_arrival : grad_arrival)[x];
-    return when >= 0 && when < round;
-  };
   OrderPeriod period;
   if (compact && !v_shaped(kind) && !order[0].empty()) {
     period = order_period(order[0], order[0].size() / 2);

@@ -1,10 +1,7 @@
 #include "topologies/sim_executor.hpp"
 
-#include "topologies/stage_prices.hpp"
-
 #include <algorithm>
 #include <cstdint>
-#include <functional>
 #include <string>
 #include <unordered_map>
 

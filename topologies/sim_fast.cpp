@@ -310,10 +310,11 @@ std::shared_ptr<const T> per_schedule(ScheduleCache<T>& cache, const models::Par
 }  // namespace
 
 namespace {
-// A full index holds every action of the step (a lock-step schedule with its exchanges,
-// and the walk's records): 10^6-10^7 of them for pipelines of 64-128 stages with
-// thousands of microbatches, hundreds of MB each. Kept within a budget, so that a
-// search over such splits reuses its memory instead of growing by each one.
+// A full index holds every listed action of the step (a compact lock-step schedule with
+// its exchanges, and the walk's records): a steady state once, so thousands of actions
+// where a deep pipeline runs 10^6-10^7, but every action of a schedule whose steady
+// state was not found. Kept within a budget all the same, so that a search over such
+// splits reuses its memory instead of growing by each one.
 ScheduleCache<ScheduleIndex>& full_indexes() {
   static ScheduleCache<ScheduleIndex> cache(1024.0 * 1024 * 1024, schedule_index_bytes);
   return cache;
@@ -745,7 +746,11 @@ class SteadyState {
     step_ = rep_.microbatch_shift * ix.schedule.chunks;
     const int P = ix.stages();
     moving_.assign(static_cast<size_t>(P) * kTimes, 0);
+    offset_.assign(1, 0);
     for (int s = 0; s < P; ++s) {
+      size_t held = 0;
+      for (const ScheduleIndex::Held& h : held_[s]) held += h.later;
+      offset_.push_back(offset_.back() + kTimes + held);
       char* moves = &moving_[static_cast<size_t>(s) * kTimes];
       for (int i = rep_.begin[s]; i < rep_.end[s]; ++i) {
         if (ix.steps[s][i].kind == ActionKind::exchange) {
@@ -764,11 +769,10 @@ class SteadyState {
   }
 
   // After repetition j has been walked: the repetitions to jump over (0: none), the walk
-  // moved past them.
-  // The state is compared at repetitions further and further apart while it does not
-  // repeat (gaps 1, 2, 4 ... kMaxGap), and kept only for the few before each comparison:
-  // stages that drift apart for the whole schedule would otherwise pay a state and a
-  // comparison for every repetition, as much as walking it.
+  // moved past them. The state is compared at repetitions further and further apart
+  // while it does not repeat (gaps 1, 2, 4 ... kMaxGap), and kept only for the few before
+  // each comparison: stages that drift apart for the whole schedule would otherwise pay
+  // a state and a comparison for every repetition, as much as walking it.
   int after(int j) {
     if (j < from_ || j < check_at_ - kMaxCycle) return 0;
     Seen now{j, state(j), walks_[0].booked};
@@ -807,8 +811,11 @@ class SteadyState {
   // The slot a held message of repetition `j - t` fills.
   int slot(const ScheduleIndex::Held& h, int j, int t) const { return h.slot + (j - t) * step_; }
 
+  // Laid out stage by stage from offset_[stage]: its kTimes times, then its held
+  // messages (ScheduleIndex::held order, each message's repetitions j, j - 1 ...).
   std::vector<double> state(int j) const {
     std::vector<double> out;
+    out.reserve(offset_.back());
     for (int s = 0; s < ix_.stages(); ++s) {
       const StageWalk& w = walks_[s];
       out.insert(out.end(), {w.free[kCompute], w.free[kComm], w.free[kGradComm], w.data_ready, w.p2p_free, w.p2p_done});
@@ -824,14 +831,9 @@ class SteadyState {
     const double delta = now[kCompute] - then[kCompute];
     if (!(delta > 0)) return false;
     const double tol = kJumpTolerance * scale * std::max(1.0, std::abs(now[kCompute]));
-    size_t at = 0;
     for (int s = 0; s < ix_.stages(); ++s) {
-      const size_t end = at + kTimes + [&] {
-        size_t n = 0;
-        for (const ScheduleIndex::Held& h : held_[s]) n += h.later;
-        return n;
-      }();
-      for (size_t k = at; k < end; ++k) {
+      const size_t at = offset_[s];
+      for (size_t k = at; k < offset_[s + 1]; ++k) {
         const bool moving = k >= at + kTimes || moving_[static_cast<size_t>(s) * kTimes + (k - at)];
         if (!moving || (now[k] == kNever && then[k] == kNever)) {
           if (now[k] != then[k]) return false;
@@ -839,7 +841,6 @@ class SteadyState {
         }
         if (now[k] == kNever || then[k] == kNever || std::abs((now[k] - then[k]) - delta) > tol) return false;
       }
-      at = end;
     }
     return true;
   }
@@ -850,9 +851,9 @@ class SteadyState {
     auto ahead = [&](size_t k) {
       return now.times[k] == kNever ? kNever : now.times[k] + f * (now.times[k] - then.times[k]);
     };
-    size_t k = 0;
     for (int s = 0; s < ix_.stages(); ++s) {
       StageWalk& w = walks_[s];
+      size_t k = offset_[s];
       const char* moves = &moving_[static_cast<size_t>(s) * kTimes];
       for (int c : {kCompute, kComm, kGradComm})
         if (moves[c]) w.free[c] = ahead(k + c);
@@ -891,7 +892,8 @@ class SteadyState {
   std::vector<StageWalk>& walks_;
   int from_ = 0, step_ = 0;
   int check_at_ = 0, gap_ = 1;  // the next comparison, and the gap to it
-  std::vector<char> moving_;  // [stage * kTimes + time]
+  std::vector<char> moving_;   // [stage * kTimes + time]
+  std::vector<size_t> offset_;  // [stage]: where its times begin in a state; [stages]: the size
   std::vector<Seen> seen_;    // the states after the last few repetitions
 };
 
