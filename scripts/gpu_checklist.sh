@@ -1,15 +1,16 @@
 #!/bin/bash
 # The GPU checklist of README.md ("GPUs: what has been observed") as one command, for a
 # machine with at least one NVIDIA GPU: the GPU tests, the measured GEMM peak, the cuda
-# executor against the serial reference (fp32 and bf16), a 1.7B-parameter step with each
-# attention path, the same step in PyTorch on the same GPU (where python3 has torch), and
-# the NCCL backend on one rank. Each step runs under its own time limit, prints as it
+# executor against the serial reference (fp32 and bf16, and with the one-thread attention),
+# a 1.7B-parameter step with each attention path, the same step in PyTorch on the same GPU
+# (where python3 has torch), and the NCCL backend on one rank. Each step runs under its own time limit, prints as it
 # goes, and its output is kept in OUT/NAME.log; a summary line per step ends the run and
 # the exit status is 1 when any step failed.
 #   scripts/gpu_checklist.sh [BUILD_DIR] [OUT_DIR]      (defaults: build, gpu-checklist)
 # Results files: OUT/gemm.h5, OUT/train.h5, OUT/nccl.h5 (`ibt show FILE`).
-# The commands are the ones run on one H200 on 2026-11-26 (README); this wrapper was
-# written afterwards and has not itself run on a GPU.
+# Ran on one H200 on 2026-11-26 (second session, README) through gpu_tests, gemm, the three
+# checks and both 1.7B steps (the one-thread check then had the GEMM attention's place);
+# the session's own time limit stopped it at the PyTorch step, which ran on its own.
 set -uo pipefail
 here="$(cd "$(dirname "$0")/.." && pwd)"
 build="${1:-$here/build}"
@@ -45,9 +46,9 @@ fi
 step gemm 180 "$ibt" gemm --dtype bf16,fp8 --out "$out/gemm.h5"
 step check_fp32 120 "${launch[@]}" "$ibt" train --executor cuda --precision fp32 --model small-dense --steps 3 --check
 step check_bf16 120 "${launch[@]}" "$ibt" train --executor cuda --model small-dense --steps 3 --check
-step check_gemm_attention 120 "${launch[@]}" "$ibt" train --executor cuda --precision fp32 --model small-dense \
-  --steps 3 --check --cuda-attention gemm
-for attention in threads gemm; do
+step check_threads_attention 120 "${launch[@]}" "$ibt" train --executor cuda --precision fp32 --model small-dense \
+  --steps 3 --check --cuda-attention threads
+for attention in gemm threads; do
   step "step_1.7b_$attention" 300 "${launch[@]}" "$ibt" train --executor cuda --model megatron-1.7b \
     --micro-batch-size 2 --microbatches 4 --steps 4 --cuda-attention "$attention" \
     --gemm-peak-from "$out/gemm.h5" --out "$out/train.h5"

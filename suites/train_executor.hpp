@@ -22,7 +22,7 @@ struct ExecutorChoice {
   std::string kind = "cpu";  // cpu or cuda
   std::string precision;     // "" = the executor's default: fp32 on cpu, bf16 on cuda
   bool dp_overlap = true;    // cuda: DP all-reduce overlapping backward (--no-dp-overlap)
-  std::string cuda_attention = "threads";  // cuda: the attention core's kernels (--cuda-attention)
+  std::string cuda_attention = "gemm";  // cuda: the attention core's kernels (--cuda-attention)
 };
 
 class TrainExecutor {

@@ -73,7 +73,7 @@ TEST(CudaExecutor, Bf16StepsAreWithinTheCheckTolerance) {
   train_and_compare("bf16", 2e-2, 1e-1, 1e-2);
 }
 
-// --cuda-attention gemm: the same steps and tolerances (not yet run on a GPU).
+// --cuda-attention gemm (the default): the same steps and tolerances (passed on an H200, 2026-11-26).
 TEST(CudaExecutor, GemmAttentionStepsMatchTheSerialReference) {
   IBT_REQUIRE_GPU();
   train_and_compare("fp32", 1e-4, 1e-3, 1e-4, "gemm");

@@ -35,7 +35,7 @@ namespace ibt::gpu {
 struct CudaExecutorOptions {
   std::string precision = "bf16";  // GEMM operands: bf16 or fp32 (device_blas.hpp)
   bool dp_overlap = true;
-  std::string attention = "threads";  // attention core: threads or gemm (attention_gemm.hpp)
+  std::string attention = "gemm";  // attention core: threads or gemm (attention_gemm.hpp)
   double timeout_s = 300.0;        // NCCL watchdog: a stuck op aborts the job after this
 };
 
