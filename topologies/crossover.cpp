@@ -98,11 +98,8 @@ CrossoverResult crossover(const models::ModelConfig& model, const Topology& base
     std::vector<char> pending(eligible.size() * G, 0);
     auto price_cells = [&](size_t k, const std::vector<char>& wanted) {
       const models::ParallelSplit& split = splits[eligible[k]];
-      // Built once per row, priced on each of its cells (sim_fast.hpp: which walk).
-      std::optional<StepTemplates> templates;
-      std::vector<models::StepProgram> programs;
-      if (fast_walk_prices(split)) templates.emplace(model, split, program_options(options));
-      else programs = stage_programs(model, split, options);
+      // Built once per row, priced on each of its cells (SplitWalk: which walk).
+      SplitWalk walk(model, split, options);
       // The checkpoint size does not depend on the fabric either.
       const double checkpoint_bytes =
           with_goodput ? checkpoint_bytes_per_device(model, split, options.precision) : 0.0;
@@ -111,8 +108,7 @@ CrossoverResult crossover(const models::ModelConfig& model, const Topology& base
         if (!wanted[g]) continue;
         Projection& p = priced[k * G + g];
         p = prepared[eligible[k]];
-        if (templates) price(*templates, model, fabrics[row * G + g], options, p);
-        else price(programs, model, fabrics[row * G + g], options, p);
+        walk.price(model, fabrics[row * G + g], options, p);
         if (with_goodput) p.goodput = estimate_goodput(*failure, p.devices, checkpoint_bytes, p.step_s, p.mfu);
         pending[k * G + g] = 0;
         ++n;

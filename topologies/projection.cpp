@@ -208,14 +208,32 @@ double step_lower_bound_s(const models::ModelConfig& model, const models::Parall
   return step_lower_bounds_s(model, split, {&topology}, options, known).front();
 }
 
+SplitWalk::SplitWalk(const models::ModelConfig& model, const models::ParallelSplit& split,
+                     const ProjectionOptions& options)
+    : split_(split) {
+  if (fast_walk_prices(split)) templates_.emplace(model, split, program_options(options));
+  else if (PeriodStep::applies(split)) period_.emplace(model, split, program_options(options));
+  else programs_ = stage_programs(model, split, options);
+}
+
+void SplitWalk::price(const models::ModelConfig& model, const Topology& topology, const ProjectionOptions& options,
+                      Projection& p) {
+  if (templates_) return topo::price(*templates_, model, topology, options, p);
+  if (period_) {
+    const std::string dtype = options.dtype.empty() ? default_dtype(topology) : options.dtype;
+    TopologyPricer pricer = make_pricer(model, topology, options, p.split, dtype);
+    if (std::optional<SimResult> sim = period_->simulate(pricer))
+      return record(std::move(*sim), true, topology, options, dtype, p);
+    if (programs_.empty()) programs_ = stage_programs(model, split_, options);
+  }
+  topo::price(programs_, model, topology, options, p);
+}
+
 namespace {
-// Prices p.split by the walk that can (sim_fast.hpp, fast_walk_prices).
+// Prices p.split by the walk that can (SplitWalk).
 void price_by_its_walk(const models::ModelConfig& model, const Topology& topology,
                        const ProjectionOptions& options, Projection& p) {
-  if (fast_walk_prices(p.split))
-    price(StepTemplates(model, p.split, program_options(options)), model, topology, options, p);
-  else
-    price(stage_programs(model, p.split, options), model, topology, options, p);
+  SplitWalk(model, p.split, options).price(model, topology, options, p);
 }
 
 // price_if_too_big: also price a split that does not fit (a single projection does, so

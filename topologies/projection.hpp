@@ -16,6 +16,7 @@
 //   in 1F1B, the most microbatches in flight); its compute + exposed communication
 //   per group + bubble add up to the step time.
 #include <functional>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -26,6 +27,7 @@
 #include "topologies/failure_model.hpp"
 #include "topologies/sim_executor.hpp"
 #include "topologies/sim_fast.hpp"
+#include "topologies/sim_period.hpp"
 #include "topologies/topology.hpp"
 #include "topologies/uncertainty.hpp"
 
@@ -123,6 +125,24 @@ void price(const std::vector<models::StepProgram>& programs, const models::Model
 // the Projection's), the others by summaries (equal up to rounding, sim_fast.hpp).
 void price(const StepTemplates& templates, const models::ModelConfig& model, const Topology& topology,
            const ProjectionOptions& options, Projection& p);
+// The fabric-independent half of pricing one split, built once and priced on any
+// number of topologies (a crossover row's fabrics): the fast walk's templates where it
+// prices the split (sim_fast.hpp fast_walk_prices), else the one-stage period walk where
+// it applies (sim_period.hpp; the full programs are built on a topology where it shows
+// no period), else the full step programs. Used by one thread at a time.
+class SplitWalk {
+ public:
+  SplitWalk(const models::ModelConfig& model, const models::ParallelSplit& split, const ProjectionOptions& options);
+  // price() above with whichever walk the split has; options as given to the constructor.
+  void price(const models::ModelConfig& model, const Topology& topology, const ProjectionOptions& options,
+             Projection& p);
+
+ private:
+  models::ParallelSplit split_;
+  std::optional<StepTemplates> templates_;
+  std::optional<PeriodStep> period_;
+  std::vector<models::StepProgram> programs_;  // built on first need
+};
 // step_lower_bound() (sim_fast.hpp) in seconds, with the pricer price() would use.
 // `known` (may be null): template summaries shared with a search's other bounds on the
 // same topologies (sim_fast.hpp BoundTemplates).

@@ -135,7 +135,8 @@ std::shared_ptr<const models::PipelineSchedule> schedule_compute_orders(const mo
 // Whether the fast walk can price this split. Its action templates know three streams
 // and waits inside an action; ZeRO-2/3's per-unit reductions and ZeRO-3's gathers (their
 // own stream, waiting on the unit before the previous one, across actions) are priced by
-// the full walk (simulate() on the step programs). So is dualpipev: its paired F&B
+// the period walk on one stage (sim_period.hpp) or the full walk (simulate() on the step
+// programs): projection.hpp's SplitWalk chooses. So is dualpipev: its paired F&B
 // actions interleave the ops of two actions (step_program.hpp), which one template per
 // action cannot hold, and its V-shaped tip hands activations over without an exchange.
 // The one rule project and crossover follow.
