@@ -21,7 +21,8 @@
 //   table over 1,024-16,384 devices before the walk jumped over steady states (28 s:
 //   pp 64-128 with 2,048-8,192 microbatches walked action by action), and Megatron 1T
 //   on 1,024 TPU v4, the worst since: its best splits are FSDP (ZeRO-3), priced by the
-//   full walk. Target (issue 15): under 5 s on one
+//   period walk (sim_period.hpp; by the full walk before it). Its best split alone, by
+//   the full walk and by the period walk (case 7). Target (issue 15): under 5 s on one
 //   core. Exhaustive (every fitting split priced; the two smaller cases only) and as
 //   `--all` runs it (top 20 by MFU, the rest bounded out). Counters: configs/s
 //   (splits projected per second, infeasible ones included: they are checked and
@@ -119,17 +120,25 @@ Case megatron1t_on_v100() {
   constexpr long long kCliBatch = 16LL * 1024 * 1024 / 2048;
   return {"megatron-1t", "dgx1-v100", 1024, ParallelSplit{}, kCliBatch};
 }
-// The search only: its best splits are FSDP (ZeRO-3, pp 1, 256 microbatches), which the
-// fast walk does not price, so each is walked in full.
+// The search only: its best splits are FSDP (ZeRO-3, pp 1, 128-512 microbatches), which
+// the fast walk does not price: the period walk does (sim_period.hpp).
 Case megatron1t_on_tpu_v4() {
   constexpr long long kCliBatch = 16LL * 1024 * 1024 / 2048;
   return {"megatron-1t", "tpu-v4", 1024, ParallelSplit{}, kCliBatch};
+}
+// The best split of that search: FSDP at tp 32 with SP, dp 32, 128 microbatches of 2.
+Case megatron1t_fsdp_on_tpu_v4() {
+  Case c = megatron1t_on_tpu_v4();
+  c.split = ParallelSplit{32, 32, 1, 1, 1, 128, 2, ibt::models::ScheduleKind::one_f_one_b, true, 3,
+                          ibt::models::Recompute::none};
+  return c;
 }
 
 Case case_of(int index) {
   switch (index) {
     case 5: return megatron1t_on_v100();
     case 6: return megatron1t_on_tpu_v4();
+    case 7: return megatron1t_fsdp_on_tpu_v4();
     case 0: return kimi_on_h100();
     case 1: return deepseek_on_tpu();
     case 3: return megatron530b_on_tpu();
@@ -138,8 +147,10 @@ Case case_of(int index) {
   }
 }
 
-// full = true: price the full step programs (the reference walk).
-void BM_ProjectOneConfig(benchmark::State& state, bool full) {
+// Which walk prices the split: the full step programs (the reference walk), the fast
+// walk's templates, or what a search uses (SplitWalk: the period walk for an FSDP split).
+enum class Walk { full, fast, search };
+void BM_ProjectOneConfig(benchmark::State& state, Walk walk) {
   ibt::topo::keep_freed_memory_for_reuse();
   const Case c = case_of(static_cast<int>(state.range(0)));
   const auto model = ibt::models::load_model(c.model);
@@ -153,9 +164,13 @@ void BM_ProjectOneConfig(benchmark::State& state, bool full) {
       state.SkipWithError(p.reason.c_str());
       break;
     }
-    if (full) ibt::topo::price(ibt::topo::stage_programs(model, c.split, options), model, topo, options, p);
-    else ibt::topo::price(ibt::topo::StepTemplates(model, c.split, ibt::topo::program_options(options)), model, topo,
-                          options, p);
+    if (walk == Walk::full)
+      ibt::topo::price(ibt::topo::stage_programs(model, c.split, options), model, topo, options, p);
+    else if (walk == Walk::fast)
+      ibt::topo::price(ibt::topo::StepTemplates(model, c.split, ibt::topo::program_options(options)), model, topo,
+                       options, p);
+    else
+      ibt::topo::SplitWalk(model, c.split, options).price(model, topo, options, p);
     step = p.step_s;
     benchmark::DoNotOptimize(p);
     benchmark::ClobberMemory();
@@ -164,10 +179,12 @@ void BM_ProjectOneConfig(benchmark::State& state, bool full) {
   state.counters["configs/s"] = benchmark::Counter(static_cast<double>(state.iterations()), benchmark::Counter::kIsRate);
   state.counters["step_ms"] = step * 1e3;
 }
-void BM_ProjectOneConfigFullWalk(benchmark::State& state) { BM_ProjectOneConfig(state, true); }
-void BM_ProjectOneConfigFastWalk(benchmark::State& state) { BM_ProjectOneConfig(state, false); }
-BENCHMARK(BM_ProjectOneConfigFullWalk)->Arg(0)->Arg(1)->Arg(2)->Arg(3)->Arg(4)->Unit(benchmark::kMillisecond);
+void BM_ProjectOneConfigFullWalk(benchmark::State& state) { BM_ProjectOneConfig(state, Walk::full); }
+void BM_ProjectOneConfigFastWalk(benchmark::State& state) { BM_ProjectOneConfig(state, Walk::fast); }
+void BM_ProjectOneConfigPeriodWalk(benchmark::State& state) { BM_ProjectOneConfig(state, Walk::search); }
+BENCHMARK(BM_ProjectOneConfigFullWalk)->Arg(0)->Arg(1)->Arg(2)->Arg(3)->Arg(4)->Arg(7)->Unit(benchmark::kMillisecond);
 BENCHMARK(BM_ProjectOneConfigFastWalk)->Arg(0)->Arg(1)->Arg(2)->Arg(3)->Arg(4)->Unit(benchmark::kMillisecond);
+BENCHMARK(BM_ProjectOneConfigPeriodWalk)->Arg(7)->Unit(benchmark::kMillisecond);
 
 // keep_best 0: every split that fits is priced; 20: what `ibt project --all` does (its
 // top 20 by MFU; the others are bounded out, projection.hpp SearchRun::keep_best).

@@ -72,7 +72,8 @@ struct SimResult {
   double step_us = 0;  // the last stage's finish
   std::vector<StageTime> stages;
   // The fast walk (sim_fast.hpp): repetitions of a steady state it jumped over instead
-  // of walking them (0 for simulate()).
+  // of walking them; the period walk (sim_period.hpp): microbatches beyond its longer
+  // short program; 0 for simulate().
   long jumped_repetitions = 0;
 };
 
