@@ -26,12 +26,6 @@ using models::ParallelSplit;
 using models::Recompute;
 using models::ScheduleKind;
 
-struct Case {
-  std::string model, topology;
-  ParallelSplit split;
-  bool overlap = true;
-};
-
 ParallelSplit one_stage(int dp, int tp, int ep, int m, int mbs, bool sp, int zero, Recompute r, int cp = 1,
                         models::CpComm comm = models::CpComm::all_gather, int shard_group = 0,
                         ScheduleKind k = ScheduleKind::one_f_one_b) {
@@ -41,6 +35,14 @@ ParallelSplit one_stage(int dp, int tp, int ep, int m, int mbs, bool sp, int zer
   s.shard_group = shard_group;
   return s;
 }
+
+// A catalog model and topology, the split, and whether gradients are reduced as each
+// layer's last backward ends (overlap_grad_reduce).
+struct Case {
+  std::string model, topology;
+  ParallelSplit split;
+  bool overlap = true;
+};
 
 std::vector<Case> cases() {
   using enum Recompute;
