@@ -82,6 +82,11 @@ std::vector<models::StepProgram> stage_programs(const models::ModelConfig& model
 
 namespace {
 
+// The element type a projection prices: the options', else the topology's default.
+std::string dtype_of(const ProjectionOptions& options, const Topology& topology) {
+  return options.dtype.empty() ? default_dtype(topology) : options.dtype;
+}
+
 // The pricer of a projection: the topology's, with the options' attention and
 // dispatch assumptions.
 TopologyPricer make_pricer(const models::ModelConfig& model, const Topology& topology,
@@ -137,14 +142,14 @@ void record(SimResult sim, bool all_detailed, const Topology& topology, const Pr
 void price(const std::vector<models::StepProgram>& programs, const models::ModelConfig& model,
            const Topology& topology,
            const ProjectionOptions& options, Projection& p) {
-  const std::string dtype = options.dtype.empty() ? default_dtype(topology) : options.dtype;
+  const std::string dtype = dtype_of(options, topology);
   TopologyPricer pricer = make_pricer(model, topology, options, p.split, dtype);
   record(simulate(programs, pricer), true, topology, options, dtype, p);
 }
 
 void price(const StepTemplates& templates, const models::ModelConfig& model, const Topology& topology,
            const ProjectionOptions& options, Projection& p) {
-  const std::string dtype = options.dtype.empty() ? default_dtype(topology) : options.dtype;
+  const std::string dtype = dtype_of(options, topology);
   TopologyPricer pricer = make_pricer(model, topology, options, p.split, dtype);
   record(simulate_fast(templates, pricer, options.keep_sim ? StageDetail::all : StageDetail::first),
          options.keep_sim, topology, options, dtype, p);
@@ -161,7 +166,7 @@ std::vector<double> bounds_s(const models::ModelConfig& model, const models::Par
   pricers.reserve(topologies.size());
   std::vector<OpPricer*> each;
   for (const Topology* t : topologies) {
-    pricers.push_back(make_pricer(model, *t, options, split, options.dtype.empty() ? default_dtype(*t) : options.dtype));
+    pricers.push_back(make_pricer(model, *t, options, split, dtype_of(options, *t)));
     each.push_back(&pricers.back());
   }
   std::vector<double> out = bounds(model, split, program_options(options), each, known);
@@ -219,14 +224,13 @@ SplitWalk::SplitWalk(const models::ModelConfig& model, const models::ParallelSpl
 void SplitWalk::price(const models::ModelConfig& model, const Topology& topology, const ProjectionOptions& options,
                       Projection& p) {
   if (templates_) return topo::price(*templates_, model, topology, options, p);
-  if (period_) {
-    const std::string dtype = options.dtype.empty() ? default_dtype(topology) : options.dtype;
-    TopologyPricer pricer = make_pricer(model, topology, options, p.split, dtype);
+  const std::string dtype = dtype_of(options, topology);
+  TopologyPricer pricer = make_pricer(model, topology, options, p.split, dtype);
+  if (period_)
     if (std::optional<SimResult> sim = period_->simulate(pricer))
       return record(std::move(*sim), true, topology, options, dtype, p);
-    if (programs_.empty()) programs_ = stage_programs(model, split_, options);
-  }
-  topo::price(programs_, model, topology, options, p);
+  if (programs_.empty()) programs_ = stage_programs(model, split_, options);  // no period on this topology
+  record(simulate(programs_, pricer), true, topology, options, dtype, p);
 }
 
 namespace {

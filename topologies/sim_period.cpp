@@ -75,10 +75,11 @@ struct Walked {
   std::vector<std::array<double, models::kNumStreams>> free_at_end;  // [block]
 };
 
-Walked walk(const StepProgram& prog, const std::vector<size_t>& block_begin, OpPricer& pricer) {
+// prices: the stage's memo, shared by both short programs (the same few dozen ops).
+Walked walk(const StepProgram& prog, const std::vector<size_t>& block_begin, StagePrices& prices) {
   Walked w;
   const size_t n = prog.ops.size();
-  w.dur = StagePrices(pricer, prog.stage)(prog.ops);
+  w.dur = prices(prog.ops);
   w.ready.assign(n, 0.0);
   w.finish.assign(n, 0.0);
   std::array<double, models::kNumStreams> free{};
@@ -132,6 +133,11 @@ int find_period(const StepProgram& prog, const std::vector<size_t>& begin, const
     if (shifted) return j;
   }
   return -1;
+}
+
+// The breakdown of a walked short program (no exchanges: no transfer times).
+StageTime breakdown(const StepProgram& prog, const Walked& w) {
+  return stage_breakdown(prog.stage, prog.ops, w.ready, w.finish, w.dur, std::vector<double>(prog.ops.size(), 0.0));
 }
 
 StageTime extrapolate(const StageTime& a, const StageTime& b, double n) {
@@ -191,17 +197,15 @@ std::optional<SimResult> PeriodStep::simulate(OpPricer& pricer) const {
   if (!valid_) return std::nullopt;
   const Short& a = shorts_[0];
   const Short& b = shorts_[1];
-  const Walked wa = walk(a.program, a.block_begin, pricer);
+  StagePrices prices(pricer, a.program.stage);
+  const Walked wa = walk(a.program, a.block_begin, prices);
   const double scale = *std::max_element(wa.finish.begin(), wa.finish.end());
   const double tolerance = kPeriodTolerance * scale;
   double d = 0;
   if (find_period(a.program, a.block_begin, wa, tolerance, d) < 0) return std::nullopt;
-  const Walked wb = walk(b.program, b.block_begin, pricer);
-  const std::vector<double> no_transfer(std::max(a.program.ops.size(), b.program.ops.size()), 0.0);
-  const StageTime sa = stage_breakdown(0, a.program.ops, wa.ready, wa.finish, wa.dur,
-                                       {no_transfer.begin(), no_transfer.begin() + a.program.ops.size()});
-  const StageTime sb = stage_breakdown(0, b.program.ops, wb.ready, wb.finish, wb.dur,
-                                       {no_transfer.begin(), no_transfer.begin() + b.program.ops.size()});
+  const Walked wb = walk(b.program, b.block_begin, prices);
+  const StageTime sa = breakdown(a.program, wa);
+  const StageTime sb = breakdown(b.program, wb);
   // One more middle block adds d to the step (what the period says); anything else
   // means the step's end is not where the period carries it.
   if (std::abs(sb.finish_us - sa.finish_us - d) > tolerance) return std::nullopt;
