@@ -1,7 +1,11 @@
 #include "models/init.hpp"
 
+#include <algorithm>
 #include <cmath>
 #include <numbers>
+#include <thread>
+
+#include "core/parallel.hpp"
 
 namespace ibt::models {
 
@@ -36,8 +40,18 @@ double standard_normal(uint64_t key, uint64_t counter) {
 Tensor init_normal(uint64_t seed, const std::string& name, std::vector<int64_t> shape, double std) {
   Tensor t(std::move(shape));
   const uint64_t key = mix64(seed) ^ hash_name(name);
-  for (int64_t i = 0; i < t.numel(); ++i)
-    t.data[i] = static_cast<float>(std * standard_normal(key, static_cast<uint64_t>(i)));
+  // About 50 ns an entry (two hashes, a log and a cosine): 90 s for a 1.7B-parameter model
+  // on one thread. Entries are independent, so large tensors fill in blocks on every core;
+  // the values are the same whatever the thread count.
+  constexpr int64_t kBlock = int64_t{1} << 20;
+  const int64_t n = t.numel();
+  const size_t blocks = static_cast<size_t>((n + kBlock - 1) / kBlock);
+  const int jobs = blocks > 1 ? static_cast<int>(std::max(1u, std::thread::hardware_concurrency())) : 1;
+  parallel_for(blocks, jobs, [&](size_t b) {
+    const int64_t end = std::min(n, static_cast<int64_t>(b + 1) * kBlock);
+    for (int64_t i = static_cast<int64_t>(b) * kBlock; i < end; ++i)
+      t.data[i] = static_cast<float>(std * standard_normal(key, static_cast<uint64_t>(i)));
+  });
   return t;
 }
 

@@ -2,6 +2,7 @@
 // (fp32 both sides: only summation order differs). Skip without a GPU, saying why.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <vector>
@@ -142,6 +143,62 @@ TEST_F(TrainKernels, AdamWMatchesTheCpuAndRefreshesTheBf16Copy) {
     std::memcpy(&as_float, &bits, sizeof as_float);
     EXPECT_NEAR(as_float, w[i], std::abs(w[i]) / 256.0f) << i;
   }
+}
+
+// bf16 GEMM operands read back as floats (a bf16 is the top half of an fp32).
+std::vector<float> from_bf16(const std::vector<std::uint16_t>& bits16) {
+  std::vector<float> out(bits16.size());
+  for (std::size_t i = 0; i < out.size(); ++i) {
+    const std::uint32_t bits = static_cast<std::uint32_t>(bits16[i]) << 16;
+    std::memcpy(&out[i], &bits, sizeof(float));
+  }
+  return out;
+}
+
+// The causal softmax and its backward against their formulas in double, in place in fp32
+// (the one-thread kernels' and fp32 runs' use) and out of place into bf16 (bf16 runs'
+// GEMM attention): rows of 3 sequences x 2 heads x 37 positions, so causal rows from one
+// key to 37.
+TEST_F(TrainKernels, CausalSoftmaxAndItsBackwardInFp32AndBf16) {
+  const int seq = 37;
+  const std::int64_t rows = 3 * 2 * seq, n = rows * seq;
+  const auto scores = random_values(n, "scores", 3.0), d_probs = random_values(n, "d_probs");
+  std::vector<float> want_p(n, 0.0f), want_ds(n, 0.0f);
+  for (std::int64_t r = 0; r < rows; ++r) {
+    const int i = static_cast<int>(r % seq);
+    const float* s = &scores[r * seq];
+    double mx = s[0], sum = 0, dot = 0;
+    for (int j = 0; j <= i; ++j) mx = std::max<double>(mx, s[j]);
+    for (int j = 0; j <= i; ++j) sum += std::exp(s[j] - mx);
+    for (int j = 0; j <= i; ++j) want_p[r * seq + j] = static_cast<float>(std::exp(s[j] - mx) / sum);
+    for (int j = 0; j <= i; ++j) dot += double(d_probs[r * seq + j]) * want_p[r * seq + j];
+    for (int j = 0; j <= i; ++j) want_ds[r * seq + j] = static_cast<float>(want_p[r * seq + j] * (d_probs[r * seq + j] - dot));
+  }
+  // fp32, in place.
+  auto p32 = up(scores), ds32 = up(d_probs);
+  gpu::causal_softmax(p32.get(), p32.get(), rows, seq, stream_);
+  gpu::causal_softmax_backward(p32.get(), ds32.get(), ds32.get(), rows, seq, stream_);
+  const auto got_p = p32.download(stream_), got_ds = ds32.download(stream_);
+  expect_close(got_p, want_p, 1e-6, "fp32 probabilities");
+  expect_close(got_ds, want_ds, 1e-5, "fp32 score gradients");
+  for (std::int64_t r = 0; r < rows; ++r)
+    for (int j = static_cast<int>(r % seq) + 1; j < seq; ++j) {
+      ASSERT_EQ(got_p[r * seq + j], 0.0f) << "masked probability, row " << r << " key " << j;
+      ASSERT_EQ(got_ds[r * seq + j], 0.0f) << "masked gradient, row " << r << " key " << j;
+    }
+  // bf16 out of place: every entry within bf16 rounding (2^-9 relative) of the formula, the
+  // gradient within the rounding of the probabilities it reads, masked entries exactly 0.
+  auto s_dev = up(scores), dp_dev = up(d_probs);
+  DeviceBuffer<std::uint16_t> p16(n, stream_), ds16(n, stream_);
+  gpu::causal_softmax(s_dev.get(), gpu::OperandOut(p16.get(), true), rows, seq, stream_);
+  gpu::causal_softmax_backward(gpu::OperandIn(p16.get(), true), dp_dev.get(), gpu::OperandOut(ds16.get(), true), rows,
+                               seq, stream_);
+  const auto p_bf16 = from_bf16(p16.download(stream_)), ds_bf16 = from_bf16(ds16.download(stream_));
+  for (std::int64_t e = 0; e < n; ++e) {
+    ASSERT_NEAR(p_bf16[e], want_p[e], std::abs(want_p[e]) / 256.0f + 1e-30f) << "bf16 probability " << e;
+    ASSERT_EQ(p_bf16[e] == 0.0f, want_p[e] == 0.0f) << "bf16 probability " << e;
+  }
+  expect_close(ds_bf16, want_ds, 1e-2, "bf16 score gradients");
 }
 
 }  // namespace

@@ -1,18 +1,23 @@
 #pragma once
 // The attention core on cuBLAS: scores, context and their gradients as strided-batched
-// GEMMs (DeviceBlas::batched_f32), around the same causal-softmax kernels as the
-// one-thread-per-output kernels of train_kernels.hpp, which run instead only when asked
-// for (`ibt train --executor cuda --cuda-attention threads`). Same inputs, outputs and
-// layout (q [batch*seq, heads*d], k and v [batch*seq, kv_heads*d], probabilities
-// [batch, heads, seq, seq]); the products run over the full seq x seq square (the
-// softmax zeroes the keys after each query), twice the causal FLOPs, still far faster
-// than a thread per score. fp32 products in fp32 runs; TF32 tensor cores in bf16 runs.
+// GEMMs (DeviceBlas::batched) with operands in the run's precision (bf16 with fp32
+// accumulation, or fp32), around causal-softmax kernels; the one-thread-per-output kernels
+// of train_kernels.hpp run instead only when asked for (`ibt train --executor cuda
+// --cuda-attention threads`). Layout: q [batch*seq, heads*d], k and v [batch*seq,
+// kv_heads*d], probabilities [batch, heads, seq, seq]. The products run over the full
+// seq x seq square (the softmax zeroes the keys after each query): twice the causal
+// FLOPs, still far faster than a thread per score.
+//
+// Precision, as a bf16 flash-attention kernel keeps it: the scores and their gradient dP
+// come out of the GEMMs in fp32, the softmax and its backward run in fp32, and what feeds
+// the next GEMM (P, dS, the context, dq) is stored in the operand precision. In fp32 runs
+// every buffer is fp32 and the softmax may run in place.
 //
 // The default since it ran on one H200 (2026-11-26; README, "GPUs: what has been
-// observed"): its GPU tests and `--check` pass, and megatron-1.7b's step took 0.67 s
-// against 10.41 s with the one-thread kernels (PyTorch: 0.41 s). The products here (TF32)
-// and the two softmax kernels took 40% of the kernel time profiled (ncu): bf16 operands and a
-// fused attention kernel are the next steps.
+// observed"): megatron-1.7b's step took 0.67 s with TF32 products and fp32 probabilities,
+// 0.56 s with these bf16 operands, 10.41 s with the one-thread kernels (PyTorch: 0.41 s).
+// The two softmax kernels over the materialised probabilities are now 17% of the kernel
+// time (ncu): a fused attention kernel is the next step.
 #include <cuda_runtime_api.h>
 
 #include "models/cuda/executor/attention_kernels.hpp"
@@ -21,10 +26,15 @@
 
 namespace ibt::gpu {
 
-void attention_forward_gemm(DeviceBlas& blas, const AttentionShape& s, const float* q, const float* k, const float* v,
-                            float* probs, float* context, cudaStream_t stream);
-void attention_backward_gemm(DeviceBlas& blas, const AttentionShape& s, const float* q, const float* k,
-                             const float* v, const float* probs, const float* d_context, float* d_probs, float* dq,
+// q, k, v: operands. scores: fp32 scratch [batch, heads, seq, seq]. probs: the
+// probabilities, operand precision (== scores in fp32 runs: in place). context: operand.
+void attention_forward_gemm(DeviceBlas& blas, const AttentionShape& s, const void* q, const void* k, const void* v,
+                            float* scores, void* probs, void* context, cudaStream_t stream);
+// q, k, v, probs, d_context: as the forward kept them. d_probs: fp32 scratch the size of
+// the probabilities; d_scores: operand-precision scratch (== d_probs in fp32 runs).
+// dq: operand (overwritten); dk, dv: fp32 (overwritten; a KV head sums its group's).
+void attention_backward_gemm(DeviceBlas& blas, const AttentionShape& s, const void* q, const void* k, const void* v,
+                             const void* probs, const void* d_context, float* d_probs, void* d_scores, void* dq,
                              float* dk, float* dv, cudaStream_t stream);
 
 }  // namespace ibt::gpu

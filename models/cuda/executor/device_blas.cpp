@@ -32,31 +32,36 @@ DeviceBlas::~DeviceBlas() {
   if (handle_) cublasDestroy(handle_);
 }
 
+cudaDataType_t DeviceBlas::operand_type() const { return bf16() ? CUDA_R_16BF : CUDA_R_32F; }
+
+cudaDataType_t DeviceBlas::output_type(Output out) const {
+  return out == Output::operand ? operand_type() : CUDA_R_32F;
+}
+
 void DeviceBlas::gemm(bool trans_a, bool trans_b, std::int64_t m, std::int64_t n, std::int64_t k, float alpha,
-                      const void* a, std::int64_t lda, const void* b, std::int64_t ldb, float beta, float* c,
-                      std::int64_t ldc) {
+                      const void* a, std::int64_t lda, const void* b, std::int64_t ldb, float beta, void* c,
+                      std::int64_t ldc, Output out) {
   if (m == 0 || n == 0) return;
-  const cudaDataType_t type = bf16() ? CUDA_R_16BF : CUDA_R_32F;
   // Row-major C = op(A) op(B) is column-major C^T = op(B)^T op(A)^T.
   check_cublas(cublasGemmEx(handle_, trans_b ? CUBLAS_OP_T : CUBLAS_OP_N, trans_a ? CUBLAS_OP_T : CUBLAS_OP_N,
-                            static_cast<int>(n), static_cast<int>(m), static_cast<int>(k), &alpha, b, type,
-                            static_cast<int>(ldb), a, type, static_cast<int>(lda), &beta, c, CUDA_R_32F,
-                            static_cast<int>(ldc), CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT),
+                            static_cast<int>(n), static_cast<int>(m), static_cast<int>(k), &alpha, b, operand_type(),
+                            static_cast<int>(ldb), a, operand_type(), static_cast<int>(lda), &beta, c,
+                            output_type(out), static_cast<int>(ldc), CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT),
                "cublasGemmEx " + std::to_string(m) + "x" + std::to_string(n) + "x" + std::to_string(k));
 }
 
-void DeviceBlas::batched_f32(bool trans_a, bool trans_b, std::int64_t m, std::int64_t n, std::int64_t k, float alpha,
-                             const float* a, std::int64_t lda, std::int64_t stride_a, const float* b, std::int64_t ldb,
-                             std::int64_t stride_b, float beta, float* c, std::int64_t ldc, std::int64_t stride_c,
-                             std::int64_t batch, bool tf32) {
+void DeviceBlas::batched(bool trans_a, bool trans_b, std::int64_t m, std::int64_t n, std::int64_t k, float alpha,
+                         const void* a, std::int64_t lda, std::int64_t stride_a, const void* b, std::int64_t ldb,
+                         std::int64_t stride_b, float beta, void* c, std::int64_t ldc, std::int64_t stride_c,
+                         std::int64_t batch, Output out) {
   if (m == 0 || n == 0 || batch == 0) return;
   // As gemm(): row-major C = op(A) op(B) is column-major C^T = op(B)^T op(A)^T.
   check_cublas(cublasGemmStridedBatchedEx(
                    handle_, trans_b ? CUBLAS_OP_T : CUBLAS_OP_N, trans_a ? CUBLAS_OP_T : CUBLAS_OP_N,
-                   static_cast<int>(n), static_cast<int>(m), static_cast<int>(k), &alpha, b, CUDA_R_32F,
-                   static_cast<int>(ldb), stride_b, a, CUDA_R_32F, static_cast<int>(lda), stride_a, &beta, c,
-                   CUDA_R_32F, static_cast<int>(ldc), stride_c, static_cast<int>(batch),
-                   tf32 ? CUBLAS_COMPUTE_32F_FAST_TF32 : CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT),
+                   static_cast<int>(n), static_cast<int>(m), static_cast<int>(k), &alpha, b, operand_type(),
+                   static_cast<int>(ldb), stride_b, a, operand_type(), static_cast<int>(lda), stride_a, &beta, c,
+                   output_type(out), static_cast<int>(ldc), stride_c, static_cast<int>(batch), CUBLAS_COMPUTE_32F,
+                   CUBLAS_GEMM_DEFAULT),
                "cublasGemmStridedBatchedEx " + std::to_string(batch) + " x " + std::to_string(m) + "x" +
                    std::to_string(n) + "x" + std::to_string(k));
 }

@@ -73,9 +73,13 @@ DeviceChunk::DeviceChunk(models::Transformer& cpu, DeviceBlas& blas, cudaStream_
   }
 }
 
-void DeviceChunk::cast(const float* src, Operand& dst, std::int64_t n) {
+void* DeviceChunk::operand(Operand& dst, std::int64_t n) {
   dst.resize(static_cast<std::size_t>(n) * operand_bytes(blas_.precision()), stream_);
-  to_operand(src, dst.get(), n, blas_.bf16(), stream_);
+  return dst.get();
+}
+
+void DeviceChunk::cast(const float* src, Operand& dst, std::int64_t n) {
+  to_operand(src, operand(dst, n), n, blas_.bf16(), stream_);
 }
 
 double DeviceChunk::forward(const models::Batch& mb, const DeviceTensor* input, DeviceTensor* output,
@@ -111,11 +115,9 @@ double DeviceChunk::forward(const models::Batch& mb, const DeviceTensor* input, 
   }
   const std::int64_t V = vocab_local_;
   c.final_x = std::move(x);
-  DeviceBuffer<float> normed(static_cast<std::size_t>(T * h), stream_);
   norm_forward(c.final_x.get(), params_->master(final_norm_), bias_or_null(final_norm_bias_), T, h,
-               config_.norm == models::Norm::layernorm, kNormEps, normed.get(), sized(c.final_mean, T, stream_),
-               sized(c.final_rstd, T, stream_), stream_);
-  cast(normed.get(), c.normed_op, T * h);
+               config_.norm == models::Norm::layernorm, kNormEps, operand_out(c.normed_op, T * h),
+               sized(c.final_mean, T, stream_), sized(c.final_rstd, T, stream_), stream_);
   blas_.linear_forward(c.normed_op.get(), op(head_), sized(c.logits, T * V, stream_), T, h, V);
   // Vocab-parallel softmax: global max, then global sums (models/loss.hpp).
   logits_row_max(c.logits.get(), T, V, sized(c.row_max, T, stream_), stream_);
@@ -181,75 +183,85 @@ void DeviceChunk::backward(DeviceStageCache& c, const DeviceTensor* d_output, fl
 
 void DeviceChunk::block_forward(const BlockWeights& w, const float* x, std::int64_t T, int batch, int seq, float* y,
                                 DeviceBlockCache& c, DeviceTpReducer& tp) {
-  const std::int64_t h = config_.hidden, d = head_dim_, qw = heads_ * d, kw = kv_heads_ * d, f = ffn_local_;
+  const std::int64_t h = config_.hidden, qw = std::int64_t(heads_) * head_dim_, f = ffn_local_;
   const bool ln = config_.norm == models::Norm::layernorm;
   check_cuda(cudaMemcpyAsync(sized(c.x, T * h, stream_), x, sizeof(float) * T * h, cudaMemcpyDeviceToDevice, stream_),
              "copy of the block input");
-  DeviceBuffer<float> normed(static_cast<std::size_t>(T * h), stream_), partial(static_cast<std::size_t>(T * h), stream_);
-  // h = x + Wo . attention(norm(x))
-  norm_forward(x, params_->master(w.attn_norm), bias_or_null(w.attn_norm_bias), T, h, ln, kNormEps, normed.get(),
-               sized(c.mean1, T, stream_), sized(c.rstd1, T, stream_), stream_);
-  cast(normed.get(), c.normed1_op, T * h);
-  blas_.linear_forward(c.normed1_op.get(), op(w.wq), sized(c.q, T * qw, stream_), T, h, qw);
-  blas_.linear_forward(c.normed1_op.get(), op(w.wk), sized(c.k, T * kw, stream_), T, h, kw);
-  blas_.linear_forward(c.normed1_op.get(), op(w.wv), sized(c.v, T * kw, stream_), T, h, kw);
-  const AttentionShape s{batch, seq, heads_, kv_heads_, head_dim_};
-  float* probs = sized(c.probs, std::int64_t(batch) * heads_ * seq * seq, stream_);
-  float* context = sized(c.context, T * qw, stream_);
-  if (attention_ == AttentionKernels::gemm)
-    attention_forward_gemm(blas_, s, c.q.get(), c.k.get(), c.v.get(), probs, context, stream_);
-  else
-    attention_forward(s, c.q.get(), c.k.get(), c.v.get(), probs, context, stream_);
-  cast(c.context.get(), c.context_op, T * qw);
+  DeviceBuffer<float> partial(static_cast<std::size_t>(T * h), stream_);
+  // h = x + Wo . attention(norm(x)); the norms and activations write their GEMM operands directly.
+  norm_forward(x, params_->master(w.attn_norm), bias_or_null(w.attn_norm_bias), T, h, ln, kNormEps,
+               operand_out(c.normed1_op, T * h), sized(c.mean1, T, stream_), sized(c.rstd1, T, stream_), stream_);
+  attention_core_forward(c.normed1_op, w, T, batch, seq, c);
   blas_.linear_forward(c.context_op.get(), op(w.wo), partial.get(), T, qw, h);
   tp.sum(partial.get(), T * h);  // row-parallel Wo
   float* hres = sized(c.h, T * h, stream_);
   check_cuda(cudaMemcpyAsync(hres, x, sizeof(float) * T * h, cudaMemcpyDeviceToDevice, stream_), "residual copy");
   add_into(hres, partial.get(), T * h, stream_);
   // y = h + W_down . act(W_up . norm(h))
-  norm_forward(hres, params_->master(w.ffn_norm), bias_or_null(w.ffn_norm_bias), T, h, ln, kNormEps, normed.get(),
-               sized(c.mean2, T, stream_), sized(c.rstd2, T, stream_), stream_);
-  cast(normed.get(), c.normed2_op, T * h);
-  float* act = sized(c.act, T * f, stream_);
+  norm_forward(hres, params_->master(w.ffn_norm), bias_or_null(w.ffn_norm_bias), T, h, ln, kNormEps,
+               operand_out(c.normed2_op, T * h), sized(c.mean2, T, stream_), sized(c.rstd2, T, stream_), stream_);
   if (w.w_gate != kNone) {
     blas_.linear_forward(c.normed2_op.get(), op(w.w_gate), sized(c.gate, T * f, stream_), T, h, f);
     blas_.linear_forward(c.normed2_op.get(), op(w.w_up), sized(c.up, T * f, stream_), T, h, f);
-    swiglu_forward(c.gate.get(), c.up.get(), act, T * f, stream_);
+    swiglu_forward(c.gate.get(), c.up.get(), operand_out(c.act_op, T * f), T * f, stream_);
   } else {
     blas_.linear_forward(c.normed2_op.get(), op(w.w_up), sized(c.gate, T * f, stream_), T, h, f);
-    gelu_forward(c.gate.get(), act, T * f, stream_);
+    gelu_forward(c.gate.get(), operand_out(c.act_op, T * f), T * f, stream_);
   }
-  cast(act, c.act_op, T * f);
   blas_.linear_forward(c.act_op.get(), op(w.w_down), partial.get(), T, f, h);
   tp.sum(partial.get(), T * h);  // row-parallel W_down
   check_cuda(cudaMemcpyAsync(y, hres, sizeof(float) * T * h, cudaMemcpyDeviceToDevice, stream_), "residual copy");
   add_into(y, partial.get(), T * h, stream_);
 }
 
+void DeviceChunk::attention_core_forward(const Operand& normed, const BlockWeights& w, std::int64_t T, int batch,
+                                         int seq, DeviceBlockCache& c) {
+  const std::int64_t h = config_.hidden, qw = std::int64_t(heads_) * head_dim_, kw = std::int64_t(kv_heads_) * head_dim_;
+  const std::int64_t squares = std::int64_t(batch) * heads_ * seq * seq;
+  const AttentionShape s{batch, seq, heads_, kv_heads_, head_dim_};
+  if (attention_ == AttentionKernels::gemm) {
+    // q, k, v straight out of their GEMMs as operands; fp32 scores only as scratch in bf16 runs.
+    blas_.linear_forward_to_operand(normed.get(), op(w.wq), operand(c.q_op, T * qw), T, h, qw);
+    blas_.linear_forward_to_operand(normed.get(), op(w.wk), operand(c.k_op, T * kw), T, h, kw);
+    blas_.linear_forward_to_operand(normed.get(), op(w.wv), operand(c.v_op, T * kw), T, h, kw);
+    void* probs = operand(c.probs_op, squares);
+    DeviceBuffer<float> scratch;
+    float* scores = blas_.bf16() ? sized(scratch, squares, stream_) : static_cast<float*>(probs);
+    attention_forward_gemm(blas_, s, c.q_op.get(), c.k_op.get(), c.v_op.get(), scores, probs,
+                           operand(c.context_op, T * qw), stream_);
+    return;
+  }
+  blas_.linear_forward(normed.get(), op(w.wq), sized(c.q, T * qw, stream_), T, h, qw);
+  blas_.linear_forward(normed.get(), op(w.wk), sized(c.k, T * kw, stream_), T, h, kw);
+  blas_.linear_forward(normed.get(), op(w.wv), sized(c.v, T * kw, stream_), T, h, kw);
+  DeviceBuffer<float> context(static_cast<std::size_t>(T * qw), stream_);
+  attention_forward(s, c.q.get(), c.k.get(), c.v.get(), sized(c.probs, squares, stream_), context.get(), stream_);
+  cast(context.get(), c.context_op, T * qw);
+}
+
 void DeviceChunk::block_backward(const BlockWeights& w, DeviceBlockCache& c, std::int64_t T, int batch, int seq,
                                  const float* dy, float* dx, DeviceTpReducer& tp) {
-  const std::int64_t h = config_.hidden, d = head_dim_, qw = heads_ * d, kw = kv_heads_ * d, f = ffn_local_;
+  const std::int64_t h = config_.hidden, qw = std::int64_t(heads_) * head_dim_, kw = std::int64_t(kv_heads_) * head_dim_,
+                     f = ffn_local_;
   const bool ln = config_.norm == models::Norm::layernorm;
-  DeviceBuffer<float> d_act(static_cast<std::size_t>(T * f), stream_), d_gate(static_cast<std::size_t>(T * f), stream_),
-      d_normed(static_cast<std::size_t>(T * h), stream_), d_branch(static_cast<std::size_t>(T * h), stream_);
+  DeviceBuffer<float> d_act(static_cast<std::size_t>(T * f), stream_), d_normed(static_cast<std::size_t>(T * h), stream_),
+      d_branch(static_cast<std::size_t>(T * h), stream_);
   Operand dy_op, d_gate_op, d_up_op;
-  // MLP: dW_down += dy^T act; d_act = dy W_down; through the activation; the column-
-  // parallel first GEMMs give a partial input gradient, summed over TP.
+  // MLP: dW_down += dy^T act; d_act = dy W_down; through the activation (whose kernels
+  // write the GEMM operands directly); the column-parallel first GEMMs give a partial
+  // input gradient, summed over TP.
   cast(dy, dy_op, T * h);
   blas_.linear_backward_weight(dy_op.get(), c.act_op.get(), params_->grad(w.w_down), T, f, h);
   blas_.linear_backward_input(dy_op.get(), op(w.w_down), d_act.get(), T, f, h, false);
   if (w.w_gate != kNone) {
-    DeviceBuffer<float> d_up(static_cast<std::size_t>(T * f), stream_);
-    swiglu_backward(c.gate.get(), c.up.get(), d_act.get(), d_gate.get(), d_up.get(), T * f, stream_);
-    cast(d_gate.get(), d_gate_op, T * f);
-    cast(d_up.get(), d_up_op, T * f);
+    swiglu_backward(c.gate.get(), c.up.get(), d_act.get(), operand_out(d_gate_op, T * f), operand_out(d_up_op, T * f),
+                    T * f, stream_);
     blas_.linear_backward_weight(d_gate_op.get(), c.normed2_op.get(), params_->grad(w.w_gate), T, h, f);
     blas_.linear_backward_weight(d_up_op.get(), c.normed2_op.get(), params_->grad(w.w_up), T, h, f);
     blas_.linear_backward_input(d_gate_op.get(), op(w.w_gate), d_normed.get(), T, h, f, false);
     blas_.linear_backward_input(d_up_op.get(), op(w.w_up), d_normed.get(), T, h, f, true);
   } else {
-    gelu_backward(c.gate.get(), d_act.get(), d_gate.get(), T * f, stream_);
-    cast(d_gate.get(), d_gate_op, T * f);
+    gelu_backward(c.gate.get(), d_act.get(), operand_out(d_gate_op, T * f), T * f, stream_);
     blas_.linear_backward_weight(d_gate_op.get(), c.normed2_op.get(), params_->grad(w.w_up), T, h, f);
     blas_.linear_backward_input(d_gate_op.get(), op(w.w_up), d_normed.get(), T, h, f, false);
   }
@@ -260,24 +272,11 @@ void DeviceChunk::block_backward(const BlockWeights& w, DeviceBlockCache& c, std
   float* dh = dx;
   check_cuda(cudaMemcpyAsync(dh, dy, sizeof(float) * T * h, cudaMemcpyDeviceToDevice, stream_), "residual gradient");
   add_into(dh, d_branch.get(), T * h, stream_);
-  // Attention: dWo += dh^T context; d_context = dh Wo; the core; then Wq, Wk, Wv.
+  // Attention: dWo += dh^T context; the core gives dq, dk, dv; then Wq, Wk, Wv.
   Operand dh_op, dq_op, dk_op, dv_op;
   cast(dh, dh_op, T * h);
-  DeviceBuffer<float> d_context(static_cast<std::size_t>(T * qw), stream_), dq(static_cast<std::size_t>(T * qw), stream_),
-      dk(static_cast<std::size_t>(T * kw), stream_), dv(static_cast<std::size_t>(T * kw), stream_),
-      d_probs(static_cast<std::size_t>(std::int64_t(batch) * heads_ * seq * seq), stream_);
   blas_.linear_backward_weight(dh_op.get(), c.context_op.get(), params_->grad(w.wo), T, qw, h);
-  blas_.linear_backward_input(dh_op.get(), op(w.wo), d_context.get(), T, qw, h, false);
-  const AttentionShape s{batch, seq, heads_, kv_heads_, head_dim_};
-  if (attention_ == AttentionKernels::gemm)
-    attention_backward_gemm(blas_, s, c.q.get(), c.k.get(), c.v.get(), c.probs.get(), d_context.get(), d_probs.get(),
-                            dq.get(), dk.get(), dv.get(), stream_);
-  else
-    attention_backward(s, c.q.get(), c.k.get(), c.v.get(), c.probs.get(), d_context.get(), d_probs.get(), dq.get(),
-                       dk.get(), dv.get(), stream_);
-  cast(dq.get(), dq_op, T * qw);
-  cast(dk.get(), dk_op, T * kw);
-  cast(dv.get(), dv_op, T * kw);
+  attention_core_backward(dh_op, w, c, T, batch, seq, dq_op, dk_op, dv_op);
   blas_.linear_backward_weight(dq_op.get(), c.normed1_op.get(), params_->grad(w.wq), T, h, qw);
   blas_.linear_backward_weight(dk_op.get(), c.normed1_op.get(), params_->grad(w.wk), T, h, kw);
   blas_.linear_backward_weight(dv_op.get(), c.normed1_op.get(), params_->grad(w.wv), T, h, kw);
@@ -290,6 +289,31 @@ void DeviceChunk::block_backward(const BlockWeights& w, DeviceBlockCache& c, std
   add_into(dx, d_branch.get(), T * h, stream_);
   // The scratch buffers are freed on return: cudaFree waits for the device first, so
   // the kernels queued above still see them.
+}
+
+void DeviceChunk::attention_core_backward(const Operand& dh, const BlockWeights& w, DeviceBlockCache& c, std::int64_t T,
+                                          int batch, int seq, Operand& dq, Operand& dk, Operand& dv) {
+  const std::int64_t h = config_.hidden, qw = std::int64_t(heads_) * head_dim_, kw = std::int64_t(kv_heads_) * head_dim_;
+  const std::int64_t squares = std::int64_t(batch) * heads_ * seq * seq;
+  const AttentionShape s{batch, seq, heads_, kv_heads_, head_dim_};
+  DeviceBuffer<float> d_probs(static_cast<std::size_t>(squares), stream_), dk_f(static_cast<std::size_t>(T * kw), stream_),
+      dv_f(static_cast<std::size_t>(T * kw), stream_);
+  if (attention_ == AttentionKernels::gemm) {
+    // d_context = dh Wo as an operand; dS in the operand precision (in place over dP in fp32 runs).
+    Operand d_context, d_scores_op;
+    blas_.linear_backward_input_to_operand(dh.get(), op(w.wo), operand(d_context, T * qw), T, qw, h);
+    void* d_scores = blas_.bf16() ? operand(d_scores_op, squares) : static_cast<void*>(d_probs.get());
+    attention_backward_gemm(blas_, s, c.q_op.get(), c.k_op.get(), c.v_op.get(), c.probs_op.get(), d_context.get(),
+                            d_probs.get(), d_scores, operand(dq, T * qw), dk_f.get(), dv_f.get(), stream_);
+  } else {
+    DeviceBuffer<float> d_context(static_cast<std::size_t>(T * qw), stream_), dq_f(static_cast<std::size_t>(T * qw), stream_);
+    blas_.linear_backward_input(dh.get(), op(w.wo), d_context.get(), T, qw, h, false);
+    attention_backward(s, c.q.get(), c.k.get(), c.v.get(), c.probs.get(), d_context.get(), d_probs.get(), dq_f.get(),
+                       dk_f.get(), dv_f.get(), stream_);
+    cast(dq_f.get(), dq, T * qw);
+  }
+  cast(dk_f.get(), dk, T * kw);  // fp32 until here: a KV head sums its group's gradients
+  cast(dv_f.get(), dv, T * kw);
 }
 
 }  // namespace ibt::gpu

@@ -43,8 +43,12 @@ class NoTpReducer final : public DeviceTpReducer {
 
 using Operand = DeviceBuffer<unsigned char>;  // a GEMM operand (bf16 or fp32 bytes)
 
+// What a block's backward reads. The attention core keeps q, k, v and the probabilities
+// in fp32 for the one-thread kernels, as operands for the GEMM kernels.
 struct DeviceBlockCache {
-  DeviceBuffer<float> x, mean1, rstd1, q, k, v, probs, context, h, mean2, rstd2, gate, up, act;
+  DeviceBuffer<float> x, mean1, rstd1, h, mean2, rstd2, gate, up;
+  DeviceBuffer<float> q, k, v, probs;  // --cuda-attention threads
+  Operand q_op, k_op, v_op, probs_op;  // --cuda-attention gemm
   Operand normed1_op, context_op, normed2_op, act_op;
 };
 
@@ -96,6 +100,15 @@ class DeviceChunk {
   void block_backward(const BlockWeights& w, DeviceBlockCache& c, std::int64_t T, int batch, int seq, const float* dy,
                       float* dx, DeviceTpReducer& tp);
   void cast(const float* src, Operand& dst, std::int64_t n);
+  // dst grown to n elements of the operand precision: a kernel's or GEMM's output.
+  void* operand(Operand& dst, std::int64_t n);
+  OperandOut operand_out(Operand& dst, std::int64_t n) { return {operand(dst, n), blas_.bf16()}; }
+  // The attention core between the QKV and Wo GEMMs: context = attention(norm(x)); and its
+  // backward, from d_context's input dh (operand) to dq, dk, dv as operands.
+  void attention_core_forward(const Operand& normed, const BlockWeights& w, std::int64_t T, int batch, int seq,
+                         DeviceBlockCache& c);
+  void attention_core_backward(const Operand& dh, const BlockWeights& w, DeviceBlockCache& c, std::int64_t T, int batch,
+                          int seq, Operand& dq, Operand& dk, Operand& dv);
   const void* op(std::size_t param) const { return params_->operand(param); }
   float* bias_or_null(std::size_t i) { return i == kNone ? nullptr : params_->master(i); }
   float* bias_grad_or_null(std::size_t i) { return i == kNone ? nullptr : params_->grad(i); }

@@ -4,6 +4,8 @@
 #include <cuda_bf16.h>
 
 #include <cfloat>
+#include <stdexcept>
+#include <type_traits>
 
 #include "collectives/nccl/cuda_device.hpp"
 #include "models/cuda/executor/train_kernels.hpp"
@@ -25,31 +27,46 @@ void check_launch(const char* what) { check_cuda(cudaGetLastError(), std::string
 #define IBT_GRID_LOOP(i, n) \
   for (std::int64_t i = blockIdx.x * std::int64_t(blockDim.x) + threadIdx.x; i < (n); i += std::int64_t(gridDim.x) * blockDim.x)
 
-// Block-wide sum in double (blockDim.x == kThreads).
+constexpr int kWarps = kThreads / 32;
+
+// Block-wide sum in double and max (blockDim.x == kThreads, every thread calls): within
+// each warp by shuffles, then each thread adds the warps' results from shared memory.
+// Two barriers instead of one per halving: the row kernels (softmax, norms) call these
+// once or twice per row.
 __device__ double block_sum(double v) {
-  __shared__ double part[kThreads];
-  part[threadIdx.x] = v;
+  __shared__ double warp_sums[kWarps];
+  for (int offset = 16; offset > 0; offset >>= 1) v += __shfl_down_sync(0xffffffffu, v, offset);
+  if (threadIdx.x % 32 == 0) warp_sums[threadIdx.x / 32] = v;
   __syncthreads();
-  for (int s = kThreads / 2; s > 0; s >>= 1) {
-    if (threadIdx.x < s) part[threadIdx.x] += part[threadIdx.x + s];
-    __syncthreads();
-  }
-  const double total = part[0];
-  __syncthreads();
+  double total = 0;
+  for (int w = 0; w < kWarps; ++w) total += warp_sums[w];
+  __syncthreads();  // the next call may overwrite warp_sums
   return total;
 }
 
 __device__ float block_max(float v) {
-  __shared__ float part[kThreads];
-  part[threadIdx.x] = v;
+  __shared__ float warp_maxes[kWarps];
+  for (int offset = 16; offset > 0; offset >>= 1) v = fmaxf(v, __shfl_down_sync(0xffffffffu, v, offset));
+  if (threadIdx.x % 32 == 0) warp_maxes[threadIdx.x / 32] = v;
   __syncthreads();
-  for (int s = kThreads / 2; s > 0; s >>= 1) {
-    if (threadIdx.x < s) part[threadIdx.x] = fmaxf(part[threadIdx.x], part[threadIdx.x + s]);
-    __syncthreads();
-  }
-  const float total = part[0];
+  float total = -FLT_MAX;
+  for (int w = 0; w < kWarps; ++w) total = fmaxf(total, warp_maxes[w]);
   __syncthreads();
   return total;
+}
+
+// Operand-precision stores and loads: fp32 as is, bf16 rounded to nearest.
+__device__ inline void store(float* p, float v) { *p = v; }
+__device__ inline void store(__nv_bfloat16* p, float v) { *p = __float2bfloat16(v); }
+__device__ inline float load(const float* p) { return *p; }
+__device__ inline float load(const __nv_bfloat16* p) { return __bfloat162float(*p); }
+
+// Calls launch(typed pointer) with the output's element type, so one templated kernel
+// serves fp32 and bf16 outputs.
+template <typename Launch>
+void with_type(OperandOut out, Launch launch) {
+  if (out.bf16) launch(static_cast<__nv_bfloat16*>(out.data));
+  else launch(static_cast<float*>(out.data));
 }
 
 __global__ void to_bf16_kernel(const float* src, __nv_bfloat16* dst, std::int64_t n) {
@@ -78,11 +95,12 @@ __global__ void embedding_backward_kernel(const std::int32_t* tokens, std::int64
 }
 
 // One block per row; statistics in double as models/layers/norm.cpp.
+template <typename Out>
 __global__ void norm_forward_kernel(const float* x, const float* gain, const float* bias, std::int64_t n,
-                                    bool layernorm, float eps, float* y, float* mean_out, float* rstd_out) {
+                                    bool layernorm, float eps, Out* y, float* mean_out, float* rstd_out) {
   const std::int64_t r = blockIdx.x;
   const float* xr = x + r * n;
-  float* yr = y + r * n;
+  Out* yr = y + r * n;
   double s = 0;
   if (layernorm) {
     for (std::int64_t j = threadIdx.x; j < n; j += blockDim.x) s += xr[j];
@@ -95,7 +113,7 @@ __global__ void norm_forward_kernel(const float* x, const float* gain, const flo
   const float rstd = static_cast<float>(1.0 / sqrt(var / double(n) + double(eps)));
   const float m = static_cast<float>(mean);
   for (std::int64_t j = threadIdx.x; j < n; j += blockDim.x)
-    yr[j] = (xr[j] - m) * rstd * gain[j] + (layernorm ? bias[j] : 0.0f);
+    store(yr + j, (xr[j] - m) * rstd * gain[j] + (layernorm ? bias[j] : 0.0f));
   if (threadIdx.x == 0) {
     mean_out[r] = m;
     rstd_out[r] = rstd;
@@ -130,20 +148,22 @@ __global__ void norm_backward_kernel(const float* x, const float* gain, const fl
   }
 }
 
-__global__ void swiglu_forward_kernel(const float* gate, const float* up, float* act, std::int64_t n) {
+template <typename Out>
+__global__ void swiglu_forward_kernel(const float* gate, const float* up, Out* act, std::int64_t n) {
   IBT_GRID_LOOP(i, n) {
     const float g = gate[i];
-    act[i] = g / (1.0f + expf(-g)) * up[i];
+    store(act + i, g / (1.0f + expf(-g)) * up[i]);
   }
 }
 
-__global__ void swiglu_backward_kernel(const float* gate, const float* up, const float* d_act, float* d_gate,
-                                       float* d_up, std::int64_t n) {
+template <typename Out>
+__global__ void swiglu_backward_kernel(const float* gate, const float* up, const float* d_act, Out* d_gate, Out* d_up,
+                                       std::int64_t n) {
   IBT_GRID_LOOP(i, n) {
     const float g = gate[i];
     const float sig = 1.0f / (1.0f + expf(-g));
-    d_gate[i] = d_act[i] * up[i] * sig * (1.0f + g * (1.0f - sig));
-    d_up[i] = d_act[i] * g * sig;
+    store(d_gate + i, d_act[i] * up[i] * sig * (1.0f + g * (1.0f - sig)));
+    store(d_up + i, d_act[i] * g * sig);
   }
 }
 
@@ -153,11 +173,13 @@ __device__ float gelu_grad(float x) {
   const float du = kSqrt2OverPi * (1.0f + 3.0f * kGeluCubic * x * x);
   return 0.5f * (1.0f + th) + 0.5f * x * (1.0f - th * th) * du;
 }
-__global__ void gelu_forward_kernel(const float* pre, float* act, std::int64_t n) {
-  IBT_GRID_LOOP(i, n) act[i] = gelu(pre[i]);
+template <typename Out>
+__global__ void gelu_forward_kernel(const float* pre, Out* act, std::int64_t n) {
+  IBT_GRID_LOOP(i, n) store(act + i, gelu(pre[i]));
 }
-__global__ void gelu_backward_kernel(const float* pre, const float* d_act, float* d_pre, std::int64_t n) {
-  IBT_GRID_LOOP(i, n) d_pre[i] = d_act[i] * gelu_grad(pre[i]);
+template <typename Out>
+__global__ void gelu_backward_kernel(const float* pre, const float* d_act, Out* d_pre, std::int64_t n) {
+  IBT_GRID_LOOP(i, n) store(d_pre + i, d_act[i] * gelu_grad(pre[i]));
 }
 
 // Scores S[b,h,i,j] = scale * q_i . k_j for j <= i (the rest is masked by the softmax).
@@ -176,18 +198,22 @@ __global__ void attention_scores_kernel(AttentionShape s, const float* q, const 
   }
 }
 
-// One block per row (b, h, i): causal softmax over keys 0..i, zeros beyond.
-__global__ void causal_softmax_kernel(float* probs, int seq) {
+// One block per row (b, h, i): causal softmax over keys 0..i, zeros beyond. In place
+// when probs is the scores (fp32): each thread writes only the entries it read, after
+// the block's reductions.
+template <typename Out>
+__global__ void causal_softmax_kernel(const float* scores, Out* probs, int seq) {
   const std::int64_t row = blockIdx.x;
   const int i = static_cast<int>(row % seq);
-  float* p = probs + row * seq;
+  const float* s = scores + row * seq;
+  Out* p = probs + row * seq;
   float mx = -FLT_MAX;
-  for (int j = threadIdx.x; j <= i; j += blockDim.x) mx = fmaxf(mx, p[j]);
+  for (int j = threadIdx.x; j <= i; j += blockDim.x) mx = fmaxf(mx, s[j]);
   mx = block_max(mx);
   double sum = 0;
-  for (int j = threadIdx.x; j <= i; j += blockDim.x) sum += expf(p[j] - mx);
+  for (int j = threadIdx.x; j <= i; j += blockDim.x) sum += expf(s[j] - mx);
   const float total = static_cast<float>(block_sum(sum));
-  for (int j = threadIdx.x; j < seq; j += blockDim.x) p[j] = j <= i ? expf(p[j] - mx) / total : 0.0f;
+  for (int j = threadIdx.x; j < seq; j += blockDim.x) store(p + j, j <= i ? expf(s[j] - mx) / total : 0.0f);
 }
 
 // out[b*seq+i, h*d+e] = scale * sum_{j<=i} W[b,h,i,j] x[b*seq+j, (h/group)*d+e]: the context
@@ -225,16 +251,19 @@ __global__ void attention_dprobs_kernel(AttentionShape s, const float* d_context
   }
 }
 
-__global__ void softmax_backward_kernel(const float* probs, float* d_probs, int seq) {
+// In place (d_scores == d_probs) when fp32, as causal_softmax_kernel.
+template <typename T>
+__global__ void softmax_backward_kernel(const T* probs, const float* d_probs, T* d_scores, int seq) {
   const std::int64_t row = blockIdx.x;
   const int i = static_cast<int>(row % seq);
-  const float* p = probs + row * seq;
-  float* dp = d_probs + row * seq;
+  const T* p = probs + row * seq;
+  const float* dp = d_probs + row * seq;
+  T* ds = d_scores + row * seq;
   double dot = 0;
-  for (int j = threadIdx.x; j <= i; j += blockDim.x) dot += dp[j] * p[j];
+  for (int j = threadIdx.x; j <= i; j += blockDim.x) dot += dp[j] * load(p + j);
   const float total = static_cast<float>(block_sum(dot));
   // Keys after i are masked: their gradient is 0 (the GEMM path computes dP there too).
-  for (int j = threadIdx.x; j < seq; j += blockDim.x) dp[j] = j <= i ? p[j] * (dp[j] - total) : 0.0f;
+  for (int j = threadIdx.x; j < seq; j += blockDim.x) store(ds + j, j <= i ? load(p + j) * (dp[j] - total) : 0.0f);
 }
 
 // dk[b*seq+j, hk*d+e] = scale * sum over the group's query heads h and i >= j of
@@ -349,10 +378,12 @@ void embedding_backward(const std::int32_t* tokens, std::int64_t count, const fl
 }
 
 void norm_forward(const float* x, const float* gain, const float* bias, std::int64_t rows, std::int64_t n,
-                  bool layernorm, float eps, float* y, float* mean, float* rstd, cudaStream_t stream) {
+                  bool layernorm, float eps, OperandOut y, float* mean, float* rstd, cudaStream_t stream) {
   if (rows == 0) return;
-  norm_forward_kernel<<<static_cast<unsigned>(rows), kThreads, 0, stream>>>(x, gain, bias, n, layernorm, eps, y, mean,
-                                                                            rstd);
+  with_type(y, [&](auto* out) {
+    norm_forward_kernel<<<static_cast<unsigned>(rows), kThreads, 0, stream>>>(x, gain, bias, n, layernorm, eps, out,
+                                                                              mean, rstd);
+  });
   check_launch("norm_forward");
 }
 
@@ -365,36 +396,51 @@ void norm_backward(const float* x, const float* gain, const float* mean, const f
   check_launch("norm_backward");
 }
 
-void swiglu_forward(const float* gate, const float* up, float* act, std::int64_t n, cudaStream_t stream) {
-  swiglu_forward_kernel<<<blocks_for(n), kThreads, 0, stream>>>(gate, up, act, n);
+void swiglu_forward(const float* gate, const float* up, OperandOut act, std::int64_t n, cudaStream_t stream) {
+  with_type(act, [&](auto* out) { swiglu_forward_kernel<<<blocks_for(n), kThreads, 0, stream>>>(gate, up, out, n); });
   check_launch("swiglu_forward");
 }
 
-void swiglu_backward(const float* gate, const float* up, const float* d_act, float* d_gate, float* d_up,
+void swiglu_backward(const float* gate, const float* up, const float* d_act, OperandOut d_gate, OperandOut d_up,
                      std::int64_t n, cudaStream_t stream) {
-  swiglu_backward_kernel<<<blocks_for(n), kThreads, 0, stream>>>(gate, up, d_act, d_gate, d_up, n);
+  if (d_gate.bf16 != d_up.bf16) throw std::logic_error("swiglu_backward: d_gate and d_up in different precisions");
+  with_type(d_gate, [&](auto* dg) {
+    using Out = std::remove_pointer_t<decltype(dg)>;
+    swiglu_backward_kernel<<<blocks_for(n), kThreads, 0, stream>>>(gate, up, d_act, dg, static_cast<Out*>(d_up.data),
+                                                                   n);
+  });
   check_launch("swiglu_backward");
 }
 
-void gelu_forward(const float* pre, float* act, std::int64_t n, cudaStream_t stream) {
-  gelu_forward_kernel<<<blocks_for(n), kThreads, 0, stream>>>(pre, act, n);
+void gelu_forward(const float* pre, OperandOut act, std::int64_t n, cudaStream_t stream) {
+  with_type(act, [&](auto* out) { gelu_forward_kernel<<<blocks_for(n), kThreads, 0, stream>>>(pre, out, n); });
   check_launch("gelu_forward");
 }
 
-void gelu_backward(const float* pre, const float* d_act, float* d_pre, std::int64_t n, cudaStream_t stream) {
-  gelu_backward_kernel<<<blocks_for(n), kThreads, 0, stream>>>(pre, d_act, d_pre, n);
+void gelu_backward(const float* pre, const float* d_act, OperandOut d_pre, std::int64_t n, cudaStream_t stream) {
+  with_type(d_pre,
+            [&](auto* out) { gelu_backward_kernel<<<blocks_for(n), kThreads, 0, stream>>>(pre, d_act, out, n); });
   check_launch("gelu_backward");
 }
 
-void causal_softmax(float* probs, std::int64_t rows, int seq, cudaStream_t stream) {
+void causal_softmax(const float* scores, OperandOut probs, std::int64_t rows, int seq, cudaStream_t stream) {
   if (rows == 0) return;
-  causal_softmax_kernel<<<static_cast<unsigned>(rows), kThreads, 0, stream>>>(probs, seq);
+  with_type(probs, [&](auto* out) {
+    causal_softmax_kernel<<<static_cast<unsigned>(rows), kThreads, 0, stream>>>(scores, out, seq);
+  });
   check_launch("causal_softmax");
 }
 
-void causal_softmax_backward(const float* probs, float* d_probs, std::int64_t rows, int seq, cudaStream_t stream) {
+void causal_softmax_backward(OperandIn probs, const float* d_probs, OperandOut d_scores, std::int64_t rows, int seq,
+                             cudaStream_t stream) {
   if (rows == 0) return;
-  softmax_backward_kernel<<<static_cast<unsigned>(rows), kThreads, 0, stream>>>(probs, d_probs, seq);
+  if (probs.bf16 != d_scores.bf16)
+    throw std::logic_error("causal_softmax_backward: probabilities and score gradients in different precisions");
+  with_type(d_scores, [&](auto* ds) {
+    using T = std::remove_pointer_t<decltype(ds)>;
+    softmax_backward_kernel<<<static_cast<unsigned>(rows), kThreads, 0, stream>>>(static_cast<const T*>(probs.data),
+                                                                                  d_probs, ds, seq);
+  });
   check_launch("softmax_backward");
 }
 
@@ -405,7 +451,7 @@ void attention_forward(const AttentionShape& s, const float* q, const float* k, 
   const std::int64_t rows = std::int64_t(s.batch) * s.heads * s.seq;
   attention_scores_kernel<<<blocks_for(scores), kThreads, 0, stream>>>(s, q, k, scale, probs);
   check_launch("attention_scores");
-  causal_softmax(probs, rows, s.seq, stream);
+  causal_softmax(probs, probs, rows, s.seq, stream);
   const std::int64_t out = std::int64_t(s.batch) * s.seq * s.heads * s.head_dim;
   attention_rows_times_kv_kernel<<<blocks_for(out), kThreads, 0, stream>>>(s, probs, v, 1.0f, context);
   check_launch("attention_context");
@@ -418,7 +464,7 @@ void attention_backward(const AttentionShape& s, const float* q, const float* k,
   const std::int64_t rows = std::int64_t(s.batch) * s.heads * s.seq;
   attention_dprobs_kernel<<<blocks_for(scores), kThreads, 0, stream>>>(s, d_context, v, d_probs);
   check_launch("attention_dprobs");
-  causal_softmax_backward(probs, d_probs, rows, s.seq, stream);
+  causal_softmax_backward(probs, d_probs, d_probs, rows, s.seq, stream);
   const std::int64_t nq = std::int64_t(s.batch) * s.seq * s.heads * s.head_dim;
   const std::int64_t nkv = std::int64_t(s.batch) * s.seq * s.kv_heads * s.head_dim;
   attention_rows_times_kv_kernel<<<blocks_for(nq), kThreads, 0, stream>>>(s, d_probs, k, scale, dq);

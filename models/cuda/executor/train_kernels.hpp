@@ -13,6 +13,23 @@ namespace ibt::gpu {
 // GEMM operands: fp32 values rounded to bf16 (bf16 == true) or copied as fp32.
 void to_operand(const float* src, void* dst, std::int64_t n, bool bf16, cudaStream_t stream);
 
+// A kernel output whose only reader is a GEMM: written in the operand precision (bf16 in
+// bf16 runs, fp32 otherwise), so no to_operand() pass reads it back. A plain float*
+// converts to an fp32 one.
+struct OperandOut {
+  void* data = nullptr;
+  bool bf16 = false;
+  OperandOut(float* fp32) : data(fp32) {}  // NOLINT(google-explicit-constructor): fp32 outputs read as before
+  OperandOut(void* d, bool is_bf16) : data(d), bf16(is_bf16) {}
+};
+// The same for an input a kernel reads in the operand precision.
+struct OperandIn {
+  const void* data = nullptr;
+  bool bf16 = false;
+  OperandIn(const float* fp32) : data(fp32) {}  // NOLINT(google-explicit-constructor)
+  OperandIn(const void* d, bool is_bf16) : data(d), bf16(is_bf16) {}
+};
+
 // out[t] = table[tokens[t] - vocab_begin] when this shard owns the token, else 0.
 void embedding_forward(const std::int32_t* tokens, std::int64_t count, const float* table, std::int64_t table_rows,
                        std::int64_t vocab_begin, std::int64_t hidden, float* out, cudaStream_t stream);
@@ -23,19 +40,20 @@ void embedding_backward(const std::int32_t* tokens, std::int64_t count, const fl
 // RMSNorm (layernorm == false) or LayerNorm over rows of width n; bias may be null for
 // RMSNorm. mean/rstd: [rows] saved for the backward (mean is 0 for RMSNorm).
 void norm_forward(const float* x, const float* gain, const float* bias, std::int64_t rows, std::int64_t n,
-                  bool layernorm, float eps, float* y, float* mean, float* rstd, cudaStream_t stream);
+                  bool layernorm, float eps, OperandOut y, float* mean, float* rstd, cudaStream_t stream);
 // dx overwritten; gain_grad (and bias_grad for LayerNorm) accumulated.
 void norm_backward(const float* x, const float* gain, const float* mean, const float* rstd, const float* dy,
                    std::int64_t rows, std::int64_t n, bool layernorm, float* dx, float* gain_grad, float* bias_grad,
                    cudaStream_t stream);
 
-// SwiGLU: act = silu(gate) * up; backward gives d_gate and d_up from d_act.
-void swiglu_forward(const float* gate, const float* up, float* act, std::int64_t n, cudaStream_t stream);
-void swiglu_backward(const float* gate, const float* up, const float* d_act, float* d_gate, float* d_up,
+// SwiGLU: act = silu(gate) * up; backward gives d_gate and d_up from d_act (both in
+// one precision).
+void swiglu_forward(const float* gate, const float* up, OperandOut act, std::int64_t n, cudaStream_t stream);
+void swiglu_backward(const float* gate, const float* up, const float* d_act, OperandOut d_gate, OperandOut d_up,
                      std::int64_t n, cudaStream_t stream);
 // GELU (tanh form): act = gelu(pre); d_pre = d_act * gelu'(pre).
-void gelu_forward(const float* pre, float* act, std::int64_t n, cudaStream_t stream);
-void gelu_backward(const float* pre, const float* d_act, float* d_pre, std::int64_t n, cudaStream_t stream);
+void gelu_forward(const float* pre, OperandOut act, std::int64_t n, cudaStream_t stream);
+void gelu_backward(const float* pre, const float* d_act, OperandOut d_pre, std::int64_t n, cudaStream_t stream);
 
 // Causal GQA attention core for `batch` sequences of `seq` tokens: q [T, heads*d],
 // k, v [T, kv_heads*d], probs [batch, heads, seq, seq] (zero above the diagonal),
@@ -45,11 +63,13 @@ struct AttentionShape {
 };
 void attention_forward(const AttentionShape& s, const float* q, const float* k, const float* v, float* probs,
                        float* context, cudaStream_t stream);
-// The causal softmax of each row of scores [rows = batch * heads * seq, seq] in place
-// (keys after the row's position become 0), and its backward: d_probs (dP in, dS out,
-// 0 after the row's position).
-void causal_softmax(float* probs, std::int64_t rows, int seq, cudaStream_t stream);
-void causal_softmax_backward(const float* probs, float* d_probs, std::int64_t rows, int seq, cudaStream_t stream);
+// The causal softmax of each row of scores [rows = batch * heads * seq, seq] into probs
+// (keys after the row's position become 0; probs may be the scores themselves when
+// fp32), and its backward: d_scores = P * (dP - rowsum(dP * P)), 0 after the row's
+// position (d_scores in the probabilities' precision; it may be d_probs when fp32).
+void causal_softmax(const float* scores, OperandOut probs, std::int64_t rows, int seq, cudaStream_t stream);
+void causal_softmax_backward(OperandIn probs, const float* d_probs, OperandOut d_scores, std::int64_t rows, int seq,
+                             cudaStream_t stream);
 // d_probs: scratch [batch, heads, seq, seq]. dq, dk, dv overwritten.
 void attention_backward(const AttentionShape& s, const float* q, const float* k, const float* v, const float* probs,
                         const float* d_context, float* d_probs, float* dq, float* dk, float* dv, cudaStream_t stream);
