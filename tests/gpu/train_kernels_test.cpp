@@ -176,8 +176,8 @@ TEST_F(TrainKernels, CausalSoftmaxAndItsBackwardInFp32AndBf16) {
   }
   // fp32, in place.
   auto p32 = up(scores), ds32 = up(d_probs);
-  gpu::causal_softmax(p32.get(), p32.get(), rows, seq, stream_);
-  gpu::causal_softmax_backward(p32.get(), ds32.get(), ds32.get(), rows, seq, stream_);
+  gpu::causal_softmax(p32.get(), p32.get(), rows, seq, seq, stream_);
+  gpu::causal_softmax_backward(p32.get(), ds32.get(), ds32.get(), rows, seq, seq, stream_);
   const auto got_p = p32.download(stream_), got_ds = ds32.download(stream_);
   expect_close(got_p, want_p, 1e-6, "fp32 probabilities");
   expect_close(got_ds, want_ds, 1e-5, "fp32 score gradients");
@@ -190,15 +190,40 @@ TEST_F(TrainKernels, CausalSoftmaxAndItsBackwardInFp32AndBf16) {
   // gradient within the rounding of the probabilities it reads, masked entries exactly 0.
   auto s_dev = up(scores), dp_dev = up(d_probs);
   DeviceBuffer<std::uint16_t> p16(n, stream_), ds16(n, stream_);
-  gpu::causal_softmax(s_dev.get(), gpu::OperandOut(p16.get(), true), rows, seq, stream_);
+  gpu::causal_softmax(s_dev.get(), gpu::OperandOut(p16.get(), true), rows, seq, seq, stream_);
   gpu::causal_softmax_backward(gpu::OperandIn(p16.get(), true), dp_dev.get(), gpu::OperandOut(ds16.get(), true), rows,
-                               seq, stream_);
+                               seq, seq, stream_);
   const auto p_bf16 = from_bf16(p16.download(stream_)), ds_bf16 = from_bf16(ds16.download(stream_));
   for (std::int64_t e = 0; e < n; ++e) {
     ASSERT_NEAR(p_bf16[e], want_p[e], std::abs(want_p[e]) / 256.0f + 1e-30f) << "bf16 probability " << e;
     ASSERT_EQ(p_bf16[e] == 0.0f, want_p[e] == 0.0f) << "bf16 probability " << e;
   }
   expect_close(ds_bf16, want_ds, 1e-2, "bf16 score gradients");
+
+  // Blocks of 8 rows (the GEMM attention's causal blocks): the same values through the end
+  // of each row's block, zeros after the row's position, and nothing written beyond the
+  // block (a NaN placed there beforehand stays).
+  const int block = 8;
+  const std::vector<std::uint16_t> nan_bits(n, 0x7fc1);
+  auto pb = up(nan_bits), dsb = up(nan_bits);
+  gpu::causal_softmax(s_dev.get(), gpu::OperandOut(pb.get(), true), rows, seq, block, stream_);
+  gpu::causal_softmax_backward(gpu::OperandIn(pb.get(), true), dp_dev.get(), gpu::OperandOut(dsb.get(), true), rows,
+                               seq, block, stream_);
+  const auto pb_bits = pb.download(stream_), dsb_bits = dsb.download(stream_);
+  const auto p16_bits = p16.download(stream_), ds16_bits = ds16.download(stream_);
+  for (std::int64_t r = 0; r < rows; ++r) {
+    const int i = static_cast<int>(r % seq), end = std::min(seq, (i / block + 1) * block);
+    for (int j = 0; j < seq; ++j) {
+      const std::int64_t e = r * seq + j;
+      if (j < end) {
+        ASSERT_EQ(pb_bits[e], p16_bits[e]) << "blocked probability, row " << r << " key " << j;
+        ASSERT_EQ(dsb_bits[e], ds16_bits[e]) << "blocked gradient, row " << r << " key " << j;
+      } else {
+        ASSERT_EQ(pb_bits[e], 0x7fc1) << "written beyond the block, row " << r << " key " << j;
+        ASSERT_EQ(dsb_bits[e], 0x7fc1) << "gradient written beyond the block, row " << r << " key " << j;
+      }
+    }
+  }
 }
 
 }  // namespace

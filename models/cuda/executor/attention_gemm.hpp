@@ -4,9 +4,8 @@
 // accumulation, or fp32), around causal-softmax kernels; the one-thread-per-output kernels
 // of train_kernels.hpp run instead only when asked for (`ibt train --executor cuda
 // --cuda-attention threads`). Layout: q [batch*seq, heads*d], k and v [batch*seq,
-// kv_heads*d], probabilities [batch, heads, seq, seq]. The products run over the full
-// seq x seq square (the softmax zeroes the keys after each query): twice the causal
-// FLOPs, still far faster than a thread per score.
+// kv_heads*d], probabilities [batch, heads, seq, seq]. The products skip the row blocks
+// above the causal diagonal (attention_gemm.cpp); entries there are never written nor read.
 //
 // Precision, as a bf16 flash-attention kernel keeps it: the scores and their gradient dP
 // come out of the GEMMs in fp32, the softmax and its backward run in fp32, and what feeds
@@ -15,9 +14,9 @@
 //
 // The default since it ran on one H200 (2026-11-26; README, "GPUs: what has been
 // observed"): megatron-1.7b's step took 0.67 s with TF32 products and fp32 probabilities,
-// 0.56 s with these bf16 operands, 10.41 s with the one-thread kernels (PyTorch: 0.41 s).
-// The two softmax kernels over the materialised probabilities are now 17% of the kernel
-// time (ncu): a fused attention kernel is the next step.
+// 0.56 s with these bf16 operands, 0.54 s with the causal blocks, 10.41 s with the
+// one-thread kernels (PyTorch: 0.41 s). The two softmax kernels over the materialised
+// probabilities now lead the non-GEMM time (ncu): a fused attention kernel is the next step.
 #include <cuda_runtime_api.h>
 
 #include "models/cuda/executor/attention_kernels.hpp"

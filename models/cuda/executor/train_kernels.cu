@@ -201,8 +201,11 @@ __global__ void attention_scores_kernel(AttentionShape s, const float* q, const 
 // One block per row (b, h, i): causal softmax over keys 0..i, zeros beyond. In place
 // when probs is the scores (fp32): each thread writes only the entries it read, after
 // the block's reductions.
+// The end of the entries row i writes: the end of its block of `block` rows.
+__device__ inline int written_end(int i, int seq, int block) { return min(seq, (i / block + 1) * block); }
+
 template <typename Out>
-__global__ void causal_softmax_kernel(const float* scores, Out* probs, int seq) {
+__global__ void causal_softmax_kernel(const float* scores, Out* probs, int seq, int block) {
   const std::int64_t row = blockIdx.x;
   const int i = static_cast<int>(row % seq);
   const float* s = scores + row * seq;
@@ -213,7 +216,8 @@ __global__ void causal_softmax_kernel(const float* scores, Out* probs, int seq) 
   double sum = 0;
   for (int j = threadIdx.x; j <= i; j += blockDim.x) sum += expf(s[j] - mx);
   const float total = static_cast<float>(block_sum(sum));
-  for (int j = threadIdx.x; j < seq; j += blockDim.x) store(p + j, j <= i ? expf(s[j] - mx) / total : 0.0f);
+  const int end = written_end(i, seq, block);
+  for (int j = threadIdx.x; j < end; j += blockDim.x) store(p + j, j <= i ? expf(s[j] - mx) / total : 0.0f);
 }
 
 // out[b*seq+i, h*d+e] = scale * sum_{j<=i} W[b,h,i,j] x[b*seq+j, (h/group)*d+e]: the context
@@ -253,7 +257,7 @@ __global__ void attention_dprobs_kernel(AttentionShape s, const float* d_context
 
 // In place (d_scores == d_probs) when fp32, as causal_softmax_kernel.
 template <typename T>
-__global__ void softmax_backward_kernel(const T* probs, const float* d_probs, T* d_scores, int seq) {
+__global__ void softmax_backward_kernel(const T* probs, const float* d_probs, T* d_scores, int seq, int block) {
   const std::int64_t row = blockIdx.x;
   const int i = static_cast<int>(row % seq);
   const T* p = probs + row * seq;
@@ -263,7 +267,8 @@ __global__ void softmax_backward_kernel(const T* probs, const float* d_probs, T*
   for (int j = threadIdx.x; j <= i; j += blockDim.x) dot += dp[j] * load(p + j);
   const float total = static_cast<float>(block_sum(dot));
   // Keys after i are masked: their gradient is 0 (the GEMM path computes dP there too).
-  for (int j = threadIdx.x; j < seq; j += blockDim.x) store(ds + j, j <= i ? load(p + j) * (dp[j] - total) : 0.0f);
+  const int end = written_end(i, seq, block);
+  for (int j = threadIdx.x; j < end; j += blockDim.x) store(ds + j, j <= i ? load(p + j) * (dp[j] - total) : 0.0f);
 }
 
 // dk[b*seq+j, hk*d+e] = scale * sum over the group's query heads h and i >= j of
@@ -423,23 +428,25 @@ void gelu_backward(const float* pre, const float* d_act, OperandOut d_pre, std::
   check_launch("gelu_backward");
 }
 
-void causal_softmax(const float* scores, OperandOut probs, std::int64_t rows, int seq, cudaStream_t stream) {
+void causal_softmax(const float* scores, OperandOut probs, std::int64_t rows, int seq, int block, cudaStream_t stream) {
   if (rows == 0) return;
+  if (block < 1) throw std::logic_error("causal_softmax: block must be at least 1 row");
   with_type(probs, [&](auto* out) {
-    causal_softmax_kernel<<<static_cast<unsigned>(rows), kThreads, 0, stream>>>(scores, out, seq);
+    causal_softmax_kernel<<<static_cast<unsigned>(rows), kThreads, 0, stream>>>(scores, out, seq, block);
   });
   check_launch("causal_softmax");
 }
 
 void causal_softmax_backward(OperandIn probs, const float* d_probs, OperandOut d_scores, std::int64_t rows, int seq,
-                             cudaStream_t stream) {
+                             int block, cudaStream_t stream) {
   if (rows == 0) return;
+  if (block < 1) throw std::logic_error("causal_softmax_backward: block must be at least 1 row");
   if (probs.bf16 != d_scores.bf16)
     throw std::logic_error("causal_softmax_backward: probabilities and score gradients in different precisions");
   with_type(d_scores, [&](auto* ds) {
     using T = std::remove_pointer_t<decltype(ds)>;
     softmax_backward_kernel<<<static_cast<unsigned>(rows), kThreads, 0, stream>>>(static_cast<const T*>(probs.data),
-                                                                                  d_probs, ds, seq);
+                                                                                  d_probs, ds, seq, block);
   });
   check_launch("softmax_backward");
 }
@@ -451,7 +458,7 @@ void attention_forward(const AttentionShape& s, const float* q, const float* k, 
   const std::int64_t rows = std::int64_t(s.batch) * s.heads * s.seq;
   attention_scores_kernel<<<blocks_for(scores), kThreads, 0, stream>>>(s, q, k, scale, probs);
   check_launch("attention_scores");
-  causal_softmax(probs, probs, rows, s.seq, stream);
+  causal_softmax(probs, probs, rows, s.seq, s.seq, stream);
   const std::int64_t out = std::int64_t(s.batch) * s.seq * s.heads * s.head_dim;
   attention_rows_times_kv_kernel<<<blocks_for(out), kThreads, 0, stream>>>(s, probs, v, 1.0f, context);
   check_launch("attention_context");
@@ -464,7 +471,7 @@ void attention_backward(const AttentionShape& s, const float* q, const float* k,
   const std::int64_t rows = std::int64_t(s.batch) * s.heads * s.seq;
   attention_dprobs_kernel<<<blocks_for(scores), kThreads, 0, stream>>>(s, d_context, v, d_probs);
   check_launch("attention_dprobs");
-  causal_softmax_backward(probs, d_probs, d_probs, rows, s.seq, stream);
+  causal_softmax_backward(probs, d_probs, d_probs, rows, s.seq, s.seq, stream);
   const std::int64_t nq = std::int64_t(s.batch) * s.seq * s.heads * s.head_dim;
   const std::int64_t nkv = std::int64_t(s.batch) * s.seq * s.kv_heads * s.head_dim;
   attention_rows_times_kv_kernel<<<blocks_for(nq), kThreads, 0, stream>>>(s, d_probs, k, scale, dq);

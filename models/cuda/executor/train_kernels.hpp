@@ -64,12 +64,14 @@ struct AttentionShape {
 void attention_forward(const AttentionShape& s, const float* q, const float* k, const float* v, float* probs,
                        float* context, cudaStream_t stream);
 // The causal softmax of each row of scores [rows = batch * heads * seq, seq] into probs
-// (keys after the row's position become 0; probs may be the scores themselves when
-// fp32), and its backward: d_scores = P * (dP - rowsum(dP * P)), 0 after the row's
-// position (d_scores in the probabilities' precision; it may be d_probs when fp32).
-void causal_softmax(const float* scores, OperandOut probs, std::int64_t rows, int seq, cudaStream_t stream);
+// (probs may be the scores themselves when fp32), and its backward: d_scores = P * (dP -
+// rowsum(dP * P)) (in the probabilities' precision; it may be d_probs when fp32). Each
+// reads keys 0..i of row i. Keys after i are written as 0 up to the end of i's block of
+// `block` rows and left unwritten beyond it: block = seq zeroes the whole row; a smaller
+// block serves products that skip the masked blocks (attention_gemm.cpp).
+void causal_softmax(const float* scores, OperandOut probs, std::int64_t rows, int seq, int block, cudaStream_t stream);
 void causal_softmax_backward(OperandIn probs, const float* d_probs, OperandOut d_scores, std::int64_t rows, int seq,
-                             cudaStream_t stream);
+                             int block, cudaStream_t stream);
 // d_probs: scratch [batch, heads, seq, seq]. dq, dk, dv overwritten.
 void attention_backward(const AttentionShape& s, const float* q, const float* k, const float* v, const float* probs,
                         const float* d_context, float* d_probs, float* dq, float* dk, float* dv, cudaStream_t stream);
