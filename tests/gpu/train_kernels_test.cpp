@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstring>
+#include <utility>
 #include <vector>
 
 #include "gpu_test_support.hpp"
@@ -157,11 +158,13 @@ std::vector<float> from_bf16(const std::vector<std::uint16_t>& bits16) {
 
 // The causal softmax and its backward against their formulas in double, in place in fp32
 // (the one-thread kernels' and fp32 runs' use) and out of place into bf16 (bf16 runs'
-// GEMM attention): rows of 3 sequences x 2 heads x 37 positions, so causal rows from one
-// key to 37.
-TEST_F(TrainKernels, CausalSoftmaxAndItsBackwardInFp32AndBf16) {
-  const int seq = 37;
-  const std::int64_t rows = 3 * 2 * seq, n = rows * seq;
+// GEMM attention): 3 sequences x 2 heads x 37 positions, so causal rows from one key to
+// 37, and one row set of 4,099 positions (rows of up to 17 keys a thread).
+class CausalSoftmax : public TrainKernels, public ::testing::WithParamInterface<std::pair<int, int>> {};
+
+TEST_P(CausalSoftmax, AndItsBackwardInFp32AndBf16) {
+  const auto [seq, row_sets] = GetParam();
+  const std::int64_t rows = std::int64_t(row_sets) * seq, n = rows * seq;
   const auto scores = random_values(n, "scores", 3.0), d_probs = random_values(n, "d_probs");
   std::vector<float> want_p(n, 0.0f), want_ds(n, 0.0f);
   for (std::int64_t r = 0; r < rows; ++r) {
@@ -225,6 +228,8 @@ TEST_F(TrainKernels, CausalSoftmaxAndItsBackwardInFp32AndBf16) {
     }
   }
 }
+
+INSTANTIATE_TEST_SUITE_P(RowLengths, CausalSoftmax, ::testing::Values(std::pair{37, 6}, std::pair{4099, 1}));
 
 }  // namespace
 }  // namespace ibt
