@@ -11,6 +11,8 @@
 # Ran on one H200 on 2026-11-26 (second session, README) through gpu_tests, gemm, the three
 # checks and both 1.7B steps (the one-thread check then had the GEMM attention's place);
 # the session's own time limit stopped it at the PyTorch step, which ran on its own.
+# A third session (2026-11-26) ran the same steps one by one from its own wrapper (gpu_tests,
+# the three checks, the 1.7B gemm step beside PyTorch, NCCL on one rank): all passed.
 set -uo pipefail
 here="$(cd "$(dirname "$0")/.." && pwd)"
 build="${1:-$here/build}"
