@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <stdexcept>
 #include <string>
 #include <vector>
 
@@ -215,6 +216,35 @@ class Builder {
     ActionTemplate t;
     // A W sends nothing.
     t.producer = producer_ >= 0 && pass != Pass::weight ? producer_ : -1;
+    t.ops = std::move(prog_.ops);
+    return t;
+  }
+
+  // One part of a chunk template (build_part_template), its input kWaitReceived.
+  ActionTemplate part_ops(Pass pass, ChunkPart part, int layer) {
+    mb_ = -1;
+    action_ = -1;
+    chunk_ = -1;
+    phase_ = pass == Pass::forward ? Phase::forward : Phase::backward;
+    pass_ = pass;
+    producer_ = kWaitReceived;
+    switch (part) {
+      case ChunkPart::embedding:
+        if (pass == Pass::forward) embedding_fwd();
+        else if (pass == Pass::backward) embedding_bwd();
+        break;
+      case ChunkPart::layer:
+        if (pass == Pass::forward) layer_fwd(layer);
+        else layer_bwd(layer);
+        break;
+      case ChunkPart::head:
+        if (pass == Pass::forward) head_fwd();
+        else head_bwd();
+        break;
+    }
+    layer_ = kNoLayer;
+    ActionTemplate t;
+    t.producer = producer_;
     t.ops = std::move(prog_.ops);
     return t;
   }
@@ -1034,6 +1064,22 @@ ActionTemplate build_action_template(const ModelConfig& model, const ParallelSpl
   const int rank = RankLayout(split).rank_of({0, 0, stage, 0, 0});
   const Pass completes = splits_backward(split.schedule) ? Pass::weight : Pass::backward;
   return Builder(model, split, shape, rank, options).chunk_ops(chunk, pass, reduce_grads && pass == completes);
+}
+
+ActionTemplate build_part_template(const ModelConfig& model, const ParallelSplit& split, int stage, Pass pass,
+                                   ChunkPart part, int layer, const StepProgramOptions& options) {
+  validate(split, model, split.world_size());
+  if (split.zero >= 2) throw std::logic_error("step program: ZeRO-2/3 chunks are not built part by part");
+  if (stage < 0 || stage >= split.pp)
+    throw UsageError("step program: no stage " + std::to_string(stage) + " in split " + describe(split));
+  if (pass == Pass::weight && !splits_backward(split.schedule))
+    throw UsageError("step program: schedule " + std::string(to_string(split.schedule)) +
+                     " has no separate weight-gradient (W) pass");
+  if (part == ChunkPart::layer && (layer < 0 || layer >= model.layers))
+    throw std::logic_error("step program: no layer " + std::to_string(layer));
+  const PipelineSchedule shape = shape_only(split);
+  const int rank = RankLayout(split).rank_of({0, 0, stage, 0, 0});
+  return Builder(model, split, shape, rank, options).part_ops(pass, part, layer);
 }
 
 std::vector<Op> build_tail_template(const ModelConfig& model, const ParallelSplit& split, int stage,

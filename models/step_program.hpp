@@ -327,6 +327,23 @@ std::vector<Op> build_tail_template(const ModelConfig& model, const ParallelSpli
                                     const std::vector<int>& chunk_order,
                                     const StepProgramOptions& options = {});
 
+// build_action_template's chunk one part at a time, for summaries composed part by part
+// (topologies/chunk_parts.hpp): a chunk of a few dozen layers repeats the same two
+// layers (dense, MoE) over and over, and a search meets thousands of such chunks.
+// The parts, in the order a chunk runs them: forward the embedding (first virtual
+// stage), its layers up, the head (last virtual stage); backward and W the head, the
+// layers down, the embedding (W: none, its gradient is B's). The part's input, the
+// previous part's output or the action's received message, is kWaitReceived: every op
+// of the part that waits for it, as the chunk's would wait for the op before (or not,
+// when on the same stream: it is as late through its stream). producer: the part's
+// output (the next part's input; a send's data), kWaitReceived where the part adds
+// nothing to the chain (its output is its input). Without the overlapped gradient
+// reductions (reduce_grads false); ZeRO-2/3 splits, whose parts reach across layers,
+// are refused (std::logic_error).
+enum class ChunkPart { embedding, layer, head };
+ActionTemplate build_part_template(const ModelConfig& model, const ParallelSplit& split, int stage, Pass pass,
+                                   ChunkPart part, int layer, const StepProgramOptions& options = {});
+
 std::vector<Op> build_chunk_ops(const ModelConfig& model, const ParallelSplit& split, int stage,
                                 int chunk, Pass pass, const StepProgramOptions& options = {});
 std::vector<Op> build_gradient_ops(const ModelConfig& model, const ParallelSplit& split, int stage,
