@@ -18,7 +18,9 @@
 #include <unordered_map>
 
 #include "core/errors.hpp"
+#include "topologies/chunk_parts.hpp"
 #include "topologies/stage_prices.hpp"
+#include "topologies/template_summary.hpp"
 
 namespace ibt::topo {
 
@@ -30,9 +32,9 @@ using models::OpKind;
 using models::Stream;
 using models::Transfer;
 
-namespace {
+using namespace maxplus;
 
-constexpr double kNever = -std::numeric_limits<double>::infinity();
+namespace {
 
 // Where a received message waits for its consumer: [payload][microbatch * v + chunk].
 size_t slot(const Transfer& t, int chunks, int microbatches) {
@@ -413,96 +415,6 @@ double StepTemplates::op_walk_bytes(bool all_stages) const {
 }
 
 namespace {
-
-// Times an action (or the tail) starts from and ends with.
-enum Input { kCompute, kComm, kGradComm, kReceived, kInputs };  // kReceived doubles as the output "data ready"
-using Times = std::array<double, kInputs>;
-
-Times unit(int input) {
-  Times t;
-  t.fill(kNever);
-  t[input] = 0;
-  return t;
-}
-
-void raise(Times& a, const Times& b) {
-  for (int k = 0; k < kInputs; ++k) a[k] = std::max(a[k], b[k]);
-}
-
-// For each output of an action (streams free, data ready for a send), its max-plus
-// function of the inputs: out[k] = max_j(in[j] + table[k][j]).
-using Table = std::array<Times, kInputs>;
-
-// An action template's durations and its table.
-struct PricedTemplate {
-  std::vector<double> dur;
-  Table table{};
-  int producer = -1;  // the op a send waits for (not on the comm stream), or -1
-  // Per input: at or below this offset from the compute stream's time, the input
-  // moves no op of the action (every op is as late through the compute stream); +inf
-  // when no op depends on it, -inf when some op depends on it and not on compute.
-  Times irrelevant_below{};
-};
-
-[[noreturn, gnu::cold]] void param_comm_in_a_template() {
-  throw std::logic_error("sim_fast: ZeRO-3's param_comm stream is priced by the full walk");
-}
-
-inline int stream_input(Stream s) {
-  switch (s) {
-    case Stream::compute: return kCompute;
-    case Stream::comm: return kComm;
-    case Stream::grad_comm: return kGradComm;
-    case Stream::param_comm: param_comm_in_a_template();  // ZeRO-3 programs take the full walk (projection.cpp)
-    case Stream::p2p: break;  // exchanges are walked apart, never in a template
-  }
-  return kCompute;
-}
-
-PricedTemplate summarise(const std::vector<Op>& ops, std::vector<double> dur, int producer) {
-  PricedTemplate t;
-  t.dur = std::move(dur);
-  // Every op's finish, in a buffer kept per thread: a search summarises 10^5 templates
-  // of hundreds of ops, and a fresh vector each time cost more than the summary.
-  thread_local std::vector<Times> finish;
-  finish.resize(ops.size());
-  std::array<Times, 3> stream_free{unit(kCompute), unit(kComm), unit(kGradComm)};
-  // The op's finish is built in a local and stored once: reading back what was just
-  // stored lane by lane stalls on store forwarding, and this loop runs 10^7-10^8 times
-  // in a search.
-  for (size_t i = 0; i < ops.size(); ++i) {
-    const Op& op = ops[i];
-    const int stream = stream_input(op.stream);
-    Times f = stream_free[stream];
-    for (int w : op.waits) {
-      if (w >= 0) raise(f, finish[w]);
-      else if (w == models::kWaitReceived) raise(f, unit(kReceived));
-      else if (w == models::kWaitLastCompute) raise(f, unit(kCompute));
-      else if (w == models::kWaitLastGrad) raise(f, unit(kGradComm));
-    }
-    const double d = t.dur[i];
-    for (int k = 0; k < kInputs; ++k) f[k] += d;
-    finish[i] = f;
-    stream_free[stream] = f;
-  }
-  Times floor;
-  floor.fill(std::numeric_limits<double>::infinity());
-  for (size_t i = 0; i < ops.size(); ++i) {
-    const Times& f = finish[i];
-    for (int k = 0; k < kInputs; ++k)
-      if (k != kCompute && f[k] != kNever) floor[k] = std::min(floor[k], f[kCompute] == kNever ? kNever : f[kCompute] - f[k]);
-  }
-  t.irrelevant_below = floor;
-  t.table[kCompute] = stream_free[0];
-  t.table[kComm] = stream_free[1];
-  t.table[kGradComm] = stream_free[2];
-  // A send waits for its data whatever stream produced it (exchanges have a stream of
-  // their own).
-  t.producer = producer;
-  if (t.producer >= 0) t.table[kReceived] = finish[t.producer];
-  else t.table[kReceived].fill(kNever);
-  return t;
-}
 
 // One stage's walk state. Detailed stages also keep every op with its times (the
 // arrays simulate() keeps) for stage_breakdown().
@@ -1153,11 +1065,12 @@ struct BoundTemplate {
   std::optional<OpClasses> classes;
 };
 
-// step_lower_bound() on one pricer; action(s, id) and tail(s) give the templates.
+// step_lower_bound() on one pricer; summary(s, id, prices) gives template id of stage s
+// summarised, tail(s) the stage's tail.
 // shared(s, id, summarise) returns the summary of template id of stage s from the
 // search's BoundTemplates, calling summarise() for one not known there.
-template <typename ActionOf, typename TailOf, typename Shared>
-double lower_bound_on(const ScheduleIndex& ix, ActionOf&& action, TailOf&& tail_of, double exchange_bytes,
+template <typename SummaryOf, typename TailOf, typename Shared>
+double lower_bound_on(const ScheduleIndex& ix, SummaryOf&& summary, TailOf&& tail_of, double exchange_bytes,
                       bool overlap_grad_reduce, bool with_tail, Shared&& shared, OpPricer& pricer) {
   const int P = ix.stages();
   const int V = ix.schedule.chunks;
@@ -1170,10 +1083,7 @@ double lower_bound_on(const ScheduleIndex& ix, ActionOf&& action, TailOf&& tail_
         .emplace(id, shared(s, id,
                             [&] {
                               if (!prices[s]) prices[s].emplace(pricer, s);
-                              const BoundTemplate& b = action(s, id);
-                              return summarise(b.t.ops, b.classes ? (*prices[s])(*b.classes) : (*prices[s])(b.t.ops),
-                                               b.t.producer)
-                                  .table;
+                              return summary(s, id, *prices[s]);
                             }))
         .first->second;
   };
@@ -1305,6 +1215,8 @@ struct BoundTemplates::Known {
   size_t pricers = 0;
   std::mutex mutex;
   std::unordered_map<std::vector<long long>, Table, KeyHash> tables;
+  // The chunk parts' summaries (part_key()), under the same mutex.
+  std::unordered_map<std::vector<long long>, PartSummary, KeyHash> parts;
 };
 
 BoundTemplates::BoundTemplates(size_t pricers) : known_(std::make_unique<Known>()) { known_->pricers = pricers; }
@@ -1341,6 +1253,19 @@ std::vector<long long> template_key(const models::ModelConfig& model, const mode
           reducing ? split.dp : -1, reducing ? split.zero : -1, static_cast<long long>(pricer)};
 }
 
+// What a chunk part's prices depend on (template_key's fields for one part): the split's
+// fields that shape its ops, its pass, which part (and for a layer, dense or MoE), and
+// the pricer.
+std::vector<long long> part_key(const models::ModelConfig& model, const models::ParallelSplit& split,
+                                models::Pass pass, models::ChunkPart part, int layer, size_t pricer) {
+  const bool forward = pass == models::Pass::forward;
+  return {split.tp, split.cp, static_cast<long long>(split.cp_comm), split.ep, split.micro_batch_size,
+          split.sequence_parallel, forward ? -1 : static_cast<long long>(split.recompute),
+          static_cast<long long>(pass), forward ? -1 : models::splits_backward(split.schedule),
+          static_cast<long long>(part), part == models::ChunkPart::layer ? model.layer_is_moe(layer) : -1,
+          static_cast<long long>(pricer)};
+}
+
 }  // namespace
 
 namespace {
@@ -1353,8 +1278,8 @@ std::vector<double> lower_bounds(const models::ModelConfig& model, const models:
   const std::shared_ptr<const ScheduleIndex> index = schedule_bound_index(split);
   const ScheduleIndex& ix = *index;
   const int P = ix.stages();
-  // Templates are built on demand, once for every pricer: every one of the first and
-  // the last stage, the first forward and the last chunk-0 backward of the others.
+  // Templates with overlapped reductions (the others are composed from their parts,
+  // below) are built on demand, once for every pricer.
   std::vector<std::map<int, BoundTemplate>> built(P);
   std::vector<std::optional<std::vector<Op>>> tails(P);
   auto action = [&](int s, int id) -> const BoundTemplate& {
@@ -1370,8 +1295,43 @@ std::vector<double> lower_bounds(const models::ModelConfig& model, const models:
     return *tails[s];
   };
   const double exchange_bytes = models::pipeline_message_bytes(model, split, options);
+  std::map<std::vector<long long>, PartSummary> own_parts;  // without `known`
   std::vector<double> out;
   for (size_t k = 0; k < pricers.size(); ++k) {
+    // A part's summary: from the search's known ones (else this bound's), or built,
+    // priced and summarised once.
+    auto part_summary = [&](int s, models::Pass pass, models::ChunkPart part, int layer,
+                            StagePrices& prices) -> PartSummary {
+      const std::vector<long long> key = part_key(model, split, pass, part, layer, k);
+      auto summarise_it = [&] {
+        return summarise_part(models::build_part_template(model, split, s, pass, part, layer, options), prices);
+      };
+      if (!known) {
+        auto it = own_parts.find(key);
+        if (it == own_parts.end()) it = own_parts.emplace(key, summarise_it()).first;
+        return it->second;
+      }
+      BoundTemplates::Known& shared_known = known->known();
+      {
+        std::lock_guard<std::mutex> lock(shared_known.mutex);
+        const auto it = shared_known.parts.find(key);
+        if (it != shared_known.parts.end()) return it->second;
+      }
+      const PartSummary p = summarise_it();  // outside the lock, as a template's below
+      std::lock_guard<std::mutex> lock(shared_known.mutex);
+      return shared_known.parts.emplace(key, p).first->second;
+    };
+    // Template id of stage s summarised: composed from its parts (chunk_parts.hpp), or
+    // from its ops where overlapped reductions or ZeRO-2/3 reach across its layers.
+    auto summary = [&](int s, int id, StagePrices& prices) -> Table {
+      if (reduces_gradients(id) || split.zero >= 2) {
+        const BoundTemplate& b = action(s, id);
+        return summarise(b.t.ops, b.classes ? prices(*b.classes) : prices(b.t.ops), b.t.producer).table;
+      }
+      const models::Pass pass = pass_of(id);
+      return summarise_by_parts(model, split, s, id / kVariants, pass,
+                                [&](models::ChunkPart part, int layer) { return part_summary(s, pass, part, layer, prices); });
+    };
     auto shared = [&](int s, int id, auto&& summarise_it) -> Table {
       if (!known) return summarise_it();
       BoundTemplates::Known& shared_known = known->known();
@@ -1388,7 +1348,7 @@ std::vector<double> lower_bounds(const models::ModelConfig& model, const models:
       return shared_known.tables.emplace(key, t).first->second;
     };
     out.push_back(
-        lower_bound_on(ix, action, tail, exchange_bytes, overlap_grad_reduce, with_tail, shared, *pricers[k]));
+        lower_bound_on(ix, summary, tail, exchange_bytes, overlap_grad_reduce, with_tail, shared, *pricers[k]));
   }
   return out;
 }

@@ -185,7 +185,9 @@ SimResult simulate_fast(const StepTemplates& templates, OpPricer& pricer,
 // time found cannot enter the top k). It walks no action, and builds and prices only
 // the templates it uses (the first and last stages', and the plain forward, backward
 // and W of each chunk of the others, which a search's splits share): a fraction of
-// StepTemplates' cost at deep pipelines. From the
+// StepTemplates' cost at deep pipelines. Those without overlapped reductions are
+// summarised part by part (chunk_parts.hpp: embedding, dense layer, MoE layer, head,
+// each built and priced once per search) and composed. From the
 // max-plus summaries (an output is at least any input plus its table entry) it bounds
 // - the pipeline fill: stage s's first action waits for microbatch 0's activation,
 //   produced by the first forwards of stages 0..s-1 in turn, plus the exchange
