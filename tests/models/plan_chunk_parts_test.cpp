@@ -20,33 +20,22 @@ struct Case {
   ParallelSplit split;
 };
 
-ParallelSplit split_of(int dp, int tp, int pp, int ep, int vpp, int microbatches, int micro_batch_size,
-                       ScheduleKind schedule, bool sp, Recompute recompute, int cp, CpComm cp_comm) {
-  ParallelSplit s;
-  s.dp = dp;
-  s.tp = tp;
-  s.pp = pp;
-  s.ep = ep;
-  s.vpp = vpp;
-  s.microbatches = microbatches;
-  s.micro_batch_size = micro_batch_size;
-  s.schedule = schedule;
-  s.sequence_parallel = sp;
-  s.recompute = recompute;
-  s.cp = cp;
-  s.cp_comm = cp_comm;
-  return s;
-}
-
 std::vector<Case> cases() {
   using enum ScheduleKind;
   return {
-      {"deepseek-v3", split_of(4, 2, 4, 2, 2, 8, 1, interleaved, true, Recompute::none, 2, CpComm::ring)},
-      {"deepseek-v3", split_of(2, 1, 2, 2, 1, 4, 2, zb_h1, false, Recompute::selective, 1, CpComm::all_gather)},
-      {"mixtral-8x7b", split_of(2, 2, 2, 2, 1, 4, 1, zb_h1, true, Recompute::full, 2, CpComm::ring)},
-      {"llama3-8b", split_of(2, 4, 4, 1, 2, 8, 1, interleaved, true, Recompute::full, 2, CpComm::ring)},
-      {"gpt-j-6b", split_of(1, 2, 2, 1, 1, 4, 1, one_f_one_b, false, Recompute::selective, 2, CpComm::all_gather)},
-      {"tiny-moe", split_of(2, 2, 1, 2, 1, 2, 1, one_f_one_b, true, Recompute::none, 1, CpComm::all_gather)},
+      {"deepseek-v3", ParallelSplit{.dp = 4, .tp = 2, .pp = 4, .ep = 2, .vpp = 2, .microbatches = 8,
+          .schedule = interleaved, .sequence_parallel = true, .recompute = Recompute::none, .cp = 2,
+          .cp_comm = CpComm::ring}},
+      {"deepseek-v3", ParallelSplit{.dp = 2, .pp = 2, .ep = 2, .microbatches = 4, .micro_batch_size = 2,
+          .schedule = zb_h1, .recompute = Recompute::selective, .cp_comm = CpComm::all_gather}},
+      {"mixtral-8x7b", ParallelSplit{.dp = 2, .tp = 2, .pp = 2, .ep = 2, .microbatches = 4, .schedule = zb_h1,
+          .sequence_parallel = true, .recompute = Recompute::full, .cp = 2, .cp_comm = CpComm::ring}},
+      {"llama3-8b", ParallelSplit{.dp = 2, .tp = 4, .pp = 4, .vpp = 2, .microbatches = 8, .schedule = interleaved,
+          .sequence_parallel = true, .recompute = Recompute::full, .cp = 2, .cp_comm = CpComm::ring}},
+      {"gpt-j-6b", ParallelSplit{.tp = 2, .pp = 2, .microbatches = 4, .schedule = one_f_one_b,
+          .recompute = Recompute::selective, .cp = 2, .cp_comm = CpComm::all_gather}},
+      {"tiny-moe", ParallelSplit{.dp = 2, .tp = 2, .ep = 2, .microbatches = 2, .schedule = one_f_one_b,
+          .sequence_parallel = true, .recompute = Recompute::none, .cp_comm = CpComm::all_gather}},
   };
 }
 
@@ -118,8 +107,8 @@ TEST(PlanChunkParts, APartsChainIsItsChunksTemplate) {
 
 TEST(PlanChunkParts, ZeroTwoAndThreeAreRefused) {
   const ModelConfig model = load_model("tiny-moe");
-  ParallelSplit split = split_of(2, 1, 1, 1, 1, 2, 1, ScheduleKind::one_f_one_b, false, Recompute::none, 1,
-                                 CpComm::all_gather);
+  ParallelSplit split = ParallelSplit{.dp = 2, .microbatches = 2, .schedule = ScheduleKind::one_f_one_b,
+      .recompute = Recompute::none, .cp_comm = CpComm::all_gather};
   split.zero = 3;
   EXPECT_THROW(build_part_template(model, split, 0, Pass::forward, ChunkPart::layer, 0), std::logic_error);
 }

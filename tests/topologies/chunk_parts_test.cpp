@@ -27,36 +27,25 @@ struct Case {
   models::ParallelSplit split;
 };
 
-models::ParallelSplit split_of(int dp, int tp, int pp, int ep, int vpp, int microbatches, int micro_batch_size,
-                               models::ScheduleKind schedule, bool sp, models::Recompute recompute, int cp,
-                               models::CpComm cp_comm) {
-  models::ParallelSplit s;
-  s.dp = dp;
-  s.tp = tp;
-  s.pp = pp;
-  s.ep = ep;
-  s.vpp = vpp;
-  s.microbatches = microbatches;
-  s.micro_batch_size = micro_batch_size;
-  s.schedule = schedule;
-  s.sequence_parallel = sp;
-  s.recompute = recompute;
-  s.cp = cp;
-  s.cp_comm = cp_comm;
-  return s;
-}
-
 std::vector<Case> cases() {
   using enum models::ScheduleKind;
   using models::CpComm;
   using models::Recompute;
   return {
-      {"deepseek-v3", split_of(4, 2, 4, 2, 2, 8, 1, interleaved, true, Recompute::none, 2, CpComm::ring)},
-      {"deepseek-v3", split_of(2, 1, 2, 2, 1, 4, 2, zb_h1, false, Recompute::selective, 1, CpComm::all_gather)},
-      {"mixtral-8x7b", split_of(2, 2, 2, 2, 1, 4, 1, zb_h1, true, Recompute::full, 2, CpComm::ring)},
-      {"llama3-8b", split_of(2, 4, 4, 1, 2, 8, 1, interleaved, true, Recompute::full, 2, CpComm::ring)},
-      {"gpt-j-6b", split_of(1, 2, 2, 1, 1, 4, 1, one_f_one_b, false, Recompute::selective, 2, CpComm::all_gather)},
-      {"tiny-moe", split_of(2, 2, 1, 2, 1, 2, 1, one_f_one_b, true, Recompute::none, 1, CpComm::all_gather)},
+      {"deepseek-v3", models::ParallelSplit{.dp = 4, .tp = 2, .pp = 4, .ep = 2, .vpp = 2, .microbatches = 8,
+          .schedule = interleaved, .sequence_parallel = true, .recompute = Recompute::none, .cp = 2,
+          .cp_comm = CpComm::ring}},
+      {"deepseek-v3", models::ParallelSplit{.dp = 2, .pp = 2, .ep = 2, .microbatches = 4, .micro_batch_size = 2,
+          .schedule = zb_h1, .recompute = Recompute::selective, .cp_comm = CpComm::all_gather}},
+      {"mixtral-8x7b", models::ParallelSplit{.dp = 2, .tp = 2, .pp = 2, .ep = 2, .microbatches = 4, .schedule = zb_h1,
+          .sequence_parallel = true, .recompute = Recompute::full, .cp = 2, .cp_comm = CpComm::ring}},
+      {"llama3-8b", models::ParallelSplit{.dp = 2, .tp = 4, .pp = 4, .vpp = 2, .microbatches = 8,
+          .schedule = interleaved, .sequence_parallel = true, .recompute = Recompute::full, .cp = 2,
+          .cp_comm = CpComm::ring}},
+      {"gpt-j-6b", models::ParallelSplit{.tp = 2, .pp = 2, .microbatches = 4, .schedule = one_f_one_b,
+          .recompute = Recompute::selective, .cp = 2, .cp_comm = CpComm::all_gather}},
+      {"tiny-moe", models::ParallelSplit{.dp = 2, .tp = 2, .ep = 2, .microbatches = 2, .schedule = one_f_one_b,
+          .sequence_parallel = true, .recompute = Recompute::none, .cp_comm = CpComm::all_gather}},
   };
 }
 
@@ -114,8 +103,9 @@ TEST(ChunkParts, TheToleranceCatchesLayersOffByOnePartIn1e10) {
   const Topology topology = load_topology("dgx-h100");
   const models::ModelConfig model = models::load_model("deepseek-v3");
   const models::ParallelSplit split =
-      split_of(2, 1, 2, 2, 1, 4, 2, models::ScheduleKind::zb_h1, false, models::Recompute::selective, 1,
-               models::CpComm::all_gather);
+      models::ParallelSplit{.dp = 2, .pp = 2, .ep = 2, .microbatches = 4, .micro_batch_size = 2,
+          .schedule = models::ScheduleKind::zb_h1, .recompute = models::Recompute::selective,
+          .cp_comm = models::CpComm::all_gather};
   TopologyPricer pricer(topology, split, "bf16");
   StagePrices prices(pricer, 1);
   const models::ActionTemplate whole = models::build_action_template(model, split, 1, 0, models::Pass::forward, false);
