@@ -103,12 +103,13 @@ class DeviceChunk {
   // dst grown to n elements of the operand precision: a kernel's or GEMM's output.
   void* operand(Operand& dst, std::int64_t n);
   OperandOut operand_out(Operand& dst, std::int64_t n) { return {operand(dst, n), blas_.bf16()}; }
-  // The attention core between the QKV and Wo GEMMs: context = attention(norm(x)); and its
-  // backward, from d_context's input dh (operand) to dq, dk, dv as operands.
+  // The Q, K, V projections of the normed input and the attention core, leaving the
+  // context (Wo's input) in c.context_op; and the backward from dh (the gradient of Wo's
+  // output, an operand) through d_context to dq, dk, dv (operands for the QKV GEMMs).
   void attention_core_forward(const Operand& normed, const BlockWeights& w, std::int64_t T, int batch, int seq,
-                         DeviceBlockCache& c);
-  void attention_core_backward(const Operand& dh, const BlockWeights& w, DeviceBlockCache& c, std::int64_t T, int batch,
-                          int seq, Operand& dq, Operand& dk, Operand& dv);
+                              DeviceBlockCache& c);
+  void attention_core_backward(const Operand& dh, const BlockWeights& w, DeviceBlockCache& c, std::int64_t T,
+                               int batch, int seq, Operand& dq, Operand& dk, Operand& dv);
   const void* op(std::size_t param) const { return params_->operand(param); }
   float* bias_or_null(std::size_t i) { return i == kNone ? nullptr : params_->master(i); }
   float* bias_grad_or_null(std::size_t i) { return i == kNone ? nullptr : params_->grad(i); }
