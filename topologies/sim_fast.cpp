@@ -1217,6 +1217,20 @@ struct BoundTemplates::Known {
   std::unordered_map<std::vector<long long>, Table, KeyHash> tables;
   // The chunk parts' summaries (part_key()), under the same mutex.
   std::unordered_map<std::vector<long long>, PartSummary, KeyHash> parts;
+
+  // map's entry for key, or make()'s result stored there. make() runs outside the lock
+  // (another thread may make the same entry meanwhile; the first one stored is kept).
+  template <typename Map, typename Make>
+  typename Map::mapped_type remembered(Map& map, const std::vector<long long>& key, Make&& make) {
+    {
+      std::lock_guard<std::mutex> lock(mutex);
+      const auto it = map.find(key);
+      if (it != map.end()) return it->second;
+    }
+    typename Map::mapped_type made = make();
+    std::lock_guard<std::mutex> lock(mutex);
+    return map.emplace(key, std::move(made)).first->second;
+  }
 };
 
 BoundTemplates::BoundTemplates(size_t pricers) : known_(std::make_unique<Known>()) { known_->pricers = pricers; }
@@ -1312,14 +1326,7 @@ std::vector<double> lower_bounds(const models::ModelConfig& model, const models:
         return it->second;
       }
       BoundTemplates::Known& shared_known = known->known();
-      {
-        std::lock_guard<std::mutex> lock(shared_known.mutex);
-        const auto it = shared_known.parts.find(key);
-        if (it != shared_known.parts.end()) return it->second;
-      }
-      const PartSummary p = summarise_it();  // outside the lock, as a template's below
-      std::lock_guard<std::mutex> lock(shared_known.mutex);
-      return shared_known.parts.emplace(key, p).first->second;
+      return shared_known.remembered(shared_known.parts, key, summarise_it);
     };
     // Template id of stage s summarised: composed from its parts (chunk_parts.hpp), or
     // from its ops where overlapped reductions or ZeRO-2/3 reach across its layers.
@@ -1337,15 +1344,8 @@ std::vector<double> lower_bounds(const models::ModelConfig& model, const models:
       BoundTemplates::Known& shared_known = known->known();
       if (shared_known.pricers != pricers.size())
         throw std::logic_error("sim_fast: BoundTemplates shared by bounds on different pricers");
-      const std::vector<long long> key = template_key(model, split, ix.schedule, s, id, k);
-      {
-        std::lock_guard<std::mutex> lock(shared_known.mutex);
-        const auto it = shared_known.tables.find(key);
-        if (it != shared_known.tables.end()) return it->second;
-      }
-      const Table t = summarise_it();  // outside the lock: another thread may price it too
-      std::lock_guard<std::mutex> lock(shared_known.mutex);
-      return shared_known.tables.emplace(key, t).first->second;
+      return shared_known.remembered(shared_known.tables, template_key(model, split, ix.schedule, s, id, k),
+                                     summarise_it);
     };
     out.push_back(
         lower_bound_on(ix, summary, tail, exchange_bytes, overlap_grad_reduce, with_tail, shared, *pricers[k]));
