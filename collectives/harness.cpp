@@ -76,10 +76,15 @@ std::pair<std::size_t, std::size_t> buffer_bytes(const OpShape& shape, std::size
   return {recv, in_place ? 0 : shape.send_elems * elem};
 }
 
-// IMB's buffers come from malloc, which puts a large block 16 bytes past a page boundary
-// (its chunk header). MPICH's reductions of 32-64 MiB ran 20-30% slower from page-aligned
-// buffers than from malloc's on the 2-core test machine (README, "Agreement with
-// IMB-MPI1"), so imb timing places host buffers where malloc would.
+// IMB's buffers come from MPI_Alloc_mem, which MPICH 4.0 serves from malloc behind a header
+// of its own: a large block lands 32 bytes past a page boundary, a plain malloc'd one 16.
+// MPICH's reductions of 32-64 MiB ran 20-30% slower from page-aligned buffers than from
+// malloc's on the 2-core test machine (README, "Agreement with IMB-MPI1"), so imb timing
+// places host buffers where malloc puts large ones. Small blocks land wherever IMB's heap
+// happens to be, and that
+// moves MPICH's times too (a 32 KiB all-reduce, 2 ranks: 28-30 us from IMB's own buffers,
+// 19-21 us from page + 16); scripts/fidelity/compare_imb.py preloads a shim that puts
+// IMB's buffers at page + 16 as well, so both tools time one placement.
 constexpr std::size_t kImbHostBufferOffset = 16;
 
 // A buffer role (send, receive, or the single in-place buffer) repeated in `slots`

@@ -15,7 +15,11 @@ warm-up count (N/10, at least min(10, N)) as ibt's -w, IMB's untimed pass of N c
 before that warm-up (IMB_init_buffers_iter; `--timing imb` makes the same pass itself),
 no result checks (ibt -c 0), the
 time averaged over ranks (IMB's t_avg; ibt -a avg), float32 reductions, out-of-place
-buffers (broadcast is in place in both), fixed root 0, and one process per benchmark in
+buffers (broadcast is in place in both), fixed root 0, where the buffers sit in their pages
+(--imb-buffers page+16, the default: a preloaded shim, alloc_mem_offset.c, puts IMB's
+MPI_Alloc_mem buffers 16 bytes past a page, where ibt's imb timing puts its own; left to
+IMB's heap, a 32 KiB Allreduce on 2 ranks read 28-30 us from IMB's buffers and 19-21 us from
+page + 16 in both tools), and one process per benchmark in
 both tools: IMB's Bcast run after PingPong, Sendrecv and Allreduce in one IMB process read
 17% slower at 2 MiB and 1.1-3x slower at 4-8 MiB than Bcast alone in one check (3
 alternations, SCHED_FIFO, a 2-core machine; a second check of 2 was within noise), so one
@@ -23,6 +27,12 @@ multi-benchmark IMB process against single-op ibt processes compares process his
 not harnesses. Sizes: IMB's Allgather, Alltoall and Reduce_scatter_block sizes are per
 rank, ibt's the whole buffer, so ibt runs those three at ranks x IMB's size; the table
 shows IMB's size.
+
+--pair cell runs every (benchmark, size) as its own pair of launches, the tools back to
+back, and reports the median of each repetition's own ratio: on a shared machine the speed
+of the host drifts over seconds to minutes (the same plain MPI loop read 0.44 us and then
+1.0 us for an 8-byte Allgather a few minutes apart), and pairing cancels what a whole-range
+run per tool cannot.
 
 --realtime runs every rank of both tools at SCHED_FIFO priority 10 (each rank killed after
 --rank-timeout seconds): on a machine shared with other work it keeps the ranks from being
@@ -32,9 +42,9 @@ for (a 4-rank IMB Sendrecv on 2 cores ran over 4 minutes); use --nice -20 there.
 LD_PRELOADed into every rank of both tools (e.g. the yield shim
 build/scripts/libibt-ucx-yield.so when ranks outnumber cores).
 
-usage: compare_imb.py IMB-MPI1 IBT [--ranks N] [--reps R] [--iters N] [--hi LOG2]
-                      [--modes imb,loop] [--preload LIB] [--realtime | --nice N] [--bind-to core]
-                      [--mpiexec CMD]
+usage: compare_imb.py IMB-MPI1 IBT [--ranks N] [--reps R] [--iters N] [--lo LOG2] [--hi LOG2]
+                      [--modes imb,loop] [--pair run|cell] [--imb-buffers page+16|native]
+                      [--preload LIB] [--realtime | --nice N] [--bind-to core] [--mpiexec CMD]
 """
 import argparse
 import csv
@@ -76,10 +86,25 @@ def parse_args():
     p.add_argument("--bind-to", help="hydra's -bind-to for both tools (e.g. core): the same placement for both, "
                                       "instead of wherever the scheduler puts unbound ranks")
     p.add_argument("--mpiexec", default="mpiexec.mpich")
+    p.add_argument("--imb-buffers", choices=("page+16", "native"), default="page+16",
+                   help="page+16: IMB's MPI_Alloc_mem buffers 16 bytes past a page, where ibt's imb timing puts its "
+                        "own (preloads the shim below); native: wherever IMB's heap puts them")
+    p.add_argument("--alloc-shim", help="the shim for --imb-buffers page+16 (default: scripts/libibt-alloc-mem-offset.so "
+                                         "in the ibt executable's build folder)")
+    p.add_argument("--pair", choices=("run", "cell"), default="run",
+                   help="run: each repetition runs each benchmark over all sizes, tool after tool; cell: each "
+                        "(benchmark, size) runs as its own processes, the tools back to back, so each "
+                        "repetition's ratio compares runs a second apart (slower: one launch per cell and tool)")
     a = p.parse_args()
     for path, what in ((a.imb, "IMB-MPI1"), (a.ibt, "ibt")):
         if not os.access(path, os.X_OK):
             p.error(f"{what} executable not found or not executable: {path}")
+    if a.imb_buffers == "page+16":
+        a.alloc_shim = os.path.abspath(a.alloc_shim or os.path.join(os.path.dirname(os.path.abspath(a.ibt)), "scripts",
+                                                                    "libibt-alloc-mem-offset.so"))
+        if not os.path.exists(a.alloc_shim):
+            p.error(f"--imb-buffers page+16 needs the shim {a.alloc_shim} (built with ibt: target "
+                    "ibt_alloc_mem_offset); pass --alloc-shim PATH or --imb-buffers native")
     a.ops = [o for o in a.ops.split(",") if o]
     for o in a.ops:
         if o not in OPS:
@@ -94,12 +119,13 @@ def parse_args():
     return a
 
 
-def launcher(a):
+def launcher(a, preload=()):
     cmd = [a.mpiexec, "-n", str(a.ranks)]
     if a.bind_to:
         cmd += ["-bind-to", a.bind_to]
-    if a.preload:
-        cmd += ["-genv", "LD_PRELOAD", a.preload]
+    libs = ([a.preload] if a.preload else []) + list(preload)
+    if libs:
+        cmd += ["-genv", "LD_PRELOAD", ":".join(libs)]
     if a.realtime:
         cmd += ["timeout", "-s", "KILL", str(a.rank_timeout), "chrt", "-f", "10"]
     elif a.nice is not None:
@@ -113,11 +139,12 @@ def warmups(iters):
     return max(iters // 10, min(10, iters))
 
 
-def run_imb(a):
+def run_imb(a, ops, lo, hi):
     res = {}
-    for op in a.ops:  # one process per benchmark, as for ibt (see run_ibt)
+    for op in ops:  # one process per benchmark, as for ibt (see run_ibt)
         bench = OPS[op][0]
-        cmd = launcher(a) + [a.imb, "-msglog", f"{a.lo}:{a.hi}", "-iter", str(a.iters), "-iter_policy", "off",
+        shim = [a.alloc_shim] if a.imb_buffers == "page+16" else []
+        cmd = launcher(a, shim) + [a.imb, "-msglog", f"{lo}:{hi}", "-iter", str(a.iters), "-iter_policy", "off",
                              "-time", "100000", "-npmin", str(a.ranks), "-mem", "4", bench]
         out = subprocess.run(cmd, capture_output=True, text=True, check=True).stdout
         for line in out.splitlines():
@@ -128,9 +155,9 @@ def run_imb(a):
     return res
 
 
-def run_ibt(a, mode, scratch):
+def run_ibt(a, mode, scratch, ops, lo, hi):
     res = {}
-    for op in a.ops:  # one process per op: no op runs after another's large buffers came and went
+    for op in ops:  # one process per op: no op runs after another's large buffers came and went
         bench, per_rank = OPS[op]
         scale = a.ranks if per_rank else 1
         out = os.path.join(scratch, f"{mode}-{op}.h5")
@@ -139,7 +166,7 @@ def run_ibt(a, mode, scratch):
         cmd = launcher(a) + [a.ibt, "collectives", "--timing", mode, "-a", "avg", "-n", str(a.iters),
                              "-w", str(warmups(a.iters)), "-c", "0", "-d", "float32",
                              "--placement", "in" if op == "broadcast" else "out", "--scope", "world", "--op", op,
-                             "-b", str((1 << a.lo) * scale), "-e", str((1 << a.hi) * scale), "-f", "2", "--out", out]
+                             "-b", str((1 << lo) * scale), "-e", str((1 << hi) * scale), "-f", "2", "--out", out]
         subprocess.run(cmd, capture_output=True, text=True, check=True)
         table = subprocess.run([a.ibt, "export", out, "--csv"], capture_output=True, text=True, check=True).stdout
         for row in csv.DictReader(io.StringIO(table)):
@@ -152,49 +179,84 @@ def load():
         return f.read().split()[0]
 
 
+def run_tool(a, tool, scratch, ops, lo, hi):
+    return run_imb(a, ops, lo, hi) if tool == "IMB" else run_ibt(a, tool, scratch, ops, lo, hi)
+
+
+def measure_by_run(a, scratch, runs, loads):
+    """Each repetition runs every benchmark over the whole size range, tool after tool."""
+    for r in range(a.reps):
+        order = ["IMB"] + a.modes
+        if r % 2:
+            order.reverse()  # alternate which tool runs first
+        for tool in order:
+            loads.append(load())
+            runs[tool].append(run_tool(a, tool, scratch, a.ops, a.lo, a.hi))
+        print(f"rep {r + 1}/{a.reps} done (load {loads[-1]})", file=sys.stderr)
+
+
+def measure_by_cell(a, scratch, runs, loads):
+    """Each repetition runs every (benchmark, size) cell as its own processes, the tools back to
+    back, so a ratio compares runs made within about a second of each other."""
+    cells = [(op, lg) for op in a.ops for lg in range(a.lo, a.hi + 1)]
+    for r in range(a.reps):
+        merged = {tool: {} for tool in runs}
+        for c, (op, lg) in enumerate(cells):
+            order = ["IMB"] + a.modes
+            if (r + c) % 2:
+                order.reverse()  # alternate which tool runs first, per cell and per repetition
+            for tool in order:
+                merged[tool] |= run_tool(a, tool, scratch, [op], lg, lg)
+        for tool in runs:
+            runs[tool].append(merged[tool])
+        loads.append(load())
+        print(f"rep {r + 1}/{a.reps} done (load {loads[-1]})", file=sys.stderr)
+
+
 def main():
     a = parse_args()
     runs = {"IMB": []} | {m: [] for m in a.modes}
-    loads = []
+    loads = [load()]
     with tempfile.TemporaryDirectory(prefix="compare_imb.") as scratch:
-        for r in range(a.reps):
-            order = ["IMB"] + a.modes
-            if r % 2:
-                order.reverse()  # alternate which tool runs first
-            for tool in order:
-                loads.append(load())
-                runs[tool].append(run_imb(a) if tool == "IMB" else run_ibt(a, tool, scratch))
-            print(f"rep {r + 1}/{a.reps} done (load {loads[-1]})", file=sys.stderr)
+        (measure_by_cell if a.pair == "cell" else measure_by_run)(a, scratch, runs, loads)
     order = [OPS[o][0] for o in OPS]
     keys = sorted(set.intersection(*(set(v[0]) for v in runs.values())), key=lambda k: (order.index(k[0]), k[1]))
 
-    def median(tool, k):
-        return statistics.median(x[k] for x in runs[tool] if k in x)
+    def values(tool, k):
+        return [x[k] for x in runs[tool] if k in x]
 
-    def spread(tool, k):
-        """The repetitions' range as a share of their median: the noise a ratio sits in."""
-        v = [x[k] for x in runs[tool] if k in x]
+    def spread(v):
+        """A range as a share of its median: the noise a figure sits in."""
         return (max(v) - min(v)) / statistics.median(v) * 100
 
-    print(f"{a.ranks} ranks, {a.iters} iterations, medians of {a.reps} alternating repetitions; "
-          f"realtime {'on' if a.realtime else 'off'}; nice {a.nice if a.nice is not None else 'unchanged'}; preload {a.preload or 'none'}; bind-to {a.bind_to or 'none'}; "
+    def paired(m, k):
+        """Each repetition's own ratio (the two tools' runs of that repetition side by side)."""
+        return [x[k] / y[k] for x, y in zip(runs[m], runs["IMB"]) if k in x and k in y]
+
+    print(f"{a.ranks} ranks, {a.iters} iterations, medians of {a.reps} alternating repetitions paired by {a.pair}; "
+          f"IMB buffers {a.imb_buffers}; realtime {'on' if a.realtime else 'off'}; nice {a.nice if a.nice is not None else 'unchanged'}; preload {a.preload or 'none'}; bind-to {a.bind_to or 'none'}; "
           f"load average {min(loads)}-{max(loads)}\n")
-    print("Each time is the median of the repetitions; (r%) is their range (max - min) over that median.\n")
-    head = "| IMB benchmark | bytes (IMB) | IMB t_avg us (r%) |" + "".join(f" ibt {m} us (r%) | {m}/IMB |" for m in a.modes)
+    print("Each time is the median of the repetitions; (r%) is their range (max - min) over that median. "
+          "The ratio is the median of the repetitions' own ratios (each repetition's ibt time over its IMB time); "
+          "(r%) beside it is those ratios' range.\n")
+    head = "| IMB benchmark | bytes (IMB) | IMB t_avg us (r%) |" + "".join(f" ibt {m} us (r%) | {m}/IMB (r%) |" for m in a.modes)
     print(head)
     print("|---|---:|---:|" + "---:|---:|" * len(a.modes))
     ratios = {m: [] for m in a.modes}
     for k in keys:
-        ref = median("IMB", k)
+        ref = values("IMB", k)
         cells = ""
         for m in a.modes:
-            t = median(m, k)
-            ratios[m].append((t / ref, k))
-            cells += f" {t:.2f} ({spread(m, k):.0f}) | {t / ref:.3f} |"
-        print(f"| {k[0]} | {k[1]} | {ref:.2f} ({spread('IMB', k):.0f}) |{cells}")
+            t, q = values(m, k), paired(m, k)
+            ratio = statistics.median(q)
+            ratios[m].append((ratio, k))
+            cells += f" {statistics.median(t):.2f} ({spread(t):.0f}) | {ratio:.3f} ({spread(q):.0f}) |"
+        print(f"| {k[0]} | {k[1]} | {statistics.median(ref):.2f} ({spread(ref):.0f}) |{cells}")
     for m in a.modes:
         out = [(r, k) for r, k in ratios[m] if not 0.95 <= r <= 1.05]
-        print(f"\n{m}: {len(ratios[m]) - len(out)}/{len(ratios[m])} within 0.95-1.05" +
+        rs = sorted(r for r, _ in ratios[m])
+        print(f"\n{m}: {len(ratios[m]) - len(out)}/{len(ratios[m])} within 0.95-1.05; median ratio "
+              f"{statistics.median(rs):.3f}, range {rs[0]:.3f}-{rs[-1]:.3f}" +
               ("; outside: " + ", ".join(f"{k[0]} {k[1]}: {r:.3f}" for r, k in out) if out else ""))
 
 
