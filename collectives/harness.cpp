@@ -81,25 +81,29 @@ std::pair<std::size_t, std::size_t> buffer_bytes(const OpShape& shape, std::size
 // MPICH's reductions of 32-64 MiB ran 20-30% slower from page-aligned buffers than from
 // malloc's on the 2-core test machine (README, "Agreement with IMB-MPI1"), so imb timing
 // places host buffers where malloc puts large ones. Small blocks land wherever IMB's heap
-// happens to be, and that
-// moves MPICH's times too (a 32 KiB all-reduce, 2 ranks: 28-30 us from IMB's own buffers,
-// 19-21 us from page + 16); scripts/fidelity/compare_imb.py preloads a shim that puts
-// IMB's buffers at page + 16 as well, so both tools time one placement.
+// happens to be, and that moves MPICH's times too (a 32 KiB all-reduce, 2 ranks: 28-30 us
+// from IMB's own buffers, 19-21 us from page + 16); scripts/fidelity/compare_imb.py
+// preloads a shim that puts IMB's buffers at page + 16 as well, so both tools time one
+// placement.
 constexpr std::size_t kImbHostBufferOffset = 16;
 
 // A buffer role (send, receive, or the single in-place buffer) repeated in `slots`
-// copies, `lead` bytes into the allocation; iteration i uses slot i % slots.
+// copies, `lead` bytes into the allocation; iteration i uses slot i % slots. slot() runs
+// inside the timed region, once per call: with one slot (imb timing, or no rotation) it
+// is a load, not a division.
 struct Pool {
   Pool(Backend& backend, std::size_t bytes, std::size_t rotate_bytes, int iters, std::size_t lead)
       : stride(slot_stride(bytes)),
         slots(slot_count(bytes, rotate_bytes, iters)),
         lead(lead),
-        memory(backend, stride * slots + lead) {}
-  unsigned char* slot(int i) const { return memory.data() + lead + (i % slots) * stride; }
+        memory(backend, stride * slots + lead),
+        first(memory.data() + lead) {}
+  unsigned char* slot(int i) const { return slots == 1 ? first : first + (i % slots) * stride; }
   std::size_t stride;
   int slots;
   std::size_t lead;
   BackendBuffer memory;
+  unsigned char* first;
 };
 
 // "all_reduce (scope world, float32, 32 B[, in-place])": names a measurement in messages.

@@ -180,7 +180,7 @@ class CpuPipelineBackend {
                      int micro_batch_size, int64_t act_rows, int64_t hidden, std::vector<StageCache>& spare_caches,
                      ZeroUnits* zero, bool split_backward)
       : chunks_(chunks), local_(local), scale_(scale), pp_(pp), tp_(tp), ep_(ep), cp_(cp), b_(micro_batch_size),
-        act_rows_(act_rows), hidden_(hidden), zero_(zero), spare_(spare_caches), split_backward_(split_backward) {
+        act_rows_(act_rows), hidden_(hidden), zero_(zero), split_backward_(split_backward), spare_(spare_caches) {
     loads.resize(chunks.size());
   }
 
