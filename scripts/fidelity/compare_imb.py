@@ -54,6 +54,7 @@ import statistics
 import subprocess
 import sys
 import tempfile
+import time
 
 # ibt op -> (IMB benchmark, True when IMB's size is per rank)
 OPS = {
@@ -183,8 +184,16 @@ def run_tool(a, tool, scratch, ops, lo, hi):
     return run_imb(a, ops, lo, hi) if tool == "IMB" else run_ibt(a, tool, scratch, ops, lo, hi)
 
 
+def progress(r, reps, start, loads):
+    """One line per repetition on stderr: these runs take minutes."""
+    elapsed = time.monotonic() - start
+    eta = elapsed / (r + 1) * (reps - r - 1)
+    print(f"rep {r + 1}/{reps} done after {elapsed:.0f} s, about {eta:.0f} s to go (load {loads[-1]})", file=sys.stderr)
+
+
 def measure_by_run(a, scratch, runs, loads):
     """Each repetition runs every benchmark over the whole size range, tool after tool."""
+    start = time.monotonic()
     for r in range(a.reps):
         order = ["IMB"] + a.modes
         if r % 2:
@@ -192,13 +201,14 @@ def measure_by_run(a, scratch, runs, loads):
         for tool in order:
             loads.append(load())
             runs[tool].append(run_tool(a, tool, scratch, a.ops, a.lo, a.hi))
-        print(f"rep {r + 1}/{a.reps} done (load {loads[-1]})", file=sys.stderr)
+        progress(r, a.reps, start, loads)
 
 
 def measure_by_cell(a, scratch, runs, loads):
     """Each repetition runs every (benchmark, size) cell as its own processes, the tools back to
     back, so a ratio compares runs made within about a second of each other."""
     cells = [(op, lg) for op in a.ops for lg in range(a.lo, a.hi + 1)]
+    start = time.monotonic()
     for r in range(a.reps):
         merged = {tool: {} for tool in runs}
         for c, (op, lg) in enumerate(cells):
@@ -210,7 +220,7 @@ def measure_by_cell(a, scratch, runs, loads):
         for tool in runs:
             runs[tool].append(merged[tool])
         loads.append(load())
-        print(f"rep {r + 1}/{a.reps} done (load {loads[-1]})", file=sys.stderr)
+        progress(r, a.reps, start, loads)
 
 
 def main():
