@@ -95,13 +95,11 @@ struct Pool {
   Pool(Backend& backend, std::size_t bytes, std::size_t rotate_bytes, int iters, std::size_t lead)
       : stride(slot_stride(bytes)),
         slots(slot_count(bytes, rotate_bytes, iters)),
-        lead(lead),
         memory(backend, stride * slots + lead),
         first(memory.data() + lead) {}
   unsigned char* slot(int i) const { return slots == 1 ? first : first + (i % slots) * stride; }
   std::size_t stride;
   int slots;
-  std::size_t lead;
   BackendBuffer memory;
   unsigned char* first;
 };

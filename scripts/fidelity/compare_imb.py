@@ -142,9 +142,9 @@ def warmups(iters):
 
 def run_imb(a, ops, lo, hi):
     res = {}
+    shim = [a.alloc_shim] if a.imb_buffers == "page+16" else []
     for op in ops:  # one process per benchmark, as for ibt (see run_ibt)
         bench = OPS[op][0]
-        shim = [a.alloc_shim] if a.imb_buffers == "page+16" else []
         cmd = launcher(a, shim) + [a.imb, "-msglog", f"{lo}:{hi}", "-iter", str(a.iters), "-iter_policy", "off",
                              "-time", "100000", "-npmin", str(a.ranks), "-mem", "4", bench]
         out = subprocess.run(cmd, capture_output=True, text=True, check=True).stdout
@@ -180,6 +180,12 @@ def load():
         return f.read().split()[0]
 
 
+def tool_order(a, flip):
+    """IMB, then ibt's modes; reversed when flip, so neither tool always runs first."""
+    order = ["IMB"] + a.modes
+    return order[::-1] if flip else order
+
+
 def run_tool(a, tool, scratch, ops, lo, hi):
     return run_imb(a, ops, lo, hi) if tool == "IMB" else run_ibt(a, tool, scratch, ops, lo, hi)
 
@@ -195,10 +201,7 @@ def measure_by_run(a, scratch, runs, loads):
     """Each repetition runs every benchmark over the whole size range, tool after tool."""
     start = time.monotonic()
     for r in range(a.reps):
-        order = ["IMB"] + a.modes
-        if r % 2:
-            order.reverse()  # alternate which tool runs first
-        for tool in order:
+        for tool in tool_order(a, r % 2):
             loads.append(load())
             runs[tool].append(run_tool(a, tool, scratch, a.ops, a.lo, a.hi))
         progress(r, a.reps, start, loads)
@@ -212,10 +215,7 @@ def measure_by_cell(a, scratch, runs, loads):
     for r in range(a.reps):
         merged = {tool: {} for tool in runs}
         for c, (op, lg) in enumerate(cells):
-            order = ["IMB"] + a.modes
-            if (r + c) % 2:
-                order.reverse()  # alternate which tool runs first, per cell and per repetition
-            for tool in order:
+            for tool in tool_order(a, (r + c) % 2):  # alternating per cell and per repetition
                 merged[tool] |= run_tool(a, tool, scratch, [op], lg, lg)
         for tool in runs:
             runs[tool].append(merged[tool])
