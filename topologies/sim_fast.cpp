@@ -1309,24 +1309,19 @@ std::vector<double> lower_bounds(const models::ModelConfig& model, const models:
     return *tails[s];
   };
   const double exchange_bytes = models::pipeline_message_bytes(model, split, options);
-  std::map<std::vector<long long>, PartSummary> own_parts;  // without `known`
+  // A bound asked for outside a search remembers its parts and templates for itself.
+  BoundTemplates own(pricers.size());
+  BoundTemplates::Known& shared_known = (known ? *known : own).known();
+  if (shared_known.pricers != pricers.size())
+    throw std::logic_error("sim_fast: BoundTemplates shared by bounds on different pricers");
   std::vector<double> out;
   for (size_t k = 0; k < pricers.size(); ++k) {
-    // A part's summary: from the search's known ones (else this bound's), or built,
-    // priced and summarised once.
+    // A part's summary: a known one, or built, priced and summarised once.
     auto part_summary = [&](int s, models::Pass pass, models::ChunkPart part, int layer,
                             StagePrices& prices) -> PartSummary {
-      const std::vector<long long> key = part_key(model, split, pass, part, layer, k);
-      auto summarise_it = [&] {
+      return shared_known.remembered(shared_known.parts, part_key(model, split, pass, part, layer, k), [&] {
         return summarise_part(models::build_part_template(model, split, s, pass, part, layer, options), prices);
-      };
-      if (!known) {
-        auto it = own_parts.find(key);
-        if (it == own_parts.end()) it = own_parts.emplace(key, summarise_it()).first;
-        return it->second;
-      }
-      BoundTemplates::Known& shared_known = known->known();
-      return shared_known.remembered(shared_known.parts, key, summarise_it);
+      });
     };
     // Template id of stage s summarised: composed from its parts (chunk_parts.hpp), or
     // from its ops where overlapped reductions or ZeRO-2/3 reach across its layers.
@@ -1340,10 +1335,6 @@ std::vector<double> lower_bounds(const models::ModelConfig& model, const models:
                                 [&](models::ChunkPart part, int layer) { return part_summary(s, pass, part, layer, prices); });
     };
     auto shared = [&](int s, int id, auto&& summarise_it) -> Table {
-      if (!known) return summarise_it();
-      BoundTemplates::Known& shared_known = known->known();
-      if (shared_known.pricers != pricers.size())
-        throw std::logic_error("sim_fast: BoundTemplates shared by bounds on different pricers");
       return shared_known.remembered(shared_known.tables, template_key(model, split, ix.schedule, s, id, k),
                                      summarise_it);
     };
