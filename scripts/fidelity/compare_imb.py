@@ -34,6 +34,12 @@ of the host drifts over seconds to minutes (the same plain MPI loop read 0.44 us
 1.0 us for an 8-byte Allgather a few minutes apart), and pairing cancels what a whole-range
 run per tool cannot.
 
+Below the table, each mode's cells outside 0.95-1.05 are split in two: those whose median
+ratio's 90% sign-test interval lies outside the band as well (every repetition or nearly
+every one deviates the same way: a consistent deviation), and those whose interval reaches
+into it (this machine's noise, at this many repetitions, cannot tell them from agreement;
+5 repetitions at least give an interval).
+
 --realtime runs every rank of both tools at SCHED_FIFO priority 10 (each rank killed after
 --rank-timeout seconds): on a machine shared with other work it keeps the ranks from being
 descheduled, for both tools alike. Needs root (or CAP_SYS_NICE). Not with more ranks than
@@ -49,6 +55,7 @@ usage: compare_imb.py IMB-MPI1 IBT [--ranks N] [--reps R] [--iters N] [--lo LOG2
 import argparse
 import csv
 import io
+import math
 import os
 import statistics
 import subprocess
@@ -223,6 +230,39 @@ def measure_by_cell(a, scratch, runs, loads):
         progress(r, a.reps, start, loads)
 
 
+# Confidence of the interval that tells a cell's real deviation from this machine's noise.
+MEDIAN_CONFIDENCE = 0.90
+
+
+def median_interval(values, confidence=MEDIAN_CONFIDENCE):
+    """A distribution-free interval for the median of `values`: the k-th smallest to the k-th
+    largest, with the largest k whose chance of missing the median, 2 P(Binomial(n, 1/2) < k),
+    is at most 1 - confidence (the sign test's interval; no assumption about the noise's
+    shape). None when there are too few values (n < 5 at 90%)."""
+    v = sorted(values)
+    n = len(v)
+    below, k = 0.0, 0
+    for j in range(n // 2 + 1):
+        below += math.comb(n, j) / 2 ** n  # P(B <= j)
+        if 2 * below > 1 - confidence:
+            break
+        k = j + 1
+    return (v[k - 1], v[n - k]) if k else None
+
+
+def verdicts(ratios_by_cell, lo=0.95, hi=1.05):
+    """Cells outside [lo, hi] by their median ratio, split into those whose whole median
+    interval lies outside (a consistent deviation) and those whose interval reaches into the
+    band (not told apart from the noise with this many repetitions)."""
+    consistent, unresolved = [], []
+    for k, (ratio, q) in ratios_by_cell.items():
+        if lo <= ratio <= hi:
+            continue
+        iv = median_interval(q)
+        (consistent if iv and (iv[0] > hi or iv[1] < lo) else unresolved).append((ratio, k, iv))
+    return consistent, unresolved
+
+
 def main():
     a = parse_args()
     runs = {"IMB": []} | {m: [] for m in a.modes}
@@ -253,6 +293,7 @@ def main():
     print(head)
     print("|---|---:|---:|" + "---:|---:|" * len(a.modes))
     ratios = {m: [] for m in a.modes}
+    by_cell = {m: {} for m in a.modes}
     for k in keys:
         ref = values("IMB", k)
         cells = ""
@@ -260,6 +301,7 @@ def main():
             t, q = values(m, k), paired(m, k)
             ratio = statistics.median(q)
             ratios[m].append((ratio, k))
+            by_cell[m][k] = (ratio, q)
             cells += f" {statistics.median(t):.2f} ({spread(t):.0f}) | {ratio:.3f} ({spread(q):.0f}) |"
         print(f"| {k[0]} | {k[1]} | {statistics.median(ref):.2f} ({spread(ref):.0f}) |{cells}")
     for m in a.modes:
@@ -268,6 +310,14 @@ def main():
         print(f"\n{m}: {len(ratios[m]) - len(out)}/{len(ratios[m])} within 0.95-1.05; median ratio "
               f"{statistics.median(rs):.3f}, range {rs[0]:.3f}-{rs[-1]:.3f}" +
               ("; outside: " + ", ".join(f"{k[0]} {k[1]}: {r:.3f}" for r, k in out) if out else ""))
+        if out:
+            consistent, unresolved = verdicts(by_cell[m])
+            fmt = lambda cs: ", ".join(f"{k[0]} {k[1]}: {r:.3f} [{iv[0]:.3f}-{iv[1]:.3f}]" if iv else
+                                       f"{k[0]} {k[1]}: {r:.3f} [too few repetitions]" for r, k, iv in cs)
+            print(f"{m}: of those {len(out)}, {len(consistent)} lie outside the band by their whole "
+                  f"{MEDIAN_CONFIDENCE:.0%} median interval (sign test){': ' + fmt(consistent) if consistent else ''}; "
+                  f"{len(unresolved)} are not told apart from this machine's noise with {a.reps} repetitions"
+                  f"{': ' + fmt(unresolved) if unresolved else ''}")
 
 
 if __name__ == "__main__":
