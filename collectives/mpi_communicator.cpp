@@ -11,20 +11,30 @@
 namespace ibt {
 namespace {
 
-// MPI counts are int: refuse what does not fit rather than truncate silently.
-int checked_count(std::size_t count) {
-  if (count > static_cast<std::size_t>(INT_MAX))
-    throw UsageError("element count " + std::to_string(count) +
-                     " exceeds the MPI int count limit (2^31-1); use a larger dtype or smaller size");
-  return static_cast<int>(count);
+// The refusals are out of line and the checks inline, so a call that passes them (every
+// timed one) pays a compare, not a function call: a few ns of an 8-byte MPI call's 300.
+[[noreturn]] void refuse_count(std::size_t count) {
+  throw UsageError("element count " + std::to_string(count) +
+                   " exceeds the MPI int count limit (2^31-1); use a larger dtype or smaller size");
 }
 
-void check(int rc, const char* what) {
-  if (rc == MPI_SUCCESS) return;
+[[noreturn]] void refuse_call(int rc, const char* what) {
   char text[MPI_MAX_ERROR_STRING];
   int len = 0;
   MPI_Error_string(rc, text, &len);
   throw RuntimeError(std::string(what) + " failed: " + std::string(text, len));
+}
+
+// MPI counts are int: refuse what does not fit rather than truncate silently.
+inline int checked_count(std::size_t count) {
+  if (count > static_cast<std::size_t>(INT_MAX)) [[unlikely]]
+    refuse_count(count);
+  return static_cast<int>(count);
+}
+
+inline void check(int rc, const char* what) {
+  if (rc != MPI_SUCCESS) [[unlikely]]
+    refuse_call(rc, what);
 }
 
 std::vector<int> to_int_vector(const std::vector<std::size_t>& v) {
