@@ -1,6 +1,7 @@
 #include "collectives/collective.hpp"
 
 #include <algorithm>
+#include <stdexcept>
 #include <string>
 
 #include "core/errors.hpp"
@@ -16,6 +17,38 @@ std::unique_ptr<Collective> make_send_recv();
 std::unique_ptr<Collective> make_ping_pong();
 
 std::string_view to_string(Placement p) { return p == Placement::in_place ? "in" : "out"; }
+
+void Collective::run(Communicator& comm, const void* send, void* recv, const OpShape& s, DType t, ReduceOp op,
+                     int root) const {
+  const std::optional<CallSpec> call = single_call(comm, s, t, op, root);
+  if (!call) throw std::logic_error(std::string(name()) + ": a collective overrides run() or single_call()");
+  comm.call(*call, send, recv);
+}
+
+namespace {
+
+class RunEachTime final : public PreparedCall {
+ public:
+  RunEachTime(const Collective& op, Communicator& comm, const OpShape& s, DType t, ReduceOp reduce, int root)
+      : op_(op), comm_(comm), shape_(s), dtype_(t), reduce_(reduce), root_(root) {}
+  void operator()(const void* send, void* recv) override { op_.run(comm_, send, recv, shape_, dtype_, reduce_, root_); }
+
+ private:
+  const Collective& op_;
+  Communicator& comm_;
+  OpShape shape_;
+  DType dtype_;
+  ReduceOp reduce_;
+  int root_;
+};
+
+}  // namespace
+
+std::unique_ptr<PreparedCall> Collective::prepare(Communicator& comm, const OpShape& s, DType t, ReduceOp op,
+                                                  int root) const {
+  if (const std::optional<CallSpec> call = single_call(comm, s, t, op, root)) return comm.prepare(*call);
+  return std::make_unique<RunEachTime>(*this, comm, s, t, op, root);
+}
 
 double input_value(int rank, std::size_t j) {
   return static_cast<double>(static_cast<long long>((j * 7 + static_cast<std::size_t>(rank) * 13 + 3) % 11) - 5);

@@ -8,6 +8,7 @@
 // for these three ops: divide by the group size to compare.
 #include <cstddef>
 #include <memory>
+#include <optional>
 #include <string_view>
 #include <vector>
 
@@ -49,8 +50,18 @@ class Collective {
   virtual std::size_t in_place_send_offset(const OpShape&, int /*rank*/) const { return 0; }
   virtual std::size_t in_place_recv_offset(const OpShape&, int /*rank*/) const { return 0; }
 
-  virtual void run(Communicator& comm, const void* send, void* recv, const OpShape& s, DType t,
-                   ReduceOp op, int root) const = 0;
+  // The one Communicator call this collective makes on `comm`, where it makes one (every
+  // op but ping_pong, which makes two that depend on the rank).
+  virtual std::optional<CallSpec> single_call(const Communicator&, const OpShape&, DType, ReduceOp, int) const {
+    return std::nullopt;
+  }
+  // Runs the collective once. This default makes single_call() (one of the two must be
+  // overridden).
+  virtual void run(Communicator& comm, const void* send, void* recv, const OpShape& s, DType t, ReduceOp op,
+                   int root) const;
+  // The collective ready to run many times on changing buffers (the harness's loops): the
+  // communicator's prepared single_call() where there is one, else run() each time.
+  std::unique_ptr<PreparedCall> prepare(Communicator& comm, const OpShape& s, DType t, ReduceOp op, int root) const;
 
   // Input at send element j of `rank` (defaults to input_value).
   virtual double input(int rank, std::size_t j, int /*n*/, int /*root*/) const { return input_value(rank, j); }

@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "collectives/dtype.hpp"
+#include "collectives/prepared_call.hpp"
 
 namespace ibt {
 
@@ -41,6 +42,12 @@ class Communicator {
   virtual void send(const void* buf, std::size_t count, DType t, int dst) = 0;
   virtual void recv(void* buf, std::size_t count, DType t, int src) = 0;
   virtual void barrier() = 0;
+
+  // Makes the described call through the methods above.
+  void call(const CallSpec& c, const void* send, void* recv);
+  // The described call ready to be made many times on changing buffers. This default makes
+  // it through call(); a backend may resolve its arguments once instead (MPI does).
+  virtual std::unique_ptr<PreparedCall> prepare(const CallSpec& c);
   // Completes outstanding work (a device stream for NCCL; a no-op for blocking MPI).
   virtual void synchronize() {}
   // Clock in seconds suitable for timing this backend's operations.

@@ -167,10 +167,12 @@ Measurement measure(Backend& backend, Communicator& comm, MPI_Comm control, cons
   const int root = std::min(opt.root, comm.size() - 1);
   const std::size_t send_off = in_place ? op.in_place_send_offset(req.shape, comm.rank()) * elem : 0;
   const std::size_t recv_off = in_place ? op.in_place_recv_offset(req.shape, comm.rank()) * elem : 0;
+  // Resolved once: the loops below pay one indirect call per op (prepared_call.hpp).
+  const std::unique_ptr<PreparedCall> call = op.prepare(comm, req.shape, req.dtype, opt.reduce_op, root);
   auto run_on_slot = [&](int i) {
     unsigned char* recv = recv_pool.slot(i);
     const unsigned char* send = in_place ? recv + send_off : send_pool.slot(i);
-    op.run(comm, send, recv + recv_off, req.shape, req.dtype, opt.reduce_op, root);
+    (*call)(send, recv + recv_off);
   };
 
   // A backend that aborts stuck ops itself gets to do so first (and free its resources).

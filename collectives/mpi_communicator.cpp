@@ -3,6 +3,7 @@
 #include <climits>
 #include <cstring>
 #include <numeric>
+#include <stdexcept>
 #include <string>
 
 #include "core/errors.hpp"
@@ -100,46 +101,103 @@ MpiCommunicator::~MpiCommunicator() {
 
 int MpiCommunicator::world_rank_of(int group_rank) const { return world_ranks_.at(group_rank); }
 
+namespace {
+
+// The MPI call behind each single-call collective, its arguments resolved: a method builds
+// one for each call it makes, prepare() one for a measurement's many.
+struct AllreduceCall {
+  MPI_Comm comm;
+  int count;
+  MPI_Datatype type;
+  MPI_Op op;
+  void operator()(const void* send, void* recv) const {
+    const void* in = send == recv ? MPI_IN_PLACE : send;
+    check(MPI_Allreduce(in, recv, count, type, op, comm), "MPI_Allreduce");
+  }
+};
+
+struct AllgatherCall {
+  MPI_Comm comm;
+  int count;
+  MPI_Datatype type;
+  std::size_t slot_offset;  // this rank's block of the output, in bytes
+  void operator()(const void* send, void* recv) const {
+    // In place as NCCL defines it: this rank's contribution already sits at its slot.
+    const void* in = send == static_cast<const char*>(recv) + slot_offset ? MPI_IN_PLACE : send;
+    check(MPI_Allgather(in, count, type, recv, count, type, comm), "MPI_Allgather");
+  }
+};
+
+struct ReduceScatterCall {
+  MPI_Comm comm;
+  int count;
+  MPI_Datatype type;
+  MPI_Op op;
+  std::size_t slot_offset;  // this rank's block of the input, in bytes
+  std::size_t bytes;        // one block
+  void operator()(const void* send, void* recv) const {
+    if (recv == static_cast<const char*>(send) + slot_offset) {
+      // NCCL's in-place reduce-scatter leaves the result in this rank's slot of the input;
+      // MPI's leaves it at the start of the buffer, so move it (part of the timed op).
+      check(MPI_Reduce_scatter_block(MPI_IN_PLACE, const_cast<void*>(send), count, type, op, comm),
+            "MPI_Reduce_scatter_block");
+      if (slot_offset != 0) std::memmove(recv, send, bytes);
+      return;
+    }
+    check(MPI_Reduce_scatter_block(send, recv, count, type, op, comm), "MPI_Reduce_scatter_block");
+  }
+};
+
+struct AlltoallCall {
+  MPI_Comm comm;
+  int count;
+  MPI_Datatype type;
+  void operator()(const void* send, void* recv) const {
+    const void* in = send == recv ? MPI_IN_PLACE : send;
+    check(MPI_Alltoall(in, count, type, recv, count, type, comm), "MPI_Alltoall");
+  }
+};
+
+struct BcastCall {
+  MPI_Comm comm;
+  int count;
+  MPI_Datatype type;
+  int root;
+  void operator()(const void*, void* buf) const { check(MPI_Bcast(buf, count, type, root, comm), "MPI_Bcast"); }
+};
+
+struct SendrecvCall {
+  MPI_Comm comm;
+  int send_count, dst, recv_count, src;
+  MPI_Datatype type;
+  void operator()(const void* send, void* recv) const {
+    check(MPI_Sendrecv(send, send_count, type, dst, kPointToPointTag, recv, recv_count, type, src,
+                       kPointToPointTag, comm, MPI_STATUS_IGNORE),
+          "MPI_Sendrecv");
+  }
+};
+
+}  // namespace
+
 void MpiCommunicator::all_reduce(const void* send, void* recv, std::size_t count, DType t, ReduceOp op) {
   InFlight in_flight(*this, kAllreduce);
-  const void* in = send == recv ? MPI_IN_PLACE : send;
-  check(MPI_Allreduce(in, recv, checked_count(count), mpi_datatype(t), mpi_op(t, op), comm_),
-        "MPI_Allreduce");
+  AllreduceCall{comm_, checked_count(count), mpi_datatype(t), mpi_op(t, op)}(send, recv);
 }
 
 void MpiCommunicator::all_gather(const void* send, void* recv, std::size_t count, DType t) {
   InFlight in_flight(*this, kAllgather);
-  // In place as NCCL defines it: this rank's contribution already sits at its slot.
-  const auto* slot = static_cast<const char*>(recv) + rank_ * count * size_of(t);
-  const void* in = send == slot ? MPI_IN_PLACE : send;
-  check(MPI_Allgather(in, checked_count(count), mpi_datatype(t), recv, checked_count(count),
-                      mpi_datatype(t), comm_),
-        "MPI_Allgather");
+  AllgatherCall{comm_, checked_count(count), mpi_datatype(t), rank_ * count * size_of(t)}(send, recv);
 }
 
 void MpiCommunicator::reduce_scatter(const void* send, void* recv, std::size_t count, DType t, ReduceOp op) {
   InFlight in_flight(*this, kReduceScatter);
   const std::size_t bytes = count * size_of(t);
-  const auto* slot = static_cast<const char*>(send) + rank_ * bytes;
-  if (recv == slot) {
-    // NCCL's in-place reduce-scatter leaves the result in this rank's slot of the input;
-    // MPI's leaves it at the start of the buffer, so move it (part of the timed op).
-    check(MPI_Reduce_scatter_block(MPI_IN_PLACE, const_cast<void*>(send), checked_count(count),
-                                   mpi_datatype(t), mpi_op(t, op), comm_),
-          "MPI_Reduce_scatter_block");
-    if (rank_ != 0) std::memmove(recv, send, bytes);
-    return;
-  }
-  check(MPI_Reduce_scatter_block(send, recv, checked_count(count), mpi_datatype(t), mpi_op(t, op), comm_),
-        "MPI_Reduce_scatter_block");
+  ReduceScatterCall{comm_, checked_count(count), mpi_datatype(t), mpi_op(t, op), rank_ * bytes, bytes}(send, recv);
 }
 
 void MpiCommunicator::all_to_all(const void* send, void* recv, std::size_t count, DType t) {
   InFlight in_flight(*this, kAlltoall);
-  const void* in = send == recv ? MPI_IN_PLACE : send;
-  check(MPI_Alltoall(in, checked_count(count), mpi_datatype(t), recv, checked_count(count),
-                     mpi_datatype(t), comm_),
-        "MPI_Alltoall");
+  AlltoallCall{comm_, checked_count(count), mpi_datatype(t)}(send, recv);
 }
 
 void MpiCommunicator::all_to_allv(const void* send, const std::vector<std::size_t>& send_counts,
@@ -156,16 +214,13 @@ void MpiCommunicator::all_to_allv(const void* send, const std::vector<std::size_
 
 void MpiCommunicator::broadcast(void* buf, std::size_t count, DType t, int root) {
   InFlight in_flight(*this, kBcast);
-  check(MPI_Bcast(buf, checked_count(count), mpi_datatype(t), root, comm_), "MPI_Bcast");
+  BcastCall{comm_, checked_count(count), mpi_datatype(t), root}(nullptr, buf);
 }
 
 void MpiCommunicator::send_recv(const void* send, std::size_t send_count, int dst, void* recv,
                                 std::size_t recv_count, int src, DType t) {
   InFlight in_flight(*this, kSendrecv, src);
-  check(MPI_Sendrecv(send, checked_count(send_count), mpi_datatype(t), dst, kPointToPointTag, recv,
-                     checked_count(recv_count), mpi_datatype(t), src, kPointToPointTag, comm_,
-                     MPI_STATUS_IGNORE),
-        "MPI_Sendrecv");
+  SendrecvCall{comm_, checked_count(send_count), dst, checked_count(recv_count), src, mpi_datatype(t)}(send, recv);
 }
 
 void MpiCommunicator::send(const void* buf, std::size_t count, DType t, int dst) {
@@ -183,6 +238,50 @@ void MpiCommunicator::recv(void* buf, std::size_t count, DType t, int src) {
 void MpiCommunicator::barrier() {
   InFlight in_flight(*this, kBarrier);
   check(MPI_Barrier(comm_), "MPI_Barrier");
+}
+
+namespace {
+
+// An MPI call resolved once, published for the watchdog while it runs as the methods'
+// calls are (op_in_flight.hpp).
+template <class Call>
+class PreparedMpiCall final : public PreparedCall {
+ public:
+  PreparedMpiCall(const OpSite* site, int peer_world_rank, Call call)
+      : site_(site), peer_(peer_world_rank), call_(call) {}
+  void operator()(const void* send, void* recv) override {
+    set_op_in_flight(site_, peer_);
+    call_(send, recv);
+    clear_op_in_flight();
+  }
+
+ private:
+  const OpSite* site_;
+  int peer_;
+  Call call_;
+};
+
+}  // namespace
+
+std::unique_ptr<PreparedCall> MpiCommunicator::prepare(const CallSpec& c) {
+  const int count = checked_count(c.count);
+  const MPI_Datatype type = mpi_datatype(c.dtype);
+  const std::size_t bytes = c.count * size_of(c.dtype);
+  auto made = [&](Site site, auto call, int peer = -1) -> std::unique_ptr<PreparedCall> {
+    return std::make_unique<PreparedMpiCall<decltype(call)>>(&sites_[static_cast<std::size_t>(site)], peer, call);
+  };
+  switch (c.kind) {
+    case CallSpec::Kind::all_reduce: return made(kAllreduce, AllreduceCall{comm_, count, type, mpi_op(c.dtype, c.op)});
+    case CallSpec::Kind::all_gather: return made(kAllgather, AllgatherCall{comm_, count, type, rank_ * bytes});
+    case CallSpec::Kind::reduce_scatter:
+      return made(kReduceScatter, ReduceScatterCall{comm_, count, type, mpi_op(c.dtype, c.op), rank_ * bytes, bytes});
+    case CallSpec::Kind::all_to_all: return made(kAlltoall, AlltoallCall{comm_, count, type});
+    case CallSpec::Kind::broadcast: return made(kBcast, BcastCall{comm_, count, type, c.root});
+    case CallSpec::Kind::send_recv:
+      return made(kSendrecv, SendrecvCall{comm_, count, c.dst, count, c.src, type},
+                  c.src >= 0 && c.src < size_ ? world_ranks_[static_cast<std::size_t>(c.src)] : -1);
+  }
+  throw std::logic_error("MpiCommunicator::prepare: unknown call kind");
 }
 
 }  // namespace ibt

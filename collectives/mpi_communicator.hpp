@@ -41,6 +41,7 @@ class MpiCommunicator final : public Communicator {
   void send(const void* buf, std::size_t count, DType t, int dst) override;
   void recv(void* buf, std::size_t count, DType t, int src) override;
   void barrier() override;
+  std::unique_ptr<PreparedCall> prepare(const CallSpec& c) override;
   double now() const override { return MPI_Wtime(); }
   std::string backend_name() const override { return "mpi"; }
 

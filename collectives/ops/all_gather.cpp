@@ -16,9 +16,9 @@ class AllGather final : public Collective {
   }
   double bus_factor(int n) const override { return static_cast<double>(n - 1) / n; }
   std::size_t in_place_send_offset(const OpShape& s, int rank) const override { return rank * s.count; }
-  void run(Communicator& c, const void* send, void* recv, const OpShape& s, DType t, ReduceOp,
-           int) const override {
-    c.all_gather(send, recv, s.count, t);
+  std::optional<CallSpec> single_call(const Communicator&, const OpShape& s, DType t, ReduceOp,
+                                      int) const override {
+    return CallSpec{CallSpec::Kind::all_gather, s.count, t};
   }
   double expected(int, std::size_t i, int, const OpShape& s, ReduceOp, int) const override {
     const auto block = static_cast<int>(i / s.count);

@@ -14,9 +14,12 @@ class Broadcast final : public Collective {
     return {count, count, count, count * elem};
   }
   double bus_factor(int) const override { return 1.0; }
-  void run(Communicator& c, const void*, void* recv, const OpShape& s, DType t, ReduceOp,
-           int root) const override {
-    c.broadcast(recv, s.count, t, root);
+  // In place in the receive buffer.
+  std::optional<CallSpec> single_call(const Communicator&, const OpShape& s, DType t, ReduceOp,
+                                      int root) const override {
+    CallSpec call{CallSpec::Kind::broadcast, s.count, t};
+    call.root = root;
+    return call;
   }
   // Non-roots start from a value the root never sends, so a missed delivery shows.
   double input(int rank, std::size_t j, int, int root) const override {

@@ -14,12 +14,12 @@ class SendRecv final : public Collective {
     return {count, count, count, count * elem};
   }
   double bus_factor(int) const override { return 1.0; }
-  void run(Communicator& c, const void* send, void* recv, const OpShape& s, DType t, ReduceOp,
-           int) const override {
-    // The ring neighbours without a division: this runs inside the timed region.
-    const int n = c.size(), r = c.rank();
-    const int next = r + 1 == n ? 0 : r + 1, prev = r == 0 ? n - 1 : r - 1;
-    c.send_recv(send, s.count, next, recv, s.count, prev, t);
+  std::optional<CallSpec> single_call(const Communicator& c, const OpShape& s, DType t, ReduceOp,
+                                      int) const override {
+    CallSpec call{CallSpec::Kind::send_recv, s.count, t};
+    call.dst = (c.rank() + 1) % c.size();
+    call.src = (c.rank() - 1 + c.size()) % c.size();
+    return call;
   }
   double expected(int rank, std::size_t i, int n, const OpShape&, ReduceOp, int) const override {
     return input_value((rank - 1 + n) % n, i);
