@@ -56,8 +56,7 @@ constexpr const char* kSiteCalls[] = {"MPI_Allreduce", "MPI_Allgather", "MPI_Red
 class InFlight {
  public:
   InFlight(const MpiCommunicator& c, int site, int peer_group_rank = -1) {
-    set_op_in_flight(&c.sites_[static_cast<std::size_t>(site)],
-                     peer_group_rank >= 0 && peer_group_rank < c.size_ ? c.world_ranks_[peer_group_rank] : -1);
+    set_op_in_flight(&c.sites_[static_cast<std::size_t>(site)], c.peer_world_rank(peer_group_rank));
   }
   ~InFlight() { clear_op_in_flight(); }
   InFlight(const InFlight&) = delete;
@@ -101,11 +100,18 @@ MpiCommunicator::~MpiCommunicator() {
 
 int MpiCommunicator::world_rank_of(int group_rank) const { return world_ranks_.at(group_rank); }
 
+int MpiCommunicator::peer_world_rank(int group_rank) const {
+  return group_rank >= 0 && group_rank < size_ ? world_ranks_[static_cast<std::size_t>(group_rank)] : -1;
+}
+
 namespace {
 
-// The MPI call behind each single-call collective, its arguments resolved: a method builds
-// one for each call it makes, prepare() one for a measurement's many.
+// The MPI call behind each single-call collective, its arguments resolved (in its
+// constructor, the one place each is): a method builds one for each call it makes,
+// prepare() one for a measurement's many.
 struct AllreduceCall {
+  AllreduceCall(MPI_Comm comm, std::size_t count, DType t, ReduceOp op)
+      : comm(comm), count(checked_count(count)), type(mpi_datatype(t)), op(mpi_op(t, op)) {}
   MPI_Comm comm;
   int count;
   MPI_Datatype type;
@@ -117,6 +123,8 @@ struct AllreduceCall {
 };
 
 struct AllgatherCall {
+  AllgatherCall(MPI_Comm comm, int rank, std::size_t count, DType t)
+      : comm(comm), count(checked_count(count)), type(mpi_datatype(t)), slot_offset(rank * count * size_of(t)) {}
   MPI_Comm comm;
   int count;
   MPI_Datatype type;
@@ -129,6 +137,13 @@ struct AllgatherCall {
 };
 
 struct ReduceScatterCall {
+  ReduceScatterCall(MPI_Comm comm, int rank, std::size_t count, DType t, ReduceOp op)
+      : comm(comm),
+        count(checked_count(count)),
+        type(mpi_datatype(t)),
+        op(mpi_op(t, op)),
+        slot_offset(rank * count * size_of(t)),
+        bytes(count * size_of(t)) {}
   MPI_Comm comm;
   int count;
   MPI_Datatype type;
@@ -149,6 +164,8 @@ struct ReduceScatterCall {
 };
 
 struct AlltoallCall {
+  AlltoallCall(MPI_Comm comm, std::size_t count, DType t)
+      : comm(comm), count(checked_count(count)), type(mpi_datatype(t)) {}
   MPI_Comm comm;
   int count;
   MPI_Datatype type;
@@ -159,6 +176,8 @@ struct AlltoallCall {
 };
 
 struct BcastCall {
+  BcastCall(MPI_Comm comm, std::size_t count, DType t, int root)
+      : comm(comm), count(checked_count(count)), type(mpi_datatype(t)), root(root) {}
   MPI_Comm comm;
   int count;
   MPI_Datatype type;
@@ -167,6 +186,13 @@ struct BcastCall {
 };
 
 struct SendrecvCall {
+  SendrecvCall(MPI_Comm comm, std::size_t send_count, int dst, std::size_t recv_count, int src, DType t)
+      : comm(comm),
+        send_count(checked_count(send_count)),
+        dst(dst),
+        recv_count(checked_count(recv_count)),
+        src(src),
+        type(mpi_datatype(t)) {}
   MPI_Comm comm;
   int send_count, dst, recv_count, src;
   MPI_Datatype type;
@@ -181,23 +207,22 @@ struct SendrecvCall {
 
 void MpiCommunicator::all_reduce(const void* send, void* recv, std::size_t count, DType t, ReduceOp op) {
   InFlight in_flight(*this, kAllreduce);
-  AllreduceCall{comm_, checked_count(count), mpi_datatype(t), mpi_op(t, op)}(send, recv);
+  AllreduceCall(comm_, count, t, op)(send, recv);
 }
 
 void MpiCommunicator::all_gather(const void* send, void* recv, std::size_t count, DType t) {
   InFlight in_flight(*this, kAllgather);
-  AllgatherCall{comm_, checked_count(count), mpi_datatype(t), rank_ * count * size_of(t)}(send, recv);
+  AllgatherCall(comm_, rank_, count, t)(send, recv);
 }
 
 void MpiCommunicator::reduce_scatter(const void* send, void* recv, std::size_t count, DType t, ReduceOp op) {
   InFlight in_flight(*this, kReduceScatter);
-  const std::size_t bytes = count * size_of(t);
-  ReduceScatterCall{comm_, checked_count(count), mpi_datatype(t), mpi_op(t, op), rank_ * bytes, bytes}(send, recv);
+  ReduceScatterCall(comm_, rank_, count, t, op)(send, recv);
 }
 
 void MpiCommunicator::all_to_all(const void* send, void* recv, std::size_t count, DType t) {
   InFlight in_flight(*this, kAlltoall);
-  AlltoallCall{comm_, checked_count(count), mpi_datatype(t)}(send, recv);
+  AlltoallCall(comm_, count, t)(send, recv);
 }
 
 void MpiCommunicator::all_to_allv(const void* send, const std::vector<std::size_t>& send_counts,
@@ -214,13 +239,13 @@ void MpiCommunicator::all_to_allv(const void* send, const std::vector<std::size_
 
 void MpiCommunicator::broadcast(void* buf, std::size_t count, DType t, int root) {
   InFlight in_flight(*this, kBcast);
-  BcastCall{comm_, checked_count(count), mpi_datatype(t), root}(nullptr, buf);
+  BcastCall(comm_, count, t, root)(nullptr, buf);
 }
 
 void MpiCommunicator::send_recv(const void* send, std::size_t send_count, int dst, void* recv,
                                 std::size_t recv_count, int src, DType t) {
   InFlight in_flight(*this, kSendrecv, src);
-  SendrecvCall{comm_, checked_count(send_count), dst, checked_count(recv_count), src, mpi_datatype(t)}(send, recv);
+  SendrecvCall(comm_, send_count, dst, recv_count, src, t)(send, recv);
 }
 
 void MpiCommunicator::send(const void* buf, std::size_t count, DType t, int dst) {
@@ -264,22 +289,19 @@ class PreparedMpiCall final : public PreparedCall {
 }  // namespace
 
 std::unique_ptr<PreparedCall> MpiCommunicator::prepare(const CallSpec& c) {
-  const int count = checked_count(c.count);
-  const MPI_Datatype type = mpi_datatype(c.dtype);
-  const std::size_t bytes = c.count * size_of(c.dtype);
-  auto made = [&](Site site, auto call, int peer = -1) -> std::unique_ptr<PreparedCall> {
-    return std::make_unique<PreparedMpiCall<decltype(call)>>(&sites_[static_cast<std::size_t>(site)], peer, call);
+  auto made = [&](Site site, auto call, int peer_group_rank = -1) -> std::unique_ptr<PreparedCall> {
+    return std::make_unique<PreparedMpiCall<decltype(call)>>(&sites_[static_cast<std::size_t>(site)],
+                                                             peer_world_rank(peer_group_rank), call);
   };
   switch (c.kind) {
-    case CallSpec::Kind::all_reduce: return made(kAllreduce, AllreduceCall{comm_, count, type, mpi_op(c.dtype, c.op)});
-    case CallSpec::Kind::all_gather: return made(kAllgather, AllgatherCall{comm_, count, type, rank_ * bytes});
+    case CallSpec::Kind::all_reduce: return made(kAllreduce, AllreduceCall(comm_, c.count, c.dtype, c.op));
+    case CallSpec::Kind::all_gather: return made(kAllgather, AllgatherCall(comm_, rank_, c.count, c.dtype));
     case CallSpec::Kind::reduce_scatter:
-      return made(kReduceScatter, ReduceScatterCall{comm_, count, type, mpi_op(c.dtype, c.op), rank_ * bytes, bytes});
-    case CallSpec::Kind::all_to_all: return made(kAlltoall, AlltoallCall{comm_, count, type});
-    case CallSpec::Kind::broadcast: return made(kBcast, BcastCall{comm_, count, type, c.root});
+      return made(kReduceScatter, ReduceScatterCall(comm_, rank_, c.count, c.dtype, c.op));
+    case CallSpec::Kind::all_to_all: return made(kAlltoall, AlltoallCall(comm_, c.count, c.dtype));
+    case CallSpec::Kind::broadcast: return made(kBcast, BcastCall(comm_, c.count, c.dtype, c.root));
     case CallSpec::Kind::send_recv:
-      return made(kSendrecv, SendrecvCall{comm_, count, c.dst, count, c.src, type},
-                  c.src >= 0 && c.src < size_ ? world_ranks_[static_cast<std::size_t>(c.src)] : -1);
+      return made(kSendrecv, SendrecvCall(comm_, c.count, c.dst, c.count, c.src, c.dtype), c.src);
   }
   throw std::logic_error("MpiCommunicator::prepare: unknown call kind");
 }

@@ -54,6 +54,8 @@ class MpiCommunicator final : public Communicator {
   enum Site { kAllreduce, kAllgather, kReduceScatter, kAlltoall, kAlltoallv, kBcast, kSendrecv, kSend, kRecv,
               kBarrier, kSiteCount };
   std::array<OpSite, kSiteCount> sites_;
+  // The world rank of a group rank, for naming a call's peer; -1 for none (or out of range).
+  int peer_world_rank(int group_rank) const;
   friend class InFlight;
 };
 
