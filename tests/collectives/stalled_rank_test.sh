@@ -32,6 +32,9 @@ status=$?
 printf '%s\n' "$output"
 [[ $status -ne 0 ]] || fail "the hung job exited 0"
 grep -q "timed out after 3 s in all_reduce (scope world, float32, 32 B, out-of-place)" <<<"$output" || fail "no watchdog message"
+# The harness makes the op through a prepared call (prepared_call.hpp), which publishes the
+# MPI call in flight as the communicator's methods do.
+grep -q "inside MPI_Allreduce on a group (world ranks 0, 1, 2)" <<<"$output" || fail "the message does not name the MPI call in flight"
 h5dump -a /runs/000001/status "$file" | grep -q '"failed"' || fail "hung run not marked failed"
 h5dump -a /runs/000001/error "$file" | grep -q 'stall is inside the operation' || fail "hung run has no error message"
 echo "stalled_rank_test: ok (watchdog ended the hung op, status $status)"
