@@ -24,15 +24,15 @@
 #include <ctime>
 #include <vector>
 
-#include "models/accounting.hpp"
-#include "models/blas.hpp"
-#include "models/data.hpp"
-#include "models/init.hpp"
-#include "models/layers/attention.hpp"
-#include "models/layers/mlp.hpp"
-#include "models/loss.hpp"
-#include "models/model_file.hpp"
-#include "models/reference_trainer.hpp"
+#include "models/plan/accounting.hpp"
+#include "models/engine/blas.hpp"
+#include "models/engine/data.hpp"
+#include "models/engine/init.hpp"
+#include "models/engine/layers/attention.hpp"
+#include "models/engine/layers/mlp.hpp"
+#include "models/engine/loss.hpp"
+#include "models/plan/model_file.hpp"
+#include "models/engine/reference_trainer.hpp"
 
 namespace {
 

@@ -22,7 +22,7 @@
 //   pp 64-128 with 2,048-8,192 microbatches walked action by action), and Megatron 1T
 //   on 1,024 TPU v4, the worst since: its best splits are FSDP (ZeRO-3), priced by the
 //   period walk (sim_period.hpp; by the full walk before it). Its best split alone, by
-//   the full walk and by the period walk (case 7). Target (issue 15): under 5 s on one
+//   the full walk and by the period walk (case 7). Target: under 5 s on one
 //   core. Exhaustive (every fitting split priced; the two smaller cases only) and as
 //   `--all` runs it (top 20 by MFU, the rest bounded out). Counters: configs/s
 //   (splits projected per second, infeasible ones included: they are checked and
@@ -31,8 +31,8 @@
 
 #include <string>
 
-#include "models/model_file.hpp"
-#include "topologies/projection.hpp"
+#include "models/plan/model_file.hpp"
+#include "topologies/projection/projection.hpp"
 
 namespace {
 

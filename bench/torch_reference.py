@@ -194,7 +194,7 @@ def main():
     if steps > len(batches):
         sys.exit(f"torch_reference: the dump holds {len(batches)} batches, --steps {steps} asks for more")
     model = Model(m, {k: torch.from_numpy(v) for k, v in params.items()})
-    # ibt's AdamW defaults (models/optimizer.hpp); decay on matrices only.
+    # ibt's AdamW defaults (models/engine/optimizer.hpp); decay on matrices only.
     decay = [p for n, p in model.named_parameters() if p.dim() > 1]
     no_decay = [p for n, p in model.named_parameters() if p.dim() <= 1]
     opt = torch.optim.AdamW([{"params": decay, "weight_decay": 0.1}, {"params": no_decay, "weight_decay": 0.0}],

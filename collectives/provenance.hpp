@@ -36,6 +36,4 @@ struct JobFacts {
 // Collective over world; the result is complete on rank 0.
 JobFacts gather_job_facts(MPI_Comm world);
 
-std::string utc_now_iso8601();
-
 }  // namespace ibt

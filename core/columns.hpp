@@ -1,7 +1,7 @@
 #pragma once
 // The cell and column types of every table ibt stores: what a suite declares when it
 // defines a table (collectives/results_schema.hpp, the train and projection tables) and
-// what a reader gets back. Plain values, no HDF5: the store (reports/store.hpp) maps
+// what a reader gets back. Plain values, no HDF5: the store (reports/store/store.hpp) maps
 // them to compound datasets, and a part that only defines or reads rows needs no more.
 #include <cstddef>
 #include <cstdint>

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The search-speed table of issue 15: CPU time (user + sys, one core: --jobs 1) of
+# The search-speed table: CPU time (user + sys, one core: --jobs 1) of
 # `ibt project --all` per catalog model x topology, the worst over the device counts,
 # and of the README's crossover grid (serial, and with --jobs N).
 # CPU time, not wall time: these machines are shared, and a loaded core stretches the

@@ -10,7 +10,7 @@
 #   scripts/validate_published.sh [BUILD_DIR] [--csv FILE] [--bands FILE] [--errors FILE] [--rows FILE] [--check | --lofo]
 # --rows FILE writes one CSV line per row (its key, the recompute used, ibt's tokens/s per
 # GPU, MFU and error) for other scripts to read (scripts/compare_calculon.sh does).
-# --check exits 1 unless every row is projected and the issue-14 targets hold: overall
+# --check exits 1 unless every row is projected and the accuracy targets hold: overall
 # median |error| <= 8% and no family's signed mean beyond +-10%. Where main does not meet
 # a target today the check enforces only what main achieves (the measured figure with a
 # margin), so CI stays green while the table tells the truth: the families in known_gaps

@@ -1,7 +1,7 @@
 #!/bin/bash
 # Projects every row of the vTrain ground truth (measured Megatron iteration times on
 # DGX A100, ../shared/validation/vtrain) and prints the MAPE, single-node and
-# multi-node separately. The model is stated in topologies/vtrain.hpp; its two fitted
+# multi-node separately. The model is stated in topologies/calibration/vtrain.hpp; its two fitted
 # constants (GEMM efficiency, per-op overhead) come from every 4th row of each file, on
 # top of the all-reduce fits of topologies/validation/vtrain-a100-allreduce.csv
 # (--refit redoes both and rewrites topologies/validation/dgx-a100-vtrain-fit.json).

@@ -22,7 +22,7 @@
 #include <string>
 
 #include "core/errors.hpp"
-#include "topologies/topology.hpp"
+#include "topologies/hardware/topology.hpp"
 
 namespace ibt::suites {
 

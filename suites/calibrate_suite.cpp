@@ -10,13 +10,13 @@
 
 #include "core/errors.hpp"
 #include "core/output_file.hpp"
-#include "reports/store.hpp"
+#include "reports/store/store.hpp"
 #include "suites/cli.hpp"
 #include "suites/suites.hpp"
-#include "topologies/calibration.hpp"
-#include "topologies/calibration_layout.hpp"
-#include "topologies/compute_fit.hpp"
-#include "topologies/topology.hpp"
+#include "topologies/calibration/calibration.hpp"
+#include "topologies/calibration/calibration_layout.hpp"
+#include "topologies/calibration/compute_fit.hpp"
+#include "topologies/hardware/topology.hpp"
 
 namespace ibt::suites {
 

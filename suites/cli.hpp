@@ -72,7 +72,7 @@ void take_alias(const boost::program_options::variables_map& vm, const char* old
 // of the binary value ("0.0030000000000000001").
 boost::program_options::typed_value<double>* double_value(double* target);
 
-// Every command's --help, one layout for all (tests/report/help_pages_test.sh checks it):
+// Every command's --help, one layout for all (tests/suites/help_pages_test.sh checks it):
 //   usage: <usage>            (continuation lines of `usage` are indented under it)
 //   <blank>
 //   <the first paragraph of `about`: what the command does>

@@ -13,8 +13,8 @@
 #include "ibt/version.hpp"
 #include "suites/cli.hpp"
 #include "suites/run_recorder.hpp"
-#include "topologies/atlas.hpp"
-#include "topologies/projection_report.hpp"
+#include "topologies/studies/atlas.hpp"
+#include "topologies/projection/projection_report.hpp"
 
 namespace ibt::suites {
 namespace {

@@ -1,5 +1,5 @@
 #pragma once
-// `ibt crossover --atlas`: the atlas of topologies/atlas.hpp on the command line --
+// `ibt crossover --atlas`: the atlas of topologies/studies/atlas.hpp on the command line --
 // one line per cell on stdout, progress on stderr, a table "atlas" in a crossover run.
 #include <string>
 #include <vector>

@@ -1,6 +1,6 @@
 // ibt crossover: sweep a grid of fabrics (scale-up domain size x scale-out bandwidth) and
 // report, per cell, the best projected MFU without and with pipeline parallelism, the
-// gain, the winning splits, and a one-line verdict (topologies/crossover.hpp).
+// gain, the winning splits, and a one-line verdict (topologies/studies/crossover.hpp).
 #include <boost/program_options.hpp>
 #include <cmath>
 #include <cstdio>
@@ -11,17 +11,17 @@
 #include "core/errors.hpp"
 #include "core/progress.hpp"
 #include "ibt/version.hpp"
-#include "models/model_file.hpp"
+#include "models/plan/model_file.hpp"
 #include "suites/zero_flags.hpp"
 #include "suites/cli.hpp"
 #include "suites/crossover_atlas.hpp"
 #include "suites/failure_flags.hpp"
 #include "suites/run_recorder.hpp"
 #include "suites/suites.hpp"
-#include "topologies/crossover.hpp"
-#include "topologies/framework.hpp"
-#include "topologies/projection_report.hpp"
-#include "topologies/sim_pricer.hpp"
+#include "topologies/studies/crossover.hpp"
+#include "topologies/projection/framework.hpp"
+#include "topologies/projection/projection_report.hpp"
+#include "topologies/sim/sim_pricer.hpp"
 
 namespace ibt::suites {
 namespace {
@@ -40,7 +40,7 @@ std::vector<store::Column> cell_columns() {
           {"split_with_pp", ColumnType::str, "", 80},
           {"strategy_no_pp", ColumnType::str, "", 40},
           {"strategy_with_pp", ColumnType::str, "", 40},
-          // Goodput (topologies/failure_model.hpp); NaN when not computed.
+          // Goodput (topologies/goodput/failure_model.hpp); NaN when not computed.
           {"goodput_no_pp", ColumnType::f64, ""},
           {"goodput_with_pp", ColumnType::f64, ""},
           {"goodput_mfu_no_pp", ColumnType::f64, ""},
@@ -77,7 +77,7 @@ int crossover_main(int argc, char** argv) {
       "no PP), tp <= domain size; bf16 mixed-precision Adam memory; DP gradient reduction overlapped.\n\n"
       "Goodput: with a failure rate (the flags below or the base topology's reliability section)\n"
       "each cell also shows goodput-adjusted MFU = MFU x goodput (Daly's optimal checkpoint\n"
-      "interval; topologies/failure_model.hpp); --rank-by goodput picks the bests and the gain on it.\n\n"
+      "interval; topologies/goodput/failure_model.hpp); --rank-by goodput picks the bests and the gain on it.\n\n"
       "The atlas (--atlas): is PP still needed, model by system? Each cell of the atlas file is a\n"
       "model on a catalog system at a published (or stated) scale and batch; it is one crossover\n"
       "at the system's own domain size and scale-out bandwidth, with the framework the cell names.\n"
@@ -107,7 +107,7 @@ int crossover_main(int argc, char** argv) {
       ("jobs,j", po::value(&jobs)->default_value(jobs),
        "threads sweeping the splits (the results are the same for any count; 0 = all cores)")
       ("out", po::value(&out), "HDF5 results file to append a run of kind 'crossover' to");
-  po::options_description atlas_opts("The atlas (--atlas; topologies/atlas.hpp)");
+  po::options_description atlas_opts("The atlas (--atlas; topologies/studies/atlas.hpp)");
   atlas_opts.add_options()
       ("atlas", po::bool_switch(&atlas), "run the atlas instead of a grid")
       ("atlas-file", po::value(&atlas_file), "atlas cells (default topologies/validation/atlas.json)")

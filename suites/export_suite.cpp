@@ -8,7 +8,7 @@
 
 #include "core/errors.hpp"
 #include "core/output_file.hpp"
-#include "reports/export.hpp"
+#include "reports/text/export.hpp"
 #include "suites/cli.hpp"
 #include "suites/suites.hpp"
 

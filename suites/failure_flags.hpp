@@ -1,10 +1,10 @@
 #pragma once
 // The failure and storage flags `ibt project` and `ibt crossover` share
-// (topologies/failure_model.hpp): each overrides the topology's reliability section.
+// (topologies/goodput/failure_model.hpp): each overrides the topology's reliability section.
 #include <boost/program_options.hpp>
 #include <string>
 
-#include "topologies/failure_model.hpp"
+#include "topologies/goodput/failure_model.hpp"
 
 namespace ibt::suites {
 

@@ -9,7 +9,7 @@
 // signal, the rank and the host, prints the reason and ends the process with 128 +
 // the signal number; rows already appended stay in the file.
 // SIGXFSZ (a file-size limit reached) is ignored instead, so a write past the limit
-// fails with EFBIG and the store recovers (reports/store_undo.hpp) rather than the
+// fails with EFBIG and the store recovers (reports/store/store_undo.hpp) rather than the
 // process dying mid-write.
 #include <string>
 

@@ -12,7 +12,7 @@
 
 #include "collectives/p2p_matrix.hpp"
 #include "collectives/sizes.hpp"
-#include "reports/store.hpp"
+#include "reports/store/store.hpp"
 #include "suites/run_recorder.hpp"
 
 namespace ibt::suites {

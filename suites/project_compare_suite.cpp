@@ -1,5 +1,5 @@
 // ibt project-compare: projected against measured step time of `ibt train` runs, on a
-// (calibrated) topology, component by component (topologies/agreement.hpp), naming the
+// (calibrated) topology, component by component (topologies/calibration/agreement.hpp), naming the
 // component that differs most. Exit 1 when a run differs by more than --bound.
 #include <boost/program_options.hpp>
 #include <cmath>
@@ -9,9 +9,9 @@
 #include "core/errors.hpp"
 #include "suites/cli.hpp"
 #include "suites/suites.hpp"
-#include "topologies/agreement.hpp"
-#include "topologies/topology.hpp"
-#include "topologies/train_runs.hpp"
+#include "topologies/calibration/agreement.hpp"
+#include "topologies/hardware/topology.hpp"
+#include "topologies/calibration/train_runs.hpp"
 
 namespace ibt::suites {
 

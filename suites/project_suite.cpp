@@ -11,20 +11,20 @@
 #include "core/errors.hpp"
 #include "core/progress.hpp"
 #include "ibt/version.hpp"
-#include "models/model_file.hpp"
-#include "models/parallel_split.hpp"
-#include "models/schedule.hpp"
+#include "models/plan/model_file.hpp"
+#include "models/plan/parallel_split.hpp"
+#include "models/plan/schedule.hpp"
 #include "suites/zero_flags.hpp"
 #include "suites/cli.hpp"
 #include "suites/failure_flags.hpp"
 #include "suites/run_recorder.hpp"
 #include "suites/suites.hpp"
-#include "topologies/framework.hpp"
-#include "topologies/projection.hpp"
-#include "topologies/projection_goodput.hpp"
-#include "topologies/projection_report.hpp"
-#include "topologies/sim_pricer.hpp"
-#include "topologies/topology.hpp"
+#include "topologies/projection/framework.hpp"
+#include "topologies/projection/projection.hpp"
+#include "topologies/projection/projection_goodput.hpp"
+#include "topologies/projection/projection_report.hpp"
+#include "topologies/sim/sim_pricer.hpp"
+#include "topologies/hardware/topology.hpp"
 
 namespace ibt::suites {
 namespace {
@@ -47,7 +47,7 @@ struct ProjectArgs {
 const char* kConventions =
     "MFU = model FLOPs per step / (step time x devices x peak FLOP/s of --dtype); model FLOPs "
     "= 6 x matmul-active parameters + full-sequence attention per token (causal masking not "
-    "discounted, recompute not counted; models/accounting.hpp). HFU adds recompute. Memory: "
+    "discounted, recompute not counted; models/plan/accounting.hpp). HFU adds recompute. Memory: "
     "bf16 mixed-precision Adam (fp32 Adam when --dtype fp32), 16 bytes per parameter before ZeRO (ZeRO-1 4 + 12/d, "
     "ZeRO-2 2 + 14/d, ZeRO-3 16/d, plus ZeRO-2/3 unit buffers; d = dp or the HSDP shard group), activations "
     "saved by a Llama-style block (no dropout, fused attention; Korthikanti et al. 2022 without dropout for GPT) x the "
@@ -151,7 +151,7 @@ int project_main(int argc, char** argv) {
       ("framework", po::value(&a.framework)->default_value(a.framework),
        "what the training framework overlaps and fuses: megatron-core (flash attention, grad-reduce and TP comm "
        "overlap), megatron-2021 (unfused attention, no overlap), maxtext (fused attention, collective matmul), "
-       "ibt (fused attention, grad-reduce overlap only); topologies/framework.hpp cites each")
+       "ibt (fused attention, grad-reduce overlap only); topologies/projection/framework.hpp cites each")
       ("fp8", po::bool_switch(&a.fp8), "linear-layer GEMMs in fp8 at the fp8 peak with their casts (Transformer Engine); MFU stays against --dtype's peak")
       ("no-overlap", po::bool_switch(&a.no_overlap), "gradient reduction after the backward pass instead of overlapping it")
       ("memory-fraction", double_value(&a.memory_fraction), "usable fraction of device memory")

@@ -14,7 +14,7 @@
 
 #include "core/data_dirs.hpp"
 #include "core/errors.hpp"
-#include "reports/store.hpp"
+#include "reports/store/store.hpp"
 #include "suites/cli.hpp"
 #include "suites/suites.hpp"
 

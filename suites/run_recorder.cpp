@@ -3,7 +3,7 @@
 #include <chrono>
 
 #include "core/errors.hpp"
-#include "reports/writer_liveness.hpp"
+#include "reports/store/writer_liveness.hpp"
 
 namespace ibt::suites {
 

@@ -2,7 +2,7 @@
 // Rank 0's handle on the run it is recording. Thread-safe: the main thread appends rows
 // while the watchdog or signal thread may have to mark the run failed or partial and end
 // the process. The first finish() wins; later ones are ignored. While the run is open a
-// thread refreshes its heartbeat (reports/writer_liveness.hpp), so readers can tell a
+// thread refreshes its heartbeat (reports/store/writer_liveness.hpp), so readers can tell a
 // live writer from a dead one.
 #include <mpi.h>
 
@@ -12,7 +12,7 @@
 #include <string>
 #include <thread>
 
-#include "reports/store.hpp"
+#include "reports/store/store.hpp"
 
 namespace ibt::suites {
 

@@ -1,6 +1,6 @@
 // ibt scaling: MFU and tokens/s per device against device count, the best split per
 // point, for one model on one or several topologies (hardware generations), projected
-// by the sim executor (topologies/scaling.hpp); measured `ibt train`/`ibt sweep` runs of
+// by the sim executor (topologies/studies/scaling.hpp); measured `ibt train`/`ibt sweep` runs of
 // the same model can join the table (--measured).
 #include <boost/program_options.hpp>
 #include <cmath>
@@ -11,13 +11,13 @@
 
 #include "core/errors.hpp"
 #include "ibt/version.hpp"
-#include "models/model_file.hpp"
+#include "models/plan/model_file.hpp"
 #include "suites/cli.hpp"
 #include "suites/run_recorder.hpp"
 #include "suites/suites.hpp"
-#include "topologies/projection_report.hpp"
-#include "topologies/scaling.hpp"
-#include "topologies/sim_pricer.hpp"
+#include "topologies/projection/projection_report.hpp"
+#include "topologies/studies/scaling.hpp"
+#include "topologies/sim/sim_pricer.hpp"
 
 namespace ibt::suites {
 namespace {
@@ -160,7 +160,7 @@ int scaling_main(int argc, char** argv) {
       "Strong scaling keeps the global batch fixed; weak scaling keeps the batch per device\n"
       "fixed (global batch = devices x --sequences-per-device; default: the first point's).\n"
       "MFU = model FLOPs / (step time x devices x peak of --dtype); model FLOPs are 6N (active\n"
-      "parameters) + full-sequence attention, no recompute (models/accounting.hpp).\n";
+      "parameters) + full-sequence attention, no recompute (models/plan/accounting.hpp).\n";
   po::options_description opts("options");
   opts.add_options()
       ("help,h", "show this help")
@@ -227,7 +227,7 @@ int scaling_main(int argc, char** argv) {
   recorder.set_attr("conventions",
                     std::string("MFU = model FLOPs per step / (step time x devices x peak of the dtype), as a "
                                 "fraction; model FLOPs = 6 x matmul-active parameters + full-sequence attention "
-                                "(models/accounting.hpp); breakdown of the bottleneck stage (projections) or means "
+                                "(models/plan/accounting.hpp); breakdown of the bottleneck stage (projections) or means "
                                 "over ranks (measured)"));
 
   std::printf("ibt scaling: %s, %s scaling (%s), %zu topolog%s x %zu device counts\n", model.name.c_str(),

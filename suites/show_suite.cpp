@@ -6,9 +6,9 @@
 #include <vector>
 
 #include "core/errors.hpp"
-#include "reports/run_selection.hpp"
-#include "reports/run_text.hpp"
-#include "reports/store.hpp"
+#include "reports/text/run_selection.hpp"
+#include "reports/text/run_text.hpp"
+#include "reports/store/store.hpp"
 #include "suites/cli.hpp"
 #include "suites/suites.hpp"
 

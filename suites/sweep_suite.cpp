@@ -11,7 +11,7 @@
 #include <sstream>
 
 #include "core/errors.hpp"
-#include "models/model_file.hpp"
+#include "models/plan/model_file.hpp"
 #include "suites/zero_flags.hpp"
 #include "suites/cli.hpp"
 #include "suites/mpi_session.hpp"

@@ -8,13 +8,13 @@
 #include <memory>
 #include <string>
 
-#include "models/data.hpp"
+#include "models/engine/data.hpp"
 #include "models/executor/cpu_executor.hpp"
 #include "models/executor/process_groups.hpp"
 #include "models/executor/time_breakdown.hpp"
-#include "models/model_config.hpp"
-#include "models/parallel_split.hpp"
-#include "models/reference_trainer.hpp"
+#include "models/plan/model_config.hpp"
+#include "models/plan/parallel_split.hpp"
+#include "models/engine/reference_trainer.hpp"
 
 namespace ibt::suites {
 

@@ -19,16 +19,16 @@
 #include "collectives/host_memory.hpp"
 #include "collectives/provenance.hpp"
 #include "ibt/version.hpp"
-#include "models/accounting.hpp"
-#include "models/blas.hpp"
-#include "models/data.hpp"
-#include "models/reference_trainer.hpp"
-#include "reports/store.hpp"
+#include "models/plan/accounting.hpp"
+#include "models/engine/blas.hpp"
+#include "models/engine/data.hpp"
+#include "models/engine/reference_trainer.hpp"
+#include "reports/store/store.hpp"
 #include "suites/cli.hpp"
 #include "suites/job_facts.hpp"
 #include "suites/train_checkpoints.hpp"
-#include "topologies/device_peak.hpp"
-#include "topologies/gemm_peak.hpp"
+#include "topologies/hardware/device_peak.hpp"
+#include "topologies/calibration/gemm_peak.hpp"
 
 extern char** environ;
 
@@ -44,7 +44,7 @@ struct CheckTolerance {
   double loss, grad_norm, param_norm;
   const char* text;
 };
-// cpu, fp32 (see tests/models/engine_train_check.cpp for why these values).
+// cpu, fp32 (see tests/models/executor/engine_train_check.cpp for why these values).
 constexpr CheckTolerance kFp32Cpu{2e-5, 1e-4, 1e-5, "relative: loss 2e-5, grad_norm 1e-4, param_norm 1e-5"};
 // cuda, fp32 GEMM operands: only summation order differs (cuBLAS, atomics in the
 // embedding and norm-gain gradients).
@@ -224,7 +224,7 @@ void check_training(const ModelConfig& model, const TrainOptions& o, MPI_Comm wo
       need = std::max(need, m.weights + m.grads + m.optimizer + m.activations);
     }
     require_memory_on_every_host(world, need, "--model " + model.name + " at " + describe(o.split) +
-                                 " (weights, gradients, AdamW states and activations per rank, models/accounting.hpp)");
+                                 " (weights, gradients, AdamW states and activations per rank, models/plan/accounting.hpp)");
   }
 }
 
@@ -327,7 +327,7 @@ TrainOutcome run_training(const ModelConfig& model, const TrainOptions& o, MPI_C
     }
     recorder->set_attr("model_flops_per_step", flops_per_step);
     recorder->set_attr("flops_convention", std::string("model FLOPs = 6*matmul_active + attention over the full "
-                                                       "sequence (causal masking not discounted), models/accounting.hpp"));
+                                                       "sequence (causal masking not discounted), models/plan/accounting.hpp"));
     nlohmann::json cfg = {{"dp", o.split.dp},   {"tp", o.split.tp}, {"pp", o.split.pp}, {"cp", o.split.cp},
                           {"cp_comm", std::string(to_string(o.split.cp_comm))},
                           {"ep", o.split.ep},   {"vpp", o.split.vpp}, {"microbatches", o.split.microbatches},

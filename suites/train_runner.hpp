@@ -9,8 +9,8 @@
 #include <string>
 
 #include "collectives/watchdog.hpp"
-#include "models/model_config.hpp"
-#include "models/parallel_split.hpp"
+#include "models/plan/model_config.hpp"
+#include "models/plan/parallel_split.hpp"
 #include "suites/run_recorder.hpp"
 #include "suites/train_executor.hpp"
 

@@ -13,8 +13,8 @@
 
 #include "core/errors.hpp"
 #include "models/cuda/executor/attention_kernels.hpp"
-#include "models/model_file.hpp"
-#include "reports/store.hpp"
+#include "models/plan/model_file.hpp"
+#include "reports/store/store.hpp"
 #include "collectives/arrival_gate.hpp"
 #include "suites/zero_flags.hpp"
 #include "suites/cli.hpp"

@@ -11,7 +11,7 @@
 
 #include <string>
 
-#include "models/parallel_split.hpp"
+#include "models/plan/parallel_split.hpp"
 
 namespace ibt::suites {
 

@@ -10,7 +10,7 @@
 #include <string>
 
 #include "core/errors.hpp"
-#include "models/deferred_weight_grads.hpp"
+#include "models/engine/deferred_weight_grads.hpp"
 #include "models/executor/kv_replica_grads.hpp"
 #include "models/executor/pipeline_walk.hpp"
 

@@ -51,16 +51,16 @@
 #include <mpi.h>
 
 #include "models/checkpoint/training_state.hpp"
-#include "models/data.hpp"
+#include "models/engine/data.hpp"
 #include "models/executor/process_groups.hpp"
 #include "models/executor/time_breakdown.hpp"
 #include "models/executor/zero_units.hpp"
-#include "models/layers/transformer.hpp"
-#include "models/model_config.hpp"
-#include "models/optimizer.hpp"
-#include "models/parallel_split.hpp"
-#include "models/reference_trainer.hpp"
-#include "models/schedule.hpp"
+#include "models/engine/layers/transformer.hpp"
+#include "models/plan/model_config.hpp"
+#include "models/engine/optimizer.hpp"
+#include "models/plan/parallel_split.hpp"
+#include "models/engine/reference_trainer.hpp"
+#include "models/plan/schedule.hpp"
 
 namespace ibt::models {
 

@@ -10,7 +10,7 @@
 #include <vector>
 
 #include "collectives/communicator.hpp"
-#include "models/tensor.hpp"
+#include "models/engine/tensor.hpp"
 
 namespace ibt::models {
 

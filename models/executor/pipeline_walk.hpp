@@ -33,7 +33,7 @@
 #include <vector>
 
 #include "models/executor/time_breakdown.hpp"
-#include "models/schedule.hpp"
+#include "models/plan/schedule.hpp"
 
 namespace ibt::models {
 

@@ -9,8 +9,8 @@
 #include <mpi.h>
 
 #include "collectives/mpi_communicator.hpp"
-#include "models/parallel_split.hpp"
-#include "models/rank_groups.hpp"
+#include "models/plan/parallel_split.hpp"
+#include "models/plan/rank_groups.hpp"
 
 namespace ibt::models {
 

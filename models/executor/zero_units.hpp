@@ -29,8 +29,8 @@
 
 #include "collectives/communicator.hpp"
 #include "models/checkpoint/training_state.hpp"
-#include "models/layers/transformer.hpp"
-#include "models/optimizer.hpp"
+#include "models/engine/layers/transformer.hpp"
+#include "models/engine/optimizer.hpp"
 
 namespace ibt::models {
 

@@ -1,4 +1,4 @@
-"""Telling a live run from a dead one, as `ibt show` does (reports/writer_liveness.cpp):
+"""Telling a live run from a dead one, as `ibt show` does (reports/store/writer_liveness.cpp):
 a run whose status is "running" is shown as "interrupted" when its writer is provably
 gone (same host and boot, and the recorded pid is not that process any more: its start
 time in clock ticks differs), when the host rebooted since, or, from another host, when
@@ -7,7 +7,7 @@ import calendar
 import socket
 import time
 
-HEARTBEAT_SECONDS = 10  # kHeartbeatSeconds in reports/writer_liveness.hpp
+HEARTBEAT_SECONDS = 10  # kHeartbeatSeconds in reports/store/writer_liveness.hpp
 STALE_HEARTBEAT_SECONDS = 120  # kStaleHeartbeatSeconds
 
 

@@ -8,8 +8,8 @@
 #include "core/errors.hpp"
 #include "gpu_test_support.hpp"
 #include "models/cuda/executor/cuda_executor.hpp"
-#include "models/model_file.hpp"
-#include "models/reference_trainer.hpp"
+#include "models/plan/model_file.hpp"
+#include "models/engine/reference_trainer.hpp"
 
 namespace ibt {
 namespace {

@@ -9,9 +9,9 @@
 
 #include "gpu_test_support.hpp"
 #include "models/cuda/executor/device_model.hpp"
-#include "models/data.hpp"
-#include "models/layers/transformer.hpp"
-#include "models/model_file.hpp"
+#include "models/engine/data.hpp"
+#include "models/engine/layers/transformer.hpp"
+#include "models/plan/model_file.hpp"
 
 namespace ibt {
 namespace {

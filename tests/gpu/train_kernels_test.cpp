@@ -11,11 +11,11 @@
 #include "gpu_test_support.hpp"
 #include "models/cuda/executor/device_memory.hpp"
 #include "models/cuda/executor/train_kernels.hpp"
-#include "models/init.hpp"
-#include "models/layers/mlp.hpp"
-#include "models/layers/norm.hpp"
-#include "models/loss.hpp"
-#include "models/optimizer.hpp"
+#include "models/engine/init.hpp"
+#include "models/engine/layers/mlp.hpp"
+#include "models/engine/layers/norm.hpp"
+#include "models/engine/loss.hpp"
+#include "models/engine/optimizer.hpp"
 
 namespace ibt {
 namespace {

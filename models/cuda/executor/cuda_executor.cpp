@@ -12,8 +12,8 @@
 #include "models/cuda/executor/device_model.hpp"
 #include "models/cuda/executor/nccl_groups.hpp"
 #include "models/executor/pipeline_walk.hpp"
-#include "models/layers/transformer.hpp"
-#include "models/schedule.hpp"
+#include "models/engine/layers/transformer.hpp"
+#include "models/plan/schedule.hpp"
 
 namespace ibt::gpu {
 

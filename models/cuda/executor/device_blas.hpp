@@ -1,7 +1,7 @@
 #pragma once
 // The cuda executor's GEMMs: cuBLAS cublasGemmEx with bf16 (or fp32) operands, fp32
 // (or operand-precision) output and fp32 accumulation (CUBLAS_COMPUTE_32F), in the engine's row-major
-// convention (models/blas.hpp): C[M,N] = alpha * op(A) op(B) + beta * C with A, B, C
+// convention (models/engine/blas.hpp): C[M,N] = alpha * op(A) op(B) + beta * C with A, B, C
 // row-major and op(X) = X or X^T. cuBLAS is column-major, so each call computes
 // C^T = op(B)^T op(A)^T: the operands swap and the transpose flags stay.
 #include <cublas_v2.h>

@@ -3,7 +3,7 @@
 #include <algorithm>
 #include <stdexcept>
 
-#include "models/layers/norm.hpp"
+#include "models/engine/layers/norm.hpp"
 #include "models/cuda/executor/train_kernels.hpp"
 
 namespace ibt::gpu {
@@ -119,7 +119,7 @@ double DeviceChunk::forward(const models::Batch& mb, const DeviceTensor* input, 
                config_.norm == models::Norm::layernorm, kNormEps, operand_out(c.normed_op, T * h),
                sized(c.final_mean, T, stream_), sized(c.final_rstd, T, stream_), stream_);
   blas_.linear_forward(c.normed_op.get(), op(head_), sized(c.logits, T * V, stream_), T, h, V);
-  // Vocab-parallel softmax: global max, then global sums (models/loss.hpp).
+  // Vocab-parallel softmax: global max, then global sums (models/engine/loss.hpp).
   logits_row_max(c.logits.get(), T, V, sized(c.row_max, T, stream_), stream_);
   tp.max(c.row_max.get(), T);
   logits_sum_exp_and_target(c.logits.get(), c.targets.get(), T, V, vocab_begin_, c.row_max.get(),

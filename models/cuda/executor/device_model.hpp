@@ -1,6 +1,6 @@
 #pragma once
 // The dense transformer chunk on the GPU: the forward and backward of
-// models/layers/transformer.cpp (embedding, pre-norm blocks with GQA attention and
+// models/engine/layers/transformer.cpp (embedding, pre-norm blocks with GQA attention and
 // GELU/SwiGLU MLP, final norm, vocab-parallel LM head and cross-entropy) with cuBLAS
 // GEMMs in bf16 (fp32 accumulate) and fp32 kernels for everything else
 // (train_kernels.hpp). It is built from the CPU chunk (models::Transformer) the cpu
@@ -22,8 +22,8 @@
 #include "models/cuda/executor/device_blas.hpp"
 #include "models/cuda/executor/device_memory.hpp"
 #include "models/cuda/executor/device_params.hpp"
-#include "models/data.hpp"
-#include "models/layers/transformer.hpp"
+#include "models/engine/data.hpp"
+#include "models/engine/layers/transformer.hpp"
 
 namespace ibt::gpu {
 

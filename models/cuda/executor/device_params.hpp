@@ -16,7 +16,7 @@
 #include "models/cuda/executor/device_blas.hpp"
 #include "models/cuda/executor/device_memory.hpp"
 #include "models/cuda/executor/train_kernels.hpp"
-#include "models/tensor.hpp"
+#include "models/engine/tensor.hpp"
 
 namespace ibt::gpu {
 

@@ -94,7 +94,7 @@ __global__ void embedding_backward_kernel(const std::int32_t* tokens, std::int64
   }
 }
 
-// One block per row; statistics in double as models/layers/norm.cpp.
+// One block per row; statistics in double as models/engine/layers/norm.cpp.
 template <typename Out>
 __global__ void norm_forward_kernel(const float* x, const float* gain, const float* bias, std::int64_t n,
                                     bool layernorm, float eps, Out* y, float* mean_out, float* rstd_out) {

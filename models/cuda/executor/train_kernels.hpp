@@ -1,9 +1,9 @@
 #pragma once
 // The small CUDA kernels of the cuda executor's transformer, each the device twin of a
-// CPU engine function (models/layers/*, models/loss.cpp, models/optimizer.cpp) with the
+// CPU engine function (models/layers/*, models/engine/loss.cpp, models/engine/optimizer.cpp) with the
 // same formula: everything outside the GEMMs is computed in fp32 (reductions of a row in
 // fp32 or double as the CPU does). Activations are row-major [tokens, features], weights
-// [out, in] as in models/tensor.hpp. All launches are asynchronous on `stream`.
+// [out, in] as in models/engine/tensor.hpp. All launches are asynchronous on `stream`.
 #include <cuda_runtime_api.h>
 
 #include <cstdint>
@@ -76,7 +76,7 @@ void causal_softmax_backward(OperandIn probs, const float* d_probs, OperandOut d
 void attention_backward(const AttentionShape& s, const float* q, const float* k, const float* v, const float* probs,
                         const float* d_context, float* d_probs, float* dq, float* dk, float* dv, cudaStream_t stream);
 
-// Vocab-parallel cross-entropy, the stages of models/loss.hpp with the TP reductions
+// Vocab-parallel cross-entropy, the stages of models/engine/loss.hpp with the TP reductions
 // between them done by the caller: row_max over this shard's columns; then sum_exp
 // (given the global row_max) and the target logit (0 where not owned); then per-row
 // loss log(sum_exp) + row_max - target; then d_logits = scale * (softmax - onehot).
@@ -93,7 +93,7 @@ void logits_grad(const float* logits, const std::int32_t* targets, std::int64_t 
 // dst += src (n elements).
 void add_into(float* dst, const float* src, std::int64_t n, cudaStream_t stream);
 
-// AdamW on fp32 master weights (models/optimizer.cpp's formula, step t from 1), then
+// AdamW on fp32 master weights (models/engine/optimizer.cpp's formula, step t from 1), then
 // the GEMM operand copy of the updated weights (bf16 or fp32; null to skip).
 struct AdamWParams {
   double lr = 0, beta1 = 0, beta2 = 0, eps = 0, weight_decay = 0;

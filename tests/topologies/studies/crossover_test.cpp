@@ -1,0 +1,138 @@
+// The crossover sweep: structure, monotonicity in bandwidth, and the verdict line.
+#include <gtest/gtest.h>
+
+#include <cmath>
+
+#include "models/plan/model_file.hpp"
+#include "topologies/studies/crossover.hpp"
+
+namespace ibt::topo {
+namespace {
+
+TEST(Crossover, GridIsCompleteAndFasterNetworksNeverHurt) {
+  const auto m = models::load_model("llama3-8b");
+  const Topology base = load_topology("dgx-h100");
+  keep_freed_memory_for_reuse();
+  const auto r = crossover(m, base, 64, {8, 64}, {100, 1600}, 64, 0.05, ProjectionOptions{});
+  ASSERT_EQ(r.cells.size(), 4u);
+  for (const auto& c : r.cells) {
+    ASSERT_TRUE(c.best_no_pp.feasible || c.best_with_pp.feasible);
+    if (c.best_no_pp.feasible) {
+      EXPECT_EQ(c.best_no_pp.split.pp, 1);
+    }
+    if (c.best_with_pp.feasible) {
+      EXPECT_GT(c.best_with_pp.split.pp, 1);
+    }
+    if (c.best_no_pp.feasible && c.best_with_pp.feasible) {
+      EXPECT_NEAR(c.gain, c.best_with_pp.mfu / c.best_no_pp.mfu - 1, 1e-12);
+    }
+    // dgx-h100 has a validation family (topologies/validation/bands.json): its median
+    // |error| widens the threshold both ways.
+    EXPECT_GT(c.uncertainty, 0.0);
+    EXPECT_EQ(c.pp_needed, c.gain > 0.05 + c.uncertainty);
+    if (c.pp_needed) EXPECT_EQ(c.verdict, "PP needed");
+    else if (c.gain < 0.05 - c.uncertainty || !c.best_with_pp.feasible) EXPECT_EQ(c.verdict, "PP not needed");
+    else EXPECT_EQ(c.verdict, "within uncertainty");
+    EXPECT_LE(c.best_no_pp.split.tp, c.domain_size);
+  }
+  // Same domain, more scale-out bandwidth: the best PP = 1 MFU cannot drop.
+  for (int d = 0; d < 2; ++d)
+    EXPECT_GE(r.cells[d * 2 + 1].best_no_pp.mfu, r.cells[d * 2].best_no_pp.mfu - 1e-12);
+  // One 64-GPU domain: nothing crosses the network, bandwidth changes nothing.
+  EXPECT_NEAR(r.cells[2].best_no_pp.mfu, r.cells[3].best_no_pp.mfu, 1e-12);
+  EXPECT_FALSE(r.verdict.empty());
+}
+
+// Every projected MFU carries the band of the published runs on its topology (all the
+// families that ran there, pooled); a topology no published run covers says so.
+TEST(Uncertainty, ProjectedMfuCarriesItsTopologyBand) {
+  const MfuBand h100 = mfu_band("dgx-h100", 0.36);
+  ASSERT_TRUE(h100.known);
+  // dgx-h100 holds runs of several families (NeMo, Megatron-Bridge, Llama 3, Nemotron-4).
+  EXPECT_NE(h100.family.find('+'), std::string::npos) << h100.family;
+  EXPECT_GT(h100.rows, 5);
+  // Every topology a published run covers has a band; others have none.
+  for (const char* t : {"dgx-a100", "dgx-b200", "dgx-h800", "gb200-nvl72", "tpu-v5p"})
+    EXPECT_TRUE(mfu_band(t, 0.5).known) << t;
+  for (const char* t : {"tpu-v4", "dgx-h200", "dgx1-v100"}) EXPECT_FALSE(mfu_band(t, 0.5).known) << t;
+  EXPECT_LT(h100.low, 0.36);
+  EXPECT_GT(h100.high, 0.36);
+  // At least the family's median |error| either side.
+  EXPECT_LE(h100.low, 0.36 / (1 + h100.relative) + 1e-12);
+  EXPECT_GE(h100.high, 0.36 / (1 - h100.relative) - 1e-12);
+  // A crossover fabric derived from the base carries the base's band.
+  EXPECT_TRUE(mfu_band("dgx-h100@d72-400G", 0.36).known);
+  const MfuBand none = mfu_band("local-cpu", 0.36);
+  EXPECT_FALSE(none.known);
+  EXPECT_NE(format_mfu_with_band(0.36, none, "local-cpu").find("no validation band for local-cpu"), std::string::npos);
+  EXPECT_NE(format_mfu_with_band(0.36, h100, "dgx-h100").find("36.0% ("), std::string::npos);
+  EXPECT_NE(format_mfu_with_band(0.36, h100, "dgx-h100").find("published runs on dgx-h100"), std::string::npos);
+}
+
+// The sweep on several threads gives the same cells, reported in order as they are
+// known, with progress counting every split x cell pricing; and each cell's best
+// agrees with pricing that split on the full step programs (the full event walk).
+TEST(Crossover, ThreadsChangeNothingAndCellsArriveInOrder) {
+  const auto m = models::load_model("mixtral-8x7b");
+  const Topology base = load_topology("dgx-h100");
+  const std::vector<int> domains{8, 16, 32};
+  const std::vector<double> gbps{200, 800};
+  // max_cp 1: no context parallelism, so that the test stays seconds.
+  const auto serial = crossover(m, base, 64, domains, gbps, 128, 0.05, ProjectionOptions{}, nullptr, RankBy::mfu, 1);
+  CrossoverRun run;
+  run.jobs = 3;
+  std::vector<std::pair<int, double>> seen;
+  size_t last_done = 0, last_total = 0;
+  run.on_cell = [&](const CrossoverCell& c) { seen.emplace_back(c.domain_size, c.scale_out_gbps); };
+  run.progress = [&](size_t done, size_t total) {
+    EXPECT_GT(done, last_done);
+    last_done = done;
+    last_total = total;
+  };
+  const auto parallel = crossover(m, base, 64, domains, gbps, 128, 0.05, ProjectionOptions{}, nullptr,
+                                  RankBy::mfu, 1, run);
+  ASSERT_EQ(parallel.cells.size(), serial.cells.size());
+  ASSERT_EQ(seen.size(), serial.cells.size());
+  EXPECT_EQ(last_done, last_total);
+  EXPECT_GT(last_total, serial.cells.size());
+  for (size_t i = 0; i < serial.cells.size(); ++i) {
+    const auto& a = serial.cells[i];
+    const auto& b = parallel.cells[i];
+    EXPECT_EQ(seen[i].first, a.domain_size);
+    EXPECT_EQ(seen[i].second, a.scale_out_gbps);
+    EXPECT_EQ(b.best_no_pp.split, a.best_no_pp.split) << i;
+    EXPECT_EQ(b.best_with_pp.split, a.best_with_pp.split) << i;
+    EXPECT_EQ(b.best_with_pp.step_s, a.best_with_pp.step_s) << i;
+    EXPECT_EQ(b.gain, a.gain) << i;
+    // The full event walk on the winner.
+    for (const Projection* best : {&a.best_no_pp, &a.best_with_pp}) {
+      if (!best->feasible) continue;
+      Projection full;
+      full.split = best->split;
+      ASSERT_TRUE(prepare(m, base, ProjectionOptions{}, full));
+      price(stage_programs(m, best->split, ProjectionOptions{}), m, with_fabric(base, a.domain_size, a.scale_out_gbps),
+            ProjectionOptions{}, full);
+      EXPECT_NEAR(full.step_s, best->step_s, 1e-9 * full.step_s) << models::describe(best->split);
+    }
+  }
+}
+
+TEST(Crossover, VerdictNamesTheSmallestDomainFromWhichPPIsNotNeeded) {
+  CrossoverResult r;
+  r.domain_sizes = {8, 72, 256};
+  r.scale_out_gbps = {400, 1600};
+  r.threshold = 0.05;
+  const bool needed[3][2] = {{true, true}, {true, false}, {false, false}};
+  for (int d = 0; d < 3; ++d)
+    for (int g = 0; g < 2; ++g) {
+      CrossoverCell c;
+      c.pp_needed = needed[d][g];
+      r.cells.push_back(c);
+    }
+  EXPECT_EQ(crossover_verdict("m", r),
+            "m: PP stops being needed at domain >= 256 at 400 Gb/s; PP stops being needed at domain >= 72 "
+            "at 1600 Gb/s (PP needed = MFU gain > 5%)");
+}
+
+}  // namespace
+}  // namespace ibt::topo

@@ -1,0 +1,336 @@
+#include "topologies/projection/projection_report.hpp"
+
+#include <algorithm>
+#include <cstdio>
+#include <limits>
+#include <string>
+
+namespace ibt::topo {
+
+std::string split_label(const models::ParallelSplit& s) { return models::describe(s); }
+
+std::string strategy_and_split(const models::ParallelSplit& s) {
+  return "[" + models::strategy_label(s) + "] " + models::describe(s);
+}
+
+namespace {
+
+std::string fmt(const char* f, double a) {
+  char buf[64];
+  std::snprintf(buf, sizeof buf, f, a);
+  return buf;
+}
+
+// The exposed term that costs most (for one-line summaries).
+std::string largest_exposure(const Projection& p) {
+  int best = 0;
+  for (int e = 1; e < kNumExposures; ++e)
+    if (p.exposed_s[e] > p.exposed_s[best]) best = e;
+  if (p.exposed_s[best] <= 0) return "-";
+  return std::string(to_string(static_cast<Exposure>(best))) + " " +
+         fmt("%.0f%%", 100.0 * p.exposed_s[best] / p.step_s);
+}
+
+// Every stage's breakdown (the sim keeps them for single projections) and the
+// bottleneck: the stage with the most work of its own (compute + exposed
+// communication = step time - its idle), which sets the pipeline's pace -- an MoE
+// stage's EP all-to-all or the last stage's loss head hides here, not in stage 0.
+std::string stage_table(const Projection& p) {
+  const auto& stages = p.sim.stages;
+  if (stages.size() < 2) return "";
+  const double step_us = p.step_s * 1e6;
+  std::string out = "stages       (seconds; busy = compute + exposed communication = step - bubble)\n";
+  out += "  stage   compute";
+  for (int e = 0; e < kNumExposures; ++e)
+    if (static_cast<Exposure>(e) != Exposure::bubble) {
+      char name[24];
+      std::snprintf(name, sizeof name, "%10s", to_string(static_cast<Exposure>(e)));
+      out += name;
+    }
+  out += "    bubble      busy\n";
+  for (size_t i = 0; i < stages.size(); ++i) {
+    const StageTime& st = stages[i];
+    const double busy = step_us - st.exposed_us[static_cast<int>(Exposure::bubble)];
+    out += fmt("  %5.0f", static_cast<double>(st.stage)) + fmt(" %9.4f", st.compute_us * 1e-6);
+    for (int e = 0; e < kNumExposures; ++e)
+      if (static_cast<Exposure>(e) != Exposure::bubble) out += fmt(" %9.4f", st.exposed_us[e] * 1e-6);
+    out += fmt(" %9.4f", st.exposed_us[static_cast<int>(Exposure::bubble)] * 1e-6) + fmt(" %9.4f", busy * 1e-6) + "\n";
+  }
+  const StageTime& b = stages[p.bottleneck_stage];  // the least bubble (projection.cpp)
+  int worst = -1;
+  for (int e = 0; e < kNumExposures; ++e)
+    if (static_cast<Exposure>(e) != Exposure::bubble && b.exposed_us[e] > 0 && (worst < 0 || b.exposed_us[e] > b.exposed_us[worst]))
+      worst = e;
+  out += "bottleneck   stage " + std::to_string(b.stage) + ": busy " +
+         fmt("%.1f%%", 100 * (step_us - b.exposed_us[static_cast<int>(Exposure::bubble)]) / step_us) +
+         " of the step" +
+         (worst >= 0 ? std::string(", largest exposed communication ") + to_string(static_cast<Exposure>(worst)) + " " +
+                           fmt("%.4f s", b.exposed_us[worst] * 1e-6)
+                     : std::string()) +
+         "\n";
+  return out;
+}
+
+}  // namespace
+
+std::string describe_projection(const Projection& p, const std::string& dtype) {
+  std::string out = "split        " + split_label(p.split) + " (" + std::to_string(p.devices) +
+                    " devices)\nstrategy     " + models::strategy_label(p.split) + "\n";
+  auto mem = [&]() {
+    return "memory       " + fmt("%.1f GB", p.memory.total() / 1e9) + " per device on stage " +
+           std::to_string(p.memory.stage) + " (weights " + fmt("%.1f", p.memory.weights / 1e9) +
+           ", grads " + fmt("%.1f", p.memory.grads / 1e9) + ", optimizer " +
+           fmt("%.1f", p.memory.optimizer / 1e9) + ", activations " +
+           fmt("%.1f", p.memory.activations / 1e9) +
+           (p.memory.buffers > 0 ? ", ZeRO buffers " + fmt("%.1f", p.memory.buffers / 1e9) : std::string()) + " GB) of " +
+           fmt("%.1f GB", p.memory_capacity_bytes / 1e9) + " usable\n";
+  };
+  if (!p.feasible && !p.priced) return out + "INFEASIBLE   " + p.reason + "\n";
+  if (!p.feasible)  // priced anyway: what the step would take if the memory were there
+    out += "DOES NOT FIT " + p.reason + "\n             (the figures below assume the memory were there)\n";
+  out += "step time    " + fmt("%.4f s", p.step_s) + "\n";
+  out += "MFU          " + format_mfu_with_band(p.mfu, p.mfu_band, p.topology_name) + " (model FLOPs vs " + dtype + " peak), HFU " +
+         fmt("%.1f%%", 100 * p.hfu) + " (with recompute)\n";
+  out += "throughput   " + fmt("%.4g tokens/s", p.tokens_per_s) + ", " +
+         fmt("%.4g model FLOP per step", p.model_flops) + "\n";
+  // The bottleneck stage's breakdown where every stage's is known (it sets the pace;
+  // stage 0 of an MoE or loss-heavy pipeline is mostly waiting), else stage 0's.
+  const bool by_bottleneck = p.stages.size() > 1 && p.bottleneck_stage < static_cast<int>(p.stages.size());
+  const double compute_s = by_bottleneck ? p.stages[p.bottleneck_stage].compute_s : p.compute_s;
+  const auto& exposed_s = by_bottleneck ? p.stages[p.bottleneck_stage].exposed_s : p.exposed_s;
+  out += "breakdown    (pipeline stage " + std::to_string(by_bottleneck ? p.bottleneck_stage : 0) +
+         (by_bottleneck ? ", the bottleneck" : "") +
+         "; parts add up to the step time" + (p.stages.size() > 1 ? "; every stage below" : "") + ")\n";
+  out += "  compute          " + fmt("%9.4f s", compute_s) + fmt("  %5.1f%%", 100 * compute_s / p.step_s) + "\n";
+  for (int e = 0; e < kNumExposures; ++e) {
+    const auto x = static_cast<Exposure>(e);
+    const std::string name = x == Exposure::bubble ? "bubble/idle" : std::string("exposed ") + to_string(x);
+    char line[96];
+    std::snprintf(line, sizeof line, "  %-16s %9.4f s  %5.1f%%\n", name.c_str(), exposed_s[e],
+                  100 * exposed_s[e] / p.step_s);
+    out += line;
+  }
+  out += stage_table(p);
+  return out + mem();
+}
+
+std::string ranking_table(const std::vector<Projection>& ranked, size_t limit) {
+  std::string out;
+  char line[320];
+  // Goodput columns only when the failure figures were given (failure_model.hpp).
+  bool goodput = false;
+  for (const auto& p : ranked) goodput = goodput || p.goodput.computed;
+  std::snprintf(line, sizeof line, "%4s  %-18s %-66s %3s %10s %6s %6s %8s  %s%s\n", "rank", "strategy", "split", "PP",
+                "step (s)", "MFU", "HFU", "mem GB", goodput ? "goodput   gMFU  " : "", "largest exposed");
+  out += line;
+  size_t shown = 0, infeasible = 0, bounded = 0;
+  const Projection* bounded_example = nullptr;
+  for (size_t i = 0; i < ranked.size(); ++i) {
+    const Projection& p = ranked[i];
+    if (p.bounded_out) {
+      ++bounded;
+      if (!bounded_example) bounded_example = &p;
+      continue;
+    }
+    if (!p.feasible) {
+      ++infeasible;
+      continue;
+    }
+    if (limit && shown >= limit) continue;
+    ++shown;
+    char gp[32] = "";
+    if (goodput)
+      std::snprintf(gp, sizeof gp, "%6.2f%% %5.1f%%  ", 100 * p.goodput.goodput, 100 * p.goodput.goodput_mfu);
+    std::snprintf(line, sizeof line, "%4zu  %-18s %-66s %3s %10.4f %5.1f%% %5.1f%% %8.1f  %s%s\n", i + 1,
+                  models::strategy_label(p.split).c_str(), split_label(p.split).c_str(), p.split.pp > 1 ? "yes" : "no", p.step_s,
+                  100 * p.mfu, 100 * p.hfu, p.memory.total() / 1e9, gp, largest_exposure(p).c_str());
+    out += line;
+  }
+  size_t feasible = ranked.size() - infeasible - bounded;
+  out += std::to_string(feasible) + " feasible split(s)" +
+         (limit && feasible > shown ? " (" + std::to_string(shown) + " shown)" : std::string()) +
+         ", " + std::to_string(infeasible) + " infeasible\n";
+  // Splits a search skipped by their lower bound (SearchRun::keep_best): they fit but
+  // cannot enter the top list, so their times were not computed.
+  if (bounded)
+    out += "  " + std::to_string(bounded) + " more split(s) fit in memory but were not priced: their step-time lower bound is above the top list's last (e.g. " +
+           split_label(bounded_example->split) + ": " + bounded_example->reason + "; --top 0 prices every split)\n";
+  // Examples: first the splits that fit in memory and were refused all the same (the
+  // topology cannot carry them: rarer, and the more telling), then those too big; a
+  // reason already shown is not repeated.
+  size_t reasons = 0;
+  std::vector<const std::string*> shown_reasons;
+  for (const bool fit : {true, false})
+    for (const auto& p : ranked) {
+      if (p.feasible || p.bounded_out || p.fits_memory != fit || reasons == 3) continue;
+      if (std::any_of(shown_reasons.begin(), shown_reasons.end(), [&](const std::string* r) { return *r == p.reason; }))
+        continue;
+      shown_reasons.push_back(&p.reason);
+      out += "  infeasible: " + split_label(p.split) + ": " + p.reason + "\n";
+      ++reasons;
+    }
+  if (infeasible > reasons) out += "  ... (every infeasible split and its reason is in the HDF5 table)\n";
+  return out;
+}
+
+std::vector<store::Column> projection_columns() {
+  using store::ColumnType;
+  return {
+      {"split", ColumnType::str, "", 80},
+      {"devices", ColumnType::i64, "devices"},
+      {"dp", ColumnType::i64, ""},
+      {"tp", ColumnType::i64, ""},
+      {"pp", ColumnType::i64, ""},
+      {"ep", ColumnType::i64, ""},
+      {"vpp", ColumnType::i64, ""},
+      {"microbatches", ColumnType::i64, ""},
+      {"micro_batch_size", ColumnType::i64, "sequences"},
+      {"schedule", ColumnType::str, "", 12},
+      {"sequence_parallel", ColumnType::i64, ""},
+      {"zero", ColumnType::i64, ""},
+      {"shard_group", ColumnType::i64, ""},
+      {"strategy", ColumnType::str, "", 40},
+      {"recompute", ColumnType::str, "", 12},
+      {"feasible", ColumnType::i64, ""},
+      {"reason", ColumnType::str, "", 256},
+      {"step_s", ColumnType::f64, "s"},
+      {"mfu", ColumnType::f64, "fraction"},
+      {"hfu", ColumnType::f64, "fraction"},
+      {"tokens_per_s", ColumnType::f64, "tokens/s"},
+      {"model_flops", ColumnType::f64, "FLOP"},
+      {"compute_s", ColumnType::f64, "s"},
+      {"exposed_tp_s", ColumnType::f64, "s"},
+      {"exposed_dp_s", ColumnType::f64, "s"},
+      {"exposed_expert_dp_s", ColumnType::f64, "s"},
+      {"exposed_pp_s", ColumnType::f64, "s"},
+      {"exposed_ep_s", ColumnType::f64, "s"},
+      {"bubble_s", ColumnType::f64, "s"},
+      {"memory_bytes", ColumnType::f64, "B"},
+      {"memory_capacity_bytes", ColumnType::f64, "B"},
+      // A split that does not fit: by how much (0 when it fits); step_s and the
+      // breakdown are still filled when it was priced (ibt project, one split).
+      {"fits_memory", ColumnType::i64, ""},
+      {"memory_excess_bytes", ColumnType::f64, "B"},
+      {"priced", ColumnType::i64, ""},
+      // Goodput (failure_model.hpp); NaN when not computed (no failure figures).
+      {"job_mtbf_s", ColumnType::f64, "s"},
+      {"checkpoint_bytes", ColumnType::f64, "B"},
+      {"checkpoint_s", ColumnType::f64, "s"},
+      {"restart_s", ColumnType::f64, "s"},
+      {"interval_young_s", ColumnType::f64, "s"},
+      {"interval_daly_s", ColumnType::f64, "s"},
+      {"interval_steps", ColumnType::i64, "steps"},
+      {"goodput", ColumnType::f64, ""},
+      {"goodput_mfu", ColumnType::f64, ""},
+      // Context parallelism (appended: older files lack these columns).
+      {"cp", ColumnType::i64, ""},
+      {"cp_comm", ColumnType::str, "", 12},
+      {"exposed_cp_s", ColumnType::f64, "s"},
+  };
+}
+
+std::vector<store::Column> projection_stage_columns() {
+  using store::ColumnType;
+  return {{"split", ColumnType::str, "", 80},       {"stage", ColumnType::i64, "stage"},
+          {"bottleneck", ColumnType::i64, ""},      {"compute_s", ColumnType::f64, "s"},
+          {"exposed_tp_s", ColumnType::f64, "s"},   {"exposed_dp_s", ColumnType::f64, "s"},
+          {"exposed_expert_dp_s", ColumnType::f64, "s"}, {"exposed_pp_s", ColumnType::f64, "s"},
+          {"exposed_ep_s", ColumnType::f64, "s"},   {"bubble_s", ColumnType::f64, "s"},
+          {"exposed_cp_s", ColumnType::f64, "s"}};
+}
+
+std::vector<store::Row> projection_stage_rows(const Projection& p) {
+  std::vector<store::Row> rows;
+  for (size_t s = 0; s < p.stages.size(); ++s) {
+    const auto& b = p.stages[s];
+    auto x = [&](Exposure e) { return b.exposed_s[static_cast<int>(e)]; };
+    rows.push_back({split_label(p.split), static_cast<std::int64_t>(s),
+                    static_cast<std::int64_t>(static_cast<int>(s) == p.bottleneck_stage), b.compute_s, x(Exposure::tp),
+                    x(Exposure::dp), x(Exposure::expert_dp), x(Exposure::pp), x(Exposure::ep), x(Exposure::bubble),
+                    x(Exposure::cp)});
+  }
+  return rows;
+}
+
+store::Row projection_row(const Projection& p) {
+  const auto& s = p.split;
+  std::string reason = p.reason.substr(0, 255);
+  const double nan = std::numeric_limits<double>::quiet_NaN();
+  auto g = [&](double v) { return p.goodput.computed ? v : nan; };
+  // A split that was not priced has no time: NaN, never 0, so an average over rows cannot
+  // mix it in. A split that does not fit in memory is still priced (its row says by how
+  // much it is over: fits_memory, memory_excess_bytes), so its times are stored.
+  auto t = [&](double v) { return p.feasible || p.priced ? v : nan; };
+  return {split_label(s),
+          static_cast<std::int64_t>(p.devices),
+          static_cast<std::int64_t>(s.dp),
+          static_cast<std::int64_t>(s.tp),
+          static_cast<std::int64_t>(s.pp),
+          static_cast<std::int64_t>(s.ep),
+          static_cast<std::int64_t>(s.vpp),
+          static_cast<std::int64_t>(s.microbatches),
+          static_cast<std::int64_t>(s.micro_batch_size),
+          std::string(models::to_string(s.schedule)),
+          static_cast<std::int64_t>(s.sequence_parallel),
+          static_cast<std::int64_t>(s.zero),
+          static_cast<std::int64_t>(s.shard_group),
+          models::strategy_label(s),
+          std::string(models::to_string(s.recompute)),
+          static_cast<std::int64_t>(p.feasible),
+          reason,
+          t(p.step_s),
+          t(p.mfu),
+          t(p.hfu),
+          t(p.tokens_per_s),
+          p.model_flops,
+          t(p.compute_s),
+          t(p.exposed_s[static_cast<int>(Exposure::tp)]),
+          t(p.exposed_s[static_cast<int>(Exposure::dp)]),
+          t(p.exposed_s[static_cast<int>(Exposure::expert_dp)]),
+          t(p.exposed_s[static_cast<int>(Exposure::pp)]),
+          t(p.exposed_s[static_cast<int>(Exposure::ep)]),
+          t(p.exposed_s[static_cast<int>(Exposure::bubble)]),
+          p.memory.total(),
+          p.memory_capacity_bytes,
+          static_cast<std::int64_t>(p.fits_memory),
+          p.memory_excess_bytes,
+          static_cast<std::int64_t>(p.priced),
+          g(p.goodput.job_mtbf_s),
+          g(p.goodput.checkpoint_bytes),
+          g(p.goodput.checkpoint_s),
+          g(p.goodput.restart_s),
+          g(p.goodput.young_s),
+          g(p.goodput.daly_s),
+          static_cast<std::int64_t>(p.goodput.interval_steps),
+          g(p.goodput.goodput),
+          g(p.goodput.goodput_mfu),
+          static_cast<std::int64_t>(s.cp),
+          std::string(models::to_string(s.cp_comm)),
+          t(p.exposed_s[static_cast<int>(Exposure::cp)])};
+}
+
+}  // namespace ibt::topo
+
+#include <fstream>
+#include <sstream>
+
+#include "core/errors.hpp"
+#include "core/input_file.hpp"
+#include "models/plan/model_file.hpp"
+
+namespace ibt::topo {
+
+std::string model_file_text(const std::string& name_or_path) {
+  const bool is_path = name_or_path.find('/') != std::string::npos ||
+                       (name_or_path.size() > 5 &&
+                        name_or_path.compare(name_or_path.size() - 5, 5, ".json") == 0);
+  const std::string path = is_path ? name_or_path : models::catalog_dir() + "/" + name_or_path + ".json";
+  require_input_file(path, "model file");
+  std::ifstream in(path);
+  if (!in) throw UsageError("model file '" + path + "' cannot be read");
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+}  // namespace ibt::topo

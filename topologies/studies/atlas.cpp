@@ -1,0 +1,253 @@
+#include "topologies/studies/atlas.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <set>
+#include <sstream>
+
+#include "core/errors.hpp"
+#include "core/input_file.hpp"
+#include "models/plan/model_file.hpp"
+#include "topologies/projection/framework.hpp"
+#include "topologies/sim/sim_pricer.hpp"
+
+namespace ibt::topo {
+
+using nlohmann::json;
+
+const std::string* AtlasSpec::source(const std::string& id) const {
+  for (const auto& [k, v] : sources)
+    if (k == id) return &v;
+  return nullptr;
+}
+
+std::string default_atlas_path() {
+  if (const char* env = std::getenv("IBT_VALIDATION_DIR"); env && *env) return std::string(env) + "/atlas.json";
+  return std::string(IBT_VALIDATION_DIR) + "/atlas.json";
+}
+
+namespace {
+
+std::string text_field(const json& j, const std::string& key, const std::string& where) {
+  if (!j.contains(key)) throw UsageError(where + ": field '" + key + "': missing");
+  if (!j.at(key).is_string()) throw UsageError(where + ": field '" + key + "': must be a string");
+  return j.at(key).get<std::string>();
+}
+
+long long count_field(const json& j, const std::string& key, const std::string& where) {
+  if (!j.contains(key)) throw UsageError(where + ": field '" + key + "': missing");
+  const json& v = j.at(key);
+  if (!v.is_number_integer() || v.get<long long>() < 1)
+    throw UsageError(where + ": field '" + key + "': must be a whole number >= 1");
+  return v.get<long long>();
+}
+
+}  // namespace
+
+AtlasSpec parse_atlas(const std::string& json_text, const std::string& origin) {
+  json j;
+  try {
+    j = json::parse(json_text);
+  } catch (const json::parse_error& e) {
+    throw UsageError(origin + ": not valid JSON: " + e.what());
+  }
+  if (!j.is_object()) throw UsageError(origin + ": must be a JSON object");
+  for (auto it = j.begin(); it != j.end(); ++it)
+    if (it.key() != "what" && it.key() != "sources" && it.key() != "cells")
+      throw UsageError(origin + ": field '" + it.key() + "': unknown field");
+  AtlasSpec s;
+  s.origin = origin;
+  if (!j.contains("sources") || !j.at("sources").is_object() || j.at("sources").empty())
+    throw UsageError(origin + ": field 'sources': must be a non-empty object of id: reference");
+  for (auto it = j.at("sources").begin(); it != j.at("sources").end(); ++it) {
+    if (!it.value().is_string() || it.value().get<std::string>().empty())
+      throw UsageError(origin + ": field 'sources." + it.key() + "': must be a non-empty string");
+    s.sources.emplace_back(it.key(), it.value().get<std::string>());
+  }
+  if (!j.contains("cells") || !j.at("cells").is_array() || j.at("cells").empty())
+    throw UsageError(origin + ": field 'cells': must be a non-empty list");
+  static const std::set<std::string> keys = {"model", "topology", "devices", "global_batch", "framework", "scale",
+                                             "scale_source", "practice", "practice_source", "note"};
+  std::set<std::pair<std::string, std::string>> seen;
+  for (size_t i = 0; i < j.at("cells").size(); ++i) {
+    const json& c = j.at("cells")[i];
+    const std::string where = origin + ": cells[" + std::to_string(i) + "]";
+    if (!c.is_object()) throw UsageError(where + ": must be an object");
+    for (auto it = c.begin(); it != c.end(); ++it)
+      if (!keys.count(it.key())) throw UsageError(where + ": field '" + it.key() + "': unknown field");
+    AtlasEntry e;
+    e.model = text_field(c, "model", where);
+    e.topology = text_field(c, "topology", where);
+    e.framework = text_field(c, "framework", where);
+    e.devices = static_cast<int>(count_field(c, "devices", where));
+    e.global_batch = count_field(c, "global_batch", where);
+    e.scale = text_field(c, "scale", where);
+    if (e.scale != "published" && e.scale != "chosen")
+      throw UsageError(where + ": field 'scale': must be published or chosen, not '" + e.scale + "'");
+    e.practice = text_field(c, "practice", where);
+    if (e.practice != "pp" && e.practice != "no-pp" && e.practice != "none")
+      throw UsageError(where + ": field 'practice': must be pp, no-pp or none, not '" + e.practice + "'");
+    e.scale_source = text_field(c, "scale_source", where);
+    e.practice_source = text_field(c, "practice_source", where);
+    for (const std::string* id : {&e.scale_source, &e.practice_source})
+      if (!s.source(*id)) throw UsageError(where + ": source '" + *id + "' is not listed in 'sources'");
+    if (c.contains("note")) e.note = text_field(c, "note", where);
+    if (!seen.insert({e.model, e.topology}).second)
+      throw UsageError(where + ": " + e.model + " on " + e.topology + " is listed twice");
+    s.cells.push_back(e);
+  }
+  return s;
+}
+
+AtlasSpec load_atlas(const std::string& path) {
+  require_input_file(path, "atlas file");
+  std::ifstream in(path);
+  if (!in) throw UsageError("atlas file '" + path + "' cannot be read");
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return parse_atlas(ss.str(), path);
+}
+
+std::vector<AtlasEntry> select_cells(const AtlasSpec& spec, const std::vector<std::string>& models,
+                                     const std::vector<std::string>& topologies) {
+  auto check = [&](const std::vector<std::string>& names, bool model) {
+    for (const auto& n : names) {
+      const bool found = std::any_of(spec.cells.begin(), spec.cells.end(),
+                                     [&](const AtlasEntry& e) { return (model ? e.model : e.topology) == n; });
+      if (!found)
+        throw UsageError(std::string(model ? "--atlas-models" : "--atlas-topologies") + ": no cell of " +
+                         spec.origin + " has " + (model ? "model" : "topology") + " '" + n + "'");
+    }
+  };
+  check(models, true);
+  check(topologies, false);
+  auto in = [](const std::vector<std::string>& v, const std::string& x) {
+    return v.empty() || std::find(v.begin(), v.end(), x) != v.end();
+  };
+  std::vector<AtlasEntry> out;
+  for (const auto& e : spec.cells)
+    if (in(models, e.model) && in(topologies, e.topology)) out.push_back(e);
+  return out;
+}
+
+std::string atlas_agreement(const std::string& verdict, const std::string& practice) {
+  if (practice == "none") return "no practice";
+  if (verdict == "within uncertainty") return "undecided";
+  const bool needed = verdict == "PP needed";
+  if (!needed && verdict != "PP not needed") throw RuntimeError("atlas: unknown verdict '" + verdict + "'");
+  return needed == (practice == "pp") ? "agrees" : "disagrees";
+}
+
+namespace {
+
+// The bottleneck stage's breakdown where every stage was walked (detail_bests), else the
+// first stage's (all a search walks in detail).
+Projection::StageBreakdown bottleneck_breakdown(const Projection& p) {
+  if (p.bottleneck_stage < static_cast<int>(p.stages.size())) return p.stages[p.bottleneck_stage];
+  Projection::StageBreakdown first;
+  first.compute_s = p.compute_s;
+  first.exposed_s = p.exposed_s;
+  return first;
+}
+
+// A search walks only stage 0 of each split in detail; the cell's two bests again with
+// every stage, for the bottleneck stage's breakdown.
+void detail_bests(const models::ModelConfig& model, const Topology& fabric, const ProjectionOptions& options,
+                  CrossoverCell& cell) {
+  for (Projection* best : {&cell.best_no_pp, &cell.best_with_pp}) {
+    if (!best->feasible) continue;
+    Projection again = project_every_stage(model, fabric, best->split, options);
+    best->stages = std::move(again.stages);
+    best->bottleneck_stage = again.bottleneck_stage;
+  }
+}
+
+}  // namespace
+
+void explain(AtlasCell& c) {
+  const Projection& a = c.cell.best_no_pp;
+  const Projection& b = c.cell.best_with_pp;
+  if (!a.feasible && !b.feasible) {
+    // crossover() calls such a cell "PP not needed" (nothing with PP fits); the atlas
+    // says what it is, so that it is not read as an answer.
+    c.cell.verdict = "nothing fits";
+    c.agreement = "nothing fits";
+    c.deciding_term = "memory";
+    c.why = "no split fits in device memory at this scale";
+    return;
+  }
+  c.agreement = atlas_agreement(c.cell.verdict, c.entry.practice);
+  if (!a.feasible) {
+    c.deciding_term = "memory";
+    c.why = "no split without PP fits in device memory";
+    return;
+  }
+  if (!b.feasible) {
+    c.deciding_term = "memory";
+    c.why = "no split with PP fits in device memory";
+    return;
+  }
+  // Parts of each best's bottleneck stage (they add up to its step time); the winner is
+  // the faster. Stage 0 of a pipeline is often mostly waiting (an MoE pipeline's first
+  // stage idles behind its expert stages), which would name "bubble" for any cause.
+  const Projection::StageBreakdown sa = bottleneck_breakdown(a);
+  const Projection::StageBreakdown sb = bottleneck_breakdown(b);
+  std::vector<std::pair<std::string, std::pair<double, double>>> parts = {{"compute", {sa.compute_s, sb.compute_s}}};
+  for (int k = 0; k < kNumExposures; ++k) {
+    const auto e = static_cast<Exposure>(k);
+    parts.push_back({e == Exposure::bubble ? "bubble" : std::string("exposed ") + to_string(e),
+                     {sa.exposed_s[k], sb.exposed_s[k]}});
+  }
+  const bool pp_wins = b.step_s < a.step_s;
+  // The part the winner saves most on (loser's seconds - winner's).
+  size_t best = 0;
+  double best_saving = -1e300;
+  for (size_t i = 0; i < parts.size(); ++i) {
+    const auto [no_pp, with_pp] = parts[i].second;
+    const double saving = pp_wins ? no_pp - with_pp : with_pp - no_pp;
+    if (saving > best_saving) best_saving = saving, best = i;
+  }
+  c.deciding_term = parts[best].first;
+  char buf[256];
+  std::snprintf(buf, sizeof buf, "%s wins on %s: %.3f s without PP vs %.3f s with PP (steps %.3f s vs %.3f s)",
+                pp_wins ? "PP" : "no PP", c.deciding_term.c_str(), parts[best].second.first,
+                parts[best].second.second, a.step_s, b.step_s);
+  c.why = buf;
+}
+
+AtlasCell run_atlas_cell(const AtlasEntry& e, double threshold, const CrossoverRun& run) {
+  const models::ModelConfig model = models::load_model(e.model);
+  const Topology topology = load_topology(e.topology);
+  ProjectionOptions options;
+  options.dtype = default_dtype(topology);
+  apply(framework_profile(e.framework), options);
+  const int domain = topology.domain_size();
+  double gbps = 0;
+  if (topology.scale_out.present) {
+    gbps = topology.scale_out.bandwidth_GBps.get() * 8.0;
+  } else {
+    // crossover() gives every fabric a scale-out network; a system without one is only
+    // modelled for jobs inside one domain, where that network carries nothing.
+    if (e.devices > domain)
+      throw UsageError("atlas: " + e.model + " on " + e.topology + ": " + std::to_string(e.devices) +
+                       " devices exceed its one " + std::to_string(domain) +
+                       "-device domain and it has no scale-out network (use a multi-slice topology)");
+    gbps = 1.0;
+  }
+  AtlasCell c;
+  c.entry = e;
+  const CrossoverResult r =
+      crossover(model, topology, e.devices, {domain}, {gbps}, e.global_batch, threshold, options, nullptr,
+                RankBy::mfu, 0, run);
+  c.cell = r.cells.front();
+  detail_bests(model, with_fabric(topology, domain, gbps), options, c.cell);
+  if (!topology.scale_out.present) c.cell.scale_out_gbps = 0;  // the system has none (the 1 Gb/s above carried nothing)
+  explain(c);
+  return c;
+}
+
+}  // namespace ibt::topo
