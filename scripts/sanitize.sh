@@ -10,7 +10,8 @@ build=${1:-build-asan}
 jobs=${JOBS:-$(nproc)}
 # The GoogleTest binaries of tests/*/CMakeLists.txt (ibt_unit_test); gpu_tests only exists
 # in a CUDA build.
-targets=(collectives_unit_test collectives_nccl_tests_test topologies_unit_test report_unit_test
+targets=(collectives_unit_test collectives_nccl_tests_test topologies_hardware_test topologies_sim_test
+         topologies_goodput_test topologies_calibration_test topologies_studies_test report_unit_test
          plan_tests engine_tests reports_store_test reports_export_test checkpoint_unit_test)
 launcher=()
 command -v ccache >/dev/null && launcher=(-DCMAKE_CXX_COMPILER_LAUNCHER=ccache -DCMAKE_C_COMPILER_LAUNCHER=ccache)
