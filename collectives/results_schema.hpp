@@ -14,12 +14,12 @@ inline const char* kCollectivesTable = "collectives";
 inline std::vector<store::Column> collectives_columns() {
   using store::ColumnType;
   return {
-      {"op", ColumnType::str, "", 16},
-      {"scope", ColumnType::str, "", 8},
-      {"backend", ColumnType::str, "", 8},
-      {"dtype", ColumnType::str, "", 12},
-      {"reduce_op", ColumnType::str, "", 8},
-      {"placement", ColumnType::str, "", 4},   // "out" (out-of-place) or "in" (in-place)
+      {"op", ColumnType::str},
+      {"scope", ColumnType::str},
+      {"backend", ColumnType::str},
+      {"dtype", ColumnType::str},
+      {"reduce_op", ColumnType::str},
+      {"placement", ColumnType::str},   // "out" (out-of-place) or "in" (in-place)
       {"group_size", ColumnType::i64, "ranks"},
       {"groups", ColumnType::i64, "groups"},   // groups measured concurrently
       {"bytes", ColumnType::u64, "B"},
@@ -43,14 +43,14 @@ inline const char* kCollectivesGroupsTable = "collectives_groups";
 inline std::vector<store::Column> collectives_groups_columns() {
   using store::ColumnType;
   return {
-      {"op", ColumnType::str, "", 16},
-      {"scope", ColumnType::str, "", 8},
-      {"dtype", ColumnType::str, "", 12},
-      {"placement", ColumnType::str, "", 4},
+      {"op", ColumnType::str},
+      {"scope", ColumnType::str},
+      {"dtype", ColumnType::str},
+      {"placement", ColumnType::str},
       {"bytes", ColumnType::u64, "B"},
       {"group", ColumnType::i64, ""},          // intra: the domain index; inter: the local rank
-      {"ranks", ColumnType::str, "", 256},     // world ranks, "0-3" or "0,4,8"
-      {"hosts", ColumnType::str, "", 256},
+      {"ranks", ColumnType::str},     // world ranks, "0-3" or "0,4,8"
+      {"hosts", ColumnType::str},
       {"time_us", ColumnType::f64, "us"},
       {"busbw_GBps", ColumnType::f64, "GB/s"},
       {"outlier", ColumnType::i64, ""},        // 1 when slower than the others by the rule

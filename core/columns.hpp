@@ -16,7 +16,11 @@ struct Column {
   std::string name;
   ColumnType type;
   std::string unit;            // "" when dimensionless
-  std::size_t str_bytes = 32;  // fixed length of a str column (NUL-padded)
+  // A str column's width: 0 (the default, and what every table ibt writes uses) is a
+  // variable-length string, so no label is ever too long for its column; a positive
+  // width is a fixed-length, NUL-padded string, as files from ibt before 0.1.0's
+  // variable-length columns hold them (read back as stored).
+  std::size_t str_bytes = 0;
 };
 using Value = std::variant<std::int64_t, std::uint64_t, double, std::string>;
 using Row = std::vector<Value>;

@@ -121,14 +121,14 @@ void write_junit(const std::string& path, const AcceptReference& ref, const std:
 
 std::vector<store::Column> accept_columns() {
   using store::ColumnType;
-  return {{"metric", ColumnType::str, "", 96},    {"op", ColumnType::str, "", 16},
-          {"scope", ColumnType::str, "", 8},      {"dtype", ColumnType::str, "", 12},
+  return {{"metric", ColumnType::str},    {"op", ColumnType::str},
+          {"scope", ColumnType::str},      {"dtype", ColumnType::str},
           {"min_bytes", ColumnType::u64, "B"},    {"max_bytes", ColumnType::u64, "B"},
-          {"quantity", ColumnType::str, "", 24},  {"unit", ColumnType::str, "", 8},
+          {"quantity", ColumnType::str},  {"unit", ColumnType::str},
           {"measured", ColumnType::f64, ""},      {"target", ColumnType::f64, ""},
           {"lower_bound", ColumnType::f64, ""},   {"upper_bound", ColumnType::f64, ""},
-          {"margin", ColumnType::f64, ""},        {"verdict", ColumnType::str, "", 8},
-          {"note", ColumnType::str, "", 160}};
+          {"margin", ColumnType::f64, ""},        {"verdict", ColumnType::str},
+          {"note", ColumnType::str}};
 }
 
 int run(int argc, char** argv, MpiSession& mpi) {

@@ -21,32 +21,32 @@ namespace {
 
 std::vector<store::Column> atlas_columns() {
   using store::ColumnType;
-  return {{"model", ColumnType::str, "", 40},
-          {"topology", ColumnType::str, "", 40},
+  return {{"model", ColumnType::str},
+          {"topology", ColumnType::str},
           {"devices", ColumnType::i64, "devices"},
           {"global_batch", ColumnType::i64, "sequences"},
           {"domain_size", ColumnType::i64, "devices"},
           {"scale_out_gbps", ColumnType::f64, "Gb/s"},
-          {"framework", ColumnType::str, "", 24},
-          {"scale", ColumnType::str, "", 16},
-          {"scale_source", ColumnType::str, "", 40},
+          {"framework", ColumnType::str},
+          {"scale", ColumnType::str},
+          {"scale_source", ColumnType::str},
           {"mfu_with_pp", ColumnType::f64, "fraction"},
           {"mfu_with_pp_low", ColumnType::f64, "fraction"},
           {"mfu_with_pp_high", ColumnType::f64, "fraction"},
-          {"split_with_pp", ColumnType::str, "", 120},
+          {"split_with_pp", ColumnType::str},
           {"mfu_no_pp", ColumnType::f64, "fraction"},
           {"mfu_no_pp_low", ColumnType::f64, "fraction"},
           {"mfu_no_pp_high", ColumnType::f64, "fraction"},
-          {"split_no_pp", ColumnType::str, "", 120},
-          {"band_families", ColumnType::str, "", 120},
+          {"split_no_pp", ColumnType::str},
+          {"band_families", ColumnType::str},
           {"gain", ColumnType::f64, ""},
           {"uncertainty", ColumnType::f64, ""},
-          {"verdict", ColumnType::str, "", 24},
-          {"practice", ColumnType::str, "", 8},
-          {"practice_source", ColumnType::str, "", 40},
-          {"agreement", ColumnType::str, "", 16},
-          {"deciding_term", ColumnType::str, "", 24},
-          {"why", ColumnType::str, "", 200}};
+          {"verdict", ColumnType::str},
+          {"practice", ColumnType::str},
+          {"practice_source", ColumnType::str},
+          {"agreement", ColumnType::str},
+          {"deciding_term", ColumnType::str},
+          {"why", ColumnType::str}};
 }
 
 std::string fit(std::string s, size_t n) { return s.size() < n ? s : s.substr(0, n - 1); }

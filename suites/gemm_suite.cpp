@@ -37,11 +37,11 @@ struct GemmArgs {
 [[maybe_unused]] std::vector<store::Column> gemm_columns() {  // used only with CUDA
   using store::ColumnType;
   return {
-      {"name", ColumnType::str, "", 32},
+      {"name", ColumnType::str},
       {"m", ColumnType::i64, ""},
       {"n", ColumnType::i64, ""},
       {"k", ColumnType::i64, ""},
-      {"dtype", ColumnType::str, "", 12},
+      {"dtype", ColumnType::str},
       {"time_us", ColumnType::f64, "us"},  // median over the timed repetitions
       {"min_us", ColumnType::f64, "us"},
       {"tflops", ColumnType::f64, "TFLOP/s"},  // 2mnk / median time

@@ -28,8 +28,8 @@ inline std::vector<store::Column> p2p_columns() {
       {"unit_b", ColumnType::i64, ""},
       {"rank_a", ColumnType::i64, ""},           // world rank that initiated
       {"rank_b", ColumnType::i64, ""},
-      {"host_a", ColumnType::str, "", 64},
-      {"host_b", ColumnType::str, "", 64},
+      {"host_a", ColumnType::str},
+      {"host_b", ColumnType::str},
       {"bytes", ColumnType::u64, "B"},
       {"iters", ColumnType::i64, "iterations"},
       {"time_us", ColumnType::f64, "us"},        // mean half round trip
@@ -43,13 +43,13 @@ inline std::vector<store::Column> p2p_columns() {
 inline std::vector<store::Column> p2p_outlier_columns() {
   using store::ColumnType;
   return {
-      {"kind", ColumnType::str, "", 8},      // pair or rank
-      {"metric", ColumnType::str, "", 12},   // bandwidth or latency
+      {"kind", ColumnType::str},      // pair or rank
+      {"metric", ColumnType::str},   // bandwidth or latency
       {"bytes", ColumnType::u64, "B"},
       {"rank_a", ColumnType::i64, ""},
       {"rank_b", ColumnType::i64, ""},       // -1 for a rank
-      {"host_a", ColumnType::str, "", 64},
-      {"host_b", ColumnType::str, "", 64},
+      {"host_a", ColumnType::str},
+      {"host_b", ColumnType::str},
       {"value", ColumnType::f64, ""},        // GB/s for bandwidth, us for latency
       {"median", ColumnType::f64, ""},
       {"ratio", ColumnType::f64, ""},        // value / median

@@ -1,7 +1,7 @@
-"""Reading ibt results files (schema "ibt-results", version 1) with h5py.
+"""Reading ibt results files (schema "ibt-results", versions 1 and 2) with h5py.
 
 Only what the report needs: every run's attributes, environment and tables, with
-fixed-length strings (which h5py returns as bytes) decoded to str.
+strings (which h5py returns as bytes) decoded to str.
 """
 import json
 import os
@@ -12,7 +12,7 @@ import numpy as np
 from writer_liveness import mark_if_interrupted
 
 SCHEMA = "ibt-results"
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2  # 2: variable-length string columns (1: fixed-length); both read
 
 
 class InputError(Exception):
@@ -53,8 +53,10 @@ class Table:
         self.columns = {}
         for col in rows.dtype.names or ():
             data = rows[col]
-            if data.dtype.kind == "S":
-                data = np.array([s.decode("utf-8", "replace") for s in data], dtype=object)
+            # Fixed-length strings (older files) come as bytes_, variable-length ones as
+            # bytes objects in an object array: both decoded to str.
+            if data.dtype.kind in "SO":
+                data = np.array([_text(s) for s in data], dtype=object)
             self.columns[OLD_COLUMN_NAMES.get(col, col)] = data
         self.length = len(rows)
 

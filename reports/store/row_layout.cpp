@@ -22,7 +22,12 @@ namespace {
 
 constexpr std::size_t kNumberBytes = 8;
 
-std::size_t column_bytes(const Column& c) { return c.type == ColumnType::str ? c.str_bytes : kNumberBytes; }
+bool variable_length(const Column& c) { return c.type == ColumnType::str && c.str_bytes == 0; }
+
+std::size_t column_bytes(const Column& c) {
+  if (c.type != ColumnType::str) return kNumberBytes;
+  return variable_length(c) ? sizeof(const char*) : c.str_bytes;
+}
 
 // The variant alternative each column type accepts.
 std::size_t value_index(ColumnType type) {
@@ -46,8 +51,6 @@ RowLayout::RowLayout(std::vector<Column> columns) : columns_(std::move(columns))
   if (columns_.empty()) throw RuntimeError("a table needs at least one column");
   for (const auto& c : columns_) {
     if (c.name.empty()) throw RuntimeError("a table column has an empty name");
-    if (c.type == ColumnType::str && c.str_bytes == 0)
-      throw RuntimeError("string column '" + c.name + "' has zero length");
     for (const auto& other : columns_)
       if (&other != &c && other.name == c.name) throw RuntimeError("column '" + c.name + "' appears twice");
     offsets_.push_back(row_bytes_);
@@ -68,8 +71,13 @@ h5::Handle RowLayout::compound(bool for_file) const {
       case ColumnType::f64: member = for_file ? H5T_IEEE_F64LE : H5T_NATIVE_DOUBLE; break;
       case ColumnType::str:
         owned = h5::checked_type(H5Tcopy(H5T_C_S1), what);
-        h5::check(H5Tset_size(owned.get(), c.str_bytes), what);
-        h5::check(H5Tset_strpad(owned.get(), H5T_STR_NULLPAD), what);
+        if (variable_length(c)) {
+          h5::check(H5Tset_size(owned.get(), H5T_VARIABLE), what);
+          h5::check(H5Tset_strpad(owned.get(), H5T_STR_NULLTERM), what);
+        } else {
+          h5::check(H5Tset_size(owned.get(), c.str_bytes), what);
+          h5::check(H5Tset_strpad(owned.get(), H5T_STR_NULLPAD), what);
+        }
         h5::check(H5Tset_cset(owned.get(), H5T_CSET_UTF8), what);
         member = owned.get();
         break;
@@ -95,6 +103,13 @@ void RowLayout::pack(const Row& row, unsigned char* out, const std::string& tabl
         [&](const auto& x) {
           using T = std::decay_t<decltype(x)>;
           if constexpr (std::is_same_v<T, std::string>) {
+            if (x.find('\0') != std::string::npos)
+              throw RuntimeError("table '" + table + "', column '" + c.name + "': the text holds a NUL byte");
+            if (variable_length(c)) {
+              const char* text = x.c_str();
+              std::memcpy(dst, &text, sizeof text);
+              return;
+            }
             if (x.size() > c.str_bytes)
               throw RuntimeError("table '" + table + "', column '" + c.name + "': \"" + x + "\" is " +
                                  std::to_string(x.size()) + " bytes, the column holds " +
@@ -133,13 +148,33 @@ Row RowLayout::unpack(const unsigned char* in) const {
         break;
       }
       case ColumnType::str: {
-        const char* text = reinterpret_cast<const char*>(src);
-        row.emplace_back(std::string(text, strnlen(text, columns_[i].str_bytes)));
+        if (variable_length(columns_[i])) {
+          const char* text = nullptr;
+          std::memcpy(&text, src, sizeof text);
+          row.emplace_back(std::string(text ? text : ""));
+        } else {
+          const char* text = reinterpret_cast<const char*>(src);
+          row.emplace_back(std::string(text, strnlen(text, columns_[i].str_bytes)));
+        }
         break;
       }
     }
   }
   return row;
+}
+
+bool RowLayout::has_variable_strings() const {
+  for (const auto& c : columns_)
+    if (variable_length(c)) return true;
+  return false;
+}
+
+void RowLayout::reclaim(unsigned char* buffer, hsize_t rows) const {
+  if (!has_variable_strings() || rows == 0) return;
+  const std::string what = "freeing the strings read from a table";
+  h5::Handle type = memory_type();
+  h5::Handle space = h5::checked_space(H5Screate_simple(1, &rows, nullptr), what);
+  h5::check(H5Dvlen_reclaim(type.get(), space.get(), H5P_DEFAULT, buffer), what);
 }
 
 std::vector<Column> columns_of_compound(hid_t compound_type, const std::string& what) {
@@ -161,10 +196,8 @@ std::vector<Column> columns_of_compound(hid_t compound_type, const std::string& 
         c.type = ColumnType::f64;
         break;
       case H5T_STRING:
-        if (H5Tis_variable_str(member.get()) > 0)
-          throw UsageError(what + ", column '" + c.name + "': variable-length strings are not an ibt column type");
         c.type = ColumnType::str;
-        c.str_bytes = H5Tget_size(member.get());
+        c.str_bytes = H5Tis_variable_str(member.get()) > 0 ? 0 : H5Tget_size(member.get());
         break;
       default:
         throw UsageError(what + ", column '" + c.name + "': unsupported column type");

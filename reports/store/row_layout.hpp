@@ -1,8 +1,9 @@
 #pragma once
 // How a table's columns map to an HDF5 compound type and to the bytes of one row.
-// Rows are packed (no padding): i64, u64 and f64 take 8 bytes, a str column exactly
-// its str_bytes, NUL-padded. The file type is little-endian whatever the host; the
-// memory type is native, and HDF5 converts between them.
+// Rows are packed (no padding): i64, u64 and f64 take 8 bytes, a variable-length str
+// column one char pointer, a fixed-length one exactly its str_bytes, NUL-padded. The
+// file type is little-endian whatever the host; the memory type is native, and HDF5
+// converts between them.
 #include <cstddef>
 #include <string>
 #include <vector>
@@ -25,11 +26,18 @@ class RowLayout {
   h5::Handle file_type() const { return compound(true); }
   h5::Handle memory_type() const { return compound(false); }
 
-  // Writes `row` into `out` (row_bytes() long) in memory-type layout. Throws
-  // RuntimeError naming `table` and the column when a value has the wrong type or a
-  // string is longer than its column.
+  // Writes `row` into `out` (row_bytes() long) in memory-type layout. A variable-length
+  // string is packed as a pointer into `row`, so `row` must outlive the write of `out`.
+  // Throws RuntimeError naming `table` and the column when a value has the wrong type, a
+  // string holds a NUL byte (HDF5's strings end at one), or a string is longer than its
+  // fixed-length column.
   void pack(const Row& row, unsigned char* out, const std::string& table) const;
+  // Reads one row of memory-type layout. Variable-length strings are copied; the caller
+  // frees HDF5's copies with reclaim() once every row is unpacked.
   Row unpack(const unsigned char* in) const;
+  // Frees the variable-length strings H5Dread allocated in `buffer` (`rows` rows).
+  void reclaim(unsigned char* buffer, hsize_t rows) const;
+  bool has_variable_strings() const;
 
  private:
   h5::Handle compound(bool for_file) const;

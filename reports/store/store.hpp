@@ -29,7 +29,8 @@
 namespace ibt::store {
 
 // Column, Row, Value and AttrValue: core/columns.hpp.
-inline constexpr int kSchemaVersion = 1;
+// Version 2: string columns are variable-length (version 1's were fixed-length; both read).
+inline constexpr int kSchemaVersion = 2;
 inline constexpr const char* kSchemaName = "ibt-results";
 
 enum class RunStatus { running, complete, partial, failed };

@@ -140,6 +140,7 @@ TableData read_table(const std::string& path, const std::string& run_id, const s
   }
   data.rows.reserve(static_cast<std::size_t>(rows));
   for (hssize_t r = 0; r < rows; ++r) data.rows.push_back(layout.unpack(buffer.data() + r * layout.row_bytes()));
+  layout.reclaim(buffer.data(), static_cast<hsize_t>(rows));  // the strings were copied into data.rows
   return data;
 }
 

@@ -85,10 +85,10 @@ std::string record_failed_run(const std::string& path, bool file_exists, const R
     const hid_t id = file_exists ? H5Fopen(temporary.c_str(), H5F_ACC_RDWR, fapl.get())
                                  : H5Fcreate(temporary.c_str(), H5F_ACC_TRUNC, H5P_DEFAULT, fapl.get());
     h5::Handle file = h5::checked_file(id, temporary);
-    if (!file_exists) {
-      h5::set_attribute(file.get(), "ibt_schema", std::string(kSchemaName));
-      h5::set_attribute(file.get(), "ibt_schema_version", std::int64_t{kSchemaVersion});
-    }
+    // A file from an older ibt (checked not newer before this) gets this version's
+    // number, since the run appended now is written in this version's layout.
+    if (!file_exists) h5::set_attribute(file.get(), "ibt_schema", std::string(kSchemaName));
+    h5::set_attribute(file.get(), "ibt_schema_version", std::int64_t{kSchemaVersion});
     h5::Handle runs = h5::checked_group(h5::has_child(file.get(), "runs")
                                             ? H5Gopen2(file.get(), "runs", H5P_DEFAULT)
                                             : H5Gcreate2(file.get(), "runs", H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT),

@@ -60,7 +60,8 @@ nlohmann::ordered_json json_table(const store::TableData& data) {
   nlohmann::ordered_json columns = nlohmann::ordered_json::array();
   for (const auto& c : data.columns) {
     nlohmann::ordered_json column = {{"name", c.name}, {"type", store::type_name(c.type)}, {"unit", c.unit}};
-    if (c.type == store::ColumnType::str) column["bytes"] = c.str_bytes;
+    // Only a fixed-length string column (from an older file) has a width to state.
+    if (c.type == store::ColumnType::str && c.str_bytes > 0) column["bytes"] = c.str_bytes;
     columns.push_back(std::move(column));
   }
   nlohmann::ordered_json rows = nlohmann::ordered_json::array();

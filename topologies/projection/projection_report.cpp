@@ -176,7 +176,7 @@ std::string ranking_table(const std::vector<Projection>& ranked, size_t limit) {
 std::vector<store::Column> projection_columns() {
   using store::ColumnType;
   return {
-      {"split", ColumnType::str, "", 80},
+      {"split", ColumnType::str},
       {"devices", ColumnType::i64, "devices"},
       {"dp", ColumnType::i64, ""},
       {"tp", ColumnType::i64, ""},
@@ -185,14 +185,14 @@ std::vector<store::Column> projection_columns() {
       {"vpp", ColumnType::i64, ""},
       {"microbatches", ColumnType::i64, ""},
       {"micro_batch_size", ColumnType::i64, "sequences"},
-      {"schedule", ColumnType::str, "", 12},
+      {"schedule", ColumnType::str},
       {"sequence_parallel", ColumnType::i64, ""},
       {"zero", ColumnType::i64, ""},
       {"shard_group", ColumnType::i64, ""},
-      {"strategy", ColumnType::str, "", 40},
-      {"recompute", ColumnType::str, "", 12},
+      {"strategy", ColumnType::str},
+      {"recompute", ColumnType::str},
       {"feasible", ColumnType::i64, ""},
-      {"reason", ColumnType::str, "", 256},
+      {"reason", ColumnType::str},
       {"step_s", ColumnType::f64, "s"},
       {"mfu", ColumnType::f64, "fraction"},
       {"hfu", ColumnType::f64, "fraction"},
@@ -224,14 +224,14 @@ std::vector<store::Column> projection_columns() {
       {"goodput_mfu", ColumnType::f64, ""},
       // Context parallelism (appended: older files lack these columns).
       {"cp", ColumnType::i64, ""},
-      {"cp_comm", ColumnType::str, "", 12},
+      {"cp_comm", ColumnType::str},
       {"exposed_cp_s", ColumnType::f64, "s"},
   };
 }
 
 std::vector<store::Column> projection_stage_columns() {
   using store::ColumnType;
-  return {{"split", ColumnType::str, "", 80},       {"stage", ColumnType::i64, "stage"},
+  return {{"split", ColumnType::str},       {"stage", ColumnType::i64, "stage"},
           {"bottleneck", ColumnType::i64, ""},      {"compute_s", ColumnType::f64, "s"},
           {"exposed_tp_s", ColumnType::f64, "s"},   {"exposed_dp_s", ColumnType::f64, "s"},
           {"exposed_expert_dp_s", ColumnType::f64, "s"}, {"exposed_pp_s", ColumnType::f64, "s"},

@@ -17,11 +17,11 @@ namespace {
 using test::ScratchDir;
 
 std::vector<Column> every_type_columns() {
-  return {{"name", ColumnType::str, "", 12},
+  return {{"name", ColumnType::str},
           {"signed", ColumnType::i64, "ranks"},
           {"unsigned", ColumnType::u64, "B"},
           {"real", ColumnType::f64, "us"},
-          {"tag", ColumnType::str, "", 4}};
+          {"tag", ColumnType::str}};
 }
 
 std::vector<Row> every_type_rows() {
@@ -224,7 +224,7 @@ TEST(StoreRoundTrip, BadRowsAreRefusedAndLeaveTheTableAsItWas) {
   const std::string path = dir.file("results.h5");
   {
     auto run = open_for_append(path)->begin_run("x");
-    Table& t = run->table("t", {{"op", ColumnType::str, "", 4}, {"n", ColumnType::i64, ""}});
+    Table& t = run->table("t", {{"op", ColumnType::str, "", 4}, {"n", ColumnType::i64, ""}});  // fixed-length, 4 bytes
     t.append({std::string("abcd"), std::int64_t{1}});
     try {
       t.append({std::string("abcde"), std::int64_t{2}});
@@ -246,6 +246,65 @@ TEST(StoreRoundTrip, BadRowsAreRefusedAndLeaveTheTableAsItWas) {
 
 // HDF5 locks files and refuses to reopen for writing a file this process still holds
 // read-only; readers close everything, so a report then a new run in one process work.
+// Labels grow with the search (a split string of 81 bytes once overflowed an 80-byte
+// column after the whole search had run): string columns have no width to outgrow.
+TEST(StoreRoundTrip, StringsOfAnyLengthRoundTrip) {
+  ScratchDir dir;
+  const std::string path = dir.file("results.h5");
+  const std::string long_label(5000, 'x');
+  const std::string split = "dp2 tp32 pp2 cp16 ring ep1 vpp2 m1024 b1 interleaved sp zero1 recompute=selective";
+  const std::string utf8 = "caf\xc3\xa9 \xe2\x80\x94 ok";
+  {
+    auto run = open_for_append(path)->begin_run("x");
+    Table& t = run->table("t", {{"label", ColumnType::str}, {"n", ColumnType::i64, ""}});
+    t.append({long_label, std::int64_t{1}});
+    t.append({split, std::int64_t{2}});
+    t.append({std::string(""), std::int64_t{3}});
+    t.append({utf8, std::int64_t{4}});
+    run->finish(RunStatus::complete);
+  }
+  const TableData data = read_table(path, "000001", "t");
+  ASSERT_EQ(data.rows.size(), 4u);
+  EXPECT_EQ(data.columns[0].str_bytes, 0u);  // read back as variable-length
+  EXPECT_EQ(std::get<std::string>(data.rows[0][0]), long_label);
+  EXPECT_EQ(std::get<std::string>(data.rows[1][0]), split);
+  EXPECT_EQ(std::get<std::string>(data.rows[2][0]), "");
+  EXPECT_EQ(std::get<std::string>(data.rows[3][0]), utf8);
+}
+
+// Files written before string columns were variable-length hold fixed-length ones: they
+// read back as stored, width included, and a value longer than such a column is refused.
+TEST(StoreRoundTrip, FixedLengthStringColumnsStillReadAndAreChecked) {
+  ScratchDir dir;
+  const std::string path = dir.file("results.h5");
+  {
+    auto run = open_for_append(path)->begin_run("x");
+    Table& t = run->table("t", {{"op", ColumnType::str, "", 16}, {"n", ColumnType::i64, ""}});
+    t.append({std::string("all_reduce"), std::int64_t{1}});
+    EXPECT_THROW(t.append({std::string(17, 'y'), std::int64_t{2}}), RuntimeError);
+    run->finish(RunStatus::complete);
+  }
+  const TableData data = read_table(path, "000001", "t");
+  ASSERT_EQ(data.rows.size(), 1u);
+  EXPECT_EQ(data.columns[0].str_bytes, 16u);
+  EXPECT_EQ(std::get<std::string>(data.rows[0][0]), "all_reduce");
+}
+
+// HDF5's strings end at a NUL byte, so text holding one would come back cut short.
+TEST(StoreRoundTrip, TextWithANulByteIsRefused) {
+  ScratchDir dir;
+  const std::string path = dir.file("results.h5");
+  auto run = open_for_append(path)->begin_run("x");
+  Table& t = run->table("t", {{"label", ColumnType::str}});
+  try {
+    t.append({std::string("a\0b", 3)});
+    ADD_FAILURE() << "a NUL byte was stored";
+  } catch (const RuntimeError& e) {
+    EXPECT_NE(std::string(e.what()).find("NUL byte"), std::string::npos) << e.what();
+  }
+  run->finish(RunStatus::complete);
+}
+
 TEST(StoreRoundTrip, ReaderThenWriterInOneProcess) {
   ScratchDir dir;
   const std::string path = dir.file("results.h5");

@@ -35,7 +35,7 @@ TEST(TextTable, RefusesRowsOfTheWrongWidth) {
 
 TEST(RunText, UnitsGoUnderColumnNamesAndValuesAreReadable) {
   store::TableData data;
-  data.columns = {{"op", store::ColumnType::str, "", 16},
+  data.columns = {{"op", store::ColumnType::str},
                   {"bytes", store::ColumnType::u64, "B"},
                   {"busbw_GBps", store::ColumnType::f64, "GB/s"},
                   {"p50_us", store::ColumnType::f64, "us"}};
