@@ -24,15 +24,15 @@
 #include <ctime>
 #include <vector>
 
-#include "models/plan/accounting.hpp"
 #include "models/engine/blas.hpp"
 #include "models/engine/data.hpp"
 #include "models/engine/init.hpp"
 #include "models/engine/layers/attention.hpp"
 #include "models/engine/layers/mlp.hpp"
 #include "models/engine/loss.hpp"
-#include "models/plan/model_file.hpp"
 #include "models/engine/reference_trainer.hpp"
+#include "models/plan/accounting.hpp"
+#include "models/plan/model_file.hpp"
 
 namespace {
 
@@ -107,21 +107,21 @@ void BM_MlpStepSgemmOnly(benchmark::State& state) {
   std::vector<float> dwg(f * h), dwu(f * h), dwd(h * f);
   auto sgemm = [](bool ta, bool tb, int64_t m, int64_t n, int64_t k, const float* A, int64_t lda, const float* B,
                   int64_t ldb, float beta, float* C, int64_t ldc) {
-    cblas_sgemm(CblasRowMajor, ta ? CblasTrans : CblasNoTrans, tb ? CblasTrans : CblasNoTrans, m, n, k, 1.0f, A,
-                lda, B, ldb, beta, C, ldc);
+    cblas_sgemm(CblasRowMajor, ta ? CblasTrans : CblasNoTrans, tb ? CblasTrans : CblasNoTrans, m, n, k, 1.0f, A, lda, B,
+                ldb, beta, C, ldc);
   };
   sgemm_peak_gflops();
   const double t0 = process_cpu_seconds();
   for (auto _ : state) {
-    sgemm(false, true, T, f, h, x.data(), h, wg.data(), h, 0, g.data(), f);    // gate
-    sgemm(false, true, T, f, h, x.data(), h, wu.data(), h, 0, u.data(), f);    // up
-    sgemm(false, true, T, h, f, a.data(), f, wd.data(), f, 0, y.data(), h);    // down
-    sgemm(true, false, h, f, T, dy.data(), h, a.data(), f, 1, dwd.data(), f);  // dW_down
-    sgemm(false, false, T, f, h, dy.data(), h, wd.data(), f, 0, da.data(), f); // d act
-    sgemm(true, false, f, h, T, g.data(), f, x.data(), h, 1, dwg.data(), h);   // dW_gate
-    sgemm(true, false, f, h, T, u.data(), f, x.data(), h, 1, dwu.data(), h);   // dW_up
-    sgemm(false, false, T, h, f, g.data(), f, wg.data(), h, 0, dx.data(), h);  // dx (gate)
-    sgemm(false, false, T, h, f, u.data(), f, wu.data(), h, 1, dx.data(), h);  // dx (up)
+    sgemm(false, true, T, f, h, x.data(), h, wg.data(), h, 0, g.data(), f);     // gate
+    sgemm(false, true, T, f, h, x.data(), h, wu.data(), h, 0, u.data(), f);     // up
+    sgemm(false, true, T, h, f, a.data(), f, wd.data(), f, 0, y.data(), h);     // down
+    sgemm(true, false, h, f, T, dy.data(), h, a.data(), f, 1, dwd.data(), f);   // dW_down
+    sgemm(false, false, T, f, h, dy.data(), h, wd.data(), f, 0, da.data(), f);  // d act
+    sgemm(true, false, f, h, T, g.data(), f, x.data(), h, 1, dwg.data(), h);    // dW_gate
+    sgemm(true, false, f, h, T, u.data(), f, x.data(), h, 1, dwu.data(), h);    // dW_up
+    sgemm(false, false, T, h, f, g.data(), f, wg.data(), h, 0, dx.data(), h);   // dx (gate)
+    sgemm(false, false, T, h, f, u.data(), f, wu.data(), h, 1, dx.data(), h);   // dx (up)
     benchmark::DoNotOptimize(dx.data());
   }
   set_counters(state, mlp_step_flops(T, h, f), process_cpu_seconds() - t0);
@@ -129,8 +129,11 @@ void BM_MlpStepSgemmOnly(benchmark::State& state) {
 
 // (tokens, hidden, ffn): small-dense's MLP at one sequence (256 tokens) and at 4, and a
 // square-ish larger case.
-#define IBT_MLP_SHAPES \
-  Args({256, 512, 1536})->Args({1024, 512, 1536})->Args({1024, 1024, 4096})->Unit(benchmark::kMillisecond) \
+#define IBT_MLP_SHAPES                \
+  Args({256, 512, 1536})              \
+      ->Args({1024, 512, 1536})       \
+      ->Args({1024, 1024, 4096})      \
+      ->Unit(benchmark::kMillisecond) \
       ->MeasureProcessCPUTime()
 BENCHMARK(BM_MlpStep)->IBT_MLP_SHAPES;
 BENCHMARK(BM_MlpStepSgemmOnly)->IBT_MLP_SHAPES;
@@ -192,8 +195,7 @@ void BM_SgemmSquare(benchmark::State& state) {
   const int64_t n = state.range(0);
   std::vector<float> a(n * n, 0.5f), b(n * n, 0.25f), c(n * n);
   for (auto _ : state) {
-    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, n, n, n, 1.0f, a.data(), n, b.data(), n, 0.0f,
-                c.data(), n);
+    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, n, n, n, 1.0f, a.data(), n, b.data(), n, 0.0f, c.data(), n);
     benchmark::DoNotOptimize(c.data());
   }
   set_counters(state, 2.0 * n * n * n);

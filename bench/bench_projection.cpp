@@ -102,12 +102,12 @@ Case megatron530b_on_tpu() {
 
 Case llama405b_on_h100() {
   constexpr long long kCliBatch = 16LL * 1024 * 1024 / 8192;  // `ibt project`'s 16M tokens at 8,192 per sequence
-  ParallelSplit s;  // the search's second best
+  ParallelSplit s;                                            // the search's second best
   s.tp = 2;
   s.pp = 32;  // 126 layers over 32 stages: uneven
   s.cp = 8;
   s.cp_comm = ibt::models::CpComm::ring;
-  s.dp = 1024 / (s.tp * s.pp * s.cp);  // 2
+  s.dp = 1024 / (s.tp * s.pp * s.cp);                   // 2
   s.microbatches = static_cast<int>(kCliBatch / s.dp);  // 1024
   s.schedule = ibt::models::ScheduleKind::zb_h1;
   s.sequence_parallel = true;
@@ -129,8 +129,8 @@ Case megatron1t_on_tpu_v4() {
 // The best split of that search: FSDP at tp 32 with SP, dp 32, 128 microbatches of 2.
 Case megatron1t_fsdp_on_tpu_v4() {
   Case c = megatron1t_on_tpu_v4();
-  c.split = ParallelSplit{32, 32, 1, 1, 1, 128, 2, ibt::models::ScheduleKind::one_f_one_b, true, 3,
-                          ibt::models::Recompute::none};
+  c.split = ParallelSplit{
+      32, 32, 1, 1, 1, 128, 2, ibt::models::ScheduleKind::one_f_one_b, true, 3, ibt::models::Recompute::none};
   return c;
 }
 
@@ -176,7 +176,8 @@ void BM_ProjectOneConfig(benchmark::State& state, Walk walk) {
     benchmark::ClobberMemory();
   }
   state.SetLabel(std::string(c.model) + " on " + c.topology + ": " + ibt::models::describe(c.split));
-  state.counters["configs/s"] = benchmark::Counter(static_cast<double>(state.iterations()), benchmark::Counter::kIsRate);
+  state.counters["configs/s"] =
+      benchmark::Counter(static_cast<double>(state.iterations()), benchmark::Counter::kIsRate);
   state.counters["step_ms"] = step * 1e3;
 }
 void BM_ProjectOneConfigFullWalk(benchmark::State& state) { BM_ProjectOneConfig(state, Walk::full); }

@@ -59,7 +59,8 @@ void ArrivalGate::pass(const std::string& where, double timeout_seconds) {
     MPI_Irecv(&go, 1, MPI_LONG, 0, kReleaseTag, comm_, &release);
     // Rank 0 decides and reports; the others wait a little longer so that it can.
     if (!wait_until(&release, after(timeout_seconds * 1.5 + 5.0)))
-      throw TimeoutError("timed out after " + std::to_string(timeout_seconds) + " s waiting for rank 0 to release " + where, {});
+      throw TimeoutError(
+          "timed out after " + std::to_string(timeout_seconds) + " s waiting for rank 0 to release " + where, {});
     MPI_Wait(&arrive, MPI_STATUS_IGNORE);
     return;
   }

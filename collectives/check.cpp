@@ -51,8 +51,7 @@ HostImages make_inputs(const CheckContext& c) {
 }
 
 std::uint64_t count_wrong(const CheckContext& c, const unsigned char* recv_image) {
-  const std::size_t recv_offset =
-      c.placement == Placement::in_place ? c.op->in_place_recv_offset(c.shape, c.rank) : 0;
+  const std::size_t recv_offset = c.placement == Placement::in_place ? c.op->in_place_recv_offset(c.shape, c.rank) : 0;
   std::uint64_t wrong = 0;
   for (std::size_t i = 0; i < c.shape.recv_elems; ++i) {
     const double want = rounded(c.op->expected(c.rank, i, c.n, c.shape, c.reduce_op, c.root), c.dtype);

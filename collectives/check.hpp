@@ -18,8 +18,8 @@ struct CheckContext {
   DType dtype = DType::float32;
   ReduceOp reduce_op = ReduceOp::sum;
   Placement placement = Placement::out_of_place;
-  int rank = 0;    // rank within the group
-  int n = 1;       // group size
+  int rank = 0;  // rank within the group
+  int n = 1;     // group size
   int root = 0;
 };
 

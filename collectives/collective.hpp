@@ -74,7 +74,7 @@ double reduce_inputs(std::size_t j, int n, ReduceOp op);
 
 // Every collective, in the order the suite runs them.
 const std::vector<std::unique_ptr<Collective>>& all_collectives();
-const Collective& find_collective(std::string_view name);  // throws UsageError
+const Collective& find_collective(std::string_view name);                // throws UsageError
 std::vector<const Collective*> parse_collectives(std::string_view csv);  // "all" or a list
 
 }  // namespace ibt

@@ -33,12 +33,12 @@ class Communicator {
   // Variable counts and displacements in elements, one entry per peer (MoE dispatch).
   virtual void all_to_allv(const void* send, const std::vector<std::size_t>& send_counts,
                            const std::vector<std::size_t>& send_displs, void* recv,
-                           const std::vector<std::size_t>& recv_counts,
-                           const std::vector<std::size_t>& recv_displs, DType t) = 0;
+                           const std::vector<std::size_t>& recv_counts, const std::vector<std::size_t>& recv_displs,
+                           DType t) = 0;
   virtual void broadcast(void* buf, std::size_t count, DType t, int root) = 0;
   // Sends to dst and receives from src at once (ring neighbours, pipeline stages).
-  virtual void send_recv(const void* send, std::size_t send_count, int dst, void* recv,
-                         std::size_t recv_count, int src, DType t) = 0;
+  virtual void send_recv(const void* send, std::size_t send_count, int dst, void* recv, std::size_t recv_count, int src,
+                         DType t) = 0;
   virtual void send(const void* buf, std::size_t count, DType t, int dst) = 0;
   virtual void recv(void* buf, std::size_t count, DType t, int src) = 0;
   virtual void barrier() = 0;

@@ -25,18 +25,21 @@ std::vector<Scope> parse_scopes(std::string_view value) {
     auto end = value.find(',', start);
     if (end == std::string_view::npos) end = value.size();
     const auto item = value.substr(start, end - start);
-    if (item == "intra") out.push_back(Scope::intra);
-    else if (item == "inter") out.push_back(Scope::inter);
-    else if (item == "world") out.push_back(Scope::world);
-    else throw UsageError("unknown scope '" + std::string(item) + "' (expected intra, inter, world or all)");
+    if (item == "intra")
+      out.push_back(Scope::intra);
+    else if (item == "inter")
+      out.push_back(Scope::inter);
+    else if (item == "world")
+      out.push_back(Scope::world);
+    else
+      throw UsageError("unknown scope '" + std::string(item) + "' (expected intra, inter, world or all)");
     start = end + 1;
   }
   return out;
 }
 
 bool DomainLayout::uniform() const {
-  return std::all_of(domain_sizes.begin(), domain_sizes.end(),
-                     [&](int s) { return s == domain_sizes.front(); });
+  return std::all_of(domain_sizes.begin(), domain_sizes.end(), [&](int s) { return s == domain_sizes.front(); });
 }
 
 DomainLayout layout_from_labels(const std::vector<int>& domain_of, int my_rank, std::string method) {

@@ -20,8 +20,8 @@ std::vector<Scope> parse_scopes(std::string_view value);  // intra|inter|world|a
 struct DomainLayout {
   int world_size = 1;
   int world_rank = 0;
-  int domain = 0;         // index of this rank's domain, 0..num_domains-1
-  int local_rank = 0;     // index within the domain
+  int domain = 0;      // index of this rank's domain, 0..num_domains-1
+  int local_rank = 0;  // index within the domain
   int num_domains = 1;
   std::vector<int> domain_sizes;  // ranks per domain
   std::string method;             // how the domains were found, for provenance

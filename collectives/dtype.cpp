@@ -42,16 +42,16 @@ struct Alias {
   DType type;
 };
 constexpr std::array<Alias, 11> kAliases{{{"float", DType::float32},
-                                         {"fp32", DType::float32},
-                                         {"double", DType::float64},
-                                         {"fp64", DType::float64},
-                                         {"int", DType::int32},
-                                         {"bf16", DType::bfloat16},
-                                         {"half", DType::float16},
-                                         {"fp16", DType::float16},
-                                         {"e4m3", DType::fp8_e4m3},
-                                         {"f8e4m3", DType::fp8_e4m3},
-                                         {"f8e5m2", DType::fp8_e5m2}}};
+                                          {"fp32", DType::float32},
+                                          {"double", DType::float64},
+                                          {"fp64", DType::float64},
+                                          {"int", DType::int32},
+                                          {"bf16", DType::bfloat16},
+                                          {"half", DType::float16},
+                                          {"fp16", DType::float16},
+                                          {"e4m3", DType::fp8_e4m3},
+                                          {"f8e4m3", DType::fp8_e4m3},
+                                          {"f8e5m2", DType::fp8_e5m2}}};
 
 }  // namespace
 
@@ -159,8 +159,7 @@ float fp8_to_float(std::uint8_t v, int exp_bits, int bias, bool e4m3) {
   const int mant = v & ((1 << mant_bits) - 1);
   float out;
   if (e4m3 && exp == 0xF && mant == 0x7) return std::numeric_limits<float>::quiet_NaN();
-  if (!e4m3 && exp == 0x1F) return mant ? std::numeric_limits<float>::quiet_NaN()
-                                        : (sign ? -INFINITY : INFINITY);
+  if (!e4m3 && exp == 0x1F) return mant ? std::numeric_limits<float>::quiet_NaN() : (sign ? -INFINITY : INFINITY);
   if (exp == 0)
     out = std::ldexp(static_cast<float>(mant), 1 - bias - mant_bits);
   else
@@ -190,7 +189,7 @@ std::uint8_t float_to_fp8(float f, bool e4m3) {
   }();
   const auto& table = tables[e4m3 ? 0 : 1];
   auto hi = std::lower_bound(table.begin(), table.end(), f, [](const Code& c, float v) { return c.value < v; });
-  if (hi == table.begin()) return hi->code;   // below the most negative value: saturate
+  if (hi == table.begin()) return hi->code;         // below the most negative value: saturate
   if (hi == table.end()) return table.back().code;  // above the largest: saturate
   auto lo = hi - 1;
   const float down = f - lo->value, up = hi->value - f;

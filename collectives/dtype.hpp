@@ -15,7 +15,7 @@ enum class ReduceOp { sum, max, min, prod, avg };
 
 std::string_view to_string(DType t);
 std::string_view to_string(ReduceOp op);
-DType parse_dtype(std::string_view name);        // throws UsageError naming the value
+DType parse_dtype(std::string_view name);         // throws UsageError naming the value
 ReduceOp parse_reduce_op(std::string_view name);  // throws UsageError naming the value
 std::vector<DType> parse_dtype_list(std::string_view csv);
 std::size_t size_of(DType t);

@@ -19,7 +19,8 @@ RankAggregation parse_rank_aggregation(std::string_view name) {
   if (name == "avg" || name == "1") return RankAggregation::avg;
   if (name == "min" || name == "2") return RankAggregation::min;
   if (name == "max" || name == "3") return RankAggregation::max;
-  throw UsageError("unknown rank aggregation '" + std::string(name) + "' (expected avg, min, max or rank0, or nccl-tests' 1, 2, 3, 0)");
+  throw UsageError("unknown rank aggregation '" + std::string(name) +
+                   "' (expected avg, min, max or rank0, or nccl-tests' 1, 2, 3, 0)");
 }
 
 std::string_view to_string(RankAggregation a) {
@@ -176,8 +177,7 @@ Measurement measure(Backend& backend, Communicator& comm, MPI_Comm control, cons
   };
 
   // A backend that aborts stuck ops itself gets to do so first (and free its resources).
-  const double watchdog_seconds =
-      backend.enforces_timeouts() ? opt.timeout_seconds * 1.5 + 5.0 : opt.timeout_seconds;
+  const double watchdog_seconds = backend.enforces_timeouts() ? opt.timeout_seconds * 1.5 + 5.0 : opt.timeout_seconds;
   WatchdogScope guard(watchdog, watchdog_seconds, describe(op, req.scope, req.dtype, req.shape.bytes, req.placement));
 
   // loop (nccl-tests): the mean comes from the loop timed as a whole; a clock read per
@@ -377,7 +377,8 @@ void run_harness(Backend& backend, MPI_Comm control, const DomainLayout& layout,
         std::size_t last_bytes = 0;
         for (std::size_t requested : opt.sizes) {
           const OpShape shape = op->shape(requested, n, size_of(dtype));
-          const std::string key = std::string(op->name()) + "/" + std::to_string(n) + "/" + std::string(to_string(dtype));
+          const std::string key =
+              std::string(op->name()) + "/" + std::to_string(n) + "/" + std::string(to_string(dtype));
           if (shape.bytes == 0) {
             if (!noted[key + "/small"])
               note(std::string(op->name()) + " on " + std::to_string(n) + " ranks: sizes below " +
@@ -391,8 +392,8 @@ void run_harness(Backend& backend, MPI_Comm control, const DomainLayout& layout,
           if (shape.bytes != requested) {
             if (!noted[key]) {
               note(std::string(op->name()) + " on " + std::to_string(n) + " ranks rounds sizes down to whole " +
-                   std::string(to_string(dtype)) + " elements per rank (e.g. " + std::to_string(requested) +
-                   " B -> " + std::to_string(shape.bytes) + " B)");
+                   std::string(to_string(dtype)) + " elements per rank (e.g. " + std::to_string(requested) + " B -> " +
+                   std::to_string(shape.bytes) + " B)");
               noted[key] = true;
             }
           }
@@ -400,7 +401,9 @@ void run_harness(Backend& backend, MPI_Comm control, const DomainLayout& layout,
           // Testing hook: this rank stops, as a hung or lost rank would, before the gate
           // (it never arrives) or after it (the others wait inside the op).
           const bool stall_here = world_rank == opt.stall_rank && measurement == opt.stall_at_measurement;
-          const auto stall = [&] { std::this_thread::sleep_for(std::chrono::duration<double>(opt.timeout_seconds * 20 + 60)); };
+          const auto stall = [&] {
+            std::this_thread::sleep_for(std::chrono::duration<double>(opt.timeout_seconds * 20 + 60));
+          };
           if (stall_here && !opt.stall_inside) stall();
           gate.pass(what, opt.timeout_seconds);
           if (stall_here && opt.stall_inside) stall();
@@ -410,9 +413,9 @@ void run_harness(Backend& backend, MPI_Comm control, const DomainLayout& layout,
           SizeResult result{op, group.scope, dtype, shape.bytes, shape.count, n, {}, {}};
           for (Placement placement : opt.placements) {
             if (!op->supports(placement)) continue;
-            Measurement m = measure(backend, *group.comm, control,
-                                    {op, group.scope, group.groups, group.group_index, shape, dtype, placement}, opt,
-                                    watchdog);
+            Measurement m =
+                measure(backend, *group.comm, control,
+                        {op, group.scope, group.groups, group.group_index, shape, dtype, placement}, opt, watchdog);
             (placement == Placement::in_place ? result.in_place : result.out_of_place) = m;
           }
           if (reporter && events.on_size) events.on_size(result);

@@ -51,8 +51,8 @@ struct HarnessOptions {
   int iters = 20;
   int warmup_iters = 5;
   bool check = true;
-  int check_iters = 1;    // checked passes per measurement (nccl-tests' -c N); 0 with check off
-  int agg_iters = 1;      // calls per timed iteration (nccl-tests' -m); time is per call
+  int check_iters = 1;  // checked passes per measurement (nccl-tests' -c N); 0 with check off
+  int agg_iters = 1;    // calls per timed iteration (nccl-tests' -m); time is per call
   TimingMode timing = TimingMode::loop;
   bool blocking = false;  // barrier (untimed) between iterations, as nccl-tests' -z
   RankAggregation aggregation = RankAggregation::max;
@@ -104,8 +104,8 @@ struct SizeResult {
 };
 
 struct HarnessEvents {
-  std::function<void(const SizeResult&)> on_size;  // rank 0 only
-  std::function<void(const std::string&)> on_note;  // rank 0 only: skipped or rounded sizes
+  std::function<void(const SizeResult&)> on_size;       // rank 0 only
+  std::function<void(const std::string&)> on_note;      // rank 0 only: skipped or rounded sizes
   std::function<void(const std::string&)> on_progress;  // rank 0 only: before each measurement
 };
 
@@ -120,8 +120,7 @@ HostMemoryPlan plan_host_memory(const HarnessOptions& opt, const DomainLayout& l
 
 // Runs every measurement. Collective over `control` (the world communicator). Throws
 // TimeoutError when a rank stops arriving; the watchdog covers stalls inside an op.
-void run_harness(Backend& backend, MPI_Comm control, const DomainLayout& layout,
-                 const HarnessOptions& options, ArrivalGate& gate, Watchdog* watchdog,
-                 const HarnessEvents& events);
+void run_harness(Backend& backend, MPI_Comm control, const DomainLayout& layout, const HarnessOptions& options,
+                 ArrivalGate& gate, Watchdog* watchdog, const HarnessEvents& events);
 
 }  // namespace ibt

@@ -19,7 +19,9 @@ void require_memory_on_every_host(MPI_Comm comm, double bytes_per_rank, const st
   }
   int refused = !error.empty();
   MPI_Allreduce(MPI_IN_PLACE, &refused, 1, MPI_INT, MPI_MAX, comm);
-  if (refused) throw UsageError(error.empty() ? field + ": does not fit in another host's memory (see its rank's message)" : error);
+  if (refused)
+    throw UsageError(error.empty() ? field + ": does not fit in another host's memory (see its rank's message)"
+                                   : error);
 }
 
 }  // namespace ibt

@@ -53,13 +53,9 @@ void* MpiBackend::allocate(std::size_t bytes) {
 
 void MpiBackend::release(void* buffer) { std::free(buffer); }
 
-void MpiBackend::upload(void* buffer, const void* host, std::size_t bytes) {
-  std::memcpy(buffer, host, bytes);
-}
+void MpiBackend::upload(void* buffer, const void* host, std::size_t bytes) { std::memcpy(buffer, host, bytes); }
 
-void MpiBackend::download(void* host, const void* buffer, std::size_t bytes) {
-  std::memcpy(host, buffer, bytes);
-}
+void MpiBackend::download(void* host, const void* buffer, std::size_t bytes) { std::memcpy(host, buffer, bytes); }
 
 std::unique_ptr<IterationTimer> MpiBackend::make_timer(Communicator&, int iterations) {
   return std::make_unique<WtimeTimer>(iterations);

@@ -6,8 +6,8 @@
 #include <stdexcept>
 #include <string>
 
-#include "core/errors.hpp"
 #include "collectives/mpi_types.hpp"
+#include "core/errors.hpp"
 
 namespace ibt {
 namespace {
@@ -46,9 +46,10 @@ std::vector<int> to_int_vector(const std::vector<std::size_t>& v) {
 
 constexpr int kPointToPointTag = 7001;
 
-constexpr const char* kSiteCalls[] = {"MPI_Allreduce", "MPI_Allgather", "MPI_Reduce_scatter_block", "MPI_Alltoall",
-                                      "MPI_Alltoallv", "MPI_Bcast",     "MPI_Sendrecv",             "MPI_Send",
-                                      "MPI_Recv",      "MPI_Barrier"};
+constexpr const char* kSiteCalls[] = {"MPI_Allreduce", "MPI_Allgather", "MPI_Reduce_scatter_block",
+                                      "MPI_Alltoall",  "MPI_Alltoallv", "MPI_Bcast",
+                                      "MPI_Sendrecv",  "MPI_Send",      "MPI_Recv",
+                                      "MPI_Barrier"};
 
 }  // namespace
 
@@ -87,7 +88,8 @@ void MpiCommunicator::set_label(const std::string& label) {
     members += (i ? ", " : "") + std::to_string(world_ranks_[i]);
   if (world_ranks_.size() > 16) members += ", ... (" + std::to_string(world_ranks_.size()) + " ranks)";
   const std::string group = (label.empty() ? "a group" : "the " + label + " group") + " (world ranks " + members + ")";
-  for (int i = 0; i < kSiteCount; ++i) sites_[static_cast<std::size_t>(i)].text = std::string(kSiteCalls[i]) + " on " + group;
+  for (int i = 0; i < kSiteCount; ++i)
+    sites_[static_cast<std::size_t>(i)].text = std::string(kSiteCalls[i]) + " on " + group;
 }
 
 MpiCommunicator::~MpiCommunicator() {
@@ -197,8 +199,8 @@ struct SendrecvCall {
   int send_count, dst, recv_count, src;
   MPI_Datatype type;
   void operator()(const void* send, void* recv) const {
-    check(MPI_Sendrecv(send, send_count, type, dst, kPointToPointTag, recv, recv_count, type, src,
-                       kPointToPointTag, comm, MPI_STATUS_IGNORE),
+    check(MPI_Sendrecv(send, send_count, type, dst, kPointToPointTag, recv, recv_count, type, src, kPointToPointTag,
+                       comm, MPI_STATUS_IGNORE),
           "MPI_Sendrecv");
   }
 };
@@ -232,8 +234,7 @@ void MpiCommunicator::all_to_allv(const void* send, const std::vector<std::size_
   InFlight in_flight(*this, kAlltoallv);
   const auto sc = to_int_vector(send_counts), sd = to_int_vector(send_displs);
   const auto rc = to_int_vector(recv_counts), rd = to_int_vector(recv_displs);
-  check(MPI_Alltoallv(send, sc.data(), sd.data(), mpi_datatype(t), recv, rc.data(), rd.data(),
-                      mpi_datatype(t), comm_),
+  check(MPI_Alltoallv(send, sc.data(), sd.data(), mpi_datatype(t), recv, rc.data(), rd.data(), mpi_datatype(t), comm_),
         "MPI_Alltoallv");
 }
 
@@ -242,8 +243,8 @@ void MpiCommunicator::broadcast(void* buf, std::size_t count, DType t, int root)
   BcastCall(comm_, count, t, root)(nullptr, buf);
 }
 
-void MpiCommunicator::send_recv(const void* send, std::size_t send_count, int dst, void* recv,
-                                std::size_t recv_count, int src, DType t) {
+void MpiCommunicator::send_recv(const void* send, std::size_t send_count, int dst, void* recv, std::size_t recv_count,
+                                int src, DType t) {
   InFlight in_flight(*this, kSendrecv, src);
   SendrecvCall(comm_, send_count, dst, recv_count, src, t)(send, recv);
 }
@@ -255,8 +256,7 @@ void MpiCommunicator::send(const void* buf, std::size_t count, DType t, int dst)
 
 void MpiCommunicator::recv(void* buf, std::size_t count, DType t, int src) {
   InFlight in_flight(*this, kRecv, src);
-  check(MPI_Recv(buf, checked_count(count), mpi_datatype(t), src, kPointToPointTag, comm_,
-                 MPI_STATUS_IGNORE),
+  check(MPI_Recv(buf, checked_count(count), mpi_datatype(t), src, kPointToPointTag, comm_, MPI_STATUS_IGNORE),
         "MPI_Recv");
 }
 

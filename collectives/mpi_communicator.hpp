@@ -32,12 +32,11 @@ class MpiCommunicator final : public Communicator {
   void reduce_scatter(const void* send, void* recv, std::size_t count, DType t, ReduceOp op) override;
   void all_to_all(const void* send, void* recv, std::size_t count, DType t) override;
   void all_to_allv(const void* send, const std::vector<std::size_t>& send_counts,
-                   const std::vector<std::size_t>& send_displs, void* recv,
-                   const std::vector<std::size_t>& recv_counts,
+                   const std::vector<std::size_t>& send_displs, void* recv, const std::vector<std::size_t>& recv_counts,
                    const std::vector<std::size_t>& recv_displs, DType t) override;
   void broadcast(void* buf, std::size_t count, DType t, int root) override;
-  void send_recv(const void* send, std::size_t send_count, int dst, void* recv,
-                 std::size_t recv_count, int src, DType t) override;
+  void send_recv(const void* send, std::size_t send_count, int dst, void* recv, std::size_t recv_count, int src,
+                 DType t) override;
   void send(const void* buf, std::size_t count, DType t, int dst) override;
   void recv(void* buf, std::size_t count, DType t, int src) override;
   void barrier() override;
@@ -51,8 +50,19 @@ class MpiCommunicator final : public Communicator {
   int size_ = 1;
   std::vector<int> world_ranks_;
   // One description per MPI call this class makes, published while the call runs.
-  enum Site { kAllreduce, kAllgather, kReduceScatter, kAlltoall, kAlltoallv, kBcast, kSendrecv, kSend, kRecv,
-              kBarrier, kSiteCount };
+  enum Site {
+    kAllreduce,
+    kAllgather,
+    kReduceScatter,
+    kAlltoall,
+    kAlltoallv,
+    kBcast,
+    kSendrecv,
+    kSend,
+    kRecv,
+    kBarrier,
+    kSiteCount
+  };
   std::array<OpSite, kSiteCount> sites_;
   // The world rank of a group rank, for naming a call's peer; -1 for none (or out of range).
   int peer_world_rank(int group_rank) const;

@@ -17,16 +17,25 @@ void reduce_16bit(void* in, void* inout, int* len, MPI_Datatype*) {
   for (int i = 0; i < *len; ++i) b[i] = Store(reduce(Load(a[i]), Load(b[i])));
 }
 
-struct Sum { float operator()(float x, float y) const { return x + y; } };
-struct Max { float operator()(float x, float y) const { return x > y ? x : y; } };
-struct Min { float operator()(float x, float y) const { return x < y ? x : y; } };
-struct Prod { float operator()(float x, float y) const { return x * y; } };
+struct Sum {
+  float operator()(float x, float y) const { return x + y; }
+};
+struct Max {
+  float operator()(float x, float y) const { return x > y ? x : y; }
+};
+struct Min {
+  float operator()(float x, float y) const { return x < y ? x : y; }
+};
+struct Prod {
+  float operator()(float x, float y) const { return x * y; }
+};
 
 // MPI has no average: the mpi backend refuses it rather than timing a sum plus a scaling
 // pass that no MPI program would issue as one call.
 [[noreturn]] void refuse_avg() {
-  throw UsageError("reduce op avg is not supported by the mpi backend (MPI has no average reduction; "
-                   "use sum, prod, min or max, or --backend nccl)");
+  throw UsageError(
+      "reduce op avg is not supported by the mpi backend (MPI has no average reduction; "
+      "use sum, prod, min or max, or --backend nccl)");
 }
 
 // Index: [0 = bf16, 1 = fp16][ReduceOp]

@@ -84,8 +84,8 @@ void busy_delay(double us) {
   }
 }
 
-PairTiming ping_pong(MPI_Comm comm, int partner, bool initiator, std::size_t bytes, const P2pOptions& opt,
-                     bool delayed, std::vector<unsigned char>& buffer) {
+PairTiming ping_pong(MPI_Comm comm, int partner, bool initiator, std::size_t bytes, const P2pOptions& opt, bool delayed,
+                     std::vector<unsigned char>& buffer) {
   PairTiming t;
   const int count = static_cast<int>(bytes);
   unsigned char* data = buffer.data();
@@ -169,7 +169,8 @@ void run_p2p_matrix(MPI_Comm world, const DomainLayout& layout, const P2pOptions
   std::vector<Step> steps;
   const auto rounds = round_robin_rounds(map.units);
   for (std::size_t r = 0; r < rounds.size(); ++r) {
-    if (opt.concurrent) steps.push_back({static_cast<int>(r), rounds[r]});
+    if (opt.concurrent)
+      steps.push_back({static_cast<int>(r), rounds[r]});
     else
       for (const auto& p : rounds[r]) steps.push_back({static_cast<int>(r), {p}});
   }
@@ -179,7 +180,8 @@ void run_p2p_matrix(MPI_Comm world, const DomainLayout& layout, const P2pOptions
   std::vector<double> gathered(layout.world_rank == 0 ? record * layout.world_size : 0);
   for (const Step& step : steps) {
     const std::string what = describe_step(step.round, step.pairs, opt.by_domain);
-    if (layout.world_rank == 0 && events.on_round) events.on_round(step.round, static_cast<int>(rounds.size()), step.pairs.size());
+    if (layout.world_rank == 0 && events.on_round)
+      events.on_round(step.round, static_cast<int>(rounds.size()), step.pairs.size());
     gate.pass(what, opt.timeout_seconds);
     WatchdogScope guard(watchdog, opt.timeout_seconds, what);
     // A rank takes part in at most one pair of a step.
@@ -195,8 +197,8 @@ void run_p2p_matrix(MPI_Comm world, const DomainLayout& layout, const P2pOptions
     for (std::size_t s = 0; s < n; ++s) {
       double mine[record] = {partner < 0 ? 0.0 : initiator ? 1.0 : 2.0, static_cast<double>(partner), 0, 0, 0, 0};
       if (partner >= 0) {
-        const PairTiming t = ping_pong(comm, partner, initiator, opt.sizes[s], opt,
-                                       layout.world_rank == opt.delay_rank, buffer);
+        const PairTiming t =
+            ping_pong(comm, partner, initiator, opt.sizes[s], opt, layout.world_rank == opt.delay_rank, buffer);
         mine[2] = t.mean_us;
         mine[3] = t.p50_us;
         mine[4] = t.p99_us;

@@ -36,8 +36,8 @@ struct P2pOptions {
   int iters = 20;
   int warmup_iters = 5;
   bool check = true;
-  bool by_domain = false;   // units are domains (rail-aligned pairs of ranks)
-  bool concurrent = true;   // false: one pair at a time (no contention between pairs)
+  bool by_domain = false;  // units are domains (rail-aligned pairs of ranks)
+  bool concurrent = true;  // false: one pair at a time (no contention between pairs)
   double timeout_seconds = 60;
   // Testing hook: this world rank waits delay_us before every send of the timed loop,
   // as a rank behind a slow link would, so outlier detection can be exercised.
@@ -75,9 +75,9 @@ struct P2pOutlier {
   std::string metric;  // "bandwidth" or "latency"
   std::size_t bytes = 0;
   int rank_a = 0, rank_b = -1;  // rank_b is -1 for a rank outlier
-  double value = 0;    // the pair's value, or the rank's median over its pairs
-  double median = 0;   // the median over all pairs (or ranks) at this size
-  double ratio = 0;    // value / median
+  double value = 0;             // the pair's value, or the rank's median over its pairs
+  double median = 0;            // the median over all pairs (or ranks) at this size
+  double ratio = 0;             // value / median
 };
 
 // At each size: a pair whose bandwidth is below median x (1 - threshold), or whose

@@ -1,8 +1,8 @@
 #include "collectives/provenance.hpp"
 
 #include <algorithm>
-#include <chrono>
 #include <cctype>
+#include <chrono>
 #include <cstring>
 #include <ctime>
 

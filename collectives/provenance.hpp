@@ -24,10 +24,10 @@ inline constexpr const char* kRedacted = "<redacted>";
 std::vector<std::pair<std::string, std::string>> allowed_environment(char** environ_entries);
 
 struct JobFacts {
-  std::vector<std::string> hosts;        // distinct host names, in rank order of first appearance
-  std::vector<int> ranks_per_host;       // parallel to hosts
-  std::string host_of_rank_list;         // "r0=host-a,r1=host-a,..." (compact per-rank map)
-  std::vector<int> cores_per_host;       // parallel to hosts: online CPUs its first rank saw
+  std::vector<std::string> hosts;   // distinct host names, in rank order of first appearance
+  std::vector<int> ranks_per_host;  // parallel to hosts
+  std::string host_of_rank_list;    // "r0=host-a,r1=host-a,..." (compact per-rank map)
+  std::vector<int> cores_per_host;  // parallel to hosts: online CPUs its first rank saw
   // Ranks outnumber cores on some host: then MPI ranks busy-poll against each other and
   // timings measure the scheduler, not the interconnect. "" when not, else e.g.
   // "4 ranks on 2 cores of host-a".

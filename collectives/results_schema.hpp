@@ -19,14 +19,14 @@ inline std::vector<store::Column> collectives_columns() {
       {"backend", ColumnType::str},
       {"dtype", ColumnType::str},
       {"reduce_op", ColumnType::str},
-      {"placement", ColumnType::str},   // "out" (out-of-place) or "in" (in-place)
+      {"placement", ColumnType::str},  // "out" (out-of-place) or "in" (in-place)
       {"group_size", ColumnType::i64, "ranks"},
-      {"groups", ColumnType::i64, "groups"},   // groups measured concurrently
+      {"groups", ColumnType::i64, "groups"},  // groups measured concurrently
       {"bytes", ColumnType::u64, "B"},
       {"count", ColumnType::u64, "elements"},
       {"iters", ColumnType::i64, "iterations"},
-      {"time_us", ColumnType::f64, "us"},      // mean per iteration, aggregated over ranks
-      {"p50_us", ColumnType::f64, "us"},       // per-iteration percentiles of the slowest rank
+      {"time_us", ColumnType::f64, "us"},  // mean per iteration, aggregated over ranks
+      {"p50_us", ColumnType::f64, "us"},   // per-iteration percentiles of the slowest rank
       {"p99_us", ColumnType::f64, "us"},
       {"algbw_GBps", ColumnType::f64, "GB/s"},
       {"busbw_GBps", ColumnType::f64, "GB/s"},
@@ -48,12 +48,12 @@ inline std::vector<store::Column> collectives_groups_columns() {
       {"dtype", ColumnType::str},
       {"placement", ColumnType::str},
       {"bytes", ColumnType::u64, "B"},
-      {"group", ColumnType::i64, ""},          // intra: the domain index; inter: the local rank
-      {"ranks", ColumnType::str},     // world ranks, "0-3" or "0,4,8"
+      {"group", ColumnType::i64, ""},  // intra: the domain index; inter: the local rank
+      {"ranks", ColumnType::str},      // world ranks, "0-3" or "0,4,8"
       {"hosts", ColumnType::str},
       {"time_us", ColumnType::f64, "us"},
       {"busbw_GBps", ColumnType::f64, "GB/s"},
-      {"outlier", ColumnType::i64, ""},        // 1 when slower than the others by the rule
+      {"outlier", ColumnType::i64, ""},          // 1 when slower than the others by the rule
       {"ratio_to_median", ColumnType::f64, ""},  // value / median for an outlier, else 0
   };
 }

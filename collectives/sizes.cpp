@@ -18,8 +18,8 @@ std::vector<std::size_t> expand(const SizeSweep& s) {
   std::vector<std::size_t> sizes;
   for (std::size_t b = s.min_bytes; b <= s.max_bytes;) {
     sizes.push_back(b);
-    const std::size_t next = s.step_bytes ? b + s.step_bytes
-                                          : static_cast<std::size_t>(std::ceil(static_cast<double>(b) * s.factor));
+    const std::size_t next =
+        s.step_bytes ? b + s.step_bytes : static_cast<std::size_t>(std::ceil(static_cast<double>(b) * s.factor));
     if (next <= b) break;  // overflow
     b = next;
   }
@@ -28,8 +28,7 @@ std::vector<std::size_t> expand(const SizeSweep& s) {
 
 std::size_t parse_size(std::string_view text, std::string_view flag) {
   const auto bad = [&] {
-    return UsageError(std::string(flag) + ": '" + std::string(text) +
-                      "' is not a size (examples: 8, 64K, 1M, 2G)");
+    return UsageError(std::string(flag) + ": '" + std::string(text) + "' is not a size (examples: 8, 64K, 1M, 2G)");
   };
   if (text.empty()) throw bad();
   std::size_t i = 0;

@@ -10,7 +10,7 @@ namespace ibt {
 struct SizeSweep {
   std::size_t min_bytes = 8;
   std::size_t max_bytes = 1 << 20;
-  double factor = 2.0;        // used when step_bytes == 0
+  double factor = 2.0;  // used when step_bytes == 0
   std::size_t step_bytes = 0;
 };
 

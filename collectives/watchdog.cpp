@@ -20,8 +20,7 @@ void Watchdog::arm(double seconds, std::string what) {
     seconds_ = seconds;
     what_ = std::move(what);
     deadline_ = std::chrono::steady_clock::now() +
-                std::chrono::duration_cast<std::chrono::steady_clock::duration>(
-                    std::chrono::duration<double>(seconds));
+                std::chrono::duration_cast<std::chrono::steady_clock::duration>(std::chrono::duration<double>(seconds));
   }
   wake_.notify_all();
 }

@@ -113,8 +113,8 @@ void set_attribute(hid_t object, const std::string& name, const AttrValue& value
   if (has_attribute(object, name)) check(H5Adelete(object, name.c_str()), what);
   Handle space = checked_space(H5Screate(H5S_SCALAR), what);
   if (const auto* i = std::get_if<std::int64_t>(&value)) {
-    Handle attr = checked_attribute(
-        H5Acreate2(object, name.c_str(), H5T_STD_I64LE, space.get(), H5P_DEFAULT, H5P_DEFAULT), what);
+    Handle attr =
+        checked_attribute(H5Acreate2(object, name.c_str(), H5T_STD_I64LE, space.get(), H5P_DEFAULT, H5P_DEFAULT), what);
     check(H5Awrite(attr.get(), H5T_NATIVE_INT64, i), what);
   } else if (const auto* d = std::get_if<double>(&value)) {
     Handle attr = checked_attribute(
@@ -122,8 +122,8 @@ void set_attribute(hid_t object, const std::string& name, const AttrValue& value
     check(H5Awrite(attr.get(), H5T_NATIVE_DOUBLE, d), what);
   } else {
     Handle type = utf8_string_type();
-    Handle attr = checked_attribute(
-        H5Acreate2(object, name.c_str(), type.get(), space.get(), H5P_DEFAULT, H5P_DEFAULT), what);
+    Handle attr =
+        checked_attribute(H5Acreate2(object, name.c_str(), type.get(), space.get(), H5P_DEFAULT, H5P_DEFAULT), what);
     const char* text = std::get<std::string>(value).c_str();
     check(H5Awrite(attr.get(), type.get(), &text), what);
   }
@@ -148,18 +148,15 @@ AttrValue read_attribute(hid_t object, const std::string& name) {
       check(H5Aread(attr.get(), H5T_NATIVE_DOUBLE, &v), what);
       return v;
     }
-    case H5T_STRING:
-      return read_string_attribute(attr.get(), type.get(), space.get());
-    default:
-      return std::string("<unsupported attribute type>");
+    case H5T_STRING: return read_string_attribute(attr.get(), type.get(), space.get());
+    default: return std::string("<unsupported attribute type>");
   }
 }
 
 std::vector<std::pair<std::string, AttrValue>> read_attributes(hid_t object) {
   std::vector<std::string> names;
   hsize_t index = 0;
-  check(H5Aiterate2(object, H5_INDEX_NAME, H5_ITER_INC, &index, collect_attribute_name, &names),
-        "listing attributes");
+  check(H5Aiterate2(object, H5_INDEX_NAME, H5_ITER_INC, &index, collect_attribute_name, &names), "listing attributes");
   std::vector<std::pair<std::string, AttrValue>> out;
   out.reserve(names.size());
   for (const auto& name : names) out.emplace_back(name, read_attribute(object, name));
@@ -169,8 +166,7 @@ std::vector<std::pair<std::string, AttrValue>> read_attributes(hid_t object) {
 std::vector<std::string> child_names(hid_t group) {
   std::vector<std::string> names;
   hsize_t index = 0;
-  check(H5Literate(group, H5_INDEX_NAME, H5_ITER_INC, &index, collect_link_name, &names),
-        "listing a group");
+  check(H5Literate(group, H5_INDEX_NAME, H5_ITER_INC, &index, collect_link_name, &names), "listing a group");
   return names;
 }
 

@@ -12,7 +12,6 @@ inline constexpr std::uint64_t kMaxInputFileBytes = 64ull << 20;  // JSON inputs
 
 // Throws UsageError "`what` PATH is not a regular file (...)" or "... is N bytes, more
 // than the M an input may have" when PATH exists and is unfit.
-void require_input_file(const std::string& path, const std::string& what,
-                        std::uint64_t max_bytes = kMaxInputFileBytes);
+void require_input_file(const std::string& path, const std::string& what, std::uint64_t max_bytes = kMaxInputFileBytes);
 
 }  // namespace ibt

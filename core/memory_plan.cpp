@@ -51,8 +51,7 @@ std::string human_bytes(double bytes) {
 void require_memory(double bytes, const std::string& field, int ranks_sharing) {
   const double total = bytes * std::max(ranks_sharing, 1);
   const std::uint64_t available = available_memory_bytes();
-  if (!std::isfinite(total))
-    throw UsageError(field + " asks for more memory than can be counted");
+  if (!std::isfinite(total)) throw UsageError(field + " asks for more memory than can be counted");
   if (available == 0 || total <= static_cast<double>(available)) return;
   std::ostringstream text;
   text << field << " needs " << static_cast<unsigned long long>(total) << " bytes (" << human_bytes(total);

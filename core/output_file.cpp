@@ -41,7 +41,8 @@ void refuse_existing_output(const std::string& path, const std::string& flag, bo
   if (!S_ISREG(st.st_mode))
     throw UsageError(flag + " " + path + ": is not a regular file (a device, FIFO or socket is never written)");
   if (!force)
-    throw UsageError(flag + " " + path + ": the file exists and is left as it is; choose another name, or add "
+    throw UsageError(flag + " " + path +
+                     ": the file exists and is left as it is; choose another name, or add "
                      "--force to replace it");
 }
 

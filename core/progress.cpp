@@ -1,7 +1,7 @@
 #include "core/progress.hpp"
 
-#include <cstdio>
 #include <unistd.h>
+#include <cstdio>
 
 namespace ibt {
 
@@ -12,8 +12,12 @@ double seconds_since(std::chrono::steady_clock::time_point t) {
 }  // namespace
 
 Progress::Progress(std::string what, size_t total, double quiet_s)
-    : what_(std::move(what)), total_(total), quiet_s_(quiet_s), terminal_(isatty(2) == 1),
-      start_(std::chrono::steady_clock::now()), last_draw_(start_) {}
+    : what_(std::move(what)),
+      total_(total),
+      quiet_s_(quiet_s),
+      terminal_(isatty(2) == 1),
+      start_(std::chrono::steady_clock::now()),
+      last_draw_(start_) {}
 
 Progress::~Progress() { finish(); }
 

@@ -42,7 +42,8 @@ inline nlohmann::json generate_reference(const topo::Topology& t, int ranks, std
                      std::to_string(per_domain) + " devices per domain");
   if (!t.scale_up.bandwidth_GBps.known()) throw UsageError(t.name + ": scale_up.bandwidth_GBps is unknown");
   const bool multi_domain = domains > 1 && t.scale_out.present && t.scale_out.bandwidth_GBps.known();
-  const double up_eff = efficiency.value_or(t.model.scale_up_efficiency.known() ? t.model.scale_up_efficiency.get() : 0.8);
+  const double up_eff =
+      efficiency.value_or(t.model.scale_up_efficiency.known() ? t.model.scale_up_efficiency.get() : 0.8);
   const double out_eff =
       efficiency.value_or(t.model.scale_out_efficiency.known() ? t.model.scale_out_efficiency.get() : 0.8);
   const double launch = t.model.collective_launch_us.get();
@@ -54,8 +55,12 @@ inline nlohmann::json generate_reference(const topo::Topology& t, int ranks, std
                        const std::string& quantity, double link, double eff, const std::string& link_name) {
     nlohmann::json m = {{"name", name}, {"op", op}};
     if (op != "p2p") m.update({{"scope", scope}, {"dtype", "bfloat16"}});
-    m.update({{"bytes", bytes}, {"quantity", quantity}, {"target", round3(link * eff)}, {"lower", -0.2},
-              {"upper", nullptr}, {"unit", "GB/s"},
+    m.update({{"bytes", bytes},
+              {"quantity", quantity},
+              {"target", round3(link * eff)},
+              {"lower", -0.2},
+              {"upper", nullptr},
+              {"unit", "GB/s"},
               {"note", link_name + " " + compact(link) + " GB/s per device x efficiency " + compact(eff)}});
     metrics.push_back(m);
   };
@@ -63,8 +68,13 @@ inline nlohmann::json generate_reference(const topo::Topology& t, int ranks, std
                      const std::string& quantity, double target, const std::string& how) {
     nlohmann::json m = {{"name", name}, {"op", op}};
     if (op != "p2p") m.update({{"scope", scope}, {"dtype", "float32"}});
-    m.update({{"bytes", 8}, {"quantity", quantity}, {"target", round3(target)}, {"lower", nullptr}, {"upper", 2.0},
-              {"unit", "us"}, {"note", how}});
+    m.update({{"bytes", 8},
+              {"quantity", quantity},
+              {"target", round3(target)},
+              {"lower", nullptr},
+              {"upper", 2.0},
+              {"unit", "us"},
+              {"note", how}});
     metrics.push_back(m);
   };
   const nlohmann::json large = {64u << 20, 256u << 20};
@@ -87,21 +97,23 @@ inline nlohmann::json generate_reference(const topo::Topology& t, int ranks, std
             "launch + one step of " + t.scale_out.name);
   } else {
     bandwidth("p2p-worst-pair-bandwidth", "p2p", "", 64u << 20, "bandwidth_min_GBps", up_bw, up_eff, t.scale_up.name);
-    latency("p2p-worst-pair-latency", "p2p", "", "latency_max_us", launch + up_lat, "launch + one step of " + t.scale_up.name);
+    latency("p2p-worst-pair-latency", "p2p", "", "latency_max_us", launch + up_lat,
+            "launch + one step of " + t.scale_up.name);
   }
-  return {{"system", t.name},
-          {"description", "Generated from the " + t.name + " topology for " + std::to_string(ranks) +
-                              " ranks (" + std::to_string(std::max(domains, 1)) + " domain(s) of " +
-                              std::to_string(per_domain) + "), before any measurement."},
-          {"derivation", "ibt accept --generate-reference: bandwidth targets = link bandwidth per device x efficiency (" +
-                             eff_source + ": scale-up " + compact(up_eff) + ", scale-out " +
-                             compact(out_eff) + "), failing below 80% of target; latency targets = the "
-                             "topology's launch cost plus ring steps of its link latency, failing above 3x. "
-                             "Bandwidth metrics use bfloat16 as training does. Replace with measured targets once "
-                             "the system is known good."},
-          {"job", {{"ranks", ranks}, {"domain_size", per_domain > ranks ? 0 : per_domain}, {"iters", 20},
-                   {"warmup_iters", 5}}},
-          {"metrics", metrics}};
+  return {
+      {"system", t.name},
+      {"description", "Generated from the " + t.name + " topology for " + std::to_string(ranks) + " ranks (" +
+                          std::to_string(std::max(domains, 1)) + " domain(s) of " + std::to_string(per_domain) +
+                          "), before any measurement."},
+      {"derivation", "ibt accept --generate-reference: bandwidth targets = link bandwidth per device x efficiency (" +
+                         eff_source + ": scale-up " + compact(up_eff) + ", scale-out " + compact(out_eff) +
+                         "), failing below 80% of target; latency targets = the "
+                         "topology's launch cost plus ring steps of its link latency, failing above 3x. "
+                         "Bandwidth metrics use bfloat16 as training does. Replace with measured targets once "
+                         "the system is known good."},
+      {"job",
+       {{"ranks", ranks}, {"domain_size", per_domain > ranks ? 0 : per_domain}, {"iters", 20}, {"warmup_iters", 5}}},
+      {"metrics", metrics}};
 }
 
 }  // namespace ibt::suites

@@ -41,9 +41,9 @@ namespace ibt::suites {
 
 struct AcceptMetric {
   std::string name;
-  std::string op;            // a collective, or "p2p"
-  std::string scope;         // intra, inter, world ("" for p2p)
-  std::string dtype;         // "" for p2p
+  std::string op;                            // a collective, or "p2p"
+  std::string scope;                         // intra, inter, world ("" for p2p)
+  std::string dtype;                         // "" for p2p
   std::size_t min_bytes = 0, max_bytes = 0;  // equal for one size
   std::string quantity, unit, over_sizes;
   double target = 0;
@@ -102,7 +102,8 @@ inline std::string string_field(const nlohmann::json& m, const char* key, const 
 }
 
 inline std::size_t size_value(const nlohmann::json& v, const std::string& where) {
-  if (!v.is_number_integer() || v.get<long long>() <= 0) throw UsageError(where + ": 'bytes' must be positive integers");
+  if (!v.is_number_integer() || v.get<long long>() <= 0)
+    throw UsageError(where + ": 'bytes' must be positive integers");
   return v.get<std::size_t>();
 }
 
@@ -112,8 +113,8 @@ inline AcceptMetric parse_metric(const nlohmann::json& m, const std::string& whe
   using namespace detail;
   if (!m.is_object()) throw UsageError(where + ": a metric must be an object");
   // A misspelt key ("uper") would silently leave a bound open: refuse unknown keys.
-  static const char* known[] = {"name", "op", "scope", "dtype", "bytes", "quantity", "unit", "over_sizes",
-                                "target", "lower", "upper", "note"};
+  static const char* known[] = {"name", "op",         "scope",  "dtype", "bytes", "quantity",
+                                "unit", "over_sizes", "target", "lower", "upper", "note"};
   for (const auto& item : m.items())
     if (std::find_if(std::begin(known), std::end(known), [&](const char* k) { return item.key() == k; }) ==
         std::end(known))
@@ -131,7 +132,8 @@ inline AcceptMetric parse_metric(const nlohmann::json& m, const std::string& whe
                      (a.is_p2p() ? "bandwidth_min_GBps, bandwidth_median_GBps, latency_max_us, latency_median_us"
                                  : "time_us, p50_us, busbw_GBps, algbw_GBps"));
   if (a.unit != expected_unit)
-    throw UsageError(where + ": unit '" + a.unit + "' does not match quantity " + a.quantity + " (" + expected_unit + ")");
+    throw UsageError(where + ": unit '" + a.unit + "' does not match quantity " + a.quantity + " (" + expected_unit +
+                     ")");
   if (!a.is_p2p()) {
     a.scope = string_field(m, "scope", where);
     if (a.scope != "intra" && a.scope != "inter" && a.scope != "world")
@@ -148,8 +150,8 @@ inline AcceptMetric parse_metric(const nlohmann::json& m, const std::string& whe
   } else {
     a.min_bytes = a.max_bytes = size_value(m["bytes"], where);
   }
-  a.over_sizes = m.contains("over_sizes") ? string_field(m, "over_sizes", where)
-                                          : (higher_is_better(a.quantity) ? "min" : "max");
+  a.over_sizes =
+      m.contains("over_sizes") ? string_field(m, "over_sizes", where) : (higher_is_better(a.quantity) ? "min" : "max");
   if (a.over_sizes != "min" && a.over_sizes != "max" && a.over_sizes != "mean")
     throw UsageError(where + ": over_sizes must be min, max or mean");
   if (!m.contains("target") || !m["target"].is_number() || !(m["target"].get<double>() > 0))
@@ -162,8 +164,8 @@ inline AcceptMetric parse_metric(const nlohmann::json& m, const std::string& whe
   a.name = m.contains("name") ? string_field(m, "name", where) : "";
   if (a.name.empty()) {
     std::ostringstream n;
-    n << a.op << (a.scope.empty() ? "" : "/" + a.scope) << (a.dtype.empty() ? "" : "/" + a.dtype) << "/"
-      << a.min_bytes << (a.max_bytes != a.min_bytes ? "-" + std::to_string(a.max_bytes) : "") << "B/" << a.quantity;
+    n << a.op << (a.scope.empty() ? "" : "/" + a.scope) << (a.dtype.empty() ? "" : "/" + a.dtype) << "/" << a.min_bytes
+      << (a.max_bytes != a.min_bytes ? "-" + std::to_string(a.max_bytes) : "") << "B/" << a.quantity;
     a.name = n.str();
   }
   return a;
@@ -221,8 +223,10 @@ inline Judgement judge(const AcceptMetric& m, const std::vector<double>& values)
   Judgement j;
   if (values.empty()) return j;
   j.measured_ok = true;
-  if (m.over_sizes == "min") j.measured = *std::min_element(values.begin(), values.end());
-  else if (m.over_sizes == "max") j.measured = *std::max_element(values.begin(), values.end());
+  if (m.over_sizes == "min")
+    j.measured = *std::min_element(values.begin(), values.end());
+  else if (m.over_sizes == "max")
+    j.measured = *std::max_element(values.begin(), values.end());
   else {
     double sum = 0;
     for (double v : values) sum += v;

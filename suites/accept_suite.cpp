@@ -6,10 +6,10 @@
 
 #include <boost/program_options.hpp>
 #include <cstdio>
-#include <sstream>
 #include <iostream>
 #include <map>
 #include <set>
+#include <sstream>
 #include <tuple>
 
 #include "collectives/arrival_gate.hpp"
@@ -121,13 +121,20 @@ void write_junit(const std::string& path, const AcceptReference& ref, const std:
 
 std::vector<store::Column> accept_columns() {
   using store::ColumnType;
-  return {{"metric", ColumnType::str},    {"op", ColumnType::str},
-          {"scope", ColumnType::str},      {"dtype", ColumnType::str},
-          {"min_bytes", ColumnType::u64, "B"},    {"max_bytes", ColumnType::u64, "B"},
-          {"quantity", ColumnType::str},  {"unit", ColumnType::str},
-          {"measured", ColumnType::f64, ""},      {"target", ColumnType::f64, ""},
-          {"lower_bound", ColumnType::f64, ""},   {"upper_bound", ColumnType::f64, ""},
-          {"margin", ColumnType::f64, ""},        {"verdict", ColumnType::str},
+  return {{"metric", ColumnType::str},
+          {"op", ColumnType::str},
+          {"scope", ColumnType::str},
+          {"dtype", ColumnType::str},
+          {"min_bytes", ColumnType::u64, "B"},
+          {"max_bytes", ColumnType::u64, "B"},
+          {"quantity", ColumnType::str},
+          {"unit", ColumnType::str},
+          {"measured", ColumnType::f64, ""},
+          {"target", ColumnType::f64, ""},
+          {"lower_bound", ColumnType::f64, ""},
+          {"upper_bound", ColumnType::f64, ""},
+          {"margin", ColumnType::f64, ""},
+          {"verdict", ColumnType::str},
           {"note", ColumnType::str}};
 }
 
@@ -137,27 +144,26 @@ int run(int argc, char** argv, MpiSession& mpi) {
   int generate_ranks = 0;
   bool force = false;
   po::options_description opts("options");
-  opts.add_options()
-      ("help,h", "show this help")
-      ("reference", po::value(&reference_path), "reference file (JSON), e.g. topologies/references/local-cpu.json")
-      ("junit", po::value(&junit), "write a JUnit XML report here (one testcase per metric, plus correctness)")
-      ("out", po::value(&out), "append this run (kind accept) to an HDF5 results file")
-      ("timeout,T", double_value(&timeout), "seconds one measurement may take")
-      ("backend", po::value(&backend_name)->default_value(backend_name), "mpi or nccl (collectives; p2p is MPI)")
-      ("generate-reference", po::value(&generate_from),
-       "TOPOLOGY: instead of measuring, write a default reference from a catalog topology (name or .json path)")
-      ("ranks", po::value(&generate_ranks), "--generate-reference: ranks of the job the reference is for")
-      ("efficiency", po::value(&efficiency),
-       "--generate-reference: fraction of link bandwidth to expect (default: the topology's model efficiencies)")
-      ("write", po::value(&write_to), "--generate-reference: the file to write (default: standard output)")
-      ("force", po::bool_switch(&force), "replace the --junit or --write file when it exists");
+  opts.add_options()("help,h", "show this help")("reference", po::value(&reference_path),
+                                                 "reference file (JSON), e.g. topologies/references/local-cpu.json")(
+      "junit", po::value(&junit), "write a JUnit XML report here (one testcase per metric, plus correctness)")(
+      "out", po::value(&out), "append this run (kind accept) to an HDF5 results file")(
+      "timeout,T", double_value(&timeout), "seconds one measurement may take")(
+      "backend", po::value(&backend_name)->default_value(backend_name), "mpi or nccl (collectives; p2p is MPI)")(
+      "generate-reference", po::value(&generate_from),
+      "TOPOLOGY: instead of measuring, write a default reference from a catalog topology (name or .json path)")(
+      "ranks", po::value(&generate_ranks), "--generate-reference: ranks of the job the reference is for")(
+      "efficiency", po::value(&efficiency),
+      "--generate-reference: fraction of link bandwidth to expect (default: the topology's model efficiencies)")(
+      "write", po::value(&write_to), "--generate-reference: the file to write (default: standard output)")(
+      "force", po::bool_switch(&force), "replace the --junit or --write file when it exists");
   po::variables_map vm;
   store_command_line(argc, argv, opts, vm);
   if (vm.count("help")) {
     if (mpi.rank() == 0)
       print_help(std::cout, kUsage, kAbout, opts,
                  {"mpiexec -n 2 ibt accept --reference topologies/references/local-cpu.json --junit accept.xml",
-                "ibt accept --generate-reference dgx-h100 --ranks 16 --write h100-16.json"});
+                  "ibt accept --generate-reference dgx-h100 --ranks 16 --write h100-16.json"});
     return kExitOk;
   }
   po::notify(vm);
@@ -167,8 +173,9 @@ int run(int argc, char** argv, MpiSession& mpi) {
   if (!generate_from.empty()) {
     if (vm.count("efficiency") && !(efficiency > 0 && efficiency <= 1))
       throw UsageError("--efficiency must be in (0, 1]");
-    const auto reference = generate_reference(topo::load_topology(generate_from), generate_ranks,
-                                              vm.count("efficiency") ? std::optional<double>(efficiency) : std::nullopt);
+    const auto reference =
+        generate_reference(topo::load_topology(generate_from), generate_ranks,
+                           vm.count("efficiency") ? std::optional<double>(efficiency) : std::nullopt);
     if (mpi.rank() != 0) return kExitOk;
     if (write_to.empty()) {
       std::cout << reference.dump(2) << "\n";
@@ -207,7 +214,8 @@ int run(int argc, char** argv, MpiSession& mpi) {
     }
     find_collective(m.op);
     const DType dtype = parse_dtype_list(m.dtype).at(0);
-    if (!backend->supports(dtype)) throw UsageError("metric '" + m.name + "': dtype " + m.dtype + " not on this backend");
+    if (!backend->supports(dtype))
+      throw UsageError("metric '" + m.name + "': dtype " + m.dtype + " not on this backend");
     for (auto s : sizes_of(m)) work[{scope, m.op, m.dtype}].insert(s);
   }
   if (!p2p_sizes.empty() && mpi.size() < 2) throw UsageError("p2p metrics need at least 2 ranks");
@@ -283,7 +291,8 @@ int run(int argc, char** argv, MpiSession& mpi) {
       p.warmup_iters = ref.job.warmup_iters;
       p.timeout_seconds = timeout;
       if (mpi.rank() == 0) {
-        p2p_collector = std::make_unique<P2pCollector>(recorder.get(), hosts_by_rank(facts.host_of_rank_list, mpi.size()));
+        p2p_collector =
+            std::make_unique<P2pCollector>(recorder.get(), hosts_by_rank(facts.host_of_rank_list, mpi.size()));
         std::printf("# point-to-point matrix\n");
         print_p2p_header();
       }
@@ -329,8 +338,7 @@ int run(int argc, char** argv, MpiSession& mpi) {
       if (sizes > 1) note = m.over_sizes + " over " + std::to_string(sizes) + " sizes";
     }
     Verdict v{&m, judge(m, values), note};
-    if (!v.judgement.measured_ok)
-      v.note = "not measured (the op may need another group size, or the size was rounded)";
+    if (!v.judgement.measured_ok) v.note = "not measured (the op may need another group size, or the size was rounded)";
     verdicts.push_back(v);
   }
 
@@ -348,11 +356,11 @@ int run(int argc, char** argv, MpiSession& mpi) {
       ++failures;
       failed_names += (failed_names.empty() ? "" : ", ") + m.name;
     }
-    recorder->append("accept", accept_columns(),
-                     {m.name, m.op, m.scope, m.dtype, static_cast<std::uint64_t>(m.min_bytes),
-                      static_cast<std::uint64_t>(m.max_bytes), m.quantity, m.unit, v.judgement.measured, m.target,
-                      m.lower_bound(), m.upper_bound(), v.judgement.margin,
-                      std::string(v.judgement.pass ? "PASS" : "FAIL"), v.note});
+    recorder->append(
+        "accept", accept_columns(),
+        {m.name, m.op, m.scope, m.dtype, static_cast<std::uint64_t>(m.min_bytes),
+         static_cast<std::uint64_t>(m.max_bytes), m.quantity, m.unit, v.judgement.measured, m.target, m.lower_bound(),
+         m.upper_bound(), v.judgement.margin, std::string(v.judgement.pass ? "PASS" : "FAIL"), v.note});
   }
   std::printf("# correctness: %llu wrong values %s\n", static_cast<unsigned long long>(wrong), wrong ? "FAIL" : "PASS");
   const bool ok = failures == 0 && wrong == 0;

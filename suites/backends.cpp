@@ -1,8 +1,8 @@
 #include "suites/backends.hpp"
 
+#include "collectives/mpi_backend.hpp"
 #include "core/errors.hpp"
 #include "core/no_gpu.hpp"
-#include "collectives/mpi_backend.hpp"
 #ifdef IBT_HAVE_CUDA
 #include "collectives/nccl/nccl_backend.hpp"
 #endif

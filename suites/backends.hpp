@@ -11,7 +11,7 @@ namespace ibt::suites {
 
 struct BackendOptions {
   double timeout_s = 60;
-  bool cuda_graph = false;         // nccl: capture each call once as a CUDA graph
+  bool cuda_graph = false;          // nccl: capture each call once as a CUDA graph
   std::string nccl_comm = "split";  // nccl: groups by ncclCommSplit ("split") or fresh init ("init")
 };
 

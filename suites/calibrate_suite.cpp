@@ -2,8 +2,8 @@
 // size) from the collectives runs in HDF5 files, and write a topology file that
 // `ibt project` and `ibt crossover` use exactly like a catalog one; from the `ibt train`
 // runs in them (or named by --fit-train), the compute efficiency (compute_fit.hpp).
-#include <boost/program_options.hpp>
 #include <algorithm>
+#include <boost/program_options.hpp>
 #include <cstdio>
 #include <filesystem>
 #include <iostream>
@@ -43,21 +43,20 @@ int calibrate_main(int argc, char** argv) {
       "run's residual is printed. Without train runs the base topology's efficiency stays (say\n"
       "--measure-local to measure this machine's sgemm and memcpy first).\n";
   po::options_description opts("options");
-  opts.add_options()
-      ("help,h", "show this help")
-      ("inputs", po::value(&inputs)->multitoken(), "HDF5 result files (positional)")
-      ("out", po::value(&out), "topology JSON file to write (never an existing file without --force)")
-      ("force", po::bool_switch(&force), "replace the --out file when it exists")
-      ("topology", po::value(&base)->default_value(base), "topology the fits are added to (catalog name or path)")
-      ("name", po::value(&name), "name of the calibrated topology (default: the --out file's stem)")
-      ("measure-local", po::bool_switch(&measure_local),
-       "also measure this machine's fp32 sgemm rate and memory bandwidth (one thread) into the device figures")
-      ("fit-train", po::value(&fit_train)->composing(),
-       "FILE.h5:RUN_ID or FILE.h5 (repeatable): fit compute efficiency to these train runs only; the other "
-       "train runs in the input files are held out and reported")
-      ("allow-oversubscribed", po::bool_switch(&allow_oversubscribed),
-       "fit runs measured with more ranks than cores on a host (refused without it: such timings measure the "
-       "scheduler, with residuals of 40-67% seen)");
+  opts.add_options()("help,h", "show this help")("inputs", po::value(&inputs)->multitoken(),
+                                                 "HDF5 result files (positional)")(
+      "out", po::value(&out), "topology JSON file to write (never an existing file without --force)")(
+      "force", po::bool_switch(&force), "replace the --out file when it exists")(
+      "topology", po::value(&base)->default_value(base), "topology the fits are added to (catalog name or path)")(
+      "name", po::value(&name), "name of the calibrated topology (default: the --out file's stem)")(
+      "measure-local", po::bool_switch(&measure_local),
+      "also measure this machine's fp32 sgemm rate and memory bandwidth (one thread) into the device figures")(
+      "fit-train", po::value(&fit_train)->composing(),
+      "FILE.h5:RUN_ID or FILE.h5 (repeatable): fit compute efficiency to these train runs only; the other "
+      "train runs in the input files are held out and reported")(
+      "allow-oversubscribed", po::bool_switch(&allow_oversubscribed),
+      "fit runs measured with more ranks than cores on a host (refused without it: such timings measure the "
+      "scheduler, with residuals of 40-67% seen)");
   po::positional_options_description pos;
   pos.add("inputs", -1);
   po::options_description old_spellings;  // kept for one release, not in --help
@@ -130,8 +129,8 @@ int calibrate_main(int argc, char** argv) {
   std::vector<topo::MeasuredTrainRun> fit_runs, held_out;
   if (fit_train.empty()) {
     for (const auto& r : train) {
-      if (r.checked) std::printf("not fitted (made with --check, times include the serial reference): %s\n",
-                                 r.label().c_str());
+      if (r.checked)
+        std::printf("not fitted (made with --check, times include the serial reference): %s\n", r.label().c_str());
       (r.checked ? held_out : fit_runs).push_back(r);
     }
   } else {
@@ -146,8 +145,8 @@ int calibrate_main(int argc, char** argv) {
       if (!fitted) held_out.push_back(r);
     }
   }
-  std::printf("%-16s %-6s %5s %6s %12s %12s %12s %9s %9s\n", "op", "scope", "n", "points", "alpha (us)",
-              "algbw GB/s", "busbw GB/s", "rms res", "max res");
+  std::printf("%-16s %-6s %5s %6s %12s %12s %12s %9s %9s\n", "op", "scope", "n", "points", "alpha (us)", "algbw GB/s",
+              "busbw GB/s", "rms res", "max res");
   for (const auto& f : rep.topology.fits)
     std::printf("%-16s %-6s %5d %6d %12.3f %12.3f %12.3f %8.1f%% %8.1f%%\n", f.op.c_str(), f.scope.c_str(),
                 f.group_size, f.points, f.alpha_us, f.algbw_GBps, f.busbw_GBps, 100 * f.rms_rel_residual,
@@ -167,10 +166,11 @@ int calibrate_main(int argc, char** argv) {
   if (!oversubscribed_fit.empty()) oversubscribed_runs(oversubscribed_fit);
   if (!fit_runs.empty()) {
     const topo::ComputeFit cf = topo::fit_compute(rep.topology, fit_runs, held_out);
-    std::printf("compute fit: gemm_efficiency %.4f of fp32 peak %.4f TFLOP/s = %.2f GFLOP/s achieved, from %zu run(s)\n",
-                cf.gemm_efficiency, rep.topology.device.fp32.get(), cf.achieved_gflops, fit_runs.size());
-    std::printf("%-8s %-40s %12s %12s %8s %12s %12s %8s  %s\n", "use", "run", "compute s", "projected", "res",
-                "step s", "projected", "res", "model, split");
+    std::printf(
+        "compute fit: gemm_efficiency %.4f of fp32 peak %.4f TFLOP/s = %.2f GFLOP/s achieved, from %zu run(s)\n",
+        cf.gemm_efficiency, rep.topology.device.fp32.get(), cf.achieved_gflops, fit_runs.size());
+    std::printf("%-8s %-40s %12s %12s %8s %12s %12s %8s  %s\n", "use", "run", "compute s", "projected", "res", "step s",
+                "projected", "res", "model, split");
     for (const auto& r : cf.residuals)
       std::printf("%-8s %-40s %12.5f %12.5f %+7.1f%% %12.5f %12.5f %+7.1f%%  %s\n", r.fitted ? "fit" : "held-out",
                   r.label.c_str(), r.measured_compute_s, r.projected_compute_s,

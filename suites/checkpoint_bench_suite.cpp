@@ -3,8 +3,8 @@
 // through the same path as `ibt train --checkpoint-every` (models/checkpoint/: one
 // serial-HDF5 shard per rank, fsync, checksum, manifest written last by rank 0) and then
 // reads its shard back, checking the data against what it wrote.
-#include <boost/program_options.hpp>
 #include <zlib.h>
+#include <boost/program_options.hpp>
 
 #include <algorithm>
 #include <cstdio>
@@ -13,16 +13,15 @@
 #include <memory>
 #include <nlohmann/json.hpp>
 
+#include "collectives/host_memory.hpp"
+#include "collectives/sizes.hpp"
 #include "core/errors.hpp"
 #include "core/stats.hpp"
-#include "collectives/sizes.hpp"
 #include "models/checkpoint/checkpointer.hpp"
 #include "models/checkpoint/shard_io.hpp"
 #include "suites/cli.hpp"
-#include "suites/mpi_session.hpp"
-#include "collectives/host_memory.hpp"
-#include "suites/cli.hpp"
 #include "suites/job_guard.hpp"
+#include "suites/mpi_session.hpp"
 #include "suites/run_recorder.hpp"
 #include "suites/suites.hpp"
 #include "suites/train_runner.hpp"
@@ -58,15 +57,15 @@ const char* kAbout =
 
 po::options_description describe_options(BenchArgs& a) {
   po::options_description o("options");
-  o.add_options()("help,h", "show this help")
-      ("state-bytes", po::value(&a.state_bytes), "bytes of state per rank (required; K, M, G suffixes)")
-      ("dir", po::value(&a.dir)->default_value(a.dir), "directory for the checkpoints (shared by all ranks)")
-      ("repeats", po::value(&a.repeats)->default_value(a.repeats), "write+read rounds")
-      ("out", po::value(&a.out), "append this run (kind checkpoint_bench) to an HDF5 results file")
-      ("keep", po::bool_switch(&a.keep), "keep the written checkpoints")
-      ("cached-reads", po::bool_switch(&a.cached_reads), "do not drop the shards from the page cache before reading")
-      ("timeout,T", po::value(&a.timeout)->default_value(a.timeout),
-       "seconds one write+read round may take before the job is ended naming the rank, op and group (exit 3)");
+  o.add_options()("help,h", "show this help")("state-bytes", po::value(&a.state_bytes),
+                                              "bytes of state per rank (required; K, M, G suffixes)")(
+      "dir", po::value(&a.dir)->default_value(a.dir), "directory for the checkpoints (shared by all ranks)")(
+      "repeats", po::value(&a.repeats)->default_value(a.repeats), "write+read rounds")(
+      "out", po::value(&a.out), "append this run (kind checkpoint_bench) to an HDF5 results file")(
+      "keep", po::bool_switch(&a.keep), "keep the written checkpoints")(
+      "cached-reads", po::bool_switch(&a.cached_reads), "do not drop the shards from the page cache before reading")(
+      "timeout,T", po::value(&a.timeout)->default_value(a.timeout),
+      "seconds one write+read round may take before the job is ended naming the rank, op and group (exit 3)");
   return o;
 }
 
@@ -84,7 +83,7 @@ Stats stats_of(const std::vector<double>& v) {
 
 std::vector<store::Column> sample_columns() {
   using store::ColumnType;
-  return {{"repeat", ColumnType::i64, ""},        {"rank", ColumnType::i64, ""},
+  return {{"repeat", ColumnType::i64, ""},         {"rank", ColumnType::i64, ""},
           {"bytes", ColumnType::f64, "B"},         {"write_s", ColumnType::f64, "s"},
           {"write_GBps", ColumnType::f64, "GB/s"}, {"read_s", ColumnType::f64, "s"},
           {"read_GBps", ColumnType::f64, "GB/s"},  {"resident_before_read", ColumnType::f64, ""}};
@@ -123,8 +122,8 @@ int run(int argc, char** argv, MpiSession& mpi) {
   require_memory_on_every_host(MPI_COMM_WORLD, 2.0 * static_cast<double>(bytes),
                                "--state-bytes " + args.state_bytes + " (the state and its read-back copy)");
   check_output_on_all_ranks(args.out, MPI_COMM_WORLD);
-  checkpoint::refuse_existing_checkpoints(args.dir, "--dir", "choose another directory (the benchmark removes what it writes)",
-                                         MPI_COMM_WORLD);
+  checkpoint::refuse_existing_checkpoints(
+      args.dir, "--dir", "choose another directory (the benchmark removes what it writes)", MPI_COMM_WORLD);
   const int rank = mpi.rank(), size = mpi.size();
 
   std::unique_ptr<RunRecorder> recorder;
@@ -161,16 +160,18 @@ int run(int argc, char** argv, MpiSession& mpi) {
     std::printf("# ibt checkpoint-bench: %d ranks x %s per rank into %s, %d repeats\n", size,
                 format_size(bytes).c_str(), args.dir.c_str(), args.repeats);
     std::printf("# %s\n", read_note);
-    std::printf("# %6s %14s %14s %14s %14s %9s  (GB/s = 1e9 B/s; per rank: median over ranks;"
-                " resident: max over ranks of the shard's pages in the page cache before reading)\n",
-                "repeat", "write_agg", "write_rank", "read_agg", "read_rank", "resident");
+    std::printf(
+        "# %6s %14s %14s %14s %14s %9s  (GB/s = 1e9 B/s; per rank: median over ranks;"
+        " resident: max over ranks of the shard's pages in the page cache before reading)\n",
+        "repeat", "write_agg", "write_rank", "read_agg", "read_rank", "resident");
   }
   std::vector<double> write_rank_bw, read_rank_bw, write_agg, read_agg;
   std::vector<std::string> written;
   int wrong = 0;
   double max_resident = 0;
   for (int rep = 0; rep < args.repeats; ++rep) {
-    WatchdogScope watch(guard.watchdog(), args.timeout, "checkpoint-bench repeat " + std::to_string(rep) + " (write and read)");
+    WatchdogScope watch(guard.watchdog(), args.timeout,
+                        "checkpoint-bench repeat " + std::to_string(rep) + " (write and read)");
     state.steps_done = rep;
     const checkpoint::SaveReport w = checkpoint::save_checkpoint(args.dir, state, identity, MPI_COMM_WORLD);
     written.push_back(w.step_dir);
@@ -220,10 +221,10 @@ int run(int argc, char** argv, MpiSession& mpi) {
       std::fflush(stdout);
       if (recorder->active())
         for (int r = 0; r < size; ++r)
-          recorder->append("samples", sample_columns(),
-                           {static_cast<std::int64_t>(rep), static_cast<std::int64_t>(r),
-                            static_cast<double>(w.bytes[r]), w.write_seconds[r], wbw[r] * 1e-9, read_all[r],
-                            rbw[r] * 1e-9, resident_all[r]});
+          recorder->append(
+              "samples", sample_columns(),
+              {static_cast<std::int64_t>(rep), static_cast<std::int64_t>(r), static_cast<double>(w.bytes[r]),
+               w.write_seconds[r], wbw[r] * 1e-9, read_all[r], rbw[r] * 1e-9, resident_all[r]});
     }
   }
 
@@ -240,18 +241,20 @@ int run(int argc, char** argv, MpiSession& mpi) {
 
   const Stats wr = stats_of(write_rank_bw), rr = stats_of(read_rank_bw), wa = stats_of(write_agg),
               ra = stats_of(read_agg);
-  std::printf("# %-6s per rank GB/s median %.3f (min %.3f, max %.3f); aggregate GB/s median %.3f (min %.3f, max %.3f)\n",
-              "write", wr.median * 1e-9, wr.min * 1e-9, wr.max * 1e-9, wa.median * 1e-9, wa.min * 1e-9, wa.max * 1e-9);
-  std::printf("# %-6s per rank GB/s median %.3f (min %.3f, max %.3f); aggregate GB/s median %.3f (min %.3f, max %.3f)"
-              " (optimistic: up to %.0f%% of a shard's pages were in the page cache when read, and a cache below it"
-              " may serve the rest)\n",
-              "read", rr.median * 1e-9, rr.min * 1e-9, rr.max * 1e-9, ra.median * 1e-9, ra.min * 1e-9, ra.max * 1e-9,
-              100 * max_resident);
+  std::printf(
+      "# %-6s per rank GB/s median %.3f (min %.3f, max %.3f); aggregate GB/s median %.3f (min %.3f, max %.3f)\n",
+      "write", wr.median * 1e-9, wr.min * 1e-9, wr.max * 1e-9, wa.median * 1e-9, wa.min * 1e-9, wa.max * 1e-9);
+  std::printf(
+      "# %-6s per rank GB/s median %.3f (min %.3f, max %.3f); aggregate GB/s median %.3f (min %.3f, max %.3f)"
+      " (optimistic: up to %.0f%% of a shard's pages were in the page cache when read, and a cache below it"
+      " may serve the rest)\n",
+      "read", rr.median * 1e-9, rr.min * 1e-9, rr.max * 1e-9, ra.median * 1e-9, ra.min * 1e-9, ra.max * 1e-9,
+      100 * max_resident);
   if (recorder->active()) {
     for (auto [op, r, a] : {std::tuple{"write", wr, wa}, std::tuple{"read", rr, ra}})
-      recorder->append("summary", summary_columns(),
-                       {std::string(op), r.median * 1e-9, r.min * 1e-9, r.max * 1e-9, a.median * 1e-9, a.min * 1e-9,
-                        a.max * 1e-9});
+      recorder->append(
+          "summary", summary_columns(),
+          {std::string(op), r.median * 1e-9, r.min * 1e-9, r.max * 1e-9, a.median * 1e-9, a.min * 1e-9, a.max * 1e-9});
     std::printf("# results: %s, run %s\n", args.out.c_str(), recorder->run_id().c_str());
   }
   if (wrong) {

@@ -34,8 +34,7 @@ bool check_number(const boost::any& value, const std::string& name, bool given) 
   const T* v = boost::any_cast<T>(&value);
   if (!v) return false;
   if constexpr (std::is_floating_point_v<T>) {
-    if (!std::isfinite(*v))
-      throw UsageError("--" + name + " must be a finite number (got " + std::to_string(*v) + ")");
+    if (!std::isfinite(*v)) throw UsageError("--" + name + " must be a finite number (got " + std::to_string(*v) + ")");
   }
   if constexpr (std::is_signed_v<T>) {
     if (given && *v < 0 && name != "exit-after-step") {
@@ -53,9 +52,8 @@ void refuse_nonsense_numbers(const boost::program_options::variables_map& vm) {
   for (const auto& [name, entry] : vm) {
     const bool given = !entry.defaulted();
     const boost::any& v = entry.value();
-    check_number<double>(v, name, given) || check_number<float>(v, name, given) ||
-        check_number<int>(v, name, given) || check_number<long>(v, name, given) ||
-        check_number<long long>(v, name, given);
+    check_number<double>(v, name, given) || check_number<float>(v, name, given) || check_number<int>(v, name, given) ||
+        check_number<long>(v, name, given) || check_number<long long>(v, name, given);
   }
 }
 
@@ -83,7 +81,8 @@ void store_command_line(int argc, char** argv, const boost::program_options::opt
   store_command_line(std::vector<std::string>(argv + std::min(argc, 1), argv + argc), options, vm);
 }
 
-void store_command_line(const std::vector<std::string>& args, const boost::program_options::options_description& options,
+void store_command_line(const std::vector<std::string>& args,
+                        const boost::program_options::options_description& options,
                         boost::program_options::variables_map& vm) {
   namespace po = boost::program_options;
   try {
@@ -98,8 +97,7 @@ void store_command_line(const std::vector<std::string>& args, const boost::progr
 
 void require_timeout(double seconds, const char* option) {
   constexpr double kWeek = 7 * 24 * 3600.0;
-  if (!(seconds > 0) || !(seconds <= kWeek))
-  {
+  if (!(seconds > 0) || !(seconds <= kWeek)) {
     std::ostringstream text;
     text << option << " must be a positive number of seconds up to " << static_cast<long>(kWeek) << " (a week), got "
          << seconds;
@@ -128,8 +126,7 @@ boost::program_options::typed_value<double>* double_value(double* target) {
 }
 
 void print_help(std::ostream& out, const std::string& usage, const std::string& about,
-                const boost::program_options::options_description& options,
-                const std::vector<std::string>& examples) {
+                const boost::program_options::options_description& options, const std::vector<std::string>& examples) {
   auto indent_after_newlines = [](std::string text, const std::string& pad) {
     for (size_t at = text.find('\n'); at != std::string::npos && at + 1 < text.size(); at = text.find('\n', at + 1))
       if (text[at + 1] != '\n') text.insert(at + 1, pad);
@@ -166,8 +163,7 @@ std::vector<std::string> parse_list_of_names(const std::string& text, const char
 bool parse_command_line(int argc, char** argv, const boost::program_options::options_description& options,
                         boost::program_options::variables_map& vm,
                         const boost::program_options::positional_options_description* positional,
-                        const std::string& hint,
-                        const boost::program_options::options_description* hidden) {
+                        const std::string& hint, const boost::program_options::options_description* hidden) {
   namespace po = boost::program_options;
   try {
     po::command_line_parser parser(argc, argv);

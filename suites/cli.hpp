@@ -37,7 +37,8 @@ void require_learning_rate(double lr);
 void store_command_line(int argc, char** argv, const boost::program_options::options_description& options,
                         boost::program_options::variables_map& vm);
 // The same for arguments already split (without the program name).
-void store_command_line(const std::vector<std::string>& args, const boost::program_options::options_description& options,
+void store_command_line(const std::vector<std::string>& args,
+                        const boost::program_options::options_description& options,
                         boost::program_options::variables_map& vm);
 
 // --jobs: a thread count >= 1 (0 = every core std::thread reports); negative is a
@@ -58,8 +59,7 @@ bool parse_command_line(int argc, char** argv, const boost::program_options::opt
 // value to the canonical option's variable, with a note on stderr, and refuses both given.
 void note_old_spelling(const char* old_name, const char* name);
 template <typename T>
-void take_alias(const boost::program_options::variables_map& vm, const char* old_name, const char* name,
-                T& target) {
+void take_alias(const boost::program_options::variables_map& vm, const char* old_name, const char* name, T& target) {
   if (!vm.count(old_name)) return;
   if (vm.count(name) && !vm[name].defaulted())
     throw UsageError(std::string("--") + old_name + " and --" + name + " are one option (--" + old_name +
@@ -82,8 +82,7 @@ boost::program_options::typed_value<double>* double_value(double* target);
 //   examples:                 (one command per line, indented)
 // Paragraphs in `about` are separated by a blank line.
 void print_help(std::ostream& out, const std::string& usage, const std::string& about,
-                const boost::program_options::options_description& options,
-                const std::vector<std::string>& examples);
+                const boost::program_options::options_description& options, const std::vector<std::string>& examples);
 
 // "512,1024,2048" -> {512, 1024, 2048}. UsageError naming the option and the item for
 // anything that is not a positive number, or an empty list.

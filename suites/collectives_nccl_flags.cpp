@@ -68,7 +68,8 @@ std::vector<std::string> nccl_tests_spellings(int argc, char** argv) {
     const std::string next = i + 1 < argc ? argv[i + 1] : "";
     if (i > 0 && arg.starts_with("--")) {
       const auto eq = arg.find('=');
-      const std::string_view name = std::string_view(arg).substr(2, eq == std::string::npos ? std::string::npos : eq - 2);
+      const std::string_view name =
+          std::string_view(arg).substr(2, eq == std::string::npos ? std::string::npos : eq - 2);
       const std::string value = eq == std::string::npos ? next : arg.substr(eq + 1);
       for (const auto& u : kUnsupported)
         if (name == u.long_name)

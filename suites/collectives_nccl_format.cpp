@@ -37,25 +37,26 @@ void NcclTestsPrinter::open(const SizeResult& r) {
   program_ = nccl_tests_program(r.op->name());
   const NcclTestsRunFacts& f = facts_;
   std::fprintf(out_, "# Collective test starting: %s\n", program_.c_str());
-  std::fprintf(out_, "# ibt: op %s, scope %s, groups of %d ranks measured concurrently%s\n",
-               block_->first.c_str(), block_->second.c_str(), r.group_size,
+  std::fprintf(out_, "# ibt: op %s, scope %s, groups of %d ranks measured concurrently%s\n", block_->first.c_str(),
+               block_->second.c_str(), r.group_size,
                r.op->name() == "ping_pong" ? " (ping_pong has no nccl-tests counterpart)" : "");
   const bool by_factor = f.step_bytes == 0;
   std::fprintf(out_,
                "# nThread %d nGpus %d minBytes %zu maxBytes %zu step: %ld(%s) warmup iters: %d iters: %d agg iters: "
                "%d validation: %d graph: %d unalign: %d\n",
-               1, 1, f.min_bytes, f.max_bytes, by_factor ? static_cast<long>(f.step_factor) : static_cast<long>(f.step_bytes),
+               1, 1, f.min_bytes, f.max_bytes,
+               by_factor ? static_cast<long>(f.step_factor) : static_cast<long>(f.step_bytes),
                by_factor ? "factor" : "bytes", f.warmup_iters, f.iters, f.agg_iters, f.check_iters, f.cuda_graph, 0);
   if (f.blocking) std::fprintf(out_, "# Blocking Enabled: wait and barrier after each inner iteration (-m) \n");
   std::fprintf(out_, "#\n");
   const char* time = f.report_cputime ? "cputime" : "time";
   std::fprintf(out_, "#\n");
-  std::fprintf(out_, "# %10s  %12s  %8s  %6s  %6s           out-of-place                       in-place          \n", "",
-               "", "", "", "");
-  std::fprintf(out_, "# %10s  %12s  %8s  %6s  %6s  %7s  %6s  %6s  %6s  %7s  %6s  %6s  %6s %*s\n", "size", "count", "type",
-               "redop", "root", time, "algbw", "busbw", "#wrong", time, "algbw", "busbw", "#wrong", 0, "");
-  std::fprintf(out_, "# %10s  %12s  %8s  %6s  %6s  %7s  %6s  %6s  %6s  %7s  %6s  %6s  %6s %*s\n", "(B)", "(elements)", "",
-               "", "", "(us)", "(GB/s)", "(GB/s)", "", "(us)", "(GB/s)", "(GB/s)", "", 0, "");
+  std::fprintf(out_, "# %10s  %12s  %8s  %6s  %6s           out-of-place                       in-place          \n",
+               "", "", "", "", "");
+  std::fprintf(out_, "# %10s  %12s  %8s  %6s  %6s  %7s  %6s  %6s  %6s  %7s  %6s  %6s  %6s %*s\n", "size", "count",
+               "type", "redop", "root", time, "algbw", "busbw", "#wrong", time, "algbw", "busbw", "#wrong", 0, "");
+  std::fprintf(out_, "# %10s  %12s  %8s  %6s  %6s  %7s  %6s  %6s  %6s  %7s  %6s  %6s  %6s %*s\n", "(B)", "(elements)",
+               "", "", "", "(us)", "(GB/s)", "(GB/s)", "", "(us)", "(GB/s)", "(GB/s)", "", 0, "");
 }
 
 void NcclTestsPrinter::line(const SizeResult& r) {
@@ -73,8 +74,10 @@ void NcclTestsPrinter::line(const SizeResult& r) {
     const Measurement& x = **m;
     const std::string t = nccl_tests_number(x.time_us, 7), a = nccl_tests_number(x.algbw_GBps, 6),
                       b = nccl_tests_number(x.busbw_GBps, 6);
-    if (x.checked) std::fprintf(out_, "  %7s  %6s  %6s  %6g", t.c_str(), a.c_str(), b.c_str(), static_cast<double>(x.wrong));
-    else std::fprintf(out_, "  %7s  %6s  %6s    N/A", t.c_str(), a.c_str(), b.c_str());
+    if (x.checked)
+      std::fprintf(out_, "  %7s  %6s  %6s  %6g", t.c_str(), a.c_str(), b.c_str(), static_cast<double>(x.wrong));
+    else
+      std::fprintf(out_, "  %7s  %6s  %6s    N/A", t.c_str(), a.c_str(), b.c_str());
     busbw_sum_ += x.busbw_GBps;
     ++busbw_count_;
     wrong_ += x.wrong;

@@ -9,6 +9,7 @@
 #include <sstream>
 
 #include "collectives/arrival_gate.hpp"
+#include "collectives/group_outliers.hpp"
 #include "collectives/harness.hpp"
 #include "collectives/host_memory.hpp"
 #include "collectives/mpi_backend.hpp"
@@ -18,7 +19,6 @@
 #include "ibt/version.hpp"
 #include "suites/backends.hpp"
 #include "suites/cli.hpp"
-#include "collectives/group_outliers.hpp"
 #include "suites/collectives_nccl_flags.hpp"
 #include "suites/collectives_nccl_format.hpp"
 #include "suites/collectives_table.hpp"
@@ -50,94 +50,88 @@ struct CollectivesArgs {
 
 po::options_description describe_options(CollectivesArgs& a) {
   po::options_description sizes("Message sizes (nccl-tests' flags; sizes accept K, M, G suffixes, binary)");
-  sizes.add_options()
-      ("min-bytes,b", po::value(&a.min_bytes)->default_value(a.min_bytes), "smallest size")
-      ("max-bytes,e", po::value(&a.max_bytes)->default_value(a.max_bytes), "largest size")
-      ("step-factor,f", po::value(&a.step_factor)->default_value(a.step_factor),
-       "multiply the size by this between steps")
-      ("step-bytes,i", po::value(&a.step_bytes)->default_value(a.step_bytes),
-       "add this many bytes between steps instead (0: use --step-factor)");
+  sizes.add_options()("min-bytes,b", po::value(&a.min_bytes)->default_value(a.min_bytes), "smallest size")(
+      "max-bytes,e", po::value(&a.max_bytes)->default_value(a.max_bytes), "largest size")(
+      "step-factor,f", po::value(&a.step_factor)->default_value(a.step_factor),
+      "multiply the size by this between steps")("step-bytes,i", po::value(&a.step_bytes)->default_value(a.step_bytes),
+                                                 "add this many bytes between steps instead (0: use --step-factor)");
   po::options_description what("What to measure");
-  what.add_options()
-      ("op", po::value(&a.ops)->default_value(a.ops),
-       "comma list of all_reduce, all_gather, reduce_scatter, all_to_all, broadcast, send_recv, "
-       "ping_pong, or all (not -t: that is nccl-tests' threads)")
-      ("dtype,d", po::value(&a.dtypes)->default_value(a.dtypes),
-       "comma list of float32, float64, int32, bfloat16, float16 (fp8_e4m3, fp8_e5m2 on nccl), or all "
-       "(every type the backend has); nccl-tests' names float, double, half work too; bf16/fp16 "
-       "reduce through a user-defined MPI op")
-      ("reduce-op,o", po::value(&a.reduce_op)->default_value(a.reduce_op),
-       "sum, prod, min, max, or avg (nccl only: MPI has no average). prod is checked exactly while "
-       "the product fits the type (|5^ranks|)")
-      ("root,r", po::value(&a.root)->default_value(a.root), "root rank (within the group) of broadcast")
-      ("scope", po::value(&a.scopes)->default_value(a.scopes),
-       "intra (one scale-up domain), inter (one rank per domain, same local index), world, or all "
-       "(inter is skipped with a note when the job has one domain)")
-      ("domain-size", po::value(&a.domain_size)->default_value(a.domain_size),
-       "declare every K consecutive ranks a domain (0: ranks that share memory)")
-      ("placement", po::value(&a.placement)->default_value(a.placement), "out, in or both");
+  what.add_options()("op", po::value(&a.ops)->default_value(a.ops),
+                     "comma list of all_reduce, all_gather, reduce_scatter, all_to_all, broadcast, send_recv, "
+                     "ping_pong, or all (not -t: that is nccl-tests' threads)")(
+      "dtype,d", po::value(&a.dtypes)->default_value(a.dtypes),
+      "comma list of float32, float64, int32, bfloat16, float16 (fp8_e4m3, fp8_e5m2 on nccl), or all "
+      "(every type the backend has); nccl-tests' names float, double, half work too; bf16/fp16 "
+      "reduce through a user-defined MPI op")(
+      "reduce-op,o", po::value(&a.reduce_op)->default_value(a.reduce_op),
+      "sum, prod, min, max, or avg (nccl only: MPI has no average). prod is checked exactly while "
+      "the product fits the type (|5^ranks|)")("root,r", po::value(&a.root)->default_value(a.root),
+                                               "root rank (within the group) of broadcast")(
+      "scope", po::value(&a.scopes)->default_value(a.scopes),
+      "intra (one scale-up domain), inter (one rank per domain, same local index), world, or all "
+      "(inter is skipped with a note when the job has one domain)")(
+      "domain-size", po::value(&a.domain_size)->default_value(a.domain_size),
+      "declare every K consecutive ranks a domain (0: ranks that share memory)")(
+      "placement", po::value(&a.placement)->default_value(a.placement), "out, in or both");
   po::options_description how("How to measure");
-  how.add_options()
-      ("iters,n", po::value(&a.iters)->default_value(a.iters), "timed iterations per size")
-      ("warmup-iters,w", po::value(&a.warmup)->default_value(a.warmup), "untimed iterations first")
-      ("check,c", po::value(&a.check)->default_value(a.check),
-       "N: check every result in N separate, untimed passes (nccl-tests' -c); 0: skip")
-      ("agg-iters,m", po::value(&a.backend_flags.agg_iters)->default_value(a.backend_flags.agg_iters),
-       "calls per timed iteration; the time is per call (nccl-tests' -m; on mpi the calls run back "
-       "to back, as MPI has no group aggregation)")
-      ("run-cycles,N", po::value(&a.cycles)->default_value(a.cycles),
-       "run the whole sweep this many times, every cycle printed and stored (nccl-tests' -N; 0, "
-       "infinite, is refused: nothing here runs unbounded)")
-      ("timing", po::value(&a.timing)->default_value(a.timing),
-       "loop: nccl-tests' timing (-n calls back to back, timed as a whole); imb: Intel MPI Benchmarks' "
-       "(an untimed pass of -n calls before the -w warm-ups, a barrier before every call, each call timed "
-       "alone, buffers reused unless --rotate-bytes is given and placed as malloc places them; -a "
-       "avg/min/max = IMB's t_avg/t_min/t_max). See the text above")
-      ("blocking,z", po::value(&a.blocking)->default_value(a.blocking),
-       "1: barrier (untimed) between iterations, so each is timed alone")
-      ("average,a", po::value(&a.aggregation)->default_value(a.aggregation),
-       "combine per-rank mean times by avg, min, max or rank0 (nccl-tests' 1, 2, 3, 0; avg is "
-       "nccl-tests' default, max the slowest rank)")
-      ("timeout,T", po::value(&a.timeout)->default_value(a.timeout),
-       "seconds one measurement may take; past it the job ends, naming the op, scope, size and "
-       "the ranks that did not arrive, and the run is marked failed")
-      ("rotate-bytes", po::value(&a.rotate)->default_value(a.rotate),
-       "rotate smaller messages through a pool of this size so caches do not flatter them "
-       "(0: reuse one buffer, as OSU and IMB do by default)")
-      ("backend", po::value(&a.backend)->default_value(a.backend),
-       "mpi (host buffers) or nccl (one GPU per rank, device buffers, CUDA-event timing)")
-      ("cuda-graph,G", po::value(&a.cuda_graph)->default_value(a.cuda_graph),
-       "nccl: 1 captures each call once as a CUDA graph and replays it (as nccl-tests -G)")
-      ("nccl-comm", po::value(&a.nccl_comm)->default_value(a.nccl_comm),
-       "nccl: build group communicators by ncclCommSplit (split) or a fresh init per group (init)")
-      ("threads,t", po::value(&a.backend_flags.threads)->default_value(a.backend_flags.threads),
-       "threads per process (nccl-tests' -t): 1; ibt runs one rank per process")
-      ("gpus,g", po::value(&a.backend_flags.gpus)->default_value(a.backend_flags.gpus),
-       "GPUs per thread (nccl-tests' -g): 1; the nccl backend drives one GPU per rank")
-      ("report-cputime,C", po::value(&a.backend_flags.report_cputime)->default_value(a.backend_flags.report_cputime),
-       "1: label the time as CPU time (nccl-tests' -C); the mpi backend's time is the host clock "
-       "around blocking calls either way; not on nccl yet")
-      ("local-register,R", po::value(&a.backend_flags.local_register)->default_value(a.backend_flags.local_register),
-       "buffer registration (nccl-tests' -R): 0 only (MPI has no registration call; not on nccl yet)");
+  how.add_options()("iters,n", po::value(&a.iters)->default_value(a.iters), "timed iterations per size")(
+      "warmup-iters,w", po::value(&a.warmup)->default_value(a.warmup), "untimed iterations first")(
+      "check,c", po::value(&a.check)->default_value(a.check),
+      "N: check every result in N separate, untimed passes (nccl-tests' -c); 0: skip")(
+      "agg-iters,m", po::value(&a.backend_flags.agg_iters)->default_value(a.backend_flags.agg_iters),
+      "calls per timed iteration; the time is per call (nccl-tests' -m; on mpi the calls run back "
+      "to back, as MPI has no group aggregation)")(
+      "run-cycles,N", po::value(&a.cycles)->default_value(a.cycles),
+      "run the whole sweep this many times, every cycle printed and stored (nccl-tests' -N; 0, "
+      "infinite, is refused: nothing here runs unbounded)")(
+      "timing", po::value(&a.timing)->default_value(a.timing),
+      "loop: nccl-tests' timing (-n calls back to back, timed as a whole); imb: Intel MPI Benchmarks' "
+      "(an untimed pass of -n calls before the -w warm-ups, a barrier before every call, each call timed "
+      "alone, buffers reused unless --rotate-bytes is given and placed as malloc places them; -a "
+      "avg/min/max = IMB's t_avg/t_min/t_max). See the text above")(
+      "blocking,z", po::value(&a.blocking)->default_value(a.blocking),
+      "1: barrier (untimed) between iterations, so each is timed alone")(
+      "average,a", po::value(&a.aggregation)->default_value(a.aggregation),
+      "combine per-rank mean times by avg, min, max or rank0 (nccl-tests' 1, 2, 3, 0; avg is "
+      "nccl-tests' default, max the slowest rank)")(
+      "timeout,T", po::value(&a.timeout)->default_value(a.timeout),
+      "seconds one measurement may take; past it the job ends, naming the op, scope, size and "
+      "the ranks that did not arrive, and the run is marked failed")(
+      "rotate-bytes", po::value(&a.rotate)->default_value(a.rotate),
+      "rotate smaller messages through a pool of this size so caches do not flatter them "
+      "(0: reuse one buffer, as OSU and IMB do by default)")(
+      "backend", po::value(&a.backend)->default_value(a.backend),
+      "mpi (host buffers) or nccl (one GPU per rank, device buffers, CUDA-event timing)")(
+      "cuda-graph,G", po::value(&a.cuda_graph)->default_value(a.cuda_graph),
+      "nccl: 1 captures each call once as a CUDA graph and replays it (as nccl-tests -G)")(
+      "nccl-comm", po::value(&a.nccl_comm)->default_value(a.nccl_comm),
+      "nccl: build group communicators by ncclCommSplit (split) or a fresh init per group (init)")(
+      "threads,t", po::value(&a.backend_flags.threads)->default_value(a.backend_flags.threads),
+      "threads per process (nccl-tests' -t): 1; ibt runs one rank per process")(
+      "gpus,g", po::value(&a.backend_flags.gpus)->default_value(a.backend_flags.gpus),
+      "GPUs per thread (nccl-tests' -g): 1; the nccl backend drives one GPU per rank")(
+      "report-cputime,C", po::value(&a.backend_flags.report_cputime)->default_value(a.backend_flags.report_cputime),
+      "1: label the time as CPU time (nccl-tests' -C); the mpi backend's time is the host clock "
+      "around blocking calls either way; not on nccl yet")(
+      "local-register,R", po::value(&a.backend_flags.local_register)->default_value(a.backend_flags.local_register),
+      "buffer registration (nccl-tests' -R): 0 only (MPI has no registration call; not on nccl yet)");
   po::options_description output("Output");
-  output.add_options()
-      ("out", po::value(&a.out), "append this run to an HDF5 results file (created if missing)")
-      ("output-format", po::value(&a.output_format)->default_value(a.output_format),
-       "ibt (scope, group, p50/p99 columns) or nccl-tests (nccl-tests' own lines, read unchanged by "
-       "scripts that parse nccl-tests logs)")
-      ("outlier-threshold", po::value(&a.outlier_threshold)->default_value(a.outlier_threshold),
-       "intra/inter: a domain (rail) whose busbw is below median x (1 - t) at sizes >= "
-       "--outlier-bandwidth-from, or whose time is above median x (1 + t) below it, is named (as "
-       "p2p-matrix)")
-      ("outlier-bandwidth-from", po::value(&a.outlier_bandwidth_from)->default_value(a.outlier_bandwidth_from),
-       "size from which domains are judged by busbw rather than time");
+  output.add_options()("out", po::value(&a.out), "append this run to an HDF5 results file (created if missing)")(
+      "output-format", po::value(&a.output_format)->default_value(a.output_format),
+      "ibt (scope, group, p50/p99 columns) or nccl-tests (nccl-tests' own lines, read unchanged by "
+      "scripts that parse nccl-tests logs)")(
+      "outlier-threshold", po::value(&a.outlier_threshold)->default_value(a.outlier_threshold),
+      "intra/inter: a domain (rail) whose busbw is below median x (1 - t) at sizes >= "
+      "--outlier-bandwidth-from, or whose time is above median x (1 + t) below it, is named (as "
+      "p2p-matrix)")("outlier-bandwidth-from",
+                     po::value(&a.outlier_bandwidth_from)->default_value(a.outlier_bandwidth_from),
+                     "size from which domains are judged by busbw rather than time");
   po::options_description testing("Testing (fault injection)");
-  testing.add_options()
-      ("inject-stall", po::value(&a.inject_stall),
-       "RANK:K[:inside] - RANK stops before measurement K (0-based), to exercise --timeout; with "
-       ":inside it stops after the start gate, so the others wait inside the op (the watchdog)")
-      ("inject-wrong", po::value(&a.inject_wrong),
-       "RANK - perturb RANK's checked result, to exercise the correctness check");
+  testing.add_options()("inject-stall", po::value(&a.inject_stall),
+                        "RANK:K[:inside] - RANK stops before measurement K (0-based), to exercise --timeout; with "
+                        ":inside it stops after the start gate, so the others wait inside the op (the watchdog)")(
+      "inject-wrong", po::value(&a.inject_wrong),
+      "RANK - perturb RANK's checked result, to exercise the correctness check");
   po::options_description all("options");
   all.add_options()("help,h", "show this help");
   all.add(sizes).add(what).add(how).add(output).add(testing);
@@ -178,7 +172,8 @@ HarnessOptions to_harness_options(const CollectivesArgs& a, const Backend& backe
   }
   for (DType t : h.dtypes)
     if (!backend.supports(t))
-      throw UsageError("dtype " + std::string(to_string(t)) + " is not available on the " + backend.name() + " backend");
+      throw UsageError("dtype " + std::string(to_string(t)) + " is not available on the " + backend.name() +
+                       " backend");
   h.reduce_op = parse_reduce_op(a.reduce_op);
   SizeSweep sweep;
   sweep.min_bytes = parse_size(a.min_bytes, "--min-bytes");
@@ -186,14 +181,17 @@ HarnessOptions to_harness_options(const CollectivesArgs& a, const Backend& backe
   sweep.step_bytes = parse_size(a.step_bytes, "--step-bytes");
   sweep.factor = a.step_factor;
   h.sizes = expand(sweep);
-  if (a.placement == "both") h.placements = {Placement::out_of_place, Placement::in_place};
-  else if (a.placement == "out") h.placements = {Placement::out_of_place};
-  else if (a.placement == "in") h.placements = {Placement::in_place};
-  else throw UsageError("--placement must be out, in or both (got '" + a.placement + "')");
+  if (a.placement == "both")
+    h.placements = {Placement::out_of_place, Placement::in_place};
+  else if (a.placement == "out")
+    h.placements = {Placement::out_of_place};
+  else if (a.placement == "in")
+    h.placements = {Placement::in_place};
+  else
+    throw UsageError("--placement must be out, in or both (got '" + a.placement + "')");
   require_positive(a.iters, "--iters");
   if (a.check < 0) throw UsageError("--check must not be negative (0: off, N: N checked passes)");
-  if (a.cycles < 1)
-    throw UsageError("--run-cycles must be at least 1 (nccl-tests' 0, run forever, is not offered)");
+  if (a.cycles < 1) throw UsageError("--run-cycles must be at least 1 (nccl-tests' 0, run forever, is not offered)");
   if (!(a.outlier_threshold > 0 && a.outlier_threshold < 1))
     throw UsageError("--outlier-threshold must be between 0 and 1");
   if (a.warmup < 0) throw UsageError("--warmup-iters must not be negative");
@@ -240,10 +238,22 @@ std::vector<Scope> feasible_scopes(const std::string& requested, const DomainLay
 }
 
 store::Row to_row(const Measurement& m, const std::string& backend) {
-  return {m.op, m.scope, backend, m.dtype, m.reduce_op, std::string(to_string(m.placement)),
-          static_cast<std::int64_t>(m.group_size), static_cast<std::int64_t>(m.groups),
-          static_cast<std::uint64_t>(m.bytes), static_cast<std::uint64_t>(m.count),
-          static_cast<std::int64_t>(m.iters), m.time_us, m.p50_us, m.p99_us, m.algbw_GBps, m.busbw_GBps,
+  return {m.op,
+          m.scope,
+          backend,
+          m.dtype,
+          m.reduce_op,
+          std::string(to_string(m.placement)),
+          static_cast<std::int64_t>(m.group_size),
+          static_cast<std::int64_t>(m.groups),
+          static_cast<std::uint64_t>(m.bytes),
+          static_cast<std::uint64_t>(m.count),
+          static_cast<std::int64_t>(m.iters),
+          m.time_us,
+          m.p50_us,
+          m.p99_us,
+          m.algbw_GBps,
+          m.busbw_GBps,
           static_cast<std::uint64_t>(m.wrong)};
 }
 
@@ -307,8 +317,7 @@ int run(int argc, char** argv, MpiSession& mpi) {
   // IMB reuses one buffer per role unless told otherwise (-off_cache): so does imb timing.
   if (args.timing == "imb" && vm["rotate-bytes"].defaulted()) args.rotate = "0";
   const std::size_t outlier_bandwidth_from = parse_size(args.outlier_bandwidth_from, "--outlier-bandwidth-from");
-  auto backend = make_backend(args.backend, MPI_COMM_WORLD,
-                              {args.timeout, args.cuda_graph == 1, args.nccl_comm});
+  auto backend = make_backend(args.backend, MPI_COMM_WORLD, {args.timeout, args.cuda_graph == 1, args.nccl_comm});
   const HarnessOptions base = to_harness_options(args, *backend);
   const bool nccl_format = args.output_format == "nccl-tests";
   const DomainLayout layout = detect_domains(MPI_COMM_WORLD, args.domain_size);
@@ -319,7 +328,8 @@ int run(int argc, char** argv, MpiSession& mpi) {
   // The largest measurement's buffers, planned on every host before any is allocated.
   const HostMemoryPlan plan = plan_host_memory(harness, layout, backend->buffers_on_host());
   require_memory_on_every_host(MPI_COMM_WORLD, plan.bytes,
-                               "--max-bytes " + args.max_bytes + " with --rotate-bytes " + args.rotate + ": " + plan.what +
+                               "--max-bytes " + args.max_bytes + " with --rotate-bytes " + args.rotate + ": " +
+                                   plan.what +
                                    " (send and receive buffers, their rotation pools and the check copies, per rank)");
   check_output_on_all_ranks(args.out, MPI_COMM_WORLD);
 
@@ -339,18 +349,31 @@ int run(int argc, char** argv, MpiSession& mpi) {
     for (const auto& [key, value] : backend->provenance()) recorder->set_attr(key, value);
     recorder->set_attr("domains", static_cast<std::int64_t>(layout.num_domains));
     recorder->set_attr("domain_method", layout.method);
-    nlohmann::json config = {{"ops", args.ops}, {"dtypes", args.dtypes}, {"reduce_op", args.reduce_op},
-                             {"scopes", args.scopes}, {"min_bytes", args.min_bytes},
-                             {"max_bytes", args.max_bytes}, {"step_factor", args.step_factor},
-                             {"step_bytes", args.step_bytes}, {"iters", args.iters},
-                             {"warmup_iters", args.warmup}, {"check", args.check},
-                             {"blocking", args.blocking}, {"average", args.aggregation},
-                             {"timeout_s", args.timeout}, {"rotate_bytes", args.rotate},
-                             {"placement", args.placement}, {"root", args.root},
-                             {"domain_size", args.domain_size}, {"backend", args.backend},
-                             {"cuda_graph", args.cuda_graph}, {"nccl_comm", args.nccl_comm},
-                             {"timing", args.timing}, {"agg_iters", args.backend_flags.agg_iters},
-                             {"run_cycles", args.cycles}, {"report_cputime", args.backend_flags.report_cputime},
+    nlohmann::json config = {{"ops", args.ops},
+                             {"dtypes", args.dtypes},
+                             {"reduce_op", args.reduce_op},
+                             {"scopes", args.scopes},
+                             {"min_bytes", args.min_bytes},
+                             {"max_bytes", args.max_bytes},
+                             {"step_factor", args.step_factor},
+                             {"step_bytes", args.step_bytes},
+                             {"iters", args.iters},
+                             {"warmup_iters", args.warmup},
+                             {"check", args.check},
+                             {"blocking", args.blocking},
+                             {"average", args.aggregation},
+                             {"timeout_s", args.timeout},
+                             {"rotate_bytes", args.rotate},
+                             {"placement", args.placement},
+                             {"root", args.root},
+                             {"domain_size", args.domain_size},
+                             {"backend", args.backend},
+                             {"cuda_graph", args.cuda_graph},
+                             {"nccl_comm", args.nccl_comm},
+                             {"timing", args.timing},
+                             {"agg_iters", args.backend_flags.agg_iters},
+                             {"run_cycles", args.cycles},
+                             {"report_cputime", args.backend_flags.report_cputime},
                              {"output_format", args.output_format},
                              {"outlier_threshold", args.outlier_threshold},
                              {"outlier_bandwidth_from", args.outlier_bandwidth_from}};
@@ -361,13 +384,14 @@ int run(int argc, char** argv, MpiSession& mpi) {
     std::printf("# ibt collectives %s (%s): %d ranks on %zu host(s), %d domain(s) by %s, backend %s\n", kVersion,
                 kGitCommit, mpi.size(), facts.hosts.size(), layout.num_domains, layout.method.c_str(),
                 backend->name().c_str());
-    std::printf("# timing %s: %d timed iterations of %d call(s) after %d warm-up; time = %s over ranks; check %s; "
-                "%s; rotate %s\n",
-                args.timing.c_str(), harness.iters, harness.agg_iters, harness.warmup_iters,
-                std::string(to_string(harness.aggregation)).c_str(),
-                harness.check ? (std::to_string(harness.check_iters) + "x").c_str() : "off",
-                harness.blocking ? "blocking" : "non-blocking",
-                harness.rotate_bytes ? format_size(harness.rotate_bytes).c_str() : "off");
+    std::printf(
+        "# timing %s: %d timed iterations of %d call(s) after %d warm-up; time = %s over ranks; check %s; "
+        "%s; rotate %s\n",
+        args.timing.c_str(), harness.iters, harness.agg_iters, harness.warmup_iters,
+        std::string(to_string(harness.aggregation)).c_str(),
+        harness.check ? (std::to_string(harness.check_iters) + "x").c_str() : "off",
+        harness.blocking ? "blocking" : "non-blocking",
+        harness.rotate_bytes ? format_size(harness.rotate_bytes).c_str() : "off");
     if (recorder->active()) std::printf("# results: %s, run %s\n", args.out.c_str(), recorder->run_id().c_str());
     for (const auto& n : notes) std::fprintf(stderr, "# note: %s\n", n.c_str());
     if (!nccl_format) print_table_header(stdout);
@@ -375,39 +399,42 @@ int run(int argc, char** argv, MpiSession& mpi) {
   }
 
   Summary summary;
-  NcclTestsPrinter nccl_printer(stdout, {parse_size(args.min_bytes, "--min-bytes"), parse_size(args.max_bytes, "--max-bytes"),
-                                         parse_size(args.step_bytes, "--step-bytes"), args.step_factor, args.warmup,
-                                         args.iters, args.backend_flags.agg_iters, args.check, args.cuda_graph,
-                                         args.blocking, args.backend_flags.report_cputime == 1, args.reduce_op,
-                                         args.root});
+  NcclTestsPrinter nccl_printer(stdout,
+                                {parse_size(args.min_bytes, "--min-bytes"), parse_size(args.max_bytes, "--max-bytes"),
+                                 parse_size(args.step_bytes, "--step-bytes"), args.step_factor, args.warmup, args.iters,
+                                 args.backend_flags.agg_iters, args.check, args.cuda_graph, args.blocking,
+                                 args.backend_flags.report_cputime == 1, args.reduce_op, args.root});
   std::size_t outliers = 0;
   const std::vector<std::string> host_of_rank = hosts_by_rank(facts.host_of_rank_list, mpi.size());
   HarnessEvents events;
   events.on_size = [&](const SizeResult& r) {
-    if (nccl_format) nccl_printer.line(r);
-    else print_table_line(stdout, r, args.reduce_op);
+    if (nccl_format)
+      nccl_printer.line(r);
+    else
+      print_table_line(stdout, r, args.reduce_op);
     for (const auto* m : {&r.out_of_place, &r.in_place}) {
       if (!*m) continue;
       summary.add(**m);
       recorder->append(kCollectivesTable, collectives_columns(), to_row(**m, backend->name()));
-      const auto slow = find_group_outliers((*m)->per_group, (*m)->bytes, args.outlier_threshold, outlier_bandwidth_from);
+      const auto slow =
+          find_group_outliers((*m)->per_group, (*m)->bytes, args.outlier_threshold, outlier_bandwidth_from);
       for (const auto& g : (*m)->per_group) {
         const GroupOutlier* flagged = nullptr;
         for (const auto& o : slow)
           if (o.group == g.group) flagged = &o;
         const std::string hosts = hosts_of(g.world_ranks, host_of_rank), ranks = rank_list(g.world_ranks);
-        recorder->append(kCollectivesGroupsTable, collectives_groups_columns(),
-                         {(*m)->op, (*m)->scope, (*m)->dtype, std::string(to_string((*m)->placement)),
-                          static_cast<std::uint64_t>((*m)->bytes), static_cast<std::int64_t>(g.group), ranks, hosts,
-                          g.time_us, g.busbw_GBps, static_cast<std::int64_t>(flagged != nullptr),
-                          flagged ? flagged->ratio : 0.0});
+        recorder->append(
+            kCollectivesGroupsTable, collectives_groups_columns(),
+            {(*m)->op, (*m)->scope, (*m)->dtype, std::string(to_string((*m)->placement)),
+             static_cast<std::uint64_t>((*m)->bytes), static_cast<std::int64_t>(g.group), ranks, hosts, g.time_us,
+             g.busbw_GBps, static_cast<std::int64_t>(flagged != nullptr), flagged ? flagged->ratio : 0.0});
         if (flagged) {
           ++outliers;
           std::fprintf(stderr, "# outlier: %s %s %zu B %s: %s %d (hosts %s; ranks %s) %s %.3g, %.2fx the median %.3g\n",
-                       (*m)->op.c_str(), (*m)->scope.c_str(), (*m)->bytes, std::string(to_string((*m)->placement)).c_str(),
-                       (*m)->scope == "intra" ? "domain" : "rail", g.group, hosts.c_str(), ranks.c_str(),
-                       flagged->metric == "bandwidth" ? "busbw GB/s" : "time us", flagged->value, flagged->ratio,
-                       flagged->median);
+                       (*m)->op.c_str(), (*m)->scope.c_str(), (*m)->bytes,
+                       std::string(to_string((*m)->placement)).c_str(), (*m)->scope == "intra" ? "domain" : "rail",
+                       g.group, hosts.c_str(), ranks.c_str(), flagged->metric == "bandwidth" ? "busbw GB/s" : "time us",
+                       flagged->value, flagged->ratio, flagged->median);
         }
       }
     }

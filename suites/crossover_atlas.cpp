@@ -13,8 +13,8 @@
 #include "ibt/version.hpp"
 #include "suites/cli.hpp"
 #include "suites/run_recorder.hpp"
-#include "topologies/studies/atlas.hpp"
 #include "topologies/projection/projection_report.hpp"
+#include "topologies/studies/atlas.hpp"
 
 namespace ibt::suites {
 namespace {
@@ -84,11 +84,13 @@ int run_atlas(const AtlasFlags& flags, int argc, char** argv) {
   const topo::AtlasSpec spec = topo::load_atlas(path);
   const std::vector<topo::AtlasEntry> cells = topo::select_cells(spec, flags.models, flags.topologies);
   if (!flags.out.empty()) store::check_appendable(flags.out);
-  std::printf("ibt crossover --atlas: %zu cells of %s, threshold %.0f%%; each cell is one crossover at the "
-              "system's own domain size and scale-out bandwidth\n",
-              cells.size(), path.c_str(), 100 * flags.threshold);
-  std::printf("| model | system | devices x batch | scale | best with PP: MFU (band) | split | best without PP: "
-              "MFU (band) | split | gain | verdict | practice | agreement | deciding term |\n");
+  std::printf(
+      "ibt crossover --atlas: %zu cells of %s, threshold %.0f%%; each cell is one crossover at the "
+      "system's own domain size and scale-out bandwidth\n",
+      cells.size(), path.c_str(), 100 * flags.threshold);
+  std::printf(
+      "| model | system | devices x batch | scale | best with PP: MFU (band) | split | best without PP: "
+      "MFU (band) | split | gain | verdict | practice | agreement | deciding term |\n");
   std::printf("|---|---|---|---|---|---|---|---|---|---|---|---|---|\n");
   std::fflush(stdout);
   topo::keep_freed_memory_for_reuse();
@@ -159,9 +161,11 @@ int run_atlas(const AtlasFlags& flags, int argc, char** argv) {
          fit(n.feasible ? topo::strategy_and_split(n.split) : "(none fits)", 120),
          any.mfu_band.known ? any.mfu_band.family : std::string(),
          // As ibt crossover stores it: NaN where nothing fits (no gain), 1e300 for "only PP fits".
-         !w.feasible && !n.feasible ? nan : std::isinf(c.cell.gain) ? 1e300 : c.cell.gain,
-         c.cell.uncertainty, c.cell.verdict, c.entry.practice, c.entry.practice_source, c.agreement,
-         c.deciding_term, fit(c.why, 200)});
+         !w.feasible && !n.feasible ? nan
+         : std::isinf(c.cell.gain)  ? 1e300
+                                    : c.cell.gain,
+         c.cell.uncertainty, c.cell.verdict, c.entry.practice, c.entry.practice_source, c.agreement, c.deciding_term,
+         fit(c.why, 200)});
   }
   recorder.finish(store::RunStatus::complete);
   if (recorder.active()) std::printf("run %s written to %s\n", recorder.run_id().c_str(), flags.out.c_str());

@@ -12,7 +12,7 @@ struct AtlasFlags {
   std::vector<std::string> topologies;  // empty = all
   double threshold = 0.05;
   int jobs = 1;
-  std::string out;                      // HDF5 file, "" = none
+  std::string out;  // HDF5 file, "" = none
 };
 
 int run_atlas(const AtlasFlags& flags, int argc, char** argv);

@@ -12,16 +12,16 @@
 #include "core/progress.hpp"
 #include "ibt/version.hpp"
 #include "models/plan/model_file.hpp"
-#include "suites/zero_flags.hpp"
 #include "suites/cli.hpp"
 #include "suites/crossover_atlas.hpp"
 #include "suites/failure_flags.hpp"
 #include "suites/run_recorder.hpp"
 #include "suites/suites.hpp"
-#include "topologies/studies/crossover.hpp"
+#include "suites/zero_flags.hpp"
 #include "topologies/projection/framework.hpp"
 #include "topologies/projection/projection_report.hpp"
 #include "topologies/sim/sim_pricer.hpp"
+#include "topologies/studies/crossover.hpp"
 
 namespace ibt::suites {
 namespace {
@@ -51,9 +51,8 @@ std::vector<store::Column> cell_columns() {
 
 int crossover_main(int argc, char** argv) {
   namespace po = boost::program_options;
-  std::string model_name, base = "dgx-h100", domains = "8,16,32,64,72,128,256",
-                          gbps = "100,200,400,800,1600", out, dtype, rank_by_text = "mfu",
-                          framework = "ibt";
+  std::string model_name, base = "dgx-h100", domains = "8,16,32,64,72,128,256", gbps = "100,200,400,800,1600", out,
+                          dtype, rank_by_text = "mfu", framework = "ibt";
   long gpus = 0, max_cp = 16;
   long long global_batch = 0, global_batch_tokens = 16LL * 1024 * 1024;
   double threshold = 0.05;
@@ -85,34 +84,32 @@ int crossover_main(int argc, char** argv) {
       "MFU bands, the gain, the verdict, whether it agrees with published practice, and the part\n"
       "of the step that decides. Takes --threshold, --jobs, --out; ignores the grid and model flags.\n";
   po::options_description opts("options");
-  opts.add_options()
-      ("help,h", "show this help")
-      ("model", po::value(&model_name), "model: catalog name or .json path")
-      ("gpus", po::value(&gpus), "number of devices")
-      ("domain-sizes", po::value(&domains)->default_value(domains), "comma list of devices per scale-up domain")
-      ("scale-out-Gbps", po::value(&gbps)->default_value(gbps),
-       "comma list of scale-out bandwidths per device, Gb/s (gigabits; GBps is gigabytes)")
-      ("topology", po::value(&base)->default_value(base), "topology giving the device and the other figures")
-      ("global-batch", po::value(&global_batch), "global batch in sequences (overrides --global-batch-tokens)")
-      ("global-batch-tokens", po::value(&global_batch_tokens)->default_value(global_batch_tokens), "global batch in tokens")
-      ("cp", po::value(&max_cp)->default_value(max_cp),
-       "largest context-parallel degree searched (all_gather and ring; where 2*cp divides seq_len; 1 = no CP)")
-      ("threshold", double_value(&threshold), "relative MFU gain above which PP counts as needed")
-      ("dtype", po::value(&dtype), "dtype of the peak MFU refers to (default bf16)")
-      ("framework", po::value(&framework)->default_value(framework),
-       "megatron-core, megatron-2021, maxtext or ibt: what the framework overlaps and fuses (ibt project --help)")
-      ("rank-by", po::value(&rank_by_text)->default_value(rank_by_text),
-       "compare by mfu or goodput: goodput picks the best splits and computes the gain on goodput-adjusted "
-       "MFU (MFU x goodput; needs the failure figures below or the base topology's reliability section)")
-      ("jobs,j", po::value(&jobs)->default_value(jobs),
-       "threads sweeping the splits (the results are the same for any count; 0 = all cores)")
-      ("out", po::value(&out), "HDF5 results file to append a run of kind 'crossover' to");
+  opts.add_options()("help,h", "show this help")("model", po::value(&model_name), "model: catalog name or .json path")(
+      "gpus", po::value(&gpus), "number of devices")("domain-sizes", po::value(&domains)->default_value(domains),
+                                                     "comma list of devices per scale-up domain")(
+      "scale-out-Gbps", po::value(&gbps)->default_value(gbps),
+      "comma list of scale-out bandwidths per device, Gb/s (gigabits; GBps is gigabytes)")(
+      "topology", po::value(&base)->default_value(base), "topology giving the device and the other figures")(
+      "global-batch", po::value(&global_batch), "global batch in sequences (overrides --global-batch-tokens)")(
+      "global-batch-tokens", po::value(&global_batch_tokens)->default_value(global_batch_tokens),
+      "global batch in tokens")(
+      "cp", po::value(&max_cp)->default_value(max_cp),
+      "largest context-parallel degree searched (all_gather and ring; where 2*cp divides seq_len; 1 = no CP)")(
+      "threshold", double_value(&threshold), "relative MFU gain above which PP counts as needed")(
+      "dtype", po::value(&dtype), "dtype of the peak MFU refers to (default bf16)")(
+      "framework", po::value(&framework)->default_value(framework),
+      "megatron-core, megatron-2021, maxtext or ibt: what the framework overlaps and fuses (ibt project --help)")(
+      "rank-by", po::value(&rank_by_text)->default_value(rank_by_text),
+      "compare by mfu or goodput: goodput picks the best splits and computes the gain on goodput-adjusted "
+      "MFU (MFU x goodput; needs the failure figures below or the base topology's reliability section)")(
+      "jobs,j", po::value(&jobs)->default_value(jobs),
+      "threads sweeping the splits (the results are the same for any count; 0 = all cores)")(
+      "out", po::value(&out), "HDF5 results file to append a run of kind 'crossover' to");
   po::options_description atlas_opts("The atlas (--atlas; topologies/studies/atlas.hpp)");
-  atlas_opts.add_options()
-      ("atlas", po::bool_switch(&atlas), "run the atlas instead of a grid")
-      ("atlas-file", po::value(&atlas_file), "atlas cells (default topologies/validation/atlas.json)")
-      ("atlas-models", po::value(&atlas_models), "comma list: only the cells of these models")
-      ("atlas-topologies", po::value(&atlas_topologies), "comma list: only the cells on these systems");
+  atlas_opts.add_options()("atlas", po::bool_switch(&atlas), "run the atlas instead of a grid")(
+      "atlas-file", po::value(&atlas_file), "atlas cells (default topologies/validation/atlas.json)")(
+      "atlas-models", po::value(&atlas_models), "comma list: only the cells of these models")(
+      "atlas-topologies", po::value(&atlas_topologies), "comma list: only the cells on these systems");
   opts.add(atlas_opts);
   add_failure_options(opts);
   ZeroFlags zero;
@@ -123,7 +120,10 @@ int crossover_main(int argc, char** argv) {
   opts.add(zero_opts);
   po::variables_map vm;
   if (!parse_command_line(argc, argv, opts, vm, nullptr, "", &old_spellings)) {
-    print_help(std::cout, "ibt crossover --model M --gpus N [--topology T] [--domain-sizes ...] [--scale-out-Gbps ...]", about, opts, {"ibt crossover --model deepseek-v3 --gpus 8192 --domain-sizes 8,16,32,64,72 --scale-out-Gbps 100,400,1600 --topology dgx-h100 --out crossover.h5",
+    print_help(std::cout, "ibt crossover --model M --gpus N [--topology T] [--domain-sizes ...] [--scale-out-Gbps ...]",
+               about, opts,
+               {"ibt crossover --model deepseek-v3 --gpus 8192 --domain-sizes 8,16,32,64,72 --scale-out-Gbps "
+                "100,400,1600 --topology dgx-h100 --out crossover.h5",
                 "ibt crossover --model llama3-70b --gpus 1024 --rank-by goodput",
                 "ibt crossover --atlas --jobs 2 --out atlas.h5",
                 "ibt crossover --atlas --atlas-models gpt3-175b --atlas-topologies dgx-a100"});
@@ -178,8 +178,10 @@ int crossover_main(int argc, char** argv) {
   std::fflush(stdout);
   auto cell_line = [&](const topo::CrossoverCell& c) {
     char gain[16];
-    if (std::isinf(c.gain)) std::snprintf(gain, sizeof gain, "inf");
-    else std::snprintf(gain, sizeof gain, "%+.1f%%", 100 * c.gain);
+    if (std::isinf(c.gain))
+      std::snprintf(gain, sizeof gain, "inf");
+    else
+      std::snprintf(gain, sizeof gain, "%+.1f%%", 100 * c.gain);
     char gmfu[40] = "";
     if (with_goodput)
       std::snprintf(gmfu, sizeof gmfu, "%7.1f%% %8.1f%% ",
@@ -201,27 +203,29 @@ int crossover_main(int argc, char** argv) {
   run.on_cell = [&](const topo::CrossoverCell& c) { progress.print(cell_line(c)); };
   run.progress = [&](size_t done, size_t total) { progress.set(done, total); };
   run.search = &search;
-  const topo::CrossoverResult r = topo::crossover(model, topology, static_cast<int>(gpus), domain_list,
-                                                  gbps_list, gb, threshold, options, &failure, rank_by,
-                                                  static_cast<int>(max_cp), run);
+  const topo::CrossoverResult r = topo::crossover(model, topology, static_cast<int>(gpus), domain_list, gbps_list, gb,
+                                                  threshold, options, &failure, rank_by, static_cast<int>(max_cp), run);
   progress.finish();
   if (!r.cells.empty()) {
     const topo::CrossoverCell& c0 = r.cells.front();
     const topo::Projection& any = c0.best_no_pp.feasible ? c0.best_no_pp : c0.best_with_pp;
     if (any.mfu_band.known)
-      std::printf("uncertainty: +-%.1f%% (median |MFU error| of the %d published runs on %s, families %s; "
-                  "topologies/validation/bands.json): a gain within threshold +- that is 'within uncertainty'\n",
-                  100 * c0.uncertainty, any.mfu_band.rows, topology.name.c_str(), any.mfu_band.family.c_str());
+      std::printf(
+          "uncertainty: +-%.1f%% (median |MFU error| of the %d published runs on %s, families %s; "
+          "topologies/validation/bands.json): a gain within threshold +- that is 'within uncertainty'\n",
+          100 * c0.uncertainty, any.mfu_band.rows, topology.name.c_str(), any.mfu_band.family.c_str());
     else
-      std::printf("uncertainty: no validation band for %s (no published runs on it in "
-                  "topologies/validation/published-runs.csv): verdicts compare the gain with the threshold alone\n",
-                  topology.name.c_str());
+      std::printf(
+          "uncertainty: no validation band for %s (no published runs on it in "
+          "topologies/validation/published-runs.csv): verdicts compare the gain with the threshold alone\n",
+          topology.name.c_str());
   }
   std::printf("verdict: %s\n", r.verdict.c_str());
   if (r.skipped > 0)
-    std::printf("search: %zu split x cell pricings; %zu more skipped, their step-time lower bound above the cell's best "
-                "of their kind (with or without PP)\n",
-                r.pricings, r.skipped);
+    std::printf(
+        "search: %zu split x cell pricings; %zu more skipped, their step-time lower bound above the cell's best "
+        "of their kind (with or without PP)\n",
+        r.pricings, r.skipped);
   std::printf("%s", topo::describe_assumptions(failure).c_str());
 
   RunRecorder recorder(out, "crossover");
@@ -245,22 +249,22 @@ int crossover_main(int argc, char** argv) {
     return adjusted ? p.goodput.goodput_mfu : p.goodput.goodput;
   };
   for (const auto& c : r.cells)
-    recorder.append("crossover", cell_columns(),
-                    {static_cast<std::int64_t>(c.domain_size), c.scale_out_gbps,
-                     // No split fits: NaN, never 0 (an average over cells must not count it).
-                     c.best_no_pp.feasible ? c.best_no_pp.mfu : nan, c.best_with_pp.feasible ? c.best_with_pp.mfu : nan,
-                     c.best_no_pp.feasible ? c.best_no_pp.step_s : nan,
-                     c.best_with_pp.feasible ? c.best_with_pp.step_s : nan,
-                     !c.best_no_pp.feasible && !c.best_with_pp.feasible ? nan  // no gain to speak of
-                     : std::isinf(c.gain)                                   ? 1e300
-                                                                            : c.gain,
-                     static_cast<std::int64_t>(c.pp_needed),
-                     c.best_no_pp.feasible ? topo::split_label(c.best_no_pp.split) : std::string("(none fits)"),
-                     c.best_with_pp.feasible ? topo::split_label(c.best_with_pp.split) : std::string("(none fits)"),
-                     c.best_no_pp.feasible ? models::strategy_label(c.best_no_pp.split) : std::string(),
-                     c.best_with_pp.feasible ? models::strategy_label(c.best_with_pp.split) : std::string(),
-                     goodput_of(c.best_no_pp, false), goodput_of(c.best_with_pp, false),
-                     goodput_of(c.best_no_pp, true), goodput_of(c.best_with_pp, true)});
+    recorder.append(
+        "crossover", cell_columns(),
+        {static_cast<std::int64_t>(c.domain_size), c.scale_out_gbps,
+         // No split fits: NaN, never 0 (an average over cells must not count it).
+         c.best_no_pp.feasible ? c.best_no_pp.mfu : nan, c.best_with_pp.feasible ? c.best_with_pp.mfu : nan,
+         c.best_no_pp.feasible ? c.best_no_pp.step_s : nan, c.best_with_pp.feasible ? c.best_with_pp.step_s : nan,
+         !c.best_no_pp.feasible && !c.best_with_pp.feasible ? nan  // no gain to speak of
+         : std::isinf(c.gain)                               ? 1e300
+                                                            : c.gain,
+         static_cast<std::int64_t>(c.pp_needed),
+         c.best_no_pp.feasible ? topo::split_label(c.best_no_pp.split) : std::string("(none fits)"),
+         c.best_with_pp.feasible ? topo::split_label(c.best_with_pp.split) : std::string("(none fits)"),
+         c.best_no_pp.feasible ? models::strategy_label(c.best_no_pp.split) : std::string(),
+         c.best_with_pp.feasible ? models::strategy_label(c.best_with_pp.split) : std::string(),
+         goodput_of(c.best_no_pp, false), goodput_of(c.best_with_pp, false), goodput_of(c.best_no_pp, true),
+         goodput_of(c.best_with_pp, true)});
   recorder.finish(store::RunStatus::complete);
   if (recorder.active()) std::printf("run %s written to %s\n", recorder.run_id().c_str(), out.c_str());
   return kExitOk;

@@ -44,14 +44,12 @@ void require_distinct(const std::string& output, const std::string& input) {
 
 int export_main(int argc, char** argv) {
   po::options_description visible("options");
-  visible.add_options()
-      ("help,h", "print this help and exit")
-      ("csv", "write CSV (one table)")
-      ("json", "write JSON")
-      ("run", po::value<std::string>()->value_name("ID"), "export only this run: its id, its number, or 'last'")
-      ("table", po::value<std::string>()->value_name("NAME"), "export only this table (e.g. collectives)")
-      ("out", po::value<std::string>()->value_name("PATH"), "write here instead of stdout (never over an existing file without --force)")
-      ("force", "replace the --out file when it exists");
+  visible.add_options()("help,h", "print this help and exit")("csv", "write CSV (one table)")("json", "write JSON")(
+      "run", po::value<std::string>()->value_name("ID"), "export only this run: its id, its number, or 'last'")(
+      "table", po::value<std::string>()->value_name("NAME"), "export only this table (e.g. collectives)")(
+      "out", po::value<std::string>()->value_name("PATH"),
+      "write here instead of stdout (never over an existing file without --force)")(
+      "force", "replace the --out file when it exists");
   po::options_description all;
   // --output: the old spelling of --out, kept for one release.
   all.add(visible).add_options()("file", po::value<std::string>())("output", po::value<std::string>());
@@ -81,8 +79,10 @@ int export_main(int argc, char** argv) {
 
   // Build the whole export first: a refused or failed export leaves no partial output.
   std::ostringstream text;
-  if (csv) reports::write_csv(text, path, selection);
-  else text << reports::export_json(path, selection).dump(2) << '\n';
+  if (csv)
+    reports::write_csv(text, path, selection);
+  else
+    text << reports::export_json(path, selection).dump(2) << '\n';
 
   if (!to_file) {
     std::cout << text.str();

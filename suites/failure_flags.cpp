@@ -5,16 +5,15 @@ namespace ibt::suites {
 namespace po = boost::program_options;
 
 void add_failure_options(po::options_description& opts) {
-  opts.add_options()
-      ("node-mtbf-hours", po::value<double>(),
-       "mean time between failures of one node, hours (job MTBF = this / nodes); default: the "
-       "topology's reliability section (dgx-h100: from the Llama 3 paper); without either, goodput "
-       "is not computed")
-      ("devices-per-node", po::value<double>(), "devices a node failure takes down (default: the topology's)")
-      ("checkpoint-write-GBps", po::value<double>(),
-       "checkpoint write bandwidth per device when all devices save at once, GB/s (default: the topology's)")
-      ("restart-minutes", po::value<double>(),
-       "time from a failure to training again from the last checkpoint, minutes (default: the topology's)");
+  opts.add_options()("node-mtbf-hours", po::value<double>(),
+                     "mean time between failures of one node, hours (job MTBF = this / nodes); default: the "
+                     "topology's reliability section (dgx-h100: from the Llama 3 paper); without either, goodput "
+                     "is not computed")("devices-per-node", po::value<double>(),
+                                        "devices a node failure takes down (default: the topology's)")(
+      "checkpoint-write-GBps", po::value<double>(),
+      "checkpoint write bandwidth per device when all devices save at once, GB/s (default: the topology's)")(
+      "restart-minutes", po::value<double>(),
+      "time from a failure to training again from the last checkpoint, minutes (default: the topology's)");
 }
 
 topo::FailureOverrides failure_overrides(const po::variables_map& vm) {

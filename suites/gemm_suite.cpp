@@ -5,9 +5,9 @@
 #include <cstdio>
 #include <iostream>
 
+#include "collectives/provenance.hpp"
 #include "core/errors.hpp"
 #include "core/no_gpu.hpp"
-#include "collectives/provenance.hpp"
 #include "ibt/version.hpp"
 #include "models/cuda/gemm_shapes.hpp"
 #ifdef IBT_HAVE_CUDA
@@ -79,8 +79,7 @@ int gemm_main(int argc, char** argv) {
   po::variables_map vm;
   if (!parse_command_line(argc, argv, opts, vm)) {
     print_help(std::cout, "ibt gemm [--dtype bf16,fp8] [--hidden H --ffn F ...] [--out FILE.h5]", about, opts,
-               {"ibt gemm --out gpu.h5",
-                "ibt gemm --dtype fp8 --hidden 8192 --ffn 28672"});
+               {"ibt gemm --out gpu.h5", "ibt gemm --dtype fp8 --hidden 8192 --ffn 28672"});
     return kExitOk;
   }
 #ifndef IBT_HAVE_CUDA

@@ -11,8 +11,10 @@ template <typename T>
 std::string joined(const std::vector<T>& items) {
   std::string out;
   for (std::size_t i = 0; i < items.size(); ++i) {
-    if constexpr (std::is_same_v<T, std::string>) out += (i ? "," : "") + items[i];
-    else out += (i ? "," : "") + std::to_string(items[i]);
+    if constexpr (std::is_same_v<T, std::string>)
+      out += (i ? "," : "") + items[i];
+    else
+      out += (i ? "," : "") + std::to_string(items[i]);
   }
   return out;
 }

@@ -6,8 +6,8 @@
 #include <fcntl.h>
 
 #include <atomic>
-#include <chrono>
 #include <cerrno>
+#include <chrono>
 #include <csignal>
 #include <cstdio>
 #include <cstring>
@@ -44,9 +44,9 @@ std::string host_name() {
 
 [[noreturn]] void on_signal(int sig) {
   const int r = rank.load();
-  std::string who = r >= 0 ? "rank " + std::to_string(r) + " (host " + host_name() + ", pid " +
-                                 std::to_string(getpid()) + ")"
-                           : "pid " + std::to_string(getpid()) + " on host " + host_name();
+  std::string who =
+      r >= 0 ? "rank " + std::to_string(r) + " (host " + host_name() + ", pid " + std::to_string(getpid()) + ")"
+             : "pid " + std::to_string(getpid()) + " on host " + host_name();
   const std::string reason = "interrupted by " + signal_name(sig) + " received by " + who;
   {
     std::lock_guard lock(watched_mutex);

@@ -35,9 +35,10 @@ const std::vector<Suite>& suites() {
        ibt::suites::collectives_main},
       {"p2p-matrix", "pairwise point-to-point bandwidth and latency between ranks or domains",
        ibt::suites::p2p_matrix_main},
-      {"accept", "cluster acceptance: judge measurements against a reference, JUnit XML",
-       ibt::suites::accept_main},
-      {"train", "train a model at a DP/TP/PP/EP split on the CPU (fp32, MPI) or GPUs (--executor cuda), --check against the serial reference",
+      {"accept", "cluster acceptance: judge measurements against a reference, JUnit XML", ibt::suites::accept_main},
+      {"train",
+       "train a model at a DP/TP/PP/EP split on the CPU (fp32, MPI) or GPUs (--executor cuda), --check against the "
+       "serial reference",
        ibt::suites::train_main},
       {"sweep", "train every valid split for a few steps and rank them by MFU", ibt::suites::sweep_main},
       {"project", "project step time, MFU and memory of a split on a catalog or calibrated topology",
@@ -51,8 +52,7 @@ const std::vector<Suite>& suites() {
        ibt::suites::checkpoint_bench_main},
       {"project-compare", "projected vs measured step time of `ibt train` runs, per component",
        ibt::suites::project_compare_main},
-      {"report", "an HTML report with figures from results files, or --compare two files",
-       ibt::suites::report_main},
+      {"report", "an HTML report with figures from results files, or --compare two files", ibt::suites::report_main},
       {"show", "list the runs in a results file, or print one run", ibt::suites::show_main},
       {"export", "export runs from a results file as CSV or JSON", ibt::suites::export_main},
       {"gemm", "GEMM throughput on this GPU over training-shaped problems (cuBLASLt)", gemm_entry},
@@ -118,8 +118,10 @@ int main(int argc, char** argv) {
     } catch (const std::bad_alloc&) {
       // A request no plan caught (the plans cover model shapes, batches, message sizes,
       // pools and schedules): say so plainly rather than "std::bad_alloc".
-      std::fprintf(stderr, "ibt %s: error: out of memory (std::bad_alloc): the request needs more memory than this "
-                   "host has; reduce the sizes or batch\n", s.name);
+      std::fprintf(stderr,
+                   "ibt %s: error: out of memory (std::bad_alloc): the request needs more memory than this "
+                   "host has; reduce the sizes or batch\n",
+                   s.name);
       return ibt::kExitFailure;
     } catch (const std::exception& e) {
       std::fprintf(stderr, "ibt %s: error: %s\n", s.name, e.what());

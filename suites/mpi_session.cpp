@@ -7,8 +7,7 @@
 
 namespace ibt::suites {
 
-int run_mpi_suite(const std::string& name, int argc, char** argv,
-                  int (*body)(int argc, char** argv, MpiSession& mpi)) {
+int run_mpi_suite(const std::string& name, int argc, char** argv, int (*body)(int argc, char** argv, MpiSession& mpi)) {
   MpiSession mpi(&argc, &argv);
   int status = kExitOk;
   try {

@@ -39,7 +39,6 @@ class MpiSession {
 // reported once (rank 0) with exit status 2; any other failure on a rank ends the whole
 // job, since the other ranks may be waiting for it in a collective (a run being recorded
 // is marked failed while unwinding); every rank leaves with the same status.
-int run_mpi_suite(const std::string& name, int argc, char** argv,
-                  int (*body)(int argc, char** argv, MpiSession& mpi));
+int run_mpi_suite(const std::string& name, int argc, char** argv, int (*body)(int argc, char** argv, MpiSession& mpi));
 
 }  // namespace ibt::suites

@@ -7,14 +7,15 @@ namespace ibt::suites {
 namespace {
 
 struct OldShort {
-  const char* letter;  // "-o"
+  const char* letter;     // "-o"
   const char* long_name;  // "--out"
   std::set<std::string> commands;
 };
 
 const std::vector<OldShort>& old_shorts() {
   static const std::vector<OldShort> list = {
-      {"-o", "--out",
+      {"-o",
+       "--out",
        {"p2p-matrix", "accept", "train", "sweep", "project", "crossover", "scaling", "calibrate", "checkpoint-bench",
         "report", "export"}},
       {"-r", "--run", {"show", "export"}},
@@ -47,8 +48,8 @@ std::vector<std::string> rewrite_old_short_options(const std::string& command, c
       continue;
     }
     out.push_back(word.size() == 2 ? std::string(hit->long_name) : std::string(hit->long_name) + "=" + word.substr(2));
-    notes.push_back(std::string("# note: ") + hit->letter + " is now " + hit->long_name + " (" + hit->letter +
-                    " is " + nccl_tests_meaning(hit->letter) +
+    notes.push_back(std::string("# note: ") + hit->letter + " is now " + hit->long_name + " (" + hit->letter + " is " +
+                    nccl_tests_meaning(hit->letter) +
                     " in ibt collectives, as in nccl-tests); the old meaning goes in a later release");
   }
   return out;

@@ -23,36 +23,33 @@ inline const char* kP2pOutlierTable = "p2p_outliers";
 inline std::vector<store::Column> p2p_columns() {
   using store::ColumnType;
   return {
-      {"round", ColumnType::i64, ""},            // tournament round the pair ran in
-      {"unit_a", ColumnType::i64, ""},           // rank, or domain with --domains
+      {"round", ColumnType::i64, ""},   // tournament round the pair ran in
+      {"unit_a", ColumnType::i64, ""},  // rank, or domain with --domains
       {"unit_b", ColumnType::i64, ""},
-      {"rank_a", ColumnType::i64, ""},           // world rank that initiated
+      {"rank_a", ColumnType::i64, ""},  // world rank that initiated
       {"rank_b", ColumnType::i64, ""},
       {"host_a", ColumnType::str},
       {"host_b", ColumnType::str},
       {"bytes", ColumnType::u64, "B"},
       {"iters", ColumnType::i64, "iterations"},
-      {"time_us", ColumnType::f64, "us"},        // mean half round trip
+      {"time_us", ColumnType::f64, "us"},  // mean half round trip
       {"p50_us", ColumnType::f64, "us"},
       {"p99_us", ColumnType::f64, "us"},
       {"bandwidth_GBps", ColumnType::f64, "GB/s"},  // bytes / mean half round trip
-      {"wrong", ColumnType::u64, "B"},           // bytes that arrived wrong, both directions
+      {"wrong", ColumnType::u64, "B"},              // bytes that arrived wrong, both directions
   };
 }
 
 inline std::vector<store::Column> p2p_outlier_columns() {
   using store::ColumnType;
   return {
-      {"kind", ColumnType::str},      // pair or rank
-      {"metric", ColumnType::str},   // bandwidth or latency
-      {"bytes", ColumnType::u64, "B"},
-      {"rank_a", ColumnType::i64, ""},
-      {"rank_b", ColumnType::i64, ""},       // -1 for a rank
-      {"host_a", ColumnType::str},
-      {"host_b", ColumnType::str},
-      {"value", ColumnType::f64, ""},        // GB/s for bandwidth, us for latency
-      {"median", ColumnType::f64, ""},
-      {"ratio", ColumnType::f64, ""},        // value / median
+      {"kind", ColumnType::str},    // pair or rank
+      {"metric", ColumnType::str},  // bandwidth or latency
+      {"bytes", ColumnType::u64, "B"}, {"rank_a", ColumnType::i64, ""},
+      {"rank_b", ColumnType::i64, ""},  // -1 for a rank
+      {"host_a", ColumnType::str},     {"host_b", ColumnType::str},
+      {"value", ColumnType::f64, ""},                                   // GB/s for bandwidth, us for latency
+      {"median", ColumnType::f64, ""}, {"ratio", ColumnType::f64, ""},  // value / median
   };
 }
 
@@ -98,8 +95,8 @@ class P2pCollector {
                                                      ") <-> " + std::to_string(o.rank_b) + " (" + host(o.rank_b) + ")"
                                                : "rank " + std::to_string(o.rank_a) + " (" + host(o.rank_a) + ")";
       std::printf("#   %-4s %-9s %9s  %-48s %10.3f vs median %10.3f %s (x%.2f)\n", o.kind.c_str(), o.metric.c_str(),
-                  format_size(o.bytes).c_str(), who.c_str(), o.value, o.median,
-                  o.metric == "bandwidth" ? "GB/s" : "us", o.ratio);
+                  format_size(o.bytes).c_str(), who.c_str(), o.value, o.median, o.metric == "bandwidth" ? "GB/s" : "us",
+                  o.ratio);
       if (recorder_)
         recorder_->append(kP2pOutlierTable, p2p_outlier_columns(),
                           {o.kind, o.metric, static_cast<std::uint64_t>(o.bytes), static_cast<std::int64_t>(o.rank_a),
@@ -120,8 +117,10 @@ class P2pCollector {
       auto key = std::make_pair(r.unit_a, r.unit_b);
       const double v = bandwidth ? r.bandwidth_GBps : r.time_us;
       auto it = cell.find(key);
-      if (it == cell.end()) cell[key] = v;
-      else it->second = bandwidth ? std::min(it->second, v) : std::max(it->second, v);
+      if (it == cell.end())
+        cell[key] = v;
+      else
+        it->second = bandwidth ? std::min(it->second, v) : std::max(it->second, v);
     }
     std::printf("# %s at %s (%s):\n#      ", bandwidth ? "bandwidth" : "latency", format_size(bytes).c_str(),
                 bandwidth ? "GB/s" : "us");
@@ -131,8 +130,10 @@ class P2pCollector {
       std::printf("# %4d ", a);
       for (int b = 0; b < units; ++b) {
         auto it = cell.find({std::min(a, b), std::max(a, b)});
-        if (a == b || it == cell.end()) std::printf(" %9s", "-");
-        else std::printf(" %9.3f", it->second);
+        if (a == b || it == cell.end())
+          std::printf(" %9s", "-");
+        else
+          std::printf(" %9.3f", it->second);
       }
       std::printf("\n");
     }
@@ -146,12 +147,12 @@ class P2pCollector {
                 r.bandwidth_GBps, static_cast<unsigned long long>(r.wrong));
     std::fflush(stdout);
     if (recorder_)
-      recorder_->append(kP2pTable, p2p_columns(),
-                        {static_cast<std::int64_t>(r.round), static_cast<std::int64_t>(r.unit_a),
-                         static_cast<std::int64_t>(r.unit_b), static_cast<std::int64_t>(r.rank_a),
-                         static_cast<std::int64_t>(r.rank_b), host(r.rank_a), host(r.rank_b),
-                         static_cast<std::uint64_t>(r.bytes), static_cast<std::int64_t>(r.iters), r.time_us, r.p50_us,
-                         r.p99_us, r.bandwidth_GBps, static_cast<std::uint64_t>(r.wrong)});
+      recorder_->append(
+          kP2pTable, p2p_columns(),
+          {static_cast<std::int64_t>(r.round), static_cast<std::int64_t>(r.unit_a), static_cast<std::int64_t>(r.unit_b),
+           static_cast<std::int64_t>(r.rank_a), static_cast<std::int64_t>(r.rank_b), host(r.rank_a), host(r.rank_b),
+           static_cast<std::uint64_t>(r.bytes), static_cast<std::int64_t>(r.iters), r.time_us, r.p50_us, r.p99_us,
+           r.bandwidth_GBps, static_cast<std::uint64_t>(r.wrong)});
   }
 
   RunRecorder* recorder_;

@@ -1,10 +1,10 @@
 // ibt p2p-matrix: ping-pong latency and bandwidth between every pair of ranks (or of
 // domains), scheduled as a round-robin tournament, with the outliers named by host and rank.
-#include <boost/program_options.hpp>
 #include <algorithm>
-#include <limits>
+#include <boost/program_options.hpp>
 #include <cstdio>
 #include <iostream>
+#include <limits>
 #include <nlohmann/json.hpp>
 #include <sstream>
 
@@ -49,26 +49,24 @@ const char* kAbout =
 
 po::options_description describe_options(P2pArgs& a) {
   po::options_description o("options");
-  o.add_options()
-      ("help,h", "show this help")
-      ("sizes", po::value(&a.sizes)->default_value(a.sizes), "comma list of message sizes (K, M, G suffixes)")
-      ("iters,n", po::value(&a.iters)->default_value(a.iters), "timed round trips per pair and size")
-      ("warmup-iters,w", po::value(&a.warmup)->default_value(a.warmup), "untimed round trips first")
-      ("check,c", po::value(&a.check)->default_value(a.check), "1: check every byte in an untimed pass; 0: skip")
-      ("domains", po::bool_switch(&a.domains), "pairs of domains instead of pairs of ranks")
-      ("domain-size", po::value(&a.domain_size)->default_value(a.domain_size),
-       "declare every K consecutive ranks a domain (0: ranks that share memory)")
-      ("serial", po::bool_switch(&a.serial), "one pair at a time instead of a whole round at once")
-      ("threshold", double_value(&a.threshold),
-       "relative distance from the median that makes an outlier (0.5 = 50%)")
-      ("bandwidth-from", po::value(&a.bandwidth_from)->default_value(a.bandwidth_from),
-       "sizes from this one up are judged by bandwidth, smaller ones by latency")
-      ("fail-on-outliers", po::bool_switch(&a.fail_on_outliers), "exit 1 when any outlier is found")
-      ("timeout,T", double_value(&a.timeout),
-       "seconds one round may take; past it the job ends naming the ranks that did not arrive")
-      ("out", po::value(&a.out), "append this run (kind p2p_matrix) to an HDF5 results file")
-      ("inject-delay", po::value(&a.inject_delay),
-       "RANK:US - RANK waits US microseconds before every send (testing the outlier detection)");
+  o.add_options()("help,h", "show this help")("sizes", po::value(&a.sizes)->default_value(a.sizes),
+                                              "comma list of message sizes (K, M, G suffixes)")(
+      "iters,n", po::value(&a.iters)->default_value(a.iters), "timed round trips per pair and size")(
+      "warmup-iters,w", po::value(&a.warmup)->default_value(a.warmup), "untimed round trips first")(
+      "check,c", po::value(&a.check)->default_value(a.check), "1: check every byte in an untimed pass; 0: skip")(
+      "domains", po::bool_switch(&a.domains), "pairs of domains instead of pairs of ranks")(
+      "domain-size", po::value(&a.domain_size)->default_value(a.domain_size),
+      "declare every K consecutive ranks a domain (0: ranks that share memory)")(
+      "serial", po::bool_switch(&a.serial), "one pair at a time instead of a whole round at once")(
+      "threshold", double_value(&a.threshold), "relative distance from the median that makes an outlier (0.5 = 50%)")(
+      "bandwidth-from", po::value(&a.bandwidth_from)->default_value(a.bandwidth_from),
+      "sizes from this one up are judged by bandwidth, smaller ones by latency")(
+      "fail-on-outliers", po::bool_switch(&a.fail_on_outliers), "exit 1 when any outlier is found")(
+      "timeout,T", double_value(&a.timeout),
+      "seconds one round may take; past it the job ends naming the ranks that did not arrive")(
+      "out", po::value(&a.out), "append this run (kind p2p_matrix) to an HDF5 results file")(
+      "inject-delay", po::value(&a.inject_delay),
+      "RANK:US - RANK waits US microseconds before every send (testing the outlier detection)");
   return o;
 }
 
@@ -116,7 +114,7 @@ int run(int argc, char** argv, MpiSession& mpi) {
     if (mpi.rank() == 0)
       print_help(std::cout, kUsage, kAbout, options,
                  {"mpiexec -n 8 ibt p2p-matrix --sizes 8,1M --out p2p.h5",
-                "mpiexec -n 8 ibt p2p-matrix --domains --domain-size 4 --fail-on-outliers"});
+                  "mpiexec -n 8 ibt p2p-matrix --domains --domain-size 4 --fail-on-outliers"});
     return kExitOk;
   }
   po::notify(vm);
@@ -128,7 +126,8 @@ int run(int argc, char** argv, MpiSession& mpi) {
   // One message buffer per rank, as large as the largest size: planned before any is allocated.
   const std::size_t largest = *std::max_element(p2p.sizes.begin(), p2p.sizes.end());
   if (largest > static_cast<std::size_t>(std::numeric_limits<int>::max()))
-    throw UsageError("--sizes " + args.sizes + ": message sizes above 2 GiB - 1 are not supported (MPI counts are int)");
+    throw UsageError("--sizes " + args.sizes +
+                     ": message sizes above 2 GiB - 1 are not supported (MPI counts are int)");
   require_memory_on_every_host(MPI_COMM_WORLD, static_cast<double>(largest),
                                "--sizes " + args.sizes + " (the largest message's buffer, per rank)");
   check_output_on_all_ranks(args.out, MPI_COMM_WORLD);
@@ -147,10 +146,11 @@ int run(int argc, char** argv, MpiSession& mpi) {
     recorder->set_attr("backend", std::string("mpi"));
     recorder->set_attr("domains", static_cast<std::int64_t>(layout.num_domains));
     recorder->set_attr("domain_method", layout.method);
-    nlohmann::json config = {{"sizes", args.sizes}, {"iters", args.iters}, {"warmup_iters", args.warmup},
-                             {"check", args.check}, {"domains", args.domains}, {"domain_size", args.domain_size},
-                             {"serial", args.serial}, {"threshold", args.threshold},
-                             {"bandwidth_from", args.bandwidth_from}, {"timeout_s", args.timeout}};
+    nlohmann::json config = {
+        {"sizes", args.sizes},      {"iters", args.iters},         {"warmup_iters", args.warmup},
+        {"check", args.check},      {"domains", args.domains},     {"domain_size", args.domain_size},
+        {"serial", args.serial},    {"threshold", args.threshold}, {"bandwidth_from", args.bandwidth_from},
+        {"timeout_s", args.timeout}};
     recorder->set_attr("config", config.dump());
     recorder->set_environment(allowed_environment(environ));
     collector = std::make_unique<P2pCollector>(recorder.get(), hosts_by_rank(facts.host_of_rank_list, mpi.size()));
@@ -172,7 +172,8 @@ int run(int argc, char** argv, MpiSession& mpi) {
   for (std::size_t bytes : p2p.sizes) collector->print_matrix(bytes, bytes >= bandwidth_from);
   const auto outliers = collector->report_outliers(args.threshold, bandwidth_from);
   const std::uint64_t wrong = collector->wrong();
-  std::printf("# Wrong bytes: %llu%s\n", static_cast<unsigned long long>(wrong), p2p.check ? "" : " (checking was off)");
+  std::printf("# Wrong bytes: %llu%s\n", static_cast<unsigned long long>(wrong),
+              p2p.check ? "" : " (checking was off)");
   if (wrong > 0) {
     recorder->finish(store::RunStatus::failed, std::to_string(wrong) + " bytes arrived wrong");
     return kExitFailure;

@@ -10,8 +10,8 @@
 #include "suites/cli.hpp"
 #include "suites/suites.hpp"
 #include "topologies/calibration/agreement.hpp"
-#include "topologies/hardware/topology.hpp"
 #include "topologies/calibration/train_runs.hpp"
+#include "topologies/hardware/topology.hpp"
 
 namespace ibt::suites {
 
@@ -33,11 +33,10 @@ int project_compare_main(int argc, char** argv) {
       "from collectives and train runs of the same machine, and compare runs the calibration did\n"
       "not fit.\n";
   po::options_description opts("options");
-  opts.add_options()
-      ("help,h", "show this help")
-      ("runs", po::value(&runs)->multitoken(), "FILE.h5 or FILE.h5:RUN_ID (positional, repeatable)")
-      ("topology", po::value(&topology)->default_value(topology), "catalog name or topology JSON file")
-      ("bound", double_value(&bound_pct), "allowed |relative difference| of the step time, percent");
+  opts.add_options()("help,h", "show this help")("runs", po::value(&runs)->multitoken(),
+                                                 "FILE.h5 or FILE.h5:RUN_ID (positional, repeatable)")(
+      "topology", po::value(&topology)->default_value(topology), "catalog name or topology JSON file")(
+      "bound", double_value(&bound_pct), "allowed |relative difference| of the step time, percent");
   po::positional_options_description pos;
   pos.add("runs", -1);
   po::variables_map vm;

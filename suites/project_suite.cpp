@@ -14,17 +14,17 @@
 #include "models/plan/model_file.hpp"
 #include "models/plan/parallel_split.hpp"
 #include "models/plan/schedule.hpp"
-#include "suites/zero_flags.hpp"
 #include "suites/cli.hpp"
 #include "suites/failure_flags.hpp"
 #include "suites/run_recorder.hpp"
 #include "suites/suites.hpp"
+#include "suites/zero_flags.hpp"
+#include "topologies/hardware/topology.hpp"
 #include "topologies/projection/framework.hpp"
 #include "topologies/projection/projection.hpp"
 #include "topologies/projection/projection_goodput.hpp"
 #include "topologies/projection/projection_report.hpp"
 #include "topologies/sim/sim_pricer.hpp"
-#include "topologies/hardware/topology.hpp"
 
 namespace ibt::suites {
 namespace {
@@ -83,7 +83,10 @@ models::ParallelSplit single_split(const ProjectArgs& a, long long global_batch)
                      std::to_string(a.tp * a.pp * a.cp) + ")");
   s.dp = a.dp > 0 ? int_flag(a.dp, "--dp") : static_cast<int>(a.gpus / (a.tp * a.pp * a.cp));
   s.schedule = models::parse_schedule(a.schedule);
-  s.vpp = a.vpp > 0 ? int_flag(a.vpp, "--vpp") : (s.schedule == models::ScheduleKind::interleaved || s.schedule == models::ScheduleKind::dualpipev ? 2 : 1);
+  s.vpp =
+      a.vpp > 0
+          ? int_flag(a.vpp, "--vpp")
+          : (s.schedule == models::ScheduleKind::interleaved || s.schedule == models::ScheduleKind::dualpipev ? 2 : 1);
   s.micro_batch_size = int_flag(a.mbs, "--micro-batch-size");
   require_positive(a.mbs, "--micro-batch-size");
   if (a.microbatches > 0) {
@@ -122,46 +125,54 @@ int project_main(int argc, char** argv) {
       "interval (Young 1974, Daly 2006) and goodput = useful compute / wall time counting\n"
       "checkpoints, lost work and restarts; printed with goodput-adjusted MFU and the assumptions.\n";
   po::options_description opts("options");
-  opts.add_options()
-      ("help,h", "show this help")
-      ("model", po::value(&a.model), "model: catalog name (models/catalog: llama3-405b, deepseek-v3, ...) or a .json path")
-      ("topology", po::value(&a.topology), "topology: catalog name (dgx-a100, dgx-h100, dgx-h200, dgx-b200, gb200-nvl72, tpu-v4, tpu-v5p, local-cpu) or a .json path (e.g. from ibt calibrate)")
-      ("gpus", po::value(&a.gpus), "number of devices")
-      ("dp", po::value(&a.dp), "data parallel degree (default: gpus / (tp*pp))")
-      ("tp", po::value(&a.tp)->default_value(a.tp), "tensor parallel degree")
-      ("pp", po::value(&a.pp)->default_value(a.pp), "pipeline stages")
-      ("ep", po::value(&a.ep)->default_value(a.ep), "expert parallel degree (drawn from dp)")
-      ("cp", po::value(&a.cp)->default_value(a.cp),
-       "context parallel degree (sequence split over cp ranks); with --all: the largest CP degree searched "
-       "(default 16, where seq_len allows)")
-      ("cp-comm", po::value(&a.cp_comm)->default_value(a.cp_comm),
-       "context-parallel attention: all_gather (Llama 3: K/V gathered per layer) or ring (K/V blocks passed, "
-       "hidden behind attention where it is long enough); --all tries both")
-      ("vpp", po::value(&a.vpp), "model chunks per stage (interleaved; default 2 for interleaved and dualpipev, else 1)")
-      ("microbatches", po::value(&a.microbatches), "microbatches per step (default: from the global batch)")
-      ("micro-batch-size", po::value(&a.mbs)->default_value(a.mbs), "sequences per microbatch")
-      ("global-batch", po::value(&a.global_batch), "global batch in sequences (overrides --global-batch-tokens)")
-      ("global-batch-tokens", po::value(&a.global_batch_tokens)->default_value(a.global_batch_tokens),
-       "global batch in tokens (divided by the model's sequence length)")
-      ("schedule", po::value(&a.schedule)->default_value(a.schedule), "afab, 1f1b, interleaved, zb-h1 (zero bubble: weight gradients deferred) or dualpipev (DeepSeek's DualPipe, V-shaped)")
-      ("recompute", po::value(&a.recompute)->default_value(a.recompute), "none, selective or full")
-      ("sp", po::bool_switch(&a.sp), "sequence parallelism (needs tp > 1; default on when tp > 1)")
-      ("no-sp", po::bool_switch(&a.no_sp), "no sequence parallelism")
-      ("dtype", po::value(&a.dtype), "compute dtype the peak and MFU refer to: fp32, tf32, bf16, fp8 (default bf16, else fp32)")
-      ("framework", po::value(&a.framework)->default_value(a.framework),
-       "what the training framework overlaps and fuses: megatron-core (flash attention, grad-reduce and TP comm "
-       "overlap), megatron-2021 (unfused attention, no overlap), maxtext (fused attention, collective matmul), "
-       "ibt (fused attention, grad-reduce overlap only); topologies/projection/framework.hpp cites each")
-      ("fp8", po::bool_switch(&a.fp8), "linear-layer GEMMs in fp8 at the fp8 peak with their casts (Transformer Engine); MFU stays against --dtype's peak")
-      ("no-overlap", po::bool_switch(&a.no_overlap), "gradient reduction after the backward pass instead of overlapping it")
-      ("memory-fraction", double_value(&a.memory_fraction), "usable fraction of device memory")
-      ("all", po::bool_switch(&a.all), "search every valid split and rank them")
-      ("jobs,j", po::value(&a.jobs)->default_value(a.jobs),
-       "with --all: threads projecting the splits (the ranking is the same for any count; 0 = all cores)")
-      ("top", po::value(&a.top)->default_value(a.top), "with --all: rows to print (0 = all); ranked by MFU, only splits that can make these rows are priced, the others are counted with their step-time lower bound (0 prices every split)")
-      ("rank-by", po::value(&a.rank_by)->default_value(a.rank_by),
-       "with --all: rank by mfu or goodput (goodput-adjusted MFU = MFU x goodput; needs the failure figures)")
-      ("out", po::value(&a.out), "HDF5 results file to append a run of kind 'projection' to");
+  opts.add_options()("help,h", "show this help")(
+      "model", po::value(&a.model),
+      "model: catalog name (models/catalog: llama3-405b, deepseek-v3, ...) or a .json path")(
+      "topology", po::value(&a.topology),
+      "topology: catalog name (dgx-a100, dgx-h100, dgx-h200, dgx-b200, gb200-nvl72, tpu-v4, tpu-v5p, local-cpu) or a "
+      ".json path (e.g. from ibt calibrate)")("gpus", po::value(&a.gpus), "number of devices")(
+      "dp", po::value(&a.dp), "data parallel degree (default: gpus / (tp*pp))")(
+      "tp", po::value(&a.tp)->default_value(a.tp), "tensor parallel degree")(
+      "pp", po::value(&a.pp)->default_value(a.pp), "pipeline stages")("ep", po::value(&a.ep)->default_value(a.ep),
+                                                                      "expert parallel degree (drawn from dp)")(
+      "cp", po::value(&a.cp)->default_value(a.cp),
+      "context parallel degree (sequence split over cp ranks); with --all: the largest CP degree searched "
+      "(default 16, where seq_len allows)")(
+      "cp-comm", po::value(&a.cp_comm)->default_value(a.cp_comm),
+      "context-parallel attention: all_gather (Llama 3: K/V gathered per layer) or ring (K/V blocks passed, "
+      "hidden behind attention where it is long enough); --all tries both")(
+      "vpp", po::value(&a.vpp),
+      "model chunks per stage (interleaved; default 2 for interleaved and dualpipev, else 1)")(
+      "microbatches", po::value(&a.microbatches), "microbatches per step (default: from the global batch)")(
+      "micro-batch-size", po::value(&a.mbs)->default_value(a.mbs), "sequences per microbatch")(
+      "global-batch", po::value(&a.global_batch), "global batch in sequences (overrides --global-batch-tokens)")(
+      "global-batch-tokens", po::value(&a.global_batch_tokens)->default_value(a.global_batch_tokens),
+      "global batch in tokens (divided by the model's sequence length)")(
+      "schedule", po::value(&a.schedule)->default_value(a.schedule),
+      "afab, 1f1b, interleaved, zb-h1 (zero bubble: weight gradients deferred) or dualpipev (DeepSeek's DualPipe, "
+      "V-shaped)")("recompute", po::value(&a.recompute)->default_value(a.recompute), "none, selective or full")(
+      "sp", po::bool_switch(&a.sp), "sequence parallelism (needs tp > 1; default on when tp > 1)")(
+      "no-sp", po::bool_switch(&a.no_sp), "no sequence parallelism")(
+      "dtype", po::value(&a.dtype),
+      "compute dtype the peak and MFU refer to: fp32, tf32, bf16, fp8 (default bf16, else fp32)")(
+      "framework", po::value(&a.framework)->default_value(a.framework),
+      "what the training framework overlaps and fuses: megatron-core (flash attention, grad-reduce and TP comm "
+      "overlap), megatron-2021 (unfused attention, no overlap), maxtext (fused attention, collective matmul), "
+      "ibt (fused attention, grad-reduce overlap only); topologies/projection/framework.hpp cites each")(
+      "fp8", po::bool_switch(&a.fp8),
+      "linear-layer GEMMs in fp8 at the fp8 peak with their casts (Transformer Engine); MFU stays against --dtype's "
+      "peak")("no-overlap", po::bool_switch(&a.no_overlap),
+              "gradient reduction after the backward pass instead of overlapping it")(
+      "memory-fraction", double_value(&a.memory_fraction), "usable fraction of device memory")(
+      "all", po::bool_switch(&a.all), "search every valid split and rank them")(
+      "jobs,j", po::value(&a.jobs)->default_value(a.jobs),
+      "with --all: threads projecting the splits (the ranking is the same for any count; 0 = all cores)")(
+      "top", po::value(&a.top)->default_value(a.top),
+      "with --all: rows to print (0 = all); ranked by MFU, only splits that can make these rows are priced, the others "
+      "are counted with their step-time lower bound (0 prices every split)")(
+      "rank-by", po::value(&a.rank_by)->default_value(a.rank_by),
+      "with --all: rank by mfu or goodput (goodput-adjusted MFU = MFU x goodput; needs the failure figures)")(
+      "out", po::value(&a.out), "HDF5 results file to append a run of kind 'projection' to");
   suites::add_failure_options(opts);
   po::options_description zero_opts("Sharded data parallelism (one split; with --all: comma lists to search)");
   po::options_description old_spellings;  // kept for one release, not in --help
@@ -170,9 +181,11 @@ int project_main(int argc, char** argv) {
   opts.add(zero_opts);
   po::variables_map vm;
   if (!parse_command_line(argc, argv, opts, vm, nullptr, "", &old_spellings)) {
-    print_help(std::cout, "ibt project --model M --topology T --gpus N [split options | --all] [--out FILE.h5]", about, opts,
+    print_help(std::cout, "ibt project --model M --topology T --gpus N [split options | --all] [--out FILE.h5]", about,
+               opts,
                {"ibt project --model llama3-405b --topology dgx-h100 --gpus 8192 --all",
-                "ibt project --model llama3-70b --topology dgx-b200 --gpus 1024 --tp 8 --pp 4 --micro-batch-size 1 --out proj.h5"});
+                "ibt project --model llama3-70b --topology dgx-b200 --gpus 1024 --tp 8 --pp 4 --micro-batch-size 1 "
+                "--out proj.h5"});
     return kExitOk;
   }
   take_alias(vm, "mbs", "micro-batch-size", a.mbs);
@@ -238,9 +251,9 @@ int project_main(int argc, char** argv) {
   recorder.set_attr("failure_assumptions", topo::describe_assumptions(failure));
   recorder.set_attr("rank_by", std::string(topo::to_string(rank_by)));
 
-  std::printf("ibt project: %s on %d x %s (%s), global batch %lld sequences x %d tokens\n",
-              model.name.c_str(), static_cast<int>(a.gpus), topology.name.c_str(),
-              topology.device.name.c_str(), global_batch, model.seq_len);
+  std::printf("ibt project: %s on %d x %s (%s), global batch %lld sequences x %d tokens\n", model.name.c_str(),
+              static_cast<int>(a.gpus), topology.name.c_str(), topology.device.name.c_str(), global_batch,
+              model.seq_len);
   if (a.all) {
     topo::keep_freed_memory_for_reuse();
     models::SplitSearch search = topo::default_search(topology, global_batch);

@@ -50,7 +50,8 @@ int spawn(const std::vector<std::string>& args, bool quiet) {
 // PATH (pyenv, conda) often has neither, so it is tried last.
 std::string find_python(const std::string& requested) {
   std::vector<std::string> candidates;
-  if (!requested.empty()) candidates.push_back(requested);
+  if (!requested.empty())
+    candidates.push_back(requested);
   else {
     if (const char* env = std::getenv("IBT_PYTHON")) candidates.push_back(env);
     candidates.push_back("/usr/bin/python3");
@@ -105,19 +106,17 @@ int report_main(int argc, char** argv) {
   bool compare = false, force = false;
   double tolerance = 0.1;
   po::options_description opts("options");
-  opts.add_options()
-      ("help,h", "show this help")
-      ("out", po::value(&out),
-       "folder to write index.html and the figures to (created if missing; a folder holding files is refused "
-       "without --force)")
-      ("force", po::bool_switch(&force), "write into an --out folder that already holds files (they may be replaced)")
-      ("compare", po::bool_switch(&compare), "compare two files (A = baseline, B = candidate)")
-      ("tolerance", double_value(&tolerance),
-       "--compare: ratios within 1 +/- this are 'same'")
-      ("title", po::value(&title), "page title")
-      ("crossover-experiment", po::value(&experiments)->composing(),
-       "folder from scripts/cluster/crossover_experiment.sh: draw its measured vs projected crossover (repeatable)")
-      ("python", po::value(&python), "Python interpreter to draw with (default: one with h5py and matplotlib)");
+  opts.add_options()("help,h", "show this help")(
+      "out", po::value(&out),
+      "folder to write index.html and the figures to (created if missing; a folder holding files is refused "
+      "without --force)")("force", po::bool_switch(&force),
+                          "write into an --out folder that already holds files (they may be replaced)")(
+      "compare", po::bool_switch(&compare), "compare two files (A = baseline, B = candidate)")(
+      "tolerance", double_value(&tolerance), "--compare: ratios within 1 +/- this are 'same'")(
+      "title", po::value(&title), "page title")(
+      "crossover-experiment", po::value(&experiments)->composing(),
+      "folder from scripts/cluster/crossover_experiment.sh: draw its measured vs projected crossover (repeatable)")(
+      "python", po::value(&python), "Python interpreter to draw with (default: one with h5py and matplotlib)");
   po::options_description hidden;
   hidden.add_options()("files", po::value(&files));
   po::options_description all;
@@ -126,10 +125,10 @@ int report_main(int argc, char** argv) {
   positional.add("files", -1);
   po::variables_map vm;
   if (!parse_command_line(argc, argv, all, vm, &positional, " (see --help)")) {
-    print_help(std::cout, kUsage, kAbout, opts,
-               {"ibt report results/quickstart.h5 sweep.h5 --out report/",
-                "ibt report scaling.h5 generations.h5 --out report/",
-                "ibt report --compare h100.h5 b200.h5 --out compare/"});
+    print_help(
+        std::cout, kUsage, kAbout, opts,
+        {"ibt report results/quickstart.h5 sweep.h5 --out report/",
+         "ibt report scaling.h5 generations.h5 --out report/", "ibt report --compare h100.h5 b200.h5 --out compare/"});
     return kExitOk;
   }
   if (files.empty()) throw UsageError("no results files given (ibt report FILE.h5 ... --out DIR)");
@@ -141,7 +140,8 @@ int report_main(int argc, char** argv) {
   for (const auto& d : experiments)
     for (const char* f : {"summary.tsv", "projection.tsv"})
       if (!fs::is_regular_file(fs::path(d) / f))
-        throw UsageError("--crossover-experiment " + d + ": no " + f + " there (run scripts/cluster/crossover_experiment.sh)");
+        throw UsageError("--crossover-experiment " + d + ": no " + f +
+                         " there (run scripts/cluster/crossover_experiment.sh)");
   // The store's reader refuses a missing, foreign, corrupted or newer-schema file with a
   // message naming it, before anything is drawn.
   for (const auto& f : files) store::list_runs(f);
@@ -151,10 +151,12 @@ int report_main(int argc, char** argv) {
   if (fs::exists(out, ec) && !fs::is_directory(out, ec))
     throw UsageError("--out " + out + ": is a file, not a folder; the report is a folder (index.html and figures)");
   if (!force && fs::is_directory(out, ec) && !fs::is_empty(out, ec))
-    throw UsageError("--out " + out + ": the folder already holds files (an earlier report?) and is left as it is; "
+    throw UsageError("--out " + out +
+                     ": the folder already holds files (an earlier report?) and is left as it is; "
                      "choose a new or empty folder, or add --force to write into it");
   fs::create_directories(out, ec);
-  if (ec || !fs::is_directory(out)) throw UsageError("--out " + out + ": cannot create the folder (" + ec.message() + ")");
+  if (ec || !fs::is_directory(out))
+    throw UsageError("--out " + out + ": cannot create the folder (" + ec.message() + ")");
 
   std::vector<std::string> args = {find_python(python), find_renderer(), "--out", out};
   if (compare) args.insert(args.end(), {"--compare", "--tolerance", std::to_string(tolerance)});

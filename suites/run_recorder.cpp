@@ -58,8 +58,7 @@ void RunRecorder::set_environment(const std::vector<std::pair<std::string, std::
   if (run_ && !finished_) run_->set_environment(vars);
 }
 
-void RunRecorder::append(const std::string& table, const std::vector<store::Column>& columns,
-                         const store::Row& row) {
+void RunRecorder::append(const std::string& table, const std::vector<store::Column>& columns, const store::Row& row) {
   std::lock_guard lock(mutex_);
   if (run_ && !finished_) run_->table(table, columns).append(row);
 }

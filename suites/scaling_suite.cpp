@@ -16,8 +16,8 @@
 #include "suites/run_recorder.hpp"
 #include "suites/suites.hpp"
 #include "topologies/projection/projection_report.hpp"
-#include "topologies/studies/scaling.hpp"
 #include "topologies/sim/sim_pricer.hpp"
+#include "topologies/studies/scaling.hpp"
 
 namespace ibt::suites {
 namespace {
@@ -136,8 +136,10 @@ void print_generation_lines(const std::vector<topo::ScalingPoint>& all) {
     const std::string key = pt.topology + " (" + pt.system + ")";
     if (!lines.count(key)) order.push_back(key);
     char cell[48];
-    if (pt.best.feasible) std::snprintf(cell, sizeof cell, "  %d: %.1f%%", pt.devices, 100 * pt.best.mfu);
-    else std::snprintf(cell, sizeof cell, "  %d: -", pt.devices);
+    if (pt.best.feasible)
+      std::snprintf(cell, sizeof cell, "  %d: %.1f%%", pt.devices, 100 * pt.best.mfu);
+    else
+      std::snprintf(cell, sizeof cell, "  %d: -", pt.devices);
     lines[key] += cell;
   }
   std::printf("\nMFU by generation (best split per point; '-': no split fits):\n");
@@ -162,23 +164,23 @@ int scaling_main(int argc, char** argv) {
       "MFU = model FLOPs / (step time x devices x peak of --dtype); model FLOPs are 6N (active\n"
       "parameters) + full-sequence attention, no recompute (models/plan/accounting.hpp).\n";
   po::options_description opts("options");
-  opts.add_options()
-      ("help,h", "show this help")
-      ("model", po::value(&model_name), "model: catalog name (models/catalog) or a .json path")
-      ("topology", po::value(&topologies),
-       "comma list of topologies (catalog names or .json paths), one line each: e.g. dgx-a100,dgx-h100,dgx-b200")
-      ("gpus", po::value(&gpus_text), "comma list of device counts, e.g. 512,1024,2048")
-      ("scaling", po::value(&mode_text)->default_value(mode_text), "strong (fixed global batch) or weak (fixed batch per device)")
-      ("global-batch", po::value(&global_batch), "strong: global batch in sequences (overrides --global-batch-tokens)")
-      ("global-batch-tokens", po::value(&global_batch_tokens)->default_value(global_batch_tokens),
-       "strong: global batch in tokens (divided by the model's sequence length); weak: the first point's")
-      ("sequences-per-device", po::value(&per_device), "weak: sequences per device per step")
-      ("dtype", po::value(&dtype), "compute dtype the peak and MFU refer to (default bf16, else fp32)")
-      ("memory-fraction", double_value(&memory_fraction), "usable fraction of device memory")
-      ("measured", po::value(&measured)->composing(),
-       "HDF5 file with `ibt train`/`ibt sweep` runs of the model: their points join the table as "
-       "source 'measured' (repeatable)")
-      ("out", po::value(&out), "HDF5 results file to append a run of kind 'scaling' to");
+  opts.add_options()("help,h", "show this help")("model", po::value(&model_name),
+                                                 "model: catalog name (models/catalog) or a .json path")(
+      "topology", po::value(&topologies),
+      "comma list of topologies (catalog names or .json paths), one line each: e.g. dgx-a100,dgx-h100,dgx-b200")(
+      "gpus", po::value(&gpus_text), "comma list of device counts, e.g. 512,1024,2048")(
+      "scaling", po::value(&mode_text)->default_value(mode_text),
+      "strong (fixed global batch) or weak (fixed batch per device)")(
+      "global-batch", po::value(&global_batch), "strong: global batch in sequences (overrides --global-batch-tokens)")(
+      "global-batch-tokens", po::value(&global_batch_tokens)->default_value(global_batch_tokens),
+      "strong: global batch in tokens (divided by the model's sequence length); weak: the first point's")(
+      "sequences-per-device", po::value(&per_device), "weak: sequences per device per step")(
+      "dtype", po::value(&dtype), "compute dtype the peak and MFU refer to (default bf16, else fp32)")(
+      "memory-fraction", double_value(&memory_fraction), "usable fraction of device memory")(
+      "measured", po::value(&measured)->composing(),
+      "HDF5 file with `ibt train`/`ibt sweep` runs of the model: their points join the table as "
+      "source 'measured' (repeatable)")("out", po::value(&out),
+                                        "HDF5 results file to append a run of kind 'scaling' to");
   po::variables_map vm;
   if (!parse_command_line(argc, argv, opts, vm)) {
     print_help(std::cout, "ibt scaling --model M --topology T[,T2...] --gpus N[,N2...] [options]", about, opts,
@@ -224,17 +226,19 @@ int scaling_main(int argc, char** argv) {
     recorder.set_attr("global_batch", static_cast<std::int64_t>(batch.global_batch));
   else
     recorder.set_attr("sequences_per_device", batch.sequences_per_device);
-  recorder.set_attr("conventions",
-                    std::string("MFU = model FLOPs per step / (step time x devices x peak of the dtype), as a "
-                                "fraction; model FLOPs = 6 x matmul-active parameters + full-sequence attention "
-                                "(models/plan/accounting.hpp); breakdown of the bottleneck stage (projections) or means "
-                                "over ranks (measured)"));
+  recorder.set_attr(
+      "conventions",
+      std::string("MFU = model FLOPs per step / (step time x devices x peak of the dtype), as a "
+                  "fraction; model FLOPs = 6 x matmul-active parameters + full-sequence attention "
+                  "(models/plan/accounting.hpp); breakdown of the bottleneck stage (projections) or means "
+                  "over ranks (measured)"));
 
   std::printf("ibt scaling: %s, %s scaling (%s), %zu topolog%s x %zu device counts\n", model.name.c_str(),
               topo::to_string(mode),
               mode == topo::ScalingMode::strong
                   ? ("global batch " + std::to_string(batch.global_batch) + " sequences x " +
-                     std::to_string(model.seq_len) + " tokens").c_str()
+                     std::to_string(model.seq_len) + " tokens")
+                        .c_str()
                   : ("batch " + std::to_string(batch.sequences_per_device) + " sequences per device").c_str(),
               systems.size(), systems.size() == 1 ? "y" : "ies", gpus.size());
   topo::keep_freed_memory_for_reuse();

@@ -6,9 +6,9 @@
 #include <vector>
 
 #include "core/errors.hpp"
+#include "reports/store/store.hpp"
 #include "reports/text/run_selection.hpp"
 #include "reports/text/run_text.hpp"
-#include "reports/store/store.hpp"
 #include "suites/cli.hpp"
 #include "suites/suites.hpp"
 
@@ -25,19 +25,16 @@ const char* kAbout =
     "attributes (provenance), its recorded environment and its tables, aligned, with\n"
     "units under the column names. With --table alone: that table of every run that has it.\n"
     "Runs are named by id (000003), by number (3) or as 'last'.\n";
-const std::vector<std::string> kExamples = {
-    "ibt show results.h5",
-    "ibt show results.h5 --run last",
-    "ibt show results.h5 --run 2 --table collectives"};
+const std::vector<std::string> kExamples = {"ibt show results.h5", "ibt show results.h5 --run last",
+                                            "ibt show results.h5 --run 2 --table collectives"};
 
 }  // namespace
 
 int show_main(int argc, char** argv) {
   po::options_description visible("options");
-  visible.add_options()
-      ("help,h", "print this help and exit")
-      ("run", po::value<std::string>()->value_name("ID"), "show this run: its id, its number, or 'last'")
-      ("table", po::value<std::string>()->value_name("NAME"), "show only this table (e.g. collectives)");
+  visible.add_options()("help,h", "print this help and exit")("run", po::value<std::string>()->value_name("ID"),
+                                                              "show this run: its id, its number, or 'last'")(
+      "table", po::value<std::string>()->value_name("NAME"), "show only this table (e.g. collectives)");
   po::options_description all;
   all.add(visible).add_options()("file", po::value<std::string>());
   po::positional_options_description positional;

@@ -10,15 +10,15 @@
 #include <memory>
 #include <sstream>
 
+#include "collectives/arrival_gate.hpp"
 #include "core/errors.hpp"
 #include "models/plan/model_file.hpp"
-#include "suites/zero_flags.hpp"
 #include "suites/cli.hpp"
-#include "suites/mpi_session.hpp"
-#include "collectives/arrival_gate.hpp"
 #include "suites/job_guard.hpp"
+#include "suites/mpi_session.hpp"
 #include "suites/run_recorder.hpp"
 #include "suites/train_runner.hpp"
+#include "suites/zero_flags.hpp"
 
 namespace po = boost::program_options;
 
@@ -63,22 +63,22 @@ int run(int argc, char** argv, MpiSession& mpi) {
   TrainOptions options;
   int max_runs = 0, max_cp = 1;
   po::options_description o("options");
-  o.add_options()("help,h", "this text")
-      ("model", po::value(&model_name)->default_value(model_name), "catalog name or path to a model .json")
-      ("steps", po::value(&options.steps)->default_value(3), "training steps per split (the first is not timed)")
-      ("microbatches", po::value(&microbatches)->default_value(microbatches), "microbatch counts to try")
-      ("lr", double_value(&options.lr), "AdamW learning rate")
-      ("executor", po::value(&options.executor.kind)->default_value("cpu"), "cpu or cuda (one GPU per rank)")
-      ("precision", po::value(&options.executor.precision), "cuda: bf16 (default) or fp32 GEMM operands")
-      ("peak-tflops", po::value(&options.peak_tflops)->default_value(0),
-       "per-rank peak for MFU, TFLOP/s (default: cpu: single-thread sgemm measured once; cuda: the catalog's dense "
-       "peak for the GPU)")
-      ("cp", po::value(&max_cp)->default_value(max_cp),
-       "also try context-parallel degrees up to this (where 2*cp divides seq_len; all_gather attention)")
-      ("max-runs", po::value(&max_runs)->default_value(0), "stop after this many splits (0: all)")
-      ("timeout,T", po::value(&options.timeout_s)->default_value(options.timeout_s),
-       "seconds a step may take before the job is ended naming the rank, op and group that stopped (exit 3)")
-      ("out", po::value(&out), "append one run per split to this HDF5 results file");
+  o.add_options()("help,h", "this text")("model", po::value(&model_name)->default_value(model_name),
+                                         "catalog name or path to a model .json")(
+      "steps", po::value(&options.steps)->default_value(3), "training steps per split (the first is not timed)")(
+      "microbatches", po::value(&microbatches)->default_value(microbatches), "microbatch counts to try")(
+      "lr", double_value(&options.lr), "AdamW learning rate")(
+      "executor", po::value(&options.executor.kind)->default_value("cpu"), "cpu or cuda (one GPU per rank)")(
+      "precision", po::value(&options.executor.precision), "cuda: bf16 (default) or fp32 GEMM operands")(
+      "peak-tflops", po::value(&options.peak_tflops)->default_value(0),
+      "per-rank peak for MFU, TFLOP/s (default: cpu: single-thread sgemm measured once; cuda: the catalog's dense "
+      "peak for the GPU)")(
+      "cp", po::value(&max_cp)->default_value(max_cp),
+      "also try context-parallel degrees up to this (where 2*cp divides seq_len; all_gather attention)")(
+      "max-runs", po::value(&max_runs)->default_value(0), "stop after this many splits (0: all)")(
+      "timeout,T", po::value(&options.timeout_s)->default_value(options.timeout_s),
+      "seconds a step may take before the job is ended naming the rank, op and group that stopped (exit 3)")(
+      "out", po::value(&out), "append one run per split to this HDF5 results file");
   ZeroFlags zero;
   po::options_description old_spellings;  // kept for one release, not in --help
   old_spellings.add_options()("peak-gflops", po::value(&options.peak_gflops));
@@ -106,22 +106,25 @@ int run(int argc, char** argv, MpiSession& mpi) {
   std::vector<models::ParallelSplit> splits;
   int skipped = 0;
   for (const auto& s : models::enumerate_splits(model, mpi.size(), search)) {
-    if (train_executor_check(options.executor, s, model, mpi.size()).empty()) splits.push_back(s);
-    else ++skipped;
+    if (train_executor_check(options.executor, s, model, mpi.size()).empty())
+      splits.push_back(s);
+    else
+      ++skipped;
   }
   if (max_runs > 0 && static_cast<int>(splits.size()) > max_runs) splits.resize(static_cast<size_t>(max_runs));
-  if (splits.empty()) throw UsageError("no split of " + model.name + " runs on " + std::to_string(mpi.size()) + " ranks");
+  if (splits.empty())
+    throw UsageError("no split of " + model.name + " runs on " + std::to_string(mpi.size()) + " ranks");
   const bool on_gpu = options.executor.kind == "cuda";
   JobGuard guard("sweep", mpi.rank(), nullptr);
   options.watchdog = guard.watchdog();
   if (!on_gpu && options.peak_gflops <= 0)  // at the thread count every split's run will use
-    options.peak_gflops =
-        measure_sgemm_peak_gflops(MPI_COMM_WORLD, blas_threads_for_run(options.threads, mpi.size()));
+    options.peak_gflops = measure_sgemm_peak_gflops(MPI_COMM_WORLD, blas_threads_for_run(options.threads, mpi.size()));
   options.print_steps = false;
   if (mpi.rank() == 0) {
-    std::printf("# sweep of %s on %d ranks: %zu splits (%d valid ones skipped: not supported by the %s executor), "
-                "%d steps each",
-                model.name.c_str(), mpi.size(), splits.size(), skipped, options.executor.kind.c_str(), options.steps);
+    std::printf(
+        "# sweep of %s on %d ranks: %zu splits (%d valid ones skipped: not supported by the %s executor), "
+        "%d steps each",
+        model.name.c_str(), mpi.size(), splits.size(), skipped, options.executor.kind.c_str(), options.steps);
     if (!on_gpu) std::printf(", peak %.1f GFLOP/s per rank", options.peak_gflops);
     std::printf("\n");
   }
@@ -145,7 +148,8 @@ int run(int argc, char** argv, MpiSession& mpi) {
     if (recorder) {
       r.run_id = recorder->active() ? recorder->run_id() : "-";
       recorder->finish(r.outcome.check_ok ? store::RunStatus::complete : store::RunStatus::failed, r.outcome.mismatch);
-      if (!r.outcome.check_ok) std::printf("  [%zu/%zu] FAILED: %s\n", i + 1, splits.size(), r.outcome.mismatch.c_str());
+      if (!r.outcome.check_ok)
+        std::printf("  [%zu/%zu] FAILED: %s\n", i + 1, splits.size(), r.outcome.mismatch.c_str());
       std::printf("  [%zu/%zu] %-48s %8.4f s/step  MFU %6.3f%%\n", i + 1, splits.size(),
                   models::describe(splits[i]).c_str(), r.outcome.mean_step_s, 100 * r.outcome.mfu);
       std::fflush(stdout);
@@ -161,12 +165,13 @@ int run(int argc, char** argv, MpiSession& mpi) {
                 "pp+idle", "run");
     for (size_t i = 0; i < results.size(); ++i) {
       const Ranked& r = results[i];
-      std::printf("  %4zu %-56s %3s %10.4f %10.1f %7.3f%% %7.1f%% %7s\n", i + 1,
-                  models::describe(r.split).c_str(), r.split.pp > 1 ? "PP" : "", r.outcome.mean_step_s,
-                  r.outcome.tokens_per_s, 100 * r.outcome.mfu, 100 * r.outcome.bubble_fraction, r.run_id.c_str());
+      std::printf("  %4zu %-56s %3s %10.4f %10.1f %7.3f%% %7.1f%% %7s\n", i + 1, models::describe(r.split).c_str(),
+                  r.split.pp > 1 ? "PP" : "", r.outcome.mean_step_s, r.outcome.tokens_per_s, 100 * r.outcome.mfu,
+                  100 * r.outcome.bubble_fraction, r.run_id.c_str());
     }
     for (bool with_pp : {false, true}) {
-      auto it = std::find_if(results.begin(), results.end(), [&](const Ranked& r) { return (r.split.pp > 1) == with_pp; });
+      auto it =
+          std::find_if(results.begin(), results.end(), [&](const Ranked& r) { return (r.split.pp > 1) == with_pp; });
       if (it != results.end())
         std::printf("# best %s PP: %s, MFU %.3f%%\n", with_pp ? "with" : "without", models::describe(it->split).c_str(),
                     100 * it->outcome.mfu);

@@ -58,8 +58,8 @@ int TrainCheckpoints::begin(models::CpuExecutor* exec) {
     return 0;
   }
   // Writing new checkpoints into another directory that holds some would mix two runs.
-  if (!dir_.empty() && std::filesystem::path(dir_).lexically_normal() !=
-                           std::filesystem::path(options_.resume_dir).lexically_normal())
+  if (!dir_.empty() &&
+      std::filesystem::path(dir_).lexically_normal() != std::filesystem::path(options_.resume_dir).lexically_normal())
     checkpoint::refuse_existing_checkpoints(dir_, "--checkpoint-dir", advice, world_);
   const checkpoint::LoadReport loaded = checkpoint::load_checkpoint(options_.resume_dir, identity_, world_);
   if (loaded.step >= options_.steps)
@@ -94,18 +94,19 @@ void TrainCheckpoints::after_step(int step, models::CpuExecutor* exec) {
     const std::vector<double> bw = r.rank_bandwidths();
     std::vector<double> bytes(r.bytes.begin(), r.bytes.end());
     if (rank_ == 0 && options_.print_steps) {
-      std::printf("# checkpoint %s: %.3f MiB in %zu shards (max %.3f MiB/rank), write max %.4f s median %.4f s, "
-                  "%.3f GB/s aggregate, %.3f GB/s per rank (median); %.4f s with manifest\n",
-                  r.step_dir.c_str(), static_cast<double>(r.total_bytes()) / 1048576.0, r.bytes.size(),
-                  *std::max_element(bytes.begin(), bytes.end()) / 1048576.0, r.max_write_seconds(),
-                  r.median_write_seconds(), r.aggregate_bandwidth() * 1e-9, quantile(bw, 0.5) * 1e-9, r.total_seconds);
+      std::printf(
+          "# checkpoint %s: %.3f MiB in %zu shards (max %.3f MiB/rank), write max %.4f s median %.4f s, "
+          "%.3f GB/s aggregate, %.3f GB/s per rank (median); %.4f s with manifest\n",
+          r.step_dir.c_str(), static_cast<double>(r.total_bytes()) / 1048576.0, r.bytes.size(),
+          *std::max_element(bytes.begin(), bytes.end()) / 1048576.0, r.max_write_seconds(), r.median_write_seconds(),
+          r.aggregate_bandwidth() * 1e-9, quantile(bw, 0.5) * 1e-9, r.total_seconds);
       std::fflush(stdout);
     }
     if (recorder_ && recorder_->active()) {
       recorder_->append("checkpoints", checkpoint_columns(),
                         {static_cast<std::int64_t>(r.step), static_cast<double>(r.total_bytes()),
-                         *std::max_element(bytes.begin(), bytes.end()), r.max_write_seconds(),
-                         r.median_write_seconds(), *std::min_element(bw.begin(), bw.end()) * 1e-9, quantile(bw, 0.5) * 1e-9,
+                         *std::max_element(bytes.begin(), bytes.end()), r.max_write_seconds(), r.median_write_seconds(),
+                         *std::min_element(bw.begin(), bw.end()) * 1e-9, quantile(bw, 0.5) * 1e-9,
                          r.aggregate_bandwidth() * 1e-9, r.total_seconds});
       for (size_t k = 0; k < r.bytes.size(); ++k)
         recorder_->append("checkpoint_ranks", checkpoint_rank_columns(),

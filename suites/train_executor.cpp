@@ -48,9 +48,7 @@ class CudaTrainExecutor final : public TrainExecutor {
 #endif
 
 #ifndef IBT_HAVE_CUDA
-[[noreturn]] void no_cuda_build() {
-  throw UsageError(built_without_cuda_message("--executor cuda"));
-}
+[[noreturn]] void no_cuda_build() { throw UsageError(built_without_cuda_message("--executor cuda")); }
 #endif
 
 }  // namespace
@@ -93,8 +91,7 @@ void require_executor_device(const ExecutorChoice& c) {
 }
 
 std::unique_ptr<TrainExecutor> make_train_executor(const ExecutorChoice& c, const models::ModelConfig& model,
-                                                   const models::ParallelSplit& split,
-                                                   const models::TrainConfig& train,
+                                                   const models::ParallelSplit& split, const models::TrainConfig& train,
                                                    const models::DataSource& data, MPI_Comm world) {
   [[maybe_unused]] const std::string precision = resolve_precision(c);
   if (c.kind == "cpu") return std::make_unique<CpuTrainExecutor>(model, split, train, data, world);

@@ -15,20 +15,20 @@
 #include <nlohmann/json.hpp>
 
 #include "collectives/arrival_gate.hpp"
-#include "core/errors.hpp"
 #include "collectives/host_memory.hpp"
 #include "collectives/provenance.hpp"
+#include "core/errors.hpp"
 #include "ibt/version.hpp"
-#include "models/plan/accounting.hpp"
 #include "models/engine/blas.hpp"
 #include "models/engine/data.hpp"
 #include "models/engine/reference_trainer.hpp"
+#include "models/plan/accounting.hpp"
 #include "reports/store/store.hpp"
 #include "suites/cli.hpp"
 #include "suites/job_facts.hpp"
 #include "suites/train_checkpoints.hpp"
-#include "topologies/hardware/device_peak.hpp"
 #include "topologies/calibration/gemm_peak.hpp"
+#include "topologies/hardware/device_peak.hpp"
 
 extern char** environ;
 
@@ -76,15 +76,24 @@ double peak_rss_bytes() {
 
 std::vector<store::Column> step_columns() {
   using store::ColumnType;
-  return {{"step", ColumnType::i64, ""},          {"loss", ColumnType::f64, "nats"},
-          {"aux_loss", ColumnType::f64, ""},      {"grad_norm", ColumnType::f64, ""},
-          {"param_norm", ColumnType::f64, ""},    {"step_time", ColumnType::f64, "s"},
-          {"tokens_per_s", ColumnType::f64, "1/s"}, {"model_tflops", ColumnType::f64, "TFLOP/s"},
-          {"mfu", ColumnType::f64, ""},           {"compute", ColumnType::f64, "s"},
-          {"tp_comm", ColumnType::f64, "s"},      {"pp_comm_and_bubble", ColumnType::f64, "s"},
-          {"dp_comm", ColumnType::f64, "s"},      {"ep_comm", ColumnType::f64, "s"},
-          {"other", ColumnType::f64, "s"},        {"ref_loss", ColumnType::f64, "nats"},
-          {"ref_grad_norm", ColumnType::f64, ""}, {"ref_param_norm", ColumnType::f64, ""},
+  return {{"step", ColumnType::i64, ""},
+          {"loss", ColumnType::f64, "nats"},
+          {"aux_loss", ColumnType::f64, ""},
+          {"grad_norm", ColumnType::f64, ""},
+          {"param_norm", ColumnType::f64, ""},
+          {"step_time", ColumnType::f64, "s"},
+          {"tokens_per_s", ColumnType::f64, "1/s"},
+          {"model_tflops", ColumnType::f64, "TFLOP/s"},
+          {"mfu", ColumnType::f64, ""},
+          {"compute", ColumnType::f64, "s"},
+          {"tp_comm", ColumnType::f64, "s"},
+          {"pp_comm_and_bubble", ColumnType::f64, "s"},
+          {"dp_comm", ColumnType::f64, "s"},
+          {"ep_comm", ColumnType::f64, "s"},
+          {"other", ColumnType::f64, "s"},
+          {"ref_loss", ColumnType::f64, "nats"},
+          {"ref_grad_norm", ColumnType::f64, ""},
+          {"ref_param_norm", ColumnType::f64, ""},
           {"mfu_gemm_peak", ColumnType::f64, ""},
           {"cp_comm", ColumnType::f64, "s"}};  // appended: context-parallel K/V traffic
 }
@@ -104,8 +113,7 @@ bool close(double got, double want, double rtol) { return std::abs(got - want) <
 // The best checked GEMM of the executor's precision on this GPU model from an `ibt gemm`
 // file, in GFLOP/s. Rank 0 reads (the file may exist on its node only) and shares the
 // figure or the error, so every rank fails alike.
-double read_gemm_peak_gflops(const std::string& path, const TrainExecutor& exec, MPI_Comm world,
-                             std::string& source) {
+double read_gemm_peak_gflops(const std::string& path, const TrainExecutor& exec, MPI_Comm world, std::string& source) {
   int rank = 0;
   MPI_Comm_rank(world, &rank);
   double gflops = 0;
@@ -143,8 +151,10 @@ int blas_threads_for_run(int requested, int ranks) {
 
 void normalize_peak_flags(bool old_spelling_given, TrainOptions& o) {
   if (old_spelling_given) {
-    if (o.peak_tflops > 0) throw UsageError("--peak-gflops and --peak-tflops are one option (--peak-gflops is its old "
-                                            "spelling, in GFLOP/s): give --peak-tflops once");
+    if (o.peak_tflops > 0)
+      throw UsageError(
+          "--peak-gflops and --peak-tflops are one option (--peak-gflops is its old "
+          "spelling, in GFLOP/s): give --peak-tflops once");
     note_old_spelling("peak-gflops", "peak-tflops");
   }
   if (o.executor.kind != "cuda" && o.peak_tflops > 0) {
@@ -210,8 +220,9 @@ void check_training(const ModelConfig& model, const TrainOptions& o, MPI_Comm wo
   if (!on_gpu && (o.peak_tflops > 0 || o.gemm_peak_tflops > 0 || !o.gemm_peak_file.empty()))
     throw UsageError("--gemm-peak-tflops and --gemm-peak-from are the cuda executor's");
   if (on_gpu && (o.checkpoint_every > 0 || !o.resume_dir.empty()))
-    throw UsageError("--checkpoint-every and --resume are the cpu executor's: the cuda executor does not save its "
-                     "device state yet");
+    throw UsageError(
+        "--checkpoint-every and --resume are the cpu executor's: the cuda executor does not save its "
+        "device state yet");
   if (o.gemm_peak_tflops > 0 && !o.gemm_peak_file.empty())
     throw UsageError("give --gemm-peak-tflops or --gemm-peak-from, not both");
 
@@ -223,13 +234,14 @@ void check_training(const ModelConfig& model, const TrainOptions& o, MPI_Comm wo
       const RankMemory m = memory_per_rank(model, o.split, fp32_adam(), stage);
       need = std::max(need, m.weights + m.grads + m.optimizer + m.activations);
     }
-    require_memory_on_every_host(world, need, "--model " + model.name + " at " + describe(o.split) +
-                                 " (weights, gradients, AdamW states and activations per rank, models/plan/accounting.hpp)");
+    require_memory_on_every_host(
+        world, need,
+        "--model " + model.name + " at " + describe(o.split) +
+            " (weights, gradients, AdamW states and activations per rank, models/plan/accounting.hpp)");
   }
 }
 
-TrainOutcome run_training(const ModelConfig& model, const TrainOptions& o, MPI_Comm world,
-                          RunRecorder* recorder) {
+TrainOutcome run_training(const ModelConfig& model, const TrainOptions& o, MPI_Comm world, RunRecorder* recorder) {
   int rank = 0, size = 1;
   MPI_Comm_rank(world, &rank);
   MPI_Comm_size(world, &size);
@@ -326,30 +338,41 @@ TrainOutcome run_training(const ModelConfig& model, const TrainOptions& o, MPI_C
       recorder->set_attr("gemm_peak_source", gemm_peak_source);
     }
     recorder->set_attr("model_flops_per_step", flops_per_step);
-    recorder->set_attr("flops_convention", std::string("model FLOPs = 6*matmul_active + attention over the full "
-                                                       "sequence (causal masking not discounted), models/plan/accounting.hpp"));
-    nlohmann::json cfg = {{"dp", o.split.dp},   {"tp", o.split.tp}, {"pp", o.split.pp}, {"cp", o.split.cp},
+    recorder->set_attr("flops_convention",
+                       std::string("model FLOPs = 6*matmul_active + attention over the full "
+                                   "sequence (causal masking not discounted), models/plan/accounting.hpp"));
+    nlohmann::json cfg = {{"dp", o.split.dp},
+                          {"tp", o.split.tp},
+                          {"pp", o.split.pp},
+                          {"cp", o.split.cp},
                           {"cp_comm", std::string(to_string(o.split.cp_comm))},
-                          {"ep", o.split.ep},   {"vpp", o.split.vpp}, {"microbatches", o.split.microbatches},
+                          {"ep", o.split.ep},
+                          {"vpp", o.split.vpp},
+                          {"microbatches", o.split.microbatches},
                           {"micro_batch_size", o.split.micro_batch_size},
                           {"schedule", std::string(to_string(o.split.schedule))},
-                          {"steps", o.steps},   {"lr", o.lr},       {"seed", o.seed},
-                          {"check", o.check},   {"precision", exec.precision()}, {"executor", exec.kind()},
-                          {"dp_overlap", o.executor.dp_overlap}, {"cuda_attention", o.executor.cuda_attention}};
+                          {"steps", o.steps},
+                          {"lr", o.lr},
+                          {"seed", o.seed},
+                          {"check", o.check},
+                          {"precision", exec.precision()},
+                          {"executor", exec.kind()},
+                          {"dp_overlap", o.executor.dp_overlap},
+                          {"cuda_attention", o.executor.cuda_attention}};
     recorder->set_attr("config", cfg.dump());
-    if (o.check)
-      recorder->set_attr("check_tolerance", std::string(tol.text));
+    if (o.check) recorder->set_attr("check_tolerance", std::string(tol.text));
   }
   if (rank == 0 && o.print_steps) {
-    std::printf("# %s on %d ranks (%s executor, %s%s%s): %s; global batch %lld x %d tokens; peak %.1f GFLOP/s per rank (%s)\n",
-                model.name.c_str(), size, exec.kind().c_str(), exec.precision().c_str(), on_gpu ? ", " : "",
-                exec.device_name().c_str(), describe(o.split).c_str(), o.split.global_batch(), model.seq_len, peak,
-                peak_source.c_str());
+    std::printf(
+        "# %s on %d ranks (%s executor, %s%s%s): %s; global batch %lld x %d tokens; peak %.1f GFLOP/s per rank (%s)\n",
+        model.name.c_str(), size, exec.kind().c_str(), exec.precision().c_str(), on_gpu ? ", " : "",
+        exec.device_name().c_str(), describe(o.split).c_str(), o.split.global_batch(), model.seq_len, peak,
+        peak_source.c_str());
     if (gemm_peak > 0)
       std::printf("# MFU also against a measured GEMM peak of %.1f TFLOP/s per GPU (%s)\n", gemm_peak * 1e-3,
                   gemm_peak_source.c_str());
-    std::printf("# %4s %10s %9s %10s %9s %7s | %8s %8s %8s %8s %8s %8s  (seconds, mean over ranks)\n", "step",
-                "loss", "time_s", "tokens/s", "TFLOP/s", "MFU", "compute", "tp", "pp+idle", "dp", "ep", "cp");
+    std::printf("# %4s %10s %9s %10s %9s %7s | %8s %8s %8s %8s %8s %8s  (seconds, mean over ranks)\n", "step", "loss",
+                "time_s", "tokens/s", "TFLOP/s", "MFU", "compute", "tp", "pp+idle", "dp", "ep", "cp");
   }
 
   checkpoint::RunIdentity identity{model.name, describe(o.split), size, o.seed, o.lr, data->describe()};
@@ -397,17 +420,21 @@ TrainOutcome run_training(const ModelConfig& model, const TrainOptions& o, MPI_C
     if (reference) {
       ref = reference->step();
       if (dump && s == 0) dump_tensors("grads", true);
-      const char* what = !o.check ? nullptr
-                         : !close(st.loss, ref.loss, tol.loss)                ? "loss"
-                         : !close(st.grad_norm, ref.grad_norm, tol.grad_norm)  ? "grad_norm"
+      const char* what = !o.check                                                ? nullptr
+                         : !close(st.loss, ref.loss, tol.loss)                   ? "loss"
+                         : !close(st.grad_norm, ref.grad_norm, tol.grad_norm)    ? "grad_norm"
                          : !close(st.param_norm, ref.param_norm, tol.param_norm) ? "param_norm"
                                                                                  : nullptr;
       if (what) {
         bad = 1;
         char buf[256];
         std::snprintf(buf, sizeof buf, "step %d: %s %.9g differs from the serial reference's %.9g", s, what,
-                      std::string(what) == "loss" ? st.loss : std::string(what) == "grad_norm" ? st.grad_norm : st.param_norm,
-                      std::string(what) == "loss" ? ref.loss : std::string(what) == "grad_norm" ? ref.grad_norm : ref.param_norm);
+                      std::string(what) == "loss"        ? st.loss
+                      : std::string(what) == "grad_norm" ? st.grad_norm
+                                                         : st.param_norm,
+                      std::string(what) == "loss"        ? ref.loss
+                      : std::string(what) == "grad_norm" ? ref.grad_norm
+                                                         : ref.param_norm);
         mismatch = buf;
       }
     }
@@ -441,10 +468,26 @@ TrainOutcome run_training(const ModelConfig& model, const TrainOptions& o, MPI_C
     if (recorder && recorder->active()) {
       const double nan = std::nan("");
       recorder->append("steps", step_columns(),
-                       {static_cast<std::int64_t>(s), st.loss, st.aux_loss, st.grad_norm, st.param_norm, step_time,
-                        tokens_per_s, tflops, mfu, parts[0], parts[1], parts[2], parts[3], parts[4], parts[5],
-                        reference ? ref.loss : nan, reference ? ref.grad_norm : nan,
-                        reference ? ref.param_norm : nan, mfu_gemm, parts[7]});
+                       {static_cast<std::int64_t>(s),
+                        st.loss,
+                        st.aux_loss,
+                        st.grad_norm,
+                        st.param_norm,
+                        step_time,
+                        tokens_per_s,
+                        tflops,
+                        mfu,
+                        parts[0],
+                        parts[1],
+                        parts[2],
+                        parts[3],
+                        parts[4],
+                        parts[5],
+                        reference ? ref.loss : nan,
+                        reference ? ref.grad_norm : nan,
+                        reference ? ref.param_norm : nan,
+                        mfu_gemm,
+                        parts[7]});
     }
     if (o.watchdog) o.watchdog->arm(o.timeout_s, "checkpoint after train step " + std::to_string(s));
     // A diverged state is never saved: the newest checkpoint stays the last finite one.
@@ -487,12 +530,13 @@ TrainOutcome run_training(const ModelConfig& model, const TrainOptions& o, MPI_C
   std::vector<int> stages(size);
   MPI_Gather(&stage, 1, MPI_INT, stages.data(), 1, MPI_INT, 0, world);
   if (rank == 0) {
-    if (o.print_steps) std::printf("# memory per rank (MiB): peak RSS | model state (params+grads+Adam) vs accounting\n");
+    if (o.print_steps)
+      std::printf("# memory per rank (MiB): peak RSS | model state (params+grads+Adam) vs accounting\n");
     for (int r = 0; r < size; ++r) {
       const double* v = &all[4 * static_cast<size_t>(r)];
       if (o.print_steps)
-        std::printf("#   rank %d stage %d: %8.1f | %8.3f vs %8.3f\n", r, stages[r], v[0] / 1048576.0,
-                    v[1] / 1048576.0, v[2] / 1048576.0);
+        std::printf("#   rank %d stage %d: %8.1f | %8.3f vs %8.3f\n", r, stages[r], v[0] / 1048576.0, v[1] / 1048576.0,
+                    v[2] / 1048576.0);
       if (recorder && recorder->active())
         recorder->append("memory", memory_columns(),
                          {static_cast<std::int64_t>(r), static_cast<std::int64_t>(stages[r]), v[0], v[1], v[2], v[3]});

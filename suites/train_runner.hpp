@@ -3,8 +3,8 @@
 // as `ibt train` and `ibt sweep` do it: steps, per-step figures (loss, time, tokens/s, model TFLOP/s, MFU,
 // time breakdown), the optional --check against the serial reference, memory per rank,
 // and the rows of the HDF5 run (rank 0's RunRecorder).
-#include <cstdint>
 #include <mpi.h>
+#include <cstdint>
 
 #include <string>
 
@@ -59,16 +59,16 @@ struct TrainOptions {
 };
 
 struct TrainOutcome {
-  double mean_step_s = 0;       // over steps after the first (the first warms caches)
+  double mean_step_s = 0;  // over steps after the first (the first warms caches)
   double tokens_per_s = 0;
-  double model_tflops = 0;      // model TFLOP/s of the whole job
+  double model_tflops = 0;  // model TFLOP/s of the whole job
   double mfu = 0;
-  double mfu_gemm = 0;          // against gemm_peak_tflops (0 when not given)
-  double bubble_fraction = 0;   // pp exchange time / step time, averaged over ranks
+  double mfu_gemm = 0;         // against gemm_peak_tflops (0 when not given)
+  double bubble_fraction = 0;  // pp exchange time / step time, averaged over ranks
   double final_loss = 0;
-  int first_step = 0;           // > 0 after --resume
+  int first_step = 0;  // > 0 after --resume
   bool check_ok = true;
-  std::string mismatch;         // "step 3: loss ..." when check failed, or a NaN/inf loss
+  std::string mismatch;  // "step 3: loss ..." when check failed, or a NaN/inf loss
 };
 
 // OpenBLAS sgemm throughput at `threads` threads (1024^3, best of 5), GFLOP/s: the
@@ -102,6 +102,5 @@ TrainOutcome run_training(const models::ModelConfig& model, const TrainOptions& 
 // Provenance shared by train and sweep runs (command line, version, hosts, MPI library,
 // environment). Collective; recorder is rank 0's (nullptr elsewhere).
 void record_provenance(RunRecorder* recorder, int argc, char** argv, MPI_Comm world);
-
 
 }  // namespace ibt::suites

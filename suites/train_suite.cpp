@@ -11,17 +11,17 @@
 #include <iostream>
 #include <memory>
 
+#include "collectives/arrival_gate.hpp"
 #include "core/errors.hpp"
 #include "models/cuda/executor/attention_kernels.hpp"
 #include "models/plan/model_file.hpp"
 #include "reports/store/store.hpp"
-#include "collectives/arrival_gate.hpp"
-#include "suites/zero_flags.hpp"
 #include "suites/cli.hpp"
 #include "suites/job_guard.hpp"
 #include "suites/mpi_session.hpp"
 #include "suites/run_recorder.hpp"
 #include "suites/train_runner.hpp"
+#include "suites/zero_flags.hpp"
 
 namespace po = boost::program_options;
 
@@ -72,8 +72,7 @@ struct TrainArgs {
 
 // The seed as written: digits only, below 2^63 (it is stored as a signed 64-bit attribute).
 std::uint64_t parse_seed(const std::string& text) {
-  const bool digits = !text.empty() && text.size() <= 19 &&
-                      text.find_first_not_of("0123456789") == std::string::npos;
+  const bool digits = !text.empty() && text.size() <= 19 && text.find_first_not_of("0123456789") == std::string::npos;
   if (!digits || std::stoull(text) > static_cast<std::uint64_t>(INT64_MAX))
     throw UsageError("--seed '" + text + "': expected a whole number from 0 to 2^63 - 1");
   return std::stoull(text);
@@ -83,59 +82,59 @@ po::options_description describe_options(TrainArgs& a, po::options_description& 
   po::options_description o("options");
   o.add_options()("help,h", "this text");  // first, as in every command's help
   add_zero_options(o, hidden, a.zero, false);
-  o.add_options()
-      ("model", po::value(&a.model)->default_value(a.model), "catalog name or path to a model .json")
-      ("dp", po::value(&a.dp)->default_value(1), "data-parallel degree")
-      ("tp", po::value(&a.tp)->default_value(1), "tensor-parallel degree")
-      ("pp", po::value(&a.pp)->default_value(1), "pipeline stages")
-      ("ep", po::value(&a.ep)->default_value(1), "expert-parallel degree (divides dp)")
-      ("cp", po::value(&a.cp)->default_value(1),
-       "context-parallel degree: each sequence split over cp ranks (2*cp chunks, paired for causal balance)")
-      ("cp-comm", po::value(&a.cp_comm)->default_value(a.cp_comm),
-       "context-parallel attention: all_gather (K/V gathered per layer) or ring (K/V blocks passed around the CP ring)")
-      ("vpp", po::value(&a.vpp)->default_value(1), "model chunks per stage (interleaved; 2 for dualpipev)")
-      ("microbatches", po::value(&a.microbatches)->default_value(1), "microbatches per DP replica")
-      ("micro-batch-size", po::value(&a.micro_batch_size)->default_value(1), "sequences per microbatch")
-      ("schedule", po::value(&a.schedule)->default_value(a.schedule), "afab, 1f1b, interleaved, zb-h1 (zero bubble: weight gradients deferred) or dualpipev (DeepSeek's DualPipe, V-shaped; --vpp 2)")
-      ("steps", po::value(&a.options.steps)->default_value(5), "training steps")
-      ("lr", double_value(&a.options.lr), "AdamW learning rate")
-      ("seed", po::value(&a.seed)->default_value("1234"), "seed of weights and synthetic data, 0 to 2^63 - 1")
-      ("check", po::bool_switch(&a.options.check), "compare every step with the serial reference")
-      ("threads", po::value(&a.options.threads)->default_value(0),
-       "cpu: OpenBLAS threads per rank (default: OPENBLAS_NUM_THREADS in a one-rank run, else 1)")
-      ("executor", po::value(&a.options.executor.kind)->default_value("cpu"), "cpu or cuda (one GPU per rank)")
-      ("precision", po::value(&a.options.executor.precision),
-       "GEMM precision: fp32 (cpu, the only one), bf16 (cuda default) or fp32 (cuda); fp8 is not offered")
-      ("peak-tflops", po::value(&a.options.peak_tflops)->default_value(0),
-       "per-rank peak for MFU, TFLOP/s (default: cpu: measured single-thread sgemm; cuda: the catalog's dense peak "
-       "for the GPU)")
-      ("gemm-peak-tflops", po::value(&a.options.gemm_peak_tflops)->default_value(0),
-       "cuda: a measured cuBLAS GEMM peak per GPU (from `ibt gemm`), for a second MFU")
-      ("gemm-peak-from", po::value(&a.options.gemm_peak_file),
-       "cuda: take that peak from an `ibt gemm` results file (best checked product of the precision on this GPU)")
-      ("no-dp-overlap", po::bool_switch(&a.no_dp_overlap),
-       "cuda: run the DP all-reduce after the last backward instead of overlapping it")
-      ("cuda-attention", po::value(&a.options.executor.cuda_attention)->default_value("gemm"),
-       "cuda: the attention core's kernels: gemm (cuBLAS batched GEMMs around a causal-softmax kernel; 15.5x "
-       "faster than threads on an H200's megatron-1.7b step) or threads (one thread per output: the first "
-       "kernels checked on a GPU, kept as a second path to compare with)")
-      ("data", po::value(&a.options.data_file), "raw token-id file instead of synthetic data")
-      ("token-bytes", po::value(&a.options.token_bytes)->default_value(2), "2 (uint16) or 4 (uint32)")
-      ("out", po::value(&a.out), "append the run to this HDF5 results file")
-      ("dump", po::value(&a.options.dump_path),
-       "write initial weights, batches, losses and step-0 gradients to this HDF5 file (layout: suites/train_runner.hpp)")
-      ("checkpoint-every", po::value(&a.options.checkpoint_every)->default_value(0),
-       "write a checkpoint after every K-th step (0: never)")
-      ("checkpoint-dir", po::value(&a.options.checkpoint_dir), "directory of the checkpoints, shared by all ranks (with --resume: default the resumed one)")
-      ("resume", po::value(&a.options.resume_dir),
-       "continue from the newest complete checkpoint in this directory (same split, model, seed, lr, data)")
-      ("timeout,T", po::value(&a.options.timeout_s)->default_value(a.options.timeout_s),
-       "seconds a step (or the setup, or a checkpoint) may take before the job is ended, naming the rank, op and "
-       "group that stopped progressing (exit 3), like NCCL's and Megatron's 10-minute watchdogs; at most a week")
-      ("exit-after-step", po::value(&a.options.exit_after_step)->default_value(-1),
-       "tests: rank 0 raises SIGKILL after this step index completes, to simulate a crash")
-      ("inject-nan-loss-at-step", po::value(&a.options.inject_nan_loss_step)->default_value(-1),
-       "tests: the last rank's loss becomes NaN at this step, as a diverged run's would; the run ends failed");
+  o.add_options()("model", po::value(&a.model)->default_value(a.model), "catalog name or path to a model .json")(
+      "dp", po::value(&a.dp)->default_value(1), "data-parallel degree")("tp", po::value(&a.tp)->default_value(1),
+                                                                        "tensor-parallel degree")(
+      "pp", po::value(&a.pp)->default_value(1), "pipeline stages")("ep", po::value(&a.ep)->default_value(1),
+                                                                   "expert-parallel degree (divides dp)")(
+      "cp", po::value(&a.cp)->default_value(1),
+      "context-parallel degree: each sequence split over cp ranks (2*cp chunks, paired for causal balance)")(
+      "cp-comm", po::value(&a.cp_comm)->default_value(a.cp_comm),
+      "context-parallel attention: all_gather (K/V gathered per layer) or ring (K/V blocks passed around the CP ring)")(
+      "vpp", po::value(&a.vpp)->default_value(1), "model chunks per stage (interleaved; 2 for dualpipev)")(
+      "microbatches", po::value(&a.microbatches)->default_value(1), "microbatches per DP replica")(
+      "micro-batch-size", po::value(&a.micro_batch_size)->default_value(1), "sequences per microbatch")(
+      "schedule", po::value(&a.schedule)->default_value(a.schedule),
+      "afab, 1f1b, interleaved, zb-h1 (zero bubble: weight gradients deferred) or dualpipev (DeepSeek's DualPipe, "
+      "V-shaped; --vpp 2)")("steps", po::value(&a.options.steps)->default_value(5), "training steps")(
+      "lr", double_value(&a.options.lr), "AdamW learning rate")("seed", po::value(&a.seed)->default_value("1234"),
+                                                                "seed of weights and synthetic data, 0 to 2^63 - 1")(
+      "check", po::bool_switch(&a.options.check), "compare every step with the serial reference")(
+      "threads", po::value(&a.options.threads)->default_value(0),
+      "cpu: OpenBLAS threads per rank (default: OPENBLAS_NUM_THREADS in a one-rank run, else 1)")(
+      "executor", po::value(&a.options.executor.kind)->default_value("cpu"), "cpu or cuda (one GPU per rank)")(
+      "precision", po::value(&a.options.executor.precision),
+      "GEMM precision: fp32 (cpu, the only one), bf16 (cuda default) or fp32 (cuda); fp8 is not offered")(
+      "peak-tflops", po::value(&a.options.peak_tflops)->default_value(0),
+      "per-rank peak for MFU, TFLOP/s (default: cpu: measured single-thread sgemm; cuda: the catalog's dense peak "
+      "for the GPU)")("gemm-peak-tflops", po::value(&a.options.gemm_peak_tflops)->default_value(0),
+                      "cuda: a measured cuBLAS GEMM peak per GPU (from `ibt gemm`), for a second MFU")(
+      "gemm-peak-from", po::value(&a.options.gemm_peak_file),
+      "cuda: take that peak from an `ibt gemm` results file (best checked product of the precision on this GPU)")(
+      "no-dp-overlap", po::bool_switch(&a.no_dp_overlap),
+      "cuda: run the DP all-reduce after the last backward instead of overlapping it")(
+      "cuda-attention", po::value(&a.options.executor.cuda_attention)->default_value("gemm"),
+      "cuda: the attention core's kernels: gemm (cuBLAS batched GEMMs around a causal-softmax kernel; 15.5x "
+      "faster than threads on an H200's megatron-1.7b step) or threads (one thread per output: the first "
+      "kernels checked on a GPU, kept as a second path to compare with)")(
+      "data", po::value(&a.options.data_file), "raw token-id file instead of synthetic data")(
+      "token-bytes", po::value(&a.options.token_bytes)->default_value(2), "2 (uint16) or 4 (uint32)")(
+      "out", po::value(&a.out), "append the run to this HDF5 results file")(
+      "dump", po::value(&a.options.dump_path),
+      "write initial weights, batches, losses and step-0 gradients to this HDF5 file (layout: "
+      "suites/train_runner.hpp)")("checkpoint-every", po::value(&a.options.checkpoint_every)->default_value(0),
+                                  "write a checkpoint after every K-th step (0: never)")(
+      "checkpoint-dir", po::value(&a.options.checkpoint_dir),
+      "directory of the checkpoints, shared by all ranks (with --resume: default the resumed one)")(
+      "resume", po::value(&a.options.resume_dir),
+      "continue from the newest complete checkpoint in this directory (same split, model, seed, lr, data)")(
+      "timeout,T", po::value(&a.options.timeout_s)->default_value(a.options.timeout_s),
+      "seconds a step (or the setup, or a checkpoint) may take before the job is ended, naming the rank, op and "
+      "group that stopped progressing (exit 3), like NCCL's and Megatron's 10-minute watchdogs; at most a week")(
+      "exit-after-step", po::value(&a.options.exit_after_step)->default_value(-1),
+      "tests: rank 0 raises SIGKILL after this step index completes, to simulate a crash")(
+      "inject-nan-loss-at-step", po::value(&a.options.inject_nan_loss_step)->default_value(-1),
+      "tests: the last rank's loss becomes NaN at this step, as a diverged run's would; the run ends failed");
   return o;
 }
 
@@ -178,8 +177,9 @@ int run(int argc, char** argv, MpiSession& mpi) {
   if (!parse_command_line(argc, argv, options, vm, nullptr, "", &old_spellings)) {
     if (mpi.rank() == 0)
       print_help(std::cout, kUsage, kAbout, options,
-                 {"mpiexec -n 8 ibt train --model tiny-moe --dp 2 --tp 2 --pp 2 --ep 2 --microbatches 4 --schedule 1f1b --steps 5 --check --out train.h5",
-                "mpiexec -n 2 ibt train --model small-dense --dp 2 --micro-batch-size 2 --steps 5 --out fit.h5"});
+                 {"mpiexec -n 8 ibt train --model tiny-moe --dp 2 --tp 2 --pp 2 --ep 2 --microbatches 4 --schedule "
+                  "1f1b --steps 5 --check --out train.h5",
+                  "mpiexec -n 2 ibt train --model small-dense --dp 2 --micro-batch-size 2 --steps 5 --out fit.h5"});
     return kExitOk;
   }
   if (a.options.steps < 1) throw UsageError("--steps must be at least 1");
@@ -220,8 +220,8 @@ int run(int argc, char** argv, MpiSession& mpi) {
   }
   if (mpi.rank() == 0) {
     std::printf("# mean over steps %d..%d: %.4f s/step, %.1f tokens/s, %.5f model TFLOP/s, MFU %.2f%%",
-                std::min(outcome.first_step + 1, a.options.steps - 1), a.options.steps - 1, outcome.mean_step_s, outcome.tokens_per_s, outcome.model_tflops,
-                100 * outcome.mfu);
+                std::min(outcome.first_step + 1, a.options.steps - 1), a.options.steps - 1, outcome.mean_step_s,
+                outcome.tokens_per_s, outcome.model_tflops, 100 * outcome.mfu);
     if (outcome.mfu_gemm > 0) std::printf(" (%.2f%% of the measured GEMM peak)", 100 * outcome.mfu_gemm);
     std::printf("\n");
     if (recorder->active()) std::printf("# results: %s, run %s\n", a.out.c_str(), recorder->run_id().c_str());

@@ -35,23 +35,20 @@ std::vector<int> integers(const std::string& list, const char* flag) {
 
 }  // namespace
 
-void add_zero_options(po::options_description& visible, po::options_description& hidden, ZeroFlags& f,
-                      bool search) {
+void add_zero_options(po::options_description& visible, po::options_description& hidden, ZeroFlags& f, bool search) {
   if (search) {
-    visible.add_options()
-        ("zero", po::value(&f.zero),
-         "ZeRO stages to search, comma list of 0..3 (0 always included): 1 shards optimizer states, "
-         "2 also gradients, 3 (FSDP) also parameters, gathered per layer with prefetch")
-        ("shard-group", po::value(&f.shard_group),
-         "HSDP shard-group sizes to search with ZeRO-3, comma list (each must properly divide dp)");
+    visible.add_options()("zero", po::value(&f.zero),
+                          "ZeRO stages to search, comma list of 0..3 (0 always included): 1 shards optimizer states, "
+                          "2 also gradients, 3 (FSDP) also parameters, gathered per layer with prefetch")(
+        "shard-group", po::value(&f.shard_group),
+        "HSDP shard-group sizes to search with ZeRO-3, comma list (each must properly divide dp)");
   } else {
-    visible.add_options()
-        ("zero", po::value(&f.zero),
-         "ZeRO stage 0..3: 1 shards AdamW states over dp, 2 also gradients (reduce-scatter), "
-         "3 (FSDP) also parameters (all-gathered per layer before forward and backward)")
-        ("shard-group", po::value(&f.shard_group),
-         "hybrid sharding (HSDP): shard the ZeRO states over groups of N consecutive DP ranks and "
-         "replicate across the dp/N groups (1 < N < dp, N divides dp; needs --zero >= 1)");
+    visible.add_options()("zero", po::value(&f.zero),
+                          "ZeRO stage 0..3: 1 shards AdamW states over dp, 2 also gradients (reduce-scatter), "
+                          "3 (FSDP) also parameters (all-gathered per layer before forward and backward)")(
+        "shard-group", po::value(&f.shard_group),
+        "hybrid sharding (HSDP): shard the ZeRO states over groups of N consecutive DP ranks and "
+        "replicate across the dp/N groups (1 < N < dp, N divides dp; needs --zero >= 1)");
   }
   hidden.add_options()("zero1", po::bool_switch(&f.zero1_alias), "old spelling of --zero 1");
 }
@@ -59,8 +56,7 @@ void add_zero_options(po::options_description& visible, po::options_description&
 void apply_zero_flags(const ZeroFlags& f, models::ParallelSplit& split) {
   if (!f.zero.empty()) split.zero = integer(f.zero, "zero");
   if (f.zero1_alias) {
-    if (!f.zero.empty() && split.zero != 1)
-      throw UsageError("--zero1 contradicts --zero " + f.zero);
+    if (!f.zero.empty() && split.zero != 1) throw UsageError("--zero1 contradicts --zero " + f.zero);
     split.zero = 1;
   }
   if (!f.shard_group.empty()) split.shard_group = integer(f.shard_group, "shard-group");

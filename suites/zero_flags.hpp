@@ -16,7 +16,7 @@
 namespace ibt::suites {
 
 struct ZeroFlags {
-  std::string zero;         // as typed; empty = not given
+  std::string zero;  // as typed; empty = not given
   std::string shard_group;
   bool zero1_alias = false;
 };

@@ -8,11 +8,11 @@
 #include <thread>
 #include <vector>
 
-#include "core/errors.hpp"
 #include "collectives/nccl/cuda_device.hpp"
 #include "collectives/nccl/nccl_communicator.hpp"
 #include "collectives/nccl/nccl_runtime.hpp"
 #include "collectives/nccl/nvml_topology.hpp"
+#include "core/errors.hpp"
 
 namespace ibt::gpu {
 namespace {
@@ -190,8 +190,7 @@ class NcclBackend final : public Backend {
         // NCCL moves and reduces fp8 from 2.24 on, and only on sm_90 and newer.
         return NCCL_VERSION_CODE >= NCCL_VERSION(2, 24, 0) && nccl_runtime_version_ >= NCCL_VERSION(2, 24, 0) &&
                device_.cc_major >= 9;
-      default:
-        return true;
+      default: return true;
     }
   }
 

@@ -5,8 +5,8 @@
 #include <sstream>
 #include <thread>
 
-#include "core/errors.hpp"
 #include "collectives/nccl/cuda_device.hpp"
+#include "core/errors.hpp"
 
 namespace ibt::gpu {
 namespace {
@@ -37,40 +37,27 @@ std::size_t sum(const std::vector<std::size_t>& v) { return std::accumulate(v.be
 
 ncclDataType_t nccl_datatype(DType t) {
   switch (t) {
-    case DType::float32:
-      return ncclFloat32;
-    case DType::float64:
-      return ncclFloat64;
-    case DType::int32:
-      return ncclInt32;
-    case DType::bfloat16:
-      return ncclBfloat16;
-    case DType::float16:
-      return ncclFloat16;
+    case DType::float32: return ncclFloat32;
+    case DType::float64: return ncclFloat64;
+    case DType::int32: return ncclInt32;
+    case DType::bfloat16: return ncclBfloat16;
+    case DType::float16: return ncclFloat16;
 #if NCCL_VERSION_CODE >= NCCL_VERSION(2, 24, 0)
-    case DType::fp8_e4m3:
-      return ncclFloat8e4m3;
-    case DType::fp8_e5m2:
-      return ncclFloat8e5m2;
+    case DType::fp8_e4m3: return ncclFloat8e4m3;
+    case DType::fp8_e5m2: return ncclFloat8e5m2;
 #endif
-    default:
-      break;
+    default: break;
   }
   throw UsageError("dtype " + std::string(to_string(t)) + " is not supported by this NCCL build");
 }
 
 ncclRedOp_t nccl_op(ReduceOp op) {
   switch (op) {
-    case ReduceOp::sum:
-      return ncclSum;
-    case ReduceOp::max:
-      return ncclMax;
-    case ReduceOp::min:
-      return ncclMin;
-    case ReduceOp::prod:
-      return ncclProd;
-    case ReduceOp::avg:
-      return ncclAvg;
+    case ReduceOp::sum: return ncclSum;
+    case ReduceOp::max: return ncclMax;
+    case ReduceOp::min: return ncclMin;
+    case ReduceOp::prod: return ncclProd;
+    case ReduceOp::avg: return ncclAvg;
   }
   throw UsageError("unknown reduction op");
 }

@@ -5,8 +5,8 @@
 #include <cstdio>
 #include <thread>
 
-#include "core/errors.hpp"
 #include "collectives/nccl/cuda_device.hpp"
+#include "core/errors.hpp"
 
 namespace ibt::gpu {
 namespace {

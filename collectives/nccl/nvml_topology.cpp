@@ -69,20 +69,13 @@ PciAddress parse_pci(const char* text) {
 // nvmlGpuTopologyLevel_t in the words nvidia-smi uses.
 std::string pcie_path_name(int level) {
   switch (level) {
-    case 0:
-      return "X";  // NVML_TOPOLOGY_INTERNAL
-    case 10:
-      return "PIX";  // one PCIe switch
-    case 20:
-      return "PXB";  // several PCIe switches
-    case 30:
-      return "PHB";  // through a host bridge
-    case 40:
-      return "NODE";  // across host bridges within a NUMA node
-    case 50:
-      return "SYS";  // across NUMA nodes
-    default:
-      return "L" + std::to_string(level);
+    case 0: return "X";      // NVML_TOPOLOGY_INTERNAL
+    case 10: return "PIX";   // one PCIe switch
+    case 20: return "PXB";   // several PCIe switches
+    case 30: return "PHB";   // through a host bridge
+    case 40: return "NODE";  // across host bridges within a NUMA node
+    case 50: return "SYS";   // across NUMA nodes
+    default: return "L" + std::to_string(level);
   }
 }
 

@@ -16,8 +16,7 @@ class AllGather final : public Collective {
   }
   double bus_factor(int n) const override { return static_cast<double>(n - 1) / n; }
   std::size_t in_place_send_offset(const OpShape& s, int rank) const override { return rank * s.count; }
-  std::optional<CallSpec> single_call(const Communicator&, const OpShape& s, DType t, ReduceOp,
-                                      int) const override {
+  std::optional<CallSpec> single_call(const Communicator&, const OpShape& s, DType t, ReduceOp, int) const override {
     return CallSpec{CallSpec::Kind::all_gather, s.count, t};
   }
   double expected(int, std::size_t i, int, const OpShape& s, ReduceOp, int) const override {

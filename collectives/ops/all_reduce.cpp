@@ -15,8 +15,7 @@ class AllReduce final : public Collective {
     return {count, count, count, count * elem};
   }
   double bus_factor(int n) const override { return 2.0 * (n - 1) / n; }
-  std::optional<CallSpec> single_call(const Communicator&, const OpShape& s, DType t, ReduceOp op,
-                                      int) const override {
+  std::optional<CallSpec> single_call(const Communicator&, const OpShape& s, DType t, ReduceOp op, int) const override {
     return CallSpec{CallSpec::Kind::all_reduce, s.count, t, op};
   }
   double expected(int, std::size_t i, int n, const OpShape&, ReduceOp op, int) const override {

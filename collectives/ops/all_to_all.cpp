@@ -15,8 +15,7 @@ class AllToAll final : public Collective {
     return {count, count * n, count * n, count * n * elem};
   }
   double bus_factor(int n) const override { return static_cast<double>(n - 1) / n; }
-  std::optional<CallSpec> single_call(const Communicator&, const OpShape& s, DType t, ReduceOp,
-                                      int) const override {
+  std::optional<CallSpec> single_call(const Communicator&, const OpShape& s, DType t, ReduceOp, int) const override {
     return CallSpec{CallSpec::Kind::all_to_all, s.count, t};
   }
   double expected(int rank, std::size_t i, int, const OpShape& s, ReduceOp, int) const override {

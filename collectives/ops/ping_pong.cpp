@@ -17,8 +17,7 @@ class PingPong final : public Collective {
   }
   double bus_factor(int) const override { return 1.0; }
   double time_divisor() const override { return 2.0; }
-  void run(Communicator& c, const void* send, void* recv, const OpShape& s, DType t, ReduceOp,
-           int) const override {
+  void run(Communicator& c, const void* send, void* recv, const OpShape& s, DType t, ReduceOp, int) const override {
     if (c.rank() == 0) {
       c.send(send, s.count, t, 1);
       c.recv(recv, s.count, t, 1);

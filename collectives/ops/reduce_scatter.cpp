@@ -17,8 +17,7 @@ class ReduceScatter final : public Collective {
   }
   double bus_factor(int n) const override { return static_cast<double>(n - 1) / n; }
   std::size_t in_place_recv_offset(const OpShape& s, int rank) const override { return rank * s.count; }
-  std::optional<CallSpec> single_call(const Communicator&, const OpShape& s, DType t, ReduceOp op,
-                                      int) const override {
+  std::optional<CallSpec> single_call(const Communicator&, const OpShape& s, DType t, ReduceOp op, int) const override {
     return CallSpec{CallSpec::Kind::reduce_scatter, s.count, t, op};
   }
   double expected(int rank, std::size_t i, int n, const OpShape& s, ReduceOp op, int) const override {

@@ -14,8 +14,7 @@ class SendRecv final : public Collective {
     return {count, count, count, count * elem};
   }
   double bus_factor(int) const override { return 1.0; }
-  std::optional<CallSpec> single_call(const Communicator& c, const OpShape& s, DType t, ReduceOp,
-                                      int) const override {
+  std::optional<CallSpec> single_call(const Communicator& c, const OpShape& s, DType t, ReduceOp, int) const override {
     CallSpec call{CallSpec::Kind::send_recv, s.count, t};
     call.dst = (c.rank() + 1) % c.size();
     call.src = (c.rank() - 1 + c.size()) % c.size();

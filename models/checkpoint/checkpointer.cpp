@@ -169,8 +169,9 @@ LoadReport load_checkpoint(const std::string& dir, const RunIdentity& now, MPI_C
     if (error.empty()) {
       out.state = read_shard((fs::path(out.step_dir) / m.shards[static_cast<size_t>(rank)].file).string());
       if (out.state.steps_done != m.step)
-        error = "checkpoint shard " + m.shards[static_cast<size_t>(rank)].file + " in " + out.step_dir + " is for step " +
-                std::to_string(out.state.steps_done) + ", the manifest for step " + std::to_string(m.step);
+        error = "checkpoint shard " + m.shards[static_cast<size_t>(rank)].file + " in " + out.step_dir +
+                " is for step " + std::to_string(out.state.steps_done) + ", the manifest for step " +
+                std::to_string(m.step);
     }
   } catch (const std::exception& e) {
     error = e.what();

@@ -23,9 +23,9 @@ namespace ibt::checkpoint {
 struct SaveReport {
   std::string step_dir;
   std::int64_t step = 0;
-  std::vector<std::uint64_t> bytes;        // per rank, shard file size
-  std::vector<double> write_seconds;       // per rank: create, write, close, fsync of its shard
-  double total_seconds = 0;                // barrier to barrier, manifest included
+  std::vector<std::uint64_t> bytes;   // per rank, shard file size
+  std::vector<double> write_seconds;  // per rank: create, write, close, fsync of its shard
+  double total_seconds = 0;           // barrier to barrier, manifest included
   std::uint64_t total_bytes() const;
   double max_write_seconds() const;
   double median_write_seconds() const;
@@ -39,11 +39,11 @@ SaveReport save_checkpoint(const std::string& dir, const models::TrainingState& 
                            MPI_Comm world);
 
 struct LoadReport {
-  models::TrainingState state;            // this rank's
+  models::TrainingState state;  // this rank's
   std::string step_dir;
   std::int64_t step = 0;
-  std::vector<std::string> skipped;       // newer step directories without a manifest
-  double read_seconds = 0;                // this rank: verify checksum + read
+  std::vector<std::string> skipped;  // newer step directories without a manifest
+  double read_seconds = 0;           // this rank: verify checksum + read
 };
 
 // Finds the newest complete checkpoint under dir (rank 0), refuses it when its

@@ -105,8 +105,8 @@ Manifest read_manifest(const std::string& step_dir) {
     m.identity.lr = id.at("lr").get<double>();
     m.identity.data = id.at("data").get<std::string>();
     for (const json& s : doc.at("shards"))
-      m.shards.push_back({s.at("rank").get<int>(), s.at("file").get<std::string>(),
-                          s.at("bytes").get<std::uint64_t>(), s.at("checksum").get<std::string>()});
+      m.shards.push_back({s.at("rank").get<int>(), s.at("file").get<std::string>(), s.at("bytes").get<std::uint64_t>(),
+                          s.at("checksum").get<std::string>()});
   } catch (const json::exception& e) {
     throw UsageError("checkpoint manifest " + path + " is incomplete: " + e.what());
   }
@@ -177,8 +177,7 @@ std::string verify_shard(const std::string& step_dir, const ShardEntry& entry) {
            std::to_string(entry.bytes) + " (truncated or replaced)";
   const std::string sum = file_checksum(path);
   if (sum != entry.checksum)
-    return "checkpoint shard " + path + " has checksum " + sum + ", the manifest says " + entry.checksum +
-           " (damaged)";
+    return "checkpoint shard " + path + " has checksum " + sum + ", the manifest says " + entry.checksum + " (damaged)";
   return "";
 }
 

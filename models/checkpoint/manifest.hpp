@@ -23,23 +23,23 @@ inline constexpr int kManifestVersion = 1;
 // What a resumed run must share with the run that wrote the checkpoint.
 struct RunIdentity {
   std::string model;
-  std::string split;   // describe(ParallelSplit)
+  std::string split;  // describe(ParallelSplit)
   int world_size = 0;
   std::uint64_t seed = 0;
   double lr = 0;
-  std::string data;    // DataSource::describe(), token width included
+  std::string data;  // DataSource::describe(), token width included
   bool operator==(const RunIdentity&) const = default;
 };
 
 struct ShardEntry {
   int rank = 0;
-  std::string file;        // relative to the step directory
+  std::string file;  // relative to the step directory
   std::uint64_t bytes = 0;
-  std::string checksum;    // file_checksum()
+  std::string checksum;  // file_checksum()
 };
 
 struct Manifest {
-  std::int64_t step = 0;   // steps completed when written
+  std::int64_t step = 0;  // steps completed when written
   RunIdentity identity;
   std::vector<ShardEntry> shards;  // one per rank, in rank order
   std::string written_at;          // ISO 8601 UTC
@@ -59,9 +59,9 @@ std::string identity_mismatch(const RunIdentity& checkpoint, const RunIdentity& 
 std::vector<std::string> step_dirs(const std::string& dir);
 
 struct LatestCheckpoint {
-  std::string step_dir;               // full path
+  std::string step_dir;  // full path
   Manifest manifest;
-  std::vector<std::string> skipped;   // newer step directories without a manifest
+  std::vector<std::string> skipped;  // newer step directories without a manifest
 };
 // The newest step directory that has a manifest. Throws UsageError naming dir when it
 // does not exist, holds no step directories, or none of them has a manifest.

@@ -23,9 +23,9 @@ inline constexpr const char* kShardSchema = "ibt-checkpoint-shard";
 inline constexpr int kShardSchemaVersion = 1;
 
 struct ShardWrite {
-  std::uint64_t bytes = 0;     // size of the file on disk
-  double write_seconds = 0;    // create + write + close + fsync
-  std::string checksum;        // of the file's bytes (file_checksum), read back after fsync
+  std::uint64_t bytes = 0;   // size of the file on disk
+  double write_seconds = 0;  // create + write + close + fsync
+  std::string checksum;      // of the file's bytes (file_checksum), read back after fsync
 };
 
 // "step-000012"; "rank-00003.h5".

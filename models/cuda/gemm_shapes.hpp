@@ -17,7 +17,6 @@ struct GemmOptions {
   int algorithms = 4;  // cuBLASLt heuristic candidates tried; the fastest is measured
 };
 
-
 // D[m x n] = A[m x k] * B[k x n]; 2*m*n*k floating-point operations.
 struct GemmShape {
   std::string name;  // "mlp_up.fwd", or "MxNxK" for shapes given by hand

@@ -9,8 +9,7 @@
 namespace ibt::models {
 
 Batch Batch::slice(int first, int count) const {
-  if (first < 0 || count < 0 || first + count > sequences)
-    throw std::out_of_range("Batch::slice: rows out of range");
+  if (first < 0 || count < 0 || first + count > sequences) throw std::out_of_range("Batch::slice: rows out of range");
   Batch b;
   b.sequences = count;
   b.seq_len = seq_len;
@@ -44,17 +43,13 @@ SyntheticData::SyntheticData(int vocab, int seq_len, uint64_t seed, double noise
   add_ = static_cast<int64_t>(mix64(seed ^ 0xadd) % static_cast<uint64_t>(vocab));
 }
 
-int32_t SyntheticData::rule(int32_t prev) const {
-  return static_cast<int32_t>((mul_ * prev + add_) % vocab_);
-}
+int32_t SyntheticData::rule(int32_t prev) const { return static_cast<int32_t>((mul_ * prev + add_) % vocab_); }
 
 std::vector<int32_t> SyntheticData::sequence(int64_t step, int64_t index) const {
-  const uint64_t key = mix64(seed_ ^ mix64(static_cast<uint64_t>(step) * 0x100000001b3ULL +
-                                           static_cast<uint64_t>(index)));
+  const uint64_t key =
+      mix64(seed_ ^ mix64(static_cast<uint64_t>(step) * 0x100000001b3ULL + static_cast<uint64_t>(index)));
   std::vector<int32_t> seq(seq_len_ + 1);
-  auto uniform_token = [&](uint64_t i) {
-    return static_cast<int32_t>(uniform01(key, 2 * i + 1) * vocab_) % vocab_;
-  };
+  auto uniform_token = [&](uint64_t i) { return static_cast<int32_t>(uniform01(key, 2 * i + 1) * vocab_) % vocab_; };
   seq[0] = uniform_token(0);
   for (int i = 1; i <= seq_len_; ++i)
     seq[i] = uniform01(key, 2 * static_cast<uint64_t>(i)) < noise_ ? uniform_token(i) : rule(seq[i - 1]);
@@ -62,20 +57,17 @@ std::vector<int32_t> SyntheticData::sequence(int64_t step, int64_t index) const 
 }
 
 std::string SyntheticData::describe() const {
-  return "synthetic(seed=" + std::to_string(seed_) + ", noise=" + std::to_string(noise_) +
-         ", next=(" + std::to_string(mul_) + "*prev+" + std::to_string(add_) + ") mod " +
-         std::to_string(vocab_) + ")";
+  return "synthetic(seed=" + std::to_string(seed_) + ", noise=" + std::to_string(noise_) + ", next=(" +
+         std::to_string(mul_) + "*prev+" + std::to_string(add_) + ") mod " + std::to_string(vocab_) + ")";
 }
 
-TokenFileData::TokenFileData(const std::string& path, int token_bytes, int vocab, int seq_len,
-                             int sequences_per_step)
+TokenFileData::TokenFileData(const std::string& path, int token_bytes, int vocab, int seq_len, int sequences_per_step)
     : path_(path), seq_len_(seq_len), sequences_per_step_(sequences_per_step) {
   if (token_bytes != 2 && token_bytes != 4)
     throw UsageError("token file " + path + ": token size must be 2 (uint16) or 4 (uint32) bytes");
   std::ifstream in(path, std::ios::binary);
   if (!in) throw UsageError("token file " + path + ": cannot be opened");
-  const std::vector<unsigned char> bytes((std::istreambuf_iterator<char>(in)),
-                                         std::istreambuf_iterator<char>());
+  const std::vector<unsigned char> bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
   if (bytes.empty()) throw UsageError("token file " + path + ": is empty");
   if (bytes.size() % token_bytes != 0)
     throw UsageError("token file " + path + ": size " + std::to_string(bytes.size()) +
@@ -85,8 +77,8 @@ TokenFileData::TokenFileData(const std::string& path, int token_bytes, int vocab
     uint32_t v = 0;
     for (int b = token_bytes - 1; b >= 0; --b) v = (v << 8) | bytes[i * token_bytes + b];
     if (v >= static_cast<uint32_t>(vocab))
-      throw UsageError("token file " + path + ": token " + std::to_string(i) + " has id " +
-                       std::to_string(v) + ", not below the model's vocab " + std::to_string(vocab));
+      throw UsageError("token file " + path + ": token " + std::to_string(i) + " has id " + std::to_string(v) +
+                       ", not below the model's vocab " + std::to_string(vocab));
     tokens_[i] = static_cast<int32_t>(v);
   }
   if (tokens_.size() < static_cast<size_t>(seq_len) + 1)

@@ -54,8 +54,7 @@ class TokenFileData : public DataSource {
  public:
   // Throws UsageError naming the file when it is missing, empty, not a whole number of
   // tokens, shorter than one sequence, or holds an id >= vocab.
-  TokenFileData(const std::string& path, int token_bytes, int vocab, int seq_len,
-                int sequences_per_step);
+  TokenFileData(const std::string& path, int token_bytes, int vocab, int seq_len, int sequences_per_step);
   std::vector<int32_t> sequence(int64_t step, int64_t index) const override;
   std::string describe() const override;
   int64_t tokens() const { return static_cast<int64_t>(tokens_.size()); }

@@ -9,17 +9,17 @@
 // the exponent bits. Accuracy: about 1 ulp over [-87, 88] (tests/models). Inputs are
 // clamped to that range: below it the result is about 1e-38 instead of a subnormal or 0,
 // which no probability here can tell apart.
-#include <cstdint>
 #include <algorithm>
 #include <bit>
+#include <cstdint>
 
 namespace ibt::models {
 
 inline float exp_fp32(float x) {
   constexpr float kLog2e = 1.44269504088896341f;
-  constexpr float kLn2Hi = 0.693359375f;          // 8 significant bits: n * kLn2Hi is exact
-  constexpr float kLn2Lo = -2.12194440e-4f;       // ln 2 - kLn2Hi
-  constexpr float kRound = 12582912.0f;           // 1.5 * 2^23: adding it rounds to an integer
+  constexpr float kLn2Hi = 0.693359375f;     // 8 significant bits: n * kLn2Hi is exact
+  constexpr float kLn2Lo = -2.12194440e-4f;  // ln 2 - kLn2Hi
+  constexpr float kRound = 12582912.0f;      // 1.5 * 2^23: adding it rounds to an integer
   x = std::min(std::max(x, -87.0f), 88.0f);
   // n = round(x / ln 2) without a branch or a conversion: in t's low mantissa bits.
   const float t = x * kLog2e + kRound;

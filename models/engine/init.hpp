@@ -7,15 +7,15 @@
 #include <string>
 #include <vector>
 
-#include "models/plan/model_config.hpp"
 #include "models/engine/tensor.hpp"
+#include "models/plan/model_config.hpp"
 
 namespace ibt::models {
 
 // Counter-based generator (SplitMix64 finaliser): value(key, i) is stateless.
 uint64_t mix64(uint64_t x);
-uint64_t hash_name(const std::string& name);  // FNV-1a, stable across platforms
-double uniform01(uint64_t key, uint64_t counter);  // in (0, 1)
+uint64_t hash_name(const std::string& name);             // FNV-1a, stable across platforms
+double uniform01(uint64_t key, uint64_t counter);        // in (0, 1)
 double standard_normal(uint64_t key, uint64_t counter);  // Box-Muller on two uniforms
 
 // N(0, std^2) entries, element i from (seed, name, i).

@@ -9,8 +9,7 @@
 
 namespace ibt::models {
 
-__attribute__((target_clones("avx2", "default")))
-double sum_exp_shifted(const float* z, int64_t n, float shift) {
+__attribute__((target_clones("avx2", "default"))) double sum_exp_shifted(const float* z, int64_t n, float shift) {
   constexpr int kLanes = 8;
   double lane[kLanes] = {};
   int64_t j = 0;
@@ -22,8 +21,8 @@ double sum_exp_shifted(const float* z, int64_t n, float shift) {
   return sum;
 }
 
-__attribute__((target_clones("avx2", "default")))
-void scaled_exp_shifted(const float* z, int64_t n, float shift, float coeff, float* out) {
+__attribute__((target_clones("avx2", "default"))) void scaled_exp_shifted(const float* z, int64_t n, float shift,
+                                                                          float coeff, float* out) {
   for (int64_t j = 0; j < n; ++j) out[j] = coeff * exp_fp32(z[j] - shift);
 }
 
@@ -33,10 +32,9 @@ LmHead::LmHead(const ModelConfig& m, uint64_t seed, Shard tp, Param* tied_table)
   if (tied_table) {
     weight_ = tied_table;
   } else {
-    own_ = make_param("lm_head.weight",
-                      slice_rows(init_normal(seed, "lm_head.weight", {m.vocab, m.hidden}, init_std(m)),
-                                 vocab_begin_, rows),
-                      true);
+    own_ = make_param(
+        "lm_head.weight",
+        slice_rows(init_normal(seed, "lm_head.weight", {m.vocab, m.hidden}, init_std(m)), vocab_begin_, rows), true);
     weight_ = &own_;
   }
 }
@@ -62,8 +60,8 @@ void local_row_max(const Tensor& logits, std::vector<float>& row_max) {
   }
 }
 
-void local_sum_exp_and_target(const Tensor& logits, const std::vector<int32_t>& targets,
-                              int64_t vocab_begin, SoftmaxStats& s) {
+void local_sum_exp_and_target(const Tensor& logits, const std::vector<int32_t>& targets, int64_t vocab_begin,
+                              SoftmaxStats& s) {
   const int64_t T = logits.rows(), v = logits.row_size();
   s.sum_exp.assign(T, 0.0f);
   s.target_logit.assign(T, 0.0f);
@@ -82,8 +80,8 @@ double loss_sum(const SoftmaxStats& s) {
   return total;
 }
 
-void logits_grad(const Tensor& logits, const std::vector<int32_t>& targets, int64_t vocab_begin,
-                 const SoftmaxStats& s, float scale, Tensor& d_logits) {
+void logits_grad(const Tensor& logits, const std::vector<int32_t>& targets, int64_t vocab_begin, const SoftmaxStats& s,
+                 float scale, Tensor& d_logits) {
   const int64_t T = logits.rows(), v = logits.row_size();
   d_logits.resize({T, v});  // every element written below
   for (int64_t t = 0; t < T; ++t) {
@@ -95,8 +93,7 @@ void logits_grad(const Tensor& logits, const std::vector<int32_t>& targets, int6
   }
 }
 
-double cross_entropy(const Tensor& logits, const std::vector<int32_t>& targets, float scale,
-                     Tensor& d_logits) {
+double cross_entropy(const Tensor& logits, const std::vector<int32_t>& targets, float scale, Tensor& d_logits) {
   SoftmaxStats s;
   local_row_max(logits, s.row_max);
   local_sum_exp_and_target(logits, targets, 0, s);

@@ -10,8 +10,8 @@
 #include <cstdint>
 #include <vector>
 
-#include "models/plan/model_config.hpp"
 #include "models/engine/tensor.hpp"
+#include "models/plan/model_config.hpp"
 
 namespace ibt::models {
 
@@ -40,8 +40,8 @@ struct SoftmaxStats {
 };
 
 void local_row_max(const Tensor& logits, std::vector<float>& row_max);
-void local_sum_exp_and_target(const Tensor& logits, const std::vector<int32_t>& targets,
-                              int64_t vocab_begin, SoftmaxStats& stats);
+void local_sum_exp_and_target(const Tensor& logits, const std::vector<int32_t>& targets, int64_t vocab_begin,
+                              SoftmaxStats& stats);
 // Sum over rows of -log softmax(target), in double.
 double loss_sum(const SoftmaxStats& stats);
 // d_logits = scale * (softmax - onehot(target)) for this shard's columns.
@@ -50,7 +50,6 @@ void logits_grad(const Tensor& logits, const std::vector<int32_t>& targets, int6
 
 // Unsharded convenience (t = 1): returns the loss sum and fills d_logits with
 // scale * dloss_sum/dlogits.
-double cross_entropy(const Tensor& logits, const std::vector<int32_t>& targets, float scale,
-                     Tensor& d_logits);
+double cross_entropy(const Tensor& logits, const std::vector<int32_t>& targets, float scale, Tensor& d_logits);
 
 }  // namespace ibt::models

@@ -15,8 +15,8 @@ namespace {
 // which equals p - lr * ((m/bc1) / (sqrt(v/bc2) + eps) + wd * p).
 struct AdamWScalars {
   float beta1, one_minus_beta1, beta2, one_minus_beta2;
-  float keep;               // 1 - lr * wd
-  float step;               // lr / bc1
+  float keep;  // 1 - lr * wd
+  float step;  // lr / bc1
   float inv_sqrt_bc2, eps;
 };
 
@@ -29,9 +29,9 @@ inline float adamw_element(float& param, float g, float& m, float& v, const Adam
   return param = param * s.keep - s.step * mi / (__builtin_sqrtf(vi) * s.inv_sqrt_bc2 + s.eps);
 }
 
-__attribute__((target_clones("avx2", "default")))
-void adamw_kernel(float* __restrict param, const float* __restrict grad, float* __restrict m,
-                  float* __restrict v, int64_t n, AdamWScalars s) {
+__attribute__((target_clones("avx2", "default"))) void adamw_kernel(float* __restrict param,
+                                                                    const float* __restrict grad, float* __restrict m,
+                                                                    float* __restrict v, int64_t n, AdamWScalars s) {
   for (int64_t i = 0; i < n; ++i) adamw_element(param[i], grad[i], m[i], v[i], s);
 }
 
@@ -69,15 +69,17 @@ template <bool kClearGrad>
   return out;
 }
 
-__attribute__((target_clones("avx2", "default")))
-SquareSums adamw_kernel_with_sums(float* __restrict param, const float* __restrict grad, float* __restrict m,
-                                  float* __restrict v, int64_t n, AdamWScalars s) {
+__attribute__((target_clones("avx2", "default"))) SquareSums adamw_kernel_with_sums(float* __restrict param,
+                                                                                    const float* __restrict grad,
+                                                                                    float* __restrict m,
+                                                                                    float* __restrict v, int64_t n,
+                                                                                    AdamWScalars s) {
   return adamw_pass_with_sums<false>(param, const_cast<float*>(grad), m, v, n, s);  // grad only read
 }
 
-__attribute__((target_clones("avx2", "default")))
-SquareSums adamw_kernel_with_sums_clearing(float* __restrict param, float* __restrict grad, float* __restrict m,
-                                           float* __restrict v, int64_t n, AdamWScalars s) {
+__attribute__((target_clones("avx2", "default"))) SquareSums adamw_kernel_with_sums_clearing(
+    float* __restrict param, float* __restrict grad, float* __restrict m, float* __restrict v, int64_t n,
+    AdamWScalars s) {
   return adamw_pass_with_sums<true>(param, grad, m, v, n, s);
 }
 
@@ -100,8 +102,8 @@ AdamWScalars scalars_of_step(int64_t t, const AdamWConfig& c, bool decay) {
 
 }  // namespace
 
-void adamw_update(float* param, const float* grad, float* m, float* v, int64_t n, int64_t t,
-                  const AdamWConfig& c, bool decay) {
+void adamw_update(float* param, const float* grad, float* m, float* v, int64_t n, int64_t t, const AdamWConfig& c,
+                  bool decay) {
   adamw_kernel(param, grad, m, v, n, scalars_of_step(t, c, decay));
 }
 
@@ -130,8 +132,8 @@ void AdamW::step(std::vector<SquareSums>* sums, bool clear_grads) {
     float* const value = p.value.ptr();
     const int64_t n = p.value.numel();
     if (sums && clear_grads)
-      (*sums)[i] = adamw_update_with_sums_clearing_grad(value, p.grad.ptr(), m_[i].data(), v_[i].data(), n, t_,
-                                                        config_, p.decay);
+      (*sums)[i] = adamw_update_with_sums_clearing_grad(value, p.grad.ptr(), m_[i].data(), v_[i].data(), n, t_, config_,
+                                                        p.decay);
     else if (sums)
       (*sums)[i] = adamw_update_with_sums(value, p.grad.ptr(), m_[i].data(), v_[i].data(), n, t_, config_, p.decay);
     else

@@ -19,8 +19,8 @@ struct AdamWConfig {
 };
 
 // One step (t counts from 1) over n elements.
-void adamw_update(float* param, const float* grad, float* m, float* v, int64_t n, int64_t t,
-                  const AdamWConfig& c, bool decay);
+void adamw_update(float* param, const float* grad, float* m, float* v, int64_t n, int64_t t, const AdamWConfig& c,
+                  bool decay);
 
 // Sums of squares, in double, of the gradient an update read and of the values it wrote:
 // the step's gradient and weight norms, gathered in the update's own pass over memory

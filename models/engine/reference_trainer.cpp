@@ -21,9 +21,7 @@ ReferenceTrainer::ReferenceTrainer(const ModelConfig& m, const TrainConfig& conf
   optimizer_ = std::make_unique<AdamW>(config.adam, model_->params());
 }
 
-Batch ReferenceTrainer::global_batch(int64_t step) const {
-  return data_.batch(step, 0, config_.global_sequences());
-}
+Batch ReferenceTrainer::global_batch(int64_t step) const { return data_.batch(step, 0, config_.global_sequences()); }
 
 StepStats ReferenceTrainer::step() {
   const auto start = std::chrono::steady_clock::now();
@@ -47,7 +45,8 @@ StepStats ReferenceTrainer::step() {
     model_->backward(cache_, nullptr, scale, d_in, tp);
     ce_sum += l.ce_sum;
     balance_sum += l.balance_sum;
-    if (stats.moe_load.empty()) stats.moe_load = l.moe_load;
+    if (stats.moe_load.empty())
+      stats.moe_load = l.moe_load;
     else
       for (size_t layer = 0; layer < l.moe_load.size(); ++layer)
         for (size_t e = 0; e < l.moe_load[layer].size(); ++e) stats.moe_load[layer][e] += l.moe_load[layer][e];

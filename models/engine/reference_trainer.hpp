@@ -14,28 +14,28 @@
 
 #include "models/engine/data.hpp"
 #include "models/engine/layers/transformer.hpp"
-#include "models/plan/model_config.hpp"
 #include "models/engine/optimizer.hpp"
+#include "models/plan/model_config.hpp"
 
 namespace ibt::models {
 
 struct TrainConfig {
   int microbatches = 1;
-  int micro_batch_size = 1;   // sequences per microbatch
-  int data_parallel = 1;      // the global batch is data_parallel * microbatches * micro_batch_size
+  int micro_batch_size = 1;  // sequences per microbatch
+  int data_parallel = 1;     // the global batch is data_parallel * microbatches * micro_batch_size
   uint64_t seed = 1234;
   AdamWConfig adam;
   int global_sequences() const { return data_parallel * microbatches * micro_batch_size; }
 };
 
 struct StepStats {
-  int64_t step = 0;           // 0-based
-  double loss = 0;            // mean cross-entropy over the global batch
-  double aux_loss = 0;        // balance-loss term added to the objective (0 unless aux_loss)
-  double grad_norm = 0;       // ||g||_2 over every parameter, before the update
-  double param_norm = 0;      // ||p||_2 over every parameter, after the update
-  double seconds = 0;         // wall time of the step
-  int64_t tokens = 0;         // tokens in the global batch
+  int64_t step = 0;                            // 0-based
+  double loss = 0;                             // mean cross-entropy over the global batch
+  double aux_loss = 0;                         // balance-loss term added to the objective (0 unless aux_loss)
+  double grad_norm = 0;                        // ||g||_2 over every parameter, before the update
+  double param_norm = 0;                       // ||p||_2 over every parameter, after the update
+  double seconds = 0;                          // wall time of the step
+  int64_t tokens = 0;                          // tokens in the global batch
   std::vector<std::vector<int64_t>> moe_load;  // per MoE layer: selections per expert this step
 };
 
@@ -45,7 +45,7 @@ double l2_norm_grads(const std::vector<Param*>& params);
 class ReferenceTrainer {
  public:
   ReferenceTrainer(const ModelConfig& m, const TrainConfig& config, const DataSource& data);
-  StepStats step();           // runs training step number steps_done()
+  StepStats step();  // runs training step number steps_done()
   int64_t steps_done() const { return step_; }
   Transformer& model() { return *model_; }
   const TrainConfig& config() const { return config_; }

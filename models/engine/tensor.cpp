@@ -68,8 +68,7 @@ void add_into(Tensor& dst, const Tensor& src) {
   for (int64_t i = 0; i < dst.numel(); ++i) dst.data[i] += src.data[i];
 }
 
-__attribute__((target_clones("avx2", "default")))
-double sum_squares(const float* x, int64_t n) {
+__attribute__((target_clones("avx2", "default"))) double sum_squares(const float* x, int64_t n) {
   // Eight independent double accumulators: the adds pipeline (and vectorise) instead of
   // waiting on one chain, and every product is exact in double, so the result differs
   // from a sequential double sum only in the order of the additions.

@@ -47,8 +47,8 @@ Param make_param(std::string name, Tensor value, bool decay);
 Tensor slice_rows(const Tensor& t, int64_t begin, int64_t count);
 Tensor slice_cols(const Tensor& t, int64_t begin, int64_t count);
 
-void add_into(Tensor& dst, const Tensor& src);   // dst += src (same size)
-double sum_squares(const Tensor& t);              // in double: norms over many tensors
+void add_into(Tensor& dst, const Tensor& src);  // dst += src (same size)
+double sum_squares(const Tensor& t);            // in double: norms over many tensors
 double sum_squares(const float* x, int64_t n);
 
 // Which part of a tensor-parallel (or expert-parallel) group this instance is.

@@ -104,8 +104,7 @@ class MpiExpertExchange final : public ExpertExchange {
 // so what the compute between them hid is not counted.
 class MpiContextExchange final : public ContextExchange {
  public:
-  MpiContextExchange(MpiCommunicator& comm, bool ring, double& seconds)
-      : comm_(comm), ring_(ring), seconds_(seconds) {}
+  MpiContextExchange(MpiCommunicator& comm, bool ring, double& seconds) : comm_(comm), ring_(ring), seconds_(seconds) {}
   ~MpiContextExchange() override {
     for (auto& [id, req] : passes_) MPI_Waitall(2, req.data(), MPI_STATUSES_IGNORE);
   }
@@ -179,8 +178,19 @@ class CpuPipelineBackend {
                      Communicator& pp, MpiTpReducer& tp, MpiExpertExchange& ep, MpiContextExchange* cp,
                      int micro_batch_size, int64_t act_rows, int64_t hidden, std::vector<StageCache>& spare_caches,
                      ZeroUnits* zero, bool split_backward)
-      : chunks_(chunks), local_(local), scale_(scale), pp_(pp), tp_(tp), ep_(ep), cp_(cp), b_(micro_batch_size),
-        act_rows_(act_rows), hidden_(hidden), zero_(zero), split_backward_(split_backward), spare_(spare_caches) {
+      : chunks_(chunks),
+        local_(local),
+        scale_(scale),
+        pp_(pp),
+        tp_(tp),
+        ep_(ep),
+        cp_(cp),
+        b_(micro_batch_size),
+        act_rows_(act_rows),
+        hidden_(hidden),
+        zero_(zero),
+        split_backward_(split_backward),
+        spare_(spare_caches) {
     loads.resize(chunks.size());
   }
 
@@ -199,7 +209,8 @@ class CpuPipelineBackend {
     ce_sum += l.ce_sum;
     balance_sum += l.balance_sum;
     auto& acc = loads[chunk];
-    if (acc.empty()) acc = l.moe_load;
+    if (acc.empty())
+      acc = l.moe_load;
     else
       for (size_t i = 0; i < acc.size(); ++i)
         for (size_t e = 0; e < acc[i].size(); ++e) acc[i][e] += l.moe_load[i][e];
@@ -232,9 +243,12 @@ class CpuPipelineBackend {
   void exchange(const Tensor* send, int send_peer, Tensor* recv, int recv_peer) {
     const size_t n = static_cast<size_t>(act_rows_ * hidden_);
     if (recv) recv->reset({act_rows_, hidden_});
-    if (send && recv) pp_.send_recv(send->ptr(), n, send_peer, recv->ptr(), n, recv_peer, DType::float32);
-    else if (send) pp_.send(send->ptr(), n, DType::float32, send_peer);
-    else pp_.recv(recv->ptr(), n, DType::float32, recv_peer);
+    if (send && recv)
+      pp_.send_recv(send->ptr(), n, send_peer, recv->ptr(), n, recv_peer, DType::float32);
+    else if (send)
+      pp_.send(send->ptr(), n, DType::float32, send_peer);
+    else
+      pp_.recv(recv->ptr(), n, DType::float32, recv_peer);
   }
 
   // Gradients are reduced after the walk, in one flat all-reduce per bucket.
@@ -270,8 +284,9 @@ std::string cpu_executor_check(const ParallelSplit& split, const ModelConfig& mo
   if (model.tied_embeddings && split.pp > 1)
     return prefix + "tied embeddings across pipeline stages are not implemented in the cpu executor";
   if (split.cp > 1 && model.is_moe() && model.balance == RoutingBalance::aux_loss)
-    return prefix + "the per-sequence MoE aux loss with cp > 1 is not implemented in the cpu executor "
-                    "(each CP rank sees part of every sequence)";
+    return prefix +
+           "the per-sequence MoE aux loss with cp > 1 is not implemented in the cpu executor "
+           "(each CP rank sees part of every sequence)";
   return "";
 }
 
@@ -588,7 +603,8 @@ TrainingState CpuExecutor::training_state() {
   const bool full_weights = split_.zero < 3;
   for (size_t c = 0; c < chunks_.size(); ++c) {
     if (full_weights)
-      for (Param* p : chunks_[c]->params()) s.arrays.push_back({"params/" + chunk_name(c) + "/" + p->name, p->value.data});
+      for (Param* p : chunks_[c]->params())
+        s.arrays.push_back({"params/" + chunk_name(c) + "/" + p->name, p->value.data});
     std::vector<MoeLayer*> moe = chunks_[c]->moe_layers();
     for (size_t i = 0; i < moe.size(); ++i)
       s.arrays.push_back({"moe_bias/" + chunk_name(c) + "/layer" + std::to_string(i), moe[i]->selection_bias});

@@ -52,14 +52,14 @@
 
 #include "models/checkpoint/training_state.hpp"
 #include "models/engine/data.hpp"
+#include "models/engine/layers/transformer.hpp"
+#include "models/engine/optimizer.hpp"
+#include "models/engine/reference_trainer.hpp"
 #include "models/executor/process_groups.hpp"
 #include "models/executor/time_breakdown.hpp"
 #include "models/executor/zero_units.hpp"
-#include "models/engine/layers/transformer.hpp"
 #include "models/plan/model_config.hpp"
-#include "models/engine/optimizer.hpp"
 #include "models/plan/parallel_split.hpp"
-#include "models/engine/reference_trainer.hpp"
 #include "models/plan/schedule.hpp"
 
 namespace ibt::models {
@@ -70,8 +70,8 @@ std::string cpu_executor_check(const ParallelSplit& split, const ModelConfig& mo
 
 class CpuExecutor {
  public:
-  CpuExecutor(const ModelConfig& m, const ParallelSplit& split, const TrainConfig& train,
-              const DataSource& data, MPI_Comm world);
+  CpuExecutor(const ModelConfig& m, const ParallelSplit& split, const TrainConfig& train, const DataSource& data,
+              MPI_Comm world);
   // train.microbatches/micro_batch_size/data_parallel are taken from the split.
   StepStats step(TimeBreakdown* time = nullptr);
   const ProcessGroups& groups() const { return *groups_; }
@@ -102,8 +102,8 @@ class CpuExecutor {
   struct Bucket {
     std::vector<Param*> params;
     Communicator* comm = nullptr;
-    size_t total = 0;   // elements
-    size_t shard = 0;   // ZeRO-1: padded total / comm size
+    size_t total = 0;                 // elements
+    size_t shard = 0;                 // ZeRO-1: padded total / comm size
     Communicator* replica = nullptr;  // HSDP: the shard's replicas (dense bucket)
     std::vector<float> m, v, grad_shard;
   };
@@ -122,9 +122,9 @@ class CpuExecutor {
   std::unique_ptr<ProcessGroups> groups_;
   PipelineSchedule schedule_;
   std::vector<std::unique_ptr<Transformer>> chunks_;  // chunk c = virtual stage c*pp + stage
-  std::unique_ptr<AdamW> optimizer_;  // without ZeRO
-  bool grads_clear_ = false;          // every .grad is zero (the optimizer cleared it)
-  std::unique_ptr<ZeroUnits> zero_;   // ZeRO-2 and ZeRO-3
+  std::unique_ptr<AdamW> optimizer_;                  // without ZeRO
+  bool grads_clear_ = false;                          // every .grad is zero (the optimizer cleared it)
+  std::unique_ptr<ZeroUnits> zero_;                   // ZeRO-2 and ZeRO-3
   std::vector<Bucket> buckets_;
   // Activation caches of finished microbatches, kept so the next step's reuse their
   // buffers instead of allocating and zero-filling them afresh.

@@ -22,9 +22,7 @@ inline bool is_kv_weight(const Param& p) {
 }
 
 // False for the copies that tp_kv ranks other than 0 hold (they equal rank 0's).
-inline bool kv_copy_counted(const Param& p, const Communicator& tp_kv) {
-  return tp_kv.rank() == 0 || !is_kv_weight(p);
-}
+inline bool kv_copy_counted(const Param& p, const Communicator& tp_kv) { return tp_kv.rank() == 0 || !is_kv_weight(p); }
 
 // Sums the K/V weight gradients among `params` over tp_kv (one all-reduce of a flat
 // buffer); nothing without replication.

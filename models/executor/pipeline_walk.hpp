@@ -52,8 +52,10 @@ void walk_pipeline(const PipelineSchedule& schedule, int stage, Backend& backend
   // `to` runs on this stage too (the V's tip, dualpipev), straight into the inbox.
   auto deliver = [&](Payload payload, int microbatch, int from, int to, Activation&& data) {
     const StageChunk dst = schedule.placement(to);
-    if (dst.stage == stage) inbox[{payload, microbatch, dst.chunk}] = std::move(data);
-    else outbox[{payload, microbatch, from}] = std::move(data);
+    if (dst.stage == stage)
+      inbox[{payload, microbatch, dst.chunk}] = std::move(data);
+    else
+      outbox[{payload, microbatch, from}] = std::move(data);
   };
 
   for (const PipeAction& a : schedule.per_stage.at(static_cast<size_t>(stage))) {
@@ -100,8 +102,7 @@ void walk_pipeline(const PipelineSchedule& schedule, int stage, Backend& backend
       if (d_output) inbox.erase({Payload::gradient, a.microbatch, a.chunk});
       if (vs > 0) deliver(Payload::gradient, a.microbatch, vs, vs - 1, std::move(d_input));
     }
-    if (a.kind == completes && --backwards_left.at(static_cast<size_t>(a.chunk)) == 0)
-      backend.gradients_final(a.chunk);
+    if (a.kind == completes && --backwards_left.at(static_cast<size_t>(a.chunk)) == 0) backend.gradients_final(a.chunk);
     time.compute += (backend.clock() - t0) - (time.tp + time.ep + time.cp - comm0);
   }
 }

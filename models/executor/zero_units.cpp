@@ -63,7 +63,8 @@ class ZeroUnits::Hooks final : public UnitHooks {
 
  private:
   // f on unit u and, for a tied head, on the embedding's unit.
-  template <class F> void each(int u, F f) {
+  template <class F>
+  void each(int u, F f) {
     f(units_.at(u));
     if (u == tied_head_) f(units_.at(0));
   }

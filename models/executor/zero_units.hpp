@@ -6,9 +6,9 @@
 // weights form up to two flat parts: the non-expert ones, sharded over the shard group
 // (dp_shard: dp x cp, or a shard group x cp; CP ranks are gradient replicas), and the
 // routed-expert ones, sharded over expert_dp_cp (expert_dp x cp). A part of n
-// elements is padded to d * ceil(n/d); member i of the group owns elements [i*shard, (i+1)*shard) and keeps for them the AdamW moments, the
-// reduced gradient accumulated over the step's microbatches and, with ZeRO-3, the
-// weights themselves (the full weights are dropped after construction).
+// elements is padded to d * ceil(n/d); member i of the group owns elements [i*shard, (i+1)*shard) and keeps for them
+// the AdamW moments, the reduced gradient accumulated over the step's microbatches and, with ZeRO-3, the weights
+// themselves (the full weights are dropped after construction).
 //
 // The hooks, called by Transformer::forward/backward around each unit:
 //   ZeRO-3, before a unit's forward or backward: its weights all-gathered (unless
@@ -41,7 +41,7 @@ class ZeroUnits {
     Communicator* replica = nullptr;       // HSDP: dp_replica (size 1 without)
     Communicator* expert_shard = nullptr;  // expert weights: expert_dp_shard (expert_dp_cp, or inside g)
     Communicator* tp = nullptr;
-    Communicator* tp_kv = nullptr;         // replicated KV heads' copies (size 1 without)
+    Communicator* tp_kv = nullptr;  // replicated KV heads' copies (size 1 without)
     bool sequence_parallel = false;
   };
   // stage: 2 or 3. Takes this rank's shards from the chunks' (fully initialised)
@@ -93,7 +93,8 @@ class ZeroUnits {
   void reduce_grads(Unit& u);
   void account(double bytes);
   // Calls f(part, param, offset in the part) for every parameter.
-  template <class F> void for_each_param(const Part& part, F f) const;
+  template <class F>
+  void for_each_param(const Part& part, F f) const;
   bool counted_once(const Param& p) const;
 
   int stage_;

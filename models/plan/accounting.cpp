@@ -12,9 +12,7 @@ namespace ibt::models {
 
 namespace {
 
-double norm_params(const ModelConfig& m, double width) {
-  return m.norm == Norm::layernorm ? 2 * width : width;
-}
+double norm_params(const ModelConfig& m, double width) { return m.norm == Norm::layernorm ? 2 * width : width; }
 // Weights of one MLP of inner size f: SwiGLU has gate, up and down; GELU up and down.
 double mlp_params(const ModelConfig& m, double f) {
   return (m.activation == Activation::swiglu ? 3.0 : 2.0) * m.hidden * f;
@@ -57,14 +55,14 @@ ParamCounts count_parameters(const ModelConfig& m) {
   const double layer_common = c.attention_per_layer + c.norms_per_layer;
   const double moe_all = c.router_per_layer + m.num_experts * c.per_expert + c.shared_per_layer;
   const double moe_active = c.router_per_layer + m.top_k * c.per_expert + c.shared_per_layer;
-  c.total = c.embedding + c.lm_head + c.final_norm + m.layers * layer_common +
-            c.dense_layers * c.dense_mlp_per_layer + c.moe_layers * moe_all;
+  c.total = c.embedding + c.lm_head + c.final_norm + m.layers * layer_common + c.dense_layers * c.dense_mlp_per_layer +
+            c.moe_layers * moe_all;
   c.active = c.total - c.moe_layers * (m.num_experts - m.top_k) * c.per_expert;
   // Matmul weights a token meets: everything active but the embedding lookup and norms
   // (a tied head still multiplies by the embedding matrix).
   c.matmul_active = m.layers * (c.attention_per_layer - c.attention_norms_per_layer) +
-                    c.dense_layers * c.dense_mlp_per_layer +
-                    c.moe_layers * moe_active + static_cast<double>(m.vocab) * h;
+                    c.dense_layers * c.dense_mlp_per_layer + c.moe_layers * moe_active +
+                    static_cast<double>(m.vocab) * h;
   return c;
 }
 
@@ -108,8 +106,7 @@ double megatron_full_recompute_flops(double B, double s, double l, double h, dou
 Precision fp32_adam() { return {"fp32", 4, 4, 8, 4, true}; }
 Precision bf16_mixed_adam() { return {"bf16-mixed", 2, 2, 12, 2, false}; }
 
-double activation_bytes_per_layer(const ModelConfig& m, const ParallelSplit& s,
-                                  const Precision& p, int layer) {
+double activation_bytes_per_layer(const ModelConfig& m, const ParallelSplit& s, const Precision& p, int layer) {
   // Per token, in elements of p.activation_bytes (fp32_* in 4-byte values), grouped by
   // how tensor parallelism divides them (accounting.hpp lists the tensors and sources).
   const double h = m.hidden, H = m.heads, t = s.tp;
@@ -120,21 +117,23 @@ double activation_bytes_per_layer(const ModelConfig& m, const ParallelSplit& s,
   const double norms = m.norms_per_layer();
   double residual = 2 * norms * h;
   double residual_fp32 = norms * (m.norm == Norm::layernorm ? 2.0 : 1.0);  // norm rstd (+ mean) per row
-  double unsharded = 0;     // never divided by t: whole on every TP rank, or already per rank
-  double sharded = 0;       // always divided by t (heads or ffn columns)
+  double unsharded = 0;            // never divided by t: whole on every TP rank, or already per rank
+  double sharded = 0;              // always divided by t (heads or ffn columns)
   double core = 0, core_fp32 = 0;  // attention core's own saved state, sharded by heads
   if (m.attention == Attention::standard) {
     const double G = m.kv_heads, d = m.head_dim();
     sharded += H * d + H * d;  // Q, context
     // K and V (GQA: G heads): split by TP, or one replicated head per rank.
-    if (kv_replicas > 1) unsharded += 2 * d;
-    else sharded += 2 * G * d;
+    if (kv_replicas > 1)
+      unsharded += 2 * d;
+    else
+      sharded += 2 * G * d;
   } else {
     const double dqk = m.qk_head_dim(), dv = m.value_head_dim();
     // Latents of the replicated down projections and their norms' outputs.
     if (m.q_lora_rank > 0) unsharded += 2.0 * m.q_lora_rank;
     unsharded += (m.kv_lora_rank + m.qk_rope_head_dim) + m.kv_lora_rank;
-    sharded += 2 * H * dqk + 2 * H * dv;   // Q, K, V, context
+    sharded += 2 * H * dqk + 2 * H * dv;  // Q, K, V, context
   }
   // Context parallelism, all_gather variant: the K/V of the whole sequence gathered
   // from the CP group are kept for the backward (cp times the local K/V per local
@@ -148,7 +147,7 @@ double activation_bytes_per_layer(const ModelConfig& m, const ParallelSplit& s,
     core = H * m.seq_len;  // softmax probabilities, one s-long row per head and query
                            // (with CP: the rank's queries against the whole sequence)
   else
-    core_fp32 = H;         // FlashAttention: one log-sum-exp per head and query
+    core_fp32 = H;  // FlashAttention: one log-sum-exp per head and query
   if (m.layer_is_moe(layer)) {
     residual_fp32 += m.num_experts + m.top_k;  // router logits, gate weights
     // Dispatched rows: each expert's input, the whole sequence of the TP group (experts
@@ -172,7 +171,7 @@ double activation_bytes_per_layer(const ModelConfig& m, const ParallelSplit& s,
       elements = residual / res_div + unsharded + sharded / t;
       fp32_values = residual_fp32 / res_div;
       break;
-    case Recompute::full:       // only the layer's input
+    case Recompute::full:  // only the layer's input
       elements = h / res_div;
       break;
   }
@@ -222,26 +221,24 @@ bool held_sums_exact(const std::vector<double>& bytes, const std::vector<std::ve
 }
 }  // namespace
 
-double peak_activation_bytes(const ModelConfig& m, const ParallelSplit& s, const Precision& p,
-                             int stage, const PipelineSchedule& sched) {
+double peak_activation_bytes(const ModelConfig& m, const ParallelSplit& s, const Precision& p, int stage,
+                             const PipelineSchedule& sched) {
   // Bytes one microbatch leaves on each chunk of the stage (its layers summed).
   std::vector<double> chunk_bytes(s.vpp, 0.0);
   for (int chunk = 0; chunk < s.vpp; ++chunk) {
     const LayerRange range = stage_layers(m, s.pp * s.vpp, s.virtual_stage(stage, chunk));
-    for (int l = range.first; l < range.end(); ++l)
-      chunk_bytes[chunk] += activation_bytes_per_layer(m, s, p, l);
+    for (int l = range.first; l < range.end(); ++l) chunk_bytes[chunk] += activation_bytes_per_layer(m, s, p, l);
   }
   return peak_held(sched, stage, chunk_bytes,
                    sched.held_peaks.empty() || held_sums_exact(chunk_bytes, sched.held_peaks.at(stage)));
 }
 
-RankMemory memory_per_rank(const ModelConfig& m, const ParallelSplit& s, const Precision& p,
-                           int stage) {
+RankMemory memory_per_rank(const ModelConfig& m, const ParallelSplit& s, const Precision& p, int stage) {
   return memory_per_rank(m, s, p, stage, build_schedule(s));
 }
 
-RankMemory memory_per_rank(const ModelConfig& m, const ParallelSplit& s, const Precision& p,
-                           int stage, const PipelineSchedule& sched) {
+RankMemory memory_per_rank(const ModelConfig& m, const ParallelSplit& s, const Precision& p, int stage,
+                           const PipelineSchedule& sched) {
   const ParamCounts c = count_parameters(m);
   const int V = s.pp * s.vpp;
   const double t = s.tp;
@@ -320,13 +317,12 @@ std::vector<std::vector<double>> zero_units(const ModelConfig& m, const Parallel
   return out;
 }
 
-RankMemory peak_memory_per_rank(const ModelConfig& m, const ParallelSplit& s,
-                                const Precision& p) {
+RankMemory peak_memory_per_rank(const ModelConfig& m, const ParallelSplit& s, const Precision& p) {
   return peak_memory_per_rank(m, s, p, build_schedule(s));
 }
 
-RankMemory peak_memory_per_rank(const ModelConfig& m, const ParallelSplit& s,
-                                const Precision& p, const PipelineSchedule& sched) {
+RankMemory peak_memory_per_rank(const ModelConfig& m, const ParallelSplit& s, const Precision& p,
+                                const PipelineSchedule& sched) {
   RankMemory best;
   for (int st = 0; st < s.pp; ++st) {
     RankMemory r = memory_per_rank(m, s, p, st, sched);

@@ -105,23 +105,23 @@ namespace ibt::models {
 struct ParamCounts {
   // Per component (whole model, not sharded).
   double embedding = 0;
-  double lm_head = 0;             // 0 when tied_embeddings
+  double lm_head = 0;  // 0 when tied_embeddings
   double final_norm = 0;
-  double attention_per_layer = 0;          // projections (+ MLA latent norms)
-  double attention_norms_per_layer = 0;    // MLA latent norms (q_a, kv_a); 0 for standard
+  double attention_per_layer = 0;                // projections (+ MLA latent norms)
+  double attention_norms_per_layer = 0;          // MLA latent norms (q_a, kv_a); 0 for standard
   double attention_tp_replicated_per_layer = 0;  // MLA down projections + latent norms: not split by TP
-  double attention_kv_per_layer = 0;       // standard attention's Wk + Wv (2*h*kv_heads*head_dim)
-  double norms_per_layer = 0;              // attn_norm + mlp_norm (parallel block: the one norm)
-  double dense_mlp_per_layer = 0;          // dense layers only
-  double router_per_layer = 0;             // MoE layers only
-  double per_expert = 0;                   // one routed (or shared) expert
-  double shared_per_layer = 0;             // shared experts of one MoE layer
+  double attention_kv_per_layer = 0;             // standard attention's Wk + Wv (2*h*kv_heads*head_dim)
+  double norms_per_layer = 0;                    // attn_norm + mlp_norm (parallel block: the one norm)
+  double dense_mlp_per_layer = 0;                // dense layers only
+  double router_per_layer = 0;                   // MoE layers only
+  double per_expert = 0;                         // one routed (or shared) expert
+  double shared_per_layer = 0;                   // shared experts of one MoE layer
   int dense_layers = 0;
   int moe_layers = 0;
   // Totals.
   double total = 0;
-  double active = 0;          // total minus the routed experts a token does not use
-  double matmul_active = 0;   // N in 6N (see above)
+  double active = 0;         // total minus the routed experts a token does not use
+  double matmul_active = 0;  // N in 6N (see above)
 };
 ParamCounts count_parameters(const ModelConfig& m);
 // One layer's attention weights on one TP rank: the TP-split projections / tp, the
@@ -151,7 +151,7 @@ struct Precision {
   std::string name;
   double weight_bytes = 4;
   double grad_bytes = 4;
-  double optimizer_bytes = 8;   // Adam m and v (+ fp32 master weights in mixed precision)
+  double optimizer_bytes = 8;  // Adam m and v (+ fp32 master weights in mixed precision)
   double activation_bytes = 4;
   bool stores_attention_scores = true;
 };
@@ -163,8 +163,7 @@ Precision bf16_mixed_adam();
 
 // Activation bytes one microbatch leaves on transformer layer `layer` (formula above;
 // dense and MoE layers differ, all dense layers are equal).
-double activation_bytes_per_layer(const ModelConfig& m, const ParallelSplit& s,
-                                  const Precision& p, int layer = 0);
+double activation_bytes_per_layer(const ModelConfig& m, const ParallelSplit& s, const Precision& p, int layer = 0);
 // K plus V elements per token (whole model width, before TP): 2*kv_heads*head_dim, or
 // for MLA heads*(qk_head_dim + value_head_dim).
 double cp_kv_elements_per_token(const ModelConfig& m);
@@ -174,40 +173,38 @@ double kv_elements_per_token_per_rank(const ModelConfig& m, int tp);
 double cp_transient_bytes(const ModelConfig& m, const ParallelSplit& s, const Precision& p);
 // The most activation bytes a stage holds at once under the schedule (each forward adds
 // its chunk's layers, each backward frees them).
-double peak_activation_bytes(const ModelConfig& m, const ParallelSplit& s, const Precision& p,
-                             int stage, const PipelineSchedule& schedule);
+double peak_activation_bytes(const ModelConfig& m, const ParallelSplit& s, const Precision& p, int stage,
+                             const PipelineSchedule& schedule);
 
 struct RankMemory {
   int stage = 0;
-  double params = 0;          // parameters held by the rank
-  double expert_params = 0;   // of which routed-expert weights
-  double weights = 0;         // bytes
+  double params = 0;         // parameters held by the rank
+  double expert_params = 0;  // of which routed-expert weights
+  double weights = 0;        // bytes
   double grads = 0;
   double optimizer = 0;
   double activations = 0;
-  double buffers = 0;         // ZeRO-2/3: gathered-weight and unit-gradient buffers (above)
-  int chunks_in_flight = 0;   // from the schedule (schedule.hpp max_chunks_in_flight)
-  int layers_in_flight = 0;   // the same in layers (max_layers_in_flight)
+  double buffers = 0;        // ZeRO-2/3: gathered-weight and unit-gradient buffers (above)
+  int chunks_in_flight = 0;  // from the schedule (schedule.hpp max_chunks_in_flight)
+  int layers_in_flight = 0;  // the same in layers (max_layers_in_flight)
   double total() const { return weights + grads + optimizer + activations + buffers; }
   double model_state() const { return weights + grads + optimizer; }  // without buffers and activations
 };
 // Memory of a rank of pipeline stage `stage` (all TP/CP/DP/EP peers of a stage are equal
 // up to rounding). The split must be valid for the model.
-RankMemory memory_per_rank(const ModelConfig& m, const ParallelSplit& s, const Precision& p,
-                           int stage);
+RankMemory memory_per_rank(const ModelConfig& m, const ParallelSplit& s, const Precision& p, int stage);
 // Same with the split's schedule built once by the caller (build_schedule(s)): what a
 // search over thousands of splits should call.
-RankMemory memory_per_rank(const ModelConfig& m, const ParallelSplit& s, const Precision& p,
-                           int stage, const PipelineSchedule& schedule);
+RankMemory memory_per_rank(const ModelConfig& m, const ParallelSplit& s, const Precision& p, int stage,
+                           const PipelineSchedule& schedule);
 // ZeRO-2/3 unit sizes of a stage (parameters this rank holds unsharded per unit, in
 // forward order: per chunk [embedding], layers..., [head]), and the largest pair of
 // consecutive units inside one chunk (what ZeRO-3 holds gathered with prefetch).
 std::vector<std::vector<double>> zero_units(const ModelConfig& m, const ParallelSplit& s, int stage);
 // The stage with the largest total.
-RankMemory peak_memory_per_rank(const ModelConfig& m, const ParallelSplit& s,
-                                const Precision& p);
+RankMemory peak_memory_per_rank(const ModelConfig& m, const ParallelSplit& s, const Precision& p);
 // The same with the split's schedule built once elsewhere (a search shares it).
-RankMemory peak_memory_per_rank(const ModelConfig& m, const ParallelSplit& s,
-                                const Precision& p, const PipelineSchedule& schedule);
+RankMemory peak_memory_per_rank(const ModelConfig& m, const ParallelSplit& s, const Precision& p,
+                                const PipelineSchedule& schedule);
 
 }  // namespace ibt::models

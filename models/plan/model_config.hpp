@@ -39,13 +39,13 @@ enum class Attention { standard, mla };
 
 struct ModelConfig {
   std::string name;
-  std::string source;          // where the shape comes from (paper, config file URL)
+  std::string source;  // where the shape comes from (paper, config file URL)
   int layers = 0;
   int hidden = 0;
   int heads = 0;
-  int kv_heads = 0;            // == heads without GQA
-  int explicit_head_dim = 0;   // "head_dim" in the file; 0 = hidden / heads
-  int ffn_hidden = 0;          // dense MLP inner size
+  int kv_heads = 0;           // == heads without GQA
+  int explicit_head_dim = 0;  // "head_dim" in the file; 0 = hidden / heads
+  int ffn_hidden = 0;         // dense MLP inner size
   int vocab = 0;
   int seq_len = 0;
   Norm norm = Norm::rmsnorm;
@@ -54,20 +54,20 @@ struct ModelConfig {
   bool parallel_block = false;  // attention and FFN in parallel on one norm (above)
   // Multi-head latent attention (attention == mla only; 0 otherwise).
   Attention attention = Attention::standard;
-  int q_lora_rank = 0;         // 0 with mla = queries projected directly from hidden
+  int q_lora_rank = 0;  // 0 with mla = queries projected directly from hidden
   int kv_lora_rank = 0;
   int qk_nope_head_dim = 0;
   int qk_rope_head_dim = 0;
   int v_head_dim = 0;
   // Mixture of experts.
-  int num_experts = 0;         // routed experts per MoE layer; 0 = dense model
-  int top_k = 0;               // experts per token
+  int num_experts = 0;  // routed experts per MoE layer; 0 = dense model
+  int top_k = 0;        // experts per token
   int shared_experts = 0;
   int expert_ffn_hidden = 0;
   int first_dense_layers = 0;  // leading layers that use the dense MLP
   RoutingBalance balance = RoutingBalance::none;
-  double aux_loss_coeff = 0.0;      // classic auxiliary loss weight
-  double bias_update_rate = 0.0;    // aux-loss-free: bias step per training step
+  double aux_loss_coeff = 0.0;    // classic auxiliary loss weight
+  double bias_update_rate = 0.0;  // aux-loss-free: bias step per training step
 
   bool is_moe() const { return num_experts > 0; }
   int head_dim() const { return explicit_head_dim > 0 ? explicit_head_dim : hidden / heads; }
@@ -75,17 +75,13 @@ struct ModelConfig {
   int moe_layers() const { return is_moe() ? layers - first_dense_layers : 0; }
   // Per-head sizes of the attention core (query.key and value); equal to head_dim()
   // for standard attention.
-  int qk_head_dim() const {
-    return attention == Attention::mla ? qk_nope_head_dim + qk_rope_head_dim : head_dim();
-  }
+  int qk_head_dim() const { return attention == Attention::mla ? qk_nope_head_dim + qk_rope_head_dim : head_dim(); }
   int value_head_dim() const { return attention == Attention::mla ? v_head_dim : head_dim(); }
   // Norms per transformer layer: 1 for a parallel block, 2 for the sequential one.
   int norms_per_layer() const { return parallel_block ? 1 : 2; }
   // TP ranks holding each KV head (standard attention): tp / kv_heads when tp exceeds
   // kv_heads (replicated heads), else 1; and the KV heads one TP rank holds.
-  int kv_replicas(int tp) const {
-    return attention == Attention::standard && tp > kv_heads ? tp / kv_heads : 1;
-  }
+  int kv_replicas(int tp) const { return attention == Attention::standard && tp > kv_heads ? tp / kv_heads : 1; }
   int kv_heads_per_rank(int tp) const { return kv_replicas(tp) > 1 ? 1 : kv_heads / tp; }
 };
 

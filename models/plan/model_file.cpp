@@ -33,16 +33,14 @@ int get_int(const json& v, const std::string& origin, const std::string& field, 
   if (!v.is_number_integer()) fail(origin, field, "must be an integer");
   const auto x = v.get<long long>();
   if (x < min_value || x > 1'000'000'000)
-    fail(origin, field, "out of range (" + std::to_string(x) + ", expected >= " +
-                            std::to_string(min_value) + ")");
+    fail(origin, field, "out of range (" + std::to_string(x) + ", expected >= " + std::to_string(min_value) + ")");
   return static_cast<int>(x);
 }
 
 double get_real(const json& v, const std::string& origin, const std::string& field) {
   if (!v.is_number()) fail(origin, field, "must be a number");
   const double x = v.get<double>();
-  if (!(x >= 0.0 && x < 1e6))
-    fail(origin, field, "out of range (" + std::to_string(x) + ", expected >= 0 and < 1e6)");
+  if (!(x >= 0.0 && x < 1e6)) fail(origin, field, "out of range (" + std::to_string(x) + ", expected >= 0 and < 1e6)");
   return x;
 }
 
@@ -96,31 +94,36 @@ ModelConfig parse_model(const std::string& text, const std::string& origin) {
       {"hidden", [&](const json& v, const std::string& f) { m.hidden = get_int(v, origin, f, 1); }},
       {"heads", [&](const json& v, const std::string& f) { m.heads = get_int(v, origin, f, 1); }},
       {"head_dim", [&](const json& v, const std::string& f) { m.explicit_head_dim = get_int(v, origin, f, 1); }},
-      {"kv_heads", [&](const json& v, const std::string& f) {
+      {"kv_heads",
+       [&](const json& v, const std::string& f) {
          m.kv_heads = get_int(v, origin, f, 1);
          kv_given = true;
        }},
       {"ffn_hidden", [&](const json& v, const std::string& f) { m.ffn_hidden = get_int(v, origin, f, 1); }},
       {"vocab", [&](const json& v, const std::string& f) { m.vocab = get_int(v, origin, f, 2); }},
       {"seq_len", [&](const json& v, const std::string& f) { m.seq_len = get_int(v, origin, f, 1); }},
-      {"norm", [&](const json& v, const std::string& f) {
+      {"norm",
+       [&](const json& v, const std::string& f) {
          m.norm = get_enum<Norm>(v, origin, f, {{"rmsnorm", Norm::rmsnorm}, {"layernorm", Norm::layernorm}});
        }},
-      {"activation", [&](const json& v, const std::string& f) {
-         m.activation = get_enum<Activation>(v, origin, f,
-                                             {{"gelu", Activation::gelu}, {"swiglu", Activation::swiglu}});
+      {"activation",
+       [&](const json& v, const std::string& f) {
+         m.activation =
+             get_enum<Activation>(v, origin, f, {{"gelu", Activation::gelu}, {"swiglu", Activation::swiglu}});
        }},
-      {"tied_embeddings", [&](const json& v, const std::string& f) {
+      {"tied_embeddings",
+       [&](const json& v, const std::string& f) {
          if (!v.is_boolean()) fail(origin, f, "must be true or false");
          m.tied_embeddings = v.get<bool>();
        }},
-      {"parallel_block", [&](const json& v, const std::string& f) {
+      {"parallel_block",
+       [&](const json& v, const std::string& f) {
          if (!v.is_boolean()) fail(origin, f, "must be true or false");
          m.parallel_block = v.get<bool>();
        }},
-      {"attention", [&](const json& v, const std::string& f) {
-         m.attention = get_enum<Attention>(v, origin, f,
-                                           {{"standard", Attention::standard}, {"mla", Attention::mla}});
+      {"attention",
+       [&](const json& v, const std::string& f) {
+         m.attention = get_enum<Attention>(v, origin, f, {{"standard", Attention::standard}, {"mla", Attention::mla}});
        }},
       {"q_lora_rank", [&](const json& v, const std::string& f) { m.q_lora_rank = get_int(v, origin, f, 0); }},
       {"kv_lora_rank", [&](const json& v, const std::string& f) { m.kv_lora_rank = get_int(v, origin, f, 1); }},
@@ -130,9 +133,12 @@ ModelConfig parse_model(const std::string& text, const std::string& origin) {
       {"num_experts", [&](const json& v, const std::string& f) { m.num_experts = get_int(v, origin, f, 0); }},
       {"top_k", [&](const json& v, const std::string& f) { m.top_k = get_int(v, origin, f, 0); }},
       {"shared_experts", [&](const json& v, const std::string& f) { m.shared_experts = get_int(v, origin, f, 0); }},
-      {"expert_ffn_hidden", [&](const json& v, const std::string& f) { m.expert_ffn_hidden = get_int(v, origin, f, 0); }},
-      {"first_dense_layers", [&](const json& v, const std::string& f) { m.first_dense_layers = get_int(v, origin, f, 0); }},
-      {"balance", [&](const json& v, const std::string& f) {
+      {"expert_ffn_hidden",
+       [&](const json& v, const std::string& f) { m.expert_ffn_hidden = get_int(v, origin, f, 0); }},
+      {"first_dense_layers",
+       [&](const json& v, const std::string& f) { m.first_dense_layers = get_int(v, origin, f, 0); }},
+      {"balance",
+       [&](const json& v, const std::string& f) {
          m.balance = get_enum<RoutingBalance>(v, origin, f,
                                               {{"none", RoutingBalance::none},
                                                {"aux_loss", RoutingBalance::aux_loss},
@@ -160,14 +166,13 @@ void validate_model(const ModelConfig& m, const std::string& origin) {
   need(!m.name.empty(), "name", "must not be empty");
   need(!m.source.empty(), "source", "must cite where the shape comes from");
   need(m.layers >= 1 && m.hidden >= 1 && m.heads >= 1, "layers", "layers, hidden and heads must be >= 1");
-  need(m.kv_heads >= 1 && m.heads % m.kv_heads == 0, "kv_heads",
-       "must divide heads (" + std::to_string(m.heads) + ")");
+  need(m.kv_heads >= 1 && m.heads % m.kv_heads == 0, "kv_heads", "must divide heads (" + std::to_string(m.heads) + ")");
   if (m.attention == Attention::standard) {
     if (m.explicit_head_dim == 0)
       need(m.hidden % m.heads == 0, "heads",
            "must divide hidden (" + std::to_string(m.hidden) + "), or give \"head_dim\"");
-    need(m.q_lora_rank == 0 && m.kv_lora_rank == 0 && m.qk_nope_head_dim == 0 &&
-             m.qk_rope_head_dim == 0 && m.v_head_dim == 0,
+    need(m.q_lora_rank == 0 && m.kv_lora_rank == 0 && m.qk_nope_head_dim == 0 && m.qk_rope_head_dim == 0 &&
+             m.v_head_dim == 0,
          "attention", "MLA fields (q_lora_rank, kv_lora_rank, qk_*_head_dim, v_head_dim) need \"attention\": \"mla\"");
   } else {
     need(m.kv_lora_rank > 0, "kv_lora_rank", "must be > 0 with mla attention");
@@ -180,23 +185,21 @@ void validate_model(const ModelConfig& m, const std::string& origin) {
     need(m.top_k >= 1 && m.top_k <= m.num_experts, "top_k",
          "must be in 1..num_experts (" + std::to_string(m.num_experts) + ")");
     need(m.expert_ffn_hidden >= 1, "expert_ffn_hidden", "must be >= 1 for an MoE model");
-    need(m.first_dense_layers < m.layers, "first_dense_layers",
-         "must be < layers (" + std::to_string(m.layers) + ")");
+    need(m.first_dense_layers < m.layers, "first_dense_layers", "must be < layers (" + std::to_string(m.layers) + ")");
     need(m.balance != RoutingBalance::aux_loss || m.aux_loss_coeff > 0, "aux_loss_coeff",
          "must be > 0 with \"balance\": \"aux_loss\"");
     need(m.balance != RoutingBalance::aux_loss_free || m.bias_update_rate > 0, "bias_update_rate",
          "must be > 0 with \"balance\": \"aux_loss_free\"");
   } else {
-    need(m.top_k == 0 && m.shared_experts == 0 && m.expert_ffn_hidden == 0 &&
-             m.first_dense_layers == 0 && m.balance == RoutingBalance::none,
+    need(m.top_k == 0 && m.shared_experts == 0 && m.expert_ffn_hidden == 0 && m.first_dense_layers == 0 &&
+             m.balance == RoutingBalance::none,
          "num_experts", "is 0 (dense model) but MoE fields are set");
   }
 }
 
 ModelConfig load_model(const std::string& name_or_path) {
   const bool is_path = name_or_path.find('/') != std::string::npos ||
-                       (name_or_path.size() > 5 &&
-                        name_or_path.compare(name_or_path.size() - 5, 5, ".json") == 0);
+                       (name_or_path.size() > 5 && name_or_path.compare(name_or_path.size() - 5, 5, ".json") == 0);
   const std::string path = is_path ? name_or_path : catalog_dir() + "/" + name_or_path + ".json";
   require_input_file(path, "model file");
   std::ifstream in(path);
@@ -207,8 +210,7 @@ ModelConfig load_model(const std::string& name_or_path) {
       for (const auto& n : catalog_names()) known += (known.empty() ? "" : ", ") + n;
     } catch (const UsageError&) {
     }
-    throw UsageError("unknown model '" + name_or_path + "' (catalog " + catalog_dir() +
-                     " has: " + known + ")");
+    throw UsageError("unknown model '" + name_or_path + "' (catalog " + catalog_dir() + " has: " + known + ")");
   }
   std::stringstream text;
   text << in.rdbuf();

@@ -71,9 +71,7 @@ namespace ibt::models {
 // two chunks per rank placed in a V, forward and backward chunks paired, B and W split.
 enum class ScheduleKind { afab, one_f_one_b, interleaved, zb_h1, dualpipev };
 // Whether the schedule splits each backward into B and W actions (schedule.hpp).
-inline bool splits_backward(ScheduleKind k) {
-  return k == ScheduleKind::zb_h1 || k == ScheduleKind::dualpipev;
-}
+inline bool splits_backward(ScheduleKind k) { return k == ScheduleKind::zb_h1 || k == ScheduleKind::dualpipev; }
 // Whether chunks sit on the ranks in a V (dualpipev) rather than round-robin.
 inline bool v_shaped(ScheduleKind k) { return k == ScheduleKind::dualpipev; }
 
@@ -109,10 +107,10 @@ enum class Recompute { none, selective, full };
 // enough (Megatron-Core's p2p; dK/dV travel back around the ring in the backward).
 enum class CpComm { all_gather, ring };
 
-std::string_view to_string(ScheduleKind k);  // "afab", "1f1b", "interleaved", "zb-h1", "dualpipev"
-std::string_view to_string(CpComm c);        // "all_gather", "ring"
-CpComm parse_cp_comm(std::string_view name);  // throws UsageError naming the value
-std::string_view to_string(Recompute r);     // "none", "selective", "full"
+std::string_view to_string(ScheduleKind k);          // "afab", "1f1b", "interleaved", "zb-h1", "dualpipev"
+std::string_view to_string(CpComm c);                // "all_gather", "ring"
+CpComm parse_cp_comm(std::string_view name);         // throws UsageError naming the value
+std::string_view to_string(Recompute r);             // "none", "selective", "full"
 ScheduleKind parse_schedule(std::string_view name);  // throws UsageError naming the value
 Recompute parse_recompute(std::string_view name);    // throws UsageError naming the value
 
@@ -120,17 +118,17 @@ struct ParallelSplit {
   int dp = 1;
   int tp = 1;
   int pp = 1;
-  int ep = 1;                  // divides dp (EP drawn from DP)
-  int vpp = 1;                 // model chunks (virtual stages) per pipeline rank
-  int microbatches = 1;        // per DP replica per step (gradient accumulation steps)
-  int micro_batch_size = 1;    // sequences per microbatch
+  int ep = 1;                // divides dp (EP drawn from DP)
+  int vpp = 1;               // model chunks (virtual stages) per pipeline rank
+  int microbatches = 1;      // per DP replica per step (gradient accumulation steps)
+  int micro_batch_size = 1;  // sequences per microbatch
   ScheduleKind schedule = ScheduleKind::one_f_one_b;
   bool sequence_parallel = false;
-  int zero = 0;                // ZeRO stage 0..3: what is sharded over dp (above)
+  int zero = 0;  // ZeRO stage 0..3: what is sharded over dp (above)
   Recompute recompute = Recompute::none;
-  int cp = 1;                  // context-parallel degree (sequence split over cp ranks)
+  int cp = 1;  // context-parallel degree (sequence split over cp ranks)
   CpComm cp_comm = CpComm::all_gather;
-  int shard_group = 0;         // HSDP: DP ranks per shard group; 0 = all of dp
+  int shard_group = 0;  // HSDP: DP ranks per shard group; 0 = all of dp
 
   // DP ranks that share one copy of the sharded states, and how many copies there are.
   int zero_shard() const { return shard_group > 0 ? shard_group : dp; }
@@ -140,9 +138,7 @@ struct ParallelSplit {
   // The group a non-expert weight's gradient is reduced over: dp replicas times cp.
   int grad_replicas() const { return dp * cp; }
   int expert_dp() const { return dp / ep; }
-  long long global_batch() const {
-    return static_cast<long long>(dp) * microbatches * micro_batch_size;
-  }
+  long long global_batch() const { return static_cast<long long>(dp) * microbatches * micro_batch_size; }
   int virtual_stages() const { return pp * vpp; }
   int virtual_stage(int stage, int chunk) const { return virtual_stage_of(schedule, pp, stage, chunk); }
   bool operator==(const ParallelSplit&) const = default;
@@ -175,8 +171,7 @@ struct SplitSearch {
   long long global_batch = 0;
   std::vector<int> microbatch_counts = {1, 2, 4, 8};  // used when global_batch == 0
   std::vector<int> micro_batch_sizes = {1};
-  std::vector<ScheduleKind> schedules = {ScheduleKind::afab, ScheduleKind::one_f_one_b,
-                                         ScheduleKind::interleaved};
+  std::vector<ScheduleKind> schedules = {ScheduleKind::afab, ScheduleKind::one_f_one_b, ScheduleKind::interleaved};
   std::vector<int> interleave_chunks = {2};  // vpp values tried for interleaved
   std::vector<Recompute> recomputes = {Recompute::none};
   // ZeRO stages tried when dp > 1 (stage 0 always, whatever the list says, so that
@@ -195,12 +190,12 @@ struct SplitSearch {
   // gathers every unit's weights once per microbatch, so fewer, larger microbatches
   // are how it is run at scale.
   std::vector<int> sharded_micro_batch_sizes = {};
-  bool try_sequence_parallel = true;  // also emit the SP variant when tp > 1
+  bool try_sequence_parallel = true;    // also emit the SP variant when tp > 1
   bool only_sequence_parallel = false;  // when tp > 1, emit only the SP variant
-  int max_tp = 0;  // 0 = no limit (e.g. the scale-up domain size for projection)
-  int max_pp = 0;  // 0 = no limit; 1 = no pipeline parallelism
-  int min_pp = 1;  // 2 = pipeline parallel splits only
-  int max_ep = 0;  // 0 = no limit
+  int max_tp = 0;                       // 0 = no limit (e.g. the scale-up domain size for projection)
+  int max_pp = 0;                       // 0 = no limit; 1 = no pipeline parallelism
+  int min_pp = 1;                       // 2 = pipeline parallel splits only
+  int max_ep = 0;                       // 0 = no limit
   // Context-parallel degrees tried: every divisor c of world/(pp*tp) with
   // 2c | seq_len up to max_cp (1 = no CP, the default; 0 = no limit), with each
   // variant listed.
@@ -212,8 +207,7 @@ struct SplitSearch {
 // cp, ep, then the option lists in their given order). With pp == 1 only the 1f1b
 // schedule is emitted (afab and 1f1b are the same step for one stage, save
 // activation memory). Fast: for 16,384 ranks it is a few thousand validate() calls.
-std::vector<ParallelSplit> enumerate_splits(const ModelConfig& model, int world_size,
-                                            const SplitSearch& search = {});
+std::vector<ParallelSplit> enumerate_splits(const ModelConfig& model, int world_size, const SplitSearch& search = {});
 
 // Divisors of n in increasing order.
 std::vector<int> divisors(int n);

@@ -33,8 +33,8 @@ RankLayout::RankLayout(int tp, int dp, int pp, int ep, int cp, int shard_group, 
   if (tp < 1 || dp < 1 || pp < 1 || ep < 1 || cp < 1)
     throw UsageError("rank layout: tp, dp, pp, ep and cp must be >= 1");
   if (dp % ep != 0)
-    throw UsageError("rank layout: dp (" + std::to_string(dp) + ") not divisible by ep (" +
-                     std::to_string(ep) + ") (EP is drawn from DP)");
+    throw UsageError("rank layout: dp (" + std::to_string(dp) + ") not divisible by ep (" + std::to_string(ep) +
+                     ") (EP is drawn from DP)");
   if (shard_group < 0 || dp % shard_ != 0)
     throw UsageError("rank layout: dp (" + std::to_string(dp) + ") not divisible by shard_group (" +
                      std::to_string(shard_group) + ")");
@@ -66,8 +66,7 @@ int RankLayout::group_count(Group g) const { return world_size() / group_size(g)
 
 RankCoord RankLayout::coord(int rank) const {
   if (rank < 0 || rank >= world_size())
-    throw UsageError("rank " + std::to_string(rank) + " out of range for world size " +
-                     std::to_string(world_size()));
+    throw UsageError("rank " + std::to_string(rank) + " out of range for world size " + std::to_string(world_size()));
   RankCoord c;
   c.tp = rank % tp_;
   c.cp = (rank / tp_) % cp_;
@@ -78,9 +77,7 @@ RankCoord RankLayout::coord(int rank) const {
   return c;
 }
 
-int RankLayout::rank_of(const RankCoord& c) const {
-  return c.tp + tp_ * (c.cp + cp_ * (c.dp + dp_ * c.pp));
-}
+int RankLayout::rank_of(const RankCoord& c) const { return c.tp + tp_ * (c.cp + cp_ * (c.dp + dp_ * c.pp)); }
 
 int RankLayout::index_in_group(Group g, int rank) const {
   const RankCoord c = coord(rank);
@@ -158,8 +155,7 @@ int RankLayout::next_stage_rank(int rank) const {
 
 int RankLayout::rank_at_stage(int rank, int stage) const {
   if (stage < 0 || stage >= pp_)
-    throw UsageError("pipeline stage " + std::to_string(stage) + " out of range for pp " +
-                     std::to_string(pp_));
+    throw UsageError("pipeline stage " + std::to_string(stage) + " out of range for pp " + std::to_string(pp_));
   RankCoord c = coord(rank);
   c.pp = stage;
   return rank_of(c);

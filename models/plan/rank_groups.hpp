@@ -50,7 +50,19 @@ namespace ibt::models {
 
 // A communicating group in the step program. none = a local op (compute).
 enum class Group {
-  none, tp, dp, pp, ep, expert_dp, cp, dp_cp, expert_dp_cp, dp_shard, dp_replica, expert_dp_shard, tp_kv
+  none,
+  tp,
+  dp,
+  pp,
+  ep,
+  expert_dp,
+  cp,
+  dp_cp,
+  expert_dp_cp,
+  dp_shard,
+  dp_replica,
+  expert_dp_shard,
+  tp_kv
 };
 inline constexpr int kGroupKinds = 13;
 // "none", "tp", "dp", "pp", "ep", "expert_dp", "cp", "dp_cp", "expert_dp_cp", "dp_shard",
@@ -79,7 +91,7 @@ class RankLayout {
   int group_size(Group g) const;   // none: 1
   int group_count(Group g) const;  // world_size() / group_size(g)
 
-  RankCoord coord(int rank) const;       // throws UsageError when out of range
+  RankCoord coord(int rank) const;        // throws UsageError when out of range
   int rank_of(const RankCoord& c) const;  // uses tp, cp, dp, pp (ep/expert_dp ignored)
 
   // Members of rank's group of kind g, ordered by index_in_group (none: {rank}).

@@ -35,8 +35,10 @@ std::vector<ComputeTask> dualpipev_order(int p, int m, int r) {
   auto bwd = [&](int c, bool zb, bool pair = false) {
     const int mb = b[c]++;
     order.push_back({Pass::backward, mb, c, pair});
-    if (zb) deferred.emplace_back(mb, c);
-    else order.push_back({Pass::weight, mb, c});
+    if (zb)
+      deferred.emplace_back(mb, c);
+    else
+      order.push_back({Pass::weight, mb, c});
   };
   auto weight = [&] {
     const auto [mb, c] = deferred.at(popped++);
@@ -51,7 +53,7 @@ std::vector<ComputeTask> dualpipev_order(int p, int m, int r) {
     fwd(1);
   }
   for (int i = 0; i < m - 2 * p + r + 1; ++i) {  // 4, the steady state: (F0 & B1) (F1 & B0)
-    const bool pair = !(i == 0 && last);  // the repository runs the last rank's first two apart
+    const bool pair = !(i == 0 && last);         // the repository runs the last rank's first two apart
     fwd(0, pair);
     bwd(1, false, pair);
     fwd(1, true);
@@ -127,17 +129,15 @@ std::vector<ComputeTask> compute_order(ScheduleKind kind, int p, int v, int m, i
       while (weights < m) order.push_back({Pass::weight, weights++, 0});
       break;
     }
-    case ScheduleKind::dualpipev:
-      return dualpipev_order(p, m, s);
+    case ScheduleKind::dualpipev: return dualpipev_order(p, m, s);
   }
   return order;
 }
 
 void check_parameters(ScheduleKind kind, int p, int v, int m) {
   auto fail = [&](const std::string& why) {
-    throw UsageError("pipeline schedule " + std::string(to_string(kind)) + " with pp " +
-                     std::to_string(p) + ", vpp " + std::to_string(v) + ", microbatches " +
-                     std::to_string(m) + ": " + why);
+    throw UsageError("pipeline schedule " + std::string(to_string(kind)) + " with pp " + std::to_string(p) + ", vpp " +
+                     std::to_string(v) + ", microbatches " + std::to_string(m) + ": " + why);
   };
   if (p < 1 || v < 1 || m < 1) fail("pp, vpp and microbatches must be >= 1");
   if (kind == ScheduleKind::dualpipev) {
@@ -161,8 +161,10 @@ std::vector<std::int16_t> memory_order(const std::vector<PipeAction>& actions, b
   const ActionKind releases = split_backward ? ActionKind::weight : ActionKind::backward;
   std::vector<std::int16_t> order;
   for (const auto& a : actions) {
-    if (a.kind == ActionKind::forward) order.push_back(static_cast<std::int16_t>(a.chunk + 1));
-    else if (a.kind == releases) order.push_back(static_cast<std::int16_t>(-(a.chunk + 1)));
+    if (a.kind == ActionKind::forward)
+      order.push_back(static_cast<std::int16_t>(a.chunk + 1));
+    else if (a.kind == releases)
+      order.push_back(static_cast<std::int16_t>(-(a.chunk + 1)));
   }
   return order;
 }
@@ -195,7 +197,8 @@ void require_schedule_bytes(int p, int v, int m) {
   const double bytes = schedule_bytes(p, v, m);
   if (bytes < kPlannedFrom) return;
   require_memory(bytes, "the pipeline schedule of " + std::to_string(m) + " microbatches x " + std::to_string(v) +
-                            " chunks on " + std::to_string(p) + " stages (--microbatches, or the global batch / "
+                            " chunks on " + std::to_string(p) +
+                            " stages (--microbatches, or the global batch / "
                             "(dp x micro-batch size))");
 }
 }  // namespace
@@ -471,8 +474,7 @@ PipelineSchedule lock_step(ScheduleKind kind, int p, int v, int m, bool compact)
         const StageChunk where = placement_of(kind, p, dst);
         const Payload payload = t.pass == Pass::forward ? Payload::activation : Payload::gradient;
         if (where.stage == s) {  // the V's tip: chunk 0 and chunk 1 of the last rank, no message
-          (payload == Payload::activation ? act_arrival : grad_arrival)[at(t.microbatch, dst)] =
-              busy_until[s] - 1;
+          (payload == Payload::activation ? act_arrival : grad_arrival)[at(t.microbatch, dst)] = busy_until[s] - 1;
           ++held[s];
           continue;
         }
@@ -491,8 +493,7 @@ PipelineSchedule lock_step(ScheduleKind kind, int p, int v, int m, bool compact)
         queue.pop_front();
       }
     if (!progress)
-      throw RuntimeError("pipeline schedule construction stalled (internal error) in round " +
-                         std::to_string(round));
+      throw RuntimeError("pipeline schedule construction stalled (internal error) in round " + std::to_string(round));
     for (const auto& sends : outgoing) {
       std::fill(phase.begin(), phase.end(), PipeAction{});
       bool any = false;
@@ -591,8 +592,10 @@ PipelineSchedule build_compute_orders(const ParallelSplit& split,
     std::vector<std::int16_t>& order = out.compute_order[s];
     order.reserve(tasks.size());
     for (const ComputeTask& t : tasks) {
-      if (t.pass == Pass::forward) order.push_back(static_cast<std::int16_t>(t.chunk + 1));
-      else if (t.pass == releases) order.push_back(static_cast<std::int16_t>(-(t.chunk + 1)));
+      if (t.pass == Pass::forward)
+        order.push_back(static_cast<std::int16_t>(t.chunk + 1));
+      else if (t.pass == releases)
+        order.push_back(static_cast<std::int16_t>(-(t.chunk + 1)));
     }
     out.held_peaks[s] = held_peaks(order, v);
     if (each_stage) each_stage(s, tasks);
@@ -608,9 +611,7 @@ std::string_view to_string(Pass p) {
   }
   return "?";
 }
-std::string_view to_string(Payload p) {
-  return p == Payload::activation ? "activation" : "gradient";
-}
+std::string_view to_string(Payload p) { return p == Payload::activation ? "activation" : "gradient"; }
 std::string_view to_string(ActionKind k) {
   switch (k) {
     case ActionKind::forward: return "forward";
@@ -627,11 +628,10 @@ int message_tag(const Transfer& t, const PipelineSchedule& s) {
 }
 
 LayerRange stage_layers(const ModelConfig& model, int virtual_stages, int virtual_stage) {
-  if (virtual_stages < 1 || virtual_stages > model.layers || virtual_stage < 0 ||
-      virtual_stage >= virtual_stages)
-    throw UsageError("model " + model.name + ": " + std::to_string(model.layers) +
-                     " layers cannot be split into " + std::to_string(virtual_stages) +
-                     " virtual stages (asked for stage " + std::to_string(virtual_stage) + ")");
+  if (virtual_stages < 1 || virtual_stages > model.layers || virtual_stage < 0 || virtual_stage >= virtual_stages)
+    throw UsageError("model " + model.name + ": " + std::to_string(model.layers) + " layers cannot be split into " +
+                     std::to_string(virtual_stages) + " virtual stages (asked for stage " +
+                     std::to_string(virtual_stage) + ")");
   const int per = model.layers / virtual_stages;
   const int extra = model.layers % virtual_stages;
   const int extra_begin = (virtual_stages - extra) / 2;  // [extra_begin, +extra) get per+1
@@ -670,8 +670,10 @@ T peak_held(const PipelineSchedule& s, int stage, const std::vector<T>& weight, 
   }
   std::vector<std::int16_t> scratch;
   for (const std::int16_t a : compute_order(s, stage, scratch)) {
-    if (a > 0) peak = std::max(peak, held += weight[a - 1]);
-    else held -= weight[-a - 1];
+    if (a > 0)
+      peak = std::max(peak, held += weight[a - 1]);
+    else
+      held -= weight[-a - 1];
   }
   return peak;
 }
@@ -680,7 +682,8 @@ template double peak_held<double>(const PipelineSchedule&, int, const std::vecto
 
 int max_layers_in_flight(const PipelineSchedule& s, const ModelConfig& model, int stage) {
   std::vector<int> layers(s.chunks);
-  for (int c = 0; c < s.chunks; ++c) layers[c] = stage_layers(model, s.virtual_stages(), s.virtual_stage(stage, c)).count;
+  for (int c = 0; c < s.chunks; ++c)
+    layers[c] = stage_layers(model, s.virtual_stages(), s.virtual_stage(stage, c)).count;
   return peak_held(s, stage, layers);
 }
 
@@ -698,11 +701,10 @@ PipelineTiming simulate_pipeline(const PipelineSchedule& s, const PipelineCosts&
   const int p = s.stages;
   const size_t n = static_cast<size_t>(p) * s.chunks;
   if (costs.forward.size() != n || costs.backward.size() != n)
-    throw UsageError("simulate_pipeline: need " + std::to_string(n) +
-                     " forward and backward costs (stages x chunks)");
+    throw UsageError("simulate_pipeline: need " + std::to_string(n) + " forward and backward costs (stages x chunks)");
   if (s.split_backward() && costs.weight.size() != n)
-    throw UsageError("simulate_pipeline: schedule " + std::string(to_string(s.kind)) + " needs " +
-                     std::to_string(n) + " weight-gradient (W) costs (stages x chunks)");
+    throw UsageError("simulate_pipeline: schedule " + std::string(to_string(s.kind)) + " needs " + std::to_string(n) +
+                     " weight-gradient (W) costs (stages x chunks)");
   const double cc = costs.exchange;
   // Where each message is sent and received: (payload, microbatch, src vs) -> (stage, index).
   using Key = std::tuple<int, int, int>;
@@ -710,19 +712,16 @@ PipelineTiming simulate_pipeline(const PipelineSchedule& s, const PipelineCosts&
   for (int st = 0; st < p; ++st)
     for (int i = 0; i < static_cast<int>(s.per_stage[st].size()); ++i) {
       const auto& a = s.per_stage[st][i];
-      if (a.send)
-        sender[{int(a.send->payload), a.send->microbatch, a.send->src_virtual_stage}] = {st, i};
-      if (a.recv)
-        receiver[{int(a.recv->payload), a.recv->microbatch, a.recv->src_virtual_stage}] = {st, i};
+      if (a.send) sender[{int(a.send->payload), a.send->microbatch, a.send->src_virtual_stage}] = {st, i};
+      if (a.recv) receiver[{int(a.recv->payload), a.recv->microbatch, a.recv->src_virtual_stage}] = {st, i};
     }
   auto partner = [&](const Transfer& t, bool i_send) {
     const Key k{int(t.payload), t.microbatch, t.src_virtual_stage};
     auto& map = i_send ? receiver : sender;
     auto it = map.find(k);
     if (it == map.end())
-      throw RuntimeError("pipeline schedule: message of microbatch " +
-                         std::to_string(t.microbatch) + " from virtual stage " +
-                         std::to_string(t.src_virtual_stage) + " has no matching " +
+      throw RuntimeError("pipeline schedule: message of microbatch " + std::to_string(t.microbatch) +
+                         " from virtual stage " + std::to_string(t.src_virtual_stage) + " has no matching " +
                          (i_send ? "receive" : "send"));
     return it->second;
   };
@@ -772,8 +771,7 @@ PipelineTiming simulate_pipeline(const PipelineSchedule& s, const PipelineCosts&
   std::string stuck;
   for (int st = 0; st < p; ++st)
     if (cursor[st] < s.per_stage[st].size())
-      stuck += (stuck.empty() ? "" : ", ") + std::to_string(st) + " at action " +
-               std::to_string(cursor[st]);
+      stuck += (stuck.empty() ? "" : ", ") + std::to_string(st) + " at action " + std::to_string(cursor[st]);
   if (!stuck.empty()) throw RuntimeError("pipeline schedule deadlocks: stages " + stuck);
   t.makespan = *std::max_element(clock.begin(), clock.end());
   t.finish = clock;

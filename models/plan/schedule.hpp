@@ -24,14 +24,12 @@
 // and a stage's list holds, per round: [compute] [exchange A] [exchange B], each only
 // when it has something to do. (V-shaped placement: chunk 1's messages run the other
 // way, so each of A and B is two phases, chunk 0's then chunk 1's, each with one
-// direction; a paired F&B is one round's compute, its two messages in two phases.) Every send of round r phase X is matched by a receive
-// of the same round and phase, so by induction on (round, phase) the earliest
-// incomplete exchange always finds all its partners waiting in it: no deadlock even
-// with rendezvous (unbuffered) sends. simulate_pipeline() checks this mechanically.
-// Execute an exchange as MPI_Sendrecv (or Isend + Irecv + Waitall), never as a
-// blocking Send followed by a Recv. Collectives inside compute actions (TP, EP, DP
-// gradient reduction) involve only ranks of one stage, which run identical lists, so
-// they do not break the argument.
+// direction; a paired F&B is one round's compute, its two messages in two phases.) Every send of round r phase X is
+// matched by a receive of the same round and phase, so by induction on (round, phase) the earliest incomplete exchange
+// always finds all its partners waiting in it: no deadlock even with rendezvous (unbuffered) sends. simulate_pipeline()
+// checks this mechanically. Execute an exchange as MPI_Sendrecv (or Isend + Irecv + Waitall), never as a blocking Send
+// followed by a Recv. Collectives inside compute actions (TP, EP, DP gradient reduction) involve only ranks of one
+// stage, which run identical lists, so they do not break the argument.
 //
 // Compute orders (per stage s, 0-based):
 // - afab: F(0..m-1) then B(0..m-1).
@@ -94,7 +92,7 @@ enum class Payload : std::uint8_t { activation, gradient };
 // src_virtual_stage): unique within a step, use it as the MPI tag's source.
 struct Transfer {
   Payload payload = Payload::activation;
-  int peer_stage = 0;         // pipeline rank of the other side
+  int peer_stage = 0;  // pipeline rank of the other side
   int microbatch = 0;
   int src_virtual_stage = 0;  // virtual stage that produced the data
   int dst_virtual_stage = 0;  // virtual stage that consumes it
@@ -105,9 +103,9 @@ struct Transfer {
 // message (it follows the B of the same microbatch and chunk on the same stage).
 enum class ActionKind : std::uint8_t { forward, backward, exchange, weight };
 
-std::string_view to_string(Pass p);         // "forward", "backward", "weight"
-std::string_view to_string(Payload p);      // "activation", "gradient"
-std::string_view to_string(ActionKind k);   // "forward", "backward", "exchange", "weight"
+std::string_view to_string(Pass p);        // "forward", "backward", "weight"
+std::string_view to_string(Payload p);     // "activation", "gradient"
+std::string_view to_string(ActionKind k);  // "forward", "backward", "exchange", "weight"
 
 struct PipelineSchedule;
 // A tag unique to the message within one step, < 2 * m * p * v (fits MPI's
@@ -142,10 +140,10 @@ struct ScheduleRepeat {
 
 struct PipelineSchedule {
   ScheduleKind kind = ScheduleKind::one_f_one_b;
-  int stages = 1;        // p
-  int chunks = 1;        // v
-  int microbatches = 1;  // m
-  int rounds = 0;        // lock-step rounds the schedule spans
+  int stages = 1;                                  // p
+  int chunks = 1;                                  // v
+  int microbatches = 1;                            // m
+  int rounds = 0;                                  // lock-step rounds the schedule spans
   std::vector<std::vector<PipeAction>> per_stage;  // [stage][action]
   // [stage]: the forwards (chunk + 1) and the actions that release a chunk's
   // activations (-(chunk + 1)) in order: the backwards, or with a split backward the
@@ -264,15 +262,14 @@ T peak_held(const PipelineSchedule& s, int stage, const std::vector<T>& weight, 
 // exchange, plus comm_cost. Throws RuntimeError naming the stuck stages if the
 // schedule deadlocks. This is both the schedule's self-check and the simplest "sim".
 struct PipelineTiming {
-  double makespan = 0;            // time the last stage finishes
-  double ideal = 0;               // the busiest stage's compute time
-  double bubble_fraction = 0;     // (makespan - ideal) / ideal
-  std::vector<double> busy;       // compute time per stage
-  std::vector<double> finish;     // time each stage finishes
+  double makespan = 0;         // time the last stage finishes
+  double ideal = 0;            // the busiest stage's compute time
+  double bubble_fraction = 0;  // (makespan - ideal) / ideal
+  std::vector<double> busy;    // compute time per stage
+  std::vector<double> finish;  // time each stage finishes
 };
-PipelineTiming simulate_pipeline(const PipelineSchedule& s, double forward_cost = 1.0,
-                                 double backward_cost = 1.0, double comm_cost = 0.0,
-                                 double weight_cost = 0.0);
+PipelineTiming simulate_pipeline(const PipelineSchedule& s, double forward_cost = 1.0, double backward_cost = 1.0,
+                                 double comm_cost = 0.0, double weight_cost = 0.0);
 
 // The same with a cost per (stage, chunk) and pass, e.g. from pricing
 // build_chunk_ops() (step_program.hpp), and one cost per exchange.
@@ -280,7 +277,7 @@ struct PipelineCosts {
   std::vector<double> forward;   // [stage * chunks + chunk]
   std::vector<double> backward;  // [stage * chunks + chunk]
   double exchange = 0.0;
-  std::vector<double> weight;    // [stage * chunks + chunk]; split backwards only
+  std::vector<double> weight;  // [stage * chunks + chunk]; split backwards only
 };
 PipelineTiming simulate_pipeline(const PipelineSchedule& s, const PipelineCosts& costs);
 

@@ -80,12 +80,12 @@ std::string_view to_string(Stream s) {
 
 std::string describe(const Op& op, int index) {
   char buf[256];
-  std::snprintf(buf, sizeof buf, "#%d %s mb%d c%d L%d %s %s%s%s flops=%.4g bytes=%.4g waits=%d,%d",
-                index, std::string(to_string(op.phase)).c_str(), op.microbatch, op.chunk,
-                op.layer, std::string(to_string(op.kind)).c_str(),
-                std::string(to_string(op.stream)).c_str(), op.group == Group::none ? "" : " group=",
-                op.group == Group::none ? "" : std::string(to_string(op.group)).c_str(), op.flops,
-                op.bytes, op.waits[0], op.waits[1]);
+  std::snprintf(
+      buf, sizeof buf, "#%d %s mb%d c%d L%d %s %s%s%s flops=%.4g bytes=%.4g waits=%d,%d", index,
+      std::string(to_string(op.phase)).c_str(), op.microbatch, op.chunk, op.layer,
+      std::string(to_string(op.kind)).c_str(), std::string(to_string(op.stream)).c_str(),
+      op.group == Group::none ? "" : " group=", op.group == Group::none ? "" : std::string(to_string(op.group)).c_str(),
+      op.flops, op.bytes, op.waits[0], op.waits[1]);
   return buf;
 }
 
@@ -143,9 +143,7 @@ class Builder {
           if (backward_begin == forward_ops) reserve_like_first_pair(forwards, backward_begin);
           break;
         }
-        case ActionKind::weight:
-          weight_chunk(o_.overlap_grad_reduce && last_backward[chunk_] == i);
-          break;
+        case ActionKind::weight: weight_chunk(o_.overlap_grad_reduce && last_backward[chunk_] == i); break;
         case ActionKind::exchange: exchange(a); break;
       }
     }
@@ -210,9 +208,12 @@ class Builder {
     mb_ = -1;
     action_ = -1;
     chunk_ = chunk;
-    if (pass == Pass::forward) forward_chunk();
-    else if (pass == Pass::backward) backward_chunk(reduce_grads);
-    else weight_chunk(reduce_grads);
+    if (pass == Pass::forward)
+      forward_chunk();
+    else if (pass == Pass::backward)
+      backward_chunk(reduce_grads);
+    else
+      weight_chunk(reduce_grads);
     ActionTemplate t;
     // A W sends nothing.
     t.producer = producer_ >= 0 && pass != Pass::weight ? producer_ : -1;
@@ -230,16 +231,22 @@ class Builder {
     producer_ = kWaitReceived;
     switch (part) {
       case ChunkPart::embedding:
-        if (pass == Pass::forward) embedding_fwd();
-        else if (pass == Pass::backward) embedding_bwd();
+        if (pass == Pass::forward)
+          embedding_fwd();
+        else if (pass == Pass::backward)
+          embedding_bwd();
         break;
       case ChunkPart::layer:
-        if (pass == Pass::forward) layer_fwd(layer);
-        else layer_bwd(layer);
+        if (pass == Pass::forward)
+          layer_fwd(layer);
+        else
+          layer_bwd(layer);
         break;
       case ChunkPart::head:
-        if (pass == Pass::forward) head_fwd();
-        else head_bwd();
+        if (pass == Pass::forward)
+          head_fwd();
+        else
+          head_bwd();
         break;
     }
     layer_ = kNoLayer;
@@ -382,9 +389,12 @@ class Builder {
     op.gemm.k = static_cast<float>(k);
     op.gemm.n = static_cast<float>(n);
     op.gemm.groups = static_cast<std::uint16_t>(groups);
-    if (phase_ != Phase::backward) op.gemm.passes = gemm_product;
-    else if (!split_backward_) op.gemm.passes = gemm_input_grad | gemm_weight_grad;
-    else op.gemm.passes = pass_ == Pass::weight ? gemm_weight_grad : gemm_input_grad;
+    if (phase_ != Phase::backward)
+      op.gemm.passes = gemm_product;
+    else if (!split_backward_)
+      op.gemm.passes = gemm_input_grad | gemm_weight_grad;
+    else
+      op.gemm.passes = pass_ == Pass::weight ? gemm_weight_grad : gemm_input_grad;
   }
 
   void norm(OpKind kind) { compute(kind, 0.0, 2.0 * norm_tokens() * m_.hidden * e_, sp()); }
@@ -410,8 +420,7 @@ class Builder {
     if (sp()) collective(OpKind::sp_all_gather, Group::tp, T_ * m_.hidden * e_);
   }
   void tp_reduce_fwd() {
-    collective(sp() ? OpKind::sp_reduce_scatter : OpKind::tp_all_reduce, Group::tp,
-               T_ * m_.hidden * e_);
+    collective(sp() ? OpKind::sp_reduce_scatter : OpKind::tp_all_reduce, Group::tp, T_ * m_.hidden * e_);
   }
   // Backward of tp_reduce_fwd: identity without SP, all-gather with SP.
   void tp_reduce_bwd() {
@@ -420,8 +429,7 @@ class Builder {
   // Backward of the (implicit) copy before a column-parallel block: all-reduce, or
   // reduce-scatter with SP.
   void tp_gather_bwd() {
-    collective(sp() ? OpKind::sp_reduce_scatter : OpKind::tp_all_reduce, Group::tp,
-               T_ * m_.hidden * e_);
+    collective(sp() ? OpKind::sp_reduce_scatter : OpKind::tp_all_reduce, Group::tp, T_ * m_.hidden * e_);
   }
 
   void attention_fwd() {
@@ -434,15 +442,12 @@ class Builder {
   void attention_body_fwd() {
     attention_projections();
     cp_attention_core();
-    gemm(OpKind::out_proj_gemm, T_, m_.heads * static_cast<double>(m_.value_head_dim()) / t_,
-         m_.hidden);
+    gemm(OpKind::out_proj_gemm, T_, m_.heads * static_cast<double>(m_.value_head_dim()) / t_, m_.hidden);
   }
 
   // Standard attention's fused Q, K, V projection width on this rank: heads/tp query
   // heads, and its KV heads (one replicated head when tp > kv_heads).
-  double qkv_width() const {
-    return (m_.heads / t_ + 2.0 * m_.kv_heads_per_rank(s_.tp)) * m_.head_dim();
-  }
+  double qkv_width() const { return (m_.heads / t_ + 2.0 * m_.kv_heads_per_rank(s_.tp)) * m_.head_dim(); }
 
   void attention_projections() {
     const double h = m_.hidden, H = m_.heads;
@@ -500,9 +505,7 @@ class Builder {
   }
 
   // Elements of K plus V per token on this rank (TP-split heads).
-  double kv_width() const {
-    return kv_elements_per_token_per_rank(m_, s_.tp);
-  }
+  double kv_width() const { return kv_elements_per_token_per_rank(m_, s_.tp); }
 
   // The attention core with the CP communication around it (step_program.hpp).
   // Recompute re-runs the forward's communication; the all-gather variant keeps the
@@ -656,8 +659,7 @@ class Builder {
   }
 
   void attention_body_bwd() {
-    gemm(OpKind::out_proj_gemm, T_, m_.heads * static_cast<double>(m_.value_head_dim()) / t_,
-         m_.hidden);
+    gemm(OpKind::out_proj_gemm, T_, m_.heads * static_cast<double>(m_.value_head_dim()) / t_, m_.hidden);
     if (s_.recompute == Recompute::selective) {
       const Phase saved = phase_;
       phase_ = Phase::recompute;
@@ -941,8 +943,8 @@ class Builder {
   // Hybrid sharding: the reduced shard summed over the replicas of the shard group.
   void replica_reduce(const Bucket& b) {
     if (s_.shard_group > 0) {
-      grad_op(OpKind::grad_all_reduce, Group::dp_replica, b.dense / layout_.group_size(Group::dp_shard) * o_.gradient_bytes,
-              false, last_compute_);
+      grad_op(OpKind::grad_all_reduce, Group::dp_replica,
+              b.dense / layout_.group_size(Group::dp_shard) * o_.gradient_bytes, false, last_compute_);
       grad_op(OpKind::grad_all_reduce, Group::dp_replica,
               b.expert / layout_.group_size(Group::expert_dp_shard) * o_.gradient_bytes, true, last_compute_);
     }
@@ -958,9 +960,9 @@ class Builder {
     if (buckets_.empty()) {  // no reduction emitted buckets (never happens; defensive)
       return;
     }
-    const double shard = s_.zero >= 1 ? dense / layout_.group_size(shard_group()) +
-                                            expert / layout_.group_size(expert_shard_group())
-                                      : dense + expert;
+    const double shard =
+        s_.zero >= 1 ? dense / layout_.group_size(shard_group()) + expert / layout_.group_size(expert_shard_group())
+                     : dense + expert;
     Op op;
     op.kind = OpKind::optimizer;
     op.phase = Phase::optimizer;
@@ -1001,25 +1003,24 @@ class Builder {
   double t_ = 1, T_ = 0, e_ = 4;
   int V_ = 1;
   Phase phase_ = Phase::forward;
-  Pass pass_ = Pass::forward;   // the action being expanded
+  Pass pass_ = Pass::forward;    // the action being expanded
   bool split_backward_ = false;  // backward = B only, weight gradients in W actions
   int layer_ = kNoLayer, mb_ = -1, chunk_ = -1, action_ = -1;
   int last_compute_ = -1, producer_ = -1, last_grad_ = -1;
   int pending_bucket_layer_ = kNoLayer;
-  int gather_wait_ = -1;        // ZeRO-3: the gather the next compute op waits for
-  std::vector<int> unit_end_;   // ZeRO-3: last compute op before each unit began
+  int gather_wait_ = -1;       // ZeRO-3: the gather the next compute op waits for
+  std::vector<int> unit_end_;  // ZeRO-3: last compute op before each unit began
   std::vector<int> recv_act_, recv_grad_;
   std::vector<int> buckets_;
 };
 
 }  // namespace
 
-StepProgram build_step_program(const ModelConfig& model, const ParallelSplit& split,
-                               const PipelineSchedule& schedule, int rank,
-                               const StepProgramOptions& options) {
+StepProgram build_step_program(const ModelConfig& model, const ParallelSplit& split, const PipelineSchedule& schedule,
+                               int rank, const StepProgramOptions& options) {
   validate(split, model, split.world_size());
-  if (schedule.stages != split.pp || schedule.chunks != split.vpp ||
-      schedule.microbatches != split.microbatches || schedule.kind != split.schedule)
+  if (schedule.stages != split.pp || schedule.chunks != split.vpp || schedule.microbatches != split.microbatches ||
+      schedule.kind != split.schedule)
     throw UsageError("step program: the schedule does not match split " + describe(split));
   return Builder(model, split, schedule, rank, options).build();
 }
@@ -1045,21 +1046,19 @@ PipelineSchedule shape_only(const ParallelSplit& split) {
 }
 }  // namespace
 
-double pipeline_message_bytes(const ModelConfig& model, const ParallelSplit& split,
-                              const StepProgramOptions& options) {
+double pipeline_message_bytes(const ModelConfig& model, const ParallelSplit& split, const StepProgramOptions& options) {
   // This rank's tokens: its 1/cp of the sequence (as the Builder's T_).
   const double tokens = static_cast<double>(split.micro_batch_size) * model.seq_len / split.cp;
   // With SP each TP rank holds (and sends) its sequence shard.
   return (split.sequence_parallel ? tokens / split.tp : tokens) * model.hidden * options.activation_bytes;
 }
 
-ActionTemplate build_action_template(const ModelConfig& model, const ParallelSplit& split, int stage,
-                                     int chunk, Pass pass, bool reduce_grads,
-                                     const StepProgramOptions& options) {
+ActionTemplate build_action_template(const ModelConfig& model, const ParallelSplit& split, int stage, int chunk,
+                                     Pass pass, bool reduce_grads, const StepProgramOptions& options) {
   validate(split, model, split.world_size());
   if (stage < 0 || stage >= split.pp || chunk < 0 || chunk >= split.vpp)
-    throw UsageError("step program: no stage " + std::to_string(stage) + " chunk " +
-                     std::to_string(chunk) + " in split " + describe(split));
+    throw UsageError("step program: no stage " + std::to_string(stage) + " chunk " + std::to_string(chunk) +
+                     " in split " + describe(split));
   const PipelineSchedule shape = shape_only(split);
   const int rank = RankLayout(split).rank_of({0, 0, stage, 0, 0});
   const Pass completes = splits_backward(split.schedule) ? Pass::weight : Pass::backward;
@@ -1083,8 +1082,7 @@ ActionTemplate build_part_template(const ModelConfig& model, const ParallelSplit
 }
 
 std::vector<Op> build_tail_template(const ModelConfig& model, const ParallelSplit& split, int stage,
-                                    const std::vector<int>& chunk_order,
-                                    const StepProgramOptions& options) {
+                                    const std::vector<int>& chunk_order, const StepProgramOptions& options) {
   validate(split, model, split.world_size());
   const PipelineSchedule shape = shape_only(split);
   const int rank = RankLayout(split).rank_of({0, 0, stage, 0, 0});
@@ -1103,12 +1101,12 @@ std::vector<Op> without_markers(std::vector<Op> ops) {
 }
 }  // namespace
 
-std::vector<Op> build_chunk_ops(const ModelConfig& model, const ParallelSplit& split, int stage,
-                                int chunk, Pass pass, const StepProgramOptions& options) {
+std::vector<Op> build_chunk_ops(const ModelConfig& model, const ParallelSplit& split, int stage, int chunk, Pass pass,
+                                const StepProgramOptions& options) {
   validate(split, model, split.world_size());
   if (stage < 0 || stage >= split.pp || chunk < 0 || chunk >= split.vpp)
-    throw UsageError("step program: no stage " + std::to_string(stage) + " chunk " +
-                     std::to_string(chunk) + " in split " + describe(split));
+    throw UsageError("step program: no stage " + std::to_string(stage) + " chunk " + std::to_string(chunk) +
+                     " in split " + describe(split));
   const PipelineSchedule shape = shape_only(split);
   const int rank = RankLayout(split).rank_of({0, 0, stage, 0, 0});
   return without_markers(Builder(model, split, shape, rank, options).chunk_ops(chunk, pass, false).ops);

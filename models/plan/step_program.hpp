@@ -43,9 +43,9 @@
 //     order: moe_unpermute, tp_all_reduce of the gate-weight gradient (tokens * top_k
 //     fp32, tp > 1), [ep_combine, moe_permute], expert_down_gemm, expert_up_gemm,
 //     [moe_permute, ep_dispatch], [shared_down_gemm, shared_up_gemm], moe_permute,
-//     router_gemm (no counts exchange: the forward's counts are reused). With recompute=full each layer's forward ops are
-//     re-run (phase recompute, with their collectives) just before its backward;
-//     with selective, the attention core is re-run before its backward.
+//     router_gemm (no counts exchange: the forward's counts are reused). With recompute=full each layer's forward ops
+//     are re-run (phase recompute, with their collectives) just before its backward; with selective, the attention core
+//     is re-run before its backward.
 //   Context parallelism (cp > 1): every op above works on the rank's b*S/cp tokens
 //     (chunks i and 2cp-1-i of each sequence) and the attention core on its queries
 //     against the whole sequence (1/cp of the FLOPs). With cp_comm all_gather,
@@ -150,46 +150,46 @@ namespace ibt::models {
 
 enum class OpKind : std::uint8_t {
   // compute
-  embedding,         // token lookup (vocab-parallel: this rank's vocab slice)
+  embedding,  // token lookup (vocab-parallel: this rank's vocab slice)
   attn_norm,
-  qkv_gemm,          // standard attention: fused Q, K, V projection (column-parallel)
-  q_down_gemm,       // MLA: hidden -> q_lora_rank (replicated over TP)
-  q_up_gemm,         // MLA: q_lora_rank -> heads*qk_head_dim (column-parallel)
-  kv_down_gemm,      // MLA: hidden -> kv_lora_rank + qk_rope_head_dim (replicated)
-  kv_up_gemm,        // MLA: kv_lora_rank -> heads*(qk_nope + v) (column-parallel)
-  attention_core,    // softmax(QK^T)V, causal, heads/tp heads
-  out_proj_gemm,     // row-parallel
+  qkv_gemm,        // standard attention: fused Q, K, V projection (column-parallel)
+  q_down_gemm,     // MLA: hidden -> q_lora_rank (replicated over TP)
+  q_up_gemm,       // MLA: q_lora_rank -> heads*qk_head_dim (column-parallel)
+  kv_down_gemm,    // MLA: hidden -> kv_lora_rank + qk_rope_head_dim (replicated)
+  kv_up_gemm,      // MLA: kv_lora_rank -> heads*(qk_nope + v) (column-parallel)
+  attention_core,  // softmax(QK^T)V, causal, heads/tp heads
+  out_proj_gemm,   // row-parallel
   mlp_norm,
-  mlp_up_gemm,       // dense MLP up (SwiGLU: gate and up fused), column-parallel
-  mlp_down_gemm,     // row-parallel
-  router_gemm,       // hidden -> num_experts scores + top-k (replicated over TP)
-  expert_up_gemm,    // this rank's experts on the tokens routed to them
+  mlp_up_gemm,     // dense MLP up (SwiGLU: gate and up fused), column-parallel
+  mlp_down_gemm,   // row-parallel
+  router_gemm,     // hidden -> num_experts scores + top-k (replicated over TP)
+  expert_up_gemm,  // this rank's experts on the tokens routed to them
   expert_down_gemm,
-  shared_up_gemm,    // shared experts (a dense MLP of shared_experts*expert_ffn)
+  shared_up_gemm,  // shared experts (a dense MLP of shared_experts*expert_ffn)
   shared_down_gemm,
-  moe_permute,       // token rows to and from expert order (dispatch, EP regroup; memory-bound)
-  moe_unpermute,     // gate-weighted combine of expert outputs into tokens (memory-bound)
+  moe_permute,    // token rows to and from expert order (dispatch, EP regroup; memory-bound)
+  moe_unpermute,  // gate-weighted combine of expert outputs into tokens (memory-bound)
   final_norm,
-  lm_head_gemm,      // vocab-parallel logits
-  loss,              // cross-entropy (vocab-parallel)
-  optimizer,         // AdamW on this rank's parameters (its shard with zero1)
+  lm_head_gemm,  // vocab-parallel logits
+  loss,          // cross-entropy (vocab-parallel)
+  optimizer,     // AdamW on this rank's parameters (its shard with zero1)
   // communication
   tp_all_reduce,
   sp_all_gather,
   sp_reduce_scatter,
-  ep_counts,         // all-to-all of the per-expert row counts (fp64), before ep_dispatch
-  ep_dispatch,       // all-to-all, tokens to their experts' ranks
-  ep_combine,        // all-to-all, expert outputs back
-  pp_exchange,       // blocking combined send/recv between pipeline stages
-  grad_all_reduce,   // dp (non-expert) or expert_dp (expert) gradient all-reduce
+  ep_counts,            // all-to-all of the per-expert row counts (fp64), before ep_dispatch
+  ep_dispatch,          // all-to-all, tokens to their experts' ranks
+  ep_combine,           // all-to-all, expert outputs back
+  pp_exchange,          // blocking combined send/recv between pipeline stages
+  grad_all_reduce,      // dp (non-expert) or expert_dp (expert) gradient all-reduce
   grad_reduce_scatter,  // zero >= 1
   param_all_gather,     // zero 1/2: after the optimizer; zero 3: before each unit's use
   load_all_reduce,      // aux-loss-free MoE balancing: per-expert loads summed over dp
   // context parallelism (group cp)
-  cp_kv_all_gather,     // all_gather variant: this layer's K and V of the whole sequence
-  cp_kv_reduce_scatter, // all_gather variant, backward: dK, dV back to their owners
-  cp_kv_pass,           // ring variant: one ring step of a K/V block (send next, recv prev)
-  cp_dkv_pass,          // ring variant, backward: one ring step of a dK/dV block
+  cp_kv_all_gather,      // all_gather variant: this layer's K and V of the whole sequence
+  cp_kv_reduce_scatter,  // all_gather variant, backward: dK, dV back to their owners
+  cp_kv_pass,            // ring variant: one ring step of a K/V block (send next, recv prev)
+  cp_dkv_pass,           // ring variant, backward: one ring step of a dK/dV block
 };
 std::string_view to_string(OpKind k);
 bool is_comm(OpKind k);
@@ -229,27 +229,27 @@ struct GemmShape {
 struct Op {
   OpKind kind = OpKind::attn_norm;
   Phase phase = Phase::forward;
-  Group group = Group::none;     // communicator of a comm op
+  Group group = Group::none;  // communicator of a comm op
   Stream stream = Stream::compute;
-  bool tp_sharded = true;        // false: replicated on every TP rank (norms, router, MLA down)
-  bool expert = false;           // grad ops: expert weights (expert_dp group)
+  bool tp_sharded = true;  // false: replicated on every TP rank (norms, router, MLA down)
+  bool expert = false;     // grad ops: expert weights (expert_dp group)
   int layer = kNoLayer;
-  int microbatch = -1;           // -1 for per-step ops (grad reduction, optimizer)
-  int chunk = -1;                // -1 for per-step ops
+  int microbatch = -1;  // -1 for per-step ops (grad reduction, optimizer)
+  int chunk = -1;       // -1 for per-step ops
   // Index into StepProgram::actions of the action the op belongs to; overlapped grad
   // reductions carry the backward action they are issued in; -1 after the schedule.
   int action = -1;
   double flops = 0;
   double bytes = 0;
-  GemmShape gemm;                // GEMM ops only
+  GemmShape gemm;  // GEMM ops only
   std::array<int, 2> waits{-1, -1};
 };
 
 struct StepProgramOptions {
-  int activation_bytes = 4;     // 4: fp32 CPU engine; 2: bf16 on GPUs
-  int gradient_bytes = 4;       // element size of gradient reductions
-  int param_bytes = 4;          // element size of the zero1 parameter all-gather
-  bool overlap_grad_reduce = false;  // reduce each layer's grads after its last backward
+  int activation_bytes = 4;               // 4: fp32 CPU engine; 2: bf16 on GPUs
+  int gradient_bytes = 4;                 // element size of gradient reductions
+  int param_bytes = 4;                    // element size of the zero1 parameter all-gather
+  bool overlap_grad_reduce = false;       // reduce each layer's grads after its last backward
   double optimizer_flops_per_param = 12;  // AdamW, roughly; not model FLOPs
 };
 
@@ -262,8 +262,8 @@ inline StepProgramOptions gpu_bf16_options() { return {2, 2, 2, true, 12}; }
 struct StepProgram {
   int rank = 0;
   RankCoord coord;
-  int stage = 0;                          // == coord.pp
-  std::vector<PipeAction> actions;        // this stage's schedule
+  int stage = 0;                    // == coord.pp
+  std::vector<PipeAction> actions;  // this stage's schedule
   std::vector<Op> ops;
   // Sums, by phase, of this rank's flops (index by static_cast<int>(Phase)).
   std::array<double, 4> flops_by_phase{};
@@ -278,9 +278,8 @@ StepProgram build_step_program(const ModelConfig& model, const ParallelSplit& sp
                                const StepProgramOptions& options = {});
 // Same, with a schedule built once and shared across ranks (the sim calls this for one
 // rank per stage).
-StepProgram build_step_program(const ModelConfig& model, const ParallelSplit& split,
-                               const PipelineSchedule& schedule, int rank,
-                               const StepProgramOptions& options = {});
+StepProgram build_step_program(const ModelConfig& model, const ParallelSplit& split, const PipelineSchedule& schedule,
+                               int rank, const StepProgramOptions& options = {});
 
 // Fast path for pricing. Every forward (backward) action of a chunk expands to the
 // same ops whatever its microbatch, so a sim can price each (stage, chunk, pass) once
@@ -320,12 +319,10 @@ struct ActionTemplate {
   std::vector<Op> ops;
   int producer = -1;
 };
-ActionTemplate build_action_template(const ModelConfig& model, const ParallelSplit& split, int stage,
-                                     int chunk, Pass pass, bool reduce_grads,
-                                     const StepProgramOptions& options = {});
+ActionTemplate build_action_template(const ModelConfig& model, const ParallelSplit& split, int stage, int chunk,
+                                     Pass pass, bool reduce_grads, const StepProgramOptions& options = {});
 std::vector<Op> build_tail_template(const ModelConfig& model, const ParallelSplit& split, int stage,
-                                    const std::vector<int>& chunk_order,
-                                    const StepProgramOptions& options = {});
+                                    const std::vector<int>& chunk_order, const StepProgramOptions& options = {});
 
 // build_action_template's chunk one part at a time, for summaries composed part by part
 // (topologies/sim/chunk_parts.hpp): a chunk of a few dozen layers repeats the same two
@@ -344,8 +341,8 @@ enum class ChunkPart { embedding, layer, head };
 ActionTemplate build_part_template(const ModelConfig& model, const ParallelSplit& split, int stage, Pass pass,
                                    ChunkPart part, int layer, const StepProgramOptions& options = {});
 
-std::vector<Op> build_chunk_ops(const ModelConfig& model, const ParallelSplit& split, int stage,
-                                int chunk, Pass pass, const StepProgramOptions& options = {});
+std::vector<Op> build_chunk_ops(const ModelConfig& model, const ParallelSplit& split, int stage, int chunk, Pass pass,
+                                const StepProgramOptions& options = {});
 std::vector<Op> build_gradient_ops(const ModelConfig& model, const ParallelSplit& split, int stage,
                                    const StepProgramOptions& options = {});
 

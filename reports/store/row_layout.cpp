@@ -96,8 +96,8 @@ void RowLayout::pack(const Row& row, unsigned char* out, const std::string& tabl
     const Column& c = columns_[i];
     const Value& v = row[i];
     if (v.index() != value_index(c.type))
-      throw RuntimeError("table '" + table + "', column '" + c.name + "': expected " + type_name(c.type) +
-                         ", got " + value_type_name(v));
+      throw RuntimeError("table '" + table + "', column '" + c.name + "': expected " + type_name(c.type) + ", got " +
+                         value_type_name(v));
     unsigned char* dst = out + offsets_[i];
     std::visit(
         [&](const auto& x) {
@@ -112,8 +112,7 @@ void RowLayout::pack(const Row& row, unsigned char* out, const std::string& tabl
             }
             if (x.size() > c.str_bytes)
               throw RuntimeError("table '" + table + "', column '" + c.name + "': \"" + x + "\" is " +
-                                 std::to_string(x.size()) + " bytes, the column holds " +
-                                 std::to_string(c.str_bytes));
+                                 std::to_string(x.size()) + " bytes, the column holds " + std::to_string(c.str_bytes));
             std::memcpy(dst, x.data(), x.size());
           } else {
             std::memcpy(dst, &x, sizeof x);
@@ -189,18 +188,13 @@ std::vector<Column> columns_of_compound(hid_t compound_type, const std::string& 
     H5free_memory(raw_name);
     h5::Handle member = h5::checked_type(H5Tget_member_type(compound_type, static_cast<unsigned>(i)), what);
     switch (H5Tget_class(member.get())) {
-      case H5T_INTEGER:
-        c.type = H5Tget_sign(member.get()) == H5T_SGN_NONE ? ColumnType::u64 : ColumnType::i64;
-        break;
-      case H5T_FLOAT:
-        c.type = ColumnType::f64;
-        break;
+      case H5T_INTEGER: c.type = H5Tget_sign(member.get()) == H5T_SGN_NONE ? ColumnType::u64 : ColumnType::i64; break;
+      case H5T_FLOAT: c.type = ColumnType::f64; break;
       case H5T_STRING:
         c.type = ColumnType::str;
         c.str_bytes = H5Tis_variable_str(member.get()) > 0 ? 0 : H5Tget_size(member.get());
         break;
-      default:
-        throw UsageError(what + ", column '" + c.name + "': unsupported column type");
+      default: throw UsageError(what + ", column '" + c.name + "': unsupported column type");
     }
     columns.push_back(std::move(c));
   }

@@ -55,8 +55,7 @@ class Run {
   // Creates (once) and returns the named table of this run.
   virtual Table& table(const std::string& name, const std::vector<Column>& columns) = 0;
   // Stores a dense float64 array (e.g. gathered parameters) under this run.
-  virtual void write_array(const std::string& path, const std::vector<std::uint64_t>& shape,
-                           const double* data) = 0;
+  virtual void write_array(const std::string& path, const std::vector<std::uint64_t>& shape, const double* data) = 0;
   // Sets status, end_time and (when not empty) the "error" attribute, and flushes.
   virtual void finish(RunStatus status, const std::string& message = "") = 0;
 };

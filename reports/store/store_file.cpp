@@ -31,8 +31,9 @@ bool existing_regular_file(const std::string& path) {
     if (errno == ENOENT) return false;
     refuse(path, std::strerror(errno));
   }
-  if (S_ISDIR(st.st_mode)) refuse(path, "is a directory, not a results file (name a file inside it, e.g. " +
-                                            (std::filesystem::path(path) / "results.h5").string() + ")");
+  if (S_ISDIR(st.st_mode))
+    refuse(path, "is a directory, not a results file (name a file inside it, e.g. " +
+                     (std::filesystem::path(path) / "results.h5").string() + ")");
   if (!S_ISREG(st.st_mode)) refuse(path, "is not a regular file");
   if (st.st_size == 0) refuse(path, "is an empty file, not an HDF5 results file (remove it or choose another name)");
   return true;
@@ -100,7 +101,8 @@ PathState check_append_target(const std::string& path) {
     require_free_space(path, 0);
     return PathState::missing_but_creatable;
   }
-  if (access(path.c_str(), R_OK | W_OK) != 0) refuse(path, std::string("is not writable (") + std::strerror(errno) + ")");
+  if (access(path.c_str(), R_OK | W_OK) != 0)
+    refuse(path, std::string("is not writable (") + std::strerror(errno) + ")");
   open_checked(path, true);  // closed again at once: the caller reopens it for writing
   struct stat st {};
   if (stat(path.c_str(), &st) == 0) require_free_space(path, static_cast<std::uint64_t>(st.st_size));

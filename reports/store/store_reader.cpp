@@ -115,9 +115,10 @@ TableData read_table(const std::string& path, const std::string& run_id, const s
                      run_range(has_runs ? h5::child_names(runs.get()) : std::vector<std::string>{}) + ")");
   h5::Handle run = h5::checked_group(H5Gopen2(runs.get(), id.c_str(), H5P_DEFAULT), path + ": opening run " + id);
   const std::string where = path + ": /runs/" + id + "/" + table;
-  if (table.find('/') != std::string::npos || !h5::has_child(run.get(), table) || !is_compound_dataset(run.get(), table))
-    throw UsageError(path + ": run " + id + " has no table '" + table + "' (tables: " +
-                     joined(read_run(runs.get(), id, path).tables) + ")");
+  if (table.find('/') != std::string::npos || !h5::has_child(run.get(), table) ||
+      !is_compound_dataset(run.get(), table))
+    throw UsageError(path + ": run " + id + " has no table '" + table +
+                     "' (tables: " + joined(read_run(runs.get(), id, path).tables) + ")");
 
   h5::Handle dataset = h5::checked_dataset(H5Dopen2(run.get(), table.c_str(), H5P_DEFAULT), where);
   h5::Handle type = h5::checked_type(H5Dget_type(dataset.get()), where);

@@ -29,10 +29,11 @@ void require_free_space(const std::string& path, std::uint64_t existing_bytes) {
   const std::uint64_t free_bytes = static_cast<std::uint64_t>(fs.f_bavail) * fs.f_frsize;
   const std::uint64_t needed = existing_bytes + kFreeSpaceMargin;
   if (free_bytes < needed)
-    throw UsageError(path + ": disk full: its file system has " + std::to_string(free_bytes) +
-                     " bytes free; an append needs at least " + std::to_string(needed) + " (" +
-                     (existing_bytes ? "an undo copy of the file's " + std::to_string(existing_bytes) + " bytes plus " : "") +
-                     "a " + std::to_string(kFreeSpaceMargin >> 20) + " MiB margin for the run); free space or choose another --out");
+    throw UsageError(
+        path + ": disk full: its file system has " + std::to_string(free_bytes) +
+        " bytes free; an append needs at least " + std::to_string(needed) + " (" +
+        (existing_bytes ? "an undo copy of the file's " + std::to_string(existing_bytes) + " bytes plus " : "") + "a " +
+        std::to_string(kFreeSpaceMargin >> 20) + " MiB margin for the run); free space or choose another --out");
 }
 
 bool copy_file(const std::string& src, const std::string& dst, std::string* error) {

@@ -76,7 +76,8 @@ struct RunMemo {
 // Writes the memo's run as `failed` with `reason` into the file at `path` by
 // copy-on-write (a temporary copy, written, then renamed over the file), so that this
 // write, too, can fail without harm. Returns "" or why it could not.
-std::string record_failed_run(const std::string& path, bool file_exists, const RunMemo& memo, const std::string& reason) {
+std::string record_failed_run(const std::string& path, bool file_exists, const RunMemo& memo,
+                              const std::string& reason) {
   const std::string temporary = undo_path(path) + ".failed-run";
   std::string error;
   if (file_exists && !copy_file(path, temporary, &error)) return error;
@@ -93,8 +94,8 @@ std::string record_failed_run(const std::string& path, bool file_exists, const R
                                             ? H5Gopen2(file.get(), "runs", H5P_DEFAULT)
                                             : H5Gcreate2(file.get(), "runs", H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT),
                                         temporary);
-    h5::Handle run = h5::checked_group(H5Gcreate2(runs.get(), memo.id.c_str(), H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT),
-                                       temporary);
+    h5::Handle run =
+        h5::checked_group(H5Gcreate2(runs.get(), memo.id.c_str(), H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT), temporary);
     for (const auto& [name, value] : memo.attrs) h5::set_attribute(run.get(), name, value);
     h5::set_attribute(run.get(), "status", std::string(to_string(RunStatus::failed)));
     h5::set_attribute(run.get(), "end_time", utc_now());
@@ -133,8 +134,8 @@ std::string record_failed_run(const std::string& path, bool file_exists, const R
       (void)ftruncate(*static_cast<int*>(handle), 0);
     long long rows = 0;
     for (const auto& [table, n] : memo.rows) rows += n;
-    const std::string reason = cause + " while " + what + "; the append was undone, so the " +
-                               std::to_string(rows) + " rows this run had stored are not in the file (they were printed)";
+    const std::string reason = cause + " while " + what + "; the append was undone, so the " + std::to_string(rows) +
+                               " rows this run had stored are not in the file (they were printed)";
     const std::string not_recorded = record_failed_run(file.path, !file.created, memo, reason);
     message += file.created ? "; the new file was removed" : "; the append was undone: every earlier run is intact";
     message += not_recorded.empty() ? ", and run " + memo.id + " is recorded as failed with this reason"
@@ -166,7 +167,11 @@ class TableWriter final : public Table {
  public:
   TableWriter(std::shared_ptr<OpenFile> file, std::shared_ptr<RunMemo> memo, hid_t run_group, const std::string& where,
               const std::string& name, const std::vector<Column>& columns)
-      : file_(std::move(file)), memo_(std::move(memo)), name_(name), where_(where + "/" + name), layout_(columns),
+      : file_(std::move(file)),
+        memo_(std::move(memo)),
+        name_(name),
+        where_(where + "/" + name),
+        layout_(columns),
         buffer_(layout_.row_bytes()) {
     const std::string what = file_->path + ": creating table " + where_;
     const hsize_t empty = 0, unlimited = H5S_UNLIMITED, chunk = chunk_rows(layout_.row_bytes());
@@ -174,9 +179,8 @@ class TableWriter final : public Table {
     h5::Handle dcpl = h5::checked_plist(H5Pcreate(H5P_DATASET_CREATE), what);
     h5::check(H5Pset_chunk(dcpl.get(), 1, &chunk), what);
     h5::Handle file_type = layout_.file_type();
-    dataset_ = h5::checked_dataset(H5Dcreate2(run_group, name.c_str(), file_type.get(), space.get(), H5P_DEFAULT,
-                                              dcpl.get(), H5P_DEFAULT),
-                                   what);
+    dataset_ = h5::checked_dataset(
+        H5Dcreate2(run_group, name.c_str(), file_type.get(), space.get(), H5P_DEFAULT, dcpl.get(), H5P_DEFAULT), what);
     for (const auto& c : layout_.columns()) h5::set_attribute(dataset_.get(), "unit:" + c.name, c.unit);
     memory_type_ = layout_.memory_type();
     file_->flush();
@@ -188,8 +192,8 @@ class TableWriter final : public Table {
     try {
       write_row();
     } catch (const RuntimeError& e) {
-      undo_failed_append(*file_, *memo_, "appending row " + std::to_string(rows_ + 1) + " to " + where_,
-                         e.what(), errno);
+      undo_failed_append(*file_, *memo_, "appending row " + std::to_string(rows_ + 1) + " to " + where_, e.what(),
+                         errno);
     }
     memo_->rows[name_] = static_cast<long long>(rows_);
   }
@@ -204,9 +208,9 @@ class TableWriter final : public Table {
     h5::Handle file_space = h5::checked_space(H5Dget_space(dataset_.get()), what);
     h5::check(H5Sselect_hyperslab(file_space.get(), H5S_SELECT_SET, &rows_, nullptr, &one, nullptr), what);
     h5::Handle memory_space = h5::checked_space(H5Screate_simple(1, &one, nullptr), what);
-    h5::check(H5Dwrite(dataset_.get(), memory_type_.get(), memory_space.get(), file_space.get(), H5P_DEFAULT,
-                       buffer_.data()),
-              what);
+    h5::check(
+        H5Dwrite(dataset_.get(), memory_type_.get(), memory_space.get(), file_space.get(), H5P_DEFAULT, buffer_.data()),
+        what);
     rows_ = new_rows;
     file_->flush();
   }
@@ -241,8 +245,8 @@ class RunWriter final : public Run {
     guarded("creating run " + where_, [&] {
       const std::string what = file_->path + ": creating run " + where_;
       group_ = h5::checked_group(H5Gcreate2(runs_group, id_.c_str(), H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT), what);
-      environment_ = h5::checked_group(
-          H5Gcreate2(group_.get(), kEnvironmentGroup, H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT), what);
+      environment_ =
+          h5::checked_group(H5Gcreate2(group_.get(), kEnvironmentGroup, H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT), what);
       h5::set_attribute(group_.get(), "status", std::string(to_string(RunStatus::running)));
       for (const auto& [name, value] : memo_->attrs) h5::set_attribute(group_.get(), name, value);
       file_->flush();
@@ -366,8 +370,8 @@ class StoreWriter final : public Store {
   explicit StoreWriter(std::shared_ptr<OpenFile> file) : file_(std::move(file)) {
     const std::string what = file_->path + ": opening /runs";
     if (!h5::has_child(file_->file.get(), kRunsGroup)) {
-      h5::Handle created = h5::checked_group(
-          H5Gcreate2(file_->file.get(), kRunsGroup, H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT), what);
+      h5::Handle created =
+          h5::checked_group(H5Gcreate2(file_->file.get(), kRunsGroup, H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT), what);
       file_->flush();
     }
     runs_ = h5::checked_group(H5Gopen2(file_->file.get(), kRunsGroup, H5P_DEFAULT), what);

@@ -79,11 +79,13 @@ std::string dead_writer_reason(const RunInfo& run) {
   const std::string who = "its writer (pid " + pid_text + " on host " + host + ")";
   if (host == host_name() && run.attr_string("writer_boot_id") == boot_id()) {
     const auto recorded = run.attr("writer_start_ticks");
-    const long long ticks = recorded && std::holds_alternative<std::int64_t>(*recorded)
-                                ? std::get<std::int64_t>(*recorded) : -2;
+    const long long ticks =
+        recorded && std::holds_alternative<std::int64_t>(*recorded) ? std::get<std::int64_t>(*recorded) : -2;
     if (start_ticks(std::stoll(pid_text)) != ticks)
-      return "interrupted: " + who + " is gone without recording an end (killed, e.g. by SIGKILL or the OOM "
-             "killer); last heartbeat " + run.attr_string("heartbeat");
+      return "interrupted: " + who +
+             " is gone without recording an end (killed, e.g. by SIGKILL or the OOM "
+             "killer); last heartbeat " +
+             run.attr_string("heartbeat");
     return "";
   }
   if (host == host_name()) return "interrupted: the machine rebooted since " + who + " started";

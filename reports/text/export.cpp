@@ -34,9 +34,12 @@ std::string csv_value(const store::Value& value) {
   return std::visit(
       [](const auto& x) -> std::string {
         using T = std::decay_t<decltype(x)>;
-        if constexpr (std::is_same_v<T, std::string>) return csv_field(x);
-        else if constexpr (std::is_same_v<T, double>) return exact_number(x);
-        else return std::to_string(x);
+        if constexpr (std::is_same_v<T, std::string>)
+          return csv_field(x);
+        else if constexpr (std::is_same_v<T, double>)
+          return exact_number(x);
+        else
+          return std::to_string(x);
       },
       value);
 }
@@ -88,8 +91,8 @@ void write_csv(std::ostream& out, const std::string& path, const ExportSelection
   // that main table, as `ibt export FILE --csv` always gave for such files.
   if (names.size() > 1 && !selection.table && !runs.empty()) {
     const std::string kind = runs.front().attr_string("kind");
-    const bool one_kind = std::all_of(runs.begin(), runs.end(),
-                                      [&](const store::RunInfo& r) { return r.attr_string("kind") == kind; });
+    const bool one_kind =
+        std::all_of(runs.begin(), runs.end(), [&](const store::RunInfo& r) { return r.attr_string("kind") == kind; });
     if (one_kind && names.count(kind)) names = {kind};
   }
   if (names.size() > 1) {
@@ -112,8 +115,8 @@ void write_csv(std::ostream& out, const std::string& path, const ExportSelection
       for (const auto& c : data.columns) out << ',' << csv_field(c.name);
       out << '\n';
     } else if (!same_shape(first->columns, data.columns)) {
-      throw UsageError(path + ": table '" + table + "' has different columns in runs " + first_run + " and " +
-                       run.id + "; export them one at a time with --run");
+      throw UsageError(path + ": table '" + table + "' has different columns in runs " + first_run + " and " + run.id +
+                       "; export them one at a time with --run");
     }
     const std::string prefix = csv_field(run.id) + ',' + csv_field(run.attr_string("kind"));
     for (const auto& row : data.rows) {
@@ -127,7 +130,8 @@ void write_csv(std::ostream& out, const std::string& path, const ExportSelection
 nlohmann::ordered_json export_json(const std::string& path, const ExportSelection& selection) {
   const auto runs = select_runs(store::list_runs(path), selection.run, path);
   require_table_somewhere(runs, selection.table, path);
-  nlohmann::ordered_json out = {{"file", path}, {"schema", store::kSchemaName}, {"schema_version", store::kSchemaVersion}};
+  nlohmann::ordered_json out = {
+      {"file", path}, {"schema", store::kSchemaName}, {"schema_version", store::kSchemaVersion}};
   out["runs"] = nlohmann::ordered_json::array();
   for (const auto& run : runs) {
     nlohmann::ordered_json attributes = nlohmann::ordered_json::object();
@@ -137,9 +141,10 @@ nlohmann::ordered_json export_json(const std::string& path, const ExportSelectio
     nlohmann::ordered_json tables = nlohmann::ordered_json::object();
     for (const auto& name : select_tables(run, selection.table))
       tables[name] = json_table(store::read_table(path, run.id, name));
-    out["runs"].push_back(
-        {{"id", run.id}, {"attributes", std::move(attributes)}, {"environment", std::move(environment)},
-         {"tables", std::move(tables)}});
+    out["runs"].push_back({{"id", run.id},
+                           {"attributes", std::move(attributes)},
+                           {"environment", std::move(environment)},
+                           {"tables", std::move(tables)}});
   }
   return out;
 }

@@ -54,8 +54,8 @@ void require_table_somewhere(const std::vector<store::RunInfo>& runs, const std:
   }
   std::string known;
   for (const auto& n : names) known += (known.empty() ? "" : ", ") + n;
-  throw UsageError(path + ": no table '" + *table + "' in the selected runs (tables: " +
-                   (known.empty() ? "none" : known) + ")");
+  throw UsageError(path + ": no table '" + *table +
+                   "' in the selected runs (tables: " + (known.empty() ? "none" : known) + ")");
 }
 
 }  // namespace ibt::reports

@@ -14,16 +14,18 @@ namespace ibt::reports {
 namespace {
 
 // Attributes people look for first, in this order; the rest follow by name.
-const std::vector<std::string> kLeadingAttributes = {
-    "kind",       "status",     "error",   "start_time",   "end_time",  "command_line", "ibt_version",
-    "git_commit", "world_size", "backend", "hosts",        "mpi_library"};
+const std::vector<std::string> kLeadingAttributes = {"kind",       "status",       "error",       "start_time",
+                                                     "end_time",   "command_line", "ibt_version", "git_commit",
+                                                     "world_size", "backend",      "hosts",       "mpi_library"};
 
 std::string format_double(double v) {
   char text[64];
   if (std::isnan(v)) return "nan";
   if (std::isinf(v)) return v > 0 ? "inf" : "-inf";
-  if (v == 0 || std::fabs(v) >= 1) std::snprintf(text, sizeof text, "%.2f", v);
-  else std::snprintf(text, sizeof text, "%.3g", v);
+  if (v == 0 || std::fabs(v) >= 1)
+    std::snprintf(text, sizeof text, "%.2f", v);
+  else
+    std::snprintf(text, sizeof text, "%.3g", v);
   return text;
 }
 
@@ -35,13 +37,15 @@ std::string display_value(const store::Value& value) {
   return std::visit(
       [](const auto& x) -> std::string {
         using T = std::decay_t<decltype(x)>;
-        if constexpr (std::is_same_v<T, std::string>) return x;
-        else if constexpr (std::is_same_v<T, double>) return format_double(x);
-        else return std::to_string(x);
+        if constexpr (std::is_same_v<T, std::string>)
+          return x;
+        else if constexpr (std::is_same_v<T, double>)
+          return format_double(x);
+        else
+          return std::to_string(x);
       },
       value);
 }
-
 
 void print_run_list(std::ostream& out, const std::vector<store::RunInfo>& runs) {
   if (runs.empty()) {
@@ -93,7 +97,8 @@ void print_run(std::ostream& out, const std::string& path, const store::RunInfo&
   for (const auto& [name, value] : run.environment) out << "  " << name << "=" << value << "\n";
 
   const auto tables = select_tables(run, table_filter);
-  if (tables.empty()) out << "\n" << (table_filter ? "no table '" + *table_filter + "' in this run" : "no tables") << "\n";
+  if (tables.empty())
+    out << "\n" << (table_filter ? "no table '" + *table_filter + "' in this run" : "no tables") << "\n";
   for (const auto& name : tables) {
     const store::TableData data = store::read_table(path, run.id, name);
     out << "\ntable " << name << " (" << data.rows.size() << (data.rows.size() == 1 ? " row" : " rows") << "):\n";

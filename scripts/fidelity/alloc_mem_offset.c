@@ -27,8 +27,8 @@ enum { kPage = 4096 };
 static size_t offset_in_page(void) {
   static long offset = -1;
   if (offset < 0) {
-    const char *text = getenv("IBT_ALLOC_MEM_OFFSET");
-    char *end = NULL;
+    const char* text = getenv("IBT_ALLOC_MEM_OFFSET");
+    char* end = NULL;
     offset = text ? strtol(text, &end, 10) : 16;
     if (text && (*end != '\0' || offset < 0 || offset >= kPage || offset % 16 != 0)) {
       fprintf(stderr, "alloc_mem_offset: IBT_ALLOC_MEM_OFFSET=%s is not a multiple of 16 in 0-4080\n", text);
@@ -39,15 +39,15 @@ static size_t offset_in_page(void) {
 }
 
 /* The block starts a page before the buffer, so the page's start is base - offset. */
-int MPI_Alloc_mem(MPI_Aint size, MPI_Info info, void *baseptr) {
+int MPI_Alloc_mem(MPI_Aint size, MPI_Info info, void* baseptr) {
   (void)info;
-  void *block = NULL;
+  void* block = NULL;
   if (size < 0 || posix_memalign(&block, kPage, (size_t)size + offset_in_page()) != 0) return MPI_ERR_NO_MEM;
-  *(void **)baseptr = (char *)block + offset_in_page();
+  *(void**)baseptr = (char*)block + offset_in_page();
   return MPI_SUCCESS;
 }
 
-int MPI_Free_mem(void *base) {
-  if (base) free((char *)base - offset_in_page());
+int MPI_Free_mem(void* base) {
+  if (base) free((char*)base - offset_in_page());
   return MPI_SUCCESS;
 }

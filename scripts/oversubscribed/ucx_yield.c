@@ -16,9 +16,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 
-typedef unsigned (*progress_fn)(void *worker);
+typedef unsigned (*progress_fn)(void* worker);
 
-unsigned ucp_worker_progress(void *worker) {
+unsigned ucp_worker_progress(void* worker) {
   static progress_fn real = NULL;
   if (!real) {
     real = (progress_fn)dlsym(RTLD_NEXT, "ucp_worker_progress");

@@ -8,13 +8,13 @@
 #include <stdlib.h>
 #include <string.h>
 
-int main(int argc, char **argv) {
+int main(int argc, char** argv) {
   MPI_Init(&argc, &argv);
   const long expected = argc > 1 ? atol(argv[1]) : -1;
   const MPI_Aint sizes[] = {1, 8, 4096, 32768, 1 << 20, 64 << 20};
   int failures = 0;
   for (size_t i = 0; i < sizeof sizes / sizeof sizes[0]; ++i) {
-    unsigned char *block = NULL;
+    unsigned char* block = NULL;
     if (MPI_Alloc_mem(sizes[i], MPI_INFO_NULL, &block) != MPI_SUCCESS || !block) {
       fprintf(stderr, "MPI_Alloc_mem(%ld) failed\n", (long)sizes[i]);
       ++failures;

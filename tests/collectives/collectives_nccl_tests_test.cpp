@@ -37,9 +37,13 @@ TEST(NcclTestsFlags, LongNamesBecomeIbtNames) {
 }
 
 TEST(NcclTestsFlags, UnsupportedFlagsAreRefusedWithTheReason) {
-  EXPECT_NE(usage_error_of([] { spell({"collectives", "-y", "1"}); }).find("--stream_null) is not supported"),
+  EXPECT_NE(usage_error_of([] {
+              spell({"collectives", "-y", "1"});
+            }).find("--stream_null) is not supported"),
             std::string::npos);
-  EXPECT_NE(usage_error_of([] { spell({"collectives", "--unalign=1"}); }).find("-u) is not supported"),
+  EXPECT_NE(usage_error_of([] {
+              spell({"collectives", "--unalign=1"});
+            }).find("-u) is not supported"),
             std::string::npos);
   EXPECT_NE(usage_error_of([] { spell({"collectives", "-J", "out.json"}); }).find("--out"), std::string::npos);
 }
@@ -110,13 +114,15 @@ TEST(NcclTestsFormat, RowMatchesTheHandWrittenLogLayout) {
   for (int c; (c = std::fgetc(f)) != EOF;) text.push_back(static_cast<char>(c));
   std::fclose(f);
   // The same row in tests/collectives/data/nccl_tests_all_reduce_8gpu.log.
-  EXPECT_NE(text.find("\n   134217728      33554432     float     sum      -1  1512.30   88.75  155.31       0  1509.80   "
-                      "88.90  155.57       0\n"),
-            std::string::npos)
+  EXPECT_NE(
+      text.find("\n   134217728      33554432     float     sum      -1  1512.30   88.75  155.31       0  1509.80   "
+                "88.90  155.57       0\n"),
+      std::string::npos)
       << text;
-  EXPECT_NE(text.find("#       size         count      type   redop    root     time   algbw   busbw  #wrong     time   "
-                      "algbw   busbw  #wrong \n"),
-            std::string::npos)
+  EXPECT_NE(
+      text.find("#       size         count      type   redop    root     time   algbw   busbw  #wrong     time   "
+                "algbw   busbw  #wrong \n"),
+      std::string::npos)
       << text;
   EXPECT_NE(text.find("# Out of bounds values : 0 OK\n# Avg bus bandwidth    : 155.44 \n"), std::string::npos) << text;
   EXPECT_NE(text.find("# Collective test starting: all_reduce_perf\n"), std::string::npos);

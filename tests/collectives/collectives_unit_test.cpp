@@ -9,9 +9,9 @@
 #include "collectives/collective.hpp"
 #include "collectives/domains.hpp"
 #include "collectives/harness.hpp"
-#include "core/errors.hpp"
 #include "collectives/provenance.hpp"
 #include "collectives/sizes.hpp"
+#include "core/errors.hpp"
 #include "core/stats.hpp"
 
 namespace ibt {
@@ -242,8 +242,7 @@ INSTANTIATE_TEST_SUITE_P(AllOps, CheckerTest, ::testing::ValuesIn(checker_cases(
                          [](const ::testing::TestParamInfo<CheckerCase>& info) {
                            const auto& c = info.param;
                            return c.op + "_" + std::string(to_string(c.dtype)) + "_" +
-                                  std::string(to_string(c.reduce_op)) + "_" +
-                                  std::string(to_string(c.placement));
+                                  std::string(to_string(c.reduce_op)) + "_" + std::string(to_string(c.placement));
                          });
 
 TEST(Checker, SumsAreAcceptedWithinTheStatedUlpBound) {

@@ -8,8 +8,8 @@
 #include "core/errors.hpp"
 #include "gpu_test_support.hpp"
 #include "models/cuda/executor/cuda_executor.hpp"
-#include "models/plan/model_file.hpp"
 #include "models/engine/reference_trainer.hpp"
+#include "models/plan/model_file.hpp"
 
 namespace ibt {
 namespace {
@@ -111,7 +111,8 @@ TEST(NoGpu, CudaExecutorFailsWithTheCudaError) {
   } catch (const UsageError& e) {
     const std::string what = e.what();
     EXPECT_EQ(what.rfind("--executor cuda: no CUDA GPU on this machine (", 0), 0u) << what;
-    EXPECT_NE(what.find(cuda_text == "cudaGetDeviceCount found none" ? "lists no device" : cuda_text), std::string::npos)
+    EXPECT_NE(what.find(cuda_text == "cudaGetDeviceCount found none" ? "lists no device" : cuda_text),
+              std::string::npos)
         << what;
     EXPECT_NE(what.find("; the cuda executor needs one; use --executor cpu"), std::string::npos) << what;
   }

@@ -11,8 +11,8 @@
 #include <numeric>
 #include <vector>
 
-#include "core/errors.hpp"
 #include "collectives/nccl/nccl_communicator.hpp"
+#include "core/errors.hpp"
 #include "gpu_test_support.hpp"
 
 namespace ibt {

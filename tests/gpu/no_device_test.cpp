@@ -4,9 +4,9 @@
 // GPU machine they skip, saying so. Also: NVML's report, with or without a driver.
 #include <gtest/gtest.h>
 
-#include "core/errors.hpp"
 #include "collectives/nccl/nccl_backend.hpp"
 #include "collectives/nccl/nvml_topology.hpp"
+#include "core/errors.hpp"
 #include "gpu_test_support.hpp"
 #include "models/cuda/gemm_bench.hpp"
 

@@ -175,7 +175,8 @@ TEST_P(CausalSoftmax, AndItsBackwardInFp32AndBf16) {
     for (int j = 0; j <= i; ++j) sum += std::exp(s[j] - mx);
     for (int j = 0; j <= i; ++j) want_p[r * seq + j] = static_cast<float>(std::exp(s[j] - mx) / sum);
     for (int j = 0; j <= i; ++j) dot += double(d_probs[r * seq + j]) * want_p[r * seq + j];
-    for (int j = 0; j <= i; ++j) want_ds[r * seq + j] = static_cast<float>(want_p[r * seq + j] * (d_probs[r * seq + j] - dot));
+    for (int j = 0; j <= i; ++j)
+      want_ds[r * seq + j] = static_cast<float>(want_p[r * seq + j] * (d_probs[r * seq + j] - dot));
   }
   // fp32, in place.
   auto p32 = up(scores), ds32 = up(d_probs);

@@ -4,8 +4,8 @@
 
 #include <set>
 
-#include "core/errors.hpp"
 #include "collectives/p2p_matrix.hpp"
+#include "core/errors.hpp"
 #include "suites/accept_generate.hpp"
 #include "suites/accept_reference.hpp"
 #include "topologies/hardware/topology.hpp"
@@ -54,7 +54,8 @@ TEST(Outliers, ASlowRankIsNamedAndFastOnesAreNot) {
   int pairs = 0;
   for (const auto& o : outliers) {
     EXPECT_EQ(o.metric, "bandwidth");
-    if (o.kind == "rank") ranks.insert(o.rank_a);
+    if (o.kind == "rank")
+      ranks.insert(o.rank_a);
     else {
       ++pairs;
       EXPECT_TRUE(o.rank_a == 3 || o.rank_b == 3);
@@ -66,8 +67,8 @@ TEST(Outliers, ASlowRankIsNamedAndFastOnesAreNot) {
 }
 
 TEST(Outliers, LatencyBelowTheBandwidthSizeIsJudgedByTime) {
-  std::vector<P2pResult> results = {pair(0, 1, 8, 1.0), pair(2, 3, 8, 1.1), pair(0, 2, 8, 1.0), pair(1, 3, 8, 9.0),
-                                    pair(0, 3, 8, 1.0), pair(1, 2, 8, 1.2)};
+  std::vector<P2pResult> results = {pair(0, 1, 8, 1.0), pair(2, 3, 8, 1.1), pair(0, 2, 8, 1.0),
+                                    pair(1, 3, 8, 9.0), pair(0, 3, 8, 1.0), pair(1, 2, 8, 1.2)};
   const auto outliers = find_p2p_outliers(results, 0.5, 65536);
   ASSERT_FALSE(outliers.empty());
   EXPECT_EQ(outliers[0].kind, "pair");

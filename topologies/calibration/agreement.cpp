@@ -67,11 +67,10 @@ Projection project_run(const MeasuredTrainRun& run, const models::ModelConfig& m
   try {
     p = project(model, topology, run.split, cpu_engine_options());
   } catch (const UsageError& e) {
-    throw UsageError(run.label() + " (" + run.model + ", " + models::describe(run.split) + ") on '" +
-                     topology.name + "': " + e.what());
+    throw UsageError(run.label() + " (" + run.model + ", " + models::describe(run.split) + ") on '" + topology.name +
+                     "': " + e.what());
   }
-  if (!p.feasible)
-    throw UsageError(run.label() + " on '" + topology.name + "': projection infeasible: " + p.reason);
+  if (!p.feasible) throw UsageError(run.label() + " on '" + topology.name + "': projection infeasible: " + p.reason);
   return p;
 }
 

@@ -28,9 +28,9 @@
 #include <vector>
 
 #include "models/plan/model_config.hpp"
-#include "topologies/projection/projection.hpp"
-#include "topologies/hardware/topology.hpp"
 #include "topologies/calibration/train_runs.hpp"
+#include "topologies/hardware/topology.hpp"
+#include "topologies/projection/projection.hpp"
 
 namespace ibt::topo {
 
@@ -50,7 +50,7 @@ struct Agreement {
   double measured_step_s = 0, projected_step_s = 0;
   double rel_diff = 0;  // (projected - measured) / measured
   std::vector<ComponentAgreement> components;
-  std::string worst;     // component with the largest |projected - measured|
+  std::string worst;        // component with the largest |projected - measured|
   double worst_diff_s = 0;  // projected - measured of that component
 };
 

@@ -12,9 +12,9 @@
 #include "reports/store/store.hpp"
 #include "topologies/hardware/collective_model.hpp"
 
-extern "C" void sgemm_(const char* transa, const char* transb, const int* m, const int* n,
-                       const int* k, const float* alpha, const float* a, const int* lda,
-                       const float* b, const int* ldb, const float* beta, float* c, const int* ldc);
+extern "C" void sgemm_(const char* transa, const char* transb, const int* m, const int* n, const int* k,
+                       const float* alpha, const float* a, const int* lda, const float* b, const int* ldb,
+                       const float* beta, float* c, const int* ldc);
 extern "C" void openblas_set_num_threads(int);
 
 namespace ibt::topo {
@@ -22,8 +22,7 @@ namespace ibt::topo {
 namespace {
 
 // Weighted least squares of t = a + b x with weights w; fix_zero forces a = 0.
-void weighted_fit(const std::vector<Sample>& s, const std::vector<double>& w, bool fix_zero,
-                  double& a, double& b) {
+void weighted_fit(const std::vector<Sample>& s, const std::vector<double>& w, bool fix_zero, double& a, double& b) {
   double sw = 0, sx = 0, st = 0, sxx = 0, sxt = 0;
   for (size_t i = 0; i < s.size(); ++i) {
     sw += w[i];
@@ -98,9 +97,8 @@ std::vector<MeasuredCollective> read_collective_rows(const std::string& path) {
     if (std::find(run.tables.begin(), run.tables.end(), "collectives") == run.tables.end()) continue;
     any_run = true;
     const store::TableData t = store::read_table(path, run.id, "collectives");
-    const int op = t.column_index("op"), scope = t.column_index("scope"),
-              gs = t.column_index("group_size"), bytes = t.column_index("bytes"),
-              time = t.column_index("time_us"), wrong = t.column_index("wrong");
+    const int op = t.column_index("op"), scope = t.column_index("scope"), gs = t.column_index("group_size"),
+              bytes = t.column_index("bytes"), time = t.column_index("time_us"), wrong = t.column_index("wrong");
     if (op < 0 || scope < 0 || gs < 0 || bytes < 0 || time < 0)
       throw UsageError(path + ": run " + run.id +
                        ": table 'collectives' lacks one of op, scope, group_size, bytes, time_us");
@@ -131,7 +129,8 @@ CollectiveFit fit_collective(const std::string& op, const std::string& scope, in
   c.alpha_us = f.alpha_us;
   c.algbw_GBps = f.algbw_GBps;
   double factor = 1.0;
-  if (op == "all_reduce") factor = bus_factor(CollOp::all_reduce, group_size);
+  if (op == "all_reduce")
+    factor = bus_factor(CollOp::all_reduce, group_size);
   else if (op == "all_gather" || op == "reduce_scatter" || op == "all_to_all")
     factor = bus_factor(CollOp::all_gather, group_size);
   c.busbw_GBps = f.algbw_GBps * factor;
@@ -156,14 +155,13 @@ CalibrationReport calibrate(const Topology& base, const std::vector<MeasuredColl
   std::string files;
   for (const auto& f : inputs) files += (files.empty() ? "" : ", ") + f;
   const std::string src = "calibration";
-  t.sources.erase(std::remove_if(t.sources.begin(), t.sources.end(),
-                                 [&](const Source& s) { return s.id == src; }),
+  t.sources.erase(std::remove_if(t.sources.begin(), t.sources.end(), [&](const Source& s) { return s.id == src; }),
                   t.sources.end());
   t.sources.push_back({src, SourceKind::measured,
                        "ibt calibrate from the collectives runs in " + files +
                            " (least squares on relative residuals, Huber re-weighted)"});
-  t.description = "Calibrated from measured collectives (" + files + ") on top of '" + base.name +
-                  "': " + base.description;
+  t.description =
+      "Calibrated from measured collectives (" + files + ") on top of '" + base.name + "': " + base.description;
   t.fits.clear();
   std::map<std::tuple<std::string, std::string, int>, std::vector<Sample>> groups;
   for (const auto& r : rows) groups[{r.op, r.scope, r.group_size}].push_back({r.bytes, r.time_us});
@@ -212,8 +210,7 @@ void measure_local_compute(Topology& t) {
   }
   const double copy_GBps = 2.0 * words * sizeof(float) / copy / 1e9;
   const std::string id = "measured-local-compute";
-  t.sources.erase(std::remove_if(t.sources.begin(), t.sources.end(),
-                                 [&](const Source& s) { return s.id == id; }),
+  t.sources.erase(std::remove_if(t.sources.begin(), t.sources.end(), [&](const Source& s) { return s.id == id; }),
                   t.sources.end());
   t.sources.push_back({id, SourceKind::measured,
                        "ibt calibrate --measure-local: OpenBLAS sgemm 2048x2048x2048, 1 thread, best of 5 = " +

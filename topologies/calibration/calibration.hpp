@@ -53,8 +53,8 @@ struct MeasuredCollective {
 std::vector<MeasuredCollective> read_collective_rows(const std::string& path);
 
 struct CalibrationReport {
-  Topology topology;                  // base + fits (+ measured compute figures)
-  std::vector<std::string> skipped;   // groups that could not be fitted, and why
+  Topology topology;                 // base + fits (+ measured compute figures)
+  std::vector<std::string> skipped;  // groups that could not be fitted, and why
 };
 
 // Fits every (op, scope, group size) with >= 2 distinct sizes; send_recv/ping_pong rows

@@ -44,8 +44,8 @@ std::optional<MeasuredLayout> read_collective_layout(const std::string& path) {
       throw UsageError(path + ": run " + run.id + ": " + describe(l) +
                        " do not split evenly into domains: no single scale-up domain size to calibrate");
     if (found && (found->world_size != l.world_size || found->domains != l.domains))
-      throw UsageError(path + ": its collectives runs were measured on different layouts (run " + found_run +
-                       ": " + describe(*found) + ", run " + run.id + ": " + describe(l) +
+      throw UsageError(path + ": its collectives runs were measured on different layouts (run " + found_run + ": " +
+                       describe(*found) + ", run " + run.id + ": " + describe(l) +
                        "): calibrate each layout from its own file");
     if (!found) found = l, found_run = run.id;
   }

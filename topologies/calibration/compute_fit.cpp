@@ -52,8 +52,9 @@ ComputeFit fit_compute(const Topology& t, const std::vector<MeasuredTrainRun>& f
   for (const auto& l : fit) {
     if (!(l.run->compute_s > 0)) throw UsageError(l.run->label() + ": measured compute time is not positive");
     if (l.run->checked)
-      throw UsageError(l.run->label() + ": made with --check (rank 0 also ran the serial reference, the times "
-                                        "include it): fit to a run without --check");
+      throw UsageError(l.run->label() +
+                       ": made with --check (rank 0 also ran the serial reference, the times "
+                       "include it): fit to a run without --check");
   }
   auto cost = [&](double log_e) {
     const Topology te = with_efficiency(t, std::exp(log_e));
@@ -91,7 +92,8 @@ void apply_compute_fit(Topology& t, const ComputeFit& fit, const std::vector<Mea
                   t.sources.end());
   t.sources.push_back({id, SourceKind::measured,
                        "ibt calibrate: compute efficiency fitted to the measured compute time of the `ibt train` "
-                       "runs " + runs + buf});
+                       "runs " +
+                           runs + buf});
   if (fit.gemm_efficiency > 1.0) {
     t.device.fp32 = {fit.gemm_efficiency * t.device.fp32.get(), "TFLOP/s", id,
                      "the engine's achieved GEMM rate exceeded the base peak, which is raised to it"};

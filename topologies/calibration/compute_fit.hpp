@@ -17,22 +17,22 @@
 #include <string>
 #include <vector>
 
-#include "topologies/hardware/topology.hpp"
 #include "topologies/calibration/train_runs.hpp"
+#include "topologies/hardware/topology.hpp"
 
 namespace ibt::topo {
 
 struct TrainResidual {
-  std::string label;      // file:run
-  std::string what;       // "model, split"
-  bool fitted = false;    // used by the fit (else held out)
+  std::string label;    // file:run
+  std::string what;     // "model, split"
+  bool fitted = false;  // used by the fit (else held out)
   double measured_compute_s = 0, projected_compute_s = 0;
   double measured_step_s = 0, projected_step_s = 0;
 };
 
 struct ComputeFit {
-  double gemm_efficiency = 0;      // as fitted, may exceed 1
-  double achieved_gflops = 0;      // gemm_efficiency * base fp32 peak
+  double gemm_efficiency = 0;            // as fitted, may exceed 1
+  double achieved_gflops = 0;            // gemm_efficiency * base fp32 peak
   std::vector<TrainResidual> residuals;  // fit runs first, then held-out ones
 };
 

@@ -43,8 +43,8 @@ MeasuredGemmPeak measured_gemm_peak(const std::string& path, const std::string& 
       }
     }
     if (best.tflops > 0) return best;
-    throw UsageError(path + ": the newest complete gemm run on " + gpu_name + " (run " + run->id +
-                     ") has no correct " + dtype + " product");
+    throw UsageError(path + ": the newest complete gemm run on " + gpu_name + " (run " + run->id + ") has no correct " +
+                     dtype + " product");
   }
   throw UsageError(path + ": no complete `ibt gemm` run on " + gpu_name +
                    (seen.empty() ? std::string(" (it has no gemm runs)") : " (it has runs on: " + seen + ")"));

@@ -10,8 +10,8 @@ namespace ibt::topo {
 
 struct MeasuredGemmPeak {
   double tflops = 0;
-  std::string run_id;   // the gemm run it came from
-  std::string shape;    // the product that reached it ("llama3-70b.mlp_up" ...)
+  std::string run_id;  // the gemm run it came from
+  std::string shape;   // the product that reached it ("llama3-70b.mlp_up" ...)
 };
 
 // Throws UsageError naming the file and what is missing: no such file or not ibt's, no

@@ -45,8 +45,9 @@ MeasuredTrainRun from_run(const std::string& path, const store::RunInfo& run) {
   int col[6];
   for (int i = 0; i < 6; ++i) col[i] = t.column_index(parts[i]);
   if (step < 0 || time < 0 || std::find(std::begin(col), std::end(col), -1) != std::end(col))
-    throw UsageError(where + "table 'steps' lacks step, step_time or a time-breakdown column "
-                             "(compute, tp_comm, pp_comm_and_bubble, dp_comm, ep_comm, other)");
+    throw UsageError(where +
+                     "table 'steps' lacks step, step_time or a time-breakdown column "
+                     "(compute, tp_comm, pp_comm_and_bubble, dp_comm, ep_comm, other)");
   // The fastest timed step, all figures from that one row (they add up): interference
   // from other processes only ever adds time, so the least-disturbed step is the best
   // estimate of what the machine does alone.
@@ -100,7 +101,9 @@ models::ParallelSplit parse_split(const std::string& text) {
     }
   }
   if (seen != 7 || !schedule)
-    throw UsageError("split '" + text + "': expected 'dpN tpN ppN [cpN [ring]] epN vppN mN bN SCHEDULE [sp] [zeroN] [shardN] recompute=R'");
+    throw UsageError(
+        "split '" + text +
+        "': expected 'dpN tpN ppN [cpN [ring]] epN vppN mN bN SCHEDULE [sp] [zeroN] [shardN] recompute=R'");
   return s;
 }
 

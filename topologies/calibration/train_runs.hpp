@@ -18,8 +18,8 @@ namespace ibt::topo {
 
 struct MeasuredTrainRun {
   std::string file, run_id;
-  std::string model;             // the run's "model" attribute (catalog name)
-  models::ParallelSplit split;   // parsed from the "split" attribute
+  std::string model;            // the run's "model" attribute (catalog name)
+  models::ParallelSplit split;  // parsed from the "split" attribute
   int timed_steps = 0;
   // The fastest timed step, seconds: step_s is the slowest rank's step time, the
   // components are means over ranks (train_runner.cpp).

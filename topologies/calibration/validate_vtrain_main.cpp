@@ -24,16 +24,26 @@ int main(int argc, char** argv) {
       }
       return argv[++i];
     };
-    if (a == "--dir") dir = next();
-    else if (a == "--topology") topology = next();
-    else if (a == "--max-single") max_single = std::atof(next().c_str());
-    else if (a == "--max-multi") max_multi = std::atof(next().c_str());
-    else if (a == "--verbose") verbose = true;
-    else if (a == "--fit") fit = true;
-    else if (a == "--write") write = next();
-    else if (a == "--allreduce") allreduce = next();
+    if (a == "--dir")
+      dir = next();
+    else if (a == "--topology")
+      topology = next();
+    else if (a == "--max-single")
+      max_single = std::atof(next().c_str());
+    else if (a == "--max-multi")
+      max_multi = std::atof(next().c_str());
+    else if (a == "--verbose")
+      verbose = true;
+    else if (a == "--fit")
+      fit = true;
+    else if (a == "--write")
+      write = next();
+    else if (a == "--allreduce")
+      allreduce = next();
     else {
-      std::fprintf(stderr, "usage: ibt_validate_vtrain [--dir DIR] [--topology T] [--max-single PCT] [--max-multi PCT] [--verbose] [--fit [--allreduce CSV] [--write FILE.json]]\n");
+      std::fprintf(stderr,
+                   "usage: ibt_validate_vtrain [--dir DIR] [--topology T] [--max-single PCT] [--max-multi PCT] "
+                   "[--verbose] [--fit [--allreduce CSV] [--write FILE.json]]\n");
       return 2;
     }
   }
@@ -56,23 +66,27 @@ int main(int argc, char** argv) {
       // unconstrained); the other rows are held out.
       std::vector<ibt::topo::VtrainRow> subset;
       for (bool multi : {false, true}) {
-        const auto rows = ibt::topo::read_vtrain_csv(
-            dir + (multi ? "/ground_truth_multi.csv" : "/ground_truth_single.csv"), multi);
+        const auto rows =
+            ibt::topo::read_vtrain_csv(dir + (multi ? "/ground_truth_multi.csv" : "/ground_truth_single.csv"), multi);
         for (size_t i = 0; i < rows.size(); i += 4) subset.push_back(rows[i]);
       }
       const auto f = ibt::topo::fit_vtrain_efficiency(subset, t);
-      std::printf("fit on %zu rows (every 4th of each file): gemm_efficiency %.4f, op_overhead_us %.2f (fit MAPE %.2f%%)\n",
-                  subset.size(), f.gemm_efficiency, f.op_overhead_us, 100 * f.mape);
+      std::printf(
+          "fit on %zu rows (every 4th of each file): gemm_efficiency %.4f, op_overhead_us %.2f (fit MAPE %.2f%%)\n",
+          subset.size(), f.gemm_efficiency, f.op_overhead_us, 100 * f.mape);
       char how[512];
       std::snprintf(how, sizeof how,
                     "ibt_validate_vtrain --fit: gemm_efficiency and op_overhead_us fitted once (golden-section "
                     "coordinate descent on the mean of the single- and multi-node MAPE) on every 4th row of each "
-                    "vTrain file (%zu rows); the other rows are held out. Every other figure is %s's, but the intra-node all-reduce (vtrain-nccl fits).",
+                    "vTrain file (%zu rows); the other rows are held out. Every other figure is %s's, but the "
+                    "intra-node all-reduce (vtrain-nccl fits).",
                     subset.size(), t.name.c_str());
       t = ibt::topo::with_efficiency(t, f.gemm_efficiency, f.op_overhead_us, how);
       t.name = "dgx-a100-vtrain-fit";
-      t.description = "DGX A100 (catalog figures) with the compute efficiency model fitted once to "
-                      "Megatron-DeepSpeed runs of 2022 (the vTrain ground truth): " + t.description;
+      t.description =
+          "DGX A100 (catalog figures) with the compute efficiency model fitted once to "
+          "Megatron-DeepSpeed runs of 2022 (the vTrain ground truth): " +
+          t.description;
       if (!write.empty()) {
         std::FILE* o = std::fopen(write.c_str(), "w");
         if (!o) throw ibt::UsageError("cannot write " + write);
@@ -97,15 +111,18 @@ int main(int argc, char** argv) {
           worst = std::max(worst, r.ape);
           bias += (r.projected_ms - r.row.measured_ms) / r.row.measured_ms;
         }
-      std::printf("%-6s rows %4d projected, %d skipped: MAPE %.2f%% (mean signed error %+.2f%%, worst %.1f%%; "
-                  "%d rows not in the fit subset: %.2f%%)%s\n",
-                  multi ? "multi" : "single", m.rows, m.skipped, 100 * m.mape, m.rows ? 100 * bias / m.rows : 0.0,
-                  100 * worst, h.rows, 100 * h.mape, multi ? "  [vTrain: 14.73%]" : "  [vTrain: 8.37%]");
+      std::printf(
+          "%-6s rows %4d projected, %d skipped: MAPE %.2f%% (mean signed error %+.2f%%, worst %.1f%%; "
+          "%d rows not in the fit subset: %.2f%%)%s\n",
+          multi ? "multi" : "single", m.rows, m.skipped, 100 * m.mape, m.rows ? 100 * bias / m.rows : 0.0, 100 * worst,
+          h.rows, 100 * h.mape, multi ? "  [vTrain: 14.73%]" : "  [vTrain: 8.37%]");
       if (verbose)
         for (const auto& r : results)
-          std::printf("  gpus %3d gb %4d mb %2d h %5d a %3d l %3d s %4d tp %d dp %3d pp %2d: measured %9.1f ms projected %9.1f ms %s\n",
-                      r.row.gpus, r.row.global_batch, r.row.micro_batch, r.row.hidden, r.row.heads, r.row.layers,
-                      r.row.seq, r.row.tp, r.row.dp, r.row.pp, r.row.measured_ms, r.projected_ms, r.error.c_str());
+          std::printf(
+              "  gpus %3d gb %4d mb %2d h %5d a %3d l %3d s %4d tp %d dp %3d pp %2d: measured %9.1f ms projected %9.1f "
+              "ms %s\n",
+              r.row.gpus, r.row.global_batch, r.row.micro_batch, r.row.hidden, r.row.heads, r.row.layers, r.row.seq,
+              r.row.tp, r.row.dp, r.row.pp, r.row.measured_ms, r.projected_ms, r.error.c_str());
       const double bound = multi ? max_multi : max_single;
       if (bound > 0 && 100 * m.mape > bound) {
         std::printf("FAIL: %s MAPE %.2f%% exceeds the bound %.2f%%\n", multi ? "multi" : "single", 100 * m.mape, bound);

@@ -8,8 +8,8 @@
 
 #include "core/errors.hpp"
 #include "topologies/calibration/calibration.hpp"
-#include "topologies/hardware/collective_model.hpp"
 #include "topologies/calibration/golden_section.hpp"
+#include "topologies/hardware/collective_model.hpp"
 #include "topologies/projection/projection.hpp"
 
 namespace ibt::topo {
@@ -35,8 +35,8 @@ std::vector<VtrainRow> read_vtrain_csv(const std::string& path, bool multi) {
     }
     const size_t expect = multi ? 12 : 11;
     if (v.size() != expect)
-      throw UsageError(path + ":" + std::to_string(lineno) + ": " + std::to_string(v.size()) +
-                       " columns, expected " + std::to_string(expect));
+      throw UsageError(path + ":" + std::to_string(lineno) + ": " + std::to_string(v.size()) + " columns, expected " +
+                       std::to_string(expect));
     const size_t o = multi ? 1 : 0;  // multi has "Parameters (billion)" first
     VtrainRow r;
     r.gpus = static_cast<int>(v[o + 0]);
@@ -51,8 +51,7 @@ std::vector<VtrainRow> read_vtrain_csv(const std::string& path, bool multi) {
     r.pp = static_cast<int>(v[o + 9]);
     r.measured_ms = v[o + 10];
     r.multi = multi;
-    if (r.tp * r.dp * r.pp != r.gpus)
-      throw UsageError(path + ":" + std::to_string(lineno) + ": tp*dp*pp != GPUs");
+    if (r.tp * r.dp * r.pp != r.gpus) throw UsageError(path + ":" + std::to_string(lineno) + ": tp*dp*pp != GPUs");
     rows.push_back(r);
   }
   return rows;
@@ -114,8 +113,7 @@ std::vector<VtrainResult> project_vtrain(const std::vector<VtrainRow>& rows, con
       if (r.global_batch % (r.dp * r.micro_batch) != 0)
         throw UsageError("global batch not divisible by dp x micro batch");
       s.microbatches = r.global_batch / (r.dp * r.micro_batch);
-      s.schedule = (r.pp > 1 && s.microbatches < r.pp) ? models::ScheduleKind::afab
-                                                        : models::ScheduleKind::one_f_one_b;
+      s.schedule = (r.pp > 1 && s.microbatches < r.pp) ? models::ScheduleKind::afab : models::ScheduleKind::one_f_one_b;
       Projection p;
       p.split = s;
       p.devices = s.world_size();
@@ -131,8 +129,7 @@ std::vector<VtrainResult> project_vtrain(const std::vector<VtrainRow>& rows, con
   return out;
 }
 
-Topology with_efficiency(const Topology& base, double gemm_efficiency, double op_overhead_us,
-                         const std::string& how) {
+Topology with_efficiency(const Topology& base, double gemm_efficiency, double op_overhead_us, const std::string& how) {
   Topology t = base;
   const std::string id = "vtrain-fit";
   if (!t.find_source(id)) t.sources.push_back({id, SourceKind::assumption, how});
@@ -168,8 +165,7 @@ std::vector<CollectiveFit> fit_allreduce_table(const std::string& path) {
       }
     }
     if (v.size() != 3 || v[0] < 2 || v[1] <= 0 || v[2] <= 0)
-      throw UsageError(path + ":" + std::to_string(lineno) +
-                       ": expected gpus (>= 2),bytes (> 0),time_us (> 0)");
+      throw UsageError(path + ":" + std::to_string(lineno) + ": expected gpus (>= 2),bytes (> 0),time_us (> 0)");
     by_gpus[static_cast<int>(v[0])].push_back({v[1], v[2]});
   }
   if (by_gpus.empty()) throw UsageError(path + ": no rows");
@@ -180,8 +176,7 @@ std::vector<CollectiveFit> fit_allreduce_table(const std::string& path) {
   return fits;
 }
 
-Topology with_collective_fits(const Topology& base, const std::vector<CollectiveFit>& fits,
-                              const std::string& how) {
+Topology with_collective_fits(const Topology& base, const std::vector<CollectiveFit>& fits, const std::string& how) {
   Topology t = base;
   if (!t.find_source("vtrain-nccl")) t.sources.push_back({"vtrain-nccl", SourceKind::measured, how});
   t.fits = fits;

@@ -54,7 +54,7 @@ std::vector<VtrainRow> read_vtrain_csv(const std::string& path, bool multi);
 struct VtrainResult {
   VtrainRow row;
   double projected_ms = 0;
-  double ape = 0;  // |projected - measured| / measured
+  double ape = 0;     // |projected - measured| / measured
   std::string error;  // a row that could not be projected (split invalid for the model)
 };
 
@@ -72,8 +72,7 @@ struct EfficiencyFit {
   double mape = 0;  // on the fitting rows
 };
 EfficiencyFit fit_vtrain_efficiency(const std::vector<VtrainRow>& rows, const Topology& base);
-Topology with_efficiency(const Topology& base, double gemm_efficiency, double op_overhead_us,
-                         const std::string& how);
+Topology with_efficiency(const Topology& base, double gemm_efficiency, double op_overhead_us, const std::string& how);
 
 // The measured NCCL all-reduce of the vTrain authors' A100 node (gpus,bytes,time_us rows;
 // '#' lines are comments; topologies/validation/vtrain-a100-allreduce.csv): one
@@ -82,8 +81,7 @@ Topology with_efficiency(const Topology& base, double gemm_efficiency, double op
 // all-reduces inside a node. Fitted to the collective measurements only, never to the
 // iteration times. Throws UsageError naming the file and line on a malformed row.
 std::vector<CollectiveFit> fit_allreduce_table(const std::string& path);
-Topology with_collective_fits(const Topology& base, const std::vector<CollectiveFit>& fits,
-                              const std::string& how);
+Topology with_collective_fits(const Topology& base, const std::vector<CollectiveFit>& fits, const std::string& how);
 
 struct Mape {
   double mape = 0;

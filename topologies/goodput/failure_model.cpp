@@ -24,9 +24,10 @@ Assumption from_topology(const Topology& t, const Figure& f) {
   Assumption a;
   a.value = f.value;
   const Source* s = t.find_source(f.source);
-  const char* kind = !s ? "?" : s->kind == SourceKind::assumption ? "assumption"
-                              : s->kind == SourceKind::measured   ? "measured"
-                                                                  : "public";
+  const char* kind = !s                                  ? "?"
+                     : s->kind == SourceKind::assumption ? "assumption"
+                     : s->kind == SourceKind::measured   ? "measured"
+                                                         : "public";
   a.origin = t.name + " reliability, " + kind + " '" + f.source + "'";
   a.ref = s ? s->ref : "";
   a.note = f.note;
@@ -36,8 +37,8 @@ Assumption from_topology(const Topology& t, const Figure& f) {
 void take(Assumption& a, const std::optional<double>& flag, const char* name, double min, double max) {
   if (!flag) return;
   if (!(*flag >= min && *flag <= max))
-    throw UsageError(std::string(name) + " must be in [" + fmt("%g", min) + ", " + fmt("%g", max) +
-                     "] (got " + fmt("%g", *flag) + ")");
+    throw UsageError(std::string(name) + " must be in [" + fmt("%g", min) + ", " + fmt("%g", max) + "] (got " +
+                     fmt("%g", *flag) + ")");
   a.value = flag;
   a.origin = std::string(name) + " (command line)";
   a.ref.clear();
@@ -47,7 +48,8 @@ void take(Assumption& a, const std::optional<double>& flag, const char* name, do
 }  // namespace
 
 std::string FailureAssumptions::missing() const {
-  if (!node_mtbf_hours.value) return "no failure rate (give --node-mtbf-hours or a topology with a reliability section)";
+  if (!node_mtbf_hours.value)
+    return "no failure rate (give --node-mtbf-hours or a topology with a reliability section)";
   if (!devices_per_node.value) return "no node size (give --devices-per-node)";
   if (!checkpoint_write_GBps.value) return "no checkpoint write bandwidth (give --checkpoint-write-GBps)";
   if (!restart_minutes.value) return "no restart time (give --restart-minutes)";
@@ -95,8 +97,8 @@ double checkpoint_bytes_per_device(const models::ModelConfig& model, const model
   return worst;
 }
 
-GoodputEstimate estimate_goodput(const FailureAssumptions& a, int devices, double checkpoint_bytes,
-                                 double step_s, double mfu) {
+GoodputEstimate estimate_goodput(const FailureAssumptions& a, int devices, double checkpoint_bytes, double step_s,
+                                 double mfu) {
   GoodputEstimate g;
   g.why_not = a.missing();
   if (!g.why_not.empty()) return g;
@@ -132,8 +134,8 @@ std::string describe_assumptions(const FailureAssumptions& a) {
   // Each source's reference once, after the figures that cite it.
   std::string refs;
   for (const Assumption* x : {&a.node_mtbf_hours, &a.devices_per_node, &a.checkpoint_write_GBps, &a.restart_minutes}) {
-    const std::string id = x->origin.substr(x->origin.find('\'') == std::string::npos ? x->origin.size()
-                                                                                      : x->origin.find('\''));
+    const std::string id =
+        x->origin.substr(x->origin.find('\'') == std::string::npos ? x->origin.size() : x->origin.find('\''));
     if (!x->ref.empty() && refs.find(id + ": ") == std::string::npos) refs += "  source " + id + ": " + x->ref + "\n";
   }
   return "failure and storage assumptions:\n" + line("node MTBF", a.node_mtbf_hours, "h") +
@@ -147,8 +149,8 @@ std::string describe_assumptions(const FailureAssumptions& a) {
 
 std::string describe_goodput(const GoodputEstimate& g) {
   if (!g.computed) return "goodput      not computed: " + g.why_not + "\n";
-  std::string out = "goodput      " + fmt("%.1f%%", 100 * g.goodput) + " of wall time is training; goodput-adjusted MFU " +
-                    fmt("%.1f%%", 100 * g.goodput_mfu) + "\n";
+  std::string out = "goodput      " + fmt("%.1f%%", 100 * g.goodput) +
+                    " of wall time is training; goodput-adjusted MFU " + fmt("%.1f%%", 100 * g.goodput_mfu) + "\n";
   out += "  job MTBF         " + fmt("%.2f h", g.job_mtbf_s / 3600) + " (" + std::to_string(g.nodes) + " nodes)\n";
   out += "  checkpoint       " + fmt("%.3f GB", g.checkpoint_bytes / 1e9) + " per device, written in " +
          fmt("%.1f s", g.checkpoint_s) + "\n";
@@ -159,9 +161,9 @@ std::string describe_goodput(const GoodputEstimate& g) {
   // Of the wall time: checkpoint writes are (T_s / tau) delta / T_w = goodput x delta / tau;
   // the rest of the waste is failures (lost work and restarts). Poisson: T_w / M failures.
   const double writes = g.goodput * g.checkpoint_s / g.interval_s;
-  out += "  waste            checkpoint writes " + fmt("%.2f%%", 100 * writes) + ", failures (lost work and restarts) " +
-         fmt("%.2f%%", 100 * (1 - g.goodput - writes)) + "; " + fmt("%.2f", 86400 / g.job_mtbf_s) +
-         " failures per day\n";
+  out += "  waste            checkpoint writes " + fmt("%.2f%%", 100 * writes) +
+         ", failures (lost work and restarts) " + fmt("%.2f%%", 100 * (1 - g.goodput - writes)) + "; " +
+         fmt("%.2f", 86400 / g.job_mtbf_s) + " failures per day\n";
   out += "  goodput          " + fmt("%.2f%%", 100 * g.goodput) + " (Daly's exact expected wall time), " +
          fmt("%.2f%%", 100 * g.goodput_first_order) + " (first order)\n";
   return out;

@@ -53,26 +53,26 @@ FailureAssumptions failure_assumptions(const Topology& topology, const FailureOv
 
 struct GoodputEstimate {
   bool computed = false;
-  std::string why_not;            // when not computed
+  std::string why_not;  // when not computed
   int nodes = 0;
-  double job_mtbf_s = 0;          // M
-  double checkpoint_bytes = 0;    // per device
-  double checkpoint_s = 0;        // delta
-  double restart_s = 0;           // R
-  double young_s = 0, daly_s = 0; // optimal compute time between checkpoints
-  long interval_steps = 0;        // Daly's interval in whole steps (>= 1)
-  double interval_s = 0;          // interval_steps x step time
-  double goodput = 0;             // exact, at interval_s
-  double goodput_first_order = 0; // first-order form, at interval_s
-  double goodput_mfu = 0;         // MFU x goodput
+  double job_mtbf_s = 0;           // M
+  double checkpoint_bytes = 0;     // per device
+  double checkpoint_s = 0;         // delta
+  double restart_s = 0;            // R
+  double young_s = 0, daly_s = 0;  // optimal compute time between checkpoints
+  long interval_steps = 0;         // Daly's interval in whole steps (>= 1)
+  double interval_s = 0;           // interval_steps x step time
+  double goodput = 0;              // exact, at interval_s
+  double goodput_first_order = 0;  // first-order form, at interval_s
+  double goodput_mfu = 0;          // MFU x goodput
 };
 
 int nodes_for(int devices, int devices_per_node);
 double checkpoint_bytes_per_device(const models::ModelConfig& model, const models::ParallelSplit& split,
                                    const models::Precision& precision);
 // Not computed (with why_not) when an assumption is missing or the step time is not > 0.
-GoodputEstimate estimate_goodput(const FailureAssumptions& a, int devices, double checkpoint_bytes,
-                                 double step_s, double mfu);
+GoodputEstimate estimate_goodput(const FailureAssumptions& a, int devices, double checkpoint_bytes, double step_s,
+                                 double mfu);
 
 // The assumptions, one per line with their origin (for `ibt project` and `crossover`).
 std::string describe_assumptions(const FailureAssumptions& a);

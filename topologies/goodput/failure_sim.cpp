@@ -40,10 +40,10 @@ double one_run(const FailureSimConfig& c, long segments, std::mt19937_64& rng, l
 }  // namespace
 
 FailureSimResult simulate_failures(const FailureSimConfig& c) {
-  if (!(c.interval > 0) || !(c.mtbf > 0) || c.checkpoint < 0 || c.restart < 0 || c.solve <= 0 ||
-      c.trials < 2)
-    throw UsageError("failure simulation: needs interval > 0, MTBF > 0, checkpoint and restart >= 0, "
-                     "compute time > 0 and at least 2 trials");
+  if (!(c.interval > 0) || !(c.mtbf > 0) || c.checkpoint < 0 || c.restart < 0 || c.solve <= 0 || c.trials < 2)
+    throw UsageError(
+        "failure simulation: needs interval > 0, MTBF > 0, checkpoint and restart >= 0, "
+        "compute time > 0 and at least 2 trials");
   const double ratio = c.solve / c.interval;
   const long segments = std::lround(ratio);
   if (segments < 1 || std::fabs(ratio - segments) > 1e-9 * ratio)

@@ -10,11 +10,11 @@
 namespace ibt::topo {
 
 struct FailureSimConfig {
-  double solve = 0;        // useful compute of the run, s (a whole number of intervals)
-  double interval = 0;     // tau, s
-  double checkpoint = 0;   // delta, s
-  double restart = 0;      // R, s
-  double mtbf = 0;         // M, s
+  double solve = 0;       // useful compute of the run, s (a whole number of intervals)
+  double interval = 0;    // tau, s
+  double checkpoint = 0;  // delta, s
+  double restart = 0;     // R, s
+  double mtbf = 0;        // M, s
   int trials = 1000;
   std::uint64_t seed = 1;
 };
@@ -24,7 +24,7 @@ struct FailureSimResult {
   double mean_wall = 0, stderr_wall = 0;  // s; standard error of the mean
   double mean_lost = 0, stderr_lost = 0;  // wall - solve - checkpoints written, s
   double mean_failures = 0;
-  double goodput = 0;                     // solve / mean wall
+  double goodput = 0;  // solve / mean wall
 };
 
 FailureSimResult simulate_failures(const FailureSimConfig& c);

@@ -102,8 +102,7 @@ Placement place_group(int n, long long stride, int domain_size, long long world)
         if (mark) continue;
         mark = 1;
         const Straddle s = straddle(first, n, stride, D);
-        if (s.fewest < worst.fewest || (s.fewest == worst.fewest && s.domains > worst.domains))
-          worst = s;
+        if (s.fewest < worst.fewest || (s.fewest == worst.fewest && s.domains > worst.domains)) worst = s;
       }
     }
     p.per_domain = static_cast<int>(worst.fewest);
@@ -160,8 +159,7 @@ Link out_link(const Topology& t, std::string_view op, int n) {
   if (!t.scale_out.present)
     no_scale_out(t, op.empty() ? std::string("a pipeline send/recv between two devices")
                                : std::string(op) + " over " + std::to_string(n) + " devices");
-  return {t.scale_out.bandwidth_GBps.get() * t.model.scale_out_efficiency.get(),
-          t.scale_out.latency_us.get()};
+  return {t.scale_out.bandwidth_GBps.get() * t.model.scale_out_efficiency.get(), t.scale_out.latency_us.get()};
 }
 
 // Latency steps of a ring all-reduce over n members (torus: per-axis rings).
@@ -174,8 +172,8 @@ double ring_steps_all_reduce(const Topology& t, int n, bool on_scale_up) {
 }
 
 // One fabric, every member on it (intra or inter groups).
-CollectiveCost single_fabric(const Topology& t, CollOp op, int n, double S, const Fabric& f,
-                             const Link& l, bool on_scale_up) {
+CollectiveCost single_fabric(const Topology& t, CollOp op, int n, double S, const Fabric& f, const Link& l,
+                             bool on_scale_up) {
   const double L = launch(t);
   CollectiveCost best{std::numeric_limits<double>::infinity(), "ring"};
   auto consider = [&](double us, const char* name) {
@@ -185,12 +183,9 @@ CollectiveCost single_fabric(const Topology& t, CollOp op, int n, double S, cons
     case CollOp::all_reduce: {
       const double bw_term = bus_factor(op, n) * transfer_us(S, l.bw_GBps);
       consider(L + ring_steps_all_reduce(t, n, on_scale_up) * l.hop_us + bw_term, "ring");
-      if (f.offers(Algorithm::tree))
-        consider(L + 2.0 * std::ceil(std::log2(n)) * l.hop_us + bw_term, "tree");
-      if (f.offers(Algorithm::nvls) && on_scale_up)
-        consider(L + 2.0 * l.hop_us + transfer_us(S, l.bw_GBps), "nvls");
-      if (f.offers(Algorithm::sharp) && !on_scale_up)
-        consider(L + 2.0 * l.hop_us + transfer_us(S, l.bw_GBps), "sharp");
+      if (f.offers(Algorithm::tree)) consider(L + 2.0 * std::ceil(std::log2(n)) * l.hop_us + bw_term, "tree");
+      if (f.offers(Algorithm::nvls) && on_scale_up) consider(L + 2.0 * l.hop_us + transfer_us(S, l.bw_GBps), "nvls");
+      if (f.offers(Algorithm::sharp) && !on_scale_up) consider(L + 2.0 * l.hop_us + transfer_us(S, l.bw_GBps), "sharp");
       break;
     }
     case CollOp::all_gather:
@@ -199,12 +194,8 @@ CollectiveCost single_fabric(const Topology& t, CollOp op, int n, double S, cons
       consider(L + steps * l.hop_us + bus_factor(op, n) * transfer_us(S, l.bw_GBps), "ring");
       break;
     }
-    case CollOp::all_to_all:
-      consider(L + l.hop_us + bus_factor(op, n) * transfer_us(S, l.bw_GBps), "direct");
-      break;
-    case CollOp::send_recv:
-      consider(L + l.hop_us + transfer_us(S, l.bw_GBps), "direct");
-      break;
+    case CollOp::all_to_all: consider(L + l.hop_us + bus_factor(op, n) * transfer_us(S, l.bw_GBps), "direct"); break;
+    case CollOp::send_recv: consider(L + l.hop_us + transfer_us(S, l.bw_GBps), "direct"); break;
   }
   return best;
 }
@@ -212,8 +203,7 @@ CollectiveCost single_fabric(const Topology& t, CollOp op, int n, double S, cons
 // A group spanning d domains with k members each.
 CollectiveCost spanning(const Topology& t, CollOp op, const Placement& p, double S) {
   const int n = p.n, k = p.per_domain, d = p.domains();
-  const Link up = up_link(t, k),
-             out = out_link(t, to_string(op), n);
+  const Link up = up_link(t, k), out = out_link(t, to_string(op), n);
   const double L = launch(t);
   const double flat_bw = std::min(up.bw_GBps, k * out.bw_GBps);
   CollectiveCost best{std::numeric_limits<double>::infinity(), "ring"};
@@ -226,8 +216,7 @@ CollectiveCost spanning(const Topology& t, CollOp op, const Placement& p, double
       // NCCL's ring: 2(d-1) of the 2(n-1) steps cross the network.
       consider(L + 2.0 * (n - d) * up.hop_us + 2.0 * (d - 1) * out.hop_us + bw_term, "ring");
       if (t.scale_out.offers(Algorithm::tree))
-        consider(L + 2.0 * ((k - 1) * up.hop_us + std::ceil(std::log2(d)) * out.hop_us) + bw_term,
-                 "tree");
+        consider(L + 2.0 * ((k - 1) * up.hop_us + std::ceil(std::log2(d)) * out.hop_us) + bw_term, "tree");
       const double hier = single_fabric(t, CollOp::reduce_scatter, k, S, t.scale_up, up, true).time_us +
                           single_fabric(t, CollOp::all_reduce, d, S / k, t.scale_out, out, false).time_us +
                           single_fabric(t, CollOp::all_gather, k, S, t.scale_up, up, true).time_us;
@@ -236,9 +225,7 @@ CollectiveCost spanning(const Topology& t, CollOp op, const Placement& p, double
     }
     case CollOp::all_gather:
     case CollOp::reduce_scatter:
-      consider(L + (n - d) * up.hop_us + (d - 1) * out.hop_us +
-                   bus_factor(op, n) * transfer_us(S, flat_bw),
-               "ring");
+      consider(L + (n - d) * up.hop_us + (d - 1) * out.hop_us + bus_factor(op, n) * transfer_us(S, flat_bw), "ring");
       break;
     case CollOp::all_to_all:
       consider(L + out.hop_us +
@@ -246,9 +233,7 @@ CollectiveCost spanning(const Topology& t, CollOp op, const Placement& p, double
                             static_cast<double>(n - k) / n * transfer_us(S, out.bw_GBps)),
                "direct");
       break;
-    case CollOp::send_recv:
-      consider(L + out.hop_us + transfer_us(S, out.bw_GBps), "direct");
-      break;
+    case CollOp::send_recv: consider(L + out.hop_us + transfer_us(S, out.bw_GBps), "direct"); break;
   }
   return best;
 }
@@ -294,9 +279,7 @@ CollectiveCost collective_cost(const Topology& t, CollOp op, const Placement& p,
   if (scope && !t.fits.empty())
     if (auto us = fitted_us(t, op, scope, p.n, bytes)) return {*us, "fit"};
   if (p.intra()) return single_fabric(t, op, p.n, bytes, t.scale_up, up_link(t, p.n), true);
-  if (p.inter())
-    return single_fabric(t, op, p.n, bytes, t.scale_out,
-                         out_link(t, to_string(op), p.n), false);
+  if (p.inter()) return single_fabric(t, op, p.n, bytes, t.scale_out, out_link(t, to_string(op), p.n), false);
   return spanning(t, op, p, bytes);
 }
 

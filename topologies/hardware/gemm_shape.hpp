@@ -37,7 +37,7 @@ struct TileGrid {
   double units = 1;      // compute units a launch spreads its tiles over
   double tile_rows = 1;  // output tile, rows x columns
   double tile_cols = 1;
-  bool waves = true;     // false: a partial last wave is spread over all units (stream-K)
+  bool waves = true;  // false: a partial last wave is spread over all units (stream-K)
 };
 
 // The fraction of the units' tile throughput doing useful work, in (0, 1]; throws

@@ -132,8 +132,7 @@ class Reader {
 
   Reader child(const std::string& key) const { return Reader(at(key), origin_, join(key)); }
 
-  Figure figure(const std::string& key, bool nullable = false, double min = 0.0,
-                double max = 1e18) const {
+  Figure figure(const std::string& key, bool nullable = false, double min = 0.0, double max = 1e18) const {
     Reader r = child(key);
     r.allow({"value", "unit", "source", "note"});
     Figure f;
@@ -149,8 +148,8 @@ class Reader {
     } else {
       const double x = v.get<double>();
       if (!(x >= min && x <= max))
-        r.fail("value", "out of range (" + std::to_string(x) + " not in [" + std::to_string(min) +
-                            ", " + std::to_string(max) + "])");
+        r.fail("value", "out of range (" + std::to_string(x) + " not in [" + std::to_string(min) + ", " +
+                            std::to_string(max) + "])");
       f.value = x;
     }
     return f;
@@ -162,11 +161,16 @@ class Reader {
     std::vector<Algorithm> out;
     for (const auto& e : v) {
       const std::string s = e.is_string() ? e.get<std::string>() : "";
-      if (s == "ring") out.push_back(Algorithm::ring);
-      else if (s == "tree") out.push_back(Algorithm::tree);
-      else if (s == "nvls") out.push_back(Algorithm::nvls);
-      else if (s == "sharp") out.push_back(Algorithm::sharp);
-      else fail(key, "unknown algorithm " + e.dump() + " (ring, tree, nvls, sharp)");
+      if (s == "ring")
+        out.push_back(Algorithm::ring);
+      else if (s == "tree")
+        out.push_back(Algorithm::tree);
+      else if (s == "nvls")
+        out.push_back(Algorithm::nvls);
+      else if (s == "sharp")
+        out.push_back(Algorithm::sharp);
+      else
+        fail(key, "unknown algorithm " + e.dump() + " (ring, tree, nvls, sharp)");
     }
     return out;
   }
@@ -194,16 +198,13 @@ Fabric read_fabric(const Reader& r, Fabric f) {
 
 void check_sources(const Topology& t) {
   for (const auto& [path, fig] : t.figures()) {
-    if (fig->source.empty())
-      throw UsageError(t.origin + ": field '" + path + ".source': missing");
+    if (fig->source.empty()) throw UsageError(t.origin + ": field '" + path + ".source': missing");
     if (!t.find_source(fig->source))
-      throw UsageError(t.origin + ": field '" + path + ".source': '" + fig->source +
-                       "' is not listed in 'sources'");
+      throw UsageError(t.origin + ": field '" + path + ".source': '" + fig->source + "' is not listed in 'sources'");
   }
   for (const auto& f : t.fits)
     if (!t.find_source(f.source))
-      throw UsageError(t.origin + ": field 'fits.source': '" + f.source +
-                       "' is not listed in 'sources'");
+      throw UsageError(t.origin + ": field 'fits.source': '" + f.source + "' is not listed in 'sources'");
 }
 
 const char* kind_name(SourceKind k) {
@@ -225,8 +226,7 @@ Topology parse_topology(const std::string& json_text, const std::string& origin)
     throw UsageError(origin + ": not valid JSON: " + e.what());
   }
   Reader top(j, origin, "");
-  top.allow({"name", "description", "sources", "device", "scale_up", "scale_out", "model", "fits",
-             "reliability"});
+  top.allow({"name", "description", "sources", "device", "scale_up", "scale_out", "model", "fits", "reliability"});
   Topology t;
   t.origin = origin;
   t.name = top.str("name");
@@ -241,14 +241,17 @@ Topology parse_topology(const std::string& json_text, const std::string& origin)
     Source src;
     src.id = it.key();
     const std::string kind = s.str("kind");
-    if (kind == "public") src.kind = SourceKind::public_ref;
-    else if (kind == "measured") src.kind = SourceKind::measured;
-    else if (kind == "assumption") src.kind = SourceKind::assumption;
-    else s.fail("kind", "must be public, measured or assumption");
+    if (kind == "public")
+      src.kind = SourceKind::public_ref;
+    else if (kind == "measured")
+      src.kind = SourceKind::measured;
+    else if (kind == "assumption")
+      src.kind = SourceKind::assumption;
+    else
+      s.fail("kind", "must be public, measured or assumption");
     src.ref = s.str("ref");
     if (src.ref.empty()) s.fail("ref", "must not be empty");
-    if (src.kind == SourceKind::public_ref && src.ref.rfind("http://", 0) != 0 &&
-        src.ref.rfind("https://", 0) != 0)
+    if (src.kind == SourceKind::public_ref && src.ref.rfind("http://", 0) != 0 && src.ref.rfind("https://", 0) != 0)
       s.fail("ref", "a public source must start with its http(s) address");
     t.sources.push_back(src);
   }
@@ -262,8 +265,7 @@ Topology parse_topology(const std::string& json_text, const std::string& origin)
   t.device.tf32 = peak.figure("tf32", true, 1e-9);
   t.device.bf16 = peak.figure("bf16", true, 1e-9);
   t.device.fp8 = peak.figure("fp8", true, 1e-9);
-  if (!t.device.fp32.known() && !t.device.bf16.known())
-    peak.fail("", "needs at least fp32 or bf16");
+  if (!t.device.fp32.known() && !t.device.bf16.known()) peak.fail("", "needs at least fp32 or bf16");
   t.device.memory_GB = dev.figure("memory_GB", false, 1e-6);
   t.device.memory_bandwidth_GBps = dev.figure("memory_bandwidth_GBps", false, 1e-6);
   if (dev.has("gemm_tiles")) {
@@ -273,14 +275,15 @@ Topology parse_topology(const std::string& json_text, const std::string& origin)
     g.compute_units = tiles.figure("compute_units", false, 1, 1e5);
     g.tile_rows = tiles.figure("tile_rows", false, 1, 1e5);
     g.tile_cols = tiles.figure("tile_cols", false, 1, 1e5);
-    for (auto [key, fig] : {std::pair{"compute_units", &g.compute_units}, {"tile_rows", &g.tile_rows},
-                            {"tile_cols", &g.tile_cols}})
+    for (auto [key, fig] :
+         {std::pair{"compute_units", &g.compute_units}, {"tile_rows", &g.tile_rows}, {"tile_cols", &g.tile_cols}})
       if (fig->get() != static_cast<long long>(fig->get()))
         tiles.fail(std::string(key) + ".value", "must be a whole number");
     if (tiles.has("wave_quantization")) {
       g.wave_quantization = tiles.figure("wave_quantization", false, 0, 1);
       if (g.wave_quantization.get() != 0 && g.wave_quantization.get() != 1)
-        tiles.fail("wave_quantization.value", "must be 1 (a partial last wave idles units) or 0 (spread over all units)");
+        tiles.fail("wave_quantization.value",
+                   "must be 1 (a partial last wave idles units) or 0 (spread over all units)");
     }
     t.device.gemm_tiles = g;
   }
@@ -307,8 +310,8 @@ Topology parse_topology(const std::string& json_text, const std::string& origin)
   }
 
   Reader model = top.child("model");
-  model.allow({"collective_launch_us", "gemm_efficiency", "memory_efficiency", "op_overhead_us",
-               "scale_up_efficiency", "scale_out_efficiency"});
+  model.allow({"collective_launch_us", "gemm_efficiency", "memory_efficiency", "op_overhead_us", "scale_up_efficiency",
+               "scale_out_efficiency"});
   t.model.collective_launch_us = model.figure("collective_launch_us", false, 0.0, 1e6);
   t.model.gemm_efficiency = model.figure("gemm_efficiency", false, 1e-3, 1.0);
   t.model.memory_efficiency = model.figure("memory_efficiency", false, 1e-3, 1.0);
@@ -321,8 +324,8 @@ Topology parse_topology(const std::string& json_text, const std::string& origin)
     if (!fits.is_array()) top.fail("fits", "must be a list");
     for (size_t i = 0; i < fits.size(); ++i) {
       Reader f(fits[i], origin, "fits[" + std::to_string(i) + "]");
-      f.allow({"op", "scope", "group_size", "alpha_us", "algbw_GBps", "busbw_GBps", "points",
-               "rms_rel_residual", "max_rel_residual", "min_bytes", "max_bytes", "source"});
+      f.allow({"op", "scope", "group_size", "alpha_us", "algbw_GBps", "busbw_GBps", "points", "rms_rel_residual",
+               "max_rel_residual", "min_bytes", "max_bytes", "source"});
       CollectiveFit c;
       c.op = f.str("op");
       c.scope = f.str("scope");
@@ -457,8 +460,7 @@ std::vector<std::string> catalog_names() {
 
 Topology load_topology(const std::string& name_or_path) {
   const bool is_path = name_or_path.find('/') != std::string::npos ||
-                       (name_or_path.size() > 5 &&
-                        name_or_path.compare(name_or_path.size() - 5, 5, ".json") == 0);
+                       (name_or_path.size() > 5 && name_or_path.compare(name_or_path.size() - 5, 5, ".json") == 0);
   const std::string path = is_path ? name_or_path : catalog_dir() + "/" + name_or_path + ".json";
   require_input_file(path, "topology file");
   std::ifstream in(path);

@@ -83,13 +83,13 @@ struct Device {
   std::string name;
   Figure fp32, tf32, bf16, fp8;  // peak dense TFLOP/s
   Figure memory_GB, memory_bandwidth_GBps;
-  std::optional<GemmTiles> gemm_tiles;  // absent: GEMMs priced without their shape
+  std::optional<GemmTiles> gemm_tiles;                 // absent: GEMMs priced without their shape
   const Figure& peak(const std::string& dtype) const;  // throws UsageError on other names
 };
 
 struct ModelParams {
-  Figure collective_launch_us, gemm_efficiency, memory_efficiency, op_overhead_us,
-      scale_up_efficiency, scale_out_efficiency;
+  Figure collective_launch_us, gemm_efficiency, memory_efficiency, op_overhead_us, scale_up_efficiency,
+      scale_out_efficiency;
 };
 
 // A fitted latency-bandwidth model of one collective from measurements:
@@ -136,7 +136,8 @@ struct Topology {
   std::vector<std::pair<std::string, const Figure*>> figures() const;
 };
 
-// $IBT_TOPOLOGIES_DIR, else an installed share/ibt (core/data_dirs.hpp), else the compiled-in <source>/topologies/catalog.
+// $IBT_TOPOLOGIES_DIR, else an installed share/ibt (core/data_dirs.hpp), else the compiled-in
+// <source>/topologies/catalog.
 std::string catalog_dir();
 std::vector<std::string> catalog_names();
 // A catalog name ("dgx-h100") or a path (contains '/' or ends in ".json").

@@ -42,8 +42,10 @@ void best_first(const std::vector<char>& start, int jobs, Bound&& bound, Wanted&
     while (!queue.empty() && batch.size() < kBatch) {
       const size_t i = queue.top().second;
       queue.pop();
-      if (wanted(i)) batch.push_back(i);
-      else dropped(i);
+      if (wanted(i))
+        batch.push_back(i);
+      else
+        dropped(i);
     }
     finished.assign(batch.size(), 0);
     parallel_for(batch.size(), jobs, [&](size_t k) { finished[k] = advance(batch[k]); });

@@ -21,7 +21,8 @@ std::vector<FrameworkProfile> profiles() {
   {
     FrameworkProfile f;
     f.name = "megatron-2021";
-    f.description = "Megatron-LM 2021-22: unfused attention (6 passes over the scores), DP all-reduce after the backward";
+    f.description =
+        "Megatron-LM 2021-22: unfused attention (6 passes over the scores), DP all-reduce after the backward";
     f.attention_score_passes = 6;
     f.overlap_grad_reduce = false;
     f.dispatch_overlaps_compute = true;

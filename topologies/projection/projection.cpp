@@ -1,8 +1,8 @@
 #include "topologies/projection/projection.hpp"
 
+#include <malloc.h>
 #include <algorithm>
 #include <cstdio>
-#include <malloc.h>
 #include <limits>
 #include <map>
 #include <mutex>
@@ -12,8 +12,8 @@
 #include "core/parallel.hpp"
 #include "models/plan/schedule.hpp"
 #include "models/plan/step_program.hpp"
-#include "topologies/projection/best_first.hpp"
 #include "topologies/hardware/collective_model.hpp"
+#include "topologies/projection/best_first.hpp"
 #include "topologies/sim/sim_pricer.hpp"
 
 namespace ibt::topo {
@@ -27,8 +27,7 @@ std::string gb(double bytes) {
 }
 
 // Fills memory fields; returns false (with the reason) when the split does not fit.
-bool check_memory(const models::ModelConfig& m, const Topology& t, const ProjectionOptions& o,
-                  Projection& p) {
+bool check_memory(const models::ModelConfig& m, const Topology& t, const ProjectionOptions& o, Projection& p) {
   p.memory = models::peak_memory_per_rank(m, p.split, o.precision, *schedule_compute_orders(p.split));
   p.memory_capacity_bytes = t.device.memory_GB.get() * 1e9 * o.usable_memory_fraction;
   p.fits_memory = p.memory.total() <= p.memory_capacity_bytes;
@@ -38,9 +37,10 @@ bool check_memory(const models::ModelConfig& m, const Topology& t, const Project
   std::snprintf(excess, sizeof excess, "%.1f GB (%.0f%%) over: ", p.memory_excess_bytes / 1e9,
                 100.0 * p.memory_excess_bytes / p.memory_capacity_bytes);
   p.reason = std::string(excess) + "needs " + gb(p.memory.total()) + " per device on stage " +
-             std::to_string(p.memory.stage) + " (weights " + gb(p.memory.weights) + ", grads " +
-             gb(p.memory.grads) + ", optimizer " + gb(p.memory.optimizer) + ", activations " +
-             gb(p.memory.activations) + (p.memory.buffers > 0 ? ", ZeRO buffers " + gb(p.memory.buffers) : "") + ") > " + gb(p.memory_capacity_bytes) + " usable";
+             std::to_string(p.memory.stage) + " (weights " + gb(p.memory.weights) + ", grads " + gb(p.memory.grads) +
+             ", optimizer " + gb(p.memory.optimizer) + ", activations " + gb(p.memory.activations) +
+             (p.memory.buffers > 0 ? ", ZeRO buffers " + gb(p.memory.buffers) : "") + ") > " +
+             gb(p.memory_capacity_bytes) + " usable";
   return false;
 }
 
@@ -66,8 +66,7 @@ models::StepProgramOptions program_options(const ProjectionOptions& options) {
   return po;
 }
 
-std::vector<models::StepProgram> stage_programs(const models::ModelConfig& model,
-                                                const models::ParallelSplit& split,
+std::vector<models::StepProgram> stage_programs(const models::ModelConfig& model, const models::ParallelSplit& split,
                                                 const ProjectionOptions& options) {
   const models::StepProgramOptions po = program_options(options);
   const models::PipelineSchedule schedule = models::build_schedule(split);
@@ -75,8 +74,8 @@ std::vector<models::StepProgram> stage_programs(const models::ModelConfig& model
   programs.reserve(split.pp);
   for (int s = 0; s < split.pp; ++s)
     // The first rank of stage s (rank order tp-cp-dp-pp: models/plan/rank_groups.hpp).
-    programs.push_back(models::build_step_program(model, split, schedule,
-                                                  models::RankLayout(split).rank_of({0, 0, s, 0, 0}), po));
+    programs.push_back(
+        models::build_step_program(model, split, schedule, models::RankLayout(split).rank_of({0, 0, s, 0, 0}), po));
   return programs;
 }
 
@@ -89,17 +88,15 @@ std::string dtype_of(const ProjectionOptions& options, const Topology& topology)
 
 // The pricer of a projection: the topology's, with the options' attention and
 // dispatch assumptions.
-TopologyPricer make_pricer(const models::ModelConfig& model, const Topology& topology,
-                           const ProjectionOptions& options, const models::ParallelSplit& split,
-                           const std::string& dtype) {
+TopologyPricer make_pricer(const models::ModelConfig& model, const Topology& topology, const ProjectionOptions& options,
+                           const models::ParallelSplit& split, const std::string& dtype) {
   TopologyPricer pricer(topology, split, dtype);
   pricer.set_kv_replicas(model.kv_replicas(split.tp));
   pricer.set_dispatch_overlaps_compute(options.dispatch_overlaps_compute);
   if (options.fp8_gemms) pricer.set_fp8_gemms();
   if (options.tp_comm_overlap) pricer.set_tp_comm_overlap(model, options.precision.activation_bytes);
   if (options.attention_score_passes > 0)
-    pricer.add_attention_score_traffic(model, options.attention_score_passes,
-                                       options.precision.activation_bytes);
+    pricer.add_attention_score_traffic(model, options.attention_score_passes, options.precision.activation_bytes);
   return pricer;
 }
 
@@ -139,8 +136,7 @@ void record(SimResult sim, bool all_detailed, const Topology& topology, const Pr
 
 }  // namespace
 
-void price(const std::vector<models::StepProgram>& programs, const models::ModelConfig& model,
-           const Topology& topology,
+void price(const std::vector<models::StepProgram>& programs, const models::ModelConfig& model, const Topology& topology,
            const ProjectionOptions& options, Projection& p) {
   const std::string dtype = dtype_of(options, topology);
   TopologyPricer pricer = make_pricer(model, topology, options, p.split, dtype);
@@ -151,8 +147,8 @@ void price(const StepTemplates& templates, const models::ModelConfig& model, con
            const ProjectionOptions& options, Projection& p) {
   const std::string dtype = dtype_of(options, topology);
   TopologyPricer pricer = make_pricer(model, topology, options, p.split, dtype);
-  record(simulate_fast(templates, pricer, options.keep_sim ? StageDetail::all : StageDetail::first),
-         options.keep_sim, topology, options, dtype, p);
+  record(simulate_fast(templates, pricer, options.keep_sim ? StageDetail::all : StageDetail::first), options.keep_sim,
+         topology, options, dtype, p);
 }
 
 namespace {
@@ -216,9 +212,12 @@ double step_lower_bound_s(const models::ModelConfig& model, const models::Parall
 SplitWalk::SplitWalk(const models::ModelConfig& model, const models::ParallelSplit& split,
                      const ProjectionOptions& options)
     : split_(split) {
-  if (fast_walk_prices(split)) templates_.emplace(model, split, program_options(options));
-  else if (PeriodStep::applies(split)) period_.emplace(model, split, program_options(options));
-  else programs_ = stage_programs(model, split, options);
+  if (fast_walk_prices(split))
+    templates_.emplace(model, split, program_options(options));
+  else if (PeriodStep::applies(split))
+    period_.emplace(model, split, program_options(options));
+  else
+    programs_ = stage_programs(model, split, options);
 }
 
 void SplitWalk::price(const models::ModelConfig& model, const Topology& topology, const ProjectionOptions& options,
@@ -235,16 +234,15 @@ void SplitWalk::price(const models::ModelConfig& model, const Topology& topology
 
 namespace {
 // Prices p.split by the walk that can (SplitWalk).
-void price_by_its_walk(const models::ModelConfig& model, const Topology& topology,
-                       const ProjectionOptions& options, Projection& p) {
+void price_by_its_walk(const models::ModelConfig& model, const Topology& topology, const ProjectionOptions& options,
+                       Projection& p) {
   SplitWalk(model, p.split, options).price(model, topology, options, p);
 }
 
 // price_if_too_big: also price a split that does not fit (a single projection does, so
 // the user sees the step time; searches do not spend the time).
-Projection project_split(const models::ModelConfig& model, const Topology& topology,
-                         const models::ParallelSplit& split, const ProjectionOptions& options,
-                         bool price_if_too_big) {
+Projection project_split(const models::ModelConfig& model, const Topology& topology, const models::ParallelSplit& split,
+                         const ProjectionOptions& options, bool price_if_too_big) {
   Projection p;
   p.split = split;
   if (!prepare(model, topology, options, p) && !price_if_too_big) return p;
@@ -270,8 +268,8 @@ void require_projection_memory(const models::ModelConfig& model, const models::P
                              "operations, walked one by one");
 }
 
-Projection project(const models::ModelConfig& model, const Topology& topology,
-                   const models::ParallelSplit& split, const ProjectionOptions& options) {
+Projection project(const models::ModelConfig& model, const Topology& topology, const models::ParallelSplit& split,
+                   const ProjectionOptions& options) {
   return project_split(model, topology, split, options, true);
 }
 
@@ -308,11 +306,14 @@ class TopSteps {
 
 std::string cannot_span_domains(const Topology& t, int devices) {
   const int D = t.domain_size();
-  return "topology '" + t.name + "' has no scale_out figures (scale_out.bandwidth_GBps, scale_out.latency_us) "
-         "and no calibrated fits between domains: " + std::to_string(devices) + " devices span " +
-         std::to_string((devices + D - 1) / D) + " scale-up domains of " + std::to_string(D) +
+  return "topology '" + t.name +
+         "' has no scale_out figures (scale_out.bandwidth_GBps, scale_out.latency_us) "
+         "and no calibrated fits between domains: " +
+         std::to_string(devices) + " devices span " + std::to_string((devices + D - 1) / D) + " scale-up domains of " +
+         std::to_string(D) +
          ", every split has a group across two of them, and nothing across can be priced (calibrate from a "
-         "multi-node collectives run, or use at most " + std::to_string(D) + " devices)";
+         "multi-node collectives run, or use at most " +
+         std::to_string(D) + " devices)";
 }
 
 std::string seconds(double s) {
@@ -323,9 +324,9 @@ std::string seconds(double s) {
 
 }  // namespace
 
-std::vector<Projection> project_all(const models::ModelConfig& model, const Topology& topology,
-                                    int devices, const models::SplitSearch& search,
-                                    const ProjectionOptions& options, const SearchRun& run) {
+std::vector<Projection> project_all(const models::ModelConfig& model, const Topology& topology, int devices,
+                                    const models::SplitSearch& search, const ProjectionOptions& options,
+                                    const SearchRun& run) {
   const std::vector<models::ParallelSplit> splits = models::enumerate_splits(model, devices, search);
   std::vector<Projection> out(splits.size());
   std::mutex progress_mutex;
@@ -397,7 +398,8 @@ std::vector<Projection> project_all(const models::ModelConfig& model, const Topo
           guarded(i, [&] {
             if (level[i] == 0)
               lower[i] = std::max(lower[i], step_lower_bound_s(model, splits[i], topology, options, &known));
-            else price_by_its_walk(model, topology, options, out[i]);
+            else
+              price_by_its_walk(model, topology, options, out[i]);
           });
           // A split the topology cannot carry (guarded's reason) is finished too.
           return ++level[i] == 2 || !out[i].reason.empty();

@@ -25,20 +25,20 @@
 #include "models/plan/parallel_split.hpp"
 #include "models/plan/step_program.hpp"
 #include "topologies/goodput/failure_model.hpp"
+#include "topologies/hardware/topology.hpp"
+#include "topologies/projection/uncertainty.hpp"
 #include "topologies/sim/sim_executor.hpp"
 #include "topologies/sim/sim_fast.hpp"
 #include "topologies/sim/sim_period.hpp"
-#include "topologies/hardware/topology.hpp"
-#include "topologies/projection/uncertainty.hpp"
 
 namespace ibt::topo {
 
 struct ProjectionOptions {
-  std::string dtype;                 // "" = default_dtype(topology)
-  models::Precision precision;       // bytes per parameter/activation; default bf16 mixed Adam
-  bool overlap_grad_reduce = true;   // DP reduction overlaps the backward pass
+  std::string dtype;                    // "" = default_dtype(topology)
+  models::Precision precision;          // bytes per parameter/activation; default bf16 mixed Adam
+  bool overlap_grad_reduce = true;      // DP reduction overlaps the backward pass
   double usable_memory_fraction = 0.9;  // of device memory (allocator, runtime, buffers)
-  bool keep_sim = false;             // keep the per-stage SimResult (single projections)
+  bool keep_sim = false;                // keep the per-stage SimResult (single projections)
   // Attention without a fused (flash) kernel writes and reads the s x s score matrix:
   // this many element passes over it in the forward (twice in the backward) are added
   // to the attention core's memory traffic. 0 = fused attention (the default).
@@ -61,19 +61,19 @@ struct Projection {
   models::ParallelSplit split;
   int devices = 0;
   bool feasible = false;
-  std::string reason;          // why not, when infeasible
-  bool fits_memory = false;    // peak memory <= usable (set by prepare())
+  std::string reason;              // why not, when infeasible
+  bool fits_memory = false;        // peak memory <= usable (set by prepare())
   double memory_excess_bytes = 0;  // peak memory - usable, when it does not fit
-  bool priced = false;         // step time and breakdown computed (also for a split that does not fit)
-  bool bounded_out = false;    // fits, but not priced: a search's lower bound ruled it out of its top list
+  bool priced = false;             // step time and breakdown computed (also for a split that does not fit)
+  bool bounded_out = false;        // fits, but not priced: a search's lower bound ruled it out of its top list
   double step_s = 0;
   double mfu = 0, hfu = 0;
-  MfuBand mfu_band;             // from the topology family's validation error (uncertainty.hpp)
+  MfuBand mfu_band;  // from the topology family's validation error (uncertainty.hpp)
   std::string topology_name;
   double tokens_per_s = 0;
   double tokens_per_step = 0;
-  double model_flops = 0, hardware_flops = 0;  // per step, all devices
-  double compute_s = 0;                          // first stage
+  double model_flops = 0, hardware_flops = 0;     // per step, all devices
+  double compute_s = 0;                           // first stage
   std::array<double, kNumExposures> exposed_s{};  // first stage, by cause
   // Every stage's breakdown (compute + exposed parts add up to its finish), and the
   // bottleneck: the busiest stage (compute + exposed communication, i.e. the least bubble) (with uneven stages, e.g.
@@ -86,10 +86,10 @@ struct Projection {
   };
   std::vector<StageBreakdown> stages;
   int bottleneck_stage = 0;
-  models::RankMemory memory;                     // the peak stage
-  double memory_capacity_bytes = 0;              // usable per device
-  SimResult sim;                                 // only with keep_sim
-  GoodputEstimate goodput;  // failures and checkpoints: add_goodput() (projection_goodput.hpp)
+  models::RankMemory memory;         // the peak stage
+  double memory_capacity_bytes = 0;  // usable per device
+  SimResult sim;                     // only with keep_sim
+  GoodputEstimate goodput;           // failures and checkpoints: add_goodput() (projection_goodput.hpp)
 };
 
 // Refuses (UsageError naming the microbatches, the bytes needed and available) a split
@@ -97,8 +97,8 @@ struct Projection {
 void require_projection_memory(const models::ModelConfig& model, const models::ParallelSplit& split,
                                const ProjectionOptions& options);
 
-Projection project(const models::ModelConfig& model, const Topology& topology,
-                   const models::ParallelSplit& split, const ProjectionOptions& options = {});
+Projection project(const models::ModelConfig& model, const Topology& topology, const models::ParallelSplit& split,
+                   const ProjectionOptions& options = {});
 
 // project() with every stage walked in detail (keep_sim, the walk itself then dropped):
 // the bottleneck stage's breakdown for a split a search found (searches walk stage 0
@@ -111,13 +111,11 @@ Projection project_every_stage(const models::ModelConfig& model, const Topology&
 // false when infeasible), and the step programs of one rank per stage.
 bool prepare(const models::ModelConfig& model, const Topology& topology, const ProjectionOptions& options,
              Projection& p);
-std::vector<models::StepProgram> stage_programs(const models::ModelConfig& model,
-                                                const models::ParallelSplit& split,
+std::vector<models::StepProgram> stage_programs(const models::ModelConfig& model, const models::ParallelSplit& split,
                                                 const ProjectionOptions& options);
 // Prices prepared programs on a topology (p from prepare() on any topology with the
 // same device memory); sets feasible and the times. The full event walk (simulate()).
-void price(const std::vector<models::StepProgram>& programs, const models::ModelConfig& model,
-           const Topology& topology,
+void price(const std::vector<models::StepProgram>& programs, const models::ModelConfig& model, const Topology& topology,
            const ProjectionOptions& options, Projection& p);
 // The same from the split's action templates (sim_fast.hpp): what project(),
 // project_all() and crossover() use. With options.keep_sim every stage is walked op by
@@ -147,8 +145,7 @@ class SplitWalk {
 // `known` (may be null): template summaries shared with a search's other bounds on the
 // same topologies (sim_fast.hpp BoundTemplates).
 double step_lower_bound_s(const models::ModelConfig& model, const models::ParallelSplit& split,
-                          const Topology& topology, const ProjectionOptions& options,
-                          BoundTemplates* known = nullptr);
+                          const Topology& topology, const ProjectionOptions& options, BoundTemplates* known = nullptr);
 // The same on several topologies (a crossover row), the templates built once.
 std::vector<double> step_lower_bounds_s(const models::ModelConfig& model, const models::ParallelSplit& split,
                                         const std::vector<const Topology*>& topologies,
@@ -185,9 +182,9 @@ struct SearchRun {
 // Every split enumerate_splits() yields for `devices`, projected and ranked: feasible
 // ones by step time (fastest first), then the infeasible ones with their reasons (and,
 // with run.keep_best, the splits skipped by their lower bound: not feasible, bounded_out).
-std::vector<Projection> project_all(const models::ModelConfig& model, const Topology& topology,
-                                    int devices, const models::SplitSearch& search,
-                                    const ProjectionOptions& options = {}, const SearchRun& run = {});
+std::vector<Projection> project_all(const models::ModelConfig& model, const Topology& topology, int devices,
+                                    const models::SplitSearch& search, const ProjectionOptions& options = {},
+                                    const SearchRun& run = {});
 
 // Step programs of large searches are tens of MB each, built and dropped thousands of
 // times; glibc returns such blocks to the kernel (mmap/munmap) and every program then

@@ -59,11 +59,11 @@ std::string stage_table(const Projection& p) {
   const StageTime& b = stages[p.bottleneck_stage];  // the least bubble (projection.cpp)
   int worst = -1;
   for (int e = 0; e < kNumExposures; ++e)
-    if (static_cast<Exposure>(e) != Exposure::bubble && b.exposed_us[e] > 0 && (worst < 0 || b.exposed_us[e] > b.exposed_us[worst]))
+    if (static_cast<Exposure>(e) != Exposure::bubble && b.exposed_us[e] > 0 &&
+        (worst < 0 || b.exposed_us[e] > b.exposed_us[worst]))
       worst = e;
   out += "bottleneck   stage " + std::to_string(b.stage) + ": busy " +
-         fmt("%.1f%%", 100 * (step_us - b.exposed_us[static_cast<int>(Exposure::bubble)]) / step_us) +
-         " of the step" +
+         fmt("%.1f%%", 100 * (step_us - b.exposed_us[static_cast<int>(Exposure::bubble)]) / step_us) + " of the step" +
          (worst >= 0 ? std::string(", largest exposed communication ") + to_string(static_cast<Exposure>(worst)) + " " +
                            fmt("%.4f s", b.exposed_us[worst] * 1e-6)
                      : std::string()) +
@@ -78,19 +78,18 @@ std::string describe_projection(const Projection& p, const std::string& dtype) {
                     " devices)\nstrategy     " + models::strategy_label(p.split) + "\n";
   auto mem = [&]() {
     return "memory       " + fmt("%.1f GB", p.memory.total() / 1e9) + " per device on stage " +
-           std::to_string(p.memory.stage) + " (weights " + fmt("%.1f", p.memory.weights / 1e9) +
-           ", grads " + fmt("%.1f", p.memory.grads / 1e9) + ", optimizer " +
-           fmt("%.1f", p.memory.optimizer / 1e9) + ", activations " +
-           fmt("%.1f", p.memory.activations / 1e9) +
-           (p.memory.buffers > 0 ? ", ZeRO buffers " + fmt("%.1f", p.memory.buffers / 1e9) : std::string()) + " GB) of " +
-           fmt("%.1f GB", p.memory_capacity_bytes / 1e9) + " usable\n";
+           std::to_string(p.memory.stage) + " (weights " + fmt("%.1f", p.memory.weights / 1e9) + ", grads " +
+           fmt("%.1f", p.memory.grads / 1e9) + ", optimizer " + fmt("%.1f", p.memory.optimizer / 1e9) +
+           ", activations " + fmt("%.1f", p.memory.activations / 1e9) +
+           (p.memory.buffers > 0 ? ", ZeRO buffers " + fmt("%.1f", p.memory.buffers / 1e9) : std::string()) +
+           " GB) of " + fmt("%.1f GB", p.memory_capacity_bytes / 1e9) + " usable\n";
   };
   if (!p.feasible && !p.priced) return out + "INFEASIBLE   " + p.reason + "\n";
   if (!p.feasible)  // priced anyway: what the step would take if the memory were there
     out += "DOES NOT FIT " + p.reason + "\n             (the figures below assume the memory were there)\n";
   out += "step time    " + fmt("%.4f s", p.step_s) + "\n";
-  out += "MFU          " + format_mfu_with_band(p.mfu, p.mfu_band, p.topology_name) + " (model FLOPs vs " + dtype + " peak), HFU " +
-         fmt("%.1f%%", 100 * p.hfu) + " (with recompute)\n";
+  out += "MFU          " + format_mfu_with_band(p.mfu, p.mfu_band, p.topology_name) + " (model FLOPs vs " + dtype +
+         " peak), HFU " + fmt("%.1f%%", 100 * p.hfu) + " (with recompute)\n";
   out += "throughput   " + fmt("%.4g tokens/s", p.tokens_per_s) + ", " +
          fmt("%.4g model FLOP per step", p.model_flops) + "\n";
   // The bottleneck stage's breakdown where every stage's is known (it sets the pace;
@@ -99,8 +98,8 @@ std::string describe_projection(const Projection& p, const std::string& dtype) {
   const double compute_s = by_bottleneck ? p.stages[p.bottleneck_stage].compute_s : p.compute_s;
   const auto& exposed_s = by_bottleneck ? p.stages[p.bottleneck_stage].exposed_s : p.exposed_s;
   out += "breakdown    (pipeline stage " + std::to_string(by_bottleneck ? p.bottleneck_stage : 0) +
-         (by_bottleneck ? ", the bottleneck" : "") +
-         "; parts add up to the step time" + (p.stages.size() > 1 ? "; every stage below" : "") + ")\n";
+         (by_bottleneck ? ", the bottleneck" : "") + "; parts add up to the step time" +
+         (p.stages.size() > 1 ? "; every stage below" : "") + ")\n";
   out += "  compute          " + fmt("%9.4f s", compute_s) + fmt("  %5.1f%%", 100 * compute_s / p.step_s) + "\n";
   for (int e = 0; e < kNumExposures; ++e) {
     const auto x = static_cast<Exposure>(e);
@@ -142,18 +141,20 @@ std::string ranking_table(const std::vector<Projection>& ranked, size_t limit) {
     if (goodput)
       std::snprintf(gp, sizeof gp, "%6.2f%% %5.1f%%  ", 100 * p.goodput.goodput, 100 * p.goodput.goodput_mfu);
     std::snprintf(line, sizeof line, "%4zu  %-18s %-66s %3s %10.4f %5.1f%% %5.1f%% %8.1f  %s%s\n", i + 1,
-                  models::strategy_label(p.split).c_str(), split_label(p.split).c_str(), p.split.pp > 1 ? "yes" : "no", p.step_s,
-                  100 * p.mfu, 100 * p.hfu, p.memory.total() / 1e9, gp, largest_exposure(p).c_str());
+                  models::strategy_label(p.split).c_str(), split_label(p.split).c_str(), p.split.pp > 1 ? "yes" : "no",
+                  p.step_s, 100 * p.mfu, 100 * p.hfu, p.memory.total() / 1e9, gp, largest_exposure(p).c_str());
     out += line;
   }
   size_t feasible = ranked.size() - infeasible - bounded;
   out += std::to_string(feasible) + " feasible split(s)" +
-         (limit && feasible > shown ? " (" + std::to_string(shown) + " shown)" : std::string()) +
-         ", " + std::to_string(infeasible) + " infeasible\n";
+         (limit && feasible > shown ? " (" + std::to_string(shown) + " shown)" : std::string()) + ", " +
+         std::to_string(infeasible) + " infeasible\n";
   // Splits a search skipped by their lower bound (SearchRun::keep_best): they fit but
   // cannot enter the top list, so their times were not computed.
   if (bounded)
-    out += "  " + std::to_string(bounded) + " more split(s) fit in memory but were not priced: their step-time lower bound is above the top list's last (e.g. " +
+    out += "  " + std::to_string(bounded) +
+           " more split(s) fit in memory but were not priced: their step-time lower bound is above the top list's last "
+           "(e.g. " +
            split_label(bounded_example->split) + ": " + bounded_example->reason + "; --top 0 prices every split)\n";
   // Examples: first the splits that fit in memory and were refused all the same (the
   // topology cannot carry them: rarer, and the more telling), then those too big; a
@@ -231,11 +232,16 @@ std::vector<store::Column> projection_columns() {
 
 std::vector<store::Column> projection_stage_columns() {
   using store::ColumnType;
-  return {{"split", ColumnType::str},       {"stage", ColumnType::i64, "stage"},
-          {"bottleneck", ColumnType::i64, ""},      {"compute_s", ColumnType::f64, "s"},
-          {"exposed_tp_s", ColumnType::f64, "s"},   {"exposed_dp_s", ColumnType::f64, "s"},
-          {"exposed_expert_dp_s", ColumnType::f64, "s"}, {"exposed_pp_s", ColumnType::f64, "s"},
-          {"exposed_ep_s", ColumnType::f64, "s"},   {"bubble_s", ColumnType::f64, "s"},
+  return {{"split", ColumnType::str},
+          {"stage", ColumnType::i64, "stage"},
+          {"bottleneck", ColumnType::i64, ""},
+          {"compute_s", ColumnType::f64, "s"},
+          {"exposed_tp_s", ColumnType::f64, "s"},
+          {"exposed_dp_s", ColumnType::f64, "s"},
+          {"exposed_expert_dp_s", ColumnType::f64, "s"},
+          {"exposed_pp_s", ColumnType::f64, "s"},
+          {"exposed_ep_s", ColumnType::f64, "s"},
+          {"bubble_s", ColumnType::f64, "s"},
           {"exposed_cp_s", ColumnType::f64, "s"}};
 }
 
@@ -322,8 +328,7 @@ namespace ibt::topo {
 
 std::string model_file_text(const std::string& name_or_path) {
   const bool is_path = name_or_path.find('/') != std::string::npos ||
-                       (name_or_path.size() > 5 &&
-                        name_or_path.compare(name_or_path.size() - 5, 5, ".json") == 0);
+                       (name_or_path.size() > 5 && name_or_path.compare(name_or_path.size() - 5, 5, ".json") == 0);
   const std::string path = is_path ? name_or_path : models::catalog_dir() + "/" + name_or_path + ".json";
   require_input_file(path, "model file");
   std::ifstream in(path);

@@ -35,8 +35,7 @@ std::map<std::string, TopologyError> load_bands() {
     const auto j = nlohmann::json::parse(in);
     for (const auto& [topology, t] : j.at("topologies").items()) {
       TopologyError e;
-      for (const auto& f : t.at("families"))
-        e.families += (e.families.empty() ? "" : "+") + f.get<std::string>();
+      for (const auto& f : t.at("families")) e.families += (e.families.empty() ? "" : "+") + f.get<std::string>();
       e.rows = t.at("rows").get<int>();
       e.q10 = t.at("q10").get<double>();
       e.q90 = t.at("q90").get<double>();

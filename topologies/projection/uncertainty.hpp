@@ -17,8 +17,8 @@ namespace ibt::topo {
 
 struct MfuBand {
   bool known = false;
-  std::string family;       // the validation families it pools ("a+b")
-  int rows = 0;             // published runs on the topology
+  std::string family;        // the validation families it pools ("a+b")
+  int rows = 0;              // published runs on the topology
   double low = 0, high = 0;  // MFU bounds (fractions)
   double relative = 0;       // the topology's median |error|: how far apart two MFUs must be to differ
 };

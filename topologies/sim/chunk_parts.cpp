@@ -16,8 +16,8 @@ PartSummary summarise_part(const models::ActionTemplate& part, StagePrices& pric
   return p;
 }
 
-Table summarise_by_parts(const models::ModelConfig& model, const models::ParallelSplit& split, int stage,
-                         int chunk, models::Pass pass, const PartOf& part_of) {
+Table summarise_by_parts(const models::ModelConfig& model, const models::ParallelSplit& split, int stage, int chunk,
+                         models::Pass pass, const PartOf& part_of) {
   const int V = split.virtual_stages();
   const int vs = split.virtual_stage(stage, chunk);
   const models::LayerRange r = models::stage_layers(model, V, vs);

@@ -14,8 +14,8 @@ using models::ActionKind;
 using models::Group;
 using models::Op;
 using models::OpKind;
-using models::Stream;
 using models::StepProgram;
+using models::Stream;
 using models::Transfer;
 
 const char* to_string(Exposure e) {
@@ -37,8 +37,7 @@ namespace {
 // A pipeline message is unique within a step by (payload, microbatch, source virtual
 // stage); both the sender's and the receiver's exchange carry it.
 std::uint64_t message_key(const Transfer& t) {
-  return (static_cast<std::uint64_t>(t.payload) << 48) |
-         (static_cast<std::uint64_t>(t.microbatch) << 24) |
+  return (static_cast<std::uint64_t>(t.payload) << 48) | (static_cast<std::uint64_t>(t.microbatch) << 24) |
          static_cast<std::uint64_t>(t.src_virtual_stage);
 }
 
@@ -63,15 +62,15 @@ Exposure exposure_of(Group g) {
 
 struct RankState {
   const StepProgram* prog = nullptr;
-  size_t next = 0;                    // next op to process (program order)
+  size_t next = 0;  // next op to process (program order)
   std::array<double, models::kNumStreams> stream_free{};
   // An exchange that receives finishes when its receive half completes: that is when
   // its data can be used; its send half completes when the peer's receive half does,
   // which the peer's consumer waits for, so the step time never misses it.
   std::vector<double> ready, finish, dur;
-  std::vector<double> transfer;        // exchange: the slower half's own transfer time
-  std::vector<double> send_post, recv_post;  // exchange: when each half was posted
-  std::vector<char> posted;           // exchange: post times known to partners
+  std::vector<double> transfer;                             // exchange: the slower half's own transfer time
+  std::vector<double> send_post, recv_post;                 // exchange: when each half was posted
+  std::vector<char> posted;                                 // exchange: post times known to partners
   std::unordered_map<std::uint64_t, int> send_op, recv_op;  // message -> exchange op
 };
 
@@ -183,8 +182,7 @@ SimResult simulate(const std::vector<StepProgram>& programs, OpPricer& pricer) {
     const RankState& pr = ranks.at(peer);
     auto it = (pr.*table).find(key);
     if (it == (pr.*table).end())
-      throw RuntimeError("sim: stage " + std::to_string(peer) +
-                         " has no exchange matching a message sent to it");
+      throw RuntimeError("sim: stage " + std::to_string(peer) + " has no exchange matching a message sent to it");
     if (!pr.posted[it->second]) return -1.0;
     return table == &RankState::recv_op ? pr.recv_post[it->second] : pr.send_post[it->second];
   };
@@ -222,15 +220,19 @@ SimResult simulate(const std::vector<StepProgram>& programs, OpPricer& pricer) {
             const double p = partner_post(a.send->peer_stage, &RankState::recv_op, message_key(*a.send));
             const double c = pricer.exchange_half_us(*r.prog, op, a.send->peer_stage);
             r.transfer[i] = std::max(r.transfer[i], c);
-            if (p < 0) blocked = true;
-            else send_done = std::max(r.send_post[i], p) + c;
+            if (p < 0)
+              blocked = true;
+            else
+              send_done = std::max(r.send_post[i], p) + c;
           }
           if (a.recv) {
             const double p = partner_post(a.recv->peer_stage, &RankState::send_op, message_key(*a.recv));
             const double c = pricer.exchange_half_us(*r.prog, op, a.recv->peer_stage);
             r.transfer[i] = std::max(r.transfer[i], c);
-            if (p < 0) blocked = true;
-            else recv_done = std::max(r.recv_post[i], p) + c;
+            if (p < 0)
+              blocked = true;
+            else
+              recv_done = std::max(r.recv_post[i], p) + c;
           }
           if (blocked) break;
           r.finish[i] = a.recv ? recv_done : send_done;
@@ -247,8 +249,7 @@ SimResult simulate(const std::vector<StepProgram>& programs, OpPricer& pricer) {
       std::string stuck;
       for (int s = 0; s < P; ++s)
         if (ranks[s].next < ranks[s].prog->ops.size())
-          stuck += (stuck.empty() ? "" : ", ") + std::to_string(s) + " at op " +
-                   std::to_string(ranks[s].next);
+          stuck += (stuck.empty() ? "" : ", ") + std::to_string(s) + " at op " + std::to_string(ranks[s].next);
       throw RuntimeError("sim: the pipeline exchanges cannot complete (stuck stages: " + stuck + ")");
     }
   }
@@ -261,8 +262,7 @@ SimResult simulate(const std::vector<StepProgram>& programs, OpPricer& pricer) {
     result.stages.push_back(st);
   }
   // A stage that finishes early waits for the others: that wait is bubble.
-  for (auto& st : result.stages)
-    st.exposed_us[static_cast<int>(Exposure::bubble)] += result.step_us - st.finish_us;
+  for (auto& st : result.stages) st.exposed_us[static_cast<int>(Exposure::bubble)] += result.step_us - st.finish_us;
   return result;
 }
 

@@ -50,8 +50,7 @@ class OpPricer {
   // flops and bytes (and the program's stage), not on its microbatch or position;
   // exchange_half_us only on the program's stage, the peer and the bytes.
   virtual double op_us(const models::StepProgram& program, const models::Op& op) = 0;
-  virtual double exchange_half_us(const models::StepProgram& program, const models::Op& op,
-                                  int peer_stage) = 0;
+  virtual double exchange_half_us(const models::StepProgram& program, const models::Op& op, int peer_stage) = 0;
 };
 
 // Where a stage's time went. compute + sum(exposed) + bubble == step time.
@@ -62,8 +61,8 @@ inline constexpr int kNumOpKinds = static_cast<int>(models::OpKind::cp_dkv_pass)
 
 struct StageTime {
   int stage = 0;
-  double finish_us = 0;    // when its last op ends
-  double compute_us = 0;   // busy time of the compute stream
+  double finish_us = 0;                            // when its last op ends
+  double compute_us = 0;                           // busy time of the compute stream
   std::array<double, kNumExposures> exposed_us{};  // compute stream idle, by cause
   std::array<double, kNumOpKinds> op_us{};         // summed durations by op kind
 };

@@ -85,13 +85,14 @@ void index_computes(ScheduleIndex& ix, int s, const std::vector<Action>& actions
     const bool backward = kind_of(a) == ActionKind::backward;
     if (backward && ix.last_backward[s][a.chunk] == i) continue;
     const int slot = a.chunk * 2 + (backward ? 1 : 0);
-    if (i < L) ix.between[s][slot] += runs(i);
-    else ix.after[s][slot] += runs(i);
+    if (i < L)
+      ix.between[s][slot] += runs(i);
+    else
+      ix.after[s][slot] += runs(i);
   }
   std::vector<int>& order = ix.chunk_order[s];
   for (int c = 0; c < V; ++c) order.push_back(c);
-  std::stable_sort(order.begin(), order.end(),
-                   [&](int a, int b) { return ix.last_grads[s][a] < ix.last_grads[s][b]; });
+  std::stable_sort(order.begin(), order.end(), [&](int a, int b) { return ix.last_grads[s][a] < ix.last_grads[s][b]; });
 }
 
 // ScheduleIndex::steps and final_action, from the schedule and partner.
@@ -164,8 +165,10 @@ void index_repeats(ScheduleIndex& ix) {
             later = e;
           }
         }
-        if (later < 0) matched = false;
-        else if (later > 0) stages[s].push_back({static_cast<int>(x), later});
+        if (later < 0)
+          matched = false;
+        else if (later > 0)
+          stages[s].push_back({static_cast<int>(x), later});
         latest = std::max(latest, later);
       }
       for (const char u : used) matched = matched && u;
@@ -278,7 +281,8 @@ template <typename T>
 struct ScheduleCache {
   using Key = std::tuple<int, int, int, int>;
   ScheduleCache() = default;
-  ScheduleCache(double budget, std::function<double(const T&)> bytes) : budget_bytes(budget), bytes_of(std::move(bytes)) {}
+  ScheduleCache(double budget, std::function<double(const T&)> bytes)
+      : budget_bytes(budget), bytes_of(std::move(bytes)) {}
   std::mutex mutex;
   std::map<Key, std::shared_ptr<const T>> entries;
   double budget_bytes = 0;  // 0: no budget
@@ -365,8 +369,9 @@ StepTemplates::StepTemplates(const models::ModelConfig& model, const models::Par
     : split_(split), index_(schedule_index(split)) {
   models::validate(split, model, split.world_size());
   if (split.schedule == models::ScheduleKind::dualpipev)
-    throw UsageError("the fast walk cannot price dualpipev (its paired forward-backward actions interleave "
-                     "their ops; sim_fast.hpp fast_walk_prices): price it with simulate() on the step programs");
+    throw UsageError(
+        "the fast walk cannot price dualpipev (its paired forward-backward actions interleave "
+        "their ops; sim_fast.hpp fast_walk_prices): price it with simulate() on the step programs");
   exchange_bytes_ = models::pipeline_message_bytes(model, split, options);
   const int P = split.pp, V = split.vpp;
   templates_.resize(P);
@@ -420,9 +425,9 @@ namespace {
 // arrays simulate() keeps) for stage_breakdown().
 struct StageWalk {
   bool detailed = false;
-  size_t next = 0;                 // next action
+  size_t next = 0;                    // next action
   Times free{0.0, 0.0, 0.0, kNever};  // streams free; [kReceived] unused
-  double data_ready = kNever;      // when the last action's output can be sent (kNever: no wait)
+  double data_ready = kNever;         // when the last action's output can be sent (kNever: no wait)
   // Per action: when an exchange posted each half, and whether it has. One record, so
   // a peer matching it reads one cache line.
   struct Posted {
@@ -430,13 +435,13 @@ struct StageWalk {
     bool done = false;
   };
   std::vector<Posted> posted;
-  double p2p_free = 0;             // when the next exchange can be posted
-  double p2p_done = 0;             // the latest exchange finish
-  std::vector<double> received;    // [payload][mb * v + chunk]: arrival of a received message
+  double p2p_free = 0;           // when the next exchange can be posted
+  double p2p_done = 0;           // the latest exchange finish
+  std::vector<double> received;  // [payload][mb * v + chunk]: arrival of a received message
   // Detailed only.
-  std::vector<double> ex_ready;    // per action: an exchange's issue time (its receive's post, else its send's)
-  std::vector<int> received_op;    // the exchange op that received a message
-  std::vector<int> action_op;      // the op of an exchange action
+  std::vector<double> ex_ready;  // per action: an exchange's issue time (its receive's post, else its send's)
+  std::vector<int> received_op;  // the exchange op that received a message
+  std::vector<int> action_op;    // the op of an exchange action
   std::vector<Op> ops;
   std::vector<double> ready, finish, dur, transfer;
   int producer = -1, last_compute = -1, last_grad = -1;
@@ -553,16 +558,19 @@ void add_into(StageTime& total, const StageTime& part) {
 }
 
 // Walks one action template instance op by op (simulate()'s arithmetic).
-void walk_ops(StageWalk& w, const std::vector<Op>& ops, const std::vector<double>& dur, int producer,
-              int received_op) {
+void walk_ops(StageWalk& w, const std::vector<Op>& ops, const std::vector<double>& dur, int producer, int received_op) {
   const int base = static_cast<int>(w.ops.size());
   for (size_t k = 0; k < ops.size(); ++k) {
     Op op = ops[k];
     for (int& x : op.waits) {
-      if (x >= 0) x += base;
-      else if (x == models::kWaitReceived) x = received_op;
-      else if (x == models::kWaitLastCompute) x = w.last_compute;
-      else if (x == models::kWaitLastGrad) x = w.last_grad;
+      if (x >= 0)
+        x += base;
+      else if (x == models::kWaitReceived)
+        x = received_op;
+      else if (x == models::kWaitLastCompute)
+        x = w.last_compute;
+      else if (x == models::kWaitLastGrad)
+        x = w.last_grad;
     }
     double waited = 0;
     for (int x : op.waits)
@@ -793,7 +801,8 @@ class SteadyState {
     if (walks_[0].memo) {
       StageTime& b = walks_[0].booked;
       b.compute_us += f * (now.booked.compute_us - then.booked.compute_us);
-      for (int e = 0; e < kNumExposures; ++e) b.exposed_us[e] += f * (now.booked.exposed_us[e] - then.booked.exposed_us[e]);
+      for (int e = 0; e < kNumExposures; ++e)
+        b.exposed_us[e] += f * (now.booked.exposed_us[e] - then.booked.exposed_us[e]);
       for (int o = 0; o < kNumOpKinds; ++o) b.op_us[o] += f * (now.booked.op_us[o] - then.booked.op_us[o]);
     }
   }
@@ -804,9 +813,9 @@ class SteadyState {
   std::vector<StageWalk>& walks_;
   int from_ = 0, step_ = 0;
   int check_at_ = 0, gap_ = 1;  // the next comparison, and the gap to it
-  std::vector<char> moving_;   // [stage * kTimes + time]
+  std::vector<char> moving_;    // [stage * kTimes + time]
   std::vector<size_t> offset_;  // [stage]: where its times begin in a state; [stages]: the size
-  std::vector<Seen> seen_;    // the states after the last few repetitions
+  std::vector<Seen> seen_;      // the states after the last few repetitions
 };
 
 }  // namespace
@@ -839,8 +848,8 @@ SimResult simulate_fast(const StepTemplates& templates, OpPricer& pricer, StageD
 
   std::vector<StageWalk>& walks = walks_of_this_thread(P);
   for (int s = 0; s < P; ++s)
-    walks[s].reset(detail == StageDetail::all || s == 0, detail == StageDetail::first && s == 0,
-                   per_stage[s].size(), 2 * static_cast<size_t>(M) * V, ix.final_action[s]);
+    walks[s].reset(detail == StageDetail::all || s == 0, detail == StageDetail::first && s == 0, per_stage[s].size(),
+                   2 * static_cast<size_t>(M) * V, ix.final_action[s]);
 
   // The memoised first stage: a forward/backward walked op by op and broken down, or
   // its summary applied and a remembered breakdown booked. The chunks' last backwards
@@ -957,8 +966,10 @@ SimResult simulate_fast(const StepTemplates& templates, OpPricer& pricer, StageD
               const StageWalk::Posted& theirs = walks[peer].posted[partner];
               const double c = half_us(s, peer);
               transfer = std::max(transfer, c);
-              if (theirs.done) done = std::max(posted_here, peer_sends ? theirs.send : theirs.recv) + c;
-              else blocked = true;
+              if (theirs.done)
+                done = std::max(posted_here, peer_sends ? theirs.send : theirs.recv) + c;
+              else
+                blocked = true;
             };
             if (a.send) meet(a.send_peer, a.send_partner, mine.send, false, send_done);
             if (a.recv) meet(a.recv_peer, a.recv_partner, mine.recv, true, recv_done);
@@ -1050,8 +1061,7 @@ SimResult simulate_fast(const StepTemplates& templates, OpPricer& pricer, StageD
     result.step_us = std::max(result.step_us, st.finish_us);
     result.stages.push_back(st);
   }
-  for (auto& st : result.stages)
-    st.exposed_us[static_cast<int>(Exposure::bubble)] += result.step_us - st.finish_us;
+  for (auto& st : result.stages) st.exposed_us[static_cast<int>(Exposure::bubble)] += result.step_us - st.finish_us;
   return result;
 }
 
@@ -1260,23 +1270,43 @@ std::vector<long long> template_key(const models::ModelConfig& model, const mode
   // a family's representative, its members and its 1F1B/ZB-H1/interleaved kin share one.
   const bool forward = pass_of(id) == models::Pass::forward;
   const bool reducing = reduces_gradients(id);
-  return {split.tp, split.cp, static_cast<long long>(split.cp_comm), split.ep, split.micro_batch_size,
-          split.sequence_parallel, forward ? -1 : static_cast<long long>(split.recompute),
-          split.zero >= 2 ? split.zero : 0, split.shard_group, id % kVariants,
-          forward ? -1 : models::splits_backward(split.schedule), dense, r.count - dense, vs == 0, vs == V - 1,
-          reducing ? split.dp : -1, reducing ? split.zero : -1, static_cast<long long>(pricer)};
+  return {split.tp,
+          split.cp,
+          static_cast<long long>(split.cp_comm),
+          split.ep,
+          split.micro_batch_size,
+          split.sequence_parallel,
+          forward ? -1 : static_cast<long long>(split.recompute),
+          split.zero >= 2 ? split.zero : 0,
+          split.shard_group,
+          id % kVariants,
+          forward ? -1 : models::splits_backward(split.schedule),
+          dense,
+          r.count - dense,
+          vs == 0,
+          vs == V - 1,
+          reducing ? split.dp : -1,
+          reducing ? split.zero : -1,
+          static_cast<long long>(pricer)};
 }
 
 // What a chunk part's prices depend on (template_key's fields for one part): the split's
 // fields that shape its ops, its pass, which part (and for a layer, dense or MoE), and
 // the pricer.
-std::vector<long long> part_key(const models::ModelConfig& model, const models::ParallelSplit& split,
-                                models::Pass pass, models::ChunkPart part, int layer, size_t pricer) {
+std::vector<long long> part_key(const models::ModelConfig& model, const models::ParallelSplit& split, models::Pass pass,
+                                models::ChunkPart part, int layer, size_t pricer) {
   const bool forward = pass == models::Pass::forward;
-  return {split.tp, split.cp, static_cast<long long>(split.cp_comm), split.ep, split.micro_batch_size,
-          split.sequence_parallel, forward ? -1 : static_cast<long long>(split.recompute),
-          static_cast<long long>(pass), forward ? -1 : models::splits_backward(split.schedule),
-          static_cast<long long>(part), part == models::ChunkPart::layer ? model.layer_is_moe(layer) : -1,
+  return {split.tp,
+          split.cp,
+          static_cast<long long>(split.cp_comm),
+          split.ep,
+          split.micro_batch_size,
+          split.sequence_parallel,
+          forward ? -1 : static_cast<long long>(split.recompute),
+          static_cast<long long>(pass),
+          forward ? -1 : models::splits_backward(split.schedule),
+          static_cast<long long>(part),
+          part == models::ChunkPart::layer ? model.layer_is_moe(layer) : -1,
           static_cast<long long>(pricer)};
 }
 
@@ -1287,8 +1317,8 @@ namespace {
 // step_lower_bound() of `split` on each pricer: with_tail adds the stage's step-end
 // tail, overlap_grad_reduce takes the chunks' last backwards with their gradient ops.
 std::vector<double> lower_bounds(const models::ModelConfig& model, const models::ParallelSplit& split,
-                                 const models::StepProgramOptions& options, bool overlap_grad_reduce,
-                                 bool with_tail, const std::vector<OpPricer*>& pricers, BoundTemplates* known) {
+                                 const models::StepProgramOptions& options, bool overlap_grad_reduce, bool with_tail,
+                                 const std::vector<OpPricer*>& pricers, BoundTemplates* known) {
   const std::shared_ptr<const ScheduleIndex> index = schedule_bound_index(split);
   const ScheduleIndex& ix = *index;
   const int P = ix.stages();
@@ -1331,8 +1361,9 @@ std::vector<double> lower_bounds(const models::ModelConfig& model, const models:
         return summarise(b.t.ops, b.classes ? prices(*b.classes) : prices(b.t.ops), b.t.producer).table;
       }
       const models::Pass pass = pass_of(id);
-      return summarise_by_parts(model, split, s, id / kVariants, pass,
-                                [&](models::ChunkPart part, int layer) { return part_summary(s, pass, part, layer, prices); });
+      return summarise_by_parts(model, split, s, id / kVariants, pass, [&](models::ChunkPart part, int layer) {
+        return part_summary(s, pass, part, layer, prices);
+      });
     };
     auto shared = [&](int s, int id, auto&& summarise_it) -> Table {
       return shared_known.remembered(shared_known.tables, template_key(model, split, ix.schedule, s, id, k),
@@ -1347,8 +1378,8 @@ std::vector<double> lower_bounds(const models::ModelConfig& model, const models:
 }  // namespace
 
 std::vector<double> step_lower_bounds(const models::ModelConfig& model, const models::ParallelSplit& given,
-                                      const models::StepProgramOptions& options,
-                                      const std::vector<OpPricer*>& pricers, BoundTemplates* known) {
+                                      const models::StepProgramOptions& options, const std::vector<OpPricer*>& pricers,
+                                      BoundTemplates* known) {
   // ZeRO-2/3 (and HSDP) splits: the fast walk's templates cannot carry their per-unit
   // streams (fast_walk_prices), so they are bounded by their ZeRO-1 sibling, the same
   // split with the states sharded only at the step's end, without that tail. Its

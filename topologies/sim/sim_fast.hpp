@@ -67,7 +67,7 @@ struct ScheduleIndex {
   // [stage][chunk]: the action that completes the chunk's gradients (its last backward,
   // or its last W with a split backward): where overlapped reductions go.
   std::vector<std::vector<int>> last_grads;
-  std::vector<std::vector<int>> chunk_order;    // [stage]: chunks by last_grads
+  std::vector<std::vector<int>> chunk_order;  // [stage]: chunks by last_grads
   // For step_lower_bound(): per stage, its first forward/backward action, and how many
   // forwards/backwards ([chunk * 2 + 1 for a backward]) lie after it and before
   // last_backward[stage][0] (between) or after that one (after). Chunks' last
@@ -83,7 +83,7 @@ struct ScheduleIndex {
   // 10^5 actions, walked once per priced split, and the walk was bound by those loads.
   struct Step {
     models::ActionKind kind = models::ActionKind::forward;
-    bool send = false, recv = false;  // an exchange's halves
+    bool send = false, recv = false;           // an exchange's halves
     int send_peer = -1, recv_peer = -1;        // their peer stages
     int send_partner = -1, recv_partner = -1;  // partner[stage][action]
     // A forward/backward: the received-message slot its input arrives in (-1: none);
@@ -177,8 +177,7 @@ enum class StageDetail { first, all };
 // The step of the templates' split priced by `pricer`. Stages walked by summaries
 // (all but the first with StageDetail::first) carry finish_us and the final bubble
 // only; detailed ones the full breakdown.
-SimResult simulate_fast(const StepTemplates& templates, OpPricer& pricer,
-                        StageDetail detail = StageDetail::first);
+SimResult simulate_fast(const StepTemplates& templates, OpPricer& pricer, StageDetail detail = StageDetail::first);
 
 // A lower bound on simulate_fast()'s step time for `split`, for searches that need only
 // the best splits (branch and bound: a split whose bound exceeds the k-th best step
@@ -231,8 +230,8 @@ class BoundTemplates {
 // The same on several pricers (a crossover row's fabrics), the templates built once;
 // `known` (may be null) shares summaries with the search's other splits.
 std::vector<double> step_lower_bounds(const models::ModelConfig& model, const models::ParallelSplit& split,
-                                      const models::StepProgramOptions& options,
-                                      const std::vector<OpPricer*>& pricers, BoundTemplates* known = nullptr);
+                                      const models::StepProgramOptions& options, const std::vector<OpPricer*>& pricers,
+                                      BoundTemplates* known = nullptr);
 
 // A looser bound shared by a family of splits, for searches to rule out whole families
 // before bounding their members one by one: the splits that differ only in recompute

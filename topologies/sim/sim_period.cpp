@@ -153,8 +153,8 @@ StageTime extrapolate(const StageTime& a, const StageTime& b, double n) {
 }  // namespace
 
 bool PeriodStep::applies(const models::ParallelSplit& split) {
-  const bool in_turn = split.schedule == models::ScheduleKind::one_f_one_b ||
-                       split.schedule == models::ScheduleKind::zb_h1;
+  const bool in_turn =
+      split.schedule == models::ScheduleKind::one_f_one_b || split.schedule == models::ScheduleKind::zb_h1;
   return split.pp == 1 && split.vpp == 1 && in_turn && split.microbatches > kShortMicrobatches + 1;
 }
 

@@ -14,8 +14,7 @@ using models::OpKind;
 
 std::string default_dtype(const Topology& t) { return t.device.bf16.known() ? "bf16" : "fp32"; }
 
-TopologyPricer::TopologyPricer(const Topology& topology, const models::ParallelSplit& split,
-                               const std::string& dtype)
+TopologyPricer::TopologyPricer(const Topology& topology, const models::ParallelSplit& split, const std::string& dtype)
     : t_(topology), split_(split) {
   const Figure& peak = t_.device.peak(dtype);
   if (!peak.known())
@@ -151,22 +150,20 @@ double TopologyPricer::op_us(const models::StepProgram&, const Op& op) {
     case OpKind::cp_kv_reduce_scatter:
     case OpKind::grad_reduce_scatter: coll = CollOp::reduce_scatter; break;
     case OpKind::cp_kv_pass:
-    case OpKind::cp_dkv_pass:
-      return p2p_cost(t_, placement_[static_cast<int>(Group::cp)].intra(), op.bytes).time_us;
+    case OpKind::cp_dkv_pass: return p2p_cost(t_, placement_[static_cast<int>(Group::cp)].intra(), op.bytes).time_us;
     case OpKind::ep_counts:
     case OpKind::ep_dispatch:
     case OpKind::ep_combine: coll = CollOp::all_to_all; break;
-    case OpKind::pp_exchange:
-      throw RuntimeError("sim: pp_exchange is priced per half (exchange_half_us)");
+    case OpKind::pp_exchange: throw RuntimeError("sim: pp_exchange is priced per half (exchange_half_us)");
     case OpKind::attention_core: {
       const double mult = op.phase == models::Phase::backward ? 2.0 : 1.0;
       return compute_us(op.flops, op.bytes + mult * score_bytes_forward_);
     }
     default: {
       const bool fp8 = gemm_flops_per_us_ != flops_per_us_ && is_linear_gemm(op.kind);
-      const double roofline = fp8 ? roofline_us(op, gemm_flops_per_us_) +
-                                        cast_bytes_per_gemm_byte_ * op.bytes / bytes_per_us_
-                                  : roofline_us(op, flops_per_us_);
+      const double roofline =
+          fp8 ? roofline_us(op, gemm_flops_per_us_) + cast_bytes_per_gemm_byte_ * op.bytes / bytes_per_us_
+              : roofline_us(op, flops_per_us_);
       return dispatch_overlaps_ ? std::max(roofline, overhead_us_) : roofline + overhead_us_;
     }
   }
@@ -180,8 +177,7 @@ double TopologyPricer::op_us(const models::StepProgram&, const Op& op) {
   return comm;
 }
 
-double TopologyPricer::exchange_half_us(const models::StepProgram& program, const Op& op,
-                                        int peer_stage) {
+double TopologyPricer::exchange_half_us(const models::StepProgram& program, const Op& op, int peer_stage) {
   const long long D = t_.domain_size();
   const bool same = (program.stage * stage_stride_) / D == (peer_stage * stage_stride_) / D;
   return p2p_cost(t_, same, op.bytes).time_us;

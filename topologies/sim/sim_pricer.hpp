@@ -49,8 +49,8 @@
 #include "models/plan/parallel_split.hpp"
 #include "topologies/hardware/collective_model.hpp"
 #include "topologies/hardware/gemm_shape.hpp"
-#include "topologies/sim/sim_executor.hpp"
 #include "topologies/hardware/topology.hpp"
+#include "topologies/sim/sim_executor.hpp"
 
 namespace ibt::topo {
 
@@ -62,8 +62,7 @@ class TopologyPricer : public OpPricer {
   TopologyPricer(Topology&&, const models::ParallelSplit&, const std::string&) = delete;
 
   double op_us(const models::StepProgram& program, const models::Op& op) override;
-  double exchange_half_us(const models::StepProgram& program, const models::Op& op,
-                          int peer_stage) override;
+  double exchange_half_us(const models::StepProgram& program, const models::Op& op, int peer_stage) override;
 
   // Exposed for tests and `ibt project --verbose`: the placement of each group.
   const Placement& placement(models::Group g) const { return placement_[static_cast<int>(g)]; }
@@ -86,16 +85,16 @@ class TopologyPricer : public OpPricer {
   const Topology& t_;
   models::ParallelSplit split_;
   std::optional<TileGrid> tiles_;  // the device's GEMM tiles; none: GEMMs at the flat rate
-  double flops_per_us_ = 0;       // peak * efficiency
-  double gemm_flops_per_us_ = 0;  // the linear layers' rate (fp8 with set_fp8_gemms)
+  double flops_per_us_ = 0;        // peak * efficiency
+  double gemm_flops_per_us_ = 0;   // the linear layers' rate (fp8 with set_fp8_gemms)
   double cast_bytes_per_gemm_byte_ = 0;
-  double bytes_per_us_ = 0;       // memory bandwidth * efficiency
+  double bytes_per_us_ = 0;  // memory bandwidth * efficiency
   double overhead_us_ = 0;
   bool dispatch_overlaps_ = false;  // max(roofline, overhead) instead of their sum
   double score_bytes_forward_ = 0;  // extra attention-core bytes per forward op
   // TP overlap: GEMM FLOPs hiding a collective, per byte of it (0 = no overlap).
   double tp_overlap_flops_per_byte_ = 0;
-  long long stage_stride_ = 1;    // ranks between pipeline stages (tp * cp * dp)
+  long long stage_stride_ = 1;                              // ranks between pipeline stages (tp * cp * dp)
   std::array<Placement, models::kGroupKinds> placement_{};  // by models::Group
 };
 

@@ -18,8 +18,8 @@ namespace ibt::topo {
 
 // What an op's price depends on: its kind, phase, group, stream, FLOPs, bytes and
 // GEMM shape (the shape tells a split backward's B from its W: same FLOPs and bytes).
-using OpPriceKey = std::tuple<models::OpKind, models::Phase, models::Group, models::Stream, double, double,
-                              models::GemmShape>;
+using OpPriceKey =
+    std::tuple<models::OpKind, models::Phase, models::Group, models::Stream, double, double, models::GemmShape>;
 inline OpPriceKey price_key(const models::Op& op) {
   return {op.kind, op.phase, op.group, op.stream, op.flops, op.bytes, op.gemm};
 }

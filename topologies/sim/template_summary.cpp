@@ -24,10 +24,14 @@ PricedTemplate summarise(const std::vector<Op>& ops, std::vector<double> dur, in
     const int stream = stream_input(op.stream);
     Times f = stream_free[stream];
     for (int w : op.waits) {
-      if (w >= 0) raise(f, finish[w]);
-      else if (w == models::kWaitReceived) raise(f, unit(kReceived));
-      else if (w == models::kWaitLastCompute) raise(f, unit(kCompute));
-      else if (w == models::kWaitLastGrad) raise(f, unit(kGradComm));
+      if (w >= 0)
+        raise(f, finish[w]);
+      else if (w == models::kWaitReceived)
+        raise(f, unit(kReceived));
+      else if (w == models::kWaitLastCompute)
+        raise(f, unit(kCompute));
+      else if (w == models::kWaitLastGrad)
+        raise(f, unit(kGradComm));
     }
     const double d = t.dur[i];
     for (int k = 0; k < kInputs; ++k) f[k] += d;
@@ -39,7 +43,8 @@ PricedTemplate summarise(const std::vector<Op>& ops, std::vector<double> dur, in
   for (size_t i = 0; i < ops.size(); ++i) {
     const Times& f = finish[i];
     for (int k = 0; k < kInputs; ++k)
-      if (k != kCompute && f[k] != kNever) floor[k] = std::min(floor[k], f[kCompute] == kNever ? kNever : f[kCompute] - f[k]);
+      if (k != kCompute && f[k] != kNever)
+        floor[k] = std::min(floor[k], f[kCompute] == kNever ? kNever : f[kCompute] - f[k]);
   }
   t.irrelevant_below = floor;
   t.table[kCompute] = stream_free[0];
@@ -48,8 +53,10 @@ PricedTemplate summarise(const std::vector<Op>& ops, std::vector<double> dur, in
   // A send waits for its data whatever stream produced it (exchanges have a stream of
   // their own).
   t.producer = producer;
-  if (t.producer >= 0) t.table[kReceived] = finish[t.producer];
-  else t.table[kReceived].fill(kNever);
+  if (t.producer >= 0)
+    t.table[kReceived] = finish[t.producer];
+  else
+    t.table[kReceived].fill(kNever);
   return t;
 }
 

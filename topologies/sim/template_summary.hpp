@@ -55,7 +55,7 @@ inline int stream_input(models::Stream s) {
     case models::Stream::comm: return kComm;
     case models::Stream::grad_comm: return kGradComm;
     case models::Stream::param_comm: param_comm_in_a_template();  // ZeRO-3 programs take the full walk (projection.cpp)
-    case models::Stream::p2p: break;  // exchanges are walked apart, never in a template
+    case models::Stream::p2p: break;                              // exchanges are walked apart, never in a template
   }
   return kCompute;
 }

@@ -70,8 +70,8 @@ AtlasSpec parse_atlas(const std::string& json_text, const std::string& origin) {
   }
   if (!j.contains("cells") || !j.at("cells").is_array() || j.at("cells").empty())
     throw UsageError(origin + ": field 'cells': must be a non-empty list");
-  static const std::set<std::string> keys = {"model", "topology", "devices", "global_batch", "framework", "scale",
-                                             "scale_source", "practice", "practice_source", "note"};
+  static const std::set<std::string> keys = {"model", "topology",     "devices",  "global_batch",    "framework",
+                                             "scale", "scale_source", "practice", "practice_source", "note"};
   std::set<std::pair<std::string, std::string>> seen;
   for (size_t i = 0; i < j.at("cells").size(); ++i) {
     const json& c = j.at("cells")[i];
@@ -119,8 +119,8 @@ std::vector<AtlasEntry> select_cells(const AtlasSpec& spec, const std::vector<st
       const bool found = std::any_of(spec.cells.begin(), spec.cells.end(),
                                      [&](const AtlasEntry& e) { return (model ? e.model : e.topology) == n; });
       if (!found)
-        throw UsageError(std::string(model ? "--atlas-models" : "--atlas-topologies") + ": no cell of " +
-                         spec.origin + " has " + (model ? "model" : "topology") + " '" + n + "'");
+        throw UsageError(std::string(model ? "--atlas-models" : "--atlas-topologies") + ": no cell of " + spec.origin +
+                         " has " + (model ? "model" : "topology") + " '" + n + "'");
     }
   };
   check(models, true);
@@ -214,8 +214,8 @@ void explain(AtlasCell& c) {
   c.deciding_term = parts[best].first;
   char buf[256];
   std::snprintf(buf, sizeof buf, "%s wins on %s: %.3f s without PP vs %.3f s with PP (steps %.3f s vs %.3f s)",
-                pp_wins ? "PP" : "no PP", c.deciding_term.c_str(), parts[best].second.first,
-                parts[best].second.second, a.step_s, b.step_s);
+                pp_wins ? "PP" : "no PP", c.deciding_term.c_str(), parts[best].second.first, parts[best].second.second,
+                a.step_s, b.step_s);
   c.why = buf;
 }
 
@@ -240,9 +240,8 @@ AtlasCell run_atlas_cell(const AtlasEntry& e, double threshold, const CrossoverR
   }
   AtlasCell c;
   c.entry = e;
-  const CrossoverResult r =
-      crossover(model, topology, e.devices, {domain}, {gbps}, e.global_batch, threshold, options, nullptr,
-                RankBy::mfu, 0, run);
+  const CrossoverResult r = crossover(model, topology, e.devices, {domain}, {gbps}, e.global_batch, threshold, options,
+                                      nullptr, RankBy::mfu, 0, run);
   c.cell = r.cells.front();
   detail_bests(model, with_fabric(topology, domain, gbps), options, c.cell);
   if (!topology.scale_out.present) c.cell.scale_out_gbps = 0;  // the system has none (the 1 Gb/s above carried nothing)

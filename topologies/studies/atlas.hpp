@@ -40,7 +40,7 @@ struct AtlasEntry {
 };
 
 struct AtlasSpec {
-  std::string origin;  // file it was read from
+  std::string origin;                                        // file it was read from
   std::vector<std::pair<std::string, std::string>> sources;  // id -> reference
   std::vector<AtlasEntry> cells;
   const std::string* source(const std::string& id) const;
@@ -60,10 +60,10 @@ std::vector<AtlasEntry> select_cells(const AtlasSpec& spec, const std::vector<st
 
 struct AtlasCell {
   AtlasEntry entry;
-  CrossoverCell cell;        // the crossover at the system's own fabric
-  std::string agreement;     // agrees / disagrees / undecided / no practice
-  std::string deciding_term; // e.g. "exposed dp", "bubble", "memory"
-  std::string why;           // one sentence with the term's seconds on each side
+  CrossoverCell cell;         // the crossover at the system's own fabric
+  std::string agreement;      // agrees / disagrees / undecided / no practice
+  std::string deciding_term;  // e.g. "exposed dp", "bubble", "memory"
+  std::string why;            // one sentence with the term's seconds on each side
 };
 
 // The rules above, on a computed crossover cell (pure, for tests and reports).

@@ -101,8 +101,7 @@ CrossoverResult crossover(const models::ModelConfig& model, const Topology& base
       // Built once per row, priced on each of its cells (SplitWalk: which walk).
       SplitWalk walk(model, split, options);
       // The checkpoint size does not depend on the fabric either.
-      const double checkpoint_bytes =
-          with_goodput ? checkpoint_bytes_per_device(model, split, options.precision) : 0.0;
+      const double checkpoint_bytes = with_goodput ? checkpoint_bytes_per_device(model, split, options.precision) : 0.0;
       size_t n = 0;
       for (size_t g = 0; g < G; ++g) {
         if (!wanted[g]) continue;
@@ -136,7 +135,7 @@ CrossoverResult crossover(const models::ModelConfig& model, const Topology& base
       BoundTemplates known(G);  // template summaries shared by the row's bounds
       const FamilyBounds families = family_bounds_of(model, row_splits, start, row_fabrics, options, known, run.jobs);
       std::vector<double> key(eligible.size(), 0.0);  // the least bound over the row's cells
-      std::vector<char> own(eligible.size(), 0);       // own bounds known (else the family's)
+      std::vector<char> own(eligible.size(), 0);      // own bounds known (else the family's)
       auto set_bounds = [&](size_t k, const std::vector<double>& bounds) {
         key[k] = std::numeric_limits<double>::infinity();
         for (size_t g = 0; g < G; ++g) {
@@ -146,8 +145,8 @@ CrossoverResult crossover(const models::ModelConfig& model, const Topology& base
         }
       };
       for (size_t k = 0; k < eligible.size(); ++k) set_bounds(k, families.bounds[families.of[k]]);
-      std::vector<std::array<double, 2>> bar(G, {std::numeric_limits<double>::infinity(),
-                                                 std::numeric_limits<double>::infinity()});
+      std::vector<std::array<double, 2>> bar(
+          G, {std::numeric_limits<double>::infinity(), std::numeric_limits<double>::infinity()});
       auto wanted_cells = [&](size_t k) {
         std::vector<char> wanted(G, 0);
         for (size_t g = 0; g < G; ++g)
@@ -208,7 +207,7 @@ CrossoverResult crossover(const models::ModelConfig& model, const Topology& base
       const Projection& any = cell.best_no_pp.feasible ? cell.best_no_pp : cell.best_with_pp;
       cell.uncertainty = any.mfu_band.known ? any.mfu_band.relative : 0.0;
       cell.pp_needed = cell.gain > threshold + cell.uncertainty;
-      cell.verdict = cell.pp_needed ? "PP needed"
+      cell.verdict = cell.pp_needed                                                            ? "PP needed"
                      : cell.gain < threshold - cell.uncertainty || !cell.best_with_pp.feasible ? "PP not needed"
                                                                                                : "within uncertainty";
       if (run.on_cell) run.on_cell(cell);
@@ -229,9 +228,12 @@ std::string crossover_verdict(const std::string& model, const CrossoverResult& r
       if (r.cells[d * G + g].pp_needed) break;
       from = d;
     }
-    if (from < 0) parts[g] = "PP still needed at every domain size up to " + std::to_string(r.domain_sizes.back());
-    else if (from == 0) parts[g] = "PP not needed at any domain size from " + std::to_string(r.domain_sizes.front());
-    else parts[g] = "PP stops being needed at domain >= " + std::to_string(r.domain_sizes[from]);
+    if (from < 0)
+      parts[g] = "PP still needed at every domain size up to " + std::to_string(r.domain_sizes.back());
+    else if (from == 0)
+      parts[g] = "PP not needed at any domain size from " + std::to_string(r.domain_sizes.front());
+    else
+      parts[g] = "PP stops being needed at domain >= " + std::to_string(r.domain_sizes[from]);
   }
   std::string out = model + ":";
   for (size_t g = 0; g < G;) {

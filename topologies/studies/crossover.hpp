@@ -32,20 +32,20 @@
 
 #include "models/plan/model_config.hpp"
 #include "topologies/goodput/failure_model.hpp"
-#include "topologies/projection/projection.hpp"
 #include "topologies/hardware/topology.hpp"
+#include "topologies/projection/projection.hpp"
 
 namespace ibt::topo {
 
 struct CrossoverCell {
   int domain_size = 0;
   double scale_out_gbps = 0;
-  Projection best_no_pp;    // feasible == false when none fits
+  Projection best_no_pp;  // feasible == false when none fits
   Projection best_with_pp;
-  double gain = 0;          // relative, of the rank_by figure; +inf when only PP fits
+  double gain = 0;  // relative, of the rank_by figure; +inf when only PP fits
   bool pp_needed = false;
-  std::string verdict;      // "PP needed", "PP not needed" or "within uncertainty"
-  double uncertainty = 0;   // u above
+  std::string verdict;     // "PP needed", "PP not needed" or "within uncertainty"
+  double uncertainty = 0;  // u above
 };
 
 struct CrossoverResult {
@@ -53,8 +53,8 @@ struct CrossoverResult {
   std::vector<int> domain_sizes;
   std::vector<double> scale_out_gbps;
   double threshold = 0.05;
-  RankBy rank_by = RankBy::mfu;      // the figure the bests and the gain compare
-  std::string verdict;               // one line
+  RankBy rank_by = RankBy::mfu;  // the figure the bests and the gain compare
+  std::string verdict;           // one line
   // split x cell pricings of the sweep: done, and skipped by the lower bound (ranked by
   // MFU; CrossoverRun::exhaustive turns that off).
   size_t pricings = 0, skipped = 0;
@@ -68,7 +68,7 @@ struct CrossoverRun {
   std::function<void(const CrossoverCell&)> on_cell;
   std::function<void(size_t done, size_t total)> progress;
   const models::SplitSearch* search = nullptr;  // else default_search()
-  bool exhaustive = false;  // price every split on every cell (no lower-bound pruning): for checks
+  bool exhaustive = false;                      // price every split on every cell (no lower-bound pruning): for checks
 };
 
 CrossoverResult crossover(const models::ModelConfig& model, const Topology& base, int devices,

@@ -16,8 +16,8 @@ const char* to_string(ScalingMode m) { return m == ScalingMode::weak ? "weak" : 
 ScalingMode parse_scaling_mode(const std::string& text) {
   if (text == "strong") return ScalingMode::strong;
   if (text == "weak") return ScalingMode::weak;
-  throw UsageError("--scaling must be strong (fixed global batch) or weak (fixed batch per device), got '" +
-                   text + "'");
+  throw UsageError("--scaling must be strong (fixed global batch) or weak (fixed batch per device), got '" + text +
+                   "'");
 }
 
 long long ScalingBatch::at(int devices) const {
@@ -25,8 +25,8 @@ long long ScalingBatch::at(int devices) const {
   const double sequences = sequences_per_device * devices;
   const long long whole = std::llround(sequences);
   if (whole < 1 || std::fabs(sequences - static_cast<double>(whole)) > 1e-9 * sequences)
-    throw UsageError("weak scaling: " + std::to_string(devices) + " devices x " +
-                     std::to_string(sequences_per_device) + " sequences per device is not a whole number of "
+    throw UsageError("weak scaling: " + std::to_string(devices) + " devices x " + std::to_string(sequences_per_device) +
+                     " sequences per device is not a whole number of "
                      "sequences; choose --sequences-per-device so that every --gpus value gives one");
   return whole;
 }
@@ -63,8 +63,7 @@ std::vector<ScalingPoint> project_scaling(const models::ModelConfig& model, cons
       pt.best.reason = "no valid split of " + model.name + " on " + std::to_string(n) + " devices at global batch " +
                        std::to_string(pt.global_batch) + " sequences (batch not divisible, or tp/pp/ep constraints)";
     }
-    if (!pt.best.feasible && !ranked.empty())
-      pt.best.reason = "no split fits in memory; e.g. " + pt.best.reason;
+    if (!pt.best.feasible && !ranked.empty()) pt.best.reason = "no split fits in memory; e.g. " + pt.best.reason;
     points.push_back(std::move(pt));
   }
   return points;

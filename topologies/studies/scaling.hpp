@@ -16,8 +16,8 @@
 #include <vector>
 
 #include "models/plan/model_config.hpp"
-#include "topologies/projection/projection.hpp"
 #include "topologies/hardware/topology.hpp"
+#include "topologies/projection/projection.hpp"
 
 namespace ibt::topo {
 
@@ -28,8 +28,8 @@ ScalingMode parse_scaling_mode(const std::string& text);
 
 struct ScalingBatch {
   ScalingMode mode = ScalingMode::strong;
-  long long global_batch = 0;          // strong: sequences per step
-  double sequences_per_device = 0;     // weak: global batch = devices x this
+  long long global_batch = 0;       // strong: sequences per step
+  double sequences_per_device = 0;  // weak: global batch = devices x this
   // The global batch at `devices` (sequences); UsageError when weak scaling gives no
   // whole number of sequences.
   long long at(int devices) const;
@@ -37,12 +37,12 @@ struct ScalingBatch {
 
 struct ScalingPoint {
   std::string source = "projected";  // or "measured FILE:RUN" (an `ibt train`/`sweep` run)
-  std::string topology;   // the topology's name (catalog name or calibrated file's)
-  std::string system;     // its device, e.g. "H100 SXM5 80GB"
+  std::string topology;              // the topology's name (catalog name or calibrated file's)
+  std::string system;                // its device, e.g. "H100 SXM5 80GB"
   int devices = 0;
-  long long global_batch = 0;   // sequences
-  int candidates = 0;           // splits projected
-  Projection best;              // best.feasible == false: no split fits (best.reason says why)
+  long long global_batch = 0;  // sequences
+  int candidates = 0;          // splits projected
+  Projection best;             // best.feasible == false: no split fits (best.reason says why)
   // Measured runs cannot split pipeline communication from the bubble: their
   // exposed_s[pp] holds both, exposed_s[bubble] is NaN, and other_s the time no
   // component claimed. Projections: other_s is NaN.

@@ -4,15 +4,15 @@
 #include <map>
 #include <stdexcept>
 
-#include "core/errors.hpp"
 #include "collectives/nccl/cuda_device.hpp"
 #include "collectives/nccl/nccl_communicator.hpp"
 #include "collectives/nccl/nccl_runtime.hpp"
+#include "core/errors.hpp"
 #include "models/cuda/executor/device_blas.hpp"
 #include "models/cuda/executor/device_model.hpp"
 #include "models/cuda/executor/nccl_groups.hpp"
-#include "models/executor/pipeline_walk.hpp"
 #include "models/engine/layers/transformer.hpp"
+#include "models/executor/pipeline_walk.hpp"
 #include "models/plan/schedule.hpp"
 
 namespace ibt::gpu {
@@ -68,8 +68,9 @@ std::string cuda_executor_check(const models::ParallelSplit& split, const models
   if (split.recompute != models::Recompute::none) return prefix + "activation recompute";
   if (model.tied_embeddings && split.pp > 1) return prefix + "tied embeddings across pipeline stages";
   if (split.schedule == models::ScheduleKind::dualpipev)
-    return prefix + "dualpipev yet (its W passes need deferred weight-gradient GEMMs, and its paired forward-backward "
-                    "chunks want two streams to overlap; the cpu executor runs it, the sim prices it)";
+    return prefix +
+           "dualpipev yet (its W passes need deferred weight-gradient GEMMs, and its paired forward-backward "
+           "chunks want two streams to overlap; the cpu executor runs it, the sim prices it)";
   if (models::splits_backward(split.schedule))
     return prefix + "split backwards (schedule " + std::string(models::to_string(split.schedule)) +
            ": W passes) yet; the cpu executor and the sim do";
@@ -133,7 +134,8 @@ class CudaPipelineBackend {
 
   void forward(int microbatch, int chunk, const DeviceTensor* input, DeviceTensor* output) {
     const int b = x_.split.micro_batch_size;
-    ce_sum += x_.chunks[chunk]->forward(local_.slice(microbatch * b, b), input, output, caches_[{microbatch, chunk}], tp_);
+    ce_sum +=
+        x_.chunks[chunk]->forward(local_.slice(microbatch * b, b), input, output, caches_[{microbatch, chunk}], tp_);
   }
 
   void backward(int microbatch, int chunk, const DeviceTensor* d_output, DeviceTensor* d_input) {
@@ -154,9 +156,12 @@ class CudaPipelineBackend {
     const std::size_t n = static_cast<std::size_t>(rows * x_.model.hidden);
     if (recv) recv->reset(rows, x_.model.hidden, x_.compute);
     check_cuda(cudaStreamSynchronize(x_.compute), "cudaStreamSynchronize before a pipeline transfer");
-    if (send && recv) x_.pp->send_recv(send->get(), n, send_peer, recv->get(), n, recv_peer, DType::float32);
-    else if (send) x_.pp->send(send->get(), n, DType::float32, send_peer);
-    else x_.pp->recv(recv->get(), n, DType::float32, recv_peer);
+    if (send && recv)
+      x_.pp->send_recv(send->get(), n, send_peer, recv->get(), n, recv_peer, DType::float32);
+    else if (send)
+      x_.pp->send(send->get(), n, DType::float32, send_peer);
+    else
+      x_.pp->recv(recv->get(), n, DType::float32, recv_peer);
     x_.pp->synchronize();
   }
 
@@ -266,7 +271,8 @@ std::vector<std::pair<std::string, std::vector<float>>> CudaExecutor::download_p
     const std::vector<float> flat = grads ? p.download_grads(impl_->compute) : p.download_master(impl_->compute);
     for (std::size_t i = 0; i < p.size(); ++i)
       out.emplace_back(p.info(i).name, std::vector<float>(flat.begin() + static_cast<std::ptrdiff_t>(p.info(i).offset),
-                                                          flat.begin() + static_cast<std::ptrdiff_t>(p.info(i).offset + p.info(i).count)));
+                                                          flat.begin() + static_cast<std::ptrdiff_t>(p.info(i).offset +
+                                                                                                     p.info(i).count)));
   }
   return out;
 }

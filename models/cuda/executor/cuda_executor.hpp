@@ -24,11 +24,11 @@
 #include <vector>
 
 #include "models/engine/data.hpp"
+#include "models/engine/reference_trainer.hpp"
 #include "models/executor/process_groups.hpp"
 #include "models/executor/time_breakdown.hpp"
 #include "models/plan/model_config.hpp"
 #include "models/plan/parallel_split.hpp"
-#include "models/engine/reference_trainer.hpp"
 
 namespace ibt::gpu {
 
@@ -56,8 +56,8 @@ class CudaExecutor {
   models::StepStats step(models::TimeBreakdown* time = nullptr);
   const models::ProcessGroups& groups() const;
   double model_state_bytes() const;
-  std::string device_name() const;   // "NVIDIA H100 80GB HBM3"
-  std::string precision() const;     // "bf16" or "fp32"
+  std::string device_name() const;  // "NVIDIA H100 80GB HBM3"
+  std::string precision() const;    // "bf16" or "fp32"
   // This rank's parameters (fp32 masters) and gradients by name, downloaded: what the
   // GPU tests compare with the CPU engine's.
   std::vector<std::pair<std::string, std::vector<float>>> download_params(bool grads) const;

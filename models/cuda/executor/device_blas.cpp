@@ -45,8 +45,8 @@ void DeviceBlas::gemm(bool trans_a, bool trans_b, std::int64_t m, std::int64_t n
   // Row-major C = op(A) op(B) is column-major C^T = op(B)^T op(A)^T.
   check_cublas(cublasGemmEx(handle_, trans_b ? CUBLAS_OP_T : CUBLAS_OP_N, trans_a ? CUBLAS_OP_T : CUBLAS_OP_N,
                             static_cast<int>(n), static_cast<int>(m), static_cast<int>(k), &alpha, b, operand_type(),
-                            static_cast<int>(ldb), a, operand_type(), static_cast<int>(lda), &beta, c,
-                            output_type(out), static_cast<int>(ldc), CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT),
+                            static_cast<int>(ldb), a, operand_type(), static_cast<int>(lda), &beta, c, output_type(out),
+                            static_cast<int>(ldc), CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT),
                "cublasGemmEx " + std::to_string(m) + "x" + std::to_string(n) + "x" + std::to_string(k));
 }
 
@@ -56,14 +56,14 @@ void DeviceBlas::batched(bool trans_a, bool trans_b, std::int64_t m, std::int64_
                          std::int64_t batch, Output out) {
   if (m == 0 || n == 0 || batch == 0) return;
   // As gemm(): row-major C = op(A) op(B) is column-major C^T = op(B)^T op(A)^T.
-  check_cublas(cublasGemmStridedBatchedEx(
-                   handle_, trans_b ? CUBLAS_OP_T : CUBLAS_OP_N, trans_a ? CUBLAS_OP_T : CUBLAS_OP_N,
-                   static_cast<int>(n), static_cast<int>(m), static_cast<int>(k), &alpha, b, operand_type(),
-                   static_cast<int>(ldb), stride_b, a, operand_type(), static_cast<int>(lda), stride_a, &beta, c,
-                   output_type(out), static_cast<int>(ldc), stride_c, static_cast<int>(batch), CUBLAS_COMPUTE_32F,
-                   CUBLAS_GEMM_DEFAULT),
-               "cublasGemmStridedBatchedEx " + std::to_string(batch) + " x " + std::to_string(m) + "x" +
-                   std::to_string(n) + "x" + std::to_string(k));
+  check_cublas(
+      cublasGemmStridedBatchedEx(handle_, trans_b ? CUBLAS_OP_T : CUBLAS_OP_N, trans_a ? CUBLAS_OP_T : CUBLAS_OP_N,
+                                 static_cast<int>(n), static_cast<int>(m), static_cast<int>(k), &alpha, b,
+                                 operand_type(), static_cast<int>(ldb), stride_b, a, operand_type(),
+                                 static_cast<int>(lda), stride_a, &beta, c, output_type(out), static_cast<int>(ldc),
+                                 stride_c, static_cast<int>(batch), CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT),
+      "cublasGemmStridedBatchedEx " + std::to_string(batch) + " x " + std::to_string(m) + "x" + std::to_string(n) +
+          "x" + std::to_string(k));
 }
 
 }  // namespace ibt::gpu

@@ -42,9 +42,9 @@ class DeviceBlas {
   // A batch of products C_i = alpha op(A_i) op(B_i) + beta C_i, X_i = X + i * stride_x
   // (strides in elements), operands in this precision, fp32 accumulation, in the same
   // row-major convention: the attention core's products (attention_gemm.hpp).
-  void batched(bool trans_a, bool trans_b, std::int64_t m, std::int64_t n, std::int64_t k, float alpha,
-               const void* a, std::int64_t lda, std::int64_t stride_a, const void* b, std::int64_t ldb,
-               std::int64_t stride_b, float beta, void* c, std::int64_t ldc, std::int64_t stride_c, std::int64_t batch,
+  void batched(bool trans_a, bool trans_b, std::int64_t m, std::int64_t n, std::int64_t k, float alpha, const void* a,
+               std::int64_t lda, std::int64_t stride_a, const void* b, std::int64_t ldb, std::int64_t stride_b,
+               float beta, void* c, std::int64_t ldc, std::int64_t stride_c, std::int64_t batch,
                Output out = Output::fp32);
 
   // The layers' three products for y = x W^T with x [rows, in] and W [out, in]:

@@ -3,8 +3,8 @@
 #include <algorithm>
 #include <stdexcept>
 
-#include "models/engine/layers/norm.hpp"
 #include "models/cuda/executor/train_kernels.hpp"
+#include "models/engine/layers/norm.hpp"
 
 namespace ibt::gpu {
 
@@ -93,8 +93,8 @@ double DeviceChunk::forward(const models::Batch& mb, const DeviceTensor* input, 
   DeviceBuffer<float> x(static_cast<std::size_t>(T * h), stream_), y(static_cast<std::size_t>(T * h), stream_);
   if (embedding_ != kNone) {
     // Vocab-parallel embedding: partial rows, summed over TP.
-    embedding_forward(c.tokens.get(), T, params_->master(embedding_), params_->info(embedding_).shape[0],
-                      vocab_begin_, h, x.get(), stream_);
+    embedding_forward(c.tokens.get(), T, params_->master(embedding_), params_->info(embedding_).shape[0], vocab_begin_,
+                      h, x.get(), stream_);
     tp.sum(x.get(), T * h);
   } else {
     if (!input || input->numel() != T * h) throw std::logic_error("DeviceChunk::forward: missing or mis-sized input");
@@ -133,8 +133,8 @@ double DeviceChunk::forward(const models::Batch& mb, const DeviceTensor* input, 
   return ce;
 }
 
-void DeviceChunk::backward(DeviceStageCache& c, const DeviceTensor* d_output, float ce_per_token,
-                           DeviceTensor* d_input, DeviceTpReducer& tp, const GradsFinal& grads_final) {
+void DeviceChunk::backward(DeviceStageCache& c, const DeviceTensor* d_output, float ce_per_token, DeviceTensor* d_input,
+                           DeviceTpReducer& tp, const GradsFinal& grads_final) {
   auto final_range = [&](Range r) {
     if (grads_final && r.end > r.begin) grads_final(r.begin, r.end - r.begin);
   };
@@ -143,7 +143,8 @@ void DeviceChunk::backward(DeviceStageCache& c, const DeviceTensor* d_output, fl
   DeviceBuffer<float> dy(static_cast<std::size_t>(T * h), stream_), dx(static_cast<std::size_t>(T * h), stream_);
   if (head_ != kNone) {
     const std::int64_t V = vocab_local_;
-    DeviceBuffer<float> d_logits(static_cast<std::size_t>(T * V), stream_), d_normed(static_cast<std::size_t>(T * h), stream_);
+    DeviceBuffer<float> d_logits(static_cast<std::size_t>(T * V), stream_),
+        d_normed(static_cast<std::size_t>(T * h), stream_);
     logits_grad(c.logits.get(), c.targets.get(), T, V, vocab_begin_, c.row_max.get(), c.sum_exp.get(), ce_per_token,
                 d_logits.get(), stream_);
     Operand d_logits_op;
@@ -151,8 +152,8 @@ void DeviceChunk::backward(DeviceStageCache& c, const DeviceTensor* d_output, fl
     blas_.linear_backward_weight(d_logits_op.get(), c.normed_op.get(), params_->grad(head_), T, h, V);
     blas_.linear_backward_input(d_logits_op.get(), op(head_), d_normed.get(), T, h, V, false);
     tp.sum(d_normed.get(), T * h);  // vocab-parallel head: partial input gradient
-    norm_backward(c.final_x.get(), params_->master(final_norm_), c.final_mean.get(), c.final_rstd.get(),
-                  d_normed.get(), T, h, config_.norm == models::Norm::layernorm, dy.get(), params_->grad(final_norm_),
+    norm_backward(c.final_x.get(), params_->master(final_norm_), c.final_mean.get(), c.final_rstd.get(), d_normed.get(),
+                  T, h, config_.norm == models::Norm::layernorm, dy.get(), params_->grad(final_norm_),
                   bias_grad_or_null(final_norm_bias_), stream_);
     c.logits = DeviceBuffer<float>();  // the largest buffer of the step: free it early
     // (A tied head has no entry of its own: its gradient is the embedding's, final after
@@ -216,7 +217,8 @@ void DeviceChunk::block_forward(const BlockWeights& w, const float* x, std::int6
 
 void DeviceChunk::attention_core_forward(const Operand& normed, const BlockWeights& w, std::int64_t T, int batch,
                                          int seq, DeviceBlockCache& c) {
-  const std::int64_t h = config_.hidden, qw = std::int64_t(heads_) * head_dim_, kw = std::int64_t(kv_heads_) * head_dim_;
+  const std::int64_t h = config_.hidden, qw = std::int64_t(heads_) * head_dim_,
+                     kw = std::int64_t(kv_heads_) * head_dim_;
   const std::int64_t squares = std::int64_t(batch) * heads_ * seq * seq;
   const AttentionShape s{batch, seq, heads_, kv_heads_, head_dim_};
   if (attention_ == AttentionKernels::gemm) {
@@ -241,11 +243,11 @@ void DeviceChunk::attention_core_forward(const Operand& normed, const BlockWeigh
 
 void DeviceChunk::block_backward(const BlockWeights& w, DeviceBlockCache& c, std::int64_t T, int batch, int seq,
                                  const float* dy, float* dx, DeviceTpReducer& tp) {
-  const std::int64_t h = config_.hidden, qw = std::int64_t(heads_) * head_dim_, kw = std::int64_t(kv_heads_) * head_dim_,
-                     f = ffn_local_;
+  const std::int64_t h = config_.hidden, qw = std::int64_t(heads_) * head_dim_,
+                     kw = std::int64_t(kv_heads_) * head_dim_, f = ffn_local_;
   const bool ln = config_.norm == models::Norm::layernorm;
-  DeviceBuffer<float> d_act(static_cast<std::size_t>(T * f), stream_), d_normed(static_cast<std::size_t>(T * h), stream_),
-      d_branch(static_cast<std::size_t>(T * h), stream_);
+  DeviceBuffer<float> d_act(static_cast<std::size_t>(T * f), stream_),
+      d_normed(static_cast<std::size_t>(T * h), stream_), d_branch(static_cast<std::size_t>(T * h), stream_);
   Operand dy_op, d_gate_op, d_up_op;
   // MLP: dW_down += dy^T act; d_act = dy W_down; through the activation (whose kernels
   // write the GEMM operands directly); the column-parallel first GEMMs give a partial
@@ -293,11 +295,12 @@ void DeviceChunk::block_backward(const BlockWeights& w, DeviceBlockCache& c, std
 
 void DeviceChunk::attention_core_backward(const Operand& dh, const BlockWeights& w, DeviceBlockCache& c, std::int64_t T,
                                           int batch, int seq, Operand& dq, Operand& dk, Operand& dv) {
-  const std::int64_t h = config_.hidden, qw = std::int64_t(heads_) * head_dim_, kw = std::int64_t(kv_heads_) * head_dim_;
+  const std::int64_t h = config_.hidden, qw = std::int64_t(heads_) * head_dim_,
+                     kw = std::int64_t(kv_heads_) * head_dim_;
   const std::int64_t squares = std::int64_t(batch) * heads_ * seq * seq;
   const AttentionShape s{batch, seq, heads_, kv_heads_, head_dim_};
-  DeviceBuffer<float> d_probs(static_cast<std::size_t>(squares), stream_), dk_f(static_cast<std::size_t>(T * kw), stream_),
-      dv_f(static_cast<std::size_t>(T * kw), stream_);
+  DeviceBuffer<float> d_probs(static_cast<std::size_t>(squares), stream_),
+      dk_f(static_cast<std::size_t>(T * kw), stream_), dv_f(static_cast<std::size_t>(T * kw), stream_);
   if (attention_ == AttentionKernels::gemm) {
     // d_context = dh Wo as an operand; dS in the operand precision (in place over dP in fp32 runs).
     Operand d_context, d_scores_op;
@@ -306,7 +309,8 @@ void DeviceChunk::attention_core_backward(const Operand& dh, const BlockWeights&
     attention_backward_gemm(blas_, s, c.q_op.get(), c.k_op.get(), c.v_op.get(), c.probs_op.get(), d_context.get(),
                             d_probs.get(), d_scores, operand(dq, T * qw), dk_f.get(), dv_f.get(), stream_);
   } else {
-    DeviceBuffer<float> d_context(static_cast<std::size_t>(T * qw), stream_), dq_f(static_cast<std::size_t>(T * qw), stream_);
+    DeviceBuffer<float> d_context(static_cast<std::size_t>(T * qw), stream_),
+        dq_f(static_cast<std::size_t>(T * qw), stream_);
     blas_.linear_backward_input(dh.get(), op(w.wo), d_context.get(), T, qw, h, false);
     attention_backward(s, c.q.get(), c.k.get(), c.v.get(), c.probs.get(), d_context.get(), d_probs.get(), dq_f.get(),
                        dk_f.get(), dv_f.get(), stream_);

@@ -108,8 +108,8 @@ class DeviceChunk {
   // output, an operand) through d_context to dq, dk, dv (operands for the QKV GEMMs).
   void attention_core_forward(const Operand& normed, const BlockWeights& w, std::int64_t T, int batch, int seq,
                               DeviceBlockCache& c);
-  void attention_core_backward(const Operand& dh, const BlockWeights& w, DeviceBlockCache& c, std::int64_t T,
-                               int batch, int seq, Operand& dq, Operand& dk, Operand& dv);
+  void attention_core_backward(const Operand& dh, const BlockWeights& w, DeviceBlockCache& c, std::int64_t T, int batch,
+                               int seq, Operand& dq, Operand& dk, Operand& dv);
   const void* op(std::size_t param) const { return params_->operand(param); }
   float* bias_or_null(std::size_t i) { return i == kNone ? nullptr : params_->master(i); }
   float* bias_grad_or_null(std::size_t i) { return i == kNone ? nullptr : params_->grad(i); }

@@ -24,8 +24,9 @@ unsigned blocks_for(std::int64_t n) {
 
 void check_launch(const char* what) { check_cuda(cudaGetLastError(), std::string("launch of ") + what); }
 
-#define IBT_GRID_LOOP(i, n) \
-  for (std::int64_t i = blockIdx.x * std::int64_t(blockDim.x) + threadIdx.x; i < (n); i += std::int64_t(gridDim.x) * blockDim.x)
+#define IBT_GRID_LOOP(i, n)                                                           \
+  for (std::int64_t i = blockIdx.x * std::int64_t(blockDim.x) + threadIdx.x; i < (n); \
+       i += std::int64_t(gridDim.x) * blockDim.x)
 
 constexpr int kWarps = kThreads / 32;
 
@@ -65,8 +66,10 @@ __device__ inline float load(const __nv_bfloat16* p) { return __bfloat162float(*
 // serves fp32 and bf16 outputs.
 template <typename Launch>
 void with_type(OperandOut out, Launch launch) {
-  if (out.bf16) launch(static_cast<__nv_bfloat16*>(out.data));
-  else launch(static_cast<float*>(out.data));
+  if (out.bf16)
+    launch(static_cast<__nv_bfloat16*>(out.data));
+  else
+    launch(static_cast<float*>(out.data));
 }
 
 __global__ void to_bf16_kernel(const float* src, __nv_bfloat16* dst, std::int64_t n) {
@@ -346,8 +349,10 @@ __global__ void adamw_kernel(float* param, const float* grad, float* m, float* v
     const float p = static_cast<float>(param[i] - c.lr * update);
     param[i] = p;
     if (operand) {
-      if (bf16) static_cast<__nv_bfloat16*>(operand)[i] = __float2bfloat16(p);
-      else static_cast<float*>(operand)[i] = p;
+      if (bf16)
+        static_cast<__nv_bfloat16*>(operand)[i] = __float2bfloat16(p);
+      else
+        static_cast<float*>(operand)[i] = p;
     }
   }
 }
@@ -363,22 +368,24 @@ __global__ void sum_squares_kernel(const float* x, std::int64_t n, double* out) 
 
 void to_operand(const float* src, void* dst, std::int64_t n, bool bf16, cudaStream_t stream) {
   if (n == 0) return;
-  if (bf16) to_bf16_kernel<<<blocks_for(n), kThreads, 0, stream>>>(src, static_cast<__nv_bfloat16*>(dst), n);
-  else copy_kernel<<<blocks_for(n), kThreads, 0, stream>>>(src, static_cast<float*>(dst), n);
+  if (bf16)
+    to_bf16_kernel<<<blocks_for(n), kThreads, 0, stream>>>(src, static_cast<__nv_bfloat16*>(dst), n);
+  else
+    copy_kernel<<<blocks_for(n), kThreads, 0, stream>>>(src, static_cast<float*>(dst), n);
   check_launch("to_operand");
 }
 
 void embedding_forward(const std::int32_t* tokens, std::int64_t count, const float* table, std::int64_t table_rows,
                        std::int64_t vocab_begin, std::int64_t hidden, float* out, cudaStream_t stream) {
   embedding_forward_kernel<<<blocks_for(count * hidden), kThreads, 0, stream>>>(tokens, count, table, table_rows,
-                                                                               vocab_begin, hidden, out);
+                                                                                vocab_begin, hidden, out);
   check_launch("embedding_forward");
 }
 
 void embedding_backward(const std::int32_t* tokens, std::int64_t count, const float* d_out, std::int64_t table_rows,
                         std::int64_t vocab_begin, std::int64_t hidden, float* table_grad, cudaStream_t stream) {
   embedding_backward_kernel<<<blocks_for(count * hidden), kThreads, 0, stream>>>(tokens, count, d_out, table_rows,
-                                                                                vocab_begin, hidden, table_grad);
+                                                                                 vocab_begin, hidden, table_grad);
   check_launch("embedding_backward");
 }
 
@@ -396,8 +403,8 @@ void norm_backward(const float* x, const float* gain, const float* mean, const f
                    std::int64_t rows, std::int64_t n, bool layernorm, float* dx, float* gain_grad, float* bias_grad,
                    cudaStream_t stream) {
   if (rows == 0) return;
-  norm_backward_kernel<<<static_cast<unsigned>(rows), kThreads, 0, stream>>>(x, gain, mean, rstd, dy, n, layernorm,
-                                                                             dx, gain_grad, bias_grad);
+  norm_backward_kernel<<<static_cast<unsigned>(rows), kThreads, 0, stream>>>(x, gain, mean, rstd, dy, n, layernorm, dx,
+                                                                             gain_grad, bias_grad);
   check_launch("norm_backward");
 }
 
@@ -491,7 +498,7 @@ void logits_sum_exp_and_target(const float* logits, const std::int32_t* targets,
                                cudaStream_t stream) {
   if (rows == 0) return;
   sum_exp_target_kernel<<<static_cast<unsigned>(rows), kThreads, 0, stream>>>(logits, targets, v, vocab_begin, row_max,
-                                                                               sum_exp, target_logit);
+                                                                              sum_exp, target_logit);
   check_launch("logits_sum_exp_and_target");
 }
 

@@ -13,8 +13,7 @@ namespace ibt::models {
 SelfAttention::SelfAttention(const ModelConfig& m, uint64_t seed, int layer, Shard tp) : hidden_(m.hidden) {
   if (m.attention != Attention::standard)
     throw UsageError("model " + m.name + ": the CPU engine implements standard (GQA) attention only, not MLA");
-  if (m.heads % m.kv_heads != 0)
-    throw UsageError("model " + m.name + ": heads must be a multiple of kv_heads");
+  if (m.heads % m.kv_heads != 0) throw UsageError("model " + m.name + ": heads must be a multiple of kv_heads");
   head_dim_ = m.head_dim();
   heads_ = tp.size_of(m.heads, "heads");
   // KV heads split over TP, or (tp > kv_heads) replicated: rank r holds head
@@ -57,8 +56,8 @@ void SelfAttention::forward(const Tensor& x, int batch, int seq, Tensor& out, At
     const int full = seq * cp->size();
     c.k_full = cp_gather_sequence(c.k, batch, full, *cp);
     c.v_full = cp_gather_sequence(c.v, batch, full, *cp);
-    cp_attention_forward(c.q, c.k_full, c.v_full, batch, full, heads_, kv_heads_, d, cp->size(), cp->rank(),
-                         c.probs, c.context);
+    cp_attention_forward(c.q, c.k_full, c.v_full, batch, full, heads_, kv_heads_, d, cp->size(), cp->rank(), c.probs,
+                         c.context);
   } else {
     c.probs.resize({batch, heads_, seq, seq});  // every element written below
     c.context.resize({T, qw});
@@ -91,13 +90,13 @@ void SelfAttention::backward(const AttentionCache& c, int batch, int seq, const 
   dk.resize({T, kw});
   dv.resize({T, kw});
   if (cp && cp->size() > 1 && cp->ring()) {
-    cp_ring_attention_backward(c.q, c.k, c.v, c.context, c.lse, d_context, batch, seq * cp->size(), heads_,
-                               kv_heads_, d, *cp, dq, dk, dv);
+    cp_ring_attention_backward(c.q, c.k, c.v, c.context, c.lse, d_context, batch, seq * cp->size(), heads_, kv_heads_,
+                               d, *cp, dq, dk, dv);
   } else if (cp && cp->size() > 1) {
     const int full = seq * cp->size();
     Tensor dk_full, dv_full;
-    cp_attention_backward(c.q, c.k_full, c.v_full, c.probs, d_context, batch, full, heads_, kv_heads_, d, dq,
-                          dk_full, dv_full);
+    cp_attention_backward(c.q, c.k_full, c.v_full, c.probs, d_context, batch, full, heads_, kv_heads_, d, dq, dk_full,
+                          dv_full);
     dk = cp_scatter_sequence(dk_full, batch, full, *cp);
     dv = cp_scatter_sequence(dv_full, batch, full, *cp);
   } else {
@@ -107,8 +106,8 @@ void SelfAttention::backward(const AttentionCache& c, int batch, int seq, const 
         // A KV head serves `group` query heads: the first writes dK, dV, the others add.
         const int64_t hk = hq / group, qo = b * seq * qw + hq * d, ko = b * seq * kw + hk * d;
         causal_attention_head_backward(c.q.ptr() + qo, qw, c.k.ptr() + ko, kw, c.v.ptr() + ko, kw,
-                                       c.probs.ptr() + (b * heads_ + hq) * seq * seq, d_context.ptr() + qo, qw, seq,
-                                       d, scale, scratch_.ds.ptr(), dq.ptr() + qo, dk.ptr() + ko, dv.ptr() + ko, kw,
+                                       c.probs.ptr() + (b * heads_ + hq) * seq * seq, d_context.ptr() + qo, qw, seq, d,
+                                       scale, scratch_.ds.ptr(), dq.ptr() + qo, dk.ptr() + ko, dv.ptr() + ko, kw,
                                        hq % group != 0);
       }
   }

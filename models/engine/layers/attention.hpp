@@ -25,16 +25,16 @@
 #include <vector>
 
 #include "models/engine/layers/context_parallel.hpp"
-#include "models/plan/model_config.hpp"
 #include "models/engine/tensor.hpp"
+#include "models/plan/model_config.hpp"
 
 namespace ibt::models {
 
 struct AttentionCache {
-  Tensor x;        // input [T, hidden]
-  Tensor q, k, v;  // [T, H_local*d], [T, KV_local*d], [T, KV_local*d]
-  Tensor probs;    // softmax rows [B, H_local, S, S] ([B, H_local, S/cp, S] with CP)
-  Tensor context;  // P·V per head, [T, H_local*d]
+  Tensor x;               // input [T, hidden]
+  Tensor q, k, v;         // [T, H_local*d], [T, KV_local*d], [T, KV_local*d]
+  Tensor probs;           // softmax rows [B, H_local, S, S] ([B, H_local, S/cp, S] with CP)
+  Tensor context;         // P·V per head, [T, H_local*d]
   Tensor k_full, v_full;  // context parallel: the CP group's K, V in sequence order [B*S, KV_local*d]
   Tensor lse;             // ring context parallel: log-sum-exp per query and head [B, H_local, S/cp] (no probs)
 };

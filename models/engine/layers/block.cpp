@@ -20,21 +20,22 @@ TransformerBlock::TransformerBlock(const ModelConfig& m, uint64_t seed, int laye
   if (m.layer_is_moe(layer)) {
     moe.emplace(m, seed, layer, tp, ep);
   } else {
-    mlp.emplace(MlpShape{m.hidden, m.ffn_hidden, m.activation}, seed, layer_prefix(layer) + "mlp.", tp,
-                init_std(m), residual_init_std(m));
+    mlp.emplace(MlpShape{m.hidden, m.ffn_hidden, m.activation}, seed, layer_prefix(layer) + "mlp.", tp, init_std(m),
+                residual_init_std(m));
   }
 }
 
 std::vector<Param*> TransformerBlock::params() {
   std::vector<Param*> out = attn_norm.params();
   for (Param* p : attention.params()) out.push_back(p);
-  if (!parallel_) for (Param* p : ffn_norm.params()) out.push_back(p);
+  if (!parallel_)
+    for (Param* p : ffn_norm.params()) out.push_back(p);
   for (Param* p : mlp ? mlp->params() : moe->params()) out.push_back(p);
   return out;
 }
 
-void TransformerBlock::forward(const Tensor& x, int batch, int seq, Tensor& y, BlockCache& c,
-                               TpReducer& tp, ExpertExchange* ep, ContextExchange* cp) const {
+void TransformerBlock::forward(const Tensor& x, int batch, int seq, Tensor& y, BlockCache& c, TpReducer& tp,
+                               ExpertExchange* ep, ContextExchange* cp) const {
   if (parallel_) return parallel_forward(x, batch, seq, y, c, tp, ep, cp);
   // With sequence parallelism x, h and y hold this rank's rows only; the attention and
   // FFN see all rows (gathered) and their partial outputs are reduce-scattered.
@@ -43,8 +44,10 @@ void TransformerBlock::forward(const Tensor& x, int batch, int seq, Tensor& y, B
   attn_norm.forward(x, normed, c.attn_norm);
   if (sp) tp.all_gather_rows(normed, gathered);
   attention.forward(sp ? gathered : normed, batch, seq, partial, c.attention, cp);
-  if (sp) tp.reduce_scatter_rows(partial, reduced);
-  else tp.sum(partial);  // row-parallel Wo
+  if (sp)
+    tp.reduce_scatter_rows(partial, reduced);
+  else
+    tp.sum(partial);  // row-parallel Wo
   Tensor h = x;
   add_into(h, sp ? reduced : partial);
   ffn_norm.forward(h, normed, c.ffn_norm);
@@ -54,15 +57,16 @@ void TransformerBlock::forward(const Tensor& x, int batch, int seq, Tensor& y, B
   } else {
     moe_forward(sp ? gathered : normed, partial, c.moe, ep);
   }
-  if (sp) tp.reduce_scatter_rows(partial, reduced);
-  else tp.sum(partial);  // row-parallel W_down (dense, experts, shared experts)
+  if (sp)
+    tp.reduce_scatter_rows(partial, reduced);
+  else
+    tp.sum(partial);  // row-parallel W_down (dense, experts, shared experts)
   y = std::move(h);
   add_into(y, sp ? reduced : partial);
 }
 
-void TransformerBlock::backward(BlockCache& c, int batch, int seq, const Tensor& dy,
-                                double aux_weight_per_sequence, Tensor& dx, TpReducer& tp,
-                                ExpertExchange* ep, ContextExchange* cp) {
+void TransformerBlock::backward(BlockCache& c, int batch, int seq, const Tensor& dy, double aux_weight_per_sequence,
+                                Tensor& dx, TpReducer& tp, ExpertExchange* ep, ContextExchange* cp) {
   if (parallel_) return parallel_backward(c, batch, seq, dy, aux_weight_per_sequence, dx, tp, ep, cp);
   const bool sp = tp.sequence_parallel();
   Tensor d_normed, d_branch, d_full, d_local;
@@ -74,15 +78,19 @@ void TransformerBlock::backward(BlockCache& c, int batch, int seq, const Tensor&
     moe_backward(c.moe, seq, dy_ffn, aux_weight_per_sequence, d_normed, tp, ep);
   }
   // Column-parallel first GEMM(s): the input gradient is partial.
-  if (sp) tp.reduce_scatter_rows(d_normed, d_local);
-  else tp.sum(d_normed);
+  if (sp)
+    tp.reduce_scatter_rows(d_normed, d_local);
+  else
+    tp.sum(d_normed);
   ffn_norm.backward(c.ffn_norm, sp ? d_local : d_normed, d_branch);
   Tensor dh = dy;
   add_into(dh, d_branch);
   if (sp) tp.all_gather_rows(dh, d_full);
   attention.backward(c.attention, batch, seq, sp ? d_full : dh, d_normed, cp);
-  if (sp) tp.reduce_scatter_rows(d_normed, d_local);
-  else tp.sum(d_normed);  // column-parallel Wq, Wk, Wv
+  if (sp)
+    tp.reduce_scatter_rows(d_normed, d_local);
+  else
+    tp.sum(d_normed);  // column-parallel Wq, Wk, Wv
   attn_norm.backward(c.attn_norm, sp ? d_local : d_normed, d_branch);
   dx = std::move(dh);
   add_into(dx, d_branch);
@@ -91,8 +99,8 @@ void TransformerBlock::backward(BlockCache& c, int batch, int seq, const Tensor&
 // y = x + Attention(Norm(x)) + FFN(Norm(x)): both branches read the same (gathered)
 // normed input, and their row-parallel partial outputs are added before ONE TP
 // all-reduce (reduce-scatter with SP) instead of one per branch.
-void TransformerBlock::parallel_forward(const Tensor& x, int batch, int seq, Tensor& y, BlockCache& c,
-                                       TpReducer& tp, ExpertExchange* ep, ContextExchange* cp) const {
+void TransformerBlock::parallel_forward(const Tensor& x, int batch, int seq, Tensor& y, BlockCache& c, TpReducer& tp,
+                                        ExpertExchange* ep, ContextExchange* cp) const {
   const bool sp = tp.sequence_parallel();
   Tensor normed, gathered, partial, ffn_partial, reduced;
   attn_norm.forward(x, normed, c.attn_norm);
@@ -105,8 +113,10 @@ void TransformerBlock::parallel_forward(const Tensor& x, int batch, int seq, Ten
     moe_forward(in, ffn_partial, c.moe, ep);
   }
   add_into(partial, ffn_partial);
-  if (sp) tp.reduce_scatter_rows(partial, reduced);
-  else tp.sum(partial);
+  if (sp)
+    tp.reduce_scatter_rows(partial, reduced);
+  else
+    tp.sum(partial);
   y = x;
   add_into(y, sp ? reduced : partial);
 }
@@ -114,8 +124,8 @@ void TransformerBlock::parallel_forward(const Tensor& x, int batch, int seq, Ten
 // The output gradient reaches both branches whole (gathered once with SP); their
 // partial input gradients are added before ONE TP all-reduce (reduce-scatter with SP),
 // then go through the shared norm.
-void TransformerBlock::parallel_backward(BlockCache& c, int batch, int seq, const Tensor& dy, double aux_w,
-                                         Tensor& dx, TpReducer& tp, ExpertExchange* ep, ContextExchange* cp) {
+void TransformerBlock::parallel_backward(BlockCache& c, int batch, int seq, const Tensor& dy, double aux_w, Tensor& dx,
+                                         TpReducer& tp, ExpertExchange* ep, ContextExchange* cp) {
   const bool sp = tp.sequence_parallel();
   Tensor d_normed, d_attn, d_full, d_local, d_branch;
   if (sp) tp.all_gather_rows(dy, d_full);
@@ -127,8 +137,10 @@ void TransformerBlock::parallel_backward(BlockCache& c, int batch, int seq, cons
   }
   attention.backward(c.attention, batch, seq, d_out, d_attn, cp);
   add_into(d_normed, d_attn);
-  if (sp) tp.reduce_scatter_rows(d_normed, d_local);
-  else tp.sum(d_normed);
+  if (sp)
+    tp.reduce_scatter_rows(d_normed, d_local);
+  else
+    tp.sum(d_normed);
   attn_norm.backward(c.attn_norm, sp ? d_local : d_normed, d_branch);
   dx = dy;
   add_into(dx, d_branch);
@@ -147,8 +159,8 @@ void TransformerBlock::moe_forward(const Tensor& x, Tensor& y, MoeCache& c, Expe
   }
 }
 
-void TransformerBlock::moe_backward(MoeCache& c, int seq, const Tensor& dy, double aux_w, Tensor& dx,
-                                    TpReducer& tp, ExpertExchange* ep) {
+void TransformerBlock::moe_backward(MoeCache& c, int seq, const Tensor& dy, double aux_w, Tensor& dx, TpReducer& tp,
+                                    ExpertExchange* ep) {
   Tensor d_expert_out, d_rows;
   std::vector<float> d_weight;
   MoeLayer::combine_backward(c.routing, c.dispatch, c.expert_out, dy, d_expert_out, d_weight);

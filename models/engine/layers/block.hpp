@@ -37,9 +37,8 @@ class TransformerBlock {
   void forward(const Tensor& x, int batch, int seq, Tensor& y, BlockCache& cache, TpReducer& tp,
                ExpertExchange* ep = nullptr, ContextExchange* cp = nullptr) const;
   // aux_weight_per_sequence: see MoeLayer::backward. dx overwritten.
-  void backward(BlockCache& cache, int batch, int seq, const Tensor& dy,
-                double aux_weight_per_sequence, Tensor& dx, TpReducer& tp, ExpertExchange* ep = nullptr,
-                ContextExchange* cp = nullptr);
+  void backward(BlockCache& cache, int batch, int seq, const Tensor& dy, double aux_weight_per_sequence, Tensor& dx,
+                TpReducer& tp, ExpertExchange* ep = nullptr, ContextExchange* cp = nullptr);
   std::vector<Param*> params();
   int layer() const { return layer_; }
 
@@ -53,8 +52,8 @@ class TransformerBlock {
   bool parallel_;  // ModelConfig::parallel_block
   void parallel_forward(const Tensor& x, int batch, int seq, Tensor& y, BlockCache& c, TpReducer& tp,
                         ExpertExchange* ep, ContextExchange* cp) const;
-  void parallel_backward(BlockCache& c, int batch, int seq, const Tensor& dy, double aux_w, Tensor& dx,
-                         TpReducer& tp, ExpertExchange* ep, ContextExchange* cp);
+  void parallel_backward(BlockCache& c, int batch, int seq, const Tensor& dy, double aux_w, Tensor& dx, TpReducer& tp,
+                         ExpertExchange* ep, ContextExchange* cp);
   void moe_forward(const Tensor& x, Tensor& y, MoeCache& c, ExpertExchange* ep) const;
   void moe_backward(MoeCache& c, int seq, const Tensor& dy, double aux_w, Tensor& dx, TpReducer& tp,
                     ExpertExchange* ep);

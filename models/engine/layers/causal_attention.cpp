@@ -19,8 +19,7 @@ float lanes_total(const float* lane) {
 }
 
 // row[0, n) = softmax(row[0, n)); row[n, len) = 0.
-__attribute__((target_clones("avx2", "default")))
-void softmax_prefix(float* __restrict row, int64_t n, int64_t len) {
+__attribute__((target_clones("avx2", "default"))) void softmax_prefix(float* __restrict row, int64_t n, int64_t len) {
   float top[kLanes], sum[kLanes];
   for (int l = 0; l < kLanes; ++l) top[l] = row[0], sum[l] = 0.0f;
   int64_t j = 0;
@@ -39,8 +38,9 @@ void softmax_prefix(float* __restrict row, int64_t n, int64_t len) {
 
 // The softmax's backward on row prefix [0, n): ds = p * (ds - sum(ds * p)), where ds
 // holds dP on entry; ds[n, len) = 0.
-__attribute__((target_clones("avx2", "default")))
-void softmax_backward_prefix(const float* __restrict p, float* __restrict ds, int64_t n, int64_t len) {
+__attribute__((target_clones("avx2", "default"))) void softmax_backward_prefix(const float* __restrict p,
+                                                                               float* __restrict ds, int64_t n,
+                                                                               int64_t len) {
   float dot[kLanes] = {};
   int64_t j = 0;
   for (; j + kLanes <= n; j += kLanes)
@@ -66,9 +66,9 @@ void causal_attention_head_forward(const float* q, int64_t ldq, const float* k, 
 }
 
 void causal_attention_head_backward(const float* q, int64_t ldq, const float* k, int64_t ldk, const float* v,
-                                    int64_t ldv, const float* probs, const float* d_context, int64_t ldo,
-                                    int64_t seq, int64_t d, float scale, float* ds, float* dq, float* dk,
-                                    float* dv, int64_t ldkv, bool accumulate_kv, int64_t block) {
+                                    int64_t ldv, const float* probs, const float* d_context, int64_t ldo, int64_t seq,
+                                    int64_t d, float scale, float* ds, float* dq, float* dk, float* dv, int64_t ldkv,
+                                    bool accumulate_kv, int64_t block) {
   // Query-row blocks: dP = dO V^T over keys [0, i1), through the softmax
   // dS = P * (dP - rowsum(dP * P)), then dQ = scale * dS K (S = scale * Q K^T).
   for (int64_t i0 = 0; i0 < seq; i0 += block) {
@@ -83,10 +83,9 @@ void causal_attention_head_backward(const float* q, int64_t ldq, const float* k,
   const float beta = accumulate_kv ? 1.0f : 0.0f;
   for (int64_t j0 = 0; j0 < seq; j0 += block) {
     const int64_t cols = std::min(seq, j0 + block) - j0, rows = seq - j0;
-    gemm(true, false, cols, d, rows, 1.0f, probs + j0 * seq + j0, seq, d_context + j0 * ldo, ldo, beta,
-         dv + j0 * ldkv, ldkv);
-    gemm(true, false, cols, d, rows, scale, ds + j0 * seq + j0, seq, q + j0 * ldq, ldq, beta, dk + j0 * ldkv,
+    gemm(true, false, cols, d, rows, 1.0f, probs + j0 * seq + j0, seq, d_context + j0 * ldo, ldo, beta, dv + j0 * ldkv,
          ldkv);
+    gemm(true, false, cols, d, rows, scale, ds + j0 * seq + j0, seq, q + j0 * ldq, ldq, beta, dk + j0 * ldkv, ldkv);
   }
 }
 

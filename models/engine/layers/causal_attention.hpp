@@ -27,9 +27,8 @@ void causal_attention_head_forward(const float* q, int64_t ldq, const float* k, 
 // dimension ldkv; added to when accumulate_kv, else overwritten: a KV head serves
 // several query heads). ds: scratch of seq * seq floats.
 void causal_attention_head_backward(const float* q, int64_t ldq, const float* k, int64_t ldk, const float* v,
-                                    int64_t ldv, const float* probs, const float* d_context, int64_t ldo,
-                                    int64_t seq, int64_t d, float scale, float* ds, float* dq, float* dk,
-                                    float* dv, int64_t ldkv, bool accumulate_kv,
-                                    int64_t block = kCausalBlockRows);
+                                    int64_t ldv, const float* probs, const float* d_context, int64_t ldo, int64_t seq,
+                                    int64_t d, float scale, float* ds, float* dq, float* dk, float* dv, int64_t ldkv,
+                                    bool accumulate_kv, int64_t block = kCausalBlockRows);
 
 }  // namespace ibt::models

@@ -79,8 +79,7 @@ void cp_attention_backward(const Tensor& q, const Tensor& k_full, const Tensor& 
 // rank's local rows (sl = seq/cp, seq the whole sequence). Writes context [batch*sl,
 // heads*d] and lse [batch, heads, sl], the log-sum-exp of each query's scaled scores.
 void cp_ring_attention_forward(const Tensor& q, const Tensor& k, const Tensor& v, int batch, int seq, int64_t heads,
-                               int64_t kv_heads, int64_t head_dim, ContextExchange& cp, Tensor& lse,
-                               Tensor& context);
+                               int64_t kv_heads, int64_t head_dim, ContextExchange& cp, Tensor& lse, Tensor& context);
 // Its backward: dq, dk, dv for the local rows (overwritten); dk and dv are the sums
 // over every CP rank's queries.
 void cp_ring_attention_backward(const Tensor& q, const Tensor& k, const Tensor& v, const Tensor& context,

@@ -6,8 +6,8 @@
 #include <cstdint>
 #include <vector>
 
-#include "models/plan/model_config.hpp"
 #include "models/engine/tensor.hpp"
+#include "models/plan/model_config.hpp"
 
 namespace ibt::models {
 

@@ -13,9 +13,7 @@ constexpr float kSqrt2OverPi = 0.7978845608028654f;
 constexpr float kGeluCubic = 0.044715f;
 }  // namespace
 
-float gelu(float x) {
-  return 0.5f * x * (1.0f + std::tanh(kSqrt2OverPi * (x + kGeluCubic * x * x * x)));
-}
+float gelu(float x) { return 0.5f * x * (1.0f + std::tanh(kSqrt2OverPi * (x + kGeluCubic * x * x * x))); }
 
 float gelu_grad(float x) {
   const float u = kSqrt2OverPi * (x + kGeluCubic * x * x * x);
@@ -36,14 +34,17 @@ namespace {
 // The SwiGLU elementwise passes, cloned for AVX2 (the build targets baseline x86-64) so
 // they run eight lanes wide. Elementwise IEEE arithmetic without FMA contraction (ISO
 // C++ mode): every clone gives the same bits.
-__attribute__((target_clones("avx2", "default")))
-void swiglu_forward(const float* __restrict gate, const float* __restrict up, float* __restrict act, int64_t n) {
+__attribute__((target_clones("avx2", "default"))) void swiglu_forward(const float* __restrict gate,
+                                                                      const float* __restrict up, float* __restrict act,
+                                                                      int64_t n) {
   for (int64_t i = 0; i < n; ++i) act[i] = gate[i] / (1.0f + exp_fp32(-gate[i])) * up[i];  // silu(gate) * up
 }
 
-__attribute__((target_clones("avx2", "default")))
-void swiglu_backward(const float* __restrict gate, const float* __restrict up, const float* __restrict d_act,
-                     float* __restrict d_gate, float* __restrict d_up, int64_t n) {
+__attribute__((target_clones("avx2", "default"))) void swiglu_backward(const float* __restrict gate,
+                                                                       const float* __restrict up,
+                                                                       const float* __restrict d_act,
+                                                                       float* __restrict d_gate, float* __restrict d_up,
+                                                                       int64_t n) {
   for (int64_t i = 0; i < n; ++i) {
     // One exp per element: silu(g) = g*s and silu'(g) = s*(1 + g*(1-s)), s = sigmoid(g).
     const float g = gate[i];
@@ -54,8 +55,7 @@ void swiglu_backward(const float* __restrict gate, const float* __restrict up, c
 }
 }  // namespace
 
-Mlp::Mlp(const MlpShape& shape, uint64_t seed, const std::string& prefix, Shard tp, double std,
-         double out_std)
+Mlp::Mlp(const MlpShape& shape, uint64_t seed, const std::string& prefix, Shard tp, double std, double out_std)
     : shape_(shape) {
   ffn_local_ = tp.size_of(shape.ffn, prefix + "ffn size");
   const int64_t begin = tp.begin_of(shape.ffn, prefix + "ffn size");
@@ -63,8 +63,8 @@ Mlp::Mlp(const MlpShape& shape, uint64_t seed, const std::string& prefix, Shard 
   if (shape.activation == Activation::swiglu)
     w_gate = make_param(prefix + "w_gate",
                         slice_rows(init_normal(seed, prefix + "w_gate", {f, h}, std), begin, ffn_local_), true);
-  w_up = make_param(prefix + "w_up",
-                    slice_rows(init_normal(seed, prefix + "w_up", {f, h}, std), begin, ffn_local_), true);
+  w_up =
+      make_param(prefix + "w_up", slice_rows(init_normal(seed, prefix + "w_up", {f, h}, std), begin, ffn_local_), true);
   w_down = make_param(prefix + "w_down",
                       slice_cols(init_normal(seed, prefix + "w_down", {h, f}, out_std), begin, ffn_local_), true);
 }

@@ -9,8 +9,8 @@
 #include <string>
 #include <vector>
 
-#include "models/plan/model_config.hpp"
 #include "models/engine/tensor.hpp"
+#include "models/plan/model_config.hpp"
 
 namespace ibt::models {
 
@@ -30,8 +30,7 @@ struct MlpShape {
 class Mlp {
  public:
   // prefix: parameter name prefix, e.g. "layers.3.mlp." or "layers.3.experts.5.".
-  Mlp(const MlpShape& shape, uint64_t seed, const std::string& prefix, Shard tp, double std,
-      double out_std);
+  Mlp(const MlpShape& shape, uint64_t seed, const std::string& prefix, Shard tp, double std, double out_std);
   // x: [n, hidden] (any row count, 0 included). out: [n, hidden] partial, overwritten.
   void forward(const Tensor& x, Tensor& out, MlpCache& cache) const;
   // dx overwritten with the partial input gradient; weight gradients accumulated.

@@ -30,9 +30,8 @@ MoeLayer::MoeLayer(const ModelConfig& m, uint64_t seed, int layer, Shard tp, Sha
     experts_.emplace_back(expert, seed, p + "experts." + std::to_string(e) + ".", tp, init_std(m),
                           residual_init_std(m));
   if (m.shared_experts > 0)
-    shared.emplace(MlpShape{m.hidden, static_cast<int64_t>(m.shared_experts) * m.expert_ffn_hidden,
-                            m.activation},
-                   seed, p + "shared_experts.", tp, init_std(m), residual_init_std(m));
+    shared.emplace(MlpShape{m.hidden, static_cast<int64_t>(m.shared_experts) * m.expert_ffn_hidden, m.activation}, seed,
+                   p + "shared_experts.", tp, init_std(m), residual_init_std(m));
 }
 
 std::vector<Param*> MoeLayer::params() {
@@ -131,8 +130,8 @@ void MoeLayer::combine(const Routing& r, const Dispatch& d, const Tensor& expert
   }
 }
 
-void MoeLayer::combine_backward(const Routing& r, const Dispatch& d, const Tensor& expert_out,
-                                const Tensor& dy, Tensor& d_expert_out, std::vector<float>& d_weight) {
+void MoeLayer::combine_backward(const Routing& r, const Dispatch& d, const Tensor& expert_out, const Tensor& dy,
+                                Tensor& d_expert_out, std::vector<float>& d_weight) {
   const int64_t h = dy.row_size(), slots = r.tokens * r.top_k;
   d_expert_out.reset({slots, h});
   d_weight.assign(slots, 0.0f);
@@ -194,8 +193,8 @@ double MoeLayer::balance_loss_sum(const Routing& r, int seq) const {
   return total;
 }
 
-void MoeLayer::route_backward(const Tensor& x, const Routing& r, const std::vector<float>& d_weight,
-                              int seq, double aux_weight_per_sequence, Tensor& dx) {
+void MoeLayer::route_backward(const Tensor& x, const Routing& r, const std::vector<float>& d_weight, int seq,
+                              double aux_weight_per_sequence, Tensor& dx) {
   const int64_t T = r.tokens, E = num_experts_, k = top_k_;
   Tensor d_logits({T, E});
   // Gate weights w = softmax(z_selected): dz_j = w_j * (dw_j - sum_i w_i dw_i).

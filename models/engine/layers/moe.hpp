@@ -32,8 +32,8 @@
 #include <vector>
 
 #include "models/engine/layers/mlp.hpp"
-#include "models/plan/model_config.hpp"
 #include "models/engine/tensor.hpp"
+#include "models/plan/model_config.hpp"
 
 namespace ibt::models {
 
@@ -76,18 +76,18 @@ class MoeLayer {
   // rows grouped by LOCAL expert with counts[i] rows for local expert i.
   void experts_forward(const Tensor& rows, const std::vector<int64_t>& counts, Tensor& out,
                        std::vector<MlpCache>& caches) const;
-  void experts_backward(const std::vector<MlpCache>& caches, const std::vector<int64_t>& counts,
-                        const Tensor& d_out, Tensor& d_rows);
+  void experts_backward(const std::vector<MlpCache>& caches, const std::vector<int64_t>& counts, const Tensor& d_out,
+                        Tensor& d_rows);
   static void combine(const Routing& r, const Dispatch& d, const Tensor& expert_out, Tensor& y);
   // d_expert_out: the gradient of each dispatched row; d_weight: [T*k] (partial over TP).
-  static void combine_backward(const Routing& r, const Dispatch& d, const Tensor& expert_out,
-                               const Tensor& dy, Tensor& d_expert_out, std::vector<float>& d_weight);
+  static void combine_backward(const Routing& r, const Dispatch& d, const Tensor& expert_out, const Tensor& dy,
+                               Tensor& d_expert_out, std::vector<float>& d_weight);
   static void dispatch_backward(const Dispatch& d, int top_k, const Tensor& d_rows, Tensor& dx);
   // Router gradient from the (TP-summed) gate-weight gradient and, with aux_loss, the
   // balance loss of each whole sequence of `seq` tokens scaled by aux_weight_per_sequence.
   // dx is accumulated into (shard 0 only, see above).
-  void route_backward(const Tensor& x, const Routing& r, const std::vector<float>& d_weight,
-                      int seq, double aux_weight_per_sequence, Tensor& dx);
+  void route_backward(const Tensor& x, const Routing& r, const std::vector<float>& d_weight, int seq,
+                      double aux_weight_per_sequence, Tensor& dx);
 
   // --- whole layer with EP = 1 (the serial reference; TP partial sums as above) ---
   void forward(const Tensor& x, int seq, Tensor& y, MoeCache& cache) const;
@@ -106,9 +106,9 @@ class MoeLayer {
   int local_experts() const { return static_cast<int>(experts_.size()); }
   bool uses_aux_loss() const { return balance_ == RoutingBalance::aux_loss; }
 
-  Param router;                      // [E, hidden], replicated over TP and EP
-  std::vector<float> selection_bias; // [E], not trained by gradients
-  std::vector<Mlp> experts_;         // local experts
+  Param router;                       // [E, hidden], replicated over TP and EP
+  std::vector<float> selection_bias;  // [E], not trained by gradients
+  std::vector<Mlp> experts_;          // local experts
   std::optional<Mlp> shared;
 
  private:

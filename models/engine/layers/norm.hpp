@@ -6,15 +6,15 @@
 #include <string>
 #include <vector>
 
-#include "models/plan/model_config.hpp"
 #include "models/engine/tensor.hpp"
+#include "models/plan/model_config.hpp"
 
 namespace ibt::models {
 
 struct NormCache {
-  Tensor x;                   // input
-  std::vector<float> mean;    // per row (LayerNorm only)
-  std::vector<float> rstd;    // per row: 1 / sqrt(var + eps) or 1 / rms
+  Tensor x;                 // input
+  std::vector<float> mean;  // per row (LayerNorm only)
+  std::vector<float> rstd;  // per row: 1 / sqrt(var + eps) or 1 / rms
 };
 
 class NormLayer {
@@ -27,8 +27,8 @@ class NormLayer {
   std::vector<Param*> params();
 
   Norm kind;
-  Param gain;   // [width], ones
-  Param bias;   // [width], zeros; LayerNorm only (empty for RMSNorm)
+  Param gain;  // [width], ones
+  Param bias;  // [width], zeros; LayerNorm only (empty for RMSNorm)
 };
 
 }  // namespace ibt::models

@@ -19,9 +19,19 @@ constexpr float kNegInf = -std::numeric_limits<float>::infinity();
 // The shapes of one rank's share, and the global position of each local row.
 struct RingShape {
   RingShape(int batch, int seq, int64_t heads, int64_t kv_heads, int64_t d, const ContextExchange& cp)
-      : batch(batch), seq(seq), cp(cp.size()), rank(cp.rank()), sl(seq / cp.size()), d(d), heads(heads),
-        group(heads / kv_heads), qw(heads * d), kw(kv_heads * d), block(static_cast<size_t>(batch) * sl * kw),
-        scale(1.0f / std::sqrt(static_cast<float>(d))), query_pos(position_of(rank)) {}
+      : batch(batch),
+        seq(seq),
+        cp(cp.size()),
+        rank(cp.rank()),
+        sl(seq / cp.size()),
+        d(d),
+        heads(heads),
+        group(heads / kv_heads),
+        qw(heads * d),
+        kw(kv_heads * d),
+        block(static_cast<size_t>(batch) * sl * kw),
+        scale(1.0f / std::sqrt(static_cast<float>(d))),
+        query_pos(position_of(rank)) {}
   // Global positions of CP rank r's local rows (one sequence; the same for each).
   std::vector<int64_t> position_of(int r) const {
     std::vector<int64_t> pos(static_cast<size_t>(sl));
@@ -41,8 +51,7 @@ struct RingShape {
 }  // namespace
 
 void cp_ring_attention_forward(const Tensor& q, const Tensor& k, const Tensor& v, int batch, int seq, int64_t heads,
-                               int64_t kv_heads, int64_t head_dim, ContextExchange& cp, Tensor& lse,
-                               Tensor& context) {
+                               int64_t kv_heads, int64_t head_dim, ContextExchange& cp, Tensor& lse, Tensor& context) {
   const RingShape r(batch, seq, heads, kv_heads, head_dim, cp);
   const int64_t sl = r.sl, d = r.d;
   // The K/V block in hand ([K | V]) and the one arriving.

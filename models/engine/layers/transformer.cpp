@@ -42,9 +42,7 @@ std::vector<Param*> Transformer::params() {
   return out;
 }
 
-int Transformer::unit_count() const {
-  return (embedding ? 1 : 0) + static_cast<int>(blocks.size()) + (head ? 1 : 0);
-}
+int Transformer::unit_count() const { return (embedding ? 1 : 0) + static_cast<int>(blocks.size()) + (head ? 1 : 0); }
 
 std::vector<Param*> Transformer::unit_params(int unit) {
   const int first_block = embedding ? 1 : 0;
@@ -66,13 +64,16 @@ std::vector<MoeLayer*> Transformer::moe_layers() {
   return out;
 }
 
-MicrobatchLoss Transformer::forward(const Batch& mb, const Tensor* input, Tensor& output, StageCache& c,
-                                    TpReducer& tp, ExpertExchange* ep, ContextExchange* cp,
-                                    UnitHooks* hooks) const {
+MicrobatchLoss Transformer::forward(const Batch& mb, const Tensor* input, Tensor& output, StageCache& c, TpReducer& tp,
+                                    ExpertExchange* ep, ContextExchange* cp, UnitHooks* hooks) const {
   MicrobatchLoss loss;
   const int first_block = embedding ? 1 : 0;
-  auto before = [hooks](int u) { if (hooks) hooks->before_forward(u); };
-  auto after = [hooks](int u) { if (hooks) hooks->after_forward(u); };
+  auto before = [hooks](int u) {
+    if (hooks) hooks->before_forward(u);
+  };
+  auto after = [hooks](int u) {
+    if (hooks) hooks->after_forward(u);
+  };
   c.batch = mb.sequences;
   c.seq = mb.seq_len;
   c.tokens = mb.inputs;
@@ -84,7 +85,8 @@ MicrobatchLoss Transformer::forward(const Batch& mb, const Tensor* input, Tensor
     embedding->forward(mb.inputs, partial);
     after(0);
     // Vocab-parallel embedding: partial rows (summed, or reduce-scattered with SP).
-    if (tp.sequence_parallel()) tp.reduce_scatter_rows(partial, x);
+    if (tp.sequence_parallel())
+      tp.reduce_scatter_rows(partial, x);
     else {
       tp.sum(partial);
       x = std::move(partial);
@@ -137,8 +139,12 @@ void Transformer::backward(StageCache& c, const Tensor* d_output, const LossScal
                            TpReducer& tp, ExpertExchange* ep, ContextExchange* cp, UnitHooks* hooks) {
   Tensor dy, dx;
   const int first_block = embedding ? 1 : 0;
-  auto before = [hooks](int u) { if (hooks) hooks->before_backward(u); };
-  auto after = [hooks](int u) { if (hooks) hooks->after_backward(u); };
+  auto before = [hooks](int u) {
+    if (hooks) hooks->before_backward(u);
+  };
+  auto after = [hooks](int u) {
+    if (hooks) hooks->after_backward(u);
+  };
   if (head) {
     Tensor d_logits, d_normed;
     const int head_unit = first_block + static_cast<int>(blocks.size());

@@ -22,9 +22,9 @@ namespace ibt::models {
 
 struct ModelPart {
   int first_layer = 0;
-  int end_layer = -1;           // one past the last layer; -1 = to the end
+  int end_layer = -1;  // one past the last layer; -1 = to the end
   bool has_embedding = true;
-  bool has_head = true;         // final norm, LM head and loss
+  bool has_head = true;  // final norm, LM head and loss
   Shard tp;
   Shard ep;
 };
@@ -34,16 +34,16 @@ struct StageCache {
   std::vector<int32_t> tokens, targets;
   std::vector<BlockCache> blocks;
   NormCache final_norm;
-  Tensor normed;      // final norm output, the LM head's input
-  Tensor logits;      // [T, V_local]
+  Tensor normed;  // final norm output, the LM head's input
+  Tensor logits;  // [T, V_local]
   SoftmaxStats stats;
 };
 
 // What one microbatch's forward through this part contributed to the objective.
 struct MicrobatchLoss {
-  double ce_sum = 0;          // sum over tokens of -log p(target) (head part only)
+  double ce_sum = 0;  // sum over tokens of -log p(target) (head part only)
   int64_t tokens = 0;
-  double balance_sum = 0;     // sum over MoE layers of MoeLayer::balance_loss_sum
+  double balance_sum = 0;                      // sum over MoE layers of MoeLayer::balance_loss_sum
   std::vector<std::vector<int64_t>> moe_load;  // per MoE layer of this part: selections per expert
 };
 
@@ -51,8 +51,8 @@ struct MicrobatchLoss {
 // and data-parallel ranks gives the gradient of the global-batch objective
 //   mean CE over all tokens + aux_loss_coeff * mean over sequences of the balance loss.
 struct LossScale {
-  float ce_per_token = 0;            // 1 / tokens in the global batch
-  double aux_per_sequence = 0;       // aux_loss_coeff / sequences in the global batch
+  float ce_per_token = 0;       // 1 / tokens in the global batch
+  double aux_per_sequence = 0;  // aux_loss_coeff / sequences in the global batch
 };
 
 // Called around each unit's use: units are numbered 0.. in forward order ([embedding],
@@ -79,19 +79,17 @@ class Transformer {
   // output: this part's output (left empty on the head part).
   // ep: the EP all-to-alls (required when the part's MoE layers hold a subset of experts).
   // cp: the context-parallel group (mb then holds this CP rank's tokens, cp_local_batch).
-  MicrobatchLoss forward(const Batch& mb, const Tensor* input, Tensor& output, StageCache& cache,
-                         TpReducer& tp, ExpertExchange* ep = nullptr, ContextExchange* cp = nullptr,
-                         UnitHooks* hooks = nullptr) const;
+  MicrobatchLoss forward(const Batch& mb, const Tensor* input, Tensor& output, StageCache& cache, TpReducer& tp,
+                         ExpertExchange* ep = nullptr, ContextExchange* cp = nullptr, UnitHooks* hooks = nullptr) const;
   // d_output: gradient of this part's output (nullptr on the head part, which starts
   // from the loss). d_input: gradient for the previous part (empty on the embedding part).
-  void backward(StageCache& cache, const Tensor* d_output, const LossScale& scale, Tensor& d_input,
-                TpReducer& tp, ExpertExchange* ep = nullptr, ContextExchange* cp = nullptr,
-                UnitHooks* hooks = nullptr);
+  void backward(StageCache& cache, const Tensor* d_output, const LossScale& scale, Tensor& d_input, TpReducer& tp,
+                ExpertExchange* ep = nullptr, ContextExchange* cp = nullptr, UnitHooks* hooks = nullptr);
   // Units of this part (UnitHooks): the parameters of unit u, in params() order.
   int unit_count() const;
   std::vector<Param*> unit_params(int unit);
 
-  std::vector<Param*> params();           // each parameter once (a tied head adds nothing)
+  std::vector<Param*> params();  // each parameter once (a tied head adds nothing)
   std::vector<MoeLayer*> moe_layers();
   const ModelConfig& config() const { return config_; }
   const ModelPart& part() const { return part_; }

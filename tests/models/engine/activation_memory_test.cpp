@@ -7,17 +7,15 @@
 #include <algorithm>
 
 #include "engine_test_util.hpp"
-#include "models/plan/accounting.hpp"
 #include "models/engine/layers/block.hpp"
+#include "models/plan/accounting.hpp"
 #include "models/plan/model_file.hpp"
 
 namespace ibt::models {
 namespace {
 
 double floats(const Tensor& t) { return static_cast<double>(t.numel()); }
-double floats(const NormCache& c) {
-  return floats(c.x) + static_cast<double>(c.mean.size() + c.rstd.size());
-}
+double floats(const NormCache& c) { return floats(c.x) + static_cast<double>(c.mean.size() + c.rstd.size()); }
 double floats(const MlpCache& c) { return floats(c.x) + floats(c.gate) + floats(c.up) + floats(c.act); }
 
 // Every float a block's cache holds after one forward, in bytes.
@@ -68,8 +66,8 @@ double cached_bytes(const ModelConfig& m, int layer, int batch, int tp_shards = 
   n += floats(a.k_full) + floats(a.v_full) + floats(a.lse);
   n += floats(c.mlp);
   const MoeCache& e = c.moe;
-  n += floats(e.x) + floats(e.routing.logits) + static_cast<double>(e.routing.weight.size()) +
-       floats(e.dispatch.rows) + floats(e.expert_out) + floats(e.shared);
+  n += floats(e.x) + floats(e.routing.logits) + static_cast<double>(e.routing.weight.size()) + floats(e.dispatch.rows) +
+       floats(e.expert_out) + floats(e.shared);
   for (const MlpCache& ex : e.experts) n += floats(ex);
   return 4.0 * n;
 }
@@ -82,8 +80,7 @@ TEST(EngineActivationMemory, DenseBlockKeepsWhatTheAccountingCounts) {
   const ModelConfig m = load_model("tiny-dense");
   ParallelSplit s{1, 1, 1, 1, 1, 1, 2, ScheduleKind::one_f_one_b};
   const double tokens = 2.0 * m.seq_len;
-  EXPECT_EQ(cached_bytes(m, 0, 2),
-            activation_bytes_per_layer(m, s, fp32_adam(), 0) + tokens * 4.0 * kRmsNormZeroMeans);
+  EXPECT_EQ(cached_bytes(m, 0, 2), activation_bytes_per_layer(m, s, fp32_adam(), 0) + tokens * 4.0 * kRmsNormZeroMeans);
   s.tp = 2;  // Q, K, V, context, probabilities and SwiGLU halve; norm rows stay whole
   EXPECT_EQ(cached_bytes(m, 0, 2, 2),
             activation_bytes_per_layer(m, s, fp32_adam(), 0) + tokens * 4.0 * kRmsNormZeroMeans);
@@ -96,11 +93,10 @@ TEST(EngineActivationMemory, MoeBlockKeepsTheAccountingPlusItsCopies) {
   const ModelConfig m = load_model("tiny-moe");
   ParallelSplit s{1, 1, 1, 1, 1, 1, 2, ScheduleKind::one_f_one_b};
   const double tokens = 2.0 * m.seq_len;
-  EXPECT_EQ(cached_bytes(m, 0, 2),
-            activation_bytes_per_layer(m, s, fp32_adam(), 0) + tokens * 4.0 * kRmsNormZeroMeans);
+  EXPECT_EQ(cached_bytes(m, 0, 2), activation_bytes_per_layer(m, s, fp32_adam(), 0) + tokens * 4.0 * kRmsNormZeroMeans);
   const double copies = (1.0 + m.top_k) * m.hidden;
-  EXPECT_EQ(cached_bytes(m, 1, 2), activation_bytes_per_layer(m, s, fp32_adam(), 1) +
-                                       tokens * 4.0 * (kRmsNormZeroMeans + copies));
+  EXPECT_EQ(cached_bytes(m, 1, 2),
+            activation_bytes_per_layer(m, s, fp32_adam(), 1) + tokens * 4.0 * (kRmsNormZeroMeans + copies));
 }
 
 // An explicit head_dim (heads x head_dim != hidden): Q, K, V and the context follow it.

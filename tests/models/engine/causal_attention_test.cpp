@@ -23,8 +23,8 @@ struct Reference {
   std::vector<double> probs, context, dq, dk, dv;
 };
 
-Reference masked_full(const Tensor& q, const Tensor& k, const Tensor& v, const Tensor& dout, int64_t ld,
-                      int64_t seq, int64_t d, double scale) {
+Reference masked_full(const Tensor& q, const Tensor& k, const Tensor& v, const Tensor& dout, int64_t ld, int64_t seq,
+                      int64_t d, double scale) {
   auto at = [ld](const Tensor& t, int64_t i, int64_t c) { return static_cast<double>(t.data[i * ld + c]); };
   Reference r;
   r.probs.assign(seq * seq, 0.0);
@@ -80,16 +80,16 @@ double worst_error(const float* got, int64_t ld, const std::vector<double>& want
 }
 
 void check(int64_t seq, int64_t d, int64_t ld, int64_t block, bool accumulate_kv) {
-  SCOPED_TRACE("seq " + std::to_string(seq) + " d " + std::to_string(d) + " ld " + std::to_string(ld) +
-               " block " + std::to_string(block) + (accumulate_kv ? " accumulating" : ""));
+  SCOPED_TRACE("seq " + std::to_string(seq) + " d " + std::to_string(d) + " ld " + std::to_string(ld) + " block " +
+               std::to_string(block) + (accumulate_kv ? " accumulating" : ""));
   const Tensor q = random_tensor({seq, ld}, 1), k = random_tensor({seq, ld}, 2), v = random_tensor({seq, ld}, 3);
   const Tensor dout = random_tensor({seq, ld}, 4);
   const float scale = 1.0f / std::sqrt(static_cast<float>(d));
   const Reference want = masked_full(q, k, v, dout, ld, seq, d, scale);
 
   std::vector<float> probs(seq * seq, std::nanf("")), context(seq * ld, std::nanf(""));
-  causal_attention_head_forward(q.ptr(), ld, k.ptr(), ld, v.ptr(), ld, seq, d, scale, probs.data(),
-                                context.data(), ld, block);
+  causal_attention_head_forward(q.ptr(), ld, k.ptr(), ld, v.ptr(), ld, seq, d, scale, probs.data(), context.data(), ld,
+                                block);
   double worst_p = 0;
   for (int64_t i = 0; i < seq * seq; ++i) worst_p = std::max(worst_p, std::fabs(probs[i] - want.probs[i]));
   EXPECT_LT(worst_p, 1e-6) << "softmax probabilities (zero above the diagonal)";

@@ -6,10 +6,10 @@
 #include <fstream>
 
 #include "core/errors.hpp"
+#include "engine_test_util.hpp"
 #include "models/engine/data.hpp"
 #include "models/engine/init.hpp"
 #include "models/engine/layers/embedding.hpp"
-#include "engine_test_util.hpp"
 
 namespace ibt::models {
 namespace {
@@ -62,8 +62,8 @@ TEST(SyntheticData, SequencesAreAddressableAndBatchesShift) {
 
 std::string write_file(const std::string& name, const std::vector<unsigned char>& bytes) {
   const std::string path = ::testing::TempDir() + name;
-  std::ofstream(path, std::ios::binary).write(reinterpret_cast<const char*>(bytes.data()),
-                                              static_cast<std::streamsize>(bytes.size()));
+  std::ofstream(path, std::ios::binary)
+      .write(reinterpret_cast<const char*>(bytes.data()), static_cast<std::streamsize>(bytes.size()));
   return path;
 }
 

@@ -2,15 +2,15 @@
 // Shared helpers of the engine tests: random tensors and a finite-difference check.
 #include <gtest/gtest.h>
 
-#include <cmath>
 #include <algorithm>
+#include <cmath>
 #include <functional>
 #include <string>
 #include <vector>
 
 #include "models/engine/init.hpp"
-#include "models/plan/model_config.hpp"
 #include "models/engine/tensor.hpp"
+#include "models/plan/model_config.hpp"
 
 namespace ibt::models::test {
 
@@ -31,8 +31,8 @@ inline double dot(const Tensor& a, const Tensor& b) {
 // eps = 1e-2 and O(1) values the rounding error is ~1e-5 / 1e-2 = 1e-3 relative, so
 // the tolerance is 2e-2 relative to the derivative's scale.
 inline void expect_gradient_matches(const std::string& what, Tensor& value, const Tensor& grad,
-                                    const std::function<double()>& loss, double eps = 1e-2,
-                                    int probes = 3, double rtol = 2e-2) {
+                                    const std::function<double()>& loss, double eps = 1e-2, int probes = 3,
+                                    double rtol = 2e-2) {
   ASSERT_EQ(value.numel(), grad.numel()) << what;
   const Tensor dir = init_normal(hash_name(what), "direction", value.shape, 1.0);
   const Tensor saved = value;
@@ -62,8 +62,7 @@ inline void expect_gradient_matches(const std::string& what, Tensor& value, cons
       return l;
     };
     const double num_i = (at(eps) - at(-eps)) / (2 * eps);
-    EXPECT_NEAR(grad.data[i], num_i, rtol * std::max(grad_max, std::abs(num_i)))
-        << what << ": entry " << i;
+    EXPECT_NEAR(grad.data[i], num_i, rtol * std::max(grad_max, std::abs(num_i))) << what << ": entry " << i;
   }
 }
 

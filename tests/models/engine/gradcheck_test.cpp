@@ -28,7 +28,11 @@ TEST_F(GradCheck, Embedding) {
   Embedding emb(m, 7, Shard{});
   const std::vector<int32_t> tokens{3, 1, 3, 31, 0};
   const Tensor r = random_tensor({5, m.hidden}, 1);
-  auto loss = [&] { Tensor y; emb.forward(tokens, y); return dot(r, y); };
+  auto loss = [&] {
+    Tensor y;
+    emb.forward(tokens, y);
+    return dot(r, y);
+  };
   emb.backward(tokens, r);
   expect_gradient_matches("embedding.weight", emb.table.value, emb.table.grad, loss);
   // Token 3 appears twice: its row's gradient is the sum of both output gradients.
@@ -41,7 +45,12 @@ void check_norm(Norm kind) {
   if (kind == Norm::layernorm) norm.bias.value = random_tensor({8}, 4);
   Tensor x = random_tensor({5, 8}, 5, 2.0);
   const Tensor r = random_tensor({5, 8}, 6);
-  auto loss = [&] { Tensor y; NormCache c; norm.forward(x, y, c); return dot(r, y); };
+  auto loss = [&] {
+    Tensor y;
+    NormCache c;
+    norm.forward(x, y, c);
+    return dot(r, y);
+  };
   Tensor y, dx;
   NormCache c;
   norm.forward(x, y, c);
@@ -62,7 +71,12 @@ TEST_F(GradCheck, AttentionWithGqa) {
   const int batch = 2, seq = 5;
   Tensor x = random_tensor({batch * seq, m.hidden}, 12);
   const Tensor r = random_tensor({batch * seq, m.hidden}, 13);
-  auto loss = [&] { Tensor y; AttentionCache c; attn.forward(x, batch, seq, y, c); return dot(r, y); };
+  auto loss = [&] {
+    Tensor y;
+    AttentionCache c;
+    attn.forward(x, batch, seq, y, c);
+    return dot(r, y);
+  };
   Tensor y, dx;
   AttentionCache c;
   attn.forward(x, batch, seq, y, c);
@@ -90,7 +104,12 @@ void check_mlp(Activation act) {
   Mlp mlp(MlpShape{8, 12, act}, 21, "mlp.", Shard{}, 0.5, 0.5);
   Tensor x = random_tensor({6, 8}, 22);
   const Tensor r = random_tensor({6, 8}, 23);
-  auto loss = [&] { Tensor y; MlpCache c; mlp.forward(x, y, c); return dot(r, y); };
+  auto loss = [&] {
+    Tensor y;
+    MlpCache c;
+    mlp.forward(x, y, c);
+    return dot(r, y);
+  };
   Tensor y, dx;
   MlpCache c;
   mlp.forward(x, y, c);

@@ -43,9 +43,10 @@ TEST(EngineKernels, SumSquaresEqualsTheSequentialDoubleSum) {
   for (size_t i = 0; i < x.size(); ++i) x[i] = std::cos(0.01f * static_cast<float>(i)) * 3.0f;
   double expect = 0;
   for (float v : x) expect += static_cast<double>(v) * v;
-  EXPECT_NEAR(sum_squares(x.data(), static_cast<int64_t>(x.size())), expect, expect * 1e-12);  // only the order of the sum differs
-  EXPECT_EQ(sum_squares(x.data(), 3), static_cast<double>(x[0]) * x[0] + static_cast<double>(x[1]) * x[1] +
-                                           static_cast<double>(x[2]) * x[2]);
+  EXPECT_NEAR(sum_squares(x.data(), static_cast<int64_t>(x.size())), expect,
+              expect * 1e-12);  // only the order of the sum differs
+  EXPECT_EQ(sum_squares(x.data(), 3),
+            static_cast<double>(x[0]) * x[0] + static_cast<double>(x[1]) * x[1] + static_cast<double>(x[2]) * x[2]);
 }
 
 TEST(EngineKernels, ResizeKeepsTheBufferAndResetClearsIt) {

@@ -85,7 +85,8 @@ TEST(AdamW, UpdateWithSumsEqualsUpdateAndSumSquares) {
   // the next step): the same update and sums, and every gradient element zero after.
   std::vector<float> w3 = w2, m3 = m2, v3 = v2, g3 = g, w4 = w2, m4 = m2, v4 = v2;
   const SquareSums kept = adamw_update_with_sums(w4.data(), g.data(), m4.data(), v4.data(), n, 4, c, true);
-  const SquareSums cleared = adamw_update_with_sums_clearing_grad(w3.data(), g3.data(), m3.data(), v3.data(), n, 4, c, true);
+  const SquareSums cleared =
+      adamw_update_with_sums_clearing_grad(w3.data(), g3.data(), m3.data(), v3.data(), n, 4, c, true);
   EXPECT_EQ(w3, w4);
   EXPECT_EQ(m3, m4);
   EXPECT_EQ(v3, v4);

@@ -7,8 +7,8 @@
 
 #include "models/engine/blas.hpp"
 #include "models/engine/data.hpp"
-#include "models/plan/model_file.hpp"
 #include "models/engine/reference_trainer.hpp"
+#include "models/plan/model_file.hpp"
 
 namespace ibt::models {
 namespace {

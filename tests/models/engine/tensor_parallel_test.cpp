@@ -8,8 +8,8 @@
 #include <barrier>
 #include <thread>
 
-#include "engine_test_util.hpp"
 #include "core/errors.hpp"
+#include "engine_test_util.hpp"
 #include "models/engine/blas.hpp"
 #include "models/engine/layers/attention.hpp"
 #include "models/engine/layers/mlp.hpp"
@@ -24,8 +24,7 @@ void expect_close(const Tensor& a, const Tensor& b, double rtol, const std::stri
   ASSERT_EQ(a.numel(), b.numel()) << what;
   double scale = 1e-6;
   for (float v : b.data) scale = std::max(scale, static_cast<double>(std::abs(v)));
-  for (int64_t i = 0; i < a.numel(); ++i)
-    ASSERT_NEAR(a.data[i], b.data[i], rtol * scale) << what << " element " << i;
+  for (int64_t i = 0; i < a.numel(); ++i) ASSERT_NEAR(a.data[i], b.data[i], rtol * scale) << what << " element " << i;
 }
 
 // The shard's slice of a full [out, in] weight gradient: rows for column-parallel
@@ -242,13 +241,9 @@ void expect_whole_model_tp_matches(const ModelConfig& m, int t) {
   }
 }
 
-TEST(TensorParallelModel, DenseTwoShardsMatchUnsharded) {
-  expect_whole_model_tp_matches(test::tiny_config(false), 2);
-}
+TEST(TensorParallelModel, DenseTwoShardsMatchUnsharded) { expect_whole_model_tp_matches(test::tiny_config(false), 2); }
 
-TEST(TensorParallelModel, MoeTwoShardsMatchUnsharded) {
-  expect_whole_model_tp_matches(test::tiny_config(true), 2);
-}
+TEST(TensorParallelModel, MoeTwoShardsMatchUnsharded) { expect_whole_model_tp_matches(test::tiny_config(true), 2); }
 
 }  // namespace
 }  // namespace ibt::models

@@ -21,11 +21,11 @@
 #include <string>
 
 #include "core/errors.hpp"
-#include "models/plan/accounting.hpp"
 #include "models/engine/blas.hpp"
-#include "models/executor/cpu_executor.hpp"
-#include "models/plan/model_file.hpp"
 #include "models/engine/reference_trainer.hpp"
+#include "models/executor/cpu_executor.hpp"
+#include "models/plan/accounting.hpp"
+#include "models/plan/model_file.hpp"
 
 using namespace ibt::models;
 
@@ -36,9 +36,9 @@ struct Args {
   ParallelSplit split;
   int steps = 3;
   double lr = 3e-3;
-  double reference_lr = 0;  // > 0: a deliberately different reference (the negative test)
-  int layers = 0;           // > 0: the model with this many layers (dualpipev at pp 4 needs 8)
-  double aux_loss = 0;      // > 0: switch the model to the classic aux loss with this weight
+  double reference_lr = 0;    // > 0: a deliberately different reference (the negative test)
+  int layers = 0;             // > 0: the model with this many layers (dualpipev at pp 4 needs 8)
+  double aux_loss = 0;        // > 0: switch the model to the classic aux loss with this weight
   bool memory_check = false;  // also compare the held model state and ZeRO buffers with the plan
 };
 
@@ -49,28 +49,50 @@ Args parse(int argc, char** argv) {
     if (i + 1 >= argc) throw ibt::UsageError("option " + k + " needs a value");
     const std::string v = argv[++i];
     auto num = [&] { return std::atoi(v.c_str()); };
-    if (k == "--model") a.model = v;
-    else if (k == "--dp") a.split.dp = num();
-    else if (k == "--tp") a.split.tp = num();
-    else if (k == "--pp") a.split.pp = num();
-    else if (k == "--vpp") a.split.vpp = num();
-    else if (k == "--ep") a.split.ep = num();
-    else if (k == "--cp") a.split.cp = num();
-    else if (k == "--cp-comm") a.split.cp_comm = parse_cp_comm(v);
-    else if (k == "--microbatches") a.split.microbatches = num();
-    else if (k == "--micro-batch-size") a.split.micro_batch_size = num();
-    else if (k == "--schedule") a.split.schedule = parse_schedule(v);
-    else if (k == "--steps") a.steps = num();
-    else if (k == "--zero1") a.split.zero = num() != 0 ? 1 : 0;
-    else if (k == "--zero") a.split.zero = num();
-    else if (k == "--shard-group") a.split.shard_group = num();
-    else if (k == "--sequence-parallel") a.split.sequence_parallel = num() != 0;
-    else if (k == "--lr") a.lr = std::atof(v.c_str());
-    else if (k == "--reference-lr") a.reference_lr = std::atof(v.c_str());
-    else if (k == "--layers") a.layers = num();
-    else if (k == "--aux-loss") a.aux_loss = std::atof(v.c_str());
-    else if (k == "--memory-check") a.memory_check = num() != 0;
-    else throw ibt::UsageError("unknown option " + k);
+    if (k == "--model")
+      a.model = v;
+    else if (k == "--dp")
+      a.split.dp = num();
+    else if (k == "--tp")
+      a.split.tp = num();
+    else if (k == "--pp")
+      a.split.pp = num();
+    else if (k == "--vpp")
+      a.split.vpp = num();
+    else if (k == "--ep")
+      a.split.ep = num();
+    else if (k == "--cp")
+      a.split.cp = num();
+    else if (k == "--cp-comm")
+      a.split.cp_comm = parse_cp_comm(v);
+    else if (k == "--microbatches")
+      a.split.microbatches = num();
+    else if (k == "--micro-batch-size")
+      a.split.micro_batch_size = num();
+    else if (k == "--schedule")
+      a.split.schedule = parse_schedule(v);
+    else if (k == "--steps")
+      a.steps = num();
+    else if (k == "--zero1")
+      a.split.zero = num() != 0 ? 1 : 0;
+    else if (k == "--zero")
+      a.split.zero = num();
+    else if (k == "--shard-group")
+      a.split.shard_group = num();
+    else if (k == "--sequence-parallel")
+      a.split.sequence_parallel = num() != 0;
+    else if (k == "--lr")
+      a.lr = std::atof(v.c_str());
+    else if (k == "--reference-lr")
+      a.reference_lr = std::atof(v.c_str());
+    else if (k == "--layers")
+      a.layers = num();
+    else if (k == "--aux-loss")
+      a.aux_loss = std::atof(v.c_str());
+    else if (k == "--memory-check")
+      a.memory_check = num() != 0;
+    else
+      throw ibt::UsageError("unknown option " + k);
   }
   return a;
 }
@@ -109,13 +131,13 @@ int main(int argc, char** argv) {
       const StepStats got = exec.step(&t);
       const StepStats want = ref.step();
       if (rank == 0)
-        std::printf("step %d loss %.7f (ref %.7f) grad_norm %.7g (ref %.7g) param_norm %.9g (ref %.9g) "
-                    "| %.3fs compute %.3f tp %.3f pp %.3f dp %.3f ep %.3f cp %.3f\n",
-                    s, got.loss, want.loss, got.grad_norm, want.grad_norm, got.param_norm, want.param_norm,
-                    t.total, t.compute, t.tp, t.pp, t.dp, t.ep, t.cp);
-      if (rank == 0 && got.aux_loss > 0)
-        std::printf("        aux_loss %.9g (ref %.9g)\n", got.aux_loss, want.aux_loss);
-      const char* bad = !close(got.loss, want.loss, 2e-5)              ? "loss"
+        std::printf(
+            "step %d loss %.7f (ref %.7f) grad_norm %.7g (ref %.7g) param_norm %.9g (ref %.9g) "
+            "| %.3fs compute %.3f tp %.3f pp %.3f dp %.3f ep %.3f cp %.3f\n",
+            s, got.loss, want.loss, got.grad_norm, want.grad_norm, got.param_norm, want.param_norm, t.total, t.compute,
+            t.tp, t.pp, t.dp, t.ep, t.cp);
+      if (rank == 0 && got.aux_loss > 0) std::printf("        aux_loss %.9g (ref %.9g)\n", got.aux_loss, want.aux_loss);
+      const char* bad = !close(got.loss, want.loss, 2e-5)               ? "loss"
                         : !close(got.grad_norm, want.grad_norm, 1e-4)   ? "grad_norm"
                         : !close(got.param_norm, want.param_norm, 1e-5) ? "param_norm"
                         : !close(got.aux_loss, want.aux_loss, 1e-5)     ? "aux_loss"
@@ -140,8 +162,10 @@ int main(int argc, char** argv) {
                   plan.model_state(), buffers, plan.buffers, ok ? "" : "  MISMATCH");
       int bad = ok ? 0 : 1;
       MPI_Allreduce(MPI_IN_PLACE, &bad, 1, MPI_INT, MPI_MAX, MPI_COMM_WORLD);
-      if (bad) status = 1;
-      else if (rank == 0) std::printf("OK: model state and ZeRO buffers match the memory plan\n");
+      if (bad)
+        status = 1;
+      else if (rank == 0)
+        std::printf("OK: model state and ZeRO buffers match the memory plan\n");
     }
   } catch (const ibt::UsageError& e) {
     if (rank == 0) std::fprintf(stderr, "error: %s\n", e.what());

@@ -23,7 +23,7 @@ TEST(PlanAccounting, TinyDenseParametersByHand) {
   EXPECT_EQ(c.embedding, 16384);            // 256 * 64
   EXPECT_EQ(c.lm_head, 16384);
   EXPECT_EQ(c.final_norm, 64);
-  EXPECT_EQ(c.total, 180800);          // 4*(12288+128+24576) + 2*16384 + 64
+  EXPECT_EQ(c.total, 180800);  // 4*(12288+128+24576) + 2*16384 + 64
   EXPECT_EQ(c.active, 180800);
   EXPECT_EQ(c.matmul_active, 163840);  // 4*(12288+24576) + 16384 (head)
 }
@@ -47,13 +47,13 @@ TEST(PlanAccounting, TinyDenseFlopsByHand) {
 // 1 shared expert, expert FFN 64.
 TEST(PlanAccounting, TinyMoeParametersByHand) {
   const ParamCounts c = count_parameters(load_model("tiny-moe"));
-  EXPECT_EQ(c.per_expert, 12288);       // 3 * 64 * 64
-  EXPECT_EQ(c.router_per_layer, 512);   // 64 * 8
+  EXPECT_EQ(c.per_expert, 12288);      // 3 * 64 * 64
+  EXPECT_EQ(c.router_per_layer, 512);  // 64 * 8
   EXPECT_EQ(c.shared_per_layer, 12288);
   EXPECT_EQ(c.dense_layers, 1);
   EXPECT_EQ(c.moe_layers, 3);
   // Dense layer 36992; MoE layer 12288 + 128 + 512 + 8*12288 + 12288 = 123520.
-  EXPECT_EQ(c.total, 440384);  // 36992 + 3*123520 + 2*16384 + 64
+  EXPECT_EQ(c.total, 440384);   // 36992 + 3*123520 + 2*16384 + 64
   EXPECT_EQ(c.active, 219200);  // minus 3 layers * 6 unused experts * 12288
   // 4*12288 + 24576 + 3*(512 + 2*12288 + 12288) + 16384
   EXPECT_EQ(c.matmul_active, 202240);
@@ -72,8 +72,7 @@ TEST(PlanAccounting, MatchesMegatronFormulaForGpt) {
                    megatron_full_recompute_flops(B, 512, 6, 256, 1000));
   // The real GPT-3 shape.
   const ModelConfig g3 = load_model("gpt3-175b");
-  EXPECT_DOUBLE_EQ(model_flops_per_step(g3, 1536),
-                   megatron_model_flops(1536, 2048, 96, 12288, 50304));
+  EXPECT_DOUBLE_EQ(model_flops_per_step(g3, 1536), megatron_model_flops(1536, 2048, 96, 12288, 50304));
 }
 
 TEST(PlanAccounting, PublishedTotalsOfRealShapes) {
@@ -82,14 +81,11 @@ TEST(PlanAccounting, PublishedTotalsOfRealShapes) {
     double total, active, rel;
   };
   // Published totals (model cards / papers); our counts omit biases and MTP modules.
-  for (const Expect& e : {Expect{"gpt3-175b", 175e9, 175e9, 0.01},
-                          Expect{"llama3-8b", 8.03e9, 8.03e9, 0.01},
-                          Expect{"llama3-70b", 70.6e9, 70.6e9, 0.01},
-                          Expect{"llama3-405b", 405.9e9, 405.9e9, 0.01},
-                          Expect{"mixtral-8x7b", 46.7e9, 12.9e9, 0.01},
-                          Expect{"deepseek-v3", 671e9, 37e9, 0.02},
-                          Expect{"kimi-k2", 1.04e12, 32.6e9, 0.02},
-                          Expect{"gpt-j-6b", 6053381344.0, 6053381344.0, 0.001}}) {
+  for (const Expect& e :
+       {Expect{"gpt3-175b", 175e9, 175e9, 0.01}, Expect{"llama3-8b", 8.03e9, 8.03e9, 0.01},
+        Expect{"llama3-70b", 70.6e9, 70.6e9, 0.01}, Expect{"llama3-405b", 405.9e9, 405.9e9, 0.01},
+        Expect{"mixtral-8x7b", 46.7e9, 12.9e9, 0.01}, Expect{"deepseek-v3", 671e9, 37e9, 0.02},
+        Expect{"kimi-k2", 1.04e12, 32.6e9, 0.02}, Expect{"gpt-j-6b", 6053381344.0, 6053381344.0, 0.001}}) {
     const ParamCounts c = count_parameters(load_model(e.name));
     EXPECT_NEAR(c.total / e.total, 1.0, e.rel) << e.name << " total " << c.total;
     EXPECT_NEAR(c.active / e.active, 1.0, e.rel) << e.name << " active " << c.active;
@@ -160,8 +156,7 @@ TEST(PlanAccounting, Llama405bLayerActivations) {
   ParallelSplit s{64, 8, 16, 1, 2, 32, 1, ScheduleKind::interleaved};
   s.sequence_parallel = true;
   const double sq = 8192, h = 16384;
-  EXPECT_DOUBLE_EQ(activation_bytes_per_layer(m, s, bf16_mixed_adam()),
-                   sq * (31.75 * h / 8 + 4.0 * 130 / 8));
+  EXPECT_DOUBLE_EQ(activation_bytes_per_layer(m, s, bf16_mixed_adam()), sq * (31.75 * h / 8 + 4.0 * 130 / 8));
 }
 
 // tiny-moe: layer 0 dense, layers 1-3 MoE (E 8, top_k 2, 1 shared, f_e 64); tp 1, bf16,
@@ -213,10 +208,10 @@ TEST(PlanAccounting, HeldPeaksGiveTheWalksMemory) {
   const std::vector<Case> cases = {
       {"tiny-dense", ScheduleKind::one_f_one_b, 2, 1, 4, 1, 1, Recompute::none},
       {"tiny-moe", ScheduleKind::zb_h1, 2, 1, 6, 1, 1, Recompute::selective},
-      {"deepseek-v3", ScheduleKind::one_f_one_b, 8, 1, 64, 4, 2, Recompute::none},      // 61 layers: uneven
+      {"deepseek-v3", ScheduleKind::one_f_one_b, 8, 1, 64, 4, 2, Recompute::none},  // 61 layers: uneven
       {"deepseek-v3", ScheduleKind::interleaved, 4, 3, 32, 8, 1, Recompute::selective},
       {"deepseek-v3", ScheduleKind::zb_h1, 16, 1, 48, 2, 1, Recompute::full},
-      {"llama3-405b", ScheduleKind::interleaved, 8, 4, 64, 8, 2, Recompute::none},    // 126 layers
+      {"llama3-405b", ScheduleKind::interleaved, 8, 4, 64, 8, 2, Recompute::none},  // 126 layers
       {"llama3-405b", ScheduleKind::afab, 6, 1, 12, 4, 1, Recompute::none},
       {"llama3-405b", ScheduleKind::interleaved, 2, 8, 16, 2, 4, Recompute::full},
   };

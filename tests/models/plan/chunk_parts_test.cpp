@@ -23,19 +23,60 @@ struct Case {
 std::vector<Case> cases() {
   using enum ScheduleKind;
   return {
-      {"deepseek-v3", ParallelSplit{.dp = 4, .tp = 2, .pp = 4, .ep = 2, .vpp = 2, .microbatches = 8,
-          .schedule = interleaved, .sequence_parallel = true, .recompute = Recompute::none, .cp = 2,
-          .cp_comm = CpComm::ring}},
-      {"deepseek-v3", ParallelSplit{.dp = 2, .pp = 2, .ep = 2, .microbatches = 4, .micro_batch_size = 2,
-          .schedule = zb_h1, .recompute = Recompute::selective, .cp_comm = CpComm::all_gather}},
-      {"mixtral-8x7b", ParallelSplit{.dp = 2, .tp = 2, .pp = 2, .ep = 2, .microbatches = 4, .schedule = zb_h1,
-          .sequence_parallel = true, .recompute = Recompute::full, .cp = 2, .cp_comm = CpComm::ring}},
-      {"llama3-8b", ParallelSplit{.dp = 2, .tp = 4, .pp = 4, .vpp = 2, .microbatches = 8, .schedule = interleaved,
-          .sequence_parallel = true, .recompute = Recompute::full, .cp = 2, .cp_comm = CpComm::ring}},
-      {"gpt-j-6b", ParallelSplit{.tp = 2, .pp = 2, .microbatches = 4, .schedule = one_f_one_b,
-          .recompute = Recompute::selective, .cp = 2, .cp_comm = CpComm::all_gather}},
-      {"tiny-moe", ParallelSplit{.dp = 2, .tp = 2, .ep = 2, .microbatches = 2, .schedule = one_f_one_b,
-          .sequence_parallel = true, .recompute = Recompute::none, .cp_comm = CpComm::all_gather}},
+      {"deepseek-v3", ParallelSplit{.dp = 4,
+                                    .tp = 2,
+                                    .pp = 4,
+                                    .ep = 2,
+                                    .vpp = 2,
+                                    .microbatches = 8,
+                                    .schedule = interleaved,
+                                    .sequence_parallel = true,
+                                    .recompute = Recompute::none,
+                                    .cp = 2,
+                                    .cp_comm = CpComm::ring}},
+      {"deepseek-v3", ParallelSplit{.dp = 2,
+                                    .pp = 2,
+                                    .ep = 2,
+                                    .microbatches = 4,
+                                    .micro_batch_size = 2,
+                                    .schedule = zb_h1,
+                                    .recompute = Recompute::selective,
+                                    .cp_comm = CpComm::all_gather}},
+      {"mixtral-8x7b", ParallelSplit{.dp = 2,
+                                     .tp = 2,
+                                     .pp = 2,
+                                     .ep = 2,
+                                     .microbatches = 4,
+                                     .schedule = zb_h1,
+                                     .sequence_parallel = true,
+                                     .recompute = Recompute::full,
+                                     .cp = 2,
+                                     .cp_comm = CpComm::ring}},
+      {"llama3-8b", ParallelSplit{.dp = 2,
+                                  .tp = 4,
+                                  .pp = 4,
+                                  .vpp = 2,
+                                  .microbatches = 8,
+                                  .schedule = interleaved,
+                                  .sequence_parallel = true,
+                                  .recompute = Recompute::full,
+                                  .cp = 2,
+                                  .cp_comm = CpComm::ring}},
+      {"gpt-j-6b", ParallelSplit{.tp = 2,
+                                 .pp = 2,
+                                 .microbatches = 4,
+                                 .schedule = one_f_one_b,
+                                 .recompute = Recompute::selective,
+                                 .cp = 2,
+                                 .cp_comm = CpComm::all_gather}},
+      {"tiny-moe", ParallelSplit{.dp = 2,
+                                 .tp = 2,
+                                 .ep = 2,
+                                 .microbatches = 2,
+                                 .schedule = one_f_one_b,
+                                 .sequence_parallel = true,
+                                 .recompute = Recompute::none,
+                                 .cp_comm = CpComm::all_gather}},
   };
 }
 
@@ -50,7 +91,8 @@ ActionTemplate from_parts(const ModelConfig& model, const ParallelSplit& split, 
     const int offset = static_cast<int>(t.ops.size());
     for (Op op : p.ops) {
       for (int& w : op.waits) {
-        if (w >= 0) w += offset;
+        if (w >= 0)
+          w += offset;
         else if (w == kWaitReceived)
           w = producer >= 0 ? (t.ops[producer].stream != op.stream ? producer : -1) : producer;
       }
@@ -107,8 +149,11 @@ TEST(PlanChunkParts, APartsChainIsItsChunksTemplate) {
 
 TEST(PlanChunkParts, ZeroTwoAndThreeAreRefused) {
   const ModelConfig model = load_model("tiny-moe");
-  ParallelSplit split = ParallelSplit{.dp = 2, .microbatches = 2, .schedule = ScheduleKind::one_f_one_b,
-      .recompute = Recompute::none, .cp_comm = CpComm::all_gather};
+  ParallelSplit split = ParallelSplit{.dp = 2,
+                                      .microbatches = 2,
+                                      .schedule = ScheduleKind::one_f_one_b,
+                                      .recompute = Recompute::none,
+                                      .cp_comm = CpComm::all_gather};
   split.zero = 3;
   EXPECT_THROW(build_part_template(model, split, 0, Pass::forward, ChunkPart::layer, 0), std::logic_error);
 }

@@ -100,7 +100,7 @@ TEST(PlanContextParallel, RankOrderPutsCpNextToTp) {
 }
 
 TEST(PlanContextParallel, GroupsPartitionTheWorld) {
-  const Group kinds[] = {Group::tp,     Group::dp, Group::pp,    Group::ep,
+  const Group kinds[] = {Group::tp,        Group::dp, Group::pp,    Group::ep,
                          Group::expert_dp, Group::cp, Group::dp_cp, Group::expert_dp_cp};
   for (int cp : {1, 2, 3})
     for (int ep : {1, 2}) {
@@ -205,7 +205,7 @@ TEST(PlanContextParallel, RingVariantPassesBlocksAroundTheRing) {
   EXPECT_EQ(fwd[OpKind::cp_kv_pass], 3);      // cp - 1
   EXPECT_EQ(fwd[OpKind::attention_core], 4);  // cp parts
   EXPECT_EQ(bwd[OpKind::cp_kv_pass], 3);
-  EXPECT_EQ(bwd[OpKind::cp_dkv_pass], 4);     // cp - 1 on the way, the last one home
+  EXPECT_EQ(bwd[OpKind::cp_dkv_pass], 4);  // cp - 1 on the way, the last one home
   EXPECT_EQ(bwd[OpKind::attention_core], 4);
   // Part j > 0 of the forward waits for the K/V pass that brought its block.
   int part = 0;

@@ -38,11 +38,11 @@ TEST(PlanHsdpExpert, ValidWhereTheShardGroupHoldsWholeEpGroups) {
 TEST(PlanHsdpExpert, ExpertShardGroupIsTheSameExpertsInsideTheShardGroup) {
   // dp8 ep2 shard4 cp2: rank = cp + 2 * dp; ep_rank = dp % 2.
   const RankLayout L(hsdp_ep(8, 2, 4, 3, 2));
-  EXPECT_EQ(L.group_size(Group::expert_dp_shard), 4);  // 4/2 DP ranks x 2 CP ranks
-  EXPECT_EQ(L.members(Group::expert_dp_shard, 0), (std::vector<int>{0, 1, 4, 5}));      // dp 0, 2
-  EXPECT_EQ(L.members(Group::expert_dp_shard, 3), (std::vector<int>{2, 3, 6, 7}));      // dp 1, 3
-  EXPECT_EQ(L.members(Group::expert_dp_shard, 9), (std::vector<int>{8, 9, 12, 13}));    // dp 4, 6
-  EXPECT_EQ(L.members(Group::dp_replica, 3), (std::vector<int>{3, 11}));                // dp 1, 5
+  EXPECT_EQ(L.group_size(Group::expert_dp_shard), 4);                                 // 4/2 DP ranks x 2 CP ranks
+  EXPECT_EQ(L.members(Group::expert_dp_shard, 0), (std::vector<int>{0, 1, 4, 5}));    // dp 0, 2
+  EXPECT_EQ(L.members(Group::expert_dp_shard, 3), (std::vector<int>{2, 3, 6, 7}));    // dp 1, 3
+  EXPECT_EQ(L.members(Group::expert_dp_shard, 9), (std::vector<int>{8, 9, 12, 13}));  // dp 4, 6
+  EXPECT_EQ(L.members(Group::dp_replica, 3), (std::vector<int>{3, 11}));              // dp 1, 5
   for (int r = 0; r < L.world_size(); ++r) {
     const auto m = L.members(Group::expert_dp_shard, r);
     EXPECT_EQ(m[L.index_in_group(Group::expert_dp_shard, r)], r);

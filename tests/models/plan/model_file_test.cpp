@@ -2,10 +2,10 @@
 // naming the file and the field.
 #include <gtest/gtest.h>
 
+#include <unistd.h>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
-#include <unistd.h>
 
 #include "core/errors.hpp"
 #include "models/plan/model_file.hpp"
@@ -34,8 +34,8 @@ std::string with(const std::string& extra) {
 
 TEST(PlanModelFile, CatalogHasEveryModelAndEachParses) {
   const auto names = catalog_names();
-  for (const char* want : {"tiny-dense", "tiny-moe", "small-dense", "gpt3-175b", "llama3-8b",
-                           "llama3-70b", "llama3-405b", "mixtral-8x7b", "deepseek-v3", "kimi-k2"})
+  for (const char* want : {"tiny-dense", "tiny-moe", "small-dense", "gpt3-175b", "llama3-8b", "llama3-70b",
+                           "llama3-405b", "mixtral-8x7b", "deepseek-v3", "kimi-k2"})
     EXPECT_NE(std::find(names.begin(), names.end(), want), names.end()) << want;
   for (const auto& n : names) {
     const ModelConfig m = load_model(n);
@@ -64,9 +64,7 @@ TEST(PlanModelFile, LoadsTinyMoeFields) {
   EXPECT_EQ(d.value_head_dim(), 128);
 }
 
-TEST(PlanModelFile, DefaultsKvHeadsToHeads) {
-  EXPECT_EQ(parse_model(kGood, "x").kv_heads, 4);
-}
+TEST(PlanModelFile, DefaultsKvHeadsToHeads) { EXPECT_EQ(parse_model(kGood, "x").kv_heads, 4); }
 
 TEST(PlanModelFile, ErrorsNameFileAndField) {
   struct Case {
@@ -88,8 +86,7 @@ TEST(PlanModelFile, ErrorsNameFileAndField) {
       {with(R"("top_k": 2)"), "num_experts", "MoE fields are set"},
       {with(R"("num_experts": 4, "top_k": 5, "expert_ffn_hidden": 8)"), "top_k", "1..num_experts"},
       {with(R"("num_experts": 4, "top_k": 2)"), "expert_ffn_hidden", ">= 1"},
-      {with(R"("num_experts": 4, "top_k": 2, "expert_ffn_hidden": 8, "balance": "aux_loss")"),
-       "aux_loss_coeff", "> 0"},
+      {with(R"("num_experts": 4, "top_k": 2, "expert_ffn_hidden": 8, "balance": "aux_loss")"), "aux_loss_coeff", "> 0"},
       {with(R"("kv_lora_rank": 8)"), "attention", "need \"attention\": \"mla\""},
       {R"({"name": "m", "source": 3, "layers": 2, "hidden": 32, "heads": 4, "ffn_hidden": 64, "vocab": 100, "seq_len": 8})",
        "source", "must be a string"},

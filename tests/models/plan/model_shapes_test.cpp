@@ -56,14 +56,13 @@ TEST(PlanModelShapes, ReplicatedKvHeadsCountWholeHeadsPerRank) {
   // Wq, Wo: 2*64*64/4; Wk, Wv: one head each, 2*16*64 (not 2*2*16*64/4 = 1024).
   EXPECT_DOUBLE_EQ(attention_params_per_rank(m, c, 4), 2048.0 + 2048.0);
   EXPECT_DOUBLE_EQ(attention_params_per_rank(m, c, 2), c.attention_per_layer / 2);  // split, no copies
-  const double layer = 4096.0 + 2 * 64 + 3.0 * 64 * 128 / 4;  // attention, 2 RMSNorms, MLP
-  const double want = 256.0 * 64 / 4 * 2 + 64 + 4 * layer;     // embedding, head, final norm, layers
+  const double layer = 4096.0 + 2 * 64 + 3.0 * 64 * 128 / 4;                        // attention, 2 RMSNorms, MLP
+  const double want = 256.0 * 64 / 4 * 2 + 64 + 4 * layer;  // embedding, head, final norm, layers
   EXPECT_DOUBLE_EQ(memory_per_rank(m, tp_split(4), fp32_adam(), 0).params, want);
   // K and V activations: one head each per rank (2*16 per token), whole on every rank.
   const double tokens = m.seq_len;
   const double elements = 4 * 64 + 2 * 16 + (2.0 * 64 + 3 * 128 + 4 * 32) / 4;  // norms, K/V, Q+ctx+MLP+probs
-  EXPECT_DOUBLE_EQ(activation_bytes_per_layer(m, tp_split(4), fp32_adam(), 0),
-                   tokens * (elements * 4 + 2 * 4));
+  EXPECT_DOUBLE_EQ(activation_bytes_per_layer(m, tp_split(4), fp32_adam(), 0), tokens * (elements * 4 + 2 * 4));
 }
 
 TEST(PlanModelShapes, ReplicatedKvGradientsAreSummedOverTheirCopies) {
@@ -130,8 +129,8 @@ TEST(PlanModelShapes, ParallelBlockHasOneNormAndOneTpReductionPerPass) {
     std::map<OpKind, double> fs, fp;
     for (const Op& op : s.ops) fs[op.kind] += op.flops;
     for (const Op& op : p.ops) fp[op.kind] += op.flops;
-    for (OpKind k : {OpKind::qkv_gemm, OpKind::attention_core, OpKind::out_proj_gemm, OpKind::mlp_up_gemm,
-                     OpKind::mlp_down_gemm})
+    for (OpKind k :
+         {OpKind::qkv_gemm, OpKind::attention_core, OpKind::out_proj_gemm, OpKind::mlp_up_gemm, OpKind::mlp_down_gemm})
       EXPECT_DOUBLE_EQ(fs[k], fp[k]);
   }
 }

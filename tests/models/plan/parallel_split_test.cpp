@@ -132,8 +132,7 @@ TEST(PlanParallelSplit, FastAtSixteenThousandRanks) {
   q.interleave_chunks = {2, 3, 4};
   const auto t0 = std::chrono::steady_clock::now();
   const auto splits = enumerate_splits(m, 16384, q);
-  const double ms =
-      std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+  const double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
   EXPECT_GT(splits.size(), 100u);
   EXPECT_LT(ms, 1000.0) << splits.size() << " splits took " << ms << " ms";
   for (const auto& s : splits) ASSERT_EQ(s.world_size(), 16384);

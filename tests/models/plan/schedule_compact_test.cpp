@@ -97,8 +97,9 @@ TEST(PlanScheduleCompact, ExpandsToTheFullSchedule) {
 // lists a small fraction of its actions, and a compact schedule has no compute order
 // to read by mistake.
 TEST(PlanScheduleCompact, ListsALongSteadyStateOnce) {
-  for (const ParallelSplit& split : {shape(ScheduleKind::one_f_one_b, 64, 1, 2048), shape(ScheduleKind::zb_h1, 64, 1, 2048),
-                                     shape(ScheduleKind::interleaved, 32, 2, 1024)}) {
+  for (const ParallelSplit& split :
+       {shape(ScheduleKind::one_f_one_b, 64, 1, 2048), shape(ScheduleKind::zb_h1, 64, 1, 2048),
+        shape(ScheduleKind::interleaved, 32, 2, 1024)}) {
     const PipelineSchedule compact = build_compact_schedule(split);
     ASSERT_EQ(compact.repeats.size(), 1u) << describe(split);
     size_t listed = 0, runs = 0;

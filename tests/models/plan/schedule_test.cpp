@@ -31,8 +31,8 @@ std::vector<Case> all_cases() {
 }
 
 std::string name(const Case& c) {
-  return std::string(to_string(c.kind)) + " p" + std::to_string(c.p) + " v" +
-         std::to_string(c.v) + " m" + std::to_string(c.m);
+  return std::string(to_string(c.kind)) + " p" + std::to_string(c.p) + " v" + std::to_string(c.v) + " m" +
+         std::to_string(c.m);
 }
 
 TEST(PlanSchedule, EveryChunkRunsOnceForwardBeforeBackward) {
@@ -52,8 +52,8 @@ TEST(PlanSchedule, EveryChunkRunsOnceForwardBeforeBackward) {
       EXPECT_EQ(static_cast<int>(fwd_at.size()), c.m * c.v) << name(c);
       EXPECT_EQ(static_cast<int>(bwd_at.size()), c.m * c.v) << name(c);
       for (const auto& [key, i] : bwd_at)
-        EXPECT_LT(fwd_at.at(key), i) << name(c) << " stage " << st << " mb " << key.first
-                                     << " chunk " << key.second << ": backward before forward";
+        EXPECT_LT(fwd_at.at(key), i) << name(c) << " stage " << st << " mb " << key.first << " chunk " << key.second
+                                     << ": backward before forward";
     }
   }
 }
@@ -98,8 +98,7 @@ TEST(PlanSchedule, ExchangesPairUpWithinOneRound) {
           EXPECT_EQ(a.send->peer_stage, a.send->dst_virtual_stage % c.p);
           sends[{int(a.send->payload), a.send->microbatch, a.send->src_virtual_stage}] = {st, a.round};
         }
-        if (a.recv)
-          recvs[{int(a.recv->payload), a.recv->microbatch, a.recv->src_virtual_stage}] = {st, a.round};
+        if (a.recv) recvs[{int(a.recv->payload), a.recv->microbatch, a.recv->src_virtual_stage}] = {st, a.round};
       }
     // Tags are unique per message and identical on both sides.
     std::set<int> tags;
@@ -128,9 +127,7 @@ TEST(PlanSchedule, BubbleFractionMatchesTheory) {
     if (c.kind == ScheduleKind::zb_h1) continue;  // plan_zero_bubble_test
     const PipelineSchedule s = build_schedule(c.kind, c.p, c.v, c.m);
     const PipelineTiming t = simulate_pipeline(s, 1.0, 1.0, 0.0);
-    const double expected = c.kind == ScheduleKind::interleaved
-                                ? (c.p - 1.0) / (c.v * c.m)
-                                : (c.p - 1.0) / c.m;
+    const double expected = c.kind == ScheduleKind::interleaved ? (c.p - 1.0) / (c.v * c.m) : (c.p - 1.0) / c.m;
     EXPECT_NEAR(t.bubble_fraction, expected, 1e-12) << name(c);
     EXPECT_DOUBLE_EQ(t.ideal, 2.0 * c.m * c.v);
     for (double b : t.busy) EXPECT_DOUBLE_EQ(b, 2.0 * c.m * c.v);
@@ -267,9 +264,9 @@ namespace {
 // The plan covers what build_schedule reserves, so a schedule the plan lets through is
 // never larger than planned.
 TEST(PlanScheduleMemory, PlanCoversTheReservedActions) {
-  for (const auto& [kind, p, v, m] : {std::tuple{ScheduleKind::one_f_one_b, 4, 1, 64},
-                                      std::tuple{ScheduleKind::interleaved, 4, 2, 16},
-                                      std::tuple{ScheduleKind::afab, 2, 1, 8}}) {
+  for (const auto& [kind, p, v, m] :
+       {std::tuple{ScheduleKind::one_f_one_b, 4, 1, 64}, std::tuple{ScheduleKind::interleaved, 4, 2, 16},
+        std::tuple{ScheduleKind::afab, 2, 1, 8}}) {
     const PipelineSchedule s = build_schedule(kind, p, v, m);
     double reserved = 0;
     for (const auto& stage : s.per_stage) reserved += static_cast<double>(stage.capacity()) * sizeof(PipeAction);

@@ -241,8 +241,8 @@ TEST(PlanStepProgram, FlopsMatchAccounting) {
     const ModelConfig m = load_model(c.model);
     const double sequences_per_replica = c.split.microbatches * c.split.micro_batch_size;
     const double want = model_flops_per_step(m, sequences_per_replica);
-    const double got = replica_model_flops(m, c.split, Phase::forward) +
-                       replica_model_flops(m, c.split, Phase::backward);
+    const double got =
+        replica_model_flops(m, c.split, Phase::forward) + replica_model_flops(m, c.split, Phase::backward);
     EXPECT_NEAR(got / want, 1.0, 1e-12) << c.model << " " << describe(c.split);
   }
 }
@@ -253,8 +253,7 @@ TEST(PlanStepProgram, RecomputeFlopsMatchAccounting) {
     ParallelSplit s{1, 2, 2, 1, 1, 2, 1, ScheduleKind::one_f_one_b};
     s.recompute = rc;
     const double tokens = 2.0 * m.seq_len;
-    EXPECT_NEAR(replica_model_flops(m, s, Phase::recompute) / (recompute_flops_per_token(m, rc) * tokens),
-                1.0, 1e-12)
+    EXPECT_NEAR(replica_model_flops(m, s, Phase::recompute) / (recompute_flops_per_token(m, rc) * tokens), 1.0, 1e-12)
         << to_string(rc);
   }
 }
@@ -308,40 +307,41 @@ TEST(PlanStepProgram, ForwardConsumesTheReceivedActivation) {
 
 TEST(PlanStepProgram, ChunkTemplatesMatchTheFullProgram) {
   const ModelConfig m = load_model("tiny-moe");
-  for (const ParallelSplit& s : {ParallelSplit{2, 2, 2, 2, 2, 4, 1, ScheduleKind::interleaved, true, true, Recompute::full},
-                                 ParallelSplit{2, 2, 2, 2, 1, 4, 1, ScheduleKind::zb_h1, true, true, Recompute::full}}) {
-  RankLayout layout(s);
-  for (int stage = 0; stage < s.pp; ++stage) {
-    const StepProgram p = build_step_program(m, s, layout.rank_of({1, 1, stage, 1, 0}));
-    for (int i = 0; i < static_cast<int>(p.actions.size()); ++i) {
-      const PipeAction& a = p.actions[i];
-      if (a.kind == ActionKind::exchange) continue;
-      const Pass pass = a.kind == ActionKind::forward    ? Pass::forward
-                        : a.kind == ActionKind::backward ? Pass::backward
-                                                         : Pass::weight;
-      const std::vector<Op> t = build_chunk_ops(m, s, stage, a.chunk, pass);
-      std::vector<const Op*> full;
-      for (const Op& op : p.ops)
-        if (op.action == i) full.push_back(&op);
-      ASSERT_EQ(full.size(), t.size()) << "stage " << stage << " action " << i;
-      for (size_t k = 0; k < t.size(); ++k) {
-        EXPECT_EQ(full[k]->kind, t[k].kind);
-        EXPECT_EQ(full[k]->group, t[k].group);
-        EXPECT_EQ(full[k]->layer, t[k].layer);
-        EXPECT_DOUBLE_EQ(full[k]->flops, t[k].flops);
-        EXPECT_DOUBLE_EQ(full[k]->bytes, t[k].bytes);
+  for (const ParallelSplit& s :
+       {ParallelSplit{2, 2, 2, 2, 2, 4, 1, ScheduleKind::interleaved, true, true, Recompute::full},
+        ParallelSplit{2, 2, 2, 2, 1, 4, 1, ScheduleKind::zb_h1, true, true, Recompute::full}}) {
+    RankLayout layout(s);
+    for (int stage = 0; stage < s.pp; ++stage) {
+      const StepProgram p = build_step_program(m, s, layout.rank_of({1, 1, stage, 1, 0}));
+      for (int i = 0; i < static_cast<int>(p.actions.size()); ++i) {
+        const PipeAction& a = p.actions[i];
+        if (a.kind == ActionKind::exchange) continue;
+        const Pass pass = a.kind == ActionKind::forward    ? Pass::forward
+                          : a.kind == ActionKind::backward ? Pass::backward
+                                                           : Pass::weight;
+        const std::vector<Op> t = build_chunk_ops(m, s, stage, a.chunk, pass);
+        std::vector<const Op*> full;
+        for (const Op& op : p.ops)
+          if (op.action == i) full.push_back(&op);
+        ASSERT_EQ(full.size(), t.size()) << "stage " << stage << " action " << i;
+        for (size_t k = 0; k < t.size(); ++k) {
+          EXPECT_EQ(full[k]->kind, t[k].kind);
+          EXPECT_EQ(full[k]->group, t[k].group);
+          EXPECT_EQ(full[k]->layer, t[k].layer);
+          EXPECT_DOUBLE_EQ(full[k]->flops, t[k].flops);
+          EXPECT_DOUBLE_EQ(full[k]->bytes, t[k].bytes);
+        }
+      }
+      // The tail: everything after the last action's ops.
+      const std::vector<Op> g = build_gradient_ops(m, s, stage);
+      ASSERT_GE(p.ops.size(), g.size());
+      for (size_t k = 0; k < g.size(); ++k) {
+        const Op& full = p.ops[p.ops.size() - g.size() + k];
+        EXPECT_EQ(full.kind, g[k].kind);
+        EXPECT_DOUBLE_EQ(full.bytes, g[k].bytes);
+        EXPECT_EQ(full.action, -1);
       }
     }
-    // The tail: everything after the last action's ops.
-    const std::vector<Op> g = build_gradient_ops(m, s, stage);
-    ASSERT_GE(p.ops.size(), g.size());
-    for (size_t k = 0; k < g.size(); ++k) {
-      const Op& full = p.ops[p.ops.size() - g.size() + k];
-      EXPECT_EQ(full.kind, g[k].kind);
-      EXPECT_DOUBLE_EQ(full.bytes, g[k].bytes);
-      EXPECT_EQ(full.action, -1);
-    }
-  }
   }
 }
 
@@ -415,8 +415,7 @@ TEST(PlanStepProgram, GeneratesATrillionParameterStageInMilliseconds) {
   const PipelineSchedule sched = build_schedule(s);
   const auto t0 = std::chrono::steady_clock::now();
   const StepProgram p = build_step_program(m, s, sched, 8 * 128 * 7, {});
-  const double ms =
-      std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+  const double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
   std::printf("kimi-k2 stage 7 of 16, 128 microbatches: %zu ops in %.2f ms\n", p.ops.size(), ms);
   EXPECT_GT(p.ops.size(), 10000u);
   EXPECT_LT(ms, 250.0);

@@ -75,7 +75,8 @@ TEST(PlanZeroBubble, NeverSlowerThanOneFOneBWithEqualPasses) {
     for (int m : {p, 2 * p, 3 * p + 1})
       for (double comm : {0.0, 0.1, 0.7}) {
         const PipelineTiming zb = simulate_pipeline(build_schedule(ScheduleKind::zb_h1, p, 1, m), 1.0, 1.0, comm, 1.0);
-        const PipelineTiming f1b1 = simulate_pipeline(build_schedule(ScheduleKind::one_f_one_b, p, 1, m), 1.0, 2.0, comm);
+        const PipelineTiming f1b1 =
+            simulate_pipeline(build_schedule(ScheduleKind::one_f_one_b, p, 1, m), 1.0, 2.0, comm);
         EXPECT_LE(zb.makespan, f1b1.makespan + 1e-9) << name(p, m) << " comm " << comm;
         EXPECT_DOUBLE_EQ(zb.ideal, f1b1.ideal);
       }

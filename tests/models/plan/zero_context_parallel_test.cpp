@@ -26,9 +26,8 @@ ParallelSplit zero_cp(int dp, int cp, int zero, int shard_group = 0) {
 }
 
 int count(const StepProgram& p, OpKind k, Phase ph, Group g) {
-  return static_cast<int>(std::count_if(p.ops.begin(), p.ops.end(), [&](const Op& op) {
-    return op.kind == k && op.phase == ph && op.group == g;
-  }));
+  return static_cast<int>(std::count_if(p.ops.begin(), p.ops.end(),
+                                        [&](const Op& op) { return op.kind == k && op.phase == ph && op.group == g; }));
 }
 
 TEST(PlanZeroContextParallel, ValidAndLabelled) {
@@ -54,7 +53,7 @@ TEST(PlanZeroContextParallel, ShardGroupSpansTheCpRanks) {
   EXPECT_EQ(L.group_size(Group::dp_replica), 2);
   EXPECT_EQ(L.members(Group::dp_shard, 0), (std::vector<int>{0, 2, 4, 6}));     // dp 0-1, cp 0-1
   EXPECT_EQ(L.members(Group::dp_shard, 9), (std::vector<int>{9, 11, 13, 15}));  // dp 2-3
-  EXPECT_EQ(L.members(Group::dp_replica, 2), (std::vector<int>{2, 10}));         // cp 1 dp 0, dp 2
+  EXPECT_EQ(L.members(Group::dp_replica, 2), (std::vector<int>{2, 10}));        // cp 1 dp 0, dp 2
   for (Group g : {Group::dp_shard, Group::dp_replica})
     for (int r = 0; r < L.world_size(); ++r) {
       const auto m = L.members(g, r);

@@ -87,9 +87,8 @@ TEST(PlanZero, ShardAndReplicaGroups) {
 }
 
 int count(const StepProgram& p, OpKind k, Phase ph, Group g) {
-  return static_cast<int>(std::count_if(p.ops.begin(), p.ops.end(), [&](const Op& op) {
-    return op.kind == k && op.phase == ph && op.group == g;
-  }));
+  return static_cast<int>(std::count_if(p.ops.begin(), p.ops.end(),
+                                        [&](const Op& op) { return op.kind == k && op.phase == ph && op.group == g; }));
 }
 
 TEST(PlanZero, FsdpGathersEveryUnitBeforeForwardAndBackward) {
@@ -166,7 +165,9 @@ TEST(PlanZero, MemoryPerStageFollowsTheZeroFormulas) {
   const Precision p = bf16_mixed_adam();
   const double P = memory_per_rank(m, dp_split(64, 0), p, 0).params;
   const double d = 64;
-  auto state = [&](int zero, int shard = 0) { return memory_per_rank(m, dp_split(64, zero, shard), p, 0).model_state(); };
+  auto state = [&](int zero, int shard = 0) {
+    return memory_per_rank(m, dp_split(64, zero, shard), p, 0).model_state();
+  };
   EXPECT_NEAR(state(0), 16 * P, 1);
   EXPECT_NEAR(state(1), (4 + 12 / d) * P, 1);
   EXPECT_NEAR(state(2), (2 + 14 / d) * P, 1);

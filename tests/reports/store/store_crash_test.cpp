@@ -11,8 +11,8 @@
 namespace ibt::store {
 namespace {
 
-const std::vector<Column> kColumns = {{"i", ColumnType::u64, ""}, {"x", ColumnType::f64, "us"},
-                                      {"label", ColumnType::str}};
+const std::vector<Column> kColumns = {
+    {"i", ColumnType::u64, ""}, {"x", ColumnType::f64, "us"}, {"label", ColumnType::str}};
 
 Row row_number(std::uint64_t i) { return {i, i * 0.25, "row" + std::to_string(i)}; }
 

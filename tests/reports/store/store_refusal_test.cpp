@@ -140,9 +140,8 @@ TEST(StoreRefusal, Directory) {
   ScratchDir dir;
   const std::string path = dir.file("results.h5");
   ASSERT_TRUE(std::filesystem::create_directory(path));
-  for (const auto& action : std::vector<std::function<void()>>{[&] { open_for_append(path); },
-                                                                [&] { check_appendable(path); },
-                                                                [&] { list_runs(path); }}) {
+  for (const auto& action : std::vector<std::function<void()>>{
+           [&] { open_for_append(path); }, [&] { check_appendable(path); }, [&] { list_runs(path); }}) {
     const std::string message = usage_error_of(action);
     EXPECT_NE(message.find(path + ": is a directory"), std::string::npos) << message;
   }

@@ -27,8 +27,8 @@ std::vector<Column> every_type_columns() {
 std::vector<Row> every_type_rows() {
   return {
       {std::string("all_reduce"), std::int64_t{-3}, std::uint64_t{0}, 0.1, std::string("in")},
-      {std::string(""), std::numeric_limits<std::int64_t>::min(), std::numeric_limits<std::uint64_t>::max(),
-       -1.0e300, std::string("full")},  // "full" fills its 4 bytes: no NUL terminator in the file
+      {std::string(""), std::numeric_limits<std::int64_t>::min(), std::numeric_limits<std::uint64_t>::max(), -1.0e300,
+       std::string("full")},  // "full" fills its 4 bytes: no NUL terminator in the file
       {std::string("h\xc3\xa9llo"), std::numeric_limits<std::int64_t>::max(), std::uint64_t{1} << 63,
        std::numeric_limits<double>::denorm_min(), std::string("x")},
   };
@@ -53,7 +53,8 @@ void expect_rows_equal(const std::vector<Row>& expected, const std::vector<Row>&
   ASSERT_EQ(expected.size(), actual.size());
   for (std::size_t r = 0; r < expected.size(); ++r) {
     ASSERT_EQ(expected[r].size(), actual[r].size()) << "row " << r;
-    for (std::size_t c = 0; c < expected[r].size(); ++c) EXPECT_EQ(expected[r][c], actual[r][c]) << "row " << r << " column " << c;
+    for (std::size_t c = 0; c < expected[r].size(); ++c)
+      EXPECT_EQ(expected[r][c], actual[r][c]) << "row " << r << " column " << c;
   }
 }
 
@@ -153,8 +154,7 @@ TEST(StoreRoundTrip, LayoutMatchesTheDocumentedSchema) {
   EXPECT_EQ(dims, 3u);
   EXPECT_EQ(maxdims, H5S_UNLIMITED);
   H5Sclose(space);
-  for (const auto& c : every_type_columns())
-    EXPECT_GT(H5Aexists(table, ("unit:" + c.name).c_str()), 0) << c.name;
+  for (const auto& c : every_type_columns()) EXPECT_GT(H5Aexists(table, ("unit:" + c.name).c_str()), 0) << c.name;
   H5Dclose(table);
 
   // The array, under intermediate groups created on the way.
@@ -232,11 +232,11 @@ TEST(StoreRoundTrip, BadRowsAreRefusedAndLeaveTheTableAsItWas) {
     } catch (const RuntimeError& e) {
       EXPECT_NE(std::string(e.what()).find("column 'op'"), std::string::npos) << e.what();
     }
-    EXPECT_THROW(t.append({std::string("ab"), 2.0}), RuntimeError);                // f64 for i64
-    EXPECT_THROW(t.append({std::string("ab")}), RuntimeError);                      // too few values
-    EXPECT_EQ(&run->table("t", t.columns()), &t);                                   // same table again
-    EXPECT_THROW(run->table("t", {{"n", ColumnType::i64, ""}}), RuntimeError);      // other columns
-    EXPECT_THROW(run->table("a/b", {{"n", ColumnType::i64, ""}}), RuntimeError);    // not a plain name
+    EXPECT_THROW(t.append({std::string("ab"), 2.0}), RuntimeError);               // f64 for i64
+    EXPECT_THROW(t.append({std::string("ab")}), RuntimeError);                    // too few values
+    EXPECT_EQ(&run->table("t", t.columns()), &t);                                 // same table again
+    EXPECT_THROW(run->table("t", {{"n", ColumnType::i64, ""}}), RuntimeError);    // other columns
+    EXPECT_THROW(run->table("a/b", {{"n", ColumnType::i64, ""}}), RuntimeError);  // not a plain name
     run->finish(RunStatus::complete);
   }
   const TableData data = read_table(path, "000001", "t");

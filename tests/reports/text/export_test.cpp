@@ -4,10 +4,10 @@
 #include <limits>
 #include <sstream>
 
-#include "core/errors.hpp"
 #include "collectives/results_schema.hpp"
-#include "reports/text/export.hpp"
+#include "core/errors.hpp"
 #include "reports/store/store.hpp"
+#include "reports/text/export.hpp"
 #include "tests/reports/store/test_support.hpp"
 
 namespace ibt::reports {
@@ -17,9 +17,23 @@ using store::ColumnType;
 using store::Row;
 
 Row collectives_row(const char* op, std::uint64_t bytes, double time_us, double busbw) {
-  return {std::string(op), std::string("world"), std::string("mpi"), std::string("float32"), std::string("sum"),
-          std::string("out"), std::int64_t{4}, std::int64_t{1}, bytes, bytes / 4, std::int64_t{20}, time_us,
-          time_us, time_us * 1.5, bytes / time_us / 1e3, busbw, std::uint64_t{0}};
+  return {std::string(op),
+          std::string("world"),
+          std::string("mpi"),
+          std::string("float32"),
+          std::string("sum"),
+          std::string("out"),
+          std::int64_t{4},
+          std::int64_t{1},
+          bytes,
+          bytes / 4,
+          std::int64_t{20},
+          time_us,
+          time_us,
+          time_us * 1.5,
+          bytes / time_us / 1e3,
+          busbw,
+          std::uint64_t{0}};
 }
 
 // Runs 1 and 2: "collectives" tables; run 3: a table of another name and shape.
@@ -106,8 +120,7 @@ TEST_F(ExportTest, CsvRefusesTablesOfOneNameWithDifferentColumns) {
     csv({std::nullopt, std::string("collectives")});
     FAIL() << "tables of different columns concatenated";
   } catch (const UsageError& e) {
-    EXPECT_NE(std::string(e.what()).find("different columns in runs 000001 and 000004"), std::string::npos)
-        << e.what();
+    EXPECT_NE(std::string(e.what()).find("different columns in runs 000001 and 000004"), std::string::npos) << e.what();
   }
   EXPECT_NE(csv({std::string("4"), std::string("collectives")}).find("000004,collectives,x"), std::string::npos);
 }

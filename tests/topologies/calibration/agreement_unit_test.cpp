@@ -9,9 +9,9 @@
 #include "models/plan/model_file.hpp"
 #include "topologies/calibration/agreement.hpp"
 #include "topologies/calibration/calibration.hpp"
-#include "topologies/hardware/collective_model.hpp"
 #include "topologies/calibration/compute_fit.hpp"
 #include "topologies/calibration/train_runs.hpp"
+#include "topologies/hardware/collective_model.hpp"
 
 namespace ibt::topo {
 namespace {

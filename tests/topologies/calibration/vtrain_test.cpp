@@ -7,9 +7,9 @@
 #include <string>
 
 #include "core/errors.hpp"
+#include "topologies/calibration/vtrain.hpp"
 #include "topologies/hardware/collective_model.hpp"
 #include "topologies/sim/sim_pricer.hpp"
-#include "topologies/calibration/vtrain.hpp"
 
 namespace ibt::topo {
 namespace {
@@ -72,8 +72,7 @@ TEST(VtrainModel, MalformedAllReduceTableNamesFileAndLine) {
   } catch (const UsageError& e) {
     EXPECT_NE(std::string(e.what()).find(path + ":3"), std::string::npos) << e.what();
   }
-  EXPECT_THROW(fit_allreduce_table(write_temp("vtrain_ar_one.csv", "gpus,bytes,time_us\n1,1048576,90\n")),
-               UsageError);
+  EXPECT_THROW(fit_allreduce_table(write_temp("vtrain_ar_one.csv", "gpus,bytes,time_us\n1,1048576,90\n")), UsageError);
   EXPECT_THROW(fit_allreduce_table(::testing::TempDir() + "does-not-exist.csv"), UsageError);
 }
 

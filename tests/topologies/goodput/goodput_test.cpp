@@ -11,11 +11,11 @@
 #include "core/errors.hpp"
 #include "models/plan/accounting.hpp"
 #include "models/plan/model_file.hpp"
-#include "topologies/studies/crossover.hpp"
 #include "topologies/goodput/failure_model.hpp"
 #include "topologies/goodput/failure_sim.hpp"
 #include "topologies/goodput/goodput.hpp"
 #include "topologies/projection/projection_goodput.hpp"
+#include "topologies/studies/crossover.hpp"
 
 namespace ibt::topo {
 namespace {
@@ -101,8 +101,7 @@ TEST(Goodput, GoodputByHand) {
 // lost time must agree with Daly's closed form within 4 standard errors (a seeded
 // run: the test is deterministic, and a wrong closed form or simulator fails it by
 // many standard errors, see MonteCarloDetectsAWrongModel).
-void expect_sim_matches(double solve, double tau, double delta, double R, double M, int trials,
-                        std::uint64_t seed) {
+void expect_sim_matches(double solve, double tau, double delta, double R, double M, int trials, std::uint64_t seed) {
   FailureSimConfig c;
   c.solve = solve;
   c.interval = tau;
@@ -114,8 +113,8 @@ void expect_sim_matches(double solve, double tau, double delta, double R, double
   const FailureSimResult r = simulate_failures(c);
   const double lost = expected_lost_time(solve, tau, delta, R, M);
   const double wall = expected_wall_time(solve, tau, delta, R, M);
-  SCOPED_TRACE("tau " + std::to_string(tau) + " delta " + std::to_string(delta) + " R " + std::to_string(R) +
-               " M " + std::to_string(M));
+  SCOPED_TRACE("tau " + std::to_string(tau) + " delta " + std::to_string(delta) + " R " + std::to_string(R) + " M " +
+               std::to_string(M));
   std::printf("  sim lost %.2f +- %.2f s (%d trials, %.2f failures/run), closed form %.2f s (%+.2f s.e.)\n",
               r.mean_lost, r.stderr_lost, r.trials, r.mean_failures, lost, (r.mean_lost - lost) / r.stderr_lost);
   ASSERT_GT(r.stderr_lost, 0);
@@ -355,8 +354,7 @@ TEST(FailureModel, CrossoverComparesOnGoodputAdjustedMfu) {
   EXPECT_NE(r.verdict.find("goodput-adjusted MFU gain"), std::string::npos) << r.verdict;
   // Without failure figures a goodput comparison is refused, not assumed.
   const FailureAssumptions none = failure_assumptions(load_topology("dgx-a100"), {});
-  EXPECT_THROW(crossover(m, base, 64, {8}, {100}, 64, 0.05, ProjectionOptions{}, &none, RankBy::goodput),
-               UsageError);
+  EXPECT_THROW(crossover(m, base, 64, {8}, {100}, 64, 0.05, ProjectionOptions{}, &none, RankBy::goodput), UsageError);
 }
 
 }  // namespace

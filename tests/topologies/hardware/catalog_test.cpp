@@ -99,10 +99,12 @@ std::string minimal(const std::string& extra_device = "", const std::string& bw_
     "device": {"name": "dev", "peak_tflops": {
       "fp32": {"value": 1, "unit": "TFLOP/s", "source": "s"}, "tf32": {"value": null, "unit": "TFLOP/s", "source": "s", "note": "n"},
       "bf16": {"value": 2, "unit": "TFLOP/s", "source": "s"}, "fp8": {"value": null, "unit": "TFLOP/s", "source": "s", "note": "n"}},
-      "memory_GB": {"value": 10, "unit": "GB", "source": "s"}, )" + extra_device + R"(
+      "memory_GB": {"value": 10, "unit": "GB", "source": "s"}, )" +
+         extra_device + R"(
       "memory_bandwidth_GBps": {"value": 100, "unit": "GB/s", "source": "s"}},
     "scale_up": {"name": "u", "devices_per_domain": {"value": 8, "unit": "devices", "source": "s"},
-      "bandwidth_GBps": {"value": 100, "unit": "GB/s", "source": ")" + bw_source + R"("},
+      "bandwidth_GBps": {"value": 100, "unit": "GB/s", "source": ")" +
+         bw_source + R"("},
       "latency_us": {"value": 1, "unit": "us", "source": "s"}, "algorithms": ["ring"]},
     "model": {"collective_launch_us": {"value": 1, "unit": "us", "source": "s"},
       "gemm_efficiency": {"value": 0.5, "unit": "", "source": "s"}, "memory_efficiency": {"value": 0.5, "unit": "", "source": "s"},
@@ -169,7 +171,8 @@ TEST(Catalog, UnknownTopologyListsTheCatalog) {
 TEST(Catalog, MalformedModelFileNamesTheField) {
   try {
     models::parse_model(R"({"name": "m", "source": "s", "layers": 2, "hidden": 64, "heads": 4, "vocab": 10,
-                            "seq_len": 8, "ffn_hidden": 128, "wings": 2})", "m.json");
+                            "seq_len": 8, "ffn_hidden": 128, "wings": 2})",
+                        "m.json");
     FAIL();
   } catch (const UsageError& e) {
     EXPECT_NE(std::string(e.what()).find("wings"), std::string::npos) << e.what();

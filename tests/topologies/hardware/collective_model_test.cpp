@@ -45,8 +45,7 @@ TEST(Placement, UnevenGroupsAsEveryGroupWalkedOneByOne) {
             const Placement p = place_group(n, stride, D, world);
             long long dom = D;
             if (world > 0 && world < dom) dom = world;
-            if (dom % span == 0 || stride % dom == 0 || stride >= dom ||
-                (dom % stride == 0 && span % dom == 0))
+            if (dom % span == 0 || stride % dom == 0 || stride >= dom || (dom % stride == 0 && span % dom == 0))
               continue;  // the even cases take closed forms
             ++uneven;
             const long long blocks = world > 0 ? std::max(1LL, world / span) : dom;  // a period or more
@@ -193,12 +192,10 @@ TEST(CollectiveModel, NoScaleOutIsAClearError) {
     }
     return std::string("no error");
   };
-  const std::string spanning =
-      message([&] { collective_cost(t, CollOp::all_reduce, place_group(2 * D, 1, D), 1e6); });
+  const std::string spanning = message([&] { collective_cost(t, CollOp::all_reduce, place_group(2 * D, 1, D), 1e6); });
   EXPECT_NE(spanning.find("scale_out.bandwidth_GBps"), std::string::npos) << spanning;
   EXPECT_NE(spanning.find("all_reduce over " + std::to_string(2 * D) + " devices"), std::string::npos) << spanning;
-  const std::string across =
-      message([&] { collective_cost(t, CollOp::all_gather, place_group(2, D, D), 1e6); });
+  const std::string across = message([&] { collective_cost(t, CollOp::all_gather, place_group(2, D, D), 1e6); });
   EXPECT_NE(across.find("all_gather over 2 devices"), std::string::npos) << across;
   const std::string p2p = message([&] { p2p_cost(t, false, 1e6); });
   EXPECT_NE(p2p.find("a pipeline send/recv between two devices"), std::string::npos) << p2p;

@@ -51,8 +51,10 @@ void write_gemm_run(const std::string& path, const std::string& gpu, const std::
   auto run = s->begin_run("gemm");
   run->set_attr("gpu_name", gpu);
   using store::ColumnType;
-  const std::vector<store::Column> cols = {{"name", ColumnType::str}, {"dtype", ColumnType::str},
-                                           {"tflops", ColumnType::f64, "TFLOP/s"}, {"rel_error", ColumnType::f64, ""}};
+  const std::vector<store::Column> cols = {{"name", ColumnType::str},
+                                           {"dtype", ColumnType::str},
+                                           {"tflops", ColumnType::f64, "TFLOP/s"},
+                                           {"rel_error", ColumnType::f64, ""}};
   store::Table& t = run->table("gemm", cols);
   for (const auto& r : rows) t.append(r);
   run->finish(status);

@@ -15,8 +15,8 @@
 #include "models/plan/model_file.hpp"
 #include "models/plan/step_program.hpp"
 #include "topologies/hardware/gemm_shape.hpp"
-#include "topologies/sim/sim_pricer.hpp"
 #include "topologies/hardware/topology.hpp"
+#include "topologies/sim/sim_pricer.hpp"
 
 namespace ibt::topo {
 namespace {
@@ -174,7 +174,8 @@ TEST(GemmShape, H200SweepRunsPartialWavesAtTheWholeWaveRate) {
   for (auto [whole, partial] : {std::pair{1024.0, 1280.0}, {2048.0, 2304.0}}) {
     const double measured = rate(partial) / rate(whole);
     const double predicted = tile_efficiency(h200, partial, 4224) / tile_efficiency(h200, whole, 4224);
-    const double waves_predicted = tile_efficiency(with_waves, partial, 4224) / tile_efficiency(with_waves, whole, 4224);
+    const double waves_predicted =
+        tile_efficiency(with_waves, partial, 4224) / tile_efficiency(with_waves, whole, 4224);
     EXPECT_NEAR(predicted, measured, 0.05) << partial << " rows against " << whole;
     EXPECT_GT(std::abs(waves_predicted - measured), 0.2) << partial << " rows against " << whole;
   }
@@ -194,8 +195,8 @@ TEST(GemmShape, ExpertGemmsAreSlowerPerFlopThanTheDenseGemmOfTheSameFlops) {
   const int experts = m.num_experts / s.ep;
   for (double per_expert : {16.0, 128.0}) {  // routed rows per local expert
     const double rows = per_expert * experts;
-    for (std::uint8_t passes : {std::uint8_t{models::gemm_product},
-                                std::uint8_t{models::gemm_input_grad | models::gemm_weight_grad}}) {
+    for (std::uint8_t passes :
+         {std::uint8_t{models::gemm_product}, std::uint8_t{models::gemm_input_grad | models::gemm_weight_grad}}) {
       const models::Op expert =
           gemm_op(OpKind::expert_up_gemm, rows, m.hidden, 2.0 * m.expert_ffn_hidden, experts, passes);
       const models::Op dense = gemm_op(OpKind::expert_up_gemm, rows, m.hidden, 2.0 * m.expert_ffn_hidden, 1, passes);
@@ -209,8 +210,10 @@ TEST(GemmShape, ExpertGemmsAreSlowerPerFlopThanTheDenseGemmOfTheSameFlops) {
       models::Op tiles_only = expert;
       tiles_only.bytes = dense.bytes;
       const double dense_us = pricer.op_us(none, dense);
-      if (per_expert < 128) EXPECT_GT(pricer.op_us(none, tiles_only), 2 * dense_us);
-      else if (passes == models::gemm_product) EXPECT_NEAR(pricer.op_us(none, tiles_only), dense_us, 1e-9 * dense_us);
+      if (per_expert < 128)
+        EXPECT_GT(pricer.op_us(none, tiles_only), 2 * dense_us);
+      else if (passes == models::gemm_product)
+        EXPECT_NEAR(pricer.op_us(none, tiles_only), dense_us, 1e-9 * dense_us);
     }
   }
 }

@@ -11,11 +11,11 @@
 
 #include "models/plan/model_file.hpp"
 #include "models/plan/step_program.hpp"
+#include "topologies/hardware/topology.hpp"
 #include "topologies/sim/chunk_parts.hpp"
 #include "topologies/sim/sim_pricer.hpp"
 #include "topologies/sim/stage_prices.hpp"
 #include "topologies/sim/template_summary.hpp"
-#include "topologies/hardware/topology.hpp"
 
 namespace ibt::topo {
 namespace {
@@ -32,20 +32,60 @@ std::vector<Case> cases() {
   using models::CpComm;
   using models::Recompute;
   return {
-      {"deepseek-v3", models::ParallelSplit{.dp = 4, .tp = 2, .pp = 4, .ep = 2, .vpp = 2, .microbatches = 8,
-          .schedule = interleaved, .sequence_parallel = true, .recompute = Recompute::none, .cp = 2,
-          .cp_comm = CpComm::ring}},
-      {"deepseek-v3", models::ParallelSplit{.dp = 2, .pp = 2, .ep = 2, .microbatches = 4, .micro_batch_size = 2,
-          .schedule = zb_h1, .recompute = Recompute::selective, .cp_comm = CpComm::all_gather}},
-      {"mixtral-8x7b", models::ParallelSplit{.dp = 2, .tp = 2, .pp = 2, .ep = 2, .microbatches = 4, .schedule = zb_h1,
-          .sequence_parallel = true, .recompute = Recompute::full, .cp = 2, .cp_comm = CpComm::ring}},
-      {"llama3-8b", models::ParallelSplit{.dp = 2, .tp = 4, .pp = 4, .vpp = 2, .microbatches = 8,
-          .schedule = interleaved, .sequence_parallel = true, .recompute = Recompute::full, .cp = 2,
-          .cp_comm = CpComm::ring}},
-      {"gpt-j-6b", models::ParallelSplit{.tp = 2, .pp = 2, .microbatches = 4, .schedule = one_f_one_b,
-          .recompute = Recompute::selective, .cp = 2, .cp_comm = CpComm::all_gather}},
-      {"tiny-moe", models::ParallelSplit{.dp = 2, .tp = 2, .ep = 2, .microbatches = 2, .schedule = one_f_one_b,
-          .sequence_parallel = true, .recompute = Recompute::none, .cp_comm = CpComm::all_gather}},
+      {"deepseek-v3", models::ParallelSplit{.dp = 4,
+                                            .tp = 2,
+                                            .pp = 4,
+                                            .ep = 2,
+                                            .vpp = 2,
+                                            .microbatches = 8,
+                                            .schedule = interleaved,
+                                            .sequence_parallel = true,
+                                            .recompute = Recompute::none,
+                                            .cp = 2,
+                                            .cp_comm = CpComm::ring}},
+      {"deepseek-v3", models::ParallelSplit{.dp = 2,
+                                            .pp = 2,
+                                            .ep = 2,
+                                            .microbatches = 4,
+                                            .micro_batch_size = 2,
+                                            .schedule = zb_h1,
+                                            .recompute = Recompute::selective,
+                                            .cp_comm = CpComm::all_gather}},
+      {"mixtral-8x7b", models::ParallelSplit{.dp = 2,
+                                             .tp = 2,
+                                             .pp = 2,
+                                             .ep = 2,
+                                             .microbatches = 4,
+                                             .schedule = zb_h1,
+                                             .sequence_parallel = true,
+                                             .recompute = Recompute::full,
+                                             .cp = 2,
+                                             .cp_comm = CpComm::ring}},
+      {"llama3-8b", models::ParallelSplit{.dp = 2,
+                                          .tp = 4,
+                                          .pp = 4,
+                                          .vpp = 2,
+                                          .microbatches = 8,
+                                          .schedule = interleaved,
+                                          .sequence_parallel = true,
+                                          .recompute = Recompute::full,
+                                          .cp = 2,
+                                          .cp_comm = CpComm::ring}},
+      {"gpt-j-6b", models::ParallelSplit{.tp = 2,
+                                         .pp = 2,
+                                         .microbatches = 4,
+                                         .schedule = one_f_one_b,
+                                         .recompute = Recompute::selective,
+                                         .cp = 2,
+                                         .cp_comm = CpComm::all_gather}},
+      {"tiny-moe", models::ParallelSplit{.dp = 2,
+                                         .tp = 2,
+                                         .ep = 2,
+                                         .microbatches = 2,
+                                         .schedule = one_f_one_b,
+                                         .sequence_parallel = true,
+                                         .recompute = Recompute::none,
+                                         .cp_comm = CpComm::all_gather}},
   };
 }
 
@@ -102,10 +142,14 @@ TEST(ChunkParts, ComposedSummaryIsTheSummaryOfTheChunksOps) {
 TEST(ChunkParts, TheToleranceCatchesLayersOffByOnePartIn1e10) {
   const Topology topology = load_topology("dgx-h100");
   const models::ModelConfig model = models::load_model("deepseek-v3");
-  const models::ParallelSplit split =
-      models::ParallelSplit{.dp = 2, .pp = 2, .ep = 2, .microbatches = 4, .micro_batch_size = 2,
-          .schedule = models::ScheduleKind::zb_h1, .recompute = models::Recompute::selective,
-          .cp_comm = models::CpComm::all_gather};
+  const models::ParallelSplit split = models::ParallelSplit{.dp = 2,
+                                                            .pp = 2,
+                                                            .ep = 2,
+                                                            .microbatches = 4,
+                                                            .micro_batch_size = 2,
+                                                            .schedule = models::ScheduleKind::zb_h1,
+                                                            .recompute = models::Recompute::selective,
+                                                            .cp_comm = models::CpComm::all_gather};
   TopologyPricer pricer(topology, split, "bf16");
   StagePrices prices(pricer, 1);
   const models::ActionTemplate whole = models::build_action_template(model, split, 1, 0, models::Pass::forward, false);

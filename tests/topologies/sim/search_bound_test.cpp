@@ -9,9 +9,9 @@
 #include <vector>
 
 #include "models/plan/model_file.hpp"
-#include "topologies/studies/crossover.hpp"
 #include "topologies/projection/projection.hpp"
 #include "topologies/sim/sim_fast.hpp"
+#include "topologies/studies/crossover.hpp"
 
 namespace ibt::topo {
 namespace {
@@ -149,13 +149,13 @@ TEST(SearchBound, CrossoverCellsAreTheExhaustiveOnes) {
   const Topology base = load_topology("dgx-h100");
   CrossoverRun exhaustive;
   exhaustive.exhaustive = true;
-  const auto full = crossover(m, base, 64, {8, 32}, {200, 800}, 128, 0.05, ProjectionOptions{}, nullptr,
-                              RankBy::mfu, 1, exhaustive);
+  const auto full =
+      crossover(m, base, 64, {8, 32}, {200, 800}, 128, 0.05, ProjectionOptions{}, nullptr, RankBy::mfu, 1, exhaustive);
   for (int jobs : {1, 3}) {
     CrossoverRun run;
     run.jobs = jobs;
-    const auto pruned = crossover(m, base, 64, {8, 32}, {200, 800}, 128, 0.05, ProjectionOptions{}, nullptr,
-                                  RankBy::mfu, 1, run);
+    const auto pruned =
+        crossover(m, base, 64, {8, 32}, {200, 800}, 128, 0.05, ProjectionOptions{}, nullptr, RankBy::mfu, 1, run);
     ASSERT_EQ(pruned.cells.size(), full.cells.size());
     EXPECT_EQ(full.skipped, 0u);
     EXPECT_GT(pruned.skipped, 0u);

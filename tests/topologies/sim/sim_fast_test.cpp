@@ -1,12 +1,11 @@
 // The fast walk (topologies/sim/sim_fast.hpp) against the full event walk (simulate() on
 // the full step programs) on real catalog models and topologies: dense, MoE with EP,
 // interleaved at depths 2 and 4, uneven stages (61 layers), recompute, ZeRO-1, sequence
-// parallelism, micro-batch size > 1, context parallelism (ring and all-gather), overlapped and non-overlapped gradient reduction,
-// the zero-bubble schedule zb-h1 (split backwards).
-// Walked op by op (StageDetail::all) the result must be bitwise equal; with summaries
-// (StageDetail::first, what searches use) the step time and the first stage's
-// breakdown must agree to 1e-9 of the step time (sim_fast.hpp states the bound), also
-// where the walk jumps over repetitions of a long steady state.
+// parallelism, micro-batch size > 1, context parallelism (ring and all-gather), overlapped and non-overlapped gradient
+// reduction, the zero-bubble schedule zb-h1 (split backwards). Walked op by op (StageDetail::all) the result must be
+// bitwise equal; with summaries (StageDetail::first, what searches use) the step time and the first stage's breakdown
+// must agree to 1e-9 of the step time (sim_fast.hpp states the bound), also where the walk jumps over repetitions of a
+// long steady state.
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -38,8 +37,8 @@ struct Case {
   bool jumps = false;
 };
 
-ParallelSplit split(int dp, int tp, int pp, int ep, int vpp, int m, int mbs, ScheduleKind k, bool sp,
-                    int zero, Recompute r) {
+ParallelSplit split(int dp, int tp, int pp, int ep, int vpp, int m, int mbs, ScheduleKind k, bool sp, int zero,
+                    Recompute r) {
   return ParallelSplit{dp, tp, pp, ep, vpp, m, mbs, k, sp, zero, r};
 }
 
@@ -85,17 +84,16 @@ std::vector<Case> cases() {
       // MoE, interleaved depth 2 over uneven virtual stages, full recompute, scale-up domain 72
       {"kimi-k2", "gb200-nvl72", split(4, 4, 4, 4, 2, 8, 1, interleaved, true, false, Recompute::full)},
       // MoE without TP, pipeline only, no overlap
-      {"mixtral-8x7b", "dgx-h200", split(8, 1, 4, 8, 1, 8, 1, one_f_one_b, false, true, Recompute::none),
-       false},
+      {"mixtral-8x7b", "dgx-h200", split(8, 1, 4, 8, 1, 8, 1, one_f_one_b, false, true, Recompute::none), false},
       // many microbatches, so that the steady state repeats (memoised breakdowns)
       {"deepseek-v3", "dgx-b200", split(4, 8, 16, 4, 1, 128, 1, one_f_one_b, true, true, Recompute::selective)},
       {"llama3-405b", "gb200-nvl72", split(2, 8, 8, 1, 4, 64, 1, interleaved, true, true, Recompute::none)},
       {"gpt3-175b", "tpu-v5p", split(4, 32, 8, 1, 1, 96, 1, one_f_one_b, true, false, Recompute::full), false, true},
       // context parallelism: ring and all-gather attention, with PP and interleaving
-      {"llama3-70b", "dgx-h100", with_cp(split(2, 4, 4, 1, 2, 8, 1, interleaved, true, true, Recompute::selective), 2,
-                                          models::CpComm::ring)},
-      {"deepseek-v3", "gb200-nvl72", with_cp(split(4, 4, 8, 4, 1, 16, 1, one_f_one_b, true, true, Recompute::none), 4,
-                                              models::CpComm::all_gather)},
+      {"llama3-70b", "dgx-h100",
+       with_cp(split(2, 4, 4, 1, 2, 8, 1, interleaved, true, true, Recompute::selective), 2, models::CpComm::ring)},
+      {"deepseek-v3", "gb200-nvl72",
+       with_cp(split(4, 4, 8, 4, 1, 16, 1, one_f_one_b, true, true, Recompute::none), 4, models::CpComm::all_gather)},
       // no pipeline: one stage, data + expert parallel
       {"tiny-moe", "dgx-h100", split(8, 1, 1, 4, 1, 4, 1, one_f_one_b, false, true, Recompute::selective)},
       // replicated KV heads (8 KV heads at tp16: tp_kv gradient sums) and a parallel block
@@ -118,11 +116,14 @@ std::vector<Case> cases() {
       {"deepseek-v3", "dgx-b200", split(4, 8, 8, 4, 2, 64, 1, interleaved, true, true, Recompute::none)},
       // steady states of hundreds of repetitions (1F1B, interleaved, zero bubble; dense
       // and MoE; a deep pipeline), most of them jumped over
-      {"llama3-70b", "dgx-h100", split(2, 8, 4, 1, 1, 256, 1, one_f_one_b, true, true, Recompute::selective), true, true},
-      {"llama3-70b", "dgx-h100", split(2, 8, 4, 1, 2, 256, 1, interleaved, true, true, Recompute::selective), true, true},
+      {"llama3-70b", "dgx-h100", split(2, 8, 4, 1, 1, 256, 1, one_f_one_b, true, true, Recompute::selective), true,
+       true},
+      {"llama3-70b", "dgx-h100", split(2, 8, 4, 1, 2, 256, 1, interleaved, true, true, Recompute::selective), true,
+       true},
       {"deepseek-v3", "dgx-h100", split(8, 8, 8, 8, 1, 256, 1, zb_h1, true, false, Recompute::none), false, true},
       {"llama3-70b", "dgx-h100", split(1, 8, 8, 1, 1, 512, 1, one_f_one_b, true, false, Recompute::full), true, true},
-      {"mixtral-8x7b", "dgx-h200", split(8, 1, 4, 8, 1, 256, 1, one_f_one_b, false, true, Recompute::none), false, true},
+      {"mixtral-8x7b", "dgx-h200", split(8, 1, 4, 8, 1, 256, 1, one_f_one_b, false, true, Recompute::none), false,
+       true},
   };
 }
 
@@ -152,7 +153,8 @@ TEST_P(SimFast, MatchesTheFullEventWalk) {
   const SimResult exact = simulate_fast(templates, pricer, StageDetail::all);
   const SimResult fast = simulate_fast(templates, pricer, StageDetail::first);
   // The searches' lower bound (branch and bound) never exceeds the step.
-  EXPECT_LE(step_lower_bound(model, c.split, program_options(options), pricer), full.step_us * (1 + kLowerBoundMargin)) << label;
+  EXPECT_LE(step_lower_bound(model, c.split, program_options(options), pricer), full.step_us * (1 + kLowerBoundMargin))
+      << label;
 
   // Op by op: bitwise equal, every stage.
   EXPECT_EQ(exact.step_us, full.step_us) << label;
@@ -252,10 +254,11 @@ TEST(SimFastStepIndex, EachRecordIsItsActionsExchangeOrInput) {
         // receives nothing.
         const int vs = ix.schedule.virtual_stage(s, a.chunk);
         const bool forward = a.kind == models::ActionKind::forward;
-        const bool receives_input = a.kind != models::ActionKind::weight &&
-                                    (forward ? vs > 0 : vs < ix.schedule.virtual_stages() - 1);
+        const bool receives_input =
+            a.kind != models::ActionKind::weight && (forward ? vs > 0 : vs < ix.schedule.virtual_stages() - 1);
         const models::Payload payload = forward ? models::Payload::activation : models::Payload::gradient;
-        EXPECT_EQ(step.slot, receives_input ? slot_of(payload, a.microbatch, a.chunk) : -1) << name << " " << s << " " << i;
+        EXPECT_EQ(step.slot, receives_input ? slot_of(payload, a.microbatch, a.chunk) : -1)
+            << name << " " << s << " " << i;
         inputs += receives_input;
       }
       EXPECT_EQ(ix.final_action[s], final_action) << name;

@@ -60,8 +60,8 @@ std::vector<Case> cases() {
       {"mixtral-8x7b", "dgx-h200", one_stage(16, 1, 8, 40, 1, false, 3, none)},
       // zero bubble on one stage (B and W split; zb-h1 runs with ZeRO 0 or 1, which the
       // fast walk prices in searches: the period walk takes it all the same)
-      {"llama3-8b", "dgx-h100", one_stage(32, 2, 1, 20, 1, true, 1, none, 1, CpComm::all_gather, 0,
-                                          ScheduleKind::zb_h1)},
+      {"llama3-8b", "dgx-h100",
+       one_stage(32, 2, 1, 20, 1, true, 1, none, 1, CpComm::all_gather, 0, ScheduleKind::zb_h1)},
       // many microbatches, a slow fabric (the gathers bound the step)
       {"gpt3-175b", "dgx1-v100", one_stage(64, 8, 1, 256, 1, true, 3, full)},
   };

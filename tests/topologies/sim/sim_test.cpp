@@ -38,8 +38,7 @@ class LayerFlopsPricer : public OpPricer {
 double bubble_fraction(const models::ModelConfig& m, const models::ParallelSplit& s) {
   const auto schedule = models::build_schedule(s);
   std::vector<models::StepProgram> programs;
-  for (int st = 0; st < s.pp; ++st)
-    programs.push_back(models::build_step_program(m, s, schedule, st * s.tp * s.dp));
+  for (int st = 0; st < s.pp; ++st) programs.push_back(models::build_step_program(m, s, schedule, st * s.tp * s.dp));
   LayerFlopsPricer pricer(m.layers);
   const SimResult r = simulate(programs, pricer);
   const double busy = r.stages.front().compute_us;  // m * (F + B) on every stage
@@ -180,8 +179,7 @@ TEST(SimExecutor, PipelineIdleBeforeATensorParallelCollectiveIsBubble) {
 // transfer `exchange_us`: communication that costs something.
 class TpAndPipelineCostsPricer : public TpCostsOneUsPricer {
  public:
-  TpAndPipelineCostsPricer(int layers, double exchange_us)
-      : TpCostsOneUsPricer(layers), exchange_us_(exchange_us) {}
+  TpAndPipelineCostsPricer(int layers, double exchange_us) : TpCostsOneUsPricer(layers), exchange_us_(exchange_us) {}
   double exchange_half_us(const models::StepProgram&, const models::Op&, int) override { return exchange_us_; }
 
  private:
@@ -663,8 +661,8 @@ TEST(SimExecutor, DualPipeVPairsHideAllToAllsThatOneFOneBExposes) {
         const ExposedGroup dual = exposed_ep(m, s, ep_us);
         SCOPED_TRACE("p=" + std::to_string(p) + " m=" + std::to_string(mb) + " ep_us=" + std::to_string(ep_us) +
                      " exposed ep " + std::to_string(dual.exposed_us) + " vs " + std::to_string(plain.exposed_us) +
-                     " bubble " + std::to_string(dual.bubble_us) + " vs " + std::to_string(plain.bubble_us) +
-                     " step " + std::to_string(dual.step_us) + " vs " + std::to_string(plain.step_us));
+                     " bubble " + std::to_string(dual.bubble_us) + " vs " + std::to_string(plain.bubble_us) + " step " +
+                     std::to_string(dual.step_us) + " vs " + std::to_string(plain.step_us));
         ASSERT_NEAR(dual.collective_us, plain.collective_us, 1e-6);
         EXPECT_LE(dual.exposed_us, dual.collective_us + 1e-6);
         EXPECT_LE(dual.step_us, plain.step_us * (1 + 1e-9));

@@ -30,14 +30,16 @@ TEST(Crossover, GridIsCompleteAndFasterNetworksNeverHurt) {
     // |error| widens the threshold both ways.
     EXPECT_GT(c.uncertainty, 0.0);
     EXPECT_EQ(c.pp_needed, c.gain > 0.05 + c.uncertainty);
-    if (c.pp_needed) EXPECT_EQ(c.verdict, "PP needed");
-    else if (c.gain < 0.05 - c.uncertainty || !c.best_with_pp.feasible) EXPECT_EQ(c.verdict, "PP not needed");
-    else EXPECT_EQ(c.verdict, "within uncertainty");
+    if (c.pp_needed)
+      EXPECT_EQ(c.verdict, "PP needed");
+    else if (c.gain < 0.05 - c.uncertainty || !c.best_with_pp.feasible)
+      EXPECT_EQ(c.verdict, "PP not needed");
+    else
+      EXPECT_EQ(c.verdict, "within uncertainty");
     EXPECT_LE(c.best_no_pp.split.tp, c.domain_size);
   }
   // Same domain, more scale-out bandwidth: the best PP = 1 MFU cannot drop.
-  for (int d = 0; d < 2; ++d)
-    EXPECT_GE(r.cells[d * 2 + 1].best_no_pp.mfu, r.cells[d * 2].best_no_pp.mfu - 1e-12);
+  for (int d = 0; d < 2; ++d) EXPECT_GE(r.cells[d * 2 + 1].best_no_pp.mfu, r.cells[d * 2].best_no_pp.mfu - 1e-12);
   // One 64-GPU domain: nothing crosses the network, bandwidth changes nothing.
   EXPECT_NEAR(r.cells[2].best_no_pp.mfu, r.cells[3].best_no_pp.mfu, 1e-12);
   EXPECT_FALSE(r.verdict.empty());
@@ -89,8 +91,8 @@ TEST(Crossover, ThreadsChangeNothingAndCellsArriveInOrder) {
     last_done = done;
     last_total = total;
   };
-  const auto parallel = crossover(m, base, 64, domains, gbps, 128, 0.05, ProjectionOptions{}, nullptr,
-                                  RankBy::mfu, 1, run);
+  const auto parallel =
+      crossover(m, base, 64, domains, gbps, 128, 0.05, ProjectionOptions{}, nullptr, RankBy::mfu, 1, run);
   ASSERT_EQ(parallel.cells.size(), serial.cells.size());
   ASSERT_EQ(seen.size(), serial.cells.size());
   EXPECT_EQ(last_done, last_total);
