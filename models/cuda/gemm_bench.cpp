@@ -8,6 +8,7 @@
 #include <limits>
 
 #include "core/errors.hpp"
+#include "core/stats.hpp"
 #include "models/cuda/gemm_kernels.hpp"
 
 namespace ibt::gpu {
@@ -42,12 +43,6 @@ struct Event {
   Event(const Event&) = delete;
   Event& operator=(const Event&) = delete;
 };
-
-double median(std::vector<double> v) {
-  std::sort(v.begin(), v.end());
-  const std::size_t n = v.size();
-  return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
-}
 
 std::string shape_text(const GemmShape& s, GemmPrecision p) {
   return std::string(to_string(p)) + " GEMM " + std::to_string(s.m) + "x" + std::to_string(s.n) + "x" +

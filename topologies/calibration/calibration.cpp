@@ -9,6 +9,7 @@
 #include <tuple>
 
 #include "core/errors.hpp"
+#include "core/stats.hpp"
 #include "reports/store/store.hpp"
 #include "topologies/hardware/collective_model.hpp"
 
@@ -41,12 +42,6 @@ void weighted_fit(const std::vector<Sample>& s, const std::vector<double>& w, bo
   }
   a = 0;
   b = sxx > 0 ? sxt / sxx : 0;
-}
-
-double median(std::vector<double> v) {
-  std::sort(v.begin(), v.end());
-  const size_t n = v.size();
-  return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
 }
 
 }  // namespace
