@@ -8,6 +8,7 @@
 #include <set>
 #include <sstream>
 
+#include "core/catalog_file.hpp"
 #include "core/data_dirs.hpp"
 #include "core/errors.hpp"
 #include "core/input_file.hpp"
@@ -459,9 +460,8 @@ std::vector<std::string> catalog_names() {
 }
 
 Topology load_topology(const std::string& name_or_path) {
-  const bool is_path = name_or_path.find('/') != std::string::npos ||
-                       (name_or_path.size() > 5 && name_or_path.compare(name_or_path.size() - 5, 5, ".json") == 0);
-  const std::string path = is_path ? name_or_path : catalog_dir() + "/" + name_or_path + ".json";
+  const bool is_path = names_a_path(name_or_path);
+  const std::string path = catalog_file(name_or_path, catalog_dir());
   require_input_file(path, "topology file");
   std::ifstream in(path);
   if (!in) {

@@ -320,6 +320,7 @@ store::Row projection_row(const Projection& p) {
 #include <fstream>
 #include <sstream>
 
+#include "core/catalog_file.hpp"
 #include "core/errors.hpp"
 #include "core/input_file.hpp"
 #include "models/plan/model_file.hpp"
@@ -327,9 +328,7 @@ store::Row projection_row(const Projection& p) {
 namespace ibt::topo {
 
 std::string model_file_text(const std::string& name_or_path) {
-  const bool is_path = name_or_path.find('/') != std::string::npos ||
-                       (name_or_path.size() > 5 && name_or_path.compare(name_or_path.size() - 5, 5, ".json") == 0);
-  const std::string path = is_path ? name_or_path : models::catalog_dir() + "/" + name_or_path + ".json";
+  const std::string path = catalog_file(name_or_path, models::catalog_dir());
   require_input_file(path, "model file");
   std::ifstream in(path);
   if (!in) throw UsageError("model file '" + path + "' cannot be read");
