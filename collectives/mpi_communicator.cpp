@@ -112,8 +112,8 @@ namespace {
 // constructor, the one place each is): a method builds one for each call it makes,
 // prepare() one for a measurement's many.
 struct AllreduceCall {
-  AllreduceCall(MPI_Comm comm, std::size_t count, DType t, ReduceOp op)
-      : comm(comm), count(checked_count(count)), type(mpi_datatype(t)), op(mpi_op(t, op)) {}
+  AllreduceCall(MPI_Comm group, std::size_t elements, DType t, ReduceOp reduce_op)
+      : comm(group), count(checked_count(elements)), type(mpi_datatype(t)), op(mpi_op(t, reduce_op)) {}
   MPI_Comm comm;
   int count;
   MPI_Datatype type;
@@ -125,8 +125,8 @@ struct AllreduceCall {
 };
 
 struct AllgatherCall {
-  AllgatherCall(MPI_Comm comm, int rank, std::size_t count, DType t)
-      : comm(comm), count(checked_count(count)), type(mpi_datatype(t)), slot_offset(rank * count * size_of(t)) {}
+  AllgatherCall(MPI_Comm group, int rank, std::size_t elements, DType t)
+      : comm(group), count(checked_count(elements)), type(mpi_datatype(t)), slot_offset(rank * elements * size_of(t)) {}
   MPI_Comm comm;
   int count;
   MPI_Datatype type;
@@ -139,13 +139,13 @@ struct AllgatherCall {
 };
 
 struct ReduceScatterCall {
-  ReduceScatterCall(MPI_Comm comm, int rank, std::size_t count, DType t, ReduceOp op)
-      : comm(comm),
-        count(checked_count(count)),
+  ReduceScatterCall(MPI_Comm group, int rank, std::size_t elements, DType t, ReduceOp reduce_op)
+      : comm(group),
+        count(checked_count(elements)),
         type(mpi_datatype(t)),
-        op(mpi_op(t, op)),
-        slot_offset(rank * count * size_of(t)),
-        bytes(count * size_of(t)) {}
+        op(mpi_op(t, reduce_op)),
+        slot_offset(rank * elements * size_of(t)),
+        bytes(elements * size_of(t)) {}
   MPI_Comm comm;
   int count;
   MPI_Datatype type;
@@ -166,8 +166,8 @@ struct ReduceScatterCall {
 };
 
 struct AlltoallCall {
-  AlltoallCall(MPI_Comm comm, std::size_t count, DType t)
-      : comm(comm), count(checked_count(count)), type(mpi_datatype(t)) {}
+  AlltoallCall(MPI_Comm group, std::size_t elements, DType t)
+      : comm(group), count(checked_count(elements)), type(mpi_datatype(t)) {}
   MPI_Comm comm;
   int count;
   MPI_Datatype type;
@@ -178,8 +178,8 @@ struct AlltoallCall {
 };
 
 struct BcastCall {
-  BcastCall(MPI_Comm comm, std::size_t count, DType t, int root)
-      : comm(comm), count(checked_count(count)), type(mpi_datatype(t)), root(root) {}
+  BcastCall(MPI_Comm group, std::size_t elements, DType t, int root_rank)
+      : comm(group), count(checked_count(elements)), type(mpi_datatype(t)), root(root_rank) {}
   MPI_Comm comm;
   int count;
   MPI_Datatype type;
@@ -188,12 +188,12 @@ struct BcastCall {
 };
 
 struct SendrecvCall {
-  SendrecvCall(MPI_Comm comm, std::size_t send_count, int dst, std::size_t recv_count, int src, DType t)
-      : comm(comm),
-        send_count(checked_count(send_count)),
-        dst(dst),
-        recv_count(checked_count(recv_count)),
-        src(src),
+  SendrecvCall(MPI_Comm group, std::size_t send_elements, int to, std::size_t recv_elements, int from, DType t)
+      : comm(group),
+        send_count(checked_count(send_elements)),
+        dst(to),
+        recv_count(checked_count(recv_elements)),
+        src(from),
         type(mpi_datatype(t)) {}
   MPI_Comm comm;
   int send_count, dst, recv_count, src;

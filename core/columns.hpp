@@ -15,7 +15,7 @@ enum class ColumnType { i64, u64, f64, str };
 struct Column {
   std::string name;
   ColumnType type;
-  std::string unit;  // "" when dimensionless
+  std::string unit = {};  // "" when dimensionless
   // A str column's width: 0 (the default, and what every table ibt writes uses) is a
   // variable-length string, so no label is ever too long for its column; a positive
   // width is a fixed-length, NUL-padded string, as files from ibt before 0.1.0's

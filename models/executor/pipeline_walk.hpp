@@ -39,18 +39,18 @@ namespace ibt::models {
 
 template <class Backend>
 void walk_pipeline(const PipelineSchedule& schedule, int stage, Backend& backend, TimeBreakdown& time) {
-  using Activation = typename Backend::Activation;
+  using Message = typename Backend::Activation;  // what travels between stages
   // Messages keyed by (payload, microbatch, chunk on this stage) when received and by
   // (payload, microbatch, source virtual stage) while waiting to be sent.
   using Key = std::tuple<Payload, int, int>;
-  std::map<Key, Activation> inbox, outbox;
+  std::map<Key, Message> inbox, outbox;
   const int last_vs = schedule.virtual_stages() - 1;
   // Per chunk, the actions left that add to its weight gradients: backwards, or Ws.
   const ActionKind completes = schedule.split_backward() ? ActionKind::weight : ActionKind::backward;
   std::vector<int> backwards_left(static_cast<size_t>(schedule.chunks), schedule.microbatches);
   // Output of virtual stage `from` for `to`: into the outbox for an exchange, or, when
   // `to` runs on this stage too (the V's tip, dualpipev), straight into the inbox.
-  auto deliver = [&](Payload payload, int microbatch, int from, int to, Activation&& data) {
+  auto deliver = [&](Payload payload, int microbatch, int from, int to, Message&& data) {
     const StageChunk dst = schedule.placement(to);
     if (dst.stage == stage)
       inbox[{payload, microbatch, dst.chunk}] = std::move(data);
@@ -61,8 +61,8 @@ void walk_pipeline(const PipelineSchedule& schedule, int stage, Backend& backend
   for (const PipeAction& a : schedule.per_stage.at(static_cast<size_t>(stage))) {
     if (a.kind == ActionKind::exchange) {
       const double t0 = backend.clock();
-      const Activation* send = nullptr;
-      Activation* recv = nullptr;
+      const Message* send = nullptr;
+      Message* recv = nullptr;
       if (a.send) {
         auto it = outbox.find({a.send->payload, a.send->microbatch, a.send->src_virtual_stage});
         if (it == outbox.end()) throw std::logic_error("pipeline: nothing to send for a scheduled transfer");
@@ -80,24 +80,24 @@ void walk_pipeline(const PipelineSchedule& schedule, int stage, Backend& backend
     if (a.kind == ActionKind::weight) {
       backend.weight(a.microbatch, a.chunk);
     } else if (a.kind == ActionKind::forward) {
-      const Activation* input = nullptr;
+      const Message* input = nullptr;
       if (vs > 0) {
         auto it = inbox.find({Payload::activation, a.microbatch, a.chunk});
         if (it == inbox.end()) throw std::logic_error("pipeline: forward before its activation arrived");
         input = &it->second;
       }
-      Activation output;
+      Message output;
       backend.forward(a.microbatch, a.chunk, input, vs < last_vs ? &output : nullptr);
       if (input) inbox.erase({Payload::activation, a.microbatch, a.chunk});
       if (vs < last_vs) deliver(Payload::activation, a.microbatch, vs, vs + 1, std::move(output));
     } else {
-      const Activation* d_output = nullptr;
+      const Message* d_output = nullptr;
       if (vs < last_vs) {
         auto it = inbox.find({Payload::gradient, a.microbatch, a.chunk});
         if (it == inbox.end()) throw std::logic_error("pipeline: backward before its gradient arrived");
         d_output = &it->second;
       }
-      Activation d_input;
+      Message d_input;
       backend.backward(a.microbatch, a.chunk, d_output, vs > 0 ? &d_input : nullptr);
       if (d_output) inbox.erase({Payload::gradient, a.microbatch, a.chunk});
       if (vs > 0) deliver(Payload::gradient, a.microbatch, vs, vs - 1, std::move(d_input));

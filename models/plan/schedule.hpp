@@ -277,7 +277,7 @@ struct PipelineCosts {
   std::vector<double> forward;   // [stage * chunks + chunk]
   std::vector<double> backward;  // [stage * chunks + chunk]
   double exchange = 0.0;
-  std::vector<double> weight;  // [stage * chunks + chunk]; split backwards only
+  std::vector<double> weight = {};  // [stage * chunks + chunk]; split backwards only
 };
 PipelineTiming simulate_pipeline(const PipelineSchedule& s, const PipelineCosts& costs);
 

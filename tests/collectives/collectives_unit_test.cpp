@@ -239,8 +239,8 @@ TEST_P(CheckerTest, AcceptsCorrectResultsAndCountsEachWrongValue) {
 }
 
 INSTANTIATE_TEST_SUITE_P(AllOps, CheckerTest, ::testing::ValuesIn(checker_cases()),
-                         [](const ::testing::TestParamInfo<CheckerCase>& info) {
-                           const auto& c = info.param;
+                         [](const ::testing::TestParamInfo<CheckerCase>& case_info) {
+                           const auto& c = case_info.param;
                            return c.op + "_" + std::string(to_string(c.dtype)) + "_" +
                                   std::string(to_string(c.reduce_op)) + "_" + std::string(to_string(c.placement));
                          });

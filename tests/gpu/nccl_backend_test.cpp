@@ -191,7 +191,7 @@ TEST_P(NcclOneRank, ProvenanceNamesGpuDriverAndLibraries) {
 }
 
 INSTANTIATE_TEST_SUITE_P(GraphsOffAndOn, NcclOneRank, ::testing::Bool(),
-                         [](const auto& info) { return info.param ? "cuda_graph" : "direct"; });
+                         [](const auto& param_info) { return param_info.param ? "cuda_graph" : "direct"; });
 
 TEST(NcclSplit, FreshInitFromAUniqueIdAlsoWorks) {
   IBT_REQUIRE_GPU();

@@ -42,7 +42,9 @@ TEST(NoGpu, NcclBackendFailsWithTheCudaError) {
   // Plain words, not a driver fault; what CUDA said stays in the brackets.
   EXPECT_EQ(message.rfind("--backend nccl: no CUDA GPU on this machine (", 0), 0u) << message;
   EXPECT_NE(message.find("; the nccl backend needs one; use --backend mpi"), std::string::npos) << message;
-  if (rc_text_is_cuda_error(cuda_text)) EXPECT_NE(message.find(cuda_text), std::string::npos) << message;
+  if (rc_text_is_cuda_error(cuda_text)) {
+    EXPECT_NE(message.find(cuda_text), std::string::npos) << message;
+  }
 }
 
 TEST(NoGpu, GemmBenchFailsWithTheCudaError) {

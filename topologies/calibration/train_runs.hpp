@@ -30,7 +30,7 @@ struct MeasuredTrainRun {
   // comparison prints a warning.
   bool checked = false;
   // "" unless measured with more ranks than cores on a host (store::RunInfo).
-  std::string oversubscription;
+  std::string oversubscription = {};
   std::string label() const { return file + ":" + run_id; }
 };
 

@@ -18,19 +18,20 @@ constexpr float kNegInf = -std::numeric_limits<float>::infinity();
 
 // The shapes of one rank's share, and the global position of each local row.
 struct RingShape {
-  RingShape(int batch, int seq, int64_t heads, int64_t kv_heads, int64_t d, const ContextExchange& cp)
-      : batch(batch),
-        seq(seq),
-        cp(cp.size()),
-        rank(cp.rank()),
-        sl(seq / cp.size()),
-        d(d),
-        heads(heads),
-        group(heads / kv_heads),
-        qw(heads * d),
-        kw(kv_heads * d),
-        block(static_cast<size_t>(batch) * sl * kw),
-        scale(1.0f / std::sqrt(static_cast<float>(d))),
+  RingShape(int batch_size, int seq_len, int64_t n_heads, int64_t kv_heads, int64_t head_dim,
+            const ContextExchange& exchange)
+      : batch(batch_size),
+        seq(seq_len),
+        cp(exchange.size()),
+        rank(exchange.rank()),
+        sl(seq_len / exchange.size()),
+        d(head_dim),
+        heads(n_heads),
+        group(n_heads / kv_heads),
+        qw(n_heads * head_dim),
+        kw(kv_heads * head_dim),
+        block(static_cast<size_t>(batch_size) * sl * kw),
+        scale(1.0f / std::sqrt(static_cast<float>(head_dim))),
         query_pos(position_of(rank)) {}
   // Global positions of CP rank r's local rows (one sequence; the same for each).
   std::vector<int64_t> position_of(int r) const {

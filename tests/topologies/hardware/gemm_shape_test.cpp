@@ -210,10 +210,11 @@ TEST(GemmShape, ExpertGemmsAreSlowerPerFlopThanTheDenseGemmOfTheSameFlops) {
       models::Op tiles_only = expert;
       tiles_only.bytes = dense.bytes;
       const double dense_us = pricer.op_us(none, dense);
-      if (per_expert < 128)
+      if (per_expert < 128) {
         EXPECT_GT(pricer.op_us(none, tiles_only), 2 * dense_us);
-      else if (passes == models::gemm_product)
+      } else if (passes == models::gemm_product) {
         EXPECT_NEAR(pricer.op_us(none, tiles_only), dense_us, 1e-9 * dense_us);
+      }
     }
   }
 }

@@ -112,8 +112,12 @@ TEST(Atlas, ShippedCellsCoverEveryModelOnEverySystem) {
   // The practice the issue states: PP on 8-GPU 400G systems for 405B dense and the two MoE
   // models; no PP on TPU v5p.
   for (const auto& e : s.cells) {
-    if (e.topology == "dgx-h100" && e.model != "gpt3-175b") EXPECT_EQ(e.practice, "pp") << e.model;
-    if (e.topology == "tpu-v5p") EXPECT_EQ(e.practice, "no-pp") << e.model;
+    if (e.topology == "dgx-h100" && e.model != "gpt3-175b") {
+      EXPECT_EQ(e.practice, "pp") << e.model;
+    }
+    if (e.topology == "tpu-v5p") {
+      EXPECT_EQ(e.practice, "no-pp") << e.model;
+    }
   }
   EXPECT_EQ(select_cells(s, {"gpt3-175b"}, {"dgx-a100", "tpu-v4"}).size(), 2u);
   EXPECT_THROW(select_cells(s, {"gpt-5"}, {}), UsageError);
