@@ -6,6 +6,7 @@
 #include "reports/store/row_layout.hpp"
 #include "reports/store/store.hpp"
 #include "reports/store/store_file.hpp"
+#include "reports/store/table_digest.hpp"
 #include "reports/store/writer_liveness.hpp"
 
 namespace ibt::store {
@@ -54,6 +55,30 @@ std::string as_text(const AttrValue& value) {
   RunInfo holder;
   holder.attrs.emplace_back("v", value);
   return holder.attr_string("v");
+}
+
+// Refuses a table whose rows no longer match the digest written with them
+// (table_digest.hpp); a table from before digests has none to check. The writer updates
+// the digest just after each row, so a writer killed between the two (or still writing,
+// seen by a concurrent reader) leaves a digest one row short: the rows it covers are
+// checked and the last one is taken as written.
+void check_digest(hid_t dataset, const std::vector<Row>& rows, const std::string& where) {
+  if (!h5::has_attribute(dataset, kDigestAttribute) || !h5::has_attribute(dataset, kDigestRowsAttribute)) return;
+  const AttrValue stored_crc = h5::read_attribute(dataset, kDigestAttribute);
+  const AttrValue stored_rows = h5::read_attribute(dataset, kDigestRowsAttribute);
+  const auto* crc = std::get_if<std::int64_t>(&stored_crc);
+  const auto* count = std::get_if<std::int64_t>(&stored_rows);
+  const auto n = static_cast<std::int64_t>(rows.size());
+  bool intact = crc && count && (*count == n || *count == n - 1);
+  if (intact) {
+    RowDigest digest;
+    for (std::int64_t r = 0; r < *count; ++r) digest.add(rows[static_cast<std::size_t>(r)]);
+    intact = *crc == std::int64_t{digest.crc()};
+  }
+  if (!intact)
+    throw UsageError(where + " is damaged: its " + std::to_string(rows.size()) +
+                     " rows do not match the CRC-32 written with them (the file was changed after ibt wrote it); "
+                     "nothing in it is read or appended to");
 }
 
 RunInfo read_run(hid_t runs, const std::string& id, const std::string& path) {
@@ -142,6 +167,7 @@ TableData read_table(const std::string& path, const std::string& run_id, const s
   data.rows.reserve(static_cast<std::size_t>(rows));
   for (hssize_t r = 0; r < rows; ++r) data.rows.push_back(layout.unpack(buffer.data() + r * layout.row_bytes()));
   layout.reclaim(buffer.data(), static_cast<hsize_t>(rows));  // the strings were copied into data.rows
+  check_digest(dataset.get(), data.rows, where);
   return data;
 }
 

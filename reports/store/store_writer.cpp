@@ -13,10 +13,12 @@
 
 #include "core/errors.hpp"
 #include "core/hdf5.hpp"
+#include "reports/store/rescued_rows.hpp"
 #include "reports/store/row_layout.hpp"
 #include "reports/store/store.hpp"
 #include "reports/store/store_file.hpp"
 #include "reports/store/store_undo.hpp"
+#include "reports/store/table_digest.hpp"
 #include "reports/store/writer_liveness.hpp"
 
 namespace ibt::store {
@@ -63,6 +65,17 @@ struct RunMemo {
   std::string id;
   std::vector<std::pair<std::string, AttrValue>> attrs;  // in the order set
   std::map<std::string, long long> rows;                 // rows appended per table
+  // Every row handed to a table, the one being written included: what rescue_rows saves
+  // when the append fails (rescued_rows.hpp).
+  std::vector<KeptTable> kept;
+  void keep(const std::string& table, const std::vector<Column>& columns, const Row& row) {
+    for (auto& t : kept)
+      if (t.name == table) {
+        t.rows.push_back(row);
+        return;
+      }
+    kept.push_back({table, columns, {row}});
+  }
   void set(const std::string& name, const AttrValue& value) {
     for (auto& [key, old] : attrs)
       if (key == name) {
@@ -132,14 +145,21 @@ std::string record_failed_run(const std::string& path, bool file_exists, const R
     void* handle = nullptr;
     if (H5Fget_vfd_handle(file.file.get(), H5P_DEFAULT, &handle) >= 0 && handle)
       (void)ftruncate(*static_cast<int*>(handle), 0);
-    long long rows = 0;
-    for (const auto& [table, n] : memo.rows) rows += n;
-    const std::string reason = cause + " while " + what + "; the append was undone, so the " + std::to_string(rows) +
-                               " rows this run had stored are not in the file (they were printed)";
+    std::size_t rows = 0;  // every row handed to the run, the one being written included
+    for (const auto& table : memo.kept) rows += table.rows.size();
+    const RescueResult rescued = rescue_rows(file.path, memo.id, memo.kept);
+    const std::string where_rows =
+        !rescued.folder.empty() ? "they were saved as CSV in " + rescued.folder + " (one file per table)"
+        : rescued.error.empty() ? "they were printed"
+                                : "they were printed; saving them as CSV failed: " + rescued.error;
+    const std::string rows_note =
+        "the " + std::to_string(rows) + " rows this run measured are not in the file: " + where_rows;
+    const std::string reason = cause + " while " + what + "; the append was undone, so " + rows_note;
     const std::string not_recorded = record_failed_run(file.path, !file.created, memo, reason);
     message += file.created ? "; the new file was removed" : "; the append was undone: every earlier run is intact";
     message += not_recorded.empty() ? ", and run " + memo.id + " is recorded as failed with this reason"
                                     : " (run " + memo.id + " could not be recorded as failed: " + not_recorded + ")";
+    message += "; " + rows_note;
   } else {
     message += "; the undo copy " + undo_path(file.path) + " could not be moved back (" + std::strerror(errno) +
                "): it holds the file as it was before this append";
@@ -182,6 +202,7 @@ class TableWriter final : public Table {
     dataset_ = h5::checked_dataset(
         H5Dcreate2(run_group, name.c_str(), file_type.get(), space.get(), H5P_DEFAULT, dcpl.get(), H5P_DEFAULT), what);
     for (const auto& c : layout_.columns()) h5::set_attribute(dataset_.get(), "unit:" + c.name, c.unit);
+    write_digest();
     memory_type_ = layout_.memory_type();
     file_->flush();
   }
@@ -189,8 +210,9 @@ class TableWriter final : public Table {
   void append(const Row& row) override {
     layout_.pack(row, buffer_.data(), where_);
     if (file_->failed) throw StorageError(file_->failure);
+    memo_->keep(name_, layout_.columns(), row);
     try {
-      write_row();
+      write_row(row);
     } catch (const RuntimeError& e) {
       undo_failed_append(*file_, *memo_, "appending row " + std::to_string(rows_ + 1) + " to " + where_, e.what(),
                          errno);
@@ -201,7 +223,7 @@ class TableWriter final : public Table {
   const std::vector<Column>& columns() const override { return layout_.columns(); }
 
  private:
-  void write_row() {
+  void write_row(const Row& row) {
     const std::string what = file_->path + ": appending a row to " + where_;
     const hsize_t new_rows = rows_ + 1, one = 1;
     h5::check(H5Dset_extent(dataset_.get(), &new_rows), what);
@@ -212,7 +234,15 @@ class TableWriter final : public Table {
         H5Dwrite(dataset_.get(), memory_type_.get(), memory_space.get(), file_space.get(), H5P_DEFAULT, buffer_.data()),
         what);
     rows_ = new_rows;
+    digest_.add(row);
+    write_digest();
     file_->flush();
+  }
+
+  // The digest of every row so far (table_digest.hpp), beside the rows.
+  void write_digest() {
+    h5::set_attribute(dataset_.get(), kDigestAttribute, std::int64_t{digest_.crc()});
+    h5::set_attribute(dataset_.get(), kDigestRowsAttribute, std::int64_t{digest_.rows()});
   }
 
   std::shared_ptr<OpenFile> file_;
@@ -224,6 +254,7 @@ class TableWriter final : public Table {
   h5::Handle dataset_;
   h5::Handle memory_type_;
   hsize_t rows_ = 0;
+  RowDigest digest_;
 };
 
 // Table and array names are single path components below the run (arrays may nest).

@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # The results store under faults: a file-size limit reached during an append (EFBIG, the
 # path a full disk takes too) leaves every earlier run readable and the failed run
-# recorded as failed, with exit 4 and a message naming the file; files that are not a
+# recorded as failed, its measured rows saved as CSV where the message says, with exit 4
+# and a message naming the file; a table whose data changed after it was written is
+# named and refused (its row digest); files that are not a
 # valid ibt store are refused (exit 2) and left byte for byte as they were; a file
 # locked by a running job is refused on every rank, without hanging.
 source "$(dirname "$0")/lib.sh"
@@ -28,6 +30,15 @@ grep -q "000002 .*failed" <<<"$shown" || fail "full: run 2 is not recorded as fa
 [[ $(rows "$file" 000001 collectives) == $(rows "$dir/before.h5" 000001 collectives) ]] || fail "full: run 1 lost rows"
 "$ibt" export "$file" --run 1 --csv >/dev/null || fail "full: export cannot read run 1"
 [[ ! -e $dir/.full.h5.ibt-undo ]] || fail "full: the undo copy was left behind"
+# The rows run 2 measured before the limit are kept as CSV, and the message says where.
+rescued=$(sed -n 's/.*saved as CSV in \([^ ]*\) (one file per table).*/\1/p' <<<"$output" | head -1)
+[[ -n $rescued ]] || fail "full: the message does not say where run 2's rows went: $output"
+[[ -s $rescued/collectives.csv ]] || fail "full: $rescued/collectives.csv missing or empty"
+rescued_rows=$(($(wc -l <"$rescued/collectives.csv") - 1))
+[[ $rescued_rows -gt 0 ]] || fail "full: no rows rescued"
+head -1 "$rescued/collectives.csv" | grep -q '^op,scope,' || fail "full: the rescued CSV has no header"
+[[ $(attr "$file" 000002 error) == *"saved as CSV in $rescued"* ]] || fail "full: run 2's error does not name the rescued rows"
+rm -rf "$rescued"
 "$ibt" "${quick[@]}" --out "$file" >/dev/null 2>&1 || fail "full: the file takes no further appends"
 "$ibt" show "$file" | grep -q "000003 .*complete" || fail "full: run 3 missing"
 ok "file-size limit: exit 4, run 1 intact, run 2 failed with the reason, run 3 appended after"
@@ -67,6 +78,28 @@ else
   fail "flipped: exit $st: $out"
 fi
 ok "flipped bytes: exit $st"
+# Damage in a table's data, which HDF5 does not checksum: the row digest names the table,
+# the append is refused and the file left as it was.
+cp "$dir/before.h5" "$dir/data-flipped.h5"
+/usr/bin/python3 - "$dir/data-flipped.h5" <<'PY' || fail "data-flipped: could not damage a row"
+import sys, h5py, numpy as np
+path = sys.argv[1]
+with h5py.File(path, "r") as f:
+    t = f["runs/000001/collectives"]
+    value = np.asarray(t[0:1]["time_us"], dtype="<f8").tobytes()
+data = bytearray(open(path, "rb").read())
+at = data.find(value)
+assert at >= 0 and data.find(value, at + 1) < 0, "the row's bytes are not unique in the file"
+data[at + 3] ^= 0x40
+open(path, "wb").write(data)
+PY
+cp "$dir/data-flipped.h5" "$dir/copy.bin"
+st=0; out=$("$ibt" "${quick[@]}" --out "$dir/data-flipped.h5" 2>&1) || st=$?
+[[ $st -eq 2 ]] && grep -q "/runs/000001/collectives is damaged" <<<"$out" || fail "data-flipped: append exit $st: $out"
+cmp -s "$dir/data-flipped.h5" "$dir/copy.bin" || fail "data-flipped: the refused append changed the file"
+st=0; out=$("$ibt" export "$dir/data-flipped.h5" --run 1 --csv 2>&1 >/dev/null) || st=$?
+[[ $st -eq 2 ]] && grep -q "is damaged" <<<"$out" || fail "data-flipped: export exit $st: $out"
+ok "damaged row data: named on read and append (exit 2), file unchanged"
 st=0; out=$("$ibt" "${quick[@]}" --out /dev/null 2>&1) || st=$?
 [[ $st -eq 2 ]] && grep -q "not a regular file" <<<"$out" || fail "/dev/null as --out: exit $st: $out"
 st=0; out=$("$ibt" "${quick[@]}" --out '' 2>&1) || st=$?

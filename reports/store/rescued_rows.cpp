@@ -1,0 +1,80 @@
+#include "reports/store/rescued_rows.hpp"
+
+#include <charconv>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <system_error>
+#include <type_traits>
+#include <variant>
+
+namespace ibt::store {
+
+namespace {
+
+namespace fs = std::filesystem;
+
+std::string csv_field(const Value& value) {
+  return std::visit(
+      [](const auto& x) -> std::string {
+        using T = std::decay_t<decltype(x)>;
+        if constexpr (std::is_same_v<T, std::string>) {
+          if (x.find_first_of(",\"\n\r") == std::string::npos) return x;
+          std::string quoted = "\"";
+          for (char c : x) quoted += c == '"' ? std::string("\"\"") : std::string(1, c);
+          return quoted + "\"";
+        } else if constexpr (std::is_same_v<T, double>) {
+          char text[32];  // shortest text that reads back as the same double
+          return std::string(text, std::to_chars(text, text + sizeof text, x).ptr);
+        } else {
+          return std::to_string(x);
+        }
+      },
+      value);
+}
+
+// Writes every table into `folder` (created); "" or the first error.
+std::string write_tables(const fs::path& folder, const std::vector<KeptTable>& tables) {
+  std::error_code ec;
+  fs::create_directories(folder, ec);
+  if (ec) return folder.string() + ": " + ec.message();
+  for (const KeptTable& table : tables) {
+    if (table.rows.empty()) continue;
+    const fs::path file = folder / (table.name + ".csv");
+    std::ofstream out(file);
+    for (std::size_t c = 0; c < table.columns.size(); ++c) out << (c ? "," : "") << table.columns[c].name;
+    out << '\n';
+    for (const Row& row : table.rows) {
+      for (std::size_t c = 0; c < row.size(); ++c) out << (c ? "," : "") << csv_field(row[c]);
+      out << '\n';
+    }
+    out.flush();
+    if (!out) return file.string() + ": could not be written";
+  }
+  return "";
+}
+
+}  // namespace
+
+RescueResult rescue_rows(const std::string& results_path, const std::string& run_id,
+                         const std::vector<KeptTable>& tables) {
+  bool any = false;
+  for (const KeptTable& t : tables) any = any || !t.rows.empty();
+  if (!any) return {};
+  const fs::path results(results_path);
+  const std::string name = results.filename().string() + ".run-" + run_id + ".rescued";
+  const char* tmp = std::getenv("TMPDIR");
+  const fs::path candidates[] = {results.parent_path().empty() ? fs::path(name) : results.parent_path() / name,
+                                 fs::path(tmp && *tmp ? tmp : "/tmp") / name};
+  std::string errors;
+  for (const fs::path& folder : candidates) {
+    const std::string error = write_tables(folder, tables);
+    if (error.empty()) return {folder.string(), ""};
+    errors += (errors.empty() ? "" : "; ") + error;
+    std::error_code ec;
+    fs::remove_all(folder, ec);  // a half-written folder would pass for the rows
+  }
+  return {"", errors};
+}
+
+}  // namespace ibt::store
