@@ -1266,7 +1266,7 @@ std::vector<long long> template_key(const models::ModelConfig& model, const mode
   const models::LayerRange r = models::stage_layers(model, V, vs);
   const int dense = model.is_moe() ? std::clamp(model.first_dense_layers - r.first, 0, r.count) : r.count;
   // A forward's ops are the same whatever the recompute and whether the backward is
-  // split (both change only backward ops: models/plan/step_program.cpp), so the forwards of
+  // split (both change only backward ops: models/plan/step_layers.cpp), so the forwards of
   // a family's representative, its members and its 1F1B/ZB-H1/interleaved kin share one.
   const bool forward = pass_of(id) == models::Pass::forward;
   const bool reducing = reduces_gradients(id);
