@@ -1,3 +1,7 @@
+// Pipeline schedules (schedule.hpp): the vocabulary (names, message tags, the layers of
+// a virtual stage), the memory check on a schedule's size, and the lock-step
+// construction behind build_schedule() and build_compact_schedule(). The rest of the
+// builder lives beside it (schedule_internal.hpp lists the files).
 #include "models/plan/schedule.hpp"
 
 #include <cstdint>
@@ -15,161 +19,14 @@
 
 #include "core/errors.hpp"
 #include "core/memory_plan.hpp"
+#include "models/plan/schedule_internal.hpp"
 
 namespace ibt::models {
 
-namespace {
-
-// DualPipeV's order on rank r of p (m microbatches), as the eight steps of the
-// DeepSeek DualPipe repository's dualpipev.py lay it out (github.com/deepseek-ai/DualPipe,
-// dualpipe/dualpipev.py, step(): counts per step read there; the code is not copied).
-// F0/F1, B0/B1: forward/backward of chunk 0/1; "full" backwards run their W right after
-// their B, zero-bubble ones (zb) leave it in a FIFO that each W step pops; (F, B) pairs
-// are the overlapped forward-backward chunks.
-std::vector<ComputeTask> dualpipev_order(int p, int m, int r) {
-  std::vector<ComputeTask> order;
-  int f[2] = {0, 0}, b[2] = {0, 0};
-  std::vector<std::pair<int, int>> deferred;  // (microbatch, chunk) of zb B's, FIFO
-  size_t popped = 0;
-  auto fwd = [&](int c, bool pair = false) { order.push_back({Pass::forward, f[c]++, c, pair}); };
-  auto bwd = [&](int c, bool zb, bool pair = false) {
-    const int mb = b[c]++;
-    order.push_back({Pass::backward, mb, c, pair});
-    if (zb)
-      deferred.emplace_back(mb, c);
-    else
-      order.push_back({Pass::weight, mb, c});
-  };
-  auto weight = [&] {
-    const auto [mb, c] = deferred.at(popped++);
-    order.push_back({Pass::weight, mb, c});
-  };
-  const bool last = r == p - 1;
-  for (int i = 0; i < 2 * (p - r - 1); ++i) fwd(0);  // 1: warm-up forwards of chunk 0
-  for (int i = 0; i < r + 1; ++i) fwd(0), fwd(1);    // 2: F0 F1
-  for (int i = 0; i < p - r - 1; ++i) {              // 3: B1 W F1 (zero bubble)
-    bwd(1, true);
-    weight();
-    fwd(1);
-  }
-  for (int i = 0; i < m - 2 * p + r + 1; ++i) {  // 4, the steady state: (F0 & B1) (F1 & B0)
-    const bool pair = !(i == 0 && last);         // the repository runs the last rank's first two apart
-    fwd(0, pair);
-    bwd(1, false, pair);
-    fwd(1, true);
-    bwd(0, false, true);
-  }
-  for (int i = 0; i < p - r - 1; ++i) {  // 5: B1 (F1 & B0)
-    bwd(1, false);
-    fwd(1, true);
-    bwd(0, false, true);
-  }
-  for (int i = 0; i < r + 1; ++i) {  // 6: B1 B0, the second half zero bubble
-    const int half = (r + 1) / 2;
-    bwd(1, i > half || (i == half && r % 2 == 1));
-    bwd(0, i >= half);
-  }
-  for (int i = 0; i < p - r - 1; ++i) {  // 7: W B0 (zero bubble)
-    weight();
-    bwd(0, true);
-  }
-  while (popped < deferred.size()) weight();  // 8: the W's left
-  return order;
-}
-
-// The order in which stage s runs its forwards and backwards (see schedule.hpp).
-std::vector<ComputeTask> compute_order(ScheduleKind kind, int p, int v, int m, int s) {
-  std::vector<ComputeTask> order;
-  order.reserve((splits_backward(kind) ? 3 : 2) * static_cast<size_t>(m) * v);  // F, B (and W) per microbatch and chunk
-  switch (kind) {
-    case ScheduleKind::afab:
-      for (int mb = 0; mb < m; ++mb) order.push_back({Pass::forward, mb, 0});
-      for (int mb = 0; mb < m; ++mb) order.push_back({Pass::backward, mb, 0});
-      break;
-    case ScheduleKind::one_f_one_b: {
-      const int warmup = std::min(p - s - 1, m);
-      for (int mb = 0; mb < warmup; ++mb) order.push_back({Pass::forward, mb, 0});
-      for (int i = 0; i < m - warmup; ++i) {
-        order.push_back({Pass::forward, warmup + i, 0});
-        order.push_back({Pass::backward, i, 0});
-      }
-      for (int mb = m - warmup; mb < m; ++mb) order.push_back({Pass::backward, mb, 0});
-      break;
-    }
-    case ScheduleKind::interleaved: {
-      // ComputeTask k of a direction visits microbatches in groups of p per chunk.
-      const int total = m * v;
-      auto mb_of = [&](int k) { return (k / (p * v)) * p + k % p; };
-      auto fwd = [&](int k) { return ComputeTask{Pass::forward, mb_of(k), (k / p) % v}; };
-      auto bwd = [&](int k) { return ComputeTask{Pass::backward, mb_of(k), v - 1 - (k / p) % v}; };
-      const int warmup = (m == p) ? total : std::min((p - s - 1) * 2 + (v - 1) * p, total);
-      for (int k = 0; k < warmup; ++k) order.push_back(fwd(k));
-      for (int i = 0; i < total - warmup; ++i) {
-        order.push_back(fwd(warmup + i));
-        order.push_back(bwd(i));
-      }
-      for (int k = total - warmup; k < total; ++k) order.push_back(bwd(k));
-      break;
-    }
-    case ScheduleKind::zb_h1: {
-      // 1F1B's F and B order; W of microbatch w once the B of w + s is done
-      // (schedule.hpp), the deferred ones after the last B.
-      const int warmup = std::min(p - s - 1, m);
-      int weights = 0;
-      auto b_then_due_w = [&](int mb) {
-        order.push_back({Pass::backward, mb, 0});
-        if (mb - weights >= s) order.push_back({Pass::weight, weights++, 0});
-      };
-      for (int mb = 0; mb < warmup; ++mb) order.push_back({Pass::forward, mb, 0});
-      for (int i = 0; i < m - warmup; ++i) {
-        order.push_back({Pass::forward, warmup + i, 0});
-        b_then_due_w(i);
-      }
-      for (int mb = m - warmup; mb < m; ++mb) b_then_due_w(mb);
-      while (weights < m) order.push_back({Pass::weight, weights++, 0});
-      break;
-    }
-    case ScheduleKind::dualpipev: return dualpipev_order(p, m, s);
-  }
-  return order;
-}
-
-void check_parameters(ScheduleKind kind, int p, int v, int m) {
-  auto fail = [&](const std::string& why) {
-    throw UsageError("pipeline schedule " + std::string(to_string(kind)) + " with pp " + std::to_string(p) + ", vpp " +
-                     std::to_string(v) + ", microbatches " + std::to_string(m) + ": " + why);
-  };
-  if (p < 1 || v < 1 || m < 1) fail("pp, vpp and microbatches must be >= 1");
-  if (kind == ScheduleKind::dualpipev) {
-    if (p < 2 || v != 2) fail("dualpipev needs pp >= 2 and vpp 2 (two chunks per rank in a V)");
-    if (m < 2 * p) fail("dualpipev needs microbatches >= 2 pp");
-  } else if (kind != ScheduleKind::interleaved && v != 1) {
-    fail("vpp > 1 needs the interleaved schedule");
-  }
-  if (kind == ScheduleKind::one_f_one_b && m < p) fail("1f1b needs microbatches >= pp");
-  if (kind == ScheduleKind::zb_h1 && m < p) fail("zb-h1 needs microbatches >= pp");
-  if (kind == ScheduleKind::interleaved) {
-    if (p < 2 || v < 2) fail("interleaved needs pp >= 2 and vpp >= 2");
-    if (m % p != 0) fail("interleaved needs microbatches divisible by pp");
-  }
-}
-
-// The compute order memory accounting walks (PipelineSchedule::compute_order): +(chunk
-// + 1) where a forward takes a chunk's activations, -(chunk + 1) where they are
-// released: at the backward, or at the W with a split backward.
-std::vector<std::int16_t> memory_order(const std::vector<PipeAction>& actions, bool split_backward) {
-  const ActionKind releases = split_backward ? ActionKind::weight : ActionKind::backward;
-  std::vector<std::int16_t> order;
-  for (const auto& a : actions) {
-    if (a.kind == ActionKind::forward)
-      order.push_back(static_cast<std::int16_t>(a.chunk + 1));
-    else if (a.kind == releases)
-      order.push_back(static_cast<std::int16_t>(-(a.chunk + 1)));
-  }
-  return order;
-}
-
-}  // namespace
+using schedule_internal::check_parameters;
+using schedule_internal::memory_order;
+using schedule_internal::require_schedule_bytes;
+using schedule_internal::stage_compute_tasks;
 
 ActionKind action_kind(Pass p) {
   return p == Pass::forward ? ActionKind::forward : p == Pass::backward ? ActionKind::backward : ActionKind::weight;
@@ -188,10 +45,12 @@ double schedule_bytes(int p, int v, int m) {
   return static_cast<double>(p) * 7.0 * static_cast<double>(m) * v * sizeof(PipeAction);
 }
 
+namespace schedule_internal {
 namespace {
 // Below this a schedule is never refused: searches build thousands of small schedules,
 // and reading the available memory for each would cost more than building it.
 constexpr double kPlannedFrom = 256.0 * 1024 * 1024;
+}  // namespace
 
 void require_schedule_bytes(int p, int v, int m) {
   const double bytes = schedule_bytes(p, v, m);
@@ -201,7 +60,7 @@ void require_schedule_bytes(int p, int v, int m) {
                             " stages (--microbatches, or the global batch / "
                             "(dp x micro-batch size))");
 }
-}  // namespace
+}  // namespace schedule_internal
 
 void require_schedule_memory(const ParallelSplit& split) {
   require_schedule_bytes(split.pp, split.vpp, split.microbatches);
@@ -298,7 +157,7 @@ PipelineSchedule lock_step(ScheduleKind kind, int p, int v, int m, bool compact)
   const int V = p * v;
 
   std::vector<std::vector<ComputeTask>> order(p);
-  for (int s = 0; s < p; ++s) order[s] = compute_order(kind, p, v, m, s);
+  for (int s = 0; s < p; ++s) order[s] = stage_compute_tasks(kind, p, v, m, s);
   std::vector<size_t> next(p, 0);
   // Round in which activation / gradient (mb, destination virtual stage) arrived;
   // -1 = not yet. A message delivered in round r can be used from round r+1.
@@ -531,78 +390,6 @@ PipelineSchedule build_schedule(const ParallelSplit& split) {
   return build_schedule(split.schedule, split.pp, split.vpp, split.microbatches);
 }
 
-namespace {
-// A schedule's header, checked, with no stage filled.
-PipelineSchedule schedule_header(const ParallelSplit& split) {
-  check_parameters(split.schedule, split.pp, split.vpp, split.microbatches);
-  PipelineSchedule out;
-  out.kind = split.schedule;
-  out.stages = split.pp;
-  out.chunks = split.vpp;
-  out.microbatches = split.microbatches;
-  return out;
-}
-
-// PipelineSchedule::held_peaks of one stage's compute_order.
-std::vector<std::vector<int>> held_peaks(const std::vector<std::int16_t>& order, int chunks) {
-  // The distinct points, in order: a steady state repeats a few points hundreds of
-  // times (one with 1F1B, a cycle of them interleaved, up to p x v long), so the set
-  // stays a handful while the walk meets thousands.
-  std::set<std::vector<int>> distinct;
-  std::vector<int> held(chunks, 0);
-  for (size_t i = 0; i < order.size(); ++i) {
-    const std::int16_t a = order[i];
-    if (a < 0) {
-      --held[-a - 1];
-      continue;
-    }
-    ++held[a - 1];
-    if (i + 1 < order.size() && order[i + 1] > 0) continue;  // the next forward holds more
-    distinct.insert(held);
-  }
-  // Keep the points no other point covers in every chunk.
-  const std::vector<std::vector<int>> points(distinct.begin(), distinct.end());
-  auto covers = [](const std::vector<int>& a, const std::vector<int>& b) {
-    for (size_t c = 0; c < a.size(); ++c)
-      if (a[c] < b[c]) return false;
-    return true;
-  };
-  std::vector<std::vector<int>> peaks;
-  for (size_t i = 0; i < points.size(); ++i) {
-    bool covered = false;
-    for (size_t j = 0; j < points.size() && !covered; ++j) covered = j != i && covers(points[j], points[i]);
-    if (!covered) peaks.push_back(points[i]);
-  }
-  return peaks;
-}
-}  // namespace
-
-PipelineSchedule build_compute_orders(const ParallelSplit& split,
-                                      const std::function<void(int, const std::vector<ComputeTask>&)>& each_stage) {
-  PipelineSchedule out = schedule_header(split);
-  const int p = split.pp, v = split.vpp, m = split.microbatches;
-  // build_schedule places each stage's computes in this order (only the rounds, and
-  // the exchanges between them, depend on the other stages); activations are released
-  // as memory_order() releases them (at the W with a split backward).
-  const Pass releases = out.split_backward() ? Pass::weight : Pass::backward;
-  out.compute_order.resize(p);
-  out.held_peaks.resize(p);
-  for (int s = 0; s < p; ++s) {
-    const std::vector<ComputeTask> tasks = compute_order(split.schedule, p, v, m, s);
-    std::vector<std::int16_t>& order = out.compute_order[s];
-    order.reserve(tasks.size());
-    for (const ComputeTask& t : tasks) {
-      if (t.pass == Pass::forward)
-        order.push_back(static_cast<std::int16_t>(t.chunk + 1));
-      else if (t.pass == releases)
-        order.push_back(static_cast<std::int16_t>(-(t.chunk + 1)));
-    }
-    out.held_peaks[s] = held_peaks(order, v);
-    if (each_stage) each_stage(s, tasks);
-  }
-  return out;
-}
-
 std::string_view to_string(Pass p) {
   switch (p) {
     case Pass::forward: return "forward";
@@ -641,54 +428,6 @@ LayerRange stage_layers(const ModelConfig& model, int virtual_stages, int virtua
   };
   const int first = first_of(virtual_stage);
   return {first, first_of(virtual_stage + 1) - first};
-}
-
-const std::vector<std::int16_t>& compute_order(const PipelineSchedule& s, int stage,
-                                               std::vector<std::int16_t>& scratch) {
-  if (s.compute_order.size() == static_cast<size_t>(s.stages)) return s.compute_order.at(stage);
-  if (!s.repeats.empty())
-    throw std::logic_error("compute_order: a compact schedule lists its steady state once (expand_schedule)");
-  scratch = memory_order(s.per_stage.at(stage), s.split_backward());  // a schedule not from build_schedule()
-  return scratch;
-}
-
-std::vector<std::int16_t> compute_order(const PipelineSchedule& s, int stage) {
-  std::vector<std::int16_t> scratch;
-  return compute_order(s, stage, scratch);
-}
-
-template <class T>
-T peak_held(const PipelineSchedule& s, int stage, const std::vector<T>& weight, bool peaks_exact) {
-  T held = 0, peak = 0;
-  if (!s.held_peaks.empty() && peaks_exact) {
-    for (const std::vector<int>& point : s.held_peaks.at(stage)) {
-      held = 0;
-      for (int c = 0; c < s.chunks; ++c) held += point[c] * weight[c];
-      peak = std::max(peak, held);
-    }
-    return peak;
-  }
-  std::vector<std::int16_t> scratch;
-  for (const std::int16_t a : compute_order(s, stage, scratch)) {
-    if (a > 0)
-      peak = std::max(peak, held += weight[a - 1]);
-    else
-      held -= weight[-a - 1];
-  }
-  return peak;
-}
-template int peak_held<int>(const PipelineSchedule&, int, const std::vector<int>&, bool);
-template double peak_held<double>(const PipelineSchedule&, int, const std::vector<double>&, bool);
-
-int max_layers_in_flight(const PipelineSchedule& s, const ModelConfig& model, int stage) {
-  std::vector<int> layers(s.chunks);
-  for (int c = 0; c < s.chunks; ++c)
-    layers[c] = stage_layers(model, s.virtual_stages(), s.virtual_stage(stage, c)).count;
-  return peak_held(s, stage, layers);
-}
-
-int max_chunks_in_flight(const PipelineSchedule& s, int stage) {
-  return peak_held(s, stage, std::vector<int>(s.chunks, 1));
 }
 
 }  // namespace ibt::models
