@@ -42,90 +42,122 @@ struct BoundTemplate {
   std::optional<OpClasses> classes;
 };
 
-// step_lower_bound() on one pricer; summary(s, id, prices) gives template id of stage s
-// summarised, tail(s) the stage's tail.
-// shared(s, id, summarise) returns the summary of template id of stage s from the
+// in[j] + entry, where either may be kNever (no dependence, or no known time).
+double plus(double t, double entry) { return t == kNever || entry == kNever ? kNever : t + entry; }
+
+// An output's bound from bounds on the inputs.
+double out_bound(const Table& t, int output, const Times& in) {
+  double v = kNever;
+  for (int j = 0; j < kInputs; ++j) v = std::max(v, plus(in[j], t[output][j]));
+  return v;
+}
+
+// step_lower_bound() on one pricer, one per split and pricer: the fill, then the drain.
+// summary(s, id, prices) gives template id of stage s summarised, tail(s) the stage's
+// tail. shared(s, id, summarise) returns the summary of template id of stage s from the
 // search's BoundTemplates, calling summarise() for one not known there.
 template <typename SummaryOf, typename TailOf, typename Shared>
-double lower_bound_on(const ScheduleIndex& ix, SummaryOf&& summary, TailOf&& tail_of, double exchange_bytes,
-                      bool overlap_grad_reduce, bool with_tail, Shared&& shared, OpPricer& pricer) {
-  const int P = ix.stages();
-  const int V = ix.schedule.chunks;
-  std::vector<std::optional<StagePrices>> prices(P);
-  std::vector<std::map<int, Table>> priced(P);
-  auto priced_template = [&](int s, int id) -> const Table& {
-    auto it = priced[s].find(id);
-    if (it != priced[s].end()) return it->second;
-    return priced[s]
-        .emplace(id, shared(s, id,
-                            [&] {
-                              if (!prices[s]) prices[s].emplace(pricer, s);
-                              return summary(s, id, *prices[s]);
-                            }))
-        .first->second;
-  };
-  auto template_of = [&](int s, int i) { return template_for(ix, s, i, overlap_grad_reduce); };
+class LowerBound {
+ public:
+  LowerBound(const ScheduleIndex& ix, SummaryOf& summary, TailOf& tail_of, double exchange_bytes,
+             bool overlap_grad_reduce, Shared& shared, OpPricer& pricer)
+      : ix_(ix),
+        summary_(summary),
+        tail_of_(tail_of),
+        overlap_grad_reduce_(overlap_grad_reduce),
+        shared_(shared),
+        pricer_(pricer),
+        stages_(ix.stages()),
+        chunks_(ix.schedule.chunks),
+        prices_(stages_),
+        priced_(stages_) {
+    exchange_.kind = OpKind::pp_exchange;
+    exchange_.group = Group::pp;
+    exchange_.stream = Stream::p2p;
+    exchange_.bytes = exchange_bytes;
+  }
+
+  // with_tail adds the first and the last stage's step-end tail.
+  double bound(bool with_tail) { return drain(fill(), with_tail); }
+
+ private:
+  StagePrices& prices_of(int s) {
+    if (!prices_[s]) prices_[s].emplace(pricer_, s);
+    return *prices_[s];
+  }
+  const Table& priced_template(int s, int id) {
+    auto it = priced_[s].find(id);
+    if (it != priced_[s].end()) return it->second;
+    return priced_[s].emplace(id, shared_(s, id, [&] { return summary_(s, id, prices_of(s)); })).first->second;
+  }
+  int template_of(int s, int i) const { return template_for(ix_, s, i, overlap_grad_reduce_); }
   // The same without the overlapped reductions (variant 2 -> 1, 4 -> 3): a lower bound on
   // the reducing one (it holds the same ops and fewer: family_lower_bounds says why) that
   // the search's splits share (template_key), where a reducing one is built and priced
   // per split.
-  auto plain_template = [&](int s, int i) {
+  int plain_template(int s, int i) const {
     const int id = template_of(s, i);
     return reduces_gradients(id) ? id - 1 : id;
-  };
-
-  // in[j] + entry, where either may be kNever (no dependence, or no known time).
-  auto plus = [](double t, double entry) { return t == kNever || entry == kNever ? kNever : t + entry; };
-  // An output's bound from bounds on the inputs.
-  auto out_bound = [&](const Table& t, int output, const Times& in) {
-    double v = kNever;
-    for (int j = 0; j < kInputs; ++j) v = std::max(v, plus(in[j], t[output][j]));
-    return v;
-  };
+  }
   // The compute stream's time through an action from its own start (>= its compute).
-  auto busy = [&](int s, int id) { return std::max(0.0, priced_template(s, id)[kCompute][kCompute]); };
-  models::StepProgram stub;
-  Op exchange;
-  exchange.kind = OpKind::pp_exchange;
-  exchange.group = Group::pp;
-  exchange.stream = Stream::p2p;
-  exchange.bytes = exchange_bytes;
-  auto half_us = [&](int stage, int peer) {
-    stub.stage = stage;
-    return pricer.exchange_half_us(stub, exchange, peer);
-  };
-  // A stage's action compute back to back after its first action, split at its last
-  // chunk-0 backward (exclusive on both sides). `plain`: the chunks' last backwards (or
-  // W's) counted by their plain templates, as the middle stages of a deep pipeline are.
-  auto busy_before_after = [&](int s, bool plain) {
-    auto last_template = [&](int action) { return plain ? plain_template(s, action) : template_of(s, action); };
-    const int first = ix.first_action[s], L = ix.last_backward[s][0];
-    double before = 0, after = 0;
-    for (int c = 0; c < V; ++c) {
-      if (ix.between[s][c * 2]) before += ix.between[s][c * 2] * busy(s, template_id(c, 0));
-      if (ix.between[s][c * 2 + 1]) before += ix.between[s][c * 2 + 1] * busy(s, template_id(c, 1));
-      if (ix.after[s][c * 2]) after += ix.after[s][c * 2] * busy(s, template_id(c, 0));
-      if (ix.after[s][c * 2 + 1]) after += ix.after[s][c * 2 + 1] * busy(s, template_id(c, 1));
-      if (ix.between_weight[s][c]) before += ix.between_weight[s][c] * busy(s, template_id(c, 3));
-      if (ix.after_weight[s][c]) after += ix.after_weight[s][c] * busy(s, template_id(c, 3));
-      // A split backward's last W (it may carry the chunk's reductions).
-      const int last_w = ix.schedule.split_backward() ? ix.last_grads[s][c] : -1;
-      if (last_w > first) (last_w < L ? before : after) += busy(s, last_template(last_w));
-      const int last = ix.last_backward[s][c];
-      if (c == 0 || last == first) continue;
-      (last < L ? before : after) += busy(s, last_template(last));
-    }
-    return std::pair<double, double>{before, after};
-  };
+  double busy(int s, int id) { return std::max(0.0, priced_template(s, id)[kCompute][kCompute]); }
+  double half_us(int stage, int peer) {
+    stub_.stage = stage;
+    return pricer_.exchange_half_us(stub_, exchange_, peer);
+  }
+  std::pair<double, double> busy_before_after(int s, bool plain);
+  std::vector<double> fill();
+  double drain(const std::vector<double>& first_free, bool with_tail);
 
-  // The fill: stage s's first action waits for microbatch 0's activation, which the
-  // first forwards of stages 0..s-1 produce in turn.
-  std::vector<double> first_free(P, 0.0);  // compute stream after the stage's first action
-  double upstream_ready = kNever;          // stage s-1's first forward output
+  const ScheduleIndex& ix_;
+  SummaryOf& summary_;
+  TailOf& tail_of_;
+  const bool overlap_grad_reduce_;
+  Shared& shared_;
+  OpPricer& pricer_;
+  const int stages_, chunks_;
+  std::vector<std::optional<StagePrices>> prices_;
+  std::vector<std::map<int, Table>> priced_;
+  models::StepProgram stub_;
+  Op exchange_;
+};
+
+// A stage's action compute back to back after its first action, split at its last
+// chunk-0 backward (exclusive on both sides). `plain`: the chunks' last backwards (or
+// W's) counted by their plain templates, as the middle stages of a deep pipeline are.
+template <typename SummaryOf, typename TailOf, typename Shared>
+std::pair<double, double> LowerBound<SummaryOf, TailOf, Shared>::busy_before_after(int s, bool plain) {
+  auto last_template = [&](int action) { return plain ? plain_template(s, action) : template_of(s, action); };
+  const int first = ix_.first_action[s], L = ix_.last_backward[s][0];
+  double before = 0, after = 0;
+  for (int c = 0; c < chunks_; ++c) {
+    if (ix_.between[s][c * 2]) before += ix_.between[s][c * 2] * busy(s, template_id(c, 0));
+    if (ix_.between[s][c * 2 + 1]) before += ix_.between[s][c * 2 + 1] * busy(s, template_id(c, 1));
+    if (ix_.after[s][c * 2]) after += ix_.after[s][c * 2] * busy(s, template_id(c, 0));
+    if (ix_.after[s][c * 2 + 1]) after += ix_.after[s][c * 2 + 1] * busy(s, template_id(c, 1));
+    if (ix_.between_weight[s][c]) before += ix_.between_weight[s][c] * busy(s, template_id(c, 3));
+    if (ix_.after_weight[s][c]) after += ix_.after_weight[s][c] * busy(s, template_id(c, 3));
+    // A split backward's last W (it may carry the chunk's reductions).
+    const int last_w = ix_.schedule.split_backward() ? ix_.last_grads[s][c] : -1;
+    if (last_w > first) (last_w < L ? before : after) += busy(s, last_template(last_w));
+    const int last = ix_.last_backward[s][c];
+    if (c == 0 || last == first) continue;
+    (last < L ? before : after) += busy(s, last_template(last));
+  }
+  return std::pair<double, double>{before, after};
+}
+
+// The fill: stage s's first action waits for microbatch 0's activation, which the
+// first forwards of stages 0..s-1 produce in turn. Returns each stage's compute stream
+// after its first action.
+template <typename SummaryOf, typename TailOf, typename Shared>
+std::vector<double> LowerBound<SummaryOf, TailOf, Shared>::fill() {
+  std::vector<double> first_free(stages_, 0.0);  // compute stream after the stage's first action
+  double upstream_ready = kNever;                // stage s-1's first forward output
   bool chain = true;
-  for (int s = 0; s < P; ++s) {
-    const int i = ix.first_action[s];
-    const auto& a = ix.action(s, i);
+  for (int s = 0; s < stages_; ++s) {
+    const int i = ix_.first_action[s];
+    const auto& a = ix_.action(s, i);
     chain = chain && a.kind == ActionKind::forward && a.chunk == 0 && a.microbatch == 0;
     const double received = s > 0 && chain ? plus(upstream_ready, half_us(s, s - 1)) : kNever;
     const Table& t = priced_template(s, template_of(s, i));
@@ -134,26 +166,32 @@ double lower_bound_on(const ScheduleIndex& ix, SummaryOf&& summary, TailOf&& tai
     upstream_ready = out_bound(t, kReceived, in);
     chain = chain && upstream_ready != kNever;
   }
+  return first_free;
+}
 
-  // The drain, from the last stage down: each stage's last chunk-0 backward waits for
-  // the same microbatch's gradient from the next stage, and every stage counts its
-  // actions' compute. The first and the last stage add their step-end tail; the middle
-  // ones leave it out (built per split, and a deep pipeline has dozens) and take their
-  // chunks' last backwards (the drain's too) plain. A middle stage bounds the step where the layers do
-  // not divide evenly: the remainder goes to the middle stages (models/plan/schedule.hpp
-  // stage_layers), so they, not the first and last, are the busiest.
+// The drain, from the last stage down: each stage's last chunk-0 backward waits for
+// the same microbatch's gradient from the next stage, and every stage counts its
+// actions' compute. The first and the last stage add their step-end tail; the middle
+// ones leave it out (built per split, and a deep pipeline has dozens) and take their
+// chunks' last backwards (the drain's too) plain. A middle stage bounds the step where the layers do
+// not divide evenly: the remainder goes to the middle stages (models/plan/schedule.hpp
+// stage_layers), so they, not the first and last, are the busiest. Returns the latest
+// end of a stage.
+template <typename SummaryOf, typename TailOf, typename Shared>
+double LowerBound<SummaryOf, TailOf, Shared>::drain(const std::vector<double>& first_free, bool with_tail) {
+  const int P = stages_;
   double bound = 0;
   double downstream_ready = kNever;  // stage s+1's last chunk-0 backward output
   int downstream_microbatch = -1;
   for (int s = P - 1; s >= 0; --s) {
     const bool edge = s == 0 || s == P - 1;
-    const int first = ix.first_action[s];
-    const int L = ix.last_backward[s][0];
+    const int first = ix_.first_action[s];
+    const int L = ix_.last_backward[s][0];
     const auto [between, after] = busy_before_after(s, !edge);
     const double before = first_free[s] + between;
     double end = before;
     if (L > first) {
-      const auto& a = ix.action(s, L);
+      const auto& a = ix_.action(s, L);
       const bool linked = s < P - 1 && a.microbatch == downstream_microbatch;
       const double received = linked ? plus(downstream_ready, half_us(s, s + 1)) : kNever;
       const Table& t = priced_template(s, edge ? template_of(s, L) : plain_template(s, L));
@@ -169,9 +207,9 @@ double lower_bound_on(const ScheduleIndex& ix, SummaryOf&& summary, TailOf&& tai
       bound = std::max(bound, end + after);
       continue;
     }
-    if (!prices[s]) prices[s].emplace(pricer, s);
-    const std::vector<Op>& tail = tail_of(s);
-    const PricedTemplate t = summarise(tail, (*prices[s])(tail), -1);
+    StagePrices& prices = prices_of(s);
+    const std::vector<Op>& tail = tail_of_(s);
+    const PricedTemplate t = summarise(tail, prices(tail), -1);
     end += after + std::max(0.0, t.table[kCompute][kCompute]);
     bound = std::max(bound, end);
   }
@@ -337,7 +375,7 @@ std::vector<double> lower_bounds(const models::ModelConfig& model, const models:
                                      summarise_it);
     };
     out.push_back(
-        lower_bound_on(ix, summary, tail, exchange_bytes, overlap_grad_reduce, with_tail, shared, *pricers[k]));
+        LowerBound(ix, summary, tail, exchange_bytes, overlap_grad_reduce, shared, *pricers[k]).bound(with_tail));
   }
   return out;
 }
