@@ -20,7 +20,7 @@
 //   a deep pipeline's 10^6-10^7 actions, is listed once and walked as often as it
 //   repeats; with StageDetail::first the walk jumps over repetitions once its state
 //   after a repetition is the state some repetitions before with every time moved by
-//   the same amount (sim_fast.cpp SteadyState: max-plus, so the jump's error is bounded,
+//   the same amount (steady_state.hpp SteadyState: max-plus, so the jump's error is bounded,
 //   and kept below 1e-10 of the time reached). Stages that drift apart for longer than
 //   the schedule runs are walked through.
 //
@@ -200,7 +200,7 @@ SimResult simulate_fast(const StepTemplates& templates, OpPricer& pricer, StageD
 // communication other than on those chains, so it never exceeds the step time. The
 // summaries add durations in another association than the walk: compare with a
 // relative margin of kLowerBoundMargin. ZeRO-2/3 splits, which the fast walk does not
-// price, are bounded by their ZeRO-1 sibling without its step-end tail (sim_fast.cpp says
+// price, are bounded by their ZeRO-1 sibling without its step-end tail (search_bounds.cpp says
 // why that is below their full walk). tests/topologies/sim/search_bound_test.cpp holds it
 // below the walk on every split of several searches.
 inline constexpr double kLowerBoundMargin = 1e-9;
@@ -212,7 +212,7 @@ double step_lower_bound(const models::ModelConfig& model, const models::Parallel
 // shape its ops (tp, cp, ep, micro-batch size, recompute ...; dp and the ZeRO stage for
 // one carrying overlapped reductions), its layers and whether it holds the embedding or
 // the head, so splits that differ in pp, vpp or microbatches (and, for most templates,
-// dp) share most of theirs (sim_fast.cpp template_key). Valid
+// dp) share most of theirs (search_bounds.cpp template_key). Valid
 // for one model, world size, element sizes and list of pricers (the search's topology,
 // or a crossover row's fabrics, in the same order): make one per search.
 // tests/topologies/sim/search_bound_test.cpp checks bounds with and without it equal.

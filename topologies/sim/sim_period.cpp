@@ -17,7 +17,7 @@ using models::StepProgram;
 // behind), the period shows from block 1 or 2 on in every split the tests walk, and
 // blocks j, j+1 must both lie before the last block. Searches need no more.
 constexpr int kShortMicrobatches = 8;
-// The shift a period must show, as a fraction of the short step's time (sim_fast.cpp's
+// The shift a period must show, as a fraction of the short step's time (steady_state.hpp's
 // kJumpTolerance, for the same reason: durations added in different orders).
 constexpr double kPeriodTolerance = 1e-10;
 

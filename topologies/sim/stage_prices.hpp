@@ -4,7 +4,7 @@
 // efficiency, collective fits) costs far more than looking it up. What an op costs
 // depends on its kind, phase, group, stream, FLOPs, bytes and GEMM shape, and, through
 // the group's placement, on its stage: the memo is per stage (OpPricer's contract:
-// sim_executor.hpp). Used by the fast walk's templates (sim_fast.cpp) and by
+// sim_executor.hpp). Used by the fast walk's templates (stage_walk.cpp) and by
 // simulate() on full step programs.
 #include <bit>
 #include <cstdint>

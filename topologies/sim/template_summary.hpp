@@ -3,7 +3,7 @@
 // finishes at max(its stream free, what it waits for) + its duration, so each output of
 // the action (the compute, comm and grad_comm streams free, and the data a send
 // carries) is a max-plus linear function of the four times it starts from. The fast
-// walk (sim_fast.cpp) applies those functions action by action; the search bounds
+// walk (stage_walk.hpp apply) applies those functions action by action; the search bounds
 // compose them part by part (chunk_parts.hpp).
 #include <algorithm>
 #include <array>

@@ -190,7 +190,7 @@ TEST_P(SimFast, MatchesTheFullEventWalk) {
 
 INSTANTIATE_TEST_SUITE_P(Catalog, SimFast, ::testing::Range(0, static_cast<int>(cases().size())));
 
-// A walk reuses its thread's arrays (sim_fast.cpp walks_of_this_thread): a walk after
+// A walk reuses its thread's arrays (stage_walk.hpp walks_of_this_thread): a walk after
 // a deeper one, with more microbatches and another schedule, must see none of its state.
 // A small split walked alone, then after a large zero-bubble and a large interleaved
 // split, gives the same step and breakdown, bit for bit, in both modes.
