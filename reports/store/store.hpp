@@ -1,15 +1,18 @@
 #pragma once
 // The HDF5 results store. One file holds many runs; each invocation of a suite appends
-// a new group /runs/<id> and never touches earlier ones. Layout (schema version 1):
+// a new group /runs/<id> and never touches earlier ones. Layout (schema version 2):
 //
-//   /                        attrs: ibt_schema ("ibt-results"), ibt_schema_version (1)
+//   /                        attrs: ibt_schema ("ibt-results"), ibt_schema_version (2)
 //   /runs/<id>               one run; <id> is a zero-padded sequence number "000001"
 //       attrs                kind, status, command_line, ibt_version, git_commit,
-//                            start_time, end_time (ISO 8601 UTC), world_size, ... (see README)
+//                            start_time, end_time (ISO 8601 UTC), world_size, ...
+//                            (docs/results-format.md)
 //   /runs/<id>/environment   attrs: the allow-listed environment variables, verbatim
 //   /runs/<id>/<table>       compound dataset, one row per measurement, chunked and
 //                            extendible, flushed after every append; each column's unit
-//                            is an attribute "unit:<column>" of the dataset
+//                            is an attribute "unit:<column>" of the dataset, and the
+//                            CRC-32 of its rows ibt_crc32 / ibt_crc32_rows
+//                            (table_digest.hpp); string columns are variable-length
 //
 // Only rank 0 writes. Every failure to open or validate throws UsageError (a file that
 // is not ibt's, a path that is a directory, a lock held elsewhere, no room), with a
