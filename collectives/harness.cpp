@@ -80,7 +80,7 @@ std::pair<std::size_t, std::size_t> buffer_bytes(const OpShape& shape, std::size
 // IMB's buffers come from MPI_Alloc_mem, which MPICH 4.0 serves from malloc behind a header
 // of its own: a large block lands 32 bytes past a page boundary, a plain malloc'd one 16.
 // MPICH's reductions of 32-64 MiB ran 20-30% slower from page-aligned buffers than from
-// malloc's on the 2-core test machine (README, "Agreement with IMB-MPI1"), so imb timing
+// malloc's on the 2-core test machine (docs/measurements/imb-agreement.md), so imb timing
 // places host buffers where malloc puts large ones. Small blocks land wherever IMB's heap
 // happens to be, and that moves MPICH's times too (a 32 KiB all-reduce, 2 ranks: 28-30 us
 // from IMB's own buffers, 19-21 us from page + 16); scripts/fidelity/compare_imb.py
@@ -143,7 +143,7 @@ bool imb_times_whole_loop(const Collective& op) { return op.name() == "ping_pong
 // of it. That pass matters: the first tens of calls of a new size take page faults inside
 // the MPI library (MPICH 4.0 over UCX shared memory: 60 minor faults in 100 timed 128-byte
 // ping-pongs after 10 warm-ups, none after 110, none when the size comes round again),
-// and without it imb timing read 1.5-3x IMB at 128 B-4 KiB (README, "Why imb read 1.5-3x
+// and without it imb timing read 1.5-3x IMB at 128 B-4 KiB (docs/measurements/imb-agreement.md, "Why imb read 1.5-3x
 // IMB"). Same calls as the timed pass: a barrier before each where IMB's kernel has one.
 template <class Iteration>
 void run_imb_untimed_pass(Communicator& comm, int iters, bool barrier_each, const Iteration& run_iteration) {

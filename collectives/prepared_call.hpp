@@ -3,7 +3,7 @@
 // resolved once (PreparedCall), for the harness's timed loops. A measurement makes one
 // call tens of thousands of times with only the buffers changing; going through
 // Collective::run and the Communicator's virtual method each time cost ibt about 2% of an
-// 8-byte MPI op against IMB-MPI1 on the 2-core machine (README, "Agreement with IMB-MPI1").
+// 8-byte MPI op against IMB-MPI1 on the 2-core machine (docs/measurements/imb-agreement.md).
 #include <cstddef>
 
 #include "collectives/dtype.hpp"

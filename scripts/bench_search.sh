@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # The search-speed table: CPU time (user + sys, one core: --jobs 1) of
 # `ibt project --all` per catalog model x topology, the worst over the device counts,
-# and of the README's crossover grid (serial, and with --jobs N).
+# and of the crossover grid of docs/measurements/search-speed.md (serial, and with --jobs N).
 # CPU time, not wall time: these machines are shared, and a loaded core stretches the
 # wall clock but not the CPU time. Targets: project --all < 5 s, the grid < 60 s.
 #

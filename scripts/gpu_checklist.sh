@@ -1,5 +1,5 @@
 #!/bin/bash
-# The GPU checklist of README.md ("GPUs: what has been observed") as one command, for a
+# The GPU checklist of docs/gpus.md as one command, for a
 # machine with at least one NVIDIA GPU: the GPU tests, the measured GEMM peak, the cuda
 # executor against the serial reference (fp32 and bf16, and with the one-thread attention),
 # a 1.7B-parameter step with each attention path, the same step in PyTorch on the same GPU

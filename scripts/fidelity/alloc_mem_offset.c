@@ -7,7 +7,7 @@
  * MPICH over UCX measures: on 2 ranks of one host, a 32 KiB MPI_Allreduce on a communicator
  * split from MPI_COMM_WORLD took 28-30 us from IMB's own buffers (the send buffer 32 bytes
  * before a page boundary, the receive buffer on one) and 19-21 us from page + 16 bytes
- * (README, "Agreement with IMB-MPI1"). Preloaded into IMB-MPI1, this places every
+ * (docs/measurements/imb-agreement.md). Preloaded into IMB-MPI1, this places every
  * MPI_Alloc_mem block IBT_ALLOC_MEM_OFFSET bytes (default 16) past a page boundary, so both
  * tools time the same placement.
  *

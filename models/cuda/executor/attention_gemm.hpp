@@ -12,7 +12,7 @@
 // the next GEMM (P, dS, the context, dq) is stored in the operand precision. In fp32 runs
 // every buffer is fp32 and the softmax may run in place.
 //
-// The default since it ran on one H200 (2026-11-26; README, "GPUs: what has been
+// The default since it ran on one H200 (2026-11-26; docs/measurements/gpu-sessions.md, "GPUs: what has been
 // observed"): megatron-1.7b's step took 0.67 s with TF32 products and fp32 probabilities,
 // 0.56 s with these bf16 operands, 0.54 s with the causal blocks, 10.41 s with the
 // one-thread kernels (PyTorch: 0.41 s). The two softmax kernels over the materialised

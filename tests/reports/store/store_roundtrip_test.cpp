@@ -1,5 +1,5 @@
 // The store's schema round-trip: what is written reads back equal, runs append without
-// touching earlier ones, and the layout is what README-schema.md documents.
+// touching earlier ones, and the layout is what docs/results-format.md documents.
 #include <gtest/gtest.h>
 #include <hdf5.h>
 
