@@ -88,11 +88,15 @@ double checkpoint_bytes_per_device(const models::ModelConfig& model, const model
   const std::shared_ptr<const models::PipelineSchedule> orders = schedule_compute_orders(split);
   const models::PipelineSchedule& schedule = *orders;
   const double per_param = precision.weight_bytes + precision.optimizer_bytes;
+  // Every rank that holds the same weights shares their save: the DP replicas and, since
+  // context-parallel ranks hold the whole layer too, the CP ranks of each (dp x cp for
+  // dense weights, expert_dp x cp for experts).
   double worst = 0;
   for (int stage = 0; stage < split.pp; ++stage) {
     const models::RankMemory m = models::memory_per_rank(model, split, precision, stage, schedule);
     const double dense = m.params - m.expert_params;
-    worst = std::max(worst, per_param * (dense / split.dp + m.expert_params / split.expert_dp()));
+    worst =
+        std::max(worst, per_param * (dense / split.grad_replicas() + m.expert_params / (split.expert_dp() * split.cp)));
   }
   return worst;
 }

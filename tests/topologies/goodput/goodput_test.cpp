@@ -293,6 +293,11 @@ TEST(FailureModel, CheckpointBytesAreWeightsAndOptimizerOverDp) {
   EXPECT_NEAR(checkpoint_bytes_per_device(m, s, p), total * 14 / 8, 1e-6 * total);
   s.zero = 1;  // sharding the optimizer changes memory, not what is saved
   EXPECT_NEAR(checkpoint_bytes_per_device(m, s, p), total * 14 / 8, 1e-6 * total);
+  // Context-parallel ranks hold the same weights as their DP replica: they share the save.
+  models::ParallelSplit c = s;
+  c.dp = 4;
+  c.cp = 2;
+  EXPECT_NEAR(checkpoint_bytes_per_device(m, c, p), total * 14 / 8, 1e-6 * total);
   // With pipeline stages the largest stage sets the size: at least the even share.
   models::ParallelSplit q;
   q.dp = 2;
