@@ -16,6 +16,7 @@
 #include "suites/crossover_atlas.hpp"
 #include "suites/failure_flags.hpp"
 #include "suites/run_recorder.hpp"
+#include "suites/split_flags.hpp"
 #include "suites/suites.hpp"
 #include "suites/zero_flags.hpp"
 #include "topologies/projection/framework.hpp"
@@ -79,7 +80,7 @@ struct CrossoverArgs {
   std::string model_name, base = "dgx-h100", domains = "8,16,32,64,72,128,256", gbps = "100,200,400,800,1600", out,
                           dtype, rank_by = "mfu", framework = "ibt";
   long gpus = 0, max_cp = 16;
-  long long global_batch = 0, global_batch_tokens = 16LL * 1024 * 1024;
+  GlobalBatchFlags batch;
   double threshold = 0.05;
   int jobs = 1;
   bool atlas = false;
@@ -97,10 +98,9 @@ po::options_description crossover_options(CrossoverArgs& a, po::options_descript
                                                        "comma list of devices per scale-up domain")(
       "scale-out-Gbps", po::value(&a.gbps)->default_value(a.gbps),
       "comma list of scale-out bandwidths per device, Gb/s (gigabits; GBps is gigabytes)")(
-      "topology", po::value(&a.base)->default_value(a.base), "topology giving the device and the other figures")(
-      "global-batch", po::value(&a.global_batch), "global batch in sequences (overrides --global-batch-tokens)")(
-      "global-batch-tokens", po::value(&a.global_batch_tokens)->default_value(a.global_batch_tokens),
-      "global batch in tokens")(
+      "topology", po::value(&a.base)->default_value(a.base), "topology giving the device and the other figures");
+  add_global_batch_options(opts, a.batch);
+  opts.add_options()(
       "cp", po::value(&a.max_cp)->default_value(a.max_cp),
       "largest context-parallel degree searched (all_gather and ring; where 2*cp divides seq_len; 1 = no CP)")(
       "threshold", double_value(&a.threshold), "relative MFU gain above which PP counts as needed")(
@@ -203,8 +203,7 @@ CrossoverSetup load_crossover_setup(const CrossoverArgs& a) {
   const topo::RankBy rank_by = topo::parse_rank_by(a.rank_by);
   if (rank_by == topo::RankBy::goodput && !failure.complete())
     throw UsageError("--rank-by goodput: goodput cannot be computed: " + failure.missing());
-  const long long gb =
-      a.global_batch > 0 ? a.global_batch : std::max<long long>(1, a.global_batch_tokens / model.seq_len);
+  const long long gb = a.batch.in_sequences(model.seq_len);
   return {std::move(model), std::move(topology), options, std::move(failure), rank_by, gb};
 }
 

@@ -17,6 +17,7 @@
 #include "suites/cli.hpp"
 #include "suites/failure_flags.hpp"
 #include "suites/run_recorder.hpp"
+#include "suites/split_flags.hpp"
 #include "suites/suites.hpp"
 #include "suites/zero_flags.hpp"
 #include "topologies/hardware/topology.hpp"
@@ -32,11 +33,11 @@ namespace {
 namespace po = boost::program_options;
 
 struct ProjectArgs {
-  std::string model, topology, schedule = "1f1b", recompute = "none", dtype, out, rank_by = "mfu";
+  std::string model, topology, recompute = "none", dtype, out, rank_by = "mfu";
   std::string framework = "ibt";
-  long gpus = 0, dp = 0, tp = 1, pp = 1, ep = 1, vpp = 0, microbatches = 0, mbs = 1, cp = 1;
-  std::string cp_comm = "all_gather";
-  long long global_batch = 0, global_batch_tokens = 16LL * 1024 * 1024;
+  long gpus = 0;
+  SplitFlags<long> split;
+  GlobalBatchFlags batch;
   ZeroFlags zero;
   bool sp = false, no_sp = false, all = false, no_overlap = false, fp8 = false;
   long top = 20;
@@ -83,32 +84,33 @@ int int_flag(long long value, const char* flag) {
 
 // The split of a single projection (no --all), checked before any run is recorded.
 models::ParallelSplit single_split(const ProjectArgs& a, long long global_batch) {
+  const SplitFlags<long>& f = a.split;
   models::ParallelSplit s;
-  s.tp = int_flag(a.tp, "--tp");
-  s.pp = int_flag(a.pp, "--pp");
-  s.ep = int_flag(a.ep, "--ep");
-  s.cp = int_flag(a.cp, "--cp");
-  s.cp_comm = models::parse_cp_comm(a.cp_comm);
-  require_positive(a.tp, "--tp");
-  require_positive(a.pp, "--pp");
-  require_positive(a.ep, "--ep");
-  require_positive(a.cp, "--cp");
-  if (static_cast<double>(a.tp) * a.pp * a.cp > static_cast<double>(a.gpus))
-    throw UsageError("tp*pp*cp (" + std::to_string(a.tp) + " x " + std::to_string(a.pp) + " x " + std::to_string(a.cp) +
+  s.tp = int_flag(f.tp, "--tp");
+  s.pp = int_flag(f.pp, "--pp");
+  s.ep = int_flag(f.ep, "--ep");
+  s.cp = int_flag(f.cp, "--cp");
+  s.cp_comm = models::parse_cp_comm(f.cp_comm);
+  require_positive(f.tp, "--tp");
+  require_positive(f.pp, "--pp");
+  require_positive(f.ep, "--ep");
+  require_positive(f.cp, "--cp");
+  if (static_cast<double>(f.tp) * f.pp * f.cp > static_cast<double>(a.gpus))
+    throw UsageError("tp*pp*cp (" + std::to_string(f.tp) + " x " + std::to_string(f.pp) + " x " + std::to_string(f.cp) +
                      ") is more than --gpus (" + std::to_string(a.gpus) + ")");
-  if (a.gpus % (a.tp * a.pp * a.cp) != 0)
+  if (a.gpus % (f.tp * f.pp * f.cp) != 0)
     throw UsageError("--gpus (" + std::to_string(a.gpus) + ") is not divisible by tp*pp*cp (" +
-                     std::to_string(a.tp * a.pp * a.cp) + ")");
-  s.dp = a.dp > 0 ? int_flag(a.dp, "--dp") : static_cast<int>(a.gpus / (a.tp * a.pp * a.cp));
-  s.schedule = models::parse_schedule(a.schedule);
+                     std::to_string(f.tp * f.pp * f.cp) + ")");
+  s.dp = f.dp > 0 ? int_flag(f.dp, "--dp") : static_cast<int>(a.gpus / (f.tp * f.pp * f.cp));
+  s.schedule = models::parse_schedule(f.schedule);
   s.vpp =
-      a.vpp > 0
-          ? int_flag(a.vpp, "--vpp")
+      f.vpp > 0
+          ? int_flag(f.vpp, "--vpp")
           : (s.schedule == models::ScheduleKind::interleaved || s.schedule == models::ScheduleKind::dualpipev ? 2 : 1);
-  s.micro_batch_size = int_flag(a.mbs, "--micro-batch-size");
-  require_positive(a.mbs, "--micro-batch-size");
-  if (a.microbatches > 0) {
-    s.microbatches = int_flag(a.microbatches, "--microbatches");
+  s.micro_batch_size = int_flag(f.micro_batch_size, "--micro-batch-size");
+  require_positive(f.micro_batch_size, "--micro-batch-size");
+  if (f.microbatches > 0) {
+    s.microbatches = int_flag(f.microbatches, "--microbatches");
   } else {
     const long long per = static_cast<long long>(s.dp) * s.micro_batch_size;
     if (global_batch % per != 0)
@@ -130,27 +132,10 @@ po::options_description project_options(ProjectArgs& a, po::options_description&
       "model: catalog name (models/catalog: llama3-405b, deepseek-v3, ...) or a .json path")(
       "topology", po::value(&a.topology),
       "topology: catalog name (dgx-a100, dgx-h100, dgx-h200, dgx-b200, gb200-nvl72, tpu-v4, tpu-v5p, local-cpu) or a "
-      ".json path (e.g. from ibt calibrate)")("gpus", po::value(&a.gpus), "number of devices")(
-      "dp", po::value(&a.dp), "data parallel degree (default: gpus / (tp*pp))")(
-      "tp", po::value(&a.tp)->default_value(a.tp), "tensor parallel degree")(
-      "pp", po::value(&a.pp)->default_value(a.pp), "pipeline stages")("ep", po::value(&a.ep)->default_value(a.ep),
-                                                                      "expert parallel degree (drawn from dp)")(
-      "cp", po::value(&a.cp)->default_value(a.cp),
-      "context parallel degree (sequence split over cp ranks); with --all: the largest CP degree searched "
-      "(default 16, where seq_len allows)")(
-      "cp-comm", po::value(&a.cp_comm)->default_value(a.cp_comm),
-      "context-parallel attention: all_gather (Llama 3: K/V gathered per layer) or ring (K/V blocks passed, "
-      "hidden behind attention where it is long enough); --all tries both")(
-      "vpp", po::value(&a.vpp),
-      "model chunks per stage (interleaved; default 2 for interleaved and dualpipev, else 1)")(
-      "microbatches", po::value(&a.microbatches), "microbatches per step (default: from the global batch)")(
-      "micro-batch-size", po::value(&a.mbs)->default_value(a.mbs), "sequences per microbatch")(
-      "global-batch", po::value(&a.global_batch), "global batch in sequences (overrides --global-batch-tokens)")(
-      "global-batch-tokens", po::value(&a.global_batch_tokens)->default_value(a.global_batch_tokens),
-      "global batch in tokens (divided by the model's sequence length)")(
-      "schedule", po::value(&a.schedule)->default_value(a.schedule),
-      "afab, 1f1b, interleaved, zb-h1 (zero bubble: weight gradients deferred) or dualpipev (DeepSeek's DualPipe, "
-      "V-shaped)")("recompute", po::value(&a.recompute)->default_value(a.recompute), "none, selective or full")(
+      ".json path (e.g. from ibt calibrate)")("gpus", po::value(&a.gpus), "number of devices");
+  add_split_options(opts, a.split, SplitFlagsFor::projection);
+  add_global_batch_options(opts, a.batch);
+  opts.add_options()("recompute", po::value(&a.recompute)->default_value(a.recompute), "none, selective or full")(
       "sp", po::bool_switch(&a.sp), "sequence parallelism (needs tp > 1; default on when tp > 1)")(
       "no-sp", po::bool_switch(&a.no_sp), "no sequence parallelism")(
       "dtype", po::value(&a.dtype),
@@ -194,7 +179,7 @@ bool parse_project_args(int argc, char** argv, ProjectArgs& a) {
                 "--out proj.h5"});
     return false;
   }
-  take_alias(vm, "mbs", "micro-batch-size", a.mbs);
+  take_alias(vm, "mbs", "micro-batch-size", a.split.micro_batch_size);
   a.cp_given = !vm["cp"].defaulted();
   a.failure = failure_overrides(vm);
   return true;
@@ -236,8 +221,7 @@ ProjectSetup load_project_setup(const ProjectArgs& a) {
   options.fp8_gemms = a.fp8;
   options.usable_memory_fraction = a.memory_fraction;
   options.keep_sim = !a.all;
-  const long long global_batch =
-      a.global_batch > 0 ? a.global_batch : std::max<long long>(1, a.global_batch_tokens / model.seq_len);
+  const long long global_batch = a.batch.in_sequences(model.seq_len);
   return {std::move(model), std::move(topology), options, std::move(failure), rank_by, global_batch};
 }
 
@@ -245,12 +229,11 @@ ProjectSetup load_project_setup(const ProjectArgs& a) {
 // before its run is opened; --microbatches fixes the global batch (setup.global_batch).
 models::ParallelSplit checked_single_split(const ProjectArgs& a, ProjectSetup& setup) {
   models::ParallelSplit single = single_split(a, setup.global_batch);
-  if (a.microbatches > 0) {
+  if (a.split.microbatches > 0) {
     // --microbatches fixes the batch: dp x microbatches x micro-batch size sequences. The
     // header and the stored run must say that batch, not the default --global-batch-tokens.
     const long long implied = static_cast<long long>(single.dp) * single.microbatches * single.micro_batch_size;
-    const bool batch_given = a.global_batch > 0 || a.global_batch_tokens != ProjectArgs{}.global_batch_tokens;
-    if (batch_given && implied != setup.global_batch)
+    if (a.batch.given() && implied != setup.global_batch)
       throw UsageError("--microbatches " + std::to_string(single.microbatches) + " x --micro-batch-size " +
                        std::to_string(single.micro_batch_size) + " x dp " + std::to_string(single.dp) + " is " +
                        std::to_string(implied) + " sequences, but the global batch asked for is " +
@@ -286,8 +269,8 @@ void project_every_split(const ProjectArgs& a, const ProjectSetup& s, RunRecorde
   models::SplitSearch search = topo::default_search(s.topology, s.global_batch);
   apply_zero_flags(a.zero, search);
   if (a.cp_given) {
-    require_positive(a.cp, "--cp");
-    search.max_cp = static_cast<int>(a.cp);
+    require_positive(a.split.cp, "--cp");
+    search.max_cp = static_cast<int>(a.split.cp);
   }
   Progress progress("project --all: splits", 0);
   topo::SearchRun run;
