@@ -19,6 +19,7 @@ enum class SplitFlagsFor { run, projection };
 
 // The degrees as the command holds them: int in train (boost refuses a value past int's
 // range), long in project (which refuses it naming the flag, project_suite.cpp).
+// dp, vpp and microbatches start at 0 ("derive it"); a run's option defaults set them to 1.
 template <typename Int>
 struct SplitFlags {
   Int dp = 0, tp = 1, pp = 1, ep = 1, cp = 1, vpp = 0, microbatches = 0, micro_batch_size = 1;
