@@ -138,25 +138,38 @@ std::vector<store::Column> accept_columns() {
           {"note", ColumnType::str}};
 }
 
-int run(int argc, char** argv, MpiSession& mpi) {
+// The parsed command line.
+struct AcceptArgs {
   std::string reference_path, junit, out, backend_name = "mpi", generate_from, write_to;
   double timeout = 60, efficiency = 0;
   int generate_ranks = 0;
   bool force = false;
+  // Given on the command line (an empty --junit or --write is refused by name, --efficiency
+  // checked only when given).
+  bool junit_given = false, write_given = false, efficiency_given = false;
+};
+
+po::options_description accept_options(AcceptArgs& a) {
   po::options_description opts("options");
-  opts.add_options()("help,h", "show this help")("reference", po::value(&reference_path),
+  opts.add_options()("help,h", "show this help")("reference", po::value(&a.reference_path),
                                                  "reference file (JSON), e.g. topologies/references/local-cpu.json")(
-      "junit", po::value(&junit), "write a JUnit XML report here (one testcase per metric, plus correctness)")(
-      "out", po::value(&out), "append this run (kind accept) to an HDF5 results file")(
-      "timeout,T", double_value(&timeout), "seconds one measurement may take")(
-      "backend", po::value(&backend_name)->default_value(backend_name), "mpi or nccl (collectives; p2p is MPI)")(
-      "generate-reference", po::value(&generate_from),
+      "junit", po::value(&a.junit), "write a JUnit XML report here (one testcase per metric, plus correctness)")(
+      "out", po::value(&a.out), "append this run (kind accept) to an HDF5 results file")(
+      "timeout,T", double_value(&a.timeout), "seconds one measurement may take")(
+      "backend", po::value(&a.backend_name)->default_value(a.backend_name), "mpi or nccl (collectives; p2p is MPI)")(
+      "generate-reference", po::value(&a.generate_from),
       "TOPOLOGY: instead of measuring, write a default reference from a catalog topology (name or .json path)")(
-      "ranks", po::value(&generate_ranks), "--generate-reference: ranks of the job the reference is for")(
-      "efficiency", po::value(&efficiency),
+      "ranks", po::value(&a.generate_ranks), "--generate-reference: ranks of the job the reference is for")(
+      "efficiency", po::value(&a.efficiency),
       "--generate-reference: fraction of link bandwidth to expect (default: the topology's model efficiencies)")(
-      "write", po::value(&write_to), "--generate-reference: the file to write (default: standard output)")(
-      "force", po::bool_switch(&force), "replace the --junit or --write file when it exists");
+      "write", po::value(&a.write_to), "--generate-reference: the file to write (default: standard output)")(
+      "force", po::bool_switch(&a.force), "replace the --junit or --write file when it exists");
+  return opts;
+}
+
+// Parses argv into `a`; false when --help was asked for (rank 0 has printed it).
+bool parse_accept_args(int argc, char** argv, const MpiSession& mpi, AcceptArgs& a) {
+  const po::options_description opts = accept_options(a);
   po::variables_map vm;
   store_command_line(argc, argv, opts, vm);
   if (vm.count("help")) {
@@ -164,46 +177,63 @@ int run(int argc, char** argv, MpiSession& mpi) {
       print_help(std::cout, kUsage, kAbout, opts,
                  {"mpiexec -n 2 ibt accept --reference topologies/references/local-cpu.json --junit accept.xml",
                   "ibt accept --generate-reference dgx-h100 --ranks 16 --write h100-16.json"});
-    return kExitOk;
+    return false;
   }
   po::notify(vm);
-  // Refused before anything is generated or measured (every rank sees the same files).
-  if (!junit.empty() || vm.count("junit")) refuse_existing_output(junit, "--junit", force);
-  if (!write_to.empty() || vm.count("write")) refuse_existing_output(write_to, "--write", force);
-  if (!generate_from.empty()) {
-    if (vm.count("efficiency") && !(efficiency > 0 && efficiency <= 1))
-      throw UsageError("--efficiency must be in (0, 1]");
-    const auto reference =
-        generate_reference(topo::load_topology(generate_from), generate_ranks,
-                           vm.count("efficiency") ? std::optional<double>(efficiency) : std::nullopt);
-    if (mpi.rank() != 0) return kExitOk;
-    if (write_to.empty()) {
-      std::cout << reference.dump(2) << "\n";
-      return kExitOk;
-    }
-    write_output_file(write_to, reference.dump(2) + "\n", "--write");
-    std::printf("ibt accept: wrote %s (%zu metrics) from topology %s\n", write_to.c_str(), reference["metrics"].size(),
-                generate_from.c_str());
+  a.junit_given = vm.count("junit") > 0;
+  a.write_given = vm.count("write") > 0;
+  a.efficiency_given = vm.count("efficiency") > 0;
+  return true;
+}
+
+// Refused before anything is generated or measured (every rank sees the same files).
+void refuse_existing_outputs(const AcceptArgs& a) {
+  if (!a.junit.empty() || a.junit_given) refuse_existing_output(a.junit, "--junit", a.force);
+  if (!a.write_to.empty() || a.write_given) refuse_existing_output(a.write_to, "--write", a.force);
+}
+
+// --generate-reference: writes (rank 0) a default reference instead of measuring.
+int write_generated_reference(const AcceptArgs& a, const MpiSession& mpi) {
+  if (a.efficiency_given && !(a.efficiency > 0 && a.efficiency <= 1))
+    throw UsageError("--efficiency must be in (0, 1]");
+  const auto reference = generate_reference(topo::load_topology(a.generate_from), a.generate_ranks,
+                                            a.efficiency_given ? std::optional<double>(a.efficiency) : std::nullopt);
+  if (mpi.rank() != 0) return kExitOk;
+  if (a.write_to.empty()) {
+    std::cout << reference.dump(2) << "\n";
     return kExitOk;
   }
-  if (reference_path.empty()) throw UsageError("--reference is required (or --generate-reference TOPOLOGY)");
-  require_timeout(timeout, "--timeout");
-  const AcceptReference ref = load_reference(reference_path);  // every rank parses: same errors everywhere
+  write_output_file(a.write_to, reference.dump(2) + "\n", "--write");
+  std::printf("ibt accept: wrote %s (%zu metrics) from topology %s\n", a.write_to.c_str(), reference["metrics"].size(),
+              a.generate_from.c_str());
+  return kExitOk;
+}
+
+// The reference, refused when missing or made for a job of another size.
+AcceptReference load_job_reference(const AcceptArgs& a, const MpiSession& mpi) {
+  if (a.reference_path.empty()) throw UsageError("--reference is required (or --generate-reference TOPOLOGY)");
+  require_timeout(a.timeout, "--timeout");
+  AcceptReference ref = load_reference(a.reference_path);  // every rank parses: same errors everywhere
   if (ref.job.ranks > 0 && ref.job.ranks != mpi.size())
-    throw UsageError(reference_path + ": the reference is for " + std::to_string(ref.job.ranks) +
+    throw UsageError(a.reference_path + ": the reference is for " + std::to_string(ref.job.ranks) +
                      " ranks; this job has " + std::to_string(mpi.size()) + " (mpiexec -n " +
                      std::to_string(ref.job.ranks) + ")");
-  BackendOptions backend_options;
-  backend_options.timeout_s = timeout;
-  auto backend = make_backend(backend_name, MPI_COMM_WORLD, backend_options);
-  const DomainLayout layout = detect_domains(MPI_COMM_WORLD, ref.job.domain_size);
+  return ref;
+}
 
-  // What to run, per scope; every scope a metric names must exist in this job.
-  std::map<WorkKey, std::set<std::size_t>> work;
+// What to run: the sizes per (scope, op, dtype) and the p2p sizes the metrics ask for.
+struct AcceptWork {
+  std::map<WorkKey, std::set<std::size_t>> collectives;
   std::set<std::size_t> p2p_sizes;
+};
+
+// Every scope, op and dtype a metric names must exist in this job and on this backend.
+AcceptWork plan_work(const AcceptReference& ref, const DomainLayout& layout, const Backend& backend,
+                     const MpiSession& mpi) {
+  AcceptWork work;
   for (const auto& m : ref.metrics) {
     if (m.is_p2p()) {
-      p2p_sizes.insert(m.min_bytes);
+      work.p2p_sizes.insert(m.min_bytes);
       continue;
     }
     const Scope scope = parse_scopes(m.scope).at(0);
@@ -214,138 +244,159 @@ int run(int argc, char** argv, MpiSession& mpi) {
     }
     find_collective(m.op);
     const DType dtype = parse_dtype_list(m.dtype).at(0);
-    if (!backend->supports(dtype))
+    if (!backend.supports(dtype))
       throw UsageError("metric '" + m.name + "': dtype " + m.dtype + " not on this backend");
-    for (auto s : sizes_of(m)) work[{scope, m.op, m.dtype}].insert(s);
+    for (auto s : sizes_of(m)) work.collectives[{scope, m.op, m.dtype}].insert(s);
   }
-  if (!p2p_sizes.empty() && mpi.size() < 2) throw UsageError("p2p metrics need at least 2 ranks");
+  if (!work.p2p_sizes.empty() && mpi.size() < 2) throw UsageError("p2p metrics need at least 2 ranks");
+  return work;
+}
 
-  check_output_on_all_ranks(out, MPI_COMM_WORLD);
+// Rank 0: the run's provenance and the header line.
+void start_accept_run(RunRecorder& recorder, int argc, char** argv, const MpiSession& mpi, const JobFacts& facts,
+                      const Backend& backend, const DomainLayout& layout, const AcceptArgs& a,
+                      const AcceptReference& ref) {
+  recorder.set_attr("command_line", joined_command_line(argc, argv));
+  recorder.set_attr("ibt_version", std::string(kVersion));
+  recorder.set_attr("git_commit", std::string(kGitCommit));
+  recorder.set_attr("world_size", static_cast<std::int64_t>(mpi.size()));
+  record_job_facts(&recorder, facts, "ibt accept");
+  recorder.set_attr("backend", backend.name());
+  for (const auto& [key, value] : backend.provenance()) recorder.set_attr(key, value);
+  recorder.set_attr("domains", static_cast<std::int64_t>(layout.num_domains));
+  recorder.set_attr("domain_method", layout.method);
+  recorder.set_attr("reference", a.reference_path);
+  recorder.set_attr("reference_system", ref.system);
+  recorder.set_attr("reference_json", ref.text);
+  recorder.set_environment(allowed_environment(environ));
+  std::printf("# ibt accept %s (%s): reference %s (%s), %zu metrics, %d ranks on %zu host(s), %d domain(s) by %s\n",
+              kVersion, kGitCommit, a.reference_path.c_str(), ref.system.c_str(), ref.metrics.size(), mpi.size(),
+              facts.hosts.size(), layout.num_domains, layout.method.c_str());
+  std::fflush(nullptr);
+}
 
-  const JobFacts facts = gather_job_facts(MPI_COMM_WORLD);
-  std::unique_ptr<RunRecorder> recorder;
-  if (mpi.rank() == 0) recorder = std::make_unique<RunRecorder>(out, "accept");
-  JobGuard guard("accept", mpi.rank(), recorder.get());
-  const double started = MPI_Wtime();
-  if (mpi.rank() == 0) {
-    recorder->set_attr("command_line", joined_command_line(argc, argv));
-    recorder->set_attr("ibt_version", std::string(kVersion));
-    recorder->set_attr("git_commit", std::string(kGitCommit));
-    recorder->set_attr("world_size", static_cast<std::int64_t>(mpi.size()));
-    record_job_facts(recorder.get(), facts, "ibt accept");
-    recorder->set_attr("backend", backend->name());
-    for (const auto& [key, value] : backend->provenance()) recorder->set_attr(key, value);
-    recorder->set_attr("domains", static_cast<std::int64_t>(layout.num_domains));
-    recorder->set_attr("domain_method", layout.method);
-    recorder->set_attr("reference", reference_path);
-    recorder->set_attr("reference_system", ref.system);
-    recorder->set_attr("reference_json", ref.text);
-    recorder->set_environment(allowed_environment(environ));
-    std::printf("# ibt accept %s (%s): reference %s (%s), %zu metrics, %d ranks on %zu host(s), %d domain(s) by %s\n",
-                kVersion, kGitCommit, reference_path.c_str(), ref.system.c_str(), ref.metrics.size(), mpi.size(),
-                facts.hosts.size(), layout.num_domains, layout.method.c_str());
-    std::fflush(nullptr);
-  }
-
+// What the job measured (rank 0's copy is the one judged).
+struct AcceptMeasurements {
   // (op, scope, dtype, bytes) -> the out-of-place measurement (rank 0)
-  std::map<std::tuple<std::string, std::string, std::string, std::size_t>, Measurement> measured;
+  std::map<std::tuple<std::string, std::string, std::string, std::size_t>, Measurement> collectives;
   std::uint64_t wrong = 0;
-  ArrivalGate gate(MPI_COMM_WORLD);
-  std::unique_ptr<P2pCollector> p2p_collector;
-  try {
-    for (const auto& [key, sizes] : work) {
-      const auto& [scope, op, dtype] = key;
-      HarnessOptions h;
-      h.ops = {&find_collective(op)};
-      h.dtypes = {parse_dtype_list(dtype).at(0)};
-      h.sizes.assign(sizes.begin(), sizes.end());
-      h.scopes = {scope};
-      // Out-of-place is judged; in-place is measured too because broadcast has only that.
-      h.placements = {Placement::out_of_place, Placement::in_place};
-      h.iters = ref.job.iters;
-      h.warmup_iters = ref.job.warmup_iters;
-      h.timeout_seconds = timeout;
-      HarnessEvents events;
-      events.on_size = [&](const SizeResult& r) {
-        const auto& m = r.out_of_place ? r.out_of_place : r.in_place;
-        if (!m) return;
-        measured[{m->op, m->scope, m->dtype, m->bytes}] = *m;
-        wrong += m->wrong;
-        std::printf("  measured %-14s %-5s %-8s %10zu B  %10.2f us  busbw %8.3f GB/s  #wrong %llu\n", m->op.c_str(),
-                    m->scope.c_str(), m->dtype.c_str(), m->bytes, m->time_us, m->busbw_GBps,
-                    static_cast<unsigned long long>(m->wrong));
-        recorder->append(kCollectivesTable, collectives_columns(),
-                         {m->op, m->scope, backend->name(), m->dtype, m->reduce_op,
-                          std::string(to_string(m->placement)), static_cast<std::int64_t>(m->group_size),
-                          static_cast<std::int64_t>(m->groups), static_cast<std::uint64_t>(m->bytes),
-                          static_cast<std::uint64_t>(m->count), static_cast<std::int64_t>(m->iters), m->time_us,
-                          m->p50_us, m->p99_us, m->algbw_GBps, m->busbw_GBps, static_cast<std::uint64_t>(m->wrong)});
-      };
-      events.on_note = [](const std::string& text) { std::fprintf(stderr, "# note: %s\n", text.c_str()); };
-      run_harness(*backend, MPI_COMM_WORLD, layout, h, gate, guard.watchdog(), events);
-    }
-    if (!p2p_sizes.empty()) {
-      P2pOptions p;
-      p.sizes.assign(p2p_sizes.begin(), p2p_sizes.end());
-      p.iters = ref.job.iters;
-      p.warmup_iters = ref.job.warmup_iters;
-      p.timeout_seconds = timeout;
-      if (mpi.rank() == 0) {
-        p2p_collector =
-            std::make_unique<P2pCollector>(recorder.get(), hosts_by_rank(facts.host_of_rank_list, mpi.size()));
-        std::printf("# point-to-point matrix\n");
-        print_p2p_header();
-      }
-      run_p2p_matrix(MPI_COMM_WORLD, layout, p, gate, guard.watchdog(),
-                     p2p_collector ? p2p_collector->events() : P2pEvents{});
-    }
-  } catch (const TimeoutError& e) {
-    guard.fail_and_exit(e.what(), kExitTimeout);
-  }
-  if (mpi.rank() != 0) return kExitOk;
-  if (p2p_collector) {
-    wrong += p2p_collector->wrong();
-    p2p_collector->report_outliers(0.5, 64 * 1024);
-  }
+  std::unique_ptr<P2pCollector> p2p;  // rank 0, when the reference has p2p metrics
+};
 
-  // ---- judge ----
+// Where the measurements run.
+struct MeasureContext {
+  Backend& backend;
+  const DomainLayout& layout;
+  ArrivalGate& gate;
+  JobGuard& guard;
+  RunRecorder* recorder;  // rank 0's; nullptr elsewhere
+};
+
+// One harness pass per (scope, op, dtype); each size printed and stored (rank 0) as it comes.
+void measure_collectives(const AcceptWork& work, const AcceptReference& ref, double timeout, const MeasureContext& job,
+                         AcceptMeasurements& measured) {
+  for (const auto& [key, sizes] : work.collectives) {
+    const auto& [scope, op, dtype] = key;
+    HarnessOptions h;
+    h.ops = {&find_collective(op)};
+    h.dtypes = {parse_dtype_list(dtype).at(0)};
+    h.sizes.assign(sizes.begin(), sizes.end());
+    h.scopes = {scope};
+    // Out-of-place is judged; in-place is measured too because broadcast has only that.
+    h.placements = {Placement::out_of_place, Placement::in_place};
+    h.iters = ref.job.iters;
+    h.warmup_iters = ref.job.warmup_iters;
+    h.timeout_seconds = timeout;
+    HarnessEvents events;
+    events.on_size = [&](const SizeResult& r) {
+      const auto& m = r.out_of_place ? r.out_of_place : r.in_place;
+      if (!m) return;
+      measured.collectives[{m->op, m->scope, m->dtype, m->bytes}] = *m;
+      measured.wrong += m->wrong;
+      std::printf("  measured %-14s %-5s %-8s %10zu B  %10.2f us  busbw %8.3f GB/s  #wrong %llu\n", m->op.c_str(),
+                  m->scope.c_str(), m->dtype.c_str(), m->bytes, m->time_us, m->busbw_GBps,
+                  static_cast<unsigned long long>(m->wrong));
+      job.recorder->append(kCollectivesTable, collectives_columns(),
+                           {m->op, m->scope, job.backend.name(), m->dtype, m->reduce_op,
+                            std::string(to_string(m->placement)), static_cast<std::int64_t>(m->group_size),
+                            static_cast<std::int64_t>(m->groups), static_cast<std::uint64_t>(m->bytes),
+                            static_cast<std::uint64_t>(m->count), static_cast<std::int64_t>(m->iters), m->time_us,
+                            m->p50_us, m->p99_us, m->algbw_GBps, m->busbw_GBps, static_cast<std::uint64_t>(m->wrong)});
+    };
+    events.on_note = [](const std::string& text) { std::fprintf(stderr, "# note: %s\n", text.c_str()); };
+    run_harness(job.backend, MPI_COMM_WORLD, job.layout, h, job.gate, job.guard.watchdog(), events);
+  }
+}
+
+// The point-to-point matrix at the p2p metrics' sizes; rank 0 collects the pairs.
+void measure_p2p(const AcceptWork& work, const AcceptReference& ref, double timeout, const MpiSession& mpi,
+                 const JobFacts& facts, const MeasureContext& job, AcceptMeasurements& measured) {
+  P2pOptions p;
+  p.sizes.assign(work.p2p_sizes.begin(), work.p2p_sizes.end());
+  p.iters = ref.job.iters;
+  p.warmup_iters = ref.job.warmup_iters;
+  p.timeout_seconds = timeout;
+  if (mpi.rank() == 0) {
+    measured.p2p = std::make_unique<P2pCollector>(job.recorder, hosts_by_rank(facts.host_of_rank_list, mpi.size()));
+    std::printf("# point-to-point matrix\n");
+    print_p2p_header();
+  }
+  run_p2p_matrix(MPI_COMM_WORLD, job.layout, p, job.gate, job.guard.watchdog(),
+                 measured.p2p ? measured.p2p->events() : P2pEvents{});
+}
+
+// The values a metric is judged on, and a note on what they cover.
+std::vector<double> metric_values(const AcceptMetric& m, const AcceptMeasurements& measured, std::string& note) {
+  std::vector<double> values;
+  if (m.is_p2p()) {
+    std::vector<double> per_pair;
+    for (const auto& r : measured.p2p->results())
+      if (r.bytes == m.min_bytes) per_pair.push_back(m.unit == "GB/s" ? r.bandwidth_GBps : r.p50_us);
+    if (!per_pair.empty()) {
+      std::sort(per_pair.begin(), per_pair.end());
+      const bool median = m.quantity.find("median") != std::string::npos;
+      const bool minimum = m.quantity.find("_min_") != std::string::npos;
+      values.push_back(median ? quantile(per_pair, 0.5) : minimum ? per_pair.front() : per_pair.back());
+      note = std::to_string(per_pair.size()) + " pairs";
+    }
+    return values;
+  }
+  int sizes = 0;
+  for (const auto& [key, meas] : measured.collectives) {
+    const auto& [op, scope, dtype, bytes] = key;
+    if (op != m.op || scope != m.scope || dtype != m.dtype || bytes < m.min_bytes || bytes > m.max_bytes) continue;
+    ++sizes;
+    values.push_back(m.quantity == "time_us"      ? meas.time_us
+                     : m.quantity == "p50_us"     ? meas.p50_us
+                     : m.quantity == "busbw_GBps" ? meas.busbw_GBps
+                                                  : meas.algbw_GBps);
+  }
+  if (sizes > 1) note = m.over_sizes + " over " + std::to_string(sizes) + " sizes";
+  return values;
+}
+
+std::vector<Verdict> judge_metrics(const AcceptReference& ref, const AcceptMeasurements& measured) {
   std::vector<Verdict> verdicts;
   for (const auto& m : ref.metrics) {
-    std::vector<double> values;
     std::string note;
-    if (m.is_p2p()) {
-      std::vector<double> per_pair;
-      for (const auto& r : p2p_collector->results())
-        if (r.bytes == m.min_bytes) per_pair.push_back(m.unit == "GB/s" ? r.bandwidth_GBps : r.p50_us);
-      if (!per_pair.empty()) {
-        std::sort(per_pair.begin(), per_pair.end());
-        const bool median = m.quantity.find("median") != std::string::npos;
-        const bool minimum = m.quantity.find("_min_") != std::string::npos;
-        values.push_back(median ? quantile(per_pair, 0.5) : minimum ? per_pair.front() : per_pair.back());
-        note = std::to_string(per_pair.size()) + " pairs";
-      }
-    } else {
-      int sizes = 0;
-      for (const auto& [key, meas] : measured) {
-        const auto& [op, scope, dtype, bytes] = key;
-        if (op != m.op || scope != m.scope || dtype != m.dtype || bytes < m.min_bytes || bytes > m.max_bytes) continue;
-        ++sizes;
-        values.push_back(m.quantity == "time_us"      ? meas.time_us
-                         : m.quantity == "p50_us"     ? meas.p50_us
-                         : m.quantity == "busbw_GBps" ? meas.busbw_GBps
-                                                      : meas.algbw_GBps);
-      }
-      if (sizes > 1) note = m.over_sizes + " over " + std::to_string(sizes) + " sizes";
-    }
+    const std::vector<double> values = metric_values(m, measured, note);
     Verdict v{&m, judge(m, values), note};
     if (!v.judgement.measured_ok) v.note = "not measured (the op may need another group size, or the size was rounded)";
     verdicts.push_back(v);
   }
+  return verdicts;
+}
 
+struct Failures {
+  int count = 0;
+  std::string names;  // "a, b"
+};
+
+// The PASS/FAIL table, each verdict stored as a row of table "accept".
+Failures print_and_record_verdicts(const std::vector<Verdict>& verdicts, RunRecorder& recorder) {
   std::printf("#\n# %-56s %12s %12s %25s %6s %8s  %s\n", "metric", "measured", "target", "bounds", "unit", "margin",
               "verdict");
-  int failures = 0;
-  std::string failed_names;
+  Failures failed;
   for (const auto& v : verdicts) {
     const auto& m = *v.metric;
     const std::string bounds = "[" + number(m.lower_bound()) + ", " + number(m.upper_bound()) + "]";
@@ -353,33 +404,79 @@ int run(int argc, char** argv, MpiSession& mpi) {
                 number(m.target).c_str(), bounds.c_str(), m.unit.c_str(), number(v.judgement.margin).c_str(),
                 v.judgement.pass ? "PASS" : "FAIL", v.note.empty() ? "" : "  ", v.note.c_str());
     if (!v.judgement.pass) {
-      ++failures;
-      failed_names += (failed_names.empty() ? "" : ", ") + m.name;
+      ++failed.count;
+      failed.names += (failed.names.empty() ? "" : ", ") + m.name;
     }
-    recorder->append(
+    recorder.append(
         "accept", accept_columns(),
         {m.name, m.op, m.scope, m.dtype, static_cast<std::uint64_t>(m.min_bytes),
          static_cast<std::uint64_t>(m.max_bytes), m.quantity, m.unit, v.judgement.measured, m.target, m.lower_bound(),
          m.upper_bound(), v.judgement.margin, std::string(v.judgement.pass ? "PASS" : "FAIL"), v.note});
   }
+  return failed;
+}
+
+// Rank 0: the verdict lines, the JUnit file, the run's status; the exit status.
+int finish_accept_run(const AcceptArgs& a, const AcceptReference& ref, const std::vector<Verdict>& verdicts,
+                      const Failures& failed, std::uint64_t wrong, double started, RunRecorder& recorder) {
   std::printf("# correctness: %llu wrong values %s\n", static_cast<unsigned long long>(wrong), wrong ? "FAIL" : "PASS");
-  const bool ok = failures == 0 && wrong == 0;
-  std::printf("# verdict: %s (%zu metrics, %d failed%s%s)\n", ok ? "PASS" : "FAIL", verdicts.size(), failures,
-              failures ? ": " : "", failed_names.c_str());
-  if (!junit.empty()) {
-    write_junit(junit, ref, verdicts, wrong, MPI_Wtime() - started);
-    std::printf("# JUnit XML: %s\n", junit.c_str());
+  const bool ok = failed.count == 0 && wrong == 0;
+  std::printf("# verdict: %s (%zu metrics, %d failed%s%s)\n", ok ? "PASS" : "FAIL", verdicts.size(), failed.count,
+              failed.count ? ": " : "", failed.names.c_str());
+  if (!a.junit.empty()) {
+    write_junit(a.junit, ref, verdicts, wrong, MPI_Wtime() - started);
+    std::printf("# JUnit XML: %s\n", a.junit.c_str());
   }
-  recorder->set_attr("verdict", std::string(ok ? "PASS" : "FAIL"));
+  recorder.set_attr("verdict", std::string(ok ? "PASS" : "FAIL"));
   if (ok) {
-    recorder->finish(store::RunStatus::complete);
+    recorder.finish(store::RunStatus::complete);
     return kExitOk;
   }
-  std::string why = failures ? std::to_string(failures) + " metrics failed: " + failed_names : "";
+  std::string why = failed.count ? std::to_string(failed.count) + " metrics failed: " + failed.names : "";
   if (wrong) why += (why.empty() ? "" : "; ") + std::to_string(wrong) + " wrong values";
-  recorder->finish(store::RunStatus::failed, "acceptance failed: " + why);
+  recorder.finish(store::RunStatus::failed, "acceptance failed: " + why);
   std::fprintf(stderr, "ibt accept: FAIL: %s\n", why.c_str());
   return kExitFailure;
+}
+
+int run(int argc, char** argv, MpiSession& mpi) {
+  AcceptArgs a;
+  if (!parse_accept_args(argc, argv, mpi, a)) return kExitOk;
+  refuse_existing_outputs(a);
+  if (!a.generate_from.empty()) return write_generated_reference(a, mpi);
+  const AcceptReference ref = load_job_reference(a, mpi);
+  BackendOptions backend_options;
+  backend_options.timeout_s = a.timeout;
+  auto backend = make_backend(a.backend_name, MPI_COMM_WORLD, backend_options);
+  const DomainLayout layout = detect_domains(MPI_COMM_WORLD, ref.job.domain_size);
+  const AcceptWork work = plan_work(ref, layout, *backend, mpi);
+  check_output_on_all_ranks(a.out, MPI_COMM_WORLD);
+
+  const JobFacts facts = gather_job_facts(MPI_COMM_WORLD);
+  std::unique_ptr<RunRecorder> recorder;
+  if (mpi.rank() == 0) recorder = std::make_unique<RunRecorder>(a.out, "accept");
+  JobGuard guard("accept", mpi.rank(), recorder.get());
+  const double started = MPI_Wtime();
+  if (mpi.rank() == 0) start_accept_run(*recorder, argc, argv, mpi, facts, *backend, layout, a, ref);
+
+  ArrivalGate gate(MPI_COMM_WORLD);
+  AcceptMeasurements measured;
+  const MeasureContext job{*backend, layout, gate, guard, recorder.get()};
+  try {
+    measure_collectives(work, ref, a.timeout, job, measured);
+    if (!work.p2p_sizes.empty()) measure_p2p(work, ref, a.timeout, mpi, facts, job, measured);
+  } catch (const TimeoutError& e) {
+    guard.fail_and_exit(e.what(), kExitTimeout);
+  }
+  if (mpi.rank() != 0) return kExitOk;
+  if (measured.p2p) {
+    measured.wrong += measured.p2p->wrong();
+    measured.p2p->report_outliers(0.5, 64 * 1024);
+  }
+
+  const std::vector<Verdict> verdicts = judge_metrics(ref, measured);
+  const Failures failed = print_and_record_verdicts(verdicts, *recorder);
+  return finish_accept_run(a, ref, verdicts, failed, measured.wrong, started, *recorder);
 }
 
 }  // namespace

@@ -99,52 +99,62 @@ std::vector<store::Column> summary_columns() {
           {"aggregate_max_GBps", ColumnType::f64, "GB/s"}};
 }
 
-int run(int argc, char** argv, MpiSession& mpi) {
-  BenchArgs args;
-  auto options = describe_options(args);
+// Parses argv into `args`; false when --help was asked for (rank 0 has printed it).
+bool parse_bench_args(int argc, char** argv, const MpiSession& mpi, BenchArgs& args) {
+  const po::options_description options = describe_options(args);
   po::variables_map vm;
   store_command_line(argc, argv, options, vm);
   if (vm.count("help")) {
     if (mpi.rank() == 0)
       print_help(std::cout, kUsage, kAbout, options,
                  {"mpiexec -n 2 ibt checkpoint-bench --state-bytes 256M --repeats 5 --out ckpt-bench.h5"});
-    return kExitOk;
+    return false;
   }
   po::notify(vm);
   refuse_nonsense_numbers(vm);
+  return true;
+}
+
+// The flags checked; returns the state's bytes per rank.
+std::size_t check_bench_args(const BenchArgs& args) {
   require_timeout(args.timeout, "--timeout");
   if (args.state_bytes.empty()) throw UsageError("--state-bytes SIZE is required (e.g. 256M)");
   const std::size_t bytes = parse_size(args.state_bytes, "--state-bytes");
   if (bytes < sizeof(float) || bytes % sizeof(float) != 0)
     throw UsageError("--state-bytes " + args.state_bytes + " must be a positive multiple of 4 (fp32 values)");
   if (args.repeats < 1) throw UsageError("--repeats must be at least 1, got " + std::to_string(args.repeats));
+  return bytes;
+}
+
+// Refused on every rank before anything is written: too little memory, an --out that
+// cannot take the run, a --dir that holds checkpoints.
+void check_job_can_run(const BenchArgs& args, std::size_t bytes) {
   // The state and the copy read back, on every rank of this host: planned, not tried.
   require_memory_on_every_host(MPI_COMM_WORLD, 2.0 * static_cast<double>(bytes),
                                "--state-bytes " + args.state_bytes + " (the state and its read-back copy)");
   check_output_on_all_ranks(args.out, MPI_COMM_WORLD);
   checkpoint::refuse_existing_checkpoints(
       args.dir, "--dir", "choose another directory (the benchmark removes what it writes)", MPI_COMM_WORLD);
-  const int rank = mpi.rank(), size = mpi.size();
+}
 
-  std::unique_ptr<RunRecorder> recorder;
-  if (rank == 0) recorder = std::make_unique<RunRecorder>(args.out, "checkpoint_bench");
-  JobGuard guard("checkpoint-bench", rank, recorder.get());
-  record_provenance(recorder.get(), argc, argv, MPI_COMM_WORLD);
-  const char* read_note = args.cached_reads
-                              ? "--cached-reads: reads follow the writes and come from the page cache (optimistic)"
-                              : "shards are dropped from the page cache before reading (resident fraction "
-                                "shown), but reads may still be served from a cache (optimistic)";
-  if (recorder && recorder->active()) {
-    recorder->set_attr("config", nlohmann::json({{"state_bytes_per_rank", bytes},
-                                                 {"dir", args.dir},
-                                                 {"repeats", args.repeats},
-                                                 {"cached_reads", args.cached_reads},
-                                                 {"format", "serial HDF5, one shard per rank, manifest last"}})
-                                     .dump());
-    recorder->set_attr("read_note", std::string(read_note));
-  }
+const char* read_note_for(const BenchArgs& args) {
+  return args.cached_reads ? "--cached-reads: reads follow the writes and come from the page cache (optimistic)"
+                           : "shards are dropped from the page cache before reading (resident fraction "
+                             "shown), but reads may still be served from a cache (optimistic)";
+}
 
-  // The state: one fp32 array of distinct values per rank (no two ranks write the same bytes).
+void record_bench_config(RunRecorder& recorder, const BenchArgs& args, std::size_t bytes) {
+  recorder.set_attr("config", nlohmann::json({{"state_bytes_per_rank", bytes},
+                                              {"dir", args.dir},
+                                              {"repeats", args.repeats},
+                                              {"cached_reads", args.cached_reads},
+                                              {"format", "serial HDF5, one shard per rank, manifest last"}})
+                                  .dump());
+  recorder.set_attr("read_note", std::string(read_note_for(args)));
+}
+
+// The state: one fp32 array of distinct values per rank (no two ranks write the same bytes).
+models::TrainingState synthetic_state(std::size_t bytes, int rank) {
   models::TrainingState state;
   state.seed = 1;
   state.arrays.push_back({"bench/state", std::vector<float>(bytes / sizeof(float))});
@@ -153,94 +163,111 @@ int run(int argc, char** argv, MpiSession& mpi) {
     x ^= x << 13, x ^= x >> 17, x ^= x << 5;  // xorshift32
     v = static_cast<float>(x) * 1e-9f;
   }
-  const std::uint32_t want = data_crc(state.arrays[0].data);
-  const checkpoint::RunIdentity identity{"checkpoint-bench", "synthetic state", size, 1, 0, "none"};
+  return state;
+}
 
-  if (rank == 0) {
-    std::printf("# ibt checkpoint-bench: %d ranks x %s per rank into %s, %d repeats\n", size,
-                format_size(bytes).c_str(), args.dir.c_str(), args.repeats);
-    std::printf("# %s\n", read_note);
-    std::printf(
-        "# %6s %14s %14s %14s %14s %9s  (GB/s = 1e9 B/s; per rank: median over ranks;"
-        " resident: max over ranks of the shard's pages in the page cache before reading)\n",
-        "repeat", "write_agg", "write_rank", "read_agg", "read_rank", "resident");
+void print_bench_header(const BenchArgs& args, std::size_t bytes, int size) {
+  std::printf("# ibt checkpoint-bench: %d ranks x %s per rank into %s, %d repeats\n", size, format_size(bytes).c_str(),
+              args.dir.c_str(), args.repeats);
+  std::printf("# %s\n", read_note_for(args));
+  std::printf(
+      "# %6s %14s %14s %14s %14s %9s  (GB/s = 1e9 B/s; per rank: median over ranks;"
+      " resident: max over ranks of the shard's pages in the page cache before reading)\n",
+      "repeat", "write_agg", "write_rank", "read_agg", "read_rank", "resident");
+}
+
+// One write+read round on every rank: the shard saved, dropped from the page cache
+// (unless --cached-reads), read back and checked against what was written.
+struct RoundTrip {
+  checkpoint::SaveReport write;
+  std::vector<double> resident;  // per rank: fraction of the shard in the page cache before reading
+  std::vector<double> read_s;    // per rank
+  int bad = 0;                   // ranks that read back other data
+};
+
+RoundTrip write_and_read_back(const BenchArgs& args, const models::TrainingState& state,
+                              const checkpoint::RunIdentity& identity, std::uint32_t want, int rank, int size,
+                              std::vector<std::string>& written) {
+  RoundTrip t;
+  t.write = checkpoint::save_checkpoint(args.dir, state, identity, MPI_COMM_WORLD);
+  written.push_back(t.write.step_dir);
+  const std::string shard = (fs::path(t.write.step_dir) / checkpoint::shard_file_name(rank)).string();
+  double resident = 1.0;
+  std::string error;
+  try {
+    if (!args.cached_reads) resident = checkpoint::evict_from_page_cache(shard);
+  } catch (const std::exception& e) {
+    error = e.what();
   }
+  error = checkpoint::agree_on_error(error, MPI_COMM_WORLD);
+  if (!error.empty()) throw RuntimeError(error);
+  t.resident.resize(size);
+  MPI_Allgather(&resident, 1, MPI_DOUBLE, t.resident.data(), 1, MPI_DOUBLE, MPI_COMM_WORLD);
+  MPI_Barrier(MPI_COMM_WORLD);
+  const double t0 = MPI_Wtime();
+  models::TrainingState back;
+  try {
+    back = checkpoint::read_shard(shard);
+  } catch (const std::exception& e) {
+    error = e.what();
+  }
+  double read_s = MPI_Wtime() - t0;
+  error = checkpoint::agree_on_error(error, MPI_COMM_WORLD);
+  if (!error.empty()) throw RuntimeError(error);
+  t.bad = back.arrays.size() != 1 || data_crc(back.arrays[0].data) != want;
+  MPI_Allreduce(MPI_IN_PLACE, &t.bad, 1, MPI_INT, MPI_SUM, MPI_COMM_WORLD);
+  t.read_s.resize(size);
+  MPI_Allgather(&read_s, 1, MPI_DOUBLE, t.read_s.data(), 1, MPI_DOUBLE, MPI_COMM_WORLD);
+  return t;
+}
+
+// The bandwidths of every round, for the summary.
+struct BenchTotals {
   std::vector<double> write_rank_bw, read_rank_bw, write_agg, read_agg;
-  std::vector<std::string> written;
   int wrong = 0;
   double max_resident = 0;
-  for (int rep = 0; rep < args.repeats; ++rep) {
-    WatchdogScope watch(guard.watchdog(), args.timeout,
-                        "checkpoint-bench repeat " + std::to_string(rep) + " (write and read)");
-    state.steps_done = rep;
-    const checkpoint::SaveReport w = checkpoint::save_checkpoint(args.dir, state, identity, MPI_COMM_WORLD);
-    written.push_back(w.step_dir);
-    const std::string shard = (fs::path(w.step_dir) / checkpoint::shard_file_name(rank)).string();
-    double resident = 1.0;
-    std::string error;
-    try {
-      if (!args.cached_reads) resident = checkpoint::evict_from_page_cache(shard);
-    } catch (const std::exception& e) {
-      error = e.what();
-    }
-    error = checkpoint::agree_on_error(error, MPI_COMM_WORLD);
-    if (!error.empty()) throw RuntimeError(error);
-    std::vector<double> resident_all(size);
-    MPI_Allgather(&resident, 1, MPI_DOUBLE, resident_all.data(), 1, MPI_DOUBLE, MPI_COMM_WORLD);
-    max_resident = std::max(max_resident, *std::max_element(resident_all.begin(), resident_all.end()));
-    MPI_Barrier(MPI_COMM_WORLD);
-    const double t0 = MPI_Wtime();
-    models::TrainingState back;
-    try {
-      back = checkpoint::read_shard(shard);
-    } catch (const std::exception& e) {
-      error = e.what();
-    }
-    double read_s = MPI_Wtime() - t0;
-    error = checkpoint::agree_on_error(error, MPI_COMM_WORLD);
-    if (!error.empty()) throw RuntimeError(error);
-    int bad = back.arrays.size() != 1 || data_crc(back.arrays[0].data) != want;
-    MPI_Allreduce(MPI_IN_PLACE, &bad, 1, MPI_INT, MPI_SUM, MPI_COMM_WORLD);
-    wrong += bad;
-    std::vector<double> read_all(size);
-    MPI_Allgather(&read_s, 1, MPI_DOUBLE, read_all.data(), 1, MPI_DOUBLE, MPI_COMM_WORLD);
+};
 
-    const std::vector<double> wbw = w.rank_bandwidths();
-    std::vector<double> rbw;
-    for (int r = 0; r < size; ++r) rbw.push_back(static_cast<double>(w.bytes[r]) / read_all[r]);
-    const double ragg = static_cast<double>(w.total_bytes()) / *std::max_element(read_all.begin(), read_all.end());
-    write_rank_bw.insert(write_rank_bw.end(), wbw.begin(), wbw.end());
-    read_rank_bw.insert(read_rank_bw.end(), rbw.begin(), rbw.end());
-    write_agg.push_back(w.aggregate_bandwidth());
-    read_agg.push_back(ragg);
-    if (rank == 0) {
-      std::printf("  %6d %14.3f %14.3f %14.3f %14.3f %8.1f%%%s\n", rep, w.aggregate_bandwidth() * 1e-9,
-                  quantile(wbw, 0.5) * 1e-9, ragg * 1e-9, quantile(rbw, 0.5) * 1e-9,
-                  100 * *std::max_element(resident_all.begin(), resident_all.end()),
-                  bad ? "  WRONG DATA READ BACK" : "");
-      std::fflush(stdout);
-      if (recorder->active())
-        for (int r = 0; r < size; ++r)
-          recorder->append(
-              "samples", sample_columns(),
-              {static_cast<std::int64_t>(rep), static_cast<std::int64_t>(r), static_cast<double>(w.bytes[r]),
-               w.write_seconds[r], wbw[r] * 1e-9, read_all[r], rbw[r] * 1e-9, resident_all[r]});
-    }
+// Adds a round to the totals; rank 0 prints its line and stores its per-rank samples.
+void add_round(int rep, const RoundTrip& t, int rank, int size, RunRecorder* recorder, BenchTotals& totals) {
+  const checkpoint::SaveReport& w = t.write;
+  totals.max_resident = std::max(totals.max_resident, *std::max_element(t.resident.begin(), t.resident.end()));
+  totals.wrong += t.bad;
+  const std::vector<double> wbw = w.rank_bandwidths();
+  std::vector<double> rbw;
+  for (int r = 0; r < size; ++r) rbw.push_back(static_cast<double>(w.bytes[r]) / t.read_s[r]);
+  const double ragg = static_cast<double>(w.total_bytes()) / *std::max_element(t.read_s.begin(), t.read_s.end());
+  totals.write_rank_bw.insert(totals.write_rank_bw.end(), wbw.begin(), wbw.end());
+  totals.read_rank_bw.insert(totals.read_rank_bw.end(), rbw.begin(), rbw.end());
+  totals.write_agg.push_back(w.aggregate_bandwidth());
+  totals.read_agg.push_back(ragg);
+  if (rank != 0) return;
+  std::printf("  %6d %14.3f %14.3f %14.3f %14.3f %8.1f%%%s\n", rep, w.aggregate_bandwidth() * 1e-9,
+              quantile(wbw, 0.5) * 1e-9, ragg * 1e-9, quantile(rbw, 0.5) * 1e-9,
+              100 * *std::max_element(t.resident.begin(), t.resident.end()), t.bad ? "  WRONG DATA READ BACK" : "");
+  std::fflush(stdout);
+  if (recorder->active())
+    for (int r = 0; r < size; ++r)
+      recorder->append("samples", sample_columns(),
+                       {static_cast<std::int64_t>(rep), static_cast<std::int64_t>(r), static_cast<double>(w.bytes[r]),
+                        w.write_seconds[r], wbw[r] * 1e-9, t.read_s[r], rbw[r] * 1e-9, t.resident[r]});
+}
+
+// Rank 0: removes the step directories written (and --dir when left empty).
+void remove_written(const BenchArgs& args, const std::vector<std::string>& written, int size) {
+  std::error_code ec;
+  for (const std::string& d : written) {
+    for (int r = 0; r < size; ++r) fs::remove(fs::path(d) / checkpoint::shard_file_name(r), ec);
+    fs::remove(fs::path(d) / checkpoint::kManifestName, ec);
+    fs::remove(d, ec);  // only when now empty
   }
+  fs::remove(args.dir, ec);  // only when empty
+}
 
-  if (!args.keep && rank == 0) {
-    std::error_code ec;
-    for (const std::string& d : written) {
-      for (int r = 0; r < size; ++r) fs::remove(fs::path(d) / checkpoint::shard_file_name(r), ec);
-      fs::remove(fs::path(d) / checkpoint::kManifestName, ec);
-      fs::remove(d, ec);  // only when now empty
-    }
-    fs::remove(args.dir, ec);  // only when empty
-  }
-  if (rank != 0) return wrong ? kExitFailure : kExitOk;
-
-  const Stats wr = stats_of(write_rank_bw), rr = stats_of(read_rank_bw), wa = stats_of(write_agg),
-              ra = stats_of(read_agg);
+// Rank 0: the write and read summary lines and rows, the run's status; the exit status.
+int finish_bench(const BenchArgs& args, const BenchTotals& totals, RunRecorder& recorder) {
+  const Stats wr = stats_of(totals.write_rank_bw), rr = stats_of(totals.read_rank_bw), wa = stats_of(totals.write_agg),
+              ra = stats_of(totals.read_agg);
   std::printf(
       "# %-6s per rank GB/s median %.3f (min %.3f, max %.3f); aggregate GB/s median %.3f (min %.3f, max %.3f)\n",
       "write", wr.median * 1e-9, wr.min * 1e-9, wr.max * 1e-9, wa.median * 1e-9, wa.min * 1e-9, wa.max * 1e-9);
@@ -249,21 +276,53 @@ int run(int argc, char** argv, MpiSession& mpi) {
       " (optimistic: up to %.0f%% of a shard's pages were in the page cache when read, and a cache below it"
       " may serve the rest)\n",
       "read", rr.median * 1e-9, rr.min * 1e-9, rr.max * 1e-9, ra.median * 1e-9, ra.min * 1e-9, ra.max * 1e-9,
-      100 * max_resident);
-  if (recorder->active()) {
+      100 * totals.max_resident);
+  if (recorder.active()) {
     for (auto [op, r, a] : {std::tuple{"write", wr, wa}, std::tuple{"read", rr, ra}})
-      recorder->append(
+      recorder.append(
           "summary", summary_columns(),
           {std::string(op), r.median * 1e-9, r.min * 1e-9, r.max * 1e-9, a.median * 1e-9, a.min * 1e-9, a.max * 1e-9});
-    std::printf("# results: %s, run %s\n", args.out.c_str(), recorder->run_id().c_str());
+    std::printf("# results: %s, run %s\n", args.out.c_str(), recorder.run_id().c_str());
   }
-  if (wrong) {
-    std::printf("# WRONG: %d rank-repeats read back data that differs from what they wrote\n", wrong);
-    recorder->finish(store::RunStatus::failed, "data read back differs from what was written");
+  if (totals.wrong) {
+    std::printf("# WRONG: %d rank-repeats read back data that differs from what they wrote\n", totals.wrong);
+    recorder.finish(store::RunStatus::failed, "data read back differs from what was written");
     return kExitFailure;
   }
-  recorder->finish(store::RunStatus::complete);
+  recorder.finish(store::RunStatus::complete);
   return kExitOk;
+}
+
+int run(int argc, char** argv, MpiSession& mpi) {
+  BenchArgs args;
+  if (!parse_bench_args(argc, argv, mpi, args)) return kExitOk;
+  const std::size_t bytes = check_bench_args(args);
+  check_job_can_run(args, bytes);
+  const int rank = mpi.rank(), size = mpi.size();
+
+  std::unique_ptr<RunRecorder> recorder;
+  if (rank == 0) recorder = std::make_unique<RunRecorder>(args.out, "checkpoint_bench");
+  JobGuard guard("checkpoint-bench", rank, recorder.get());
+  record_provenance(recorder.get(), argc, argv, MPI_COMM_WORLD);
+  if (recorder && recorder->active()) record_bench_config(*recorder, args, bytes);
+
+  models::TrainingState state = synthetic_state(bytes, rank);
+  const std::uint32_t want = data_crc(state.arrays[0].data);
+  const checkpoint::RunIdentity identity{"checkpoint-bench", "synthetic state", size, 1, 0, "none"};
+  if (rank == 0) print_bench_header(args, bytes, size);
+  BenchTotals totals;
+  std::vector<std::string> written;
+  for (int rep = 0; rep < args.repeats; ++rep) {
+    WatchdogScope watch(guard.watchdog(), args.timeout,
+                        "checkpoint-bench repeat " + std::to_string(rep) + " (write and read)");
+    state.steps_done = rep;
+    const RoundTrip t = write_and_read_back(args, state, identity, want, rank, size, written);
+    add_round(rep, t, rank, size, recorder.get(), totals);
+  }
+
+  if (!args.keep && rank == 0) remove_written(args, written, size);
+  if (rank != 0) return totals.wrong ? kExitFailure : kExitOk;
+  return finish_bench(args, totals, *recorder);
 }
 
 }  // namespace

@@ -294,9 +294,10 @@ struct Summary {
   }
 };
 
-int run(int argc, char** argv, MpiSession& mpi) {
-  CollectivesArgs args;
-  auto options = describe_options(args);
+// Parses argv (nccl-tests' spellings taken) into `args`; false when --help was asked for
+// (rank 0 has printed it). rotate_given: --rotate-bytes was on the command line.
+bool parse_collectives_args(int argc, char** argv, const MpiSession& mpi, CollectivesArgs& args, bool& rotate_given) {
+  const po::options_description options = describe_options(args);
   po::variables_map vm;
   const std::vector<std::string> spelled = nccl_tests_spellings(argc, argv);
   store_command_line(std::vector<std::string>(spelled.begin() + 1, spelled.end()), options, vm);
@@ -306,145 +307,198 @@ int run(int argc, char** argv, MpiSession& mpi) {
                  {"mpiexec -n 8 ibt collectives -b 8 -e 128M -f 2 --op all_reduce --out results.h5",
                   "mpiexec -n 16 ibt collectives --scope intra --domain-size 8 --op all_gather,reduce_scatter",
                   "mpiexec -n 8 ibt collectives --backend nccl -d bfloat16 -o avg --output-format nccl-tests"});
-    return kExitOk;
+    return false;
   }
   po::notify(vm);
+  rotate_given = !vm["rotate-bytes"].defaulted();
+  return true;
+}
 
+// The flags the harness options do not check; imb timing's buffer reuse settled. Returns
+// --outlier-bandwidth-from in bytes.
+std::size_t check_output_flags(CollectivesArgs& args, bool rotate_given) {
   if (args.cuda_graph != 0 && args.cuda_graph != 1) throw UsageError("--cuda-graph must be 0 or 1");
   check_backend_flags(args.backend_flags, args.backend);
   if (args.output_format != "ibt" && args.output_format != "nccl-tests")
     throw UsageError("--output-format must be ibt or nccl-tests (got '" + args.output_format + "')");
   // IMB reuses one buffer per role unless told otherwise (-off_cache): so does imb timing.
-  if (args.timing == "imb" && vm["rotate-bytes"].defaulted()) args.rotate = "0";
-  const std::size_t outlier_bandwidth_from = parse_size(args.outlier_bandwidth_from, "--outlier-bandwidth-from");
-  auto backend = make_backend(args.backend, MPI_COMM_WORLD, {args.timeout, args.cuda_graph == 1, args.nccl_comm});
-  const HarnessOptions base = to_harness_options(args, *backend);
-  const bool nccl_format = args.output_format == "nccl-tests";
-  const DomainLayout layout = detect_domains(MPI_COMM_WORLD, args.domain_size);
-  std::vector<std::string> notes;
-  HarnessOptions harness = base;
-  harness.scopes = feasible_scopes(args.scopes, layout, notes);
+  if (args.timing == "imb" && !rotate_given) args.rotate = "0";
+  return parse_size(args.outlier_bandwidth_from, "--outlier-bandwidth-from");
+}
 
-  // The largest measurement's buffers, planned on every host before any is allocated.
-  const HostMemoryPlan plan = plan_host_memory(harness, layout, backend->buffers_on_host());
+// The largest measurement's buffers, planned on every host before any is allocated.
+void require_host_memory(const CollectivesArgs& args, const HarnessOptions& harness, const DomainLayout& layout,
+                         const Backend& backend) {
+  const HostMemoryPlan plan = plan_host_memory(harness, layout, backend.buffers_on_host());
   require_memory_on_every_host(MPI_COMM_WORLD, plan.bytes,
                                "--max-bytes " + args.max_bytes + " with --rotate-bytes " + args.rotate + ": " +
                                    plan.what +
                                    " (send and receive buffers, their rotation pools and the check copies, per rank)");
-  check_output_on_all_ranks(args.out, MPI_COMM_WORLD);
+}
 
-  const JobFacts facts = gather_job_facts(MPI_COMM_WORLD);
-  std::unique_ptr<RunRecorder> recorder;
-  if (mpi.rank() == 0) recorder = std::make_unique<RunRecorder>(args.out, "collectives");
-  JobGuard guard("collectives", mpi.rank(), recorder.get());
+nlohmann::json collectives_config(const CollectivesArgs& args) {
+  return {{"ops", args.ops},
+          {"dtypes", args.dtypes},
+          {"reduce_op", args.reduce_op},
+          {"scopes", args.scopes},
+          {"min_bytes", args.min_bytes},
+          {"max_bytes", args.max_bytes},
+          {"step_factor", args.step_factor},
+          {"step_bytes", args.step_bytes},
+          {"iters", args.iters},
+          {"warmup_iters", args.warmup},
+          {"check", args.check},
+          {"blocking", args.blocking},
+          {"average", args.aggregation},
+          {"timeout_s", args.timeout},
+          {"rotate_bytes", args.rotate},
+          {"placement", args.placement},
+          {"root", args.root},
+          {"domain_size", args.domain_size},
+          {"backend", args.backend},
+          {"cuda_graph", args.cuda_graph},
+          {"nccl_comm", args.nccl_comm},
+          {"timing", args.timing},
+          {"agg_iters", args.backend_flags.agg_iters},
+          {"run_cycles", args.cycles},
+          {"report_cputime", args.backend_flags.report_cputime},
+          {"output_format", args.output_format},
+          {"outlier_threshold", args.outlier_threshold},
+          {"outlier_bandwidth_from", args.outlier_bandwidth_from}};
+}
 
-  if (mpi.rank() == 0) {
-    const std::string command = joined_command_line(argc, argv);
-    recorder->set_attr("command_line", command);
-    recorder->set_attr("ibt_version", std::string(kVersion));
-    recorder->set_attr("git_commit", std::string(kGitCommit));
-    recorder->set_attr("world_size", static_cast<std::int64_t>(mpi.size()));
-    record_job_facts(recorder.get(), facts, "ibt collectives");
-    recorder->set_attr("backend", backend->name());
-    for (const auto& [key, value] : backend->provenance()) recorder->set_attr(key, value);
-    recorder->set_attr("domains", static_cast<std::int64_t>(layout.num_domains));
-    recorder->set_attr("domain_method", layout.method);
-    nlohmann::json config = {{"ops", args.ops},
-                             {"dtypes", args.dtypes},
-                             {"reduce_op", args.reduce_op},
-                             {"scopes", args.scopes},
-                             {"min_bytes", args.min_bytes},
-                             {"max_bytes", args.max_bytes},
-                             {"step_factor", args.step_factor},
-                             {"step_bytes", args.step_bytes},
-                             {"iters", args.iters},
-                             {"warmup_iters", args.warmup},
-                             {"check", args.check},
-                             {"blocking", args.blocking},
-                             {"average", args.aggregation},
-                             {"timeout_s", args.timeout},
-                             {"rotate_bytes", args.rotate},
-                             {"placement", args.placement},
-                             {"root", args.root},
-                             {"domain_size", args.domain_size},
-                             {"backend", args.backend},
-                             {"cuda_graph", args.cuda_graph},
-                             {"nccl_comm", args.nccl_comm},
-                             {"timing", args.timing},
-                             {"agg_iters", args.backend_flags.agg_iters},
-                             {"run_cycles", args.cycles},
-                             {"report_cputime", args.backend_flags.report_cputime},
-                             {"output_format", args.output_format},
-                             {"outlier_threshold", args.outlier_threshold},
-                             {"outlier_bandwidth_from", args.outlier_bandwidth_from}};
-    recorder->set_attr("config", config.dump());
-    recorder->set_attr("timing_mode", args.timing);
-    recorder->set_environment(allowed_environment(environ));
+// Rank 0: the run's provenance and configuration.
+void record_collectives_run(RunRecorder& recorder, int argc, char** argv, const MpiSession& mpi, const JobFacts& facts,
+                            const Backend& backend, const DomainLayout& layout, const CollectivesArgs& args) {
+  const std::string command = joined_command_line(argc, argv);
+  recorder.set_attr("command_line", command);
+  recorder.set_attr("ibt_version", std::string(kVersion));
+  recorder.set_attr("git_commit", std::string(kGitCommit));
+  recorder.set_attr("world_size", static_cast<std::int64_t>(mpi.size()));
+  record_job_facts(&recorder, facts, "ibt collectives");
+  recorder.set_attr("backend", backend.name());
+  for (const auto& [key, value] : backend.provenance()) recorder.set_attr(key, value);
+  recorder.set_attr("domains", static_cast<std::int64_t>(layout.num_domains));
+  recorder.set_attr("domain_method", layout.method);
+  recorder.set_attr("config", collectives_config(args).dump());
+  recorder.set_attr("timing_mode", args.timing);
+  recorder.set_environment(allowed_environment(environ));
+}
 
-    std::printf("# ibt collectives %s (%s): %d ranks on %zu host(s), %d domain(s) by %s, backend %s\n", kVersion,
-                kGitCommit, mpi.size(), facts.hosts.size(), layout.num_domains, layout.method.c_str(),
-                backend->name().c_str());
-    std::printf(
-        "# timing %s: %d timed iterations of %d call(s) after %d warm-up; time = %s over ranks; check %s; "
-        "%s; rotate %s\n",
-        args.timing.c_str(), harness.iters, harness.agg_iters, harness.warmup_iters,
-        std::string(to_string(harness.aggregation)).c_str(),
-        harness.check ? (std::to_string(harness.check_iters) + "x").c_str() : "off",
-        harness.blocking ? "blocking" : "non-blocking",
-        harness.rotate_bytes ? format_size(harness.rotate_bytes).c_str() : "off");
-    if (recorder->active()) std::printf("# results: %s, run %s\n", args.out.c_str(), recorder->run_id().c_str());
-    for (const auto& n : notes) std::fprintf(stderr, "# note: %s\n", n.c_str());
-    if (!nccl_format) print_table_header(stdout);
-    std::fflush(nullptr);
-  }
+// Rank 0: the header lines, the notes (stderr) and, for ibt's format, the table header.
+void print_collectives_header(const CollectivesArgs& args, const HarnessOptions& harness, const MpiSession& mpi,
+                              const JobFacts& facts, const DomainLayout& layout, const Backend& backend,
+                              const RunRecorder& recorder, const std::vector<std::string>& notes) {
+  std::printf("# ibt collectives %s (%s): %d ranks on %zu host(s), %d domain(s) by %s, backend %s\n", kVersion,
+              kGitCommit, mpi.size(), facts.hosts.size(), layout.num_domains, layout.method.c_str(),
+              backend.name().c_str());
+  std::printf(
+      "# timing %s: %d timed iterations of %d call(s) after %d warm-up; time = %s over ranks; check %s; "
+      "%s; rotate %s\n",
+      args.timing.c_str(), harness.iters, harness.agg_iters, harness.warmup_iters,
+      std::string(to_string(harness.aggregation)).c_str(),
+      harness.check ? (std::to_string(harness.check_iters) + "x").c_str() : "off",
+      harness.blocking ? "blocking" : "non-blocking",
+      harness.rotate_bytes ? format_size(harness.rotate_bytes).c_str() : "off");
+  if (recorder.active()) std::printf("# results: %s, run %s\n", args.out.c_str(), recorder.run_id().c_str());
+  for (const auto& n : notes) std::fprintf(stderr, "# note: %s\n", n.c_str());
+  if (args.output_format != "nccl-tests") print_table_header(stdout);
+  std::fflush(nullptr);
+}
 
-  Summary summary;
-  NcclTestsPrinter nccl_printer(stdout,
-                                {parse_size(args.min_bytes, "--min-bytes"), parse_size(args.max_bytes, "--max-bytes"),
-                                 parse_size(args.step_bytes, "--step-bytes"), args.step_factor, args.warmup, args.iters,
-                                 args.backend_flags.agg_iters, args.check, args.cuda_graph, args.blocking,
-                                 args.backend_flags.report_cputime == 1, args.reduce_op, args.root});
-  std::size_t outliers = 0;
-  const std::vector<std::string> host_of_rank = hosts_by_rank(facts.host_of_rank_list, mpi.size());
-  HarnessEvents events;
-  events.on_size = [&](const SizeResult& r) {
-    if (nccl_format)
-      nccl_printer.line(r);
+// Each size's results as they come (rank 0): printed in the chosen format, summed for the
+// summary, stored with one row per group, and slow groups named on stderr.
+class SizeResults {
+ public:
+  SizeResults(const CollectivesArgs& args, std::size_t outlier_bandwidth_from, const Backend& backend,
+              RunRecorder* recorder, std::vector<std::string> host_of_rank)
+      : args_(args),
+        outlier_bandwidth_from_(outlier_bandwidth_from),
+        nccl_format_(args.output_format == "nccl-tests"),
+        backend_(backend),
+        recorder_(recorder),
+        host_of_rank_(std::move(host_of_rank)),
+        nccl_printer_(stdout, {parse_size(args.min_bytes, "--min-bytes"), parse_size(args.max_bytes, "--max-bytes"),
+                               parse_size(args.step_bytes, "--step-bytes"), args.step_factor, args.warmup, args.iters,
+                               args.backend_flags.agg_iters, args.check, args.cuda_graph, args.blocking,
+                               args.backend_flags.report_cputime == 1, args.reduce_op, args.root}) {}
+
+  void on_size(const SizeResult& r) {
+    if (nccl_format_)
+      nccl_printer_.line(r);
     else
-      print_table_line(stdout, r, args.reduce_op);
+      print_table_line(stdout, r, args_.reduce_op);
     for (const auto* m : {&r.out_of_place, &r.in_place}) {
       if (!*m) continue;
-      summary.add(**m);
-      recorder->append(kCollectivesTable, collectives_columns(), to_row(**m, backend->name()));
-      const auto slow =
-          find_group_outliers((*m)->per_group, (*m)->bytes, args.outlier_threshold, outlier_bandwidth_from);
-      for (const auto& g : (*m)->per_group) {
-        const GroupOutlier* flagged = nullptr;
-        for (const auto& o : slow)
-          if (o.group == g.group) flagged = &o;
-        const std::string hosts = hosts_of(g.world_ranks, host_of_rank), ranks = rank_list(g.world_ranks);
-        recorder->append(
-            kCollectivesGroupsTable, collectives_groups_columns(),
-            {(*m)->op, (*m)->scope, (*m)->dtype, std::string(to_string((*m)->placement)),
-             static_cast<std::uint64_t>((*m)->bytes), static_cast<std::int64_t>(g.group), ranks, hosts, g.time_us,
-             g.busbw_GBps, static_cast<std::int64_t>(flagged != nullptr), flagged ? flagged->ratio : 0.0});
-        if (flagged) {
-          ++outliers;
-          std::fprintf(stderr, "# outlier: %s %s %zu B %s: %s %d (hosts %s; ranks %s) %s %.3g, %.2fx the median %.3g\n",
-                       (*m)->op.c_str(), (*m)->scope.c_str(), (*m)->bytes,
-                       std::string(to_string((*m)->placement)).c_str(), (*m)->scope == "intra" ? "domain" : "rail",
-                       g.group, hosts.c_str(), ranks.c_str(), flagged->metric == "bandwidth" ? "busbw GB/s" : "time us",
-                       flagged->value, flagged->ratio, flagged->median);
-        }
+      summary_.add(**m);
+      recorder_->append(kCollectivesTable, collectives_columns(), to_row(**m, backend_.name()));
+      record_groups(**m);
+    }
+  }
+
+  // The summary lines below the table (rank 0); the wrong values counted.
+  std::uint64_t print_summary(bool checked) {
+    if (nccl_format_) {
+      nccl_printer_.finish();
+    } else {
+      std::printf("#\n# Average bus bandwidth (GB/s, over sizes and placements):\n");
+      for (const auto& key : summary_.order) {
+        const auto& [sum, n] = summary_.busbw[key];
+        std::printf("#   %-14s %-5s %10.3f\n", key.first.c_str(), key.second.c_str(), n ? sum / n : 0.0);
       }
     }
-  };
-  events.on_note = [](const std::string& text) { std::fprintf(stderr, "# note: %s\n", text.c_str()); };
+    if (outliers_ > 0)
+      std::printf("# Outlier domains: %zu (listed on stderr; rows in table %s)\n", outliers_, kCollectivesGroupsTable);
+    std::printf("# Wrong values: %llu%s\n", static_cast<unsigned long long>(summary_.wrong),
+                checked ? "" : " (checking was off)");
+    return summary_.wrong;
+  }
 
-  ArrivalGate gate(MPI_COMM_WORLD);
+ private:
+  // One row per group of the measurement; a group slower than the others is flagged.
+  void record_groups(const Measurement& m) {
+    const auto slow = find_group_outliers(m.per_group, m.bytes, args_.outlier_threshold, outlier_bandwidth_from_);
+    for (const auto& g : m.per_group) {
+      const GroupOutlier* flagged = nullptr;
+      for (const auto& o : slow)
+        if (o.group == g.group) flagged = &o;
+      const std::string hosts = hosts_of(g.world_ranks, host_of_rank_), ranks = rank_list(g.world_ranks);
+      recorder_->append(
+          kCollectivesGroupsTable, collectives_groups_columns(),
+          {m.op, m.scope, m.dtype, std::string(to_string(m.placement)), static_cast<std::uint64_t>(m.bytes),
+           static_cast<std::int64_t>(g.group), ranks, hosts, g.time_us, g.busbw_GBps,
+           static_cast<std::int64_t>(flagged != nullptr), flagged ? flagged->ratio : 0.0});
+      if (flagged) {
+        ++outliers_;
+        std::fprintf(stderr, "# outlier: %s %s %zu B %s: %s %d (hosts %s; ranks %s) %s %.3g, %.2fx the median %.3g\n",
+                     m.op.c_str(), m.scope.c_str(), m.bytes, std::string(to_string(m.placement)).c_str(),
+                     m.scope == "intra" ? "domain" : "rail", g.group, hosts.c_str(), ranks.c_str(),
+                     flagged->metric == "bandwidth" ? "busbw GB/s" : "time us", flagged->value, flagged->ratio,
+                     flagged->median);
+      }
+    }
+  }
+
+  const CollectivesArgs& args_;
+  std::size_t outlier_bandwidth_from_;
+  bool nccl_format_;
+  const Backend& backend_;
+  RunRecorder* recorder_;
+  std::vector<std::string> host_of_rank_;
+  Summary summary_;
+  NcclTestsPrinter nccl_printer_;
+  std::size_t outliers_ = 0;
+};
+
+// Every cycle of the sweep; a timeout, a storage error or a backend error ends the job.
+void run_cycles(const CollectivesArgs& args, Backend& backend, const DomainLayout& layout,
+                const HarnessOptions& harness, ArrivalGate& gate, JobGuard& guard, SizeResults& results) {
+  HarnessEvents events;
+  events.on_size = [&](const SizeResult& r) { results.on_size(r); };
+  events.on_note = [](const std::string& text) { std::fprintf(stderr, "# note: %s\n", text.c_str()); };
   try {
     for (int cycle = 0; cycle < args.cycles; ++cycle)
-      run_harness(*backend, MPI_COMM_WORLD, layout, harness, gate, guard.watchdog(), events);
+      run_harness(backend, MPI_COMM_WORLD, layout, harness, gate, guard.watchdog(), events);
   } catch (const TimeoutError& e) {
     guard.fail_and_exit(e.what(), kExitTimeout);
   } catch (const UsageError&) {
@@ -456,25 +510,41 @@ int run(int argc, char** argv, MpiSession& mpi) {
     // the job, since the other ranks may be waiting for this one.
     guard.fail_and_exit(e.what(), kExitFailure);
   }
+}
 
-  if (mpi.rank() != 0) return kExitOk;
-  if (nccl_format) {
-    nccl_printer.finish();
-  } else {
-    std::printf("#\n# Average bus bandwidth (GB/s, over sizes and placements):\n");
-    for (const auto& key : summary.order) {
-      const auto& [sum, n] = summary.busbw[key];
-      std::printf("#   %-14s %-5s %10.3f\n", key.first.c_str(), key.second.c_str(), n ? sum / n : 0.0);
-    }
+int run(int argc, char** argv, MpiSession& mpi) {
+  CollectivesArgs args;
+  bool rotate_given = false;
+  if (!parse_collectives_args(argc, argv, mpi, args, rotate_given)) return kExitOk;
+  const std::size_t outlier_bandwidth_from = check_output_flags(args, rotate_given);
+  auto backend = make_backend(args.backend, MPI_COMM_WORLD, {args.timeout, args.cuda_graph == 1, args.nccl_comm});
+  const HarnessOptions base = to_harness_options(args, *backend);
+  const DomainLayout layout = detect_domains(MPI_COMM_WORLD, args.domain_size);
+  std::vector<std::string> notes;
+  HarnessOptions harness = base;
+  harness.scopes = feasible_scopes(args.scopes, layout, notes);
+  require_host_memory(args, harness, layout, *backend);
+  check_output_on_all_ranks(args.out, MPI_COMM_WORLD);
+
+  const JobFacts facts = gather_job_facts(MPI_COMM_WORLD);
+  std::unique_ptr<RunRecorder> recorder;
+  if (mpi.rank() == 0) recorder = std::make_unique<RunRecorder>(args.out, "collectives");
+  JobGuard guard("collectives", mpi.rank(), recorder.get());
+  if (mpi.rank() == 0) {
+    record_collectives_run(*recorder, argc, argv, mpi, facts, *backend, layout, args);
+    print_collectives_header(args, harness, mpi, facts, layout, *backend, *recorder, notes);
   }
-  if (outliers > 0)
-    std::printf("# Outlier domains: %zu (listed on stderr; rows in table %s)\n", outliers, kCollectivesGroupsTable);
-  std::printf("# Wrong values: %llu%s\n", static_cast<unsigned long long>(summary.wrong),
-              harness.check ? "" : " (checking was off)");
-  if (summary.wrong > 0) {
-    recorder->finish(store::RunStatus::failed, std::to_string(summary.wrong) + " wrong values");
+
+  SizeResults results(args, outlier_bandwidth_from, *backend, recorder.get(),
+                      hosts_by_rank(facts.host_of_rank_list, mpi.size()));
+  ArrivalGate gate(MPI_COMM_WORLD);
+  run_cycles(args, *backend, layout, harness, gate, guard, results);
+  if (mpi.rank() != 0) return kExitOk;
+  const std::uint64_t wrong = results.print_summary(harness.check);
+  if (wrong > 0) {
+    recorder->finish(store::RunStatus::failed, std::to_string(wrong) + " wrong values");
     std::fprintf(stderr, "ibt collectives: error: %llu wrong values (see #wrong)\n",
-                 static_cast<unsigned long long>(summary.wrong));
+                 static_cast<unsigned long long>(wrong));
     return kExitFailure;
   }
   recorder->finish(store::RunStatus::complete);

@@ -16,6 +16,7 @@
 #include "suites/crossover_atlas.hpp"
 #include "suites/failure_flags.hpp"
 #include "suites/run_recorder.hpp"
+#include "suites/split_flags.hpp"
 #include "suites/suites.hpp"
 #include "suites/zero_flags.hpp"
 #include "topologies/projection/framework.hpp"
@@ -47,165 +48,215 @@ std::vector<store::Column> cell_columns() {
           {"goodput_mfu_with_pp", ColumnType::f64, ""}};
 }
 
-}  // namespace
+namespace po = boost::program_options;
 
-int crossover_main(int argc, char** argv) {
-  namespace po = boost::program_options;
+const char* kAbout =
+    "When does pipeline parallelism stop being needed? For each cell of a grid of fabrics\n"
+    "derived from --topology (devices per scale-up domain x scale-out Gb/s per device; every\n"
+    "other figure is the base's), every valid split is projected and the best MFU with\n"
+    "PP = 1 and with PP > 1 are compared:\n"
+    "  gain = MFU(PP>1) / MFU(PP=1) - 1 (infinite when no PP = 1 split fits in memory);\n"
+    "  PP needed = gain > --threshold.\n\n"
+    "Assumptions: the global batch is fixed (--global-batch-tokens / sequence length), micro\n"
+    "batch size 1, 2 or 4, microbatches = global batch / (dp x micro batch); searched: 1f1b,\n"
+    "interleaved (v = 2, 4, 8) and zb-h1 (zero bubble),\n"
+    "recompute none/selective/full, ZeRO-1 on/off, and without PP ZeRO-2, ZeRO-3 (FSDP) and\n"
+    "HSDP sharded inside each domain (strategy labels: fsdp, hsdp8, zero1 ...; FSDP/HSDP are\n"
+    "no-PP splits), sequence parallelism when tp > 1,\n"
+    "context parallelism up to --cp (all_gather and ring; CP splits without PP count as\n"
+    "no PP), tp <= domain size; bf16 mixed-precision Adam memory; DP gradient reduction overlapped.\n\n"
+    "Goodput: with a failure rate (the flags below or the base topology's reliability section)\n"
+    "each cell also shows goodput-adjusted MFU = MFU x goodput (Daly's optimal checkpoint\n"
+    "interval; topologies/goodput/failure_model.hpp); --rank-by goodput picks the bests and the gain on it.\n\n"
+    "The atlas (--atlas): is PP still needed, model by system? Each cell of the atlas file is a\n"
+    "model on a catalog system at a published (or stated) scale and batch; it is one crossover\n"
+    "at the system's own domain size and scale-out bandwidth, with the framework the cell names.\n"
+    "Per cell: the best split with PP and without (FSDP/HSDP/CP/TP/EP count as no PP), their\n"
+    "MFU bands, the gain, the verdict, whether it agrees with published practice, and the part\n"
+    "of the step that decides. Takes --threshold, --jobs, --out; ignores the grid and model flags.\n";
+
+// The parsed command line.
+struct CrossoverArgs {
   std::string model_name, base = "dgx-h100", domains = "8,16,32,64,72,128,256", gbps = "100,200,400,800,1600", out,
-                          dtype, rank_by_text = "mfu", framework = "ibt";
+                          dtype, rank_by = "mfu", framework = "ibt";
   long gpus = 0, max_cp = 16;
-  long long global_batch = 0, global_batch_tokens = 16LL * 1024 * 1024;
+  GlobalBatchFlags batch;
   double threshold = 0.05;
   int jobs = 1;
   bool atlas = false;
   std::string atlas_file, atlas_models, atlas_topologies;
-  const char* about =
-      "When does pipeline parallelism stop being needed? For each cell of a grid of fabrics\n"
-      "derived from --topology (devices per scale-up domain x scale-out Gb/s per device; every\n"
-      "other figure is the base's), every valid split is projected and the best MFU with\n"
-      "PP = 1 and with PP > 1 are compared:\n"
-      "  gain = MFU(PP>1) / MFU(PP=1) - 1 (infinite when no PP = 1 split fits in memory);\n"
-      "  PP needed = gain > --threshold.\n\n"
-      "Assumptions: the global batch is fixed (--global-batch-tokens / sequence length), micro\n"
-      "batch size 1, 2 or 4, microbatches = global batch / (dp x micro batch); searched: 1f1b,\n"
-      "interleaved (v = 2, 4, 8) and zb-h1 (zero bubble),\n"
-      "recompute none/selective/full, ZeRO-1 on/off, and without PP ZeRO-2, ZeRO-3 (FSDP) and\n"
-      "HSDP sharded inside each domain (strategy labels: fsdp, hsdp8, zero1 ...; FSDP/HSDP are\n"
-      "no-PP splits), sequence parallelism when tp > 1,\n"
-      "context parallelism up to --cp (all_gather and ring; CP splits without PP count as\n"
-      "no PP), tp <= domain size; bf16 mixed-precision Adam memory; DP gradient reduction overlapped.\n\n"
-      "Goodput: with a failure rate (the flags below or the base topology's reliability section)\n"
-      "each cell also shows goodput-adjusted MFU = MFU x goodput (Daly's optimal checkpoint\n"
-      "interval; topologies/goodput/failure_model.hpp); --rank-by goodput picks the bests and the gain on it.\n\n"
-      "The atlas (--atlas): is PP still needed, model by system? Each cell of the atlas file is a\n"
-      "model on a catalog system at a published (or stated) scale and batch; it is one crossover\n"
-      "at the system's own domain size and scale-out bandwidth, with the framework the cell names.\n"
-      "Per cell: the best split with PP and without (FSDP/HSDP/CP/TP/EP count as no PP), their\n"
-      "MFU bands, the gain, the verdict, whether it agrees with published practice, and the part\n"
-      "of the step that decides. Takes --threshold, --jobs, --out; ignores the grid and model flags.\n";
+  bool atlas_flags_given = false;  // --atlas-file, --atlas-models or --atlas-topologies
+  ZeroFlags zero;
+  topo::FailureOverrides failure;
+};
+
+po::options_description crossover_options(CrossoverArgs& a, po::options_description& old_spellings) {
   po::options_description opts("options");
-  opts.add_options()("help,h", "show this help")("model", po::value(&model_name), "model: catalog name or .json path")(
-      "gpus", po::value(&gpus), "number of devices")("domain-sizes", po::value(&domains)->default_value(domains),
-                                                     "comma list of devices per scale-up domain")(
-      "scale-out-Gbps", po::value(&gbps)->default_value(gbps),
+  opts.add_options()("help,h", "show this help")("model", po::value(&a.model_name),
+                                                 "model: catalog name or .json path")(
+      "gpus", po::value(&a.gpus), "number of devices")("domain-sizes", po::value(&a.domains)->default_value(a.domains),
+                                                       "comma list of devices per scale-up domain")(
+      "scale-out-Gbps", po::value(&a.gbps)->default_value(a.gbps),
       "comma list of scale-out bandwidths per device, Gb/s (gigabits; GBps is gigabytes)")(
-      "topology", po::value(&base)->default_value(base), "topology giving the device and the other figures")(
-      "global-batch", po::value(&global_batch), "global batch in sequences (overrides --global-batch-tokens)")(
-      "global-batch-tokens", po::value(&global_batch_tokens)->default_value(global_batch_tokens),
-      "global batch in tokens")(
-      "cp", po::value(&max_cp)->default_value(max_cp),
+      "topology", po::value(&a.base)->default_value(a.base), "topology giving the device and the other figures");
+  add_global_batch_options(opts, a.batch);
+  opts.add_options()(
+      "cp", po::value(&a.max_cp)->default_value(a.max_cp),
       "largest context-parallel degree searched (all_gather and ring; where 2*cp divides seq_len; 1 = no CP)")(
-      "threshold", double_value(&threshold), "relative MFU gain above which PP counts as needed")(
-      "dtype", po::value(&dtype), "dtype of the peak MFU refers to (default bf16)")(
-      "framework", po::value(&framework)->default_value(framework),
+      "threshold", double_value(&a.threshold), "relative MFU gain above which PP counts as needed")(
+      "dtype", po::value(&a.dtype), "dtype of the peak MFU refers to (default bf16)")(
+      "framework", po::value(&a.framework)->default_value(a.framework),
       "megatron-core, megatron-2021, maxtext or ibt: what the framework overlaps and fuses (ibt project --help)")(
-      "rank-by", po::value(&rank_by_text)->default_value(rank_by_text),
+      "rank-by", po::value(&a.rank_by)->default_value(a.rank_by),
       "compare by mfu or goodput: goodput picks the best splits and computes the gain on goodput-adjusted "
       "MFU (MFU x goodput; needs the failure figures below or the base topology's reliability section)")(
-      "jobs,j", po::value(&jobs)->default_value(jobs),
+      "jobs,j", po::value(&a.jobs)->default_value(a.jobs),
       "threads sweeping the splits (the results are the same for any count; 0 = all cores)")(
-      "out", po::value(&out), "HDF5 results file to append a run of kind 'crossover' to");
+      "out", po::value(&a.out), "HDF5 results file to append a run of kind 'crossover' to");
   po::options_description atlas_opts("The atlas (--atlas; topologies/studies/atlas.hpp)");
-  atlas_opts.add_options()("atlas", po::bool_switch(&atlas), "run the atlas instead of a grid")(
-      "atlas-file", po::value(&atlas_file), "atlas cells (default topologies/validation/atlas.json)")(
-      "atlas-models", po::value(&atlas_models), "comma list: only the cells of these models")(
-      "atlas-topologies", po::value(&atlas_topologies), "comma list: only the cells on these systems");
+  atlas_opts.add_options()("atlas", po::bool_switch(&a.atlas), "run the atlas instead of a grid")(
+      "atlas-file", po::value(&a.atlas_file), "atlas cells (default topologies/validation/atlas.json)")(
+      "atlas-models", po::value(&a.atlas_models), "comma list: only the cells of these models")(
+      "atlas-topologies", po::value(&a.atlas_topologies), "comma list: only the cells on these systems");
   opts.add(atlas_opts);
   add_failure_options(opts);
-  ZeroFlags zero;
   po::options_description zero_opts("Sharded data parallelism searched");
-  po::options_description old_spellings;  // kept for one release, not in --help
   old_spellings.add_options()("base-topology", po::value<std::string>())("scale-out-gbps", po::value<std::string>());
-  add_zero_options(zero_opts, old_spellings, zero, true);
+  add_zero_options(zero_opts, old_spellings, a.zero, true);
   opts.add(zero_opts);
+  return opts;
+}
+
+// Parses argv into `a`; false when --help was asked for (and printed).
+bool parse_crossover_args(int argc, char** argv, CrossoverArgs& a) {
+  po::options_description old_spellings;  // kept for one release, not in --help
+  const po::options_description opts = crossover_options(a, old_spellings);
   po::variables_map vm;
   if (!parse_command_line(argc, argv, opts, vm, nullptr, "", &old_spellings)) {
     print_help(std::cout, "ibt crossover --model M --gpus N [--topology T] [--domain-sizes ...] [--scale-out-Gbps ...]",
-               about, opts,
+               kAbout, opts,
                {"ibt crossover --model deepseek-v3 --gpus 8192 --domain-sizes 8,16,32,64,72 --scale-out-Gbps "
                 "100,400,1600 --topology dgx-h100 --out crossover.h5",
                 "ibt crossover --model llama3-70b --gpus 1024 --rank-by goodput",
                 "ibt crossover --atlas --jobs 2 --out atlas.h5",
                 "ibt crossover --atlas --atlas-models gpt3-175b --atlas-topologies dgx-a100"});
-    return kExitOk;
+    return false;
   }
-  take_alias(vm, "base-topology", "topology", base);
-  take_alias(vm, "scale-out-gbps", "scale-out-Gbps", gbps);
-  if (!atlas && (vm.count("atlas-file") || vm.count("atlas-models") || vm.count("atlas-topologies")))
-    throw UsageError("--atlas-file, --atlas-models and --atlas-topologies go with --atlas");
-  if (atlas) {
-    if (!(threshold >= 0)) throw UsageError("--threshold must be >= 0");
-    AtlasFlags f;
-    f.file = atlas_file;
-    f.models = atlas_list(atlas_models);
-    f.topologies = atlas_list(atlas_topologies);
-    f.threshold = threshold;
-    f.jobs = resolve_jobs(jobs);
-    f.out = out;
-    return run_atlas(f, argc, argv);
-  }
-  if (model_name.empty()) throw UsageError("--model is required");
-  require_positive(gpus, "--gpus");
-  require_positive(max_cp, "--cp");
-  if (!(threshold >= 0)) throw UsageError("--threshold must be >= 0");
-  jobs = resolve_jobs(jobs);
-  const auto domain_list = parse_positive_list<int>(domains, "--domain-sizes");
-  const auto gbps_list = parse_positive_list<double>(gbps, "--scale-out-Gbps");
-  if (!out.empty()) store::check_appendable(out);
-  const models::ModelConfig model = models::load_model(model_name);
-  const topo::Topology topology = topo::load_topology(base);
+  take_alias(vm, "base-topology", "topology", a.base);
+  take_alias(vm, "scale-out-gbps", "scale-out-Gbps", a.gbps);
+  a.atlas_flags_given = vm.count("atlas-file") || vm.count("atlas-models") || vm.count("atlas-topologies");
+  a.failure = failure_overrides(vm);
+  return true;
+}
+
+int run_crossover_atlas(const CrossoverArgs& a, int argc, char** argv) {
+  if (!(a.threshold >= 0)) throw UsageError("--threshold must be >= 0");
+  AtlasFlags f;
+  f.file = a.atlas_file;
+  f.models = atlas_list(a.atlas_models);
+  f.topologies = atlas_list(a.atlas_topologies);
+  f.threshold = a.threshold;
+  f.jobs = resolve_jobs(a.jobs);
+  f.out = a.out;
+  return run_atlas(f, argc, argv);
+}
+
+// The grid's flags, checked before the model or topology is loaded.
+struct CrossoverGrid {
+  int jobs = 1;
+  std::vector<int> domain_sizes;
+  std::vector<double> scale_out_gbps;
+};
+
+CrossoverGrid check_grid_args(const CrossoverArgs& a) {
+  if (a.model_name.empty()) throw UsageError("--model is required");
+  require_positive(a.gpus, "--gpus");
+  require_positive(a.max_cp, "--cp");
+  if (!(a.threshold >= 0)) throw UsageError("--threshold must be >= 0");
+  CrossoverGrid g;
+  g.jobs = resolve_jobs(a.jobs);
+  g.domain_sizes = parse_positive_list<int>(a.domains, "--domain-sizes");
+  g.scale_out_gbps = parse_positive_list<double>(a.gbps, "--scale-out-Gbps");
+  if (!a.out.empty()) store::check_appendable(a.out);
+  return g;
+}
+
+// What the grid is priced with: the model, the base topology and the projection's settings.
+struct CrossoverSetup {
+  models::ModelConfig model;
+  topo::Topology topology;
   topo::ProjectionOptions options;
-  options.dtype = dtype.empty() ? topo::default_dtype(topology) : dtype;
+  topo::FailureAssumptions failure;
+  topo::RankBy rank_by;
+  long long global_batch;  // sequences
+};
+
+CrossoverSetup load_crossover_setup(const CrossoverArgs& a) {
+  models::ModelConfig model = models::load_model(a.model_name);
+  topo::Topology topology = topo::load_topology(a.base);
+  topo::ProjectionOptions options;
+  options.dtype = a.dtype.empty() ? topo::default_dtype(topology) : a.dtype;
   topology.device.peak(options.dtype);
-  topo::apply(topo::framework_profile(framework), options);
+  topo::apply(topo::framework_profile(a.framework), options);
   if (options.dtype == "fp32") options.precision = models::fp32_adam();
-  const topo::FailureAssumptions failure = topo::failure_assumptions(topology, failure_overrides(vm));
-  const topo::RankBy rank_by = topo::parse_rank_by(rank_by_text);
+  topo::FailureAssumptions failure = topo::failure_assumptions(topology, a.failure);
+  const topo::RankBy rank_by = topo::parse_rank_by(a.rank_by);
   if (rank_by == topo::RankBy::goodput && !failure.complete())
     throw UsageError("--rank-by goodput: goodput cannot be computed: " + failure.missing());
-  const long long gb = global_batch > 0 ? global_batch : std::max<long long>(1, global_batch_tokens / model.seq_len);
+  const long long gb = a.batch.in_sequences(model.seq_len);
+  return {std::move(model), std::move(topology), options, std::move(failure), rank_by, gb};
+}
 
-  std::printf("ibt crossover: %s on %ld x %s, global batch %lld sequences x %d tokens, threshold %.0f%%\n",
-              model.name.c_str(), gpus, topology.device.name.c_str(), gb, model.seq_len, 100 * threshold);
-  models::SplitSearch search = topo::default_search(topology, gb);
-  search.shard_domains = domain_list;  // HSDP inside each cell's domain
-  apply_zero_flags(zero, search);
-  const bool with_goodput = failure.complete();
-  std::printf("compared by %s%s\n", topo::to_string(rank_by),
-              with_goodput ? "" : ("; goodput not computed: " + failure.missing()).c_str());
+void print_grid_columns(const CrossoverSetup& s) {
+  const bool with_goodput = s.failure.complete();
+  std::printf("compared by %s%s\n", topo::to_string(s.rank_by),
+              with_goodput ? "" : ("; goodput not computed: " + s.failure.missing()).c_str());
   std::printf("%7s %9s %8s %8s %s%8s %-18s  %-70s %s\n", "domain", "Gb/s", "MFU pp1", "MFU pp>1",
               with_goodput ? "gMFU pp1 gMFU pp>1 " : "", "gain", "verdict", "best PP=1 split", "best PP>1 split");
   std::fflush(stdout);
-  auto cell_line = [&](const topo::CrossoverCell& c) {
-    char gain[16];
-    if (std::isinf(c.gain))
-      std::snprintf(gain, sizeof gain, "inf");
-    else
-      std::snprintf(gain, sizeof gain, "%+.1f%%", 100 * c.gain);
-    char gmfu[40] = "";
-    if (with_goodput)
-      std::snprintf(gmfu, sizeof gmfu, "%7.1f%% %8.1f%% ",
-                    c.best_no_pp.goodput.computed ? 100 * c.best_no_pp.goodput.goodput_mfu : 0.0,
-                    c.best_with_pp.goodput.computed ? 100 * c.best_with_pp.goodput.goodput_mfu : 0.0);
-    char line[512];
-    std::snprintf(line, sizeof line, "%7d %9g %7.1f%% %7.1f%% %s%8s %-18s  %-70s %s\n", c.domain_size, c.scale_out_gbps,
-                  c.best_no_pp.feasible ? 100 * c.best_no_pp.mfu : 0.0,
-                  c.best_with_pp.feasible ? 100 * c.best_with_pp.mfu : 0.0, gmfu, gain, c.verdict.c_str(),
-                  c.best_no_pp.feasible ? topo::strategy_and_split(c.best_no_pp.split).c_str() : "(none fits)",
-                  c.best_with_pp.feasible ? topo::strategy_and_split(c.best_with_pp.split).c_str() : "(none fits)");
-    return std::string(line);
-  };
+}
+
+// One printed cell of the grid.
+std::string cell_line(const topo::CrossoverCell& c, bool with_goodput) {
+  char gain[16];
+  if (std::isinf(c.gain))
+    std::snprintf(gain, sizeof gain, "inf");
+  else
+    std::snprintf(gain, sizeof gain, "%+.1f%%", 100 * c.gain);
+  char gmfu[40] = "";
+  if (with_goodput)
+    std::snprintf(gmfu, sizeof gmfu, "%7.1f%% %8.1f%% ",
+                  c.best_no_pp.goodput.computed ? 100 * c.best_no_pp.goodput.goodput_mfu : 0.0,
+                  c.best_with_pp.goodput.computed ? 100 * c.best_with_pp.goodput.goodput_mfu : 0.0);
+  char line[512];
+  std::snprintf(line, sizeof line, "%7d %9g %7.1f%% %7.1f%% %s%8s %-18s  %-70s %s\n", c.domain_size, c.scale_out_gbps,
+                c.best_no_pp.feasible ? 100 * c.best_no_pp.mfu : 0.0,
+                c.best_with_pp.feasible ? 100 * c.best_with_pp.mfu : 0.0, gmfu, gain, c.verdict.c_str(),
+                c.best_no_pp.feasible ? topo::strategy_and_split(c.best_no_pp.split).c_str() : "(none fits)",
+                c.best_with_pp.feasible ? topo::strategy_and_split(c.best_with_pp.split).c_str() : "(none fits)");
+  return std::string(line);
+}
+
+// Prices every cell, printing each as soon as its row of the grid is known.
+topo::CrossoverResult price_grid(const CrossoverArgs& a, const CrossoverGrid& g, const CrossoverSetup& s,
+                                 const models::SplitSearch& search) {
+  const bool with_goodput = s.failure.complete();
   topo::keep_freed_memory_for_reuse();
   Progress progress("crossover: split x cell pricings", 0);
   topo::CrossoverRun run;
-  run.jobs = jobs;
-  // Each cell is printed as soon as its row of the grid is known.
-  run.on_cell = [&](const topo::CrossoverCell& c) { progress.print(cell_line(c)); };
+  run.jobs = g.jobs;
+  run.on_cell = [&](const topo::CrossoverCell& c) { progress.print(cell_line(c, with_goodput)); };
   run.progress = [&](size_t done, size_t total) { progress.set(done, total); };
   run.search = &search;
-  const topo::CrossoverResult r = topo::crossover(model, topology, static_cast<int>(gpus), domain_list, gbps_list, gb,
-                                                  threshold, options, &failure, rank_by, static_cast<int>(max_cp), run);
+  const topo::CrossoverResult r =
+      topo::crossover(s.model, s.topology, static_cast<int>(a.gpus), g.domain_sizes, g.scale_out_gbps, s.global_batch,
+                      a.threshold, s.options, &s.failure, s.rank_by, static_cast<int>(a.max_cp), run);
   progress.finish();
+  return r;
+}
+
+// The uncertainty, verdict and search lines below the grid, and the failure assumptions.
+void print_grid_summary(const topo::CrossoverResult& r, const CrossoverSetup& s) {
   if (!r.cells.empty()) {
     const topo::CrossoverCell& c0 = r.cells.front();
     const topo::Projection& any = c0.best_no_pp.feasible ? c0.best_no_pp : c0.best_with_pp;
@@ -213,12 +264,12 @@ int crossover_main(int argc, char** argv) {
       std::printf(
           "uncertainty: +-%.1f%% (median |MFU error| of the %d published runs on %s, families %s; "
           "topologies/validation/bands.json): a gain within threshold +- that is 'within uncertainty'\n",
-          100 * c0.uncertainty, any.mfu_band.rows, topology.name.c_str(), any.mfu_band.family.c_str());
+          100 * c0.uncertainty, any.mfu_band.rows, s.topology.name.c_str(), any.mfu_band.family.c_str());
     else
       std::printf(
           "uncertainty: no validation band for %s (no published runs on it in "
           "topologies/validation/published-runs.csv): verdicts compare the gain with the threshold alone\n",
-          topology.name.c_str());
+          s.topology.name.c_str());
   }
   std::printf("verdict: %s\n", r.verdict.c_str());
   if (r.skipped > 0)
@@ -226,47 +277,75 @@ int crossover_main(int argc, char** argv) {
         "search: %zu split x cell pricings; %zu more skipped, their step-time lower bound above the cell's best "
         "of their kind (with or without PP)\n",
         r.pricings, r.skipped);
-  std::printf("%s", topo::describe_assumptions(failure).c_str());
+  std::printf("%s", topo::describe_assumptions(s.failure).c_str());
+}
 
-  RunRecorder recorder(out, "crossover");
-  recorder.set_attr("command_line", joined_command_line(argc, argv));
-  recorder.set_attr("ibt_version", std::string(kVersion));
-  recorder.set_attr("git_commit", std::string(kGitCommit));
-  recorder.set_attr("model", model.name);
-  recorder.set_attr("model_json", topo::model_file_text(model_name));
-  recorder.set_attr("topology", topology.name);
-  recorder.set_attr("topology_json", topo::to_json(topology));
-  recorder.set_attr("world_size", static_cast<std::int64_t>(gpus));
-  recorder.set_attr("backend", std::string("sim"));
-  recorder.set_attr("global_batch", static_cast<std::int64_t>(gb));
-  recorder.set_attr("threshold", threshold);
-  recorder.set_attr("verdict", r.verdict);
-  recorder.set_attr("rank_by", std::string(topo::to_string(rank_by)));
-  recorder.set_attr("failure_assumptions", topo::describe_assumptions(failure));
+store::Row cell_row(const topo::CrossoverCell& c) {
   const double nan = std::numeric_limits<double>::quiet_NaN();
   auto goodput_of = [&](const topo::Projection& p, bool adjusted) {
     if (!p.goodput.computed) return nan;
     return adjusted ? p.goodput.goodput_mfu : p.goodput.goodput;
   };
-  for (const auto& c : r.cells)
-    recorder.append(
-        "crossover", cell_columns(),
-        {static_cast<std::int64_t>(c.domain_size), c.scale_out_gbps,
-         // No split fits: NaN, never 0 (an average over cells must not count it).
-         c.best_no_pp.feasible ? c.best_no_pp.mfu : nan, c.best_with_pp.feasible ? c.best_with_pp.mfu : nan,
-         c.best_no_pp.feasible ? c.best_no_pp.step_s : nan, c.best_with_pp.feasible ? c.best_with_pp.step_s : nan,
-         !c.best_no_pp.feasible && !c.best_with_pp.feasible ? nan  // no gain to speak of
-         : std::isinf(c.gain)                               ? 1e300
-                                                            : c.gain,
-         static_cast<std::int64_t>(c.pp_needed),
-         c.best_no_pp.feasible ? topo::split_label(c.best_no_pp.split) : std::string("(none fits)"),
-         c.best_with_pp.feasible ? topo::split_label(c.best_with_pp.split) : std::string("(none fits)"),
-         c.best_no_pp.feasible ? models::strategy_label(c.best_no_pp.split) : std::string(),
-         c.best_with_pp.feasible ? models::strategy_label(c.best_with_pp.split) : std::string(),
-         goodput_of(c.best_no_pp, false), goodput_of(c.best_with_pp, false), goodput_of(c.best_no_pp, true),
-         goodput_of(c.best_with_pp, true)});
+  return {static_cast<std::int64_t>(c.domain_size), c.scale_out_gbps,
+          // No split fits: NaN, never 0 (an average over cells must not count it).
+          c.best_no_pp.feasible ? c.best_no_pp.mfu : nan, c.best_with_pp.feasible ? c.best_with_pp.mfu : nan,
+          c.best_no_pp.feasible ? c.best_no_pp.step_s : nan, c.best_with_pp.feasible ? c.best_with_pp.step_s : nan,
+          !c.best_no_pp.feasible && !c.best_with_pp.feasible ? nan  // no gain to speak of
+          : std::isinf(c.gain)                               ? 1e300
+                                                             : c.gain,
+          static_cast<std::int64_t>(c.pp_needed),
+          c.best_no_pp.feasible ? topo::split_label(c.best_no_pp.split) : std::string("(none fits)"),
+          c.best_with_pp.feasible ? topo::split_label(c.best_with_pp.split) : std::string("(none fits)"),
+          c.best_no_pp.feasible ? models::strategy_label(c.best_no_pp.split) : std::string(),
+          c.best_with_pp.feasible ? models::strategy_label(c.best_with_pp.split) : std::string(),
+          goodput_of(c.best_no_pp, false), goodput_of(c.best_with_pp, false), goodput_of(c.best_no_pp, true),
+          goodput_of(c.best_with_pp, true)};
+}
+
+// The run of kind "crossover" (when --out), one row per cell.
+void record_crossover(const CrossoverArgs& a, const CrossoverSetup& s, const topo::CrossoverResult& r, int argc,
+                      char** argv) {
+  RunRecorder recorder(a.out, "crossover");
+  recorder.set_attr("command_line", joined_command_line(argc, argv));
+  recorder.set_attr("ibt_version", std::string(kVersion));
+  recorder.set_attr("git_commit", std::string(kGitCommit));
+  recorder.set_attr("model", s.model.name);
+  recorder.set_attr("model_json", topo::model_file_text(a.model_name));
+  recorder.set_attr("topology", s.topology.name);
+  recorder.set_attr("topology_json", topo::to_json(s.topology));
+  recorder.set_attr("world_size", static_cast<std::int64_t>(a.gpus));
+  recorder.set_attr("backend", std::string("sim"));
+  recorder.set_attr("global_batch", static_cast<std::int64_t>(s.global_batch));
+  recorder.set_attr("threshold", a.threshold);
+  recorder.set_attr("verdict", r.verdict);
+  recorder.set_attr("rank_by", std::string(topo::to_string(s.rank_by)));
+  recorder.set_attr("failure_assumptions", topo::describe_assumptions(s.failure));
+  for (const auto& c : r.cells) recorder.append("crossover", cell_columns(), cell_row(c));
   recorder.finish(store::RunStatus::complete);
-  if (recorder.active()) std::printf("run %s written to %s\n", recorder.run_id().c_str(), out.c_str());
+  if (recorder.active()) std::printf("run %s written to %s\n", recorder.run_id().c_str(), a.out.c_str());
+}
+
+}  // namespace
+
+int crossover_main(int argc, char** argv) {
+  CrossoverArgs a;
+  if (!parse_crossover_args(argc, argv, a)) return kExitOk;
+  if (!a.atlas && a.atlas_flags_given)
+    throw UsageError("--atlas-file, --atlas-models and --atlas-topologies go with --atlas");
+  if (a.atlas) return run_crossover_atlas(a, argc, argv);
+  const CrossoverGrid grid = check_grid_args(a);
+  const CrossoverSetup setup = load_crossover_setup(a);
+
+  std::printf("ibt crossover: %s on %ld x %s, global batch %lld sequences x %d tokens, threshold %.0f%%\n",
+              setup.model.name.c_str(), a.gpus, setup.topology.device.name.c_str(), setup.global_batch,
+              setup.model.seq_len, 100 * a.threshold);
+  models::SplitSearch search = topo::default_search(setup.topology, setup.global_batch);
+  search.shard_domains = grid.domain_sizes;  // HSDP inside each cell's domain
+  apply_zero_flags(a.zero, search);
+  print_grid_columns(setup);
+  const topo::CrossoverResult r = price_grid(a, grid, setup, search);
+  print_grid_summary(r, setup);
+  record_crossover(a, setup, r, argc, argv);
   return kExitOk;
 }
 

@@ -146,83 +146,108 @@ void print_generation_lines(const std::vector<topo::ScalingPoint>& all) {
   for (const auto& key : order) std::printf("  %-40s%s\n", key.c_str(), lines[key].c_str());
 }
 
-}  // namespace
+const char* kAbout =
+    "MFU and tokens/s per device against device count, one line per hardware\n"
+    "generation (topology), the best split at every point (every split `ibt project --all`\n"
+    "searches: tp <= domain size, 1f1b and interleaved v=2, recompute none/selective/full,\n"
+    "ZeRO-1 on/off, sequence parallelism when tp > 1), with its step-time breakdown (the\n"
+    "bottleneck pipeline stage: the busiest, least idle one).\n\n"
+    "Strong scaling keeps the global batch fixed; weak scaling keeps the batch per device\n"
+    "fixed (global batch = devices x --sequences-per-device; default: the first point's).\n"
+    "MFU = model FLOPs / (step time x devices x peak of --dtype); model FLOPs are 6N (active\n"
+    "parameters) + full-sequence attention, no recompute (models/plan/accounting.hpp).\n";
 
-int scaling_main(int argc, char** argv) {
+// The parsed command line.
+struct ScalingArgs {
   std::string model_name, topologies, gpus_text, mode_text = "strong", dtype, out;
   std::vector<std::string> measured;
   long long global_batch = 0, global_batch_tokens = 16LL * 1024 * 1024;
   double per_device = 0, memory_fraction = 0.9;
-  const char* about =
-      "MFU and tokens/s per device against device count, one line per hardware\n"
-      "generation (topology), the best split at every point (every split `ibt project --all`\n"
-      "searches: tp <= domain size, 1f1b and interleaved v=2, recompute none/selective/full,\n"
-      "ZeRO-1 on/off, sequence parallelism when tp > 1), with its step-time breakdown (the\n"
-      "bottleneck pipeline stage: the busiest, least idle one).\n\n"
-      "Strong scaling keeps the global batch fixed; weak scaling keeps the batch per device\n"
-      "fixed (global batch = devices x --sequences-per-device; default: the first point's).\n"
-      "MFU = model FLOPs / (step time x devices x peak of --dtype); model FLOPs are 6N (active\n"
-      "parameters) + full-sequence attention, no recompute (models/plan/accounting.hpp).\n";
+  bool per_device_given = false;  // --sequences-per-device on the command line
+};
+
+po::options_description scaling_options(ScalingArgs& a) {
   po::options_description opts("options");
-  opts.add_options()("help,h", "show this help")("model", po::value(&model_name),
+  opts.add_options()("help,h", "show this help")("model", po::value(&a.model_name),
                                                  "model: catalog name (models/catalog) or a .json path")(
-      "topology", po::value(&topologies),
+      "topology", po::value(&a.topologies),
       "comma list of topologies (catalog names or .json paths), one line each: e.g. dgx-a100,dgx-h100,dgx-b200")(
-      "gpus", po::value(&gpus_text), "comma list of device counts, e.g. 512,1024,2048")(
-      "scaling", po::value(&mode_text)->default_value(mode_text),
+      "gpus", po::value(&a.gpus_text), "comma list of device counts, e.g. 512,1024,2048")(
+      "scaling", po::value(&a.mode_text)->default_value(a.mode_text),
       "strong (fixed global batch) or weak (fixed batch per device)")(
-      "global-batch", po::value(&global_batch), "strong: global batch in sequences (overrides --global-batch-tokens)")(
-      "global-batch-tokens", po::value(&global_batch_tokens)->default_value(global_batch_tokens),
+      "global-batch", po::value(&a.global_batch),
+      "strong: global batch in sequences (overrides --global-batch-tokens)")(
+      "global-batch-tokens", po::value(&a.global_batch_tokens)->default_value(a.global_batch_tokens),
       "strong: global batch in tokens (divided by the model's sequence length); weak: the first point's")(
-      "sequences-per-device", po::value(&per_device), "weak: sequences per device per step")(
-      "dtype", po::value(&dtype), "compute dtype the peak and MFU refer to (default bf16, else fp32)")(
-      "memory-fraction", double_value(&memory_fraction), "usable fraction of device memory")(
-      "measured", po::value(&measured)->composing(),
+      "sequences-per-device", po::value(&a.per_device), "weak: sequences per device per step")(
+      "dtype", po::value(&a.dtype), "compute dtype the peak and MFU refer to (default bf16, else fp32)")(
+      "memory-fraction", double_value(&a.memory_fraction), "usable fraction of device memory")(
+      "measured", po::value(&a.measured)->composing(),
       "HDF5 file with `ibt train`/`ibt sweep` runs of the model: their points join the table as "
-      "source 'measured' (repeatable)")("out", po::value(&out),
+      "source 'measured' (repeatable)")("out", po::value(&a.out),
                                         "HDF5 results file to append a run of kind 'scaling' to");
+  return opts;
+}
+
+// Parses argv into `a`; false when --help was asked for (and printed).
+bool parse_scaling_args(int argc, char** argv, ScalingArgs& a) {
+  const po::options_description opts = scaling_options(a);
   po::variables_map vm;
   if (!parse_command_line(argc, argv, opts, vm)) {
-    print_help(std::cout, "ibt scaling --model M --topology T[,T2...] --gpus N[,N2...] [options]", about, opts,
+    print_help(std::cout, "ibt scaling --model M --topology T[,T2...] --gpus N[,N2...] [options]", kAbout, opts,
                {"ibt scaling --model llama3-70b --topology dgx-a100,dgx-h100,dgx-b200 --gpus 512,1024,2048,4096",
                 "ibt scaling --model gpt3-175b --topology dgx-h100 --gpus 384,768,1536 --scaling weak "
                 "--sequences-per-device 2 --out scaling.h5",
                 "ibt scaling --model tiny-dense --topology local-cpu --gpus 1,2,4 --measured sweep.h5"});
-    return kExitOk;
+    return false;
   }
-  if (model_name.empty()) throw UsageError("--model is required");
-  if (topologies.empty()) throw UsageError("--topology is required (a comma list of topologies)");
-  if (gpus_text.empty()) throw UsageError("--gpus is required (a comma list of device counts)");
-  const auto gpus = parse_positive_list<int>(gpus_text, "--gpus");
-  const topo::ScalingMode mode = topo::parse_scaling_mode(mode_text);
-  if (!(memory_fraction > 0 && memory_fraction <= 1)) throw UsageError("--memory-fraction must be in (0, 1]");
-  if (vm.count("sequences-per-device") && !(per_device > 0))
-    throw UsageError("--sequences-per-device must be positive");
-  if (vm.count("sequences-per-device") && mode != topo::ScalingMode::weak)
+  a.per_device_given = vm.count("sequences-per-device") > 0;
+  return true;
+}
+
+// The device counts and the scaling mode, every flag checked before anything is loaded.
+struct ScalingAxis {
+  std::vector<int> gpus;
+  topo::ScalingMode mode;
+};
+
+ScalingAxis check_scaling_args(const ScalingArgs& a) {
+  if (a.model_name.empty()) throw UsageError("--model is required");
+  if (a.topologies.empty()) throw UsageError("--topology is required (a comma list of topologies)");
+  if (a.gpus_text.empty()) throw UsageError("--gpus is required (a comma list of device counts)");
+  ScalingAxis axis{parse_positive_list<int>(a.gpus_text, "--gpus"), topo::parse_scaling_mode(a.mode_text)};
+  if (!(a.memory_fraction > 0 && a.memory_fraction <= 1)) throw UsageError("--memory-fraction must be in (0, 1]");
+  if (a.per_device_given && !(a.per_device > 0)) throw UsageError("--sequences-per-device must be positive");
+  if (a.per_device_given && axis.mode != topo::ScalingMode::weak)
     throw UsageError("--sequences-per-device applies to --scaling weak only (strong scaling fixes the global batch)");
-  if (!out.empty()) store::check_appendable(out);
+  if (!a.out.empty()) store::check_appendable(a.out);
+  return axis;
+}
 
-  const models::ModelConfig model = models::load_model(model_name);
-  std::vector<topo::Topology> systems;
-  for (const auto& name : parse_list_of_names(topologies, "--topology")) systems.push_back(topo::load_topology(name));
-
+// The batch at every point; a weak-scaling batch that is not whole is refused before any work.
+topo::ScalingBatch scaling_batch(const ScalingArgs& a, const ScalingAxis& axis, const models::ModelConfig& model) {
   topo::ScalingBatch batch;
-  batch.mode = mode;
-  batch.global_batch = global_batch > 0 ? global_batch : std::max<long long>(1, global_batch_tokens / model.seq_len);
-  batch.sequences_per_device =
-      per_device > 0 ? per_device : static_cast<double>(batch.global_batch) / static_cast<double>(gpus.front());
-  for (const int n : gpus) batch.at(n);  // refuses a weak-scaling batch that is not whole, before any work
+  batch.mode = axis.mode;
+  batch.global_batch =
+      a.global_batch > 0 ? a.global_batch : std::max<long long>(1, a.global_batch_tokens / model.seq_len);
+  batch.sequences_per_device = a.per_device > 0
+                                   ? a.per_device
+                                   : static_cast<double>(batch.global_batch) / static_cast<double>(axis.gpus.front());
+  for (const int n : axis.gpus) batch.at(n);
+  return batch;
+}
 
-  RunRecorder recorder(out, "scaling");
+void record_scaling_attrs(RunRecorder& recorder, const ScalingArgs& a, const models::ModelConfig& model,
+                          const topo::ScalingBatch& batch, int argc, char** argv) {
   recorder.set_attr("command_line", joined_command_line(argc, argv));
   recorder.set_attr("ibt_version", std::string(kVersion));
   recorder.set_attr("git_commit", std::string(kGitCommit));
   recorder.set_attr("model", model.name);
-  recorder.set_attr("model_json", topo::model_file_text(model_name));
-  recorder.set_attr("topology", topologies);
+  recorder.set_attr("model_json", topo::model_file_text(a.model_name));
+  recorder.set_attr("topology", a.topologies);
   recorder.set_attr("backend", std::string("sim"));
-  recorder.set_attr("scaling", std::string(topo::to_string(mode)));
-  if (mode == topo::ScalingMode::strong)
+  recorder.set_attr("scaling", std::string(topo::to_string(batch.mode)));
+  if (batch.mode == topo::ScalingMode::strong)
     recorder.set_attr("global_batch", static_cast<std::int64_t>(batch.global_batch));
   else
     recorder.set_attr("sequences_per_device", batch.sequences_per_device);
@@ -232,33 +257,51 @@ int scaling_main(int argc, char** argv) {
                   "fraction; model FLOPs = 6 x matmul-active parameters + full-sequence attention "
                   "(models/plan/accounting.hpp); breakdown of the bottleneck stage (projections) or means "
                   "over ranks (measured)"));
+}
 
+void print_scaling_header(const models::ModelConfig& model, const topo::ScalingBatch& batch, size_t systems,
+                          size_t device_counts) {
   std::printf("ibt scaling: %s, %s scaling (%s), %zu topolog%s x %zu device counts\n", model.name.c_str(),
-              topo::to_string(mode),
-              mode == topo::ScalingMode::strong
+              topo::to_string(batch.mode),
+              batch.mode == topo::ScalingMode::strong
                   ? ("global batch " + std::to_string(batch.global_batch) + " sequences x " +
                      std::to_string(model.seq_len) + " tokens")
                         .c_str()
                   : ("batch " + std::to_string(batch.sequences_per_device) + " sequences per device").c_str(),
-              systems.size(), systems.size() == 1 ? "y" : "ies", gpus.size());
-  topo::keep_freed_memory_for_reuse();
-  std::vector<topo::ScalingPoint> all;
+              systems, systems == 1 ? "y" : "ies", device_counts);
+}
+
+// Prints a block of points, stores them and adds them to `all`.
+void take_points(std::vector<topo::ScalingPoint> points, const std::string& model, topo::ScalingMode mode,
+                 RunRecorder& recorder, std::vector<topo::ScalingPoint>& all) {
+  print_points(points);
+  for (auto& pt : points) {
+    recorder.append("scaling", scaling_columns(), scaling_row(pt, model, mode));
+    all.push_back(std::move(pt));
+  }
+}
+
+// The projected points, one block per topology.
+void project_systems(const std::vector<topo::Topology>& systems, const ScalingArgs& a, const ScalingAxis& axis,
+                     const models::ModelConfig& model, const topo::ScalingBatch& batch, RunRecorder& recorder,
+                     std::vector<topo::ScalingPoint>& all) {
   for (const auto& topology : systems) {
     topo::ProjectionOptions options;
-    options.dtype = dtype.empty() ? topo::default_dtype(topology) : dtype;
+    options.dtype = a.dtype.empty() ? topo::default_dtype(topology) : a.dtype;
     topology.device.peak(options.dtype);  // an unknown dtype name fails here, naming it
     if (options.dtype == "fp32") options.precision = models::fp32_adam();
-    options.usable_memory_fraction = memory_fraction;
+    options.usable_memory_fraction = a.memory_fraction;
     std::printf("\n%s: %s, %d per scale-up domain, MFU against %s peak\n", topology.name.c_str(),
                 topology.device.name.c_str(), topology.domain_size(), options.dtype.c_str());
-    auto points = topo::project_scaling(model, topology, gpus, batch, options);
-    print_points(points);
-    for (auto& pt : points) {
-      recorder.append("scaling", scaling_columns(), scaling_row(pt, model.name, mode));
-      all.push_back(std::move(pt));
-    }
+    take_points(topo::project_scaling(model, topology, axis.gpus, batch, options), model.name, axis.mode, recorder,
+                all);
   }
-  for (const auto& path : measured) {
+}
+
+// The measured points of each --measured file.
+void add_measured(const ScalingArgs& a, const models::ModelConfig& model, topo::ScalingMode mode, RunRecorder& recorder,
+                  std::vector<topo::ScalingPoint>& all) {
+  for (const auto& path : a.measured) {
     auto points = topo::measured_scaling(path, model);
     std::printf("\nmeasured (%s): %zu point(s) of %s (fastest timed step of each run; the best run per size)\n",
                 path.c_str(), points.size(), model.name.c_str());
@@ -266,15 +309,31 @@ int scaling_main(int argc, char** argv) {
       std::printf("  no complete `ibt train` run of %s in %s\n", model.name.c_str(), path.c_str());
       continue;
     }
-    print_points(points);
-    for (auto& pt : points) {
-      recorder.append("scaling", scaling_columns(), scaling_row(pt, model.name, mode));
-      all.push_back(std::move(pt));
-    }
+    take_points(std::move(points), model.name, mode, recorder, all);
   }
+}
+
+}  // namespace
+
+int scaling_main(int argc, char** argv) {
+  ScalingArgs a;
+  if (!parse_scaling_args(argc, argv, a)) return kExitOk;
+  const ScalingAxis axis = check_scaling_args(a);
+  const models::ModelConfig model = models::load_model(a.model_name);
+  std::vector<topo::Topology> systems;
+  for (const auto& name : parse_list_of_names(a.topologies, "--topology")) systems.push_back(topo::load_topology(name));
+  const topo::ScalingBatch batch = scaling_batch(a, axis, model);
+
+  RunRecorder recorder(a.out, "scaling");
+  record_scaling_attrs(recorder, a, model, batch, argc, argv);
+  print_scaling_header(model, batch, systems.size(), axis.gpus.size());
+  topo::keep_freed_memory_for_reuse();
+  std::vector<topo::ScalingPoint> all;
+  project_systems(systems, a, axis, model, batch, recorder, all);
+  add_measured(a, model, axis.mode, recorder, all);
   print_generation_lines(all);
   recorder.finish(store::RunStatus::complete);
-  if (recorder.active()) std::printf("run %s written to %s\n", recorder.run_id().c_str(), out.c_str());
+  if (recorder.active()) std::printf("run %s written to %s\n", recorder.run_id().c_str(), a.out.c_str());
   return kExitOk;
 }
 

@@ -241,285 +241,344 @@ void check_training(const ModelConfig& model, const TrainOptions& o, MPI_Comm wo
   }
 }
 
-TrainOutcome run_training(const ModelConfig& model, const TrainOptions& o, MPI_Comm world, RunRecorder* recorder) {
-  int rank = 0, size = 1;
-  MPI_Comm_rank(world, &rank);
-  MPI_Comm_size(world, &size);
-  check_training(model, o, world);
-  const bool on_gpu = o.executor.kind == "cuda";
-  // Ranks share the cores: one BLAS thread each unless --threads (or, in a one-rank
-  // run, OPENBLAS_NUM_THREADS) says otherwise. The reference uses the same count.
-  const int threads = blas_threads_for_run(o.threads, size);
-  set_blas_threads(threads);
-  WatchdogScope setup_watch(o.watchdog, o.timeout_s, "train setup (process groups, peak measurement, resume)");
+namespace {
 
+// A per-rank peak in GFLOP/s and where it comes from.
+struct Peak {
+  double gflops = 0;
+  std::string source;
+};
+
+// The peak MFU is measured against: cpu, the measured sgemm (or --peak-tflops); cuda, the
+// given or the GPU's catalog peak.
+Peak rank_peak(const TrainOptions& o, const TrainExecutor& exec, MPI_Comm world, int threads) {
+  if (o.executor.kind != "cuda") {
+    Peak p;
+    p.gflops = o.peak_gflops > 0 ? o.peak_gflops : measure_sgemm_peak_gflops(world, threads);
+    p.source = o.peak_gflops > 0 ? "given (--peak-tflops)"
+                                 : "measured sgemm 1024^3 at " + std::to_string(blas_threads()) +
+                                       " BLAS thread(s) per rank, median over ranks";
+    return p;
+  }
+  if (o.peak_tflops > 0) return {o.peak_tflops * 1e3, "given (--peak-tflops)"};
+  const auto catalog = topo::catalog_peak_for_gpu(exec.device_name(), exec.precision());
+  if (!catalog)
+    throw UsageError("--executor cuda: no catalog peak for GPU '" + exec.device_name() + "' at " + exec.precision() +
+                     ": give --peak-tflops");
+  return {catalog->tflops * 1e3, "catalog " + catalog->topology + " (" + catalog->device + ") dense " +
+                                     exec.precision() + " peak, source " + catalog->source};
+}
+
+// The measured GEMM peak of the second MFU (cuda): --gemm-peak-tflops or --gemm-peak-from's; 0 = none.
+Peak gemm_peak_of(const TrainOptions& o, const TrainExecutor& exec, MPI_Comm world) {
+  Peak p{o.gemm_peak_tflops * 1e3, o.gemm_peak_tflops > 0 ? "given (--gemm-peak-tflops)" : ""};
+  if (!o.gemm_peak_file.empty()) p.gflops = read_gemm_peak_gflops(o.gemm_peak_file, exec, world, p.source);
+  return p;
+}
+
+// Everything the steps need, made in this order before the first one. Not movable: the
+// executor and the reference keep references to the data source and the config.
+struct TrainSetup {
   std::unique_ptr<DataSource> data;
-  if (o.data_file.empty()) {
-    data = std::make_unique<SyntheticData>(model.vocab, model.seq_len, o.seed);
-  } else {
-    data = std::make_unique<TokenFileData>(o.data_file, o.token_bytes, model.vocab, model.seq_len,
-                                           static_cast<int>(o.split.global_batch()));
-  }
   TrainConfig train;
-  train.seed = o.seed;
-  train.adam.lr = o.lr;
-  train.microbatches = o.split.microbatches;
-  train.micro_batch_size = o.split.micro_batch_size;
-  train.data_parallel = o.split.dp;
-
-  // The executor first: without a GPU the cuda one fails here, before anything is measured.
-  std::unique_ptr<TrainExecutor> executor = make_train_executor(o.executor, model, o.split, train, *data, world);
-  TrainExecutor& exec = *executor;
-  // peak: per rank, GFLOP/s (cpu: measured sgemm; cuda: the GPU's catalog or given peak).
-  double peak = 0;
-  std::string peak_source;
-  if (!on_gpu) {
-    peak = o.peak_gflops > 0 ? o.peak_gflops : measure_sgemm_peak_gflops(world, threads);
-    peak_source = o.peak_gflops > 0 ? "given (--peak-tflops)"
-                                    : "measured sgemm 1024^3 at " + std::to_string(blas_threads()) +
-                                          " BLAS thread(s) per rank, median over ranks";
-  } else if (o.peak_tflops > 0) {
-    peak = o.peak_tflops * 1e3;
-    peak_source = "given (--peak-tflops)";
-  } else {
-    const auto catalog = topo::catalog_peak_for_gpu(exec.device_name(), exec.precision());
-    if (!catalog)
-      throw UsageError("--executor cuda: no catalog peak for GPU '" + exec.device_name() + "' at " + exec.precision() +
-                       ": give --peak-tflops");
-    peak = catalog->tflops * 1e3;
-    peak_source = "catalog " + catalog->topology + " (" + catalog->device + ") dense " + exec.precision() +
-                  " peak, source " + catalog->source;
-  }
-  double gemm_peak = o.gemm_peak_tflops * 1e3;  // GFLOP/s per rank; 0 = none
-  std::string gemm_peak_source = o.gemm_peak_tflops > 0 ? "given (--gemm-peak-tflops)" : "";
-  if (!o.gemm_peak_file.empty()) gemm_peak = read_gemm_peak_gflops(o.gemm_peak_file, exec, world, gemm_peak_source);
-  const CheckTolerance tol = check_tolerance(exec.kind(), exec.precision());
-  const double flops_per_step = model_flops_per_step(model, static_cast<double>(o.split.global_batch()));
-  std::unique_ptr<ReferenceTrainer> reference;
-  if ((o.check || !o.dump_path.empty()) && rank == 0)
-    reference = std::make_unique<ReferenceTrainer>(model, train, *data);
+  std::unique_ptr<TrainExecutor> executor;
+  Peak peak, gemm_peak;  // per rank
+  CheckTolerance tol{};
+  double flops_per_step = 0;
+  std::unique_ptr<ReferenceTrainer> reference;  // rank 0, with --check or --dump
   std::unique_ptr<store::Store> dump_store;
-  std::unique_ptr<store::Run> dump;
-  auto dump_tensors = [&](const std::string& group, bool grads) {
-    for (Param* p : reference->model().params()) {
-      const Tensor& t = grads ? p->grad : p->value;
-      std::vector<double> d(t.data.begin(), t.data.end());
-      std::vector<std::uint64_t> shape(t.shape.begin(), t.shape.end());
-      dump->write_array(group + "/" + p->name, shape, d.data());
-    }
-  };
-  if (!o.dump_path.empty() && rank == 0) {
-    dump_store = store::open_for_append(o.dump_path);
-    dump = dump_store->begin_run("train_dump");
-    dump->set_attr("model", model.name);
-    dump->set_attr("split", describe(o.split));
-    dump->set_attr("seed", static_cast<std::int64_t>(o.seed));
-    dump->set_attr("data", data->describe());
-    dump->set_attr("layout", std::string("params/<name> initial weights, grads/<name> step-0 gradients (full, "
+  std::unique_ptr<store::Run> dump;  // rank 0, with --dump
+
+  TrainSetup() = default;
+  TrainSetup(const TrainSetup&) = delete;
+  TrainSetup& operator=(const TrainSetup&) = delete;
+};
+
+// --dump: the serial reference's full weights (or gradients) under `group`.
+void dump_tensors(store::Run& dump, ReferenceTrainer& reference, const std::string& group, bool grads) {
+  for (Param* p : reference.model().params()) {
+    const Tensor& t = grads ? p->grad : p->value;
+    std::vector<double> d(t.data.begin(), t.data.end());
+    std::vector<std::uint64_t> shape(t.shape.begin(), t.shape.end());
+    dump.write_array(group + "/" + p->name, shape, d.data());
+  }
+}
+
+// Rank 0, --dump: opens the dump run and writes the initial weights.
+void open_dump(TrainSetup& s, const ModelConfig& model, const TrainOptions& o) {
+  s.dump_store = store::open_for_append(o.dump_path);
+  s.dump = s.dump_store->begin_run("train_dump");
+  s.dump->set_attr("model", model.name);
+  s.dump->set_attr("split", describe(o.split));
+  s.dump->set_attr("seed", static_cast<std::int64_t>(o.seed));
+  s.dump->set_attr("data", s.data->describe());
+  s.dump->set_attr("layout", std::string("params/<name> initial weights, grads/<name> step-0 gradients (full, "
                                          "float64, [out,in] row-major: y = x W^T); batch/step<k>/{inputs,targets} "
                                          "[sequences, seq_len]; losses [steps] mean cross-entropy per step"));
-    dump_tensors("params", false);
-  }
-  std::vector<double> losses;
+  dump_tensors(*s.dump, *s.reference, "params", false);
+}
 
-  if (recorder && recorder->active()) {
-    recorder->set_attr("model", model.name);
-    recorder->set_attr("split", describe(o.split));
-    recorder->set_attr("uses_pp", static_cast<std::int64_t>(o.split.pp > 1));
-    recorder->set_attr("data", data->describe());
-    recorder->set_attr("peak_gflops_per_rank", peak);
-    recorder->set_attr("peak_source", peak_source);
-    recorder->set_attr("blas_threads", static_cast<std::int64_t>(blas_threads()));  // as OpenBLAS took it
-    recorder->set_attr("executor", exec.kind());
-    recorder->set_attr("precision", exec.precision());
-    if (on_gpu) recorder->set_attr("gpu_name", exec.device_name());
-    if (gemm_peak > 0) {
-      recorder->set_attr("gemm_peak_gflops_per_rank", gemm_peak);
-      recorder->set_attr("gemm_peak_source", gemm_peak_source);
-    }
-    recorder->set_attr("model_flops_per_step", flops_per_step);
-    recorder->set_attr("flops_convention",
-                       std::string("model FLOPs = 6*matmul_active + attention over the full "
-                                   "sequence (causal masking not discounted), models/plan/accounting.hpp"));
-    nlohmann::json cfg = {{"dp", o.split.dp},
-                          {"tp", o.split.tp},
-                          {"pp", o.split.pp},
-                          {"cp", o.split.cp},
-                          {"cp_comm", std::string(to_string(o.split.cp_comm))},
-                          {"ep", o.split.ep},
-                          {"vpp", o.split.vpp},
-                          {"microbatches", o.split.microbatches},
-                          {"micro_batch_size", o.split.micro_batch_size},
-                          {"schedule", std::string(to_string(o.split.schedule))},
-                          {"steps", o.steps},
-                          {"lr", o.lr},
-                          {"seed", o.seed},
-                          {"check", o.check},
-                          {"precision", exec.precision()},
-                          {"executor", exec.kind()},
-                          {"dp_overlap", o.executor.dp_overlap},
-                          {"cuda_attention", o.executor.cuda_attention}};
-    recorder->set_attr("config", cfg.dump());
-    if (o.check) recorder->set_attr("check_tolerance", std::string(tol.text));
+void set_up_training(TrainSetup& s, const ModelConfig& model, const TrainOptions& o, MPI_Comm world, int rank,
+                     int threads) {
+  if (o.data_file.empty()) {
+    s.data = std::make_unique<SyntheticData>(model.vocab, model.seq_len, o.seed);
+  } else {
+    s.data = std::make_unique<TokenFileData>(o.data_file, o.token_bytes, model.vocab, model.seq_len,
+                                             static_cast<int>(o.split.global_batch()));
   }
-  if (rank == 0 && o.print_steps) {
-    std::printf(
-        "# %s on %d ranks (%s executor, %s%s%s): %s; global batch %lld x %d tokens; peak %.1f GFLOP/s per rank (%s)\n",
-        model.name.c_str(), size, exec.kind().c_str(), exec.precision().c_str(), on_gpu ? ", " : "",
-        exec.device_name().c_str(), describe(o.split).c_str(), o.split.global_batch(), model.seq_len, peak,
-        peak_source.c_str());
-    if (gemm_peak > 0)
-      std::printf("# MFU also against a measured GEMM peak of %.1f TFLOP/s per GPU (%s)\n", gemm_peak * 1e-3,
-                  gemm_peak_source.c_str());
-    std::printf("# %4s %10s %9s %10s %9s %7s | %8s %8s %8s %8s %8s %8s  (seconds, mean over ranks)\n", "step", "loss",
-                "time_s", "tokens/s", "TFLOP/s", "MFU", "compute", "tp", "pp+idle", "dp", "ep", "cp");
+  s.train.seed = o.seed;
+  s.train.adam.lr = o.lr;
+  s.train.microbatches = o.split.microbatches;
+  s.train.micro_batch_size = o.split.micro_batch_size;
+  s.train.data_parallel = o.split.dp;
+  // The executor first: without a GPU the cuda one fails here, before anything is measured.
+  s.executor = make_train_executor(o.executor, model, o.split, s.train, *s.data, world);
+  s.peak = rank_peak(o, *s.executor, world, threads);
+  s.gemm_peak = gemm_peak_of(o, *s.executor, world);
+  s.tol = check_tolerance(s.executor->kind(), s.executor->precision());
+  s.flops_per_step = model_flops_per_step(model, static_cast<double>(o.split.global_batch()));
+  if ((o.check || !o.dump_path.empty()) && rank == 0)
+    s.reference = std::make_unique<ReferenceTrainer>(model, s.train, *s.data);
+  if (!o.dump_path.empty() && rank == 0) open_dump(s, model, o);
+}
+
+void record_training_attrs(RunRecorder& recorder, const ModelConfig& model, const TrainOptions& o,
+                           const TrainSetup& s) {
+  const TrainExecutor& exec = *s.executor;
+  recorder.set_attr("model", model.name);
+  recorder.set_attr("split", describe(o.split));
+  recorder.set_attr("uses_pp", static_cast<std::int64_t>(o.split.pp > 1));
+  recorder.set_attr("data", s.data->describe());
+  recorder.set_attr("peak_gflops_per_rank", s.peak.gflops);
+  recorder.set_attr("peak_source", s.peak.source);
+  recorder.set_attr("blas_threads", static_cast<std::int64_t>(blas_threads()));  // as OpenBLAS took it
+  recorder.set_attr("executor", exec.kind());
+  recorder.set_attr("precision", exec.precision());
+  if (o.executor.kind == "cuda") recorder.set_attr("gpu_name", exec.device_name());
+  if (s.gemm_peak.gflops > 0) {
+    recorder.set_attr("gemm_peak_gflops_per_rank", s.gemm_peak.gflops);
+    recorder.set_attr("gemm_peak_source", s.gemm_peak.source);
   }
+  recorder.set_attr("model_flops_per_step", s.flops_per_step);
+  recorder.set_attr("flops_convention",
+                    std::string("model FLOPs = 6*matmul_active + attention over the full "
+                                "sequence (causal masking not discounted), models/plan/accounting.hpp"));
+  nlohmann::json cfg = {{"dp", o.split.dp},
+                        {"tp", o.split.tp},
+                        {"pp", o.split.pp},
+                        {"cp", o.split.cp},
+                        {"cp_comm", std::string(to_string(o.split.cp_comm))},
+                        {"ep", o.split.ep},
+                        {"vpp", o.split.vpp},
+                        {"microbatches", o.split.microbatches},
+                        {"micro_batch_size", o.split.micro_batch_size},
+                        {"schedule", std::string(to_string(o.split.schedule))},
+                        {"steps", o.steps},
+                        {"lr", o.lr},
+                        {"seed", o.seed},
+                        {"check", o.check},
+                        {"precision", exec.precision()},
+                        {"executor", exec.kind()},
+                        {"dp_overlap", o.executor.dp_overlap},
+                        {"cuda_attention", o.executor.cuda_attention}};
+  recorder.set_attr("config", cfg.dump());
+  if (o.check) recorder.set_attr("check_tolerance", std::string(s.tol.text));
+}
 
-  checkpoint::RunIdentity identity{model.name, describe(o.split), size, o.seed, o.lr, data->describe()};
-  if (!o.data_file.empty()) identity.data += ", " + std::to_string(o.token_bytes) + "-byte tokens";
-  TrainCheckpoints checkpoints(o, identity, world, recorder);
-  const int first_step = checkpoints.begin(exec.checkpointable());
-  // --check after a resume: the reference replays the steps before it (it has no
-  // checkpoint of its own), so every step run here is still compared.
-  for (int s = 0; reference && s < first_step; ++s) reference->step();
+void print_training_header(const ModelConfig& model, const TrainOptions& o, const TrainSetup& s, int size) {
+  const TrainExecutor& exec = *s.executor;
+  const bool on_gpu = o.executor.kind == "cuda";
+  std::printf(
+      "# %s on %d ranks (%s executor, %s%s%s): %s; global batch %lld x %d tokens; peak %.1f GFLOP/s per rank (%s)\n",
+      model.name.c_str(), size, exec.kind().c_str(), exec.precision().c_str(), on_gpu ? ", " : "",
+      exec.device_name().c_str(), describe(o.split).c_str(), o.split.global_batch(), model.seq_len, s.peak.gflops,
+      s.peak.source.c_str());
+  if (s.gemm_peak.gflops > 0)
+    std::printf("# MFU also against a measured GEMM peak of %.1f TFLOP/s per GPU (%s)\n", s.gemm_peak.gflops * 1e-3,
+                s.gemm_peak.source.c_str());
+  std::printf("# %4s %10s %9s %10s %9s %7s | %8s %8s %8s %8s %8s %8s  (seconds, mean over ranks)\n", "step", "loss",
+              "time_s", "tokens/s", "TFLOP/s", "MFU", "compute", "tp", "pp+idle", "dp", "ep", "cp");
+}
 
-  TrainOutcome out;
-  out.first_step = first_step;
-  ArrivalGate gate(world);
-  double timed = 0, bubble = 0;
-  int timed_steps = 0;
-  for (int s = first_step; s < o.steps; ++s) {
-    gate.pass("train step " + std::to_string(s), o.timeout_s);
-    if (o.watchdog) o.watchdog->arm(o.timeout_s, "train step " + std::to_string(s));
-    TimeBreakdown t;
-    StepStats st = exec.step(&t);
-    // Testing hook: the last rank's loss turns NaN, as a diverged run's would.
-    if (s == o.inject_nan_loss_step && rank == size - 1) st.loss = std::nan("");
-    // Breakdown averaged over ranks; step time = the slowest rank.
-    double parts[8] = {t.compute, t.tp, t.pp, t.dp, t.ep, t.other, t.total, t.cp};
-    MPI_Allreduce(MPI_IN_PLACE, parts, 8, MPI_DOUBLE, MPI_SUM, world);
-    double step_time = t.total;
-    MPI_Allreduce(MPI_IN_PLACE, &step_time, 1, MPI_DOUBLE, MPI_MAX, world);
-    for (double& p : parts) p /= size;
-    const double tokens_per_s = static_cast<double>(st.tokens) / step_time;
-    const double tflops = flops_per_step / step_time * 1e-12;
-    const double mfu = flops_per_step / (step_time * size * peak * 1e9);
-    const double mfu_gemm = gemm_peak > 0 ? flops_per_step / (step_time * size * gemm_peak * 1e9) : std::nan("");
-    StepStats ref;
-    int bad = 0;
-    std::string mismatch;
-    if (dump) {
-      const Batch batch = reference->global_batch(s);
-      std::vector<double> in(batch.inputs.begin(), batch.inputs.end()), tg(batch.targets.begin(), batch.targets.end());
-      const std::vector<std::uint64_t> shape{static_cast<std::uint64_t>(batch.sequences),
-                                             static_cast<std::uint64_t>(batch.seq_len)};
-      dump->write_array("batch/step" + std::to_string(s) + "/inputs", shape, in.data());
-      dump->write_array("batch/step" + std::to_string(s) + "/targets", shape, tg.data());
-    }
-    losses.push_back(st.loss);
-    if (reference) {
-      ref = reference->step();
-      if (dump && s == 0) dump_tensors("grads", true);
-      const char* what = !o.check                                                ? nullptr
-                         : !close(st.loss, ref.loss, tol.loss)                   ? "loss"
-                         : !close(st.grad_norm, ref.grad_norm, tol.grad_norm)    ? "grad_norm"
-                         : !close(st.param_norm, ref.param_norm, tol.param_norm) ? "param_norm"
-                                                                                 : nullptr;
-      if (what) {
-        bad = 1;
-        char buf[256];
-        std::snprintf(buf, sizeof buf, "step %d: %s %.9g differs from the serial reference's %.9g", s, what,
-                      std::string(what) == "loss"        ? st.loss
-                      : std::string(what) == "grad_norm" ? st.grad_norm
-                                                         : st.param_norm,
-                      std::string(what) == "loss"        ? ref.loss
-                      : std::string(what) == "grad_norm" ? ref.grad_norm
-                                                         : ref.param_norm);
-        mismatch = buf;
-      }
-    }
-    MPI_Bcast(&bad, 1, MPI_INT, 0, world);
-    // A loss or gradient that is no longer finite ends the run, failed, naming the step.
-    // The message carries the lowest diverged rank's values (each rank has its own loss).
-    int first_diverged = !std::isfinite(st.loss) || !std::isfinite(st.grad_norm) ? rank : size;
-    MPI_Allreduce(MPI_IN_PLACE, &first_diverged, 1, MPI_INT, MPI_MIN, world);
-    const bool diverged = first_diverged < size;
-    if (diverged) {
-      double values[2] = {st.loss, st.grad_norm};
-      MPI_Bcast(values, 2, MPI_DOUBLE, first_diverged, world);
-      if (!bad) {
-        bad = 1;
-        char buf[256];
-        std::snprintf(buf, sizeof buf,
-                      "step %d: the training loss became %g on rank %d (grad norm %g): training diverged (is --lr %g "
-                      "too large?)",
-                      s, values[0], first_diverged, values[1], o.lr);
-        mismatch = buf;
-      }
-    }
-    if (rank == 0 && o.print_steps) {
-      std::printf("  %4d %10.6f %9.4f %10.1f %9.5f %6.2f%% | %8.4f %8.4f %8.4f %8.4f %8.4f %8.4f", s, st.loss,
-                  step_time, tokens_per_s, tflops, 100 * mfu, parts[0], parts[1], parts[2], parts[3], parts[4],
-                  parts[7]);
-      if (o.check) std::printf("  ref %.6f %s", ref.loss, bad ? "MISMATCH" : "ok");
-      std::printf("\n");
-      std::fflush(stdout);
-    }
-    if (recorder && recorder->active()) {
-      const double nan = std::nan("");
-      recorder->append("steps", step_columns(),
-                       {static_cast<std::int64_t>(s),
-                        st.loss,
-                        st.aux_loss,
-                        st.grad_norm,
-                        st.param_norm,
-                        step_time,
-                        tokens_per_s,
-                        tflops,
-                        mfu,
-                        parts[0],
-                        parts[1],
-                        parts[2],
-                        parts[3],
-                        parts[4],
-                        parts[5],
-                        reference ? ref.loss : nan,
-                        reference ? ref.grad_norm : nan,
-                        reference ? ref.param_norm : nan,
-                        mfu_gemm,
-                        parts[7]});
-    }
-    if (o.watchdog) o.watchdog->arm(o.timeout_s, "checkpoint after train step " + std::to_string(s));
+// One step as the job saw it: this rank's stats, the breakdown averaged over ranks
+// (compute, tp, pp, dp, ep, other, total, cp), the slowest rank's step time and the
+// figures that follow from it.
+struct StepFigures {
+  StepStats st;
+  double parts[8] = {};
+  double step_time = 0, tokens_per_s = 0, tflops = 0, mfu = 0, mfu_gemm = 0;
+};
+
+StepFigures run_and_time_step(const TrainOptions& o, const TrainSetup& s, int step, int rank, int size,
+                              MPI_Comm world) {
+  StepFigures f;
+  TimeBreakdown t;
+  f.st = s.executor->step(&t);
+  // Testing hook: the last rank's loss turns NaN, as a diverged run's would.
+  if (step == o.inject_nan_loss_step && rank == size - 1) f.st.loss = std::nan("");
+  // Breakdown averaged over ranks; step time = the slowest rank.
+  const double parts[8] = {t.compute, t.tp, t.pp, t.dp, t.ep, t.other, t.total, t.cp};
+  std::copy(std::begin(parts), std::end(parts), f.parts);
+  MPI_Allreduce(MPI_IN_PLACE, f.parts, 8, MPI_DOUBLE, MPI_SUM, world);
+  f.step_time = t.total;
+  MPI_Allreduce(MPI_IN_PLACE, &f.step_time, 1, MPI_DOUBLE, MPI_MAX, world);
+  for (double& p : f.parts) p /= size;
+  f.tokens_per_s = static_cast<double>(f.st.tokens) / f.step_time;
+  f.tflops = s.flops_per_step / f.step_time * 1e-12;
+  f.mfu = s.flops_per_step / (f.step_time * size * s.peak.gflops * 1e9);
+  f.mfu_gemm =
+      s.gemm_peak.gflops > 0 ? s.flops_per_step / (f.step_time * size * s.gemm_peak.gflops * 1e9) : std::nan("");
+  return f;
+}
+
+// --dump: the global batch of step `step`, as the reference draws it.
+void dump_batch(store::Run& dump, ReferenceTrainer& reference, int step) {
+  const Batch batch = reference.global_batch(step);
+  std::vector<double> in(batch.inputs.begin(), batch.inputs.end()), tg(batch.targets.begin(), batch.targets.end());
+  const std::vector<std::uint64_t> shape{static_cast<std::uint64_t>(batch.sequences),
+                                         static_cast<std::uint64_t>(batch.seq_len)};
+  dump.write_array("batch/step" + std::to_string(step) + "/inputs", shape, in.data());
+  dump.write_array("batch/step" + std::to_string(step) + "/targets", shape, tg.data());
+}
+
+// Whether a step failed the run, and why.
+struct StepVerdict {
+  StepStats ref;  // the serial reference's step (rank 0, with a reference)
+  int bad = 0;
+  bool diverged = false;
+  std::string mismatch;
+};
+
+// Rank 0 with a reference: steps it (dumping step 0's gradients) and, with --check,
+// compares the loss, gradient norm and parameter norm.
+void step_reference(const TrainOptions& o, TrainSetup& s, const StepStats& st, int step, StepVerdict& v) {
+  v.ref = s.reference->step();
+  if (s.dump && step == 0) dump_tensors(*s.dump, *s.reference, "grads", true);
+  const CheckTolerance& tol = s.tol;
+  const StepStats& ref = v.ref;
+  const char* what = !o.check                                                ? nullptr
+                     : !close(st.loss, ref.loss, tol.loss)                   ? "loss"
+                     : !close(st.grad_norm, ref.grad_norm, tol.grad_norm)    ? "grad_norm"
+                     : !close(st.param_norm, ref.param_norm, tol.param_norm) ? "param_norm"
+                                                                             : nullptr;
+  if (!what) return;
+  v.bad = 1;
+  char buf[256];
+  std::snprintf(buf, sizeof buf, "step %d: %s %.9g differs from the serial reference's %.9g", step, what,
+                std::string(what) == "loss"        ? st.loss
+                : std::string(what) == "grad_norm" ? st.grad_norm
+                                                   : st.param_norm,
+                std::string(what) == "loss"        ? ref.loss
+                : std::string(what) == "grad_norm" ? ref.grad_norm
+                                                   : ref.param_norm);
+  v.mismatch = buf;
+}
+
+// Collective: a loss or gradient that is no longer finite on any rank ends the run,
+// failed, naming the step. The message carries the lowest diverged rank's values (each
+// rank has its own loss).
+void agree_on_divergence(const TrainOptions& o, const StepStats& st, int step, int rank, int size, MPI_Comm world,
+                         StepVerdict& v) {
+  int first_diverged = !std::isfinite(st.loss) || !std::isfinite(st.grad_norm) ? rank : size;
+  MPI_Allreduce(MPI_IN_PLACE, &first_diverged, 1, MPI_INT, MPI_MIN, world);
+  v.diverged = first_diverged < size;
+  if (!v.diverged) return;
+  double values[2] = {st.loss, st.grad_norm};
+  MPI_Bcast(values, 2, MPI_DOUBLE, first_diverged, world);
+  if (v.bad) return;
+  v.bad = 1;
+  char buf[256];
+  std::snprintf(buf, sizeof buf,
+                "step %d: the training loss became %g on rank %d (grad norm %g): training diverged (is --lr %g "
+                "too large?)",
+                step, values[0], first_diverged, values[1], o.lr);
+  v.mismatch = buf;
+}
+
+void print_step_line(const TrainOptions& o, int step, const StepFigures& f, const StepVerdict& v) {
+  std::printf("  %4d %10.6f %9.4f %10.1f %9.5f %6.2f%% | %8.4f %8.4f %8.4f %8.4f %8.4f %8.4f", step, f.st.loss,
+              f.step_time, f.tokens_per_s, f.tflops, 100 * f.mfu, f.parts[0], f.parts[1], f.parts[2], f.parts[3],
+              f.parts[4], f.parts[7]);
+  if (o.check) std::printf("  ref %.6f %s", v.ref.loss, v.bad ? "MISMATCH" : "ok");
+  std::printf("\n");
+  std::fflush(stdout);
+}
+
+store::Row step_row(int step, const StepFigures& f, const StepVerdict& v, bool with_reference) {
+  const double nan = std::nan("");
+  const StepStats& st = f.st;
+  return {static_cast<std::int64_t>(step),
+          st.loss,
+          st.aux_loss,
+          st.grad_norm,
+          st.param_norm,
+          f.step_time,
+          f.tokens_per_s,
+          f.tflops,
+          f.mfu,
+          f.parts[0],
+          f.parts[1],
+          f.parts[2],
+          f.parts[3],
+          f.parts[4],
+          f.parts[5],
+          with_reference ? v.ref.loss : nan,
+          with_reference ? v.ref.grad_norm : nan,
+          with_reference ? v.ref.param_norm : nan,
+          f.mfu_gemm,
+          f.parts[7]};
+}
+
+// Sums over the timed steps (every step after the first one run, or that one alone).
+struct TimedSteps {
+  double seconds = 0, bubble = 0;
+  int count = 0;
+};
+
+// The steps from first_step on, each behind the arrival gate and the watchdog: timed,
+// checked, printed and recorded, a checkpoint after it when due. Stops at the first
+// failed step (out.check_ok, out.mismatch).
+TimedSteps run_steps(const TrainOptions& o, TrainSetup& s, TrainCheckpoints& checkpoints, ArrivalGate& gate,
+                     int first_step, int rank, int size, MPI_Comm world, RunRecorder* recorder,
+                     std::vector<double>& losses, TrainOutcome& out) {
+  TimedSteps timed;
+  for (int step = first_step; step < o.steps; ++step) {
+    gate.pass("train step " + std::to_string(step), o.timeout_s);
+    if (o.watchdog) o.watchdog->arm(o.timeout_s, "train step " + std::to_string(step));
+    const StepFigures f = run_and_time_step(o, s, step, rank, size, world);
+    StepVerdict v;
+    if (s.dump) dump_batch(*s.dump, *s.reference, step);
+    losses.push_back(f.st.loss);
+    if (s.reference) step_reference(o, s, f.st, step, v);
+    MPI_Bcast(&v.bad, 1, MPI_INT, 0, world);
+    agree_on_divergence(o, f.st, step, rank, size, world, v);
+    if (rank == 0 && o.print_steps) print_step_line(o, step, f, v);
+    if (recorder && recorder->active())
+      recorder->append("steps", step_columns(), step_row(step, f, v, s.reference != nullptr));
+    if (o.watchdog) o.watchdog->arm(o.timeout_s, "checkpoint after train step " + std::to_string(step));
     // A diverged state is never saved: the newest checkpoint stays the last finite one.
-    if (!diverged) checkpoints.after_step(s, exec.checkpointable());
+    if (!v.diverged) checkpoints.after_step(step, s.executor->checkpointable());
     if (o.watchdog) o.watchdog->arm(o.timeout_s, "train (between steps)");
-    if (s > first_step || o.steps == first_step + 1) {
-      timed += step_time;
-      bubble += parts[2] / step_time;
-      ++timed_steps;
+    if (step > first_step || o.steps == first_step + 1) {
+      timed.seconds += f.step_time;
+      timed.bubble += f.parts[2] / f.step_time;
+      ++timed.count;
     }
-    out.final_loss = st.loss;
-    if (bad) {
+    out.final_loss = f.st.loss;
+    if (v.bad) {
       out.check_ok = false;
-      out.mismatch = mismatch;
+      out.mismatch = v.mismatch;
       break;
     }
   }
-  if (o.watchdog) o.watchdog->arm(o.timeout_s, "train (finishing: checkpoints, memory statistics)");
-  checkpoints.finish();
-  if (dump) {
-    dump->write_array("losses", {static_cast<std::uint64_t>(losses.size())}, losses.data());
-    dump->finish(out.check_ok ? store::RunStatus::complete : store::RunStatus::failed, out.mismatch);
-  }
-  out.mean_step_s = timed / std::max(timed_steps, 1);
-  out.tokens_per_s = static_cast<double>(o.split.global_batch()) * model.seq_len / out.mean_step_s;
-  out.model_tflops = flops_per_step / out.mean_step_s * 1e-12;
-  out.mfu = flops_per_step / (out.mean_step_s * size * peak * 1e9);
-  out.mfu_gemm = gemm_peak > 0 ? flops_per_step / (out.mean_step_s * size * gemm_peak * 1e9) : 0.0;
-  out.bubble_fraction = bubble / std::max(timed_steps, 1);
+  return timed;
+}
 
-  // Memory: measured peak RSS (host) and model state per rank against the accounting
-  // (fp32 AdamW: 16 bytes per parameter; bf16 mixed precision as accounting.hpp counts it).
+// Memory: measured peak RSS (host) and model state per rank against the accounting
+// (fp32 AdamW: 16 bytes per parameter; bf16 mixed precision as accounting.hpp counts it).
+// Gathered to rank 0, which prints and records it.
+void report_memory(const ModelConfig& model, const TrainOptions& o, TrainExecutor& exec, int rank, int size,
+                   MPI_Comm world, RunRecorder* recorder) {
   const int stage = exec.groups().coord.pp;
   const RankMemory acc =
       memory_per_rank(model, o.split, exec.precision() == "bf16" ? bf16_mixed_adam() : fp32_adam(), stage);
@@ -529,19 +588,70 @@ TrainOutcome run_training(const ModelConfig& model, const TrainOptions& o, MPI_C
   MPI_Gather(mine, 4, MPI_DOUBLE, all.data(), 4, MPI_DOUBLE, 0, world);
   std::vector<int> stages(size);
   MPI_Gather(&stage, 1, MPI_INT, stages.data(), 1, MPI_INT, 0, world);
-  if (rank == 0) {
+  if (rank != 0) return;
+  if (o.print_steps) std::printf("# memory per rank (MiB): peak RSS | model state (params+grads+Adam) vs accounting\n");
+  for (int r = 0; r < size; ++r) {
+    const double* v = &all[4 * static_cast<size_t>(r)];
     if (o.print_steps)
-      std::printf("# memory per rank (MiB): peak RSS | model state (params+grads+Adam) vs accounting\n");
-    for (int r = 0; r < size; ++r) {
-      const double* v = &all[4 * static_cast<size_t>(r)];
-      if (o.print_steps)
-        std::printf("#   rank %d stage %d: %8.1f | %8.3f vs %8.3f\n", r, stages[r], v[0] / 1048576.0, v[1] / 1048576.0,
-                    v[2] / 1048576.0);
-      if (recorder && recorder->active())
-        recorder->append("memory", memory_columns(),
-                         {static_cast<std::int64_t>(r), static_cast<std::int64_t>(stages[r]), v[0], v[1], v[2], v[3]});
-    }
+      std::printf("#   rank %d stage %d: %8.1f | %8.3f vs %8.3f\n", r, stages[r], v[0] / 1048576.0, v[1] / 1048576.0,
+                  v[2] / 1048576.0);
+    if (recorder && recorder->active())
+      recorder->append("memory", memory_columns(),
+                       {static_cast<std::int64_t>(r), static_cast<std::int64_t>(stages[r]), v[0], v[1], v[2], v[3]});
   }
+}
+
+// After the last step: checkpoint totals, the dump's losses and status, the means over
+// the timed steps.
+void finish_training(const ModelConfig& model, const TrainOptions& o, const TrainSetup& s,
+                     TrainCheckpoints& checkpoints, const std::vector<double>& losses, const TimedSteps& timed,
+                     int size, TrainOutcome& out) {
+  if (o.watchdog) o.watchdog->arm(o.timeout_s, "train (finishing: checkpoints, memory statistics)");
+  checkpoints.finish();
+  if (s.dump) {
+    s.dump->write_array("losses", {static_cast<std::uint64_t>(losses.size())}, losses.data());
+    s.dump->finish(out.check_ok ? store::RunStatus::complete : store::RunStatus::failed, out.mismatch);
+  }
+  out.mean_step_s = timed.seconds / std::max(timed.count, 1);
+  out.tokens_per_s = static_cast<double>(o.split.global_batch()) * model.seq_len / out.mean_step_s;
+  out.model_tflops = s.flops_per_step / out.mean_step_s * 1e-12;
+  out.mfu = s.flops_per_step / (out.mean_step_s * size * s.peak.gflops * 1e9);
+  out.mfu_gemm = s.gemm_peak.gflops > 0 ? s.flops_per_step / (out.mean_step_s * size * s.gemm_peak.gflops * 1e9) : 0.0;
+  out.bubble_fraction = timed.bubble / std::max(timed.count, 1);
+}
+
+}  // namespace
+
+TrainOutcome run_training(const ModelConfig& model, const TrainOptions& o, MPI_Comm world, RunRecorder* recorder) {
+  int rank = 0, size = 1;
+  MPI_Comm_rank(world, &rank);
+  MPI_Comm_size(world, &size);
+  check_training(model, o, world);
+  // Ranks share the cores: one BLAS thread each unless --threads (or, in a one-rank
+  // run, OPENBLAS_NUM_THREADS) says otherwise. The reference uses the same count.
+  const int threads = blas_threads_for_run(o.threads, size);
+  set_blas_threads(threads);
+  WatchdogScope setup_watch(o.watchdog, o.timeout_s, "train setup (process groups, peak measurement, resume)");
+  TrainSetup setup;
+  set_up_training(setup, model, o, world, rank, threads);
+  std::vector<double> losses;
+  if (recorder && recorder->active()) record_training_attrs(*recorder, model, o, setup);
+  if (rank == 0 && o.print_steps) print_training_header(model, o, setup, size);
+
+  checkpoint::RunIdentity identity{model.name, describe(o.split), size, o.seed, o.lr, setup.data->describe()};
+  if (!o.data_file.empty()) identity.data += ", " + std::to_string(o.token_bytes) + "-byte tokens";
+  TrainCheckpoints checkpoints(o, identity, world, recorder);
+  const int first_step = checkpoints.begin(setup.executor->checkpointable());
+  // --check after a resume: the reference replays the steps before it (it has no
+  // checkpoint of its own), so every step run here is still compared.
+  for (int s = 0; setup.reference && s < first_step; ++s) setup.reference->step();
+
+  TrainOutcome out;
+  out.first_step = first_step;
+  ArrivalGate gate(world);
+  const TimedSteps timed = run_steps(o, setup, checkpoints, gate, first_step, rank, size, world, recorder, losses, out);
+  finish_training(model, o, setup, checkpoints, losses, timed, size, out);
+  report_memory(model, o, *setup.executor, rank, size, world, recorder);
   return out;
 }
 

@@ -20,6 +20,7 @@
 #include "suites/job_guard.hpp"
 #include "suites/mpi_session.hpp"
 #include "suites/run_recorder.hpp"
+#include "suites/split_flags.hpp"
 #include "suites/train_runner.hpp"
 #include "suites/zero_flags.hpp"
 
@@ -60,10 +61,7 @@ constexpr const char* kAbout =
 struct TrainArgs {
   std::string model = "tiny-dense";
   std::string seed = "1234";  // text: an unsigned option would take -1 as 2^64 - 1
-  int dp = 1, tp = 1, pp = 1, ep = 1, vpp = 1, microbatches = 1, micro_batch_size = 1;
-  int cp = 1;
-  std::string cp_comm = "all_gather";
-  std::string schedule = "1f1b";
+  SplitFlags<int> split;
   ZeroFlags zero;
   bool no_dp_overlap = false;
   std::string out;
@@ -82,21 +80,9 @@ po::options_description describe_options(TrainArgs& a, po::options_description& 
   po::options_description o("options");
   o.add_options()("help,h", "this text");  // first, as in every command's help
   add_zero_options(o, hidden, a.zero, false);
-  o.add_options()("model", po::value(&a.model)->default_value(a.model), "catalog name or path to a model .json")(
-      "dp", po::value(&a.dp)->default_value(1), "data-parallel degree")("tp", po::value(&a.tp)->default_value(1),
-                                                                        "tensor-parallel degree")(
-      "pp", po::value(&a.pp)->default_value(1), "pipeline stages")("ep", po::value(&a.ep)->default_value(1),
-                                                                   "expert-parallel degree (divides dp)")(
-      "cp", po::value(&a.cp)->default_value(1),
-      "context-parallel degree: each sequence split over cp ranks (2*cp chunks, paired for causal balance)")(
-      "cp-comm", po::value(&a.cp_comm)->default_value(a.cp_comm),
-      "context-parallel attention: all_gather (K/V gathered per layer) or ring (K/V blocks passed around the CP ring)")(
-      "vpp", po::value(&a.vpp)->default_value(1), "model chunks per stage (interleaved; 2 for dualpipev)")(
-      "microbatches", po::value(&a.microbatches)->default_value(1), "microbatches per DP replica")(
-      "micro-batch-size", po::value(&a.micro_batch_size)->default_value(1), "sequences per microbatch")(
-      "schedule", po::value(&a.schedule)->default_value(a.schedule),
-      "afab, 1f1b, interleaved, zb-h1 (zero bubble: weight gradients deferred) or dualpipev (DeepSeek's DualPipe, "
-      "V-shaped; --vpp 2)")("steps", po::value(&a.options.steps)->default_value(5), "training steps")(
+  o.add_options()("model", po::value(&a.model)->default_value(a.model), "catalog name or path to a model .json");
+  add_split_options(o, a.split, SplitFlagsFor::run);
+  o.add_options()("steps", po::value(&a.options.steps)->default_value(5), "training steps")(
       "lr", double_value(&a.options.lr), "AdamW learning rate")("seed", po::value(&a.seed)->default_value("1234"),
                                                                 "seed of weights and synthetic data, 0 to 2^63 - 1")(
       "check", po::bool_switch(&a.options.check), "compare every step with the serial reference")(
@@ -138,16 +124,16 @@ po::options_description describe_options(TrainArgs& a, po::options_description& 
   return o;
 }
 
-models::ParallelSplit split_from(int dp, int tp, int pp, int ep, int vpp, int m, int b, const std::string& schedule) {
+models::ParallelSplit split_from(const SplitFlags<int>& f) {
   models::ParallelSplit s;
-  s.dp = dp;
-  s.tp = tp;
-  s.pp = pp;
-  s.ep = ep;
-  s.vpp = vpp;
-  s.microbatches = m;
-  s.micro_batch_size = b;
-  s.schedule = models::parse_schedule(schedule);
+  s.dp = f.dp;
+  s.tp = f.tp;
+  s.pp = f.pp;
+  s.ep = f.ep;
+  s.vpp = f.vpp;
+  s.microbatches = f.microbatches;
+  s.micro_batch_size = f.micro_batch_size;
+  s.schedule = models::parse_schedule(f.schedule);
   return s;
 }
 
@@ -190,10 +176,10 @@ int run(int argc, char** argv, MpiSession& mpi) {
   normalize_peak_flags(vm.count("peak-gflops") > 0, a.options);
   check_checkpoint_options(a.options);
   const models::ModelConfig model = models::load_model(a.model);
-  a.options.split = split_from(a.dp, a.tp, a.pp, a.ep, a.vpp, a.microbatches, a.micro_batch_size, a.schedule);
+  a.options.split = split_from(a.split);
   apply_zero_flags(a.zero, a.options.split);
-  a.options.split.cp = a.cp;
-  a.options.split.cp_comm = models::parse_cp_comm(a.cp_comm);
+  a.options.split.cp = a.split.cp;
+  a.options.split.cp_comm = models::parse_cp_comm(a.split.cp_comm);
   a.options.executor.dp_overlap = !a.no_dp_overlap;
   gpu::parse_attention_kernels(a.options.executor.cuda_attention);  // a bad value is refused in every build
   if (a.options.executor.kind != "cuda" && !vm["cuda-attention"].defaulted())

@@ -217,27 +217,21 @@ const char* kind_name(SourceKind k) {
   return "?";
 }
 
-}  // namespace
-
-Topology parse_topology(const std::string& json_text, const std::string& origin) {
-  json j;
+json parse_json(const std::string& json_text, const std::string& origin) {
   try {
-    j = json::parse(json_text);
+    return json::parse(json_text);
   } catch (const json::parse_error& e) {
     throw UsageError(origin + ": not valid JSON: " + e.what());
   }
-  Reader top(j, origin, "");
-  top.allow({"name", "description", "sources", "device", "scale_up", "scale_out", "model", "fits", "reliability"});
-  Topology t;
-  t.origin = origin;
-  t.name = top.str("name");
-  if (t.name.empty()) top.fail("name", "must not be empty");
-  t.description = top.str("description");
+}
 
+// "sources": every figure's source id, each public, measured or an assumption.
+std::vector<Source> read_sources(const Reader& top) {
   const json& sources = top.at("sources");
   if (!sources.is_object() || sources.empty()) top.fail("sources", "must be a non-empty object");
+  std::vector<Source> out;
   for (auto it = sources.begin(); it != sources.end(); ++it) {
-    Reader s(it.value(), origin, "sources." + it.key());
+    Reader s(it.value(), top.origin(), "sources." + it.key());
     s.allow({"kind", "ref"});
     Source src;
     src.id = it.key();
@@ -254,112 +248,155 @@ Topology parse_topology(const std::string& json_text, const std::string& origin)
     if (src.ref.empty()) s.fail("ref", "must not be empty");
     if (src.kind == SourceKind::public_ref && src.ref.rfind("http://", 0) != 0 && src.ref.rfind("https://", 0) != 0)
       s.fail("ref", "a public source must start with its http(s) address");
-    t.sources.push_back(src);
+    out.push_back(src);
   }
+  return out;
+}
 
-  Reader dev = top.child("device");
+// "device.gemm_tiles": whole numbers of units and tile sizes, wave quantization 0 or 1.
+GemmTiles read_gemm_tiles(const Reader& tiles) {
+  tiles.allow({"compute_units", "tile_rows", "tile_cols", "wave_quantization"});
+  GemmTiles g;
+  g.compute_units = tiles.figure("compute_units", false, 1, 1e5);
+  g.tile_rows = tiles.figure("tile_rows", false, 1, 1e5);
+  g.tile_cols = tiles.figure("tile_cols", false, 1, 1e5);
+  for (auto [key, fig] :
+       {std::pair{"compute_units", &g.compute_units}, {"tile_rows", &g.tile_rows}, {"tile_cols", &g.tile_cols}})
+    if (fig->get() != static_cast<long long>(fig->get()))
+      tiles.fail(std::string(key) + ".value", "must be a whole number");
+  if (tiles.has("wave_quantization")) {
+    g.wave_quantization = tiles.figure("wave_quantization", false, 0, 1);
+    if (g.wave_quantization.get() != 0 && g.wave_quantization.get() != 1)
+      tiles.fail("wave_quantization.value", "must be 1 (a partial last wave idles units) or 0 (spread over all units)");
+  }
+  return g;
+}
+
+// "device": name, peak TFLOP/s per dtype (fp32 or bf16 at least), memory and, optionally,
+// its GEMM tiles.
+Device read_device(const Reader& dev) {
   dev.allow({"name", "peak_tflops", "memory_GB", "memory_bandwidth_GBps", "gemm_tiles"});
-  t.device.name = dev.str("name");
+  Device d;
+  d.name = dev.str("name");
   Reader peak = dev.child("peak_tflops");
   peak.allow({"fp32", "tf32", "bf16", "fp8"});
-  t.device.fp32 = peak.figure("fp32", true, 1e-9);
-  t.device.tf32 = peak.figure("tf32", true, 1e-9);
-  t.device.bf16 = peak.figure("bf16", true, 1e-9);
-  t.device.fp8 = peak.figure("fp8", true, 1e-9);
-  if (!t.device.fp32.known() && !t.device.bf16.known()) peak.fail("", "needs at least fp32 or bf16");
-  t.device.memory_GB = dev.figure("memory_GB", false, 1e-6);
-  t.device.memory_bandwidth_GBps = dev.figure("memory_bandwidth_GBps", false, 1e-6);
-  if (dev.has("gemm_tiles")) {
-    Reader tiles = dev.child("gemm_tiles");
-    tiles.allow({"compute_units", "tile_rows", "tile_cols", "wave_quantization"});
-    GemmTiles g;
-    g.compute_units = tiles.figure("compute_units", false, 1, 1e5);
-    g.tile_rows = tiles.figure("tile_rows", false, 1, 1e5);
-    g.tile_cols = tiles.figure("tile_cols", false, 1, 1e5);
-    for (auto [key, fig] :
-         {std::pair{"compute_units", &g.compute_units}, {"tile_rows", &g.tile_rows}, {"tile_cols", &g.tile_cols}})
-      if (fig->get() != static_cast<long long>(fig->get()))
-        tiles.fail(std::string(key) + ".value", "must be a whole number");
-    if (tiles.has("wave_quantization")) {
-      g.wave_quantization = tiles.figure("wave_quantization", false, 0, 1);
-      if (g.wave_quantization.get() != 0 && g.wave_quantization.get() != 1)
-        tiles.fail("wave_quantization.value",
-                   "must be 1 (a partial last wave idles units) or 0 (spread over all units)");
-    }
-    t.device.gemm_tiles = g;
-  }
+  d.fp32 = peak.figure("fp32", true, 1e-9);
+  d.tf32 = peak.figure("tf32", true, 1e-9);
+  d.bf16 = peak.figure("bf16", true, 1e-9);
+  d.fp8 = peak.figure("fp8", true, 1e-9);
+  if (!d.fp32.known() && !d.bf16.known()) peak.fail("", "needs at least fp32 or bf16");
+  d.memory_GB = dev.figure("memory_GB", false, 1e-6);
+  d.memory_bandwidth_GBps = dev.figure("memory_bandwidth_GBps", false, 1e-6);
+  if (dev.has("gemm_tiles")) d.gemm_tiles = read_gemm_tiles(dev.child("gemm_tiles"));
+  return d;
+}
 
-  Reader up = top.child("scale_up");
+// "scale_up.torus".
+Torus read_torus(const Reader& tr) {
+  tr.allow({"links_per_chip", "link_bandwidth_GBps", "axis_chips"});
+  Torus torus;
+  torus.links_per_chip = tr.figure("links_per_chip", false, 1, 64);
+  torus.link_bandwidth_GBps = tr.figure("link_bandwidth_GBps", false, 1e-6);
+  torus.axis_chips = tr.figure("axis_chips", false, 2, 1e6);
+  return torus;
+}
+
+// "scale_up": the fabric, its whole number of devices per domain and, optionally, a torus.
+ScaleUp read_scale_up(const Reader& up) {
   up.allow({"name", "devices_per_domain", "bandwidth_GBps", "latency_us", "algorithms", "torus"});
-  static_cast<Fabric&>(t.scale_up) = read_fabric(up, Fabric{});
-  t.scale_up.devices_per_domain = up.figure("devices_per_domain", false, 1, 1e7);
-  if (t.scale_up.devices_per_domain.get() != static_cast<int>(t.scale_up.devices_per_domain.get()))
+  ScaleUp s;
+  static_cast<Fabric&>(s) = read_fabric(up, Fabric{});
+  s.devices_per_domain = up.figure("devices_per_domain", false, 1, 1e7);
+  if (s.devices_per_domain.get() != static_cast<int>(s.devices_per_domain.get()))
     up.fail("devices_per_domain.value", "must be a whole number");
-  if (up.has("torus")) {
-    Reader tr = up.child("torus");
-    tr.allow({"links_per_chip", "link_bandwidth_GBps", "axis_chips"});
-    Torus torus;
-    torus.links_per_chip = tr.figure("links_per_chip", false, 1, 64);
-    torus.link_bandwidth_GBps = tr.figure("link_bandwidth_GBps", false, 1e-6);
-    torus.axis_chips = tr.figure("axis_chips", false, 2, 1e6);
-    t.scale_up.torus = torus;
-  }
-  if (top.has("scale_out")) {
-    Reader out = top.child("scale_out");
-    out.allow({"name", "bandwidth_GBps", "latency_us", "algorithms"});
-    t.scale_out = read_fabric(out, Fabric{});
-  }
+  if (up.has("torus")) s.torus = read_torus(up.child("torus"));
+  return s;
+}
 
-  Reader model = top.child("model");
+// "scale_out": the network between domains.
+Fabric read_scale_out(const Reader& out) {
+  out.allow({"name", "bandwidth_GBps", "latency_us", "algorithms"});
+  return read_fabric(out, Fabric{});
+}
+
+// "model": the efficiencies and overheads the sim prices with.
+ModelParams read_model_params(const Reader& model) {
   model.allow({"collective_launch_us", "gemm_efficiency", "memory_efficiency", "op_overhead_us", "scale_up_efficiency",
                "scale_out_efficiency"});
-  t.model.collective_launch_us = model.figure("collective_launch_us", false, 0.0, 1e6);
-  t.model.gemm_efficiency = model.figure("gemm_efficiency", false, 1e-3, 1.0);
-  t.model.memory_efficiency = model.figure("memory_efficiency", false, 1e-3, 1.0);
-  t.model.op_overhead_us = model.figure("op_overhead_us", false, 0.0, 1e6);
-  t.model.scale_up_efficiency = model.figure("scale_up_efficiency", false, 1e-3, 1.0);
-  t.model.scale_out_efficiency = model.figure("scale_out_efficiency", false, 1e-3, 1.0);
+  ModelParams m;
+  m.collective_launch_us = model.figure("collective_launch_us", false, 0.0, 1e6);
+  m.gemm_efficiency = model.figure("gemm_efficiency", false, 1e-3, 1.0);
+  m.memory_efficiency = model.figure("memory_efficiency", false, 1e-3, 1.0);
+  m.op_overhead_us = model.figure("op_overhead_us", false, 0.0, 1e6);
+  m.scale_up_efficiency = model.figure("scale_up_efficiency", false, 1e-3, 1.0);
+  m.scale_out_efficiency = model.figure("scale_out_efficiency", false, 1e-3, 1.0);
+  return m;
+}
 
-  if (top.has("fits")) {
-    const json& fits = top.at("fits");
-    if (!fits.is_array()) top.fail("fits", "must be a list");
-    for (size_t i = 0; i < fits.size(); ++i) {
-      Reader f(fits[i], origin, "fits[" + std::to_string(i) + "]");
-      f.allow({"op", "scope", "group_size", "alpha_us", "algbw_GBps", "busbw_GBps", "points", "rms_rel_residual",
-               "max_rel_residual", "min_bytes", "max_bytes", "source"});
-      CollectiveFit c;
-      c.op = f.str("op");
-      c.scope = f.str("scope");
-      if (c.scope != "intra" && c.scope != "inter" && c.scope != "world")
-        f.fail("scope", "must be intra, inter or world");
-      c.group_size = static_cast<int>(f.number("group_size"));
-      if (c.group_size < 2) f.fail("group_size", "must be >= 2");
-      c.alpha_us = f.number("alpha_us");
-      c.algbw_GBps = f.number("algbw_GBps");
-      if (c.alpha_us < 0) f.fail("alpha_us", "must be >= 0");
-      if (!(c.algbw_GBps > 0)) f.fail("algbw_GBps", "must be > 0");
-      c.busbw_GBps = f.number("busbw_GBps");
-      c.points = static_cast<int>(f.number("points"));
-      c.rms_rel_residual = f.number("rms_rel_residual");
-      c.max_rel_residual = f.number("max_rel_residual");
-      c.min_bytes = f.number("min_bytes");
-      c.max_bytes = f.number("max_bytes");
-      c.source = f.str("source");
-      t.fits.push_back(c);
-    }
-  }
-  if (top.has("reliability")) {
-    Reader rel = top.child("reliability");
-    rel.allow({"node_mtbf_hours", "devices_per_node", "checkpoint_write_GBps", "restart_minutes"});
-    Reliability r;
-    r.node_mtbf_hours = rel.figure("node_mtbf_hours", false, 1e-6);
-    r.devices_per_node = rel.figure("devices_per_node", false, 1, 1e7);
-    if (r.devices_per_node.get() != static_cast<int>(r.devices_per_node.get()))
-      rel.fail("devices_per_node.value", "must be a whole number");
-    r.checkpoint_write_GBps = rel.figure("checkpoint_write_GBps", false, 1e-9);
-    r.restart_minutes = rel.figure("restart_minutes", false, 0.0, 1e6);
-    t.reliability = r;
-  }
+// One of "fits": a calibrated collective (ibt calibrate).
+CollectiveFit read_fit(const Reader& f) {
+  f.allow({"op", "scope", "group_size", "alpha_us", "algbw_GBps", "busbw_GBps", "points", "rms_rel_residual",
+           "max_rel_residual", "min_bytes", "max_bytes", "source"});
+  CollectiveFit c;
+  c.op = f.str("op");
+  c.scope = f.str("scope");
+  if (c.scope != "intra" && c.scope != "inter" && c.scope != "world") f.fail("scope", "must be intra, inter or world");
+  c.group_size = static_cast<int>(f.number("group_size"));
+  if (c.group_size < 2) f.fail("group_size", "must be >= 2");
+  c.alpha_us = f.number("alpha_us");
+  c.algbw_GBps = f.number("algbw_GBps");
+  if (c.alpha_us < 0) f.fail("alpha_us", "must be >= 0");
+  if (!(c.algbw_GBps > 0)) f.fail("algbw_GBps", "must be > 0");
+  c.busbw_GBps = f.number("busbw_GBps");
+  c.points = static_cast<int>(f.number("points"));
+  c.rms_rel_residual = f.number("rms_rel_residual");
+  c.max_rel_residual = f.number("max_rel_residual");
+  c.min_bytes = f.number("min_bytes");
+  c.max_bytes = f.number("max_bytes");
+  c.source = f.str("source");
+  return c;
+}
+
+std::vector<CollectiveFit> read_fits(const Reader& top) {
+  const json& fits = top.at("fits");
+  if (!fits.is_array()) top.fail("fits", "must be a list");
+  std::vector<CollectiveFit> out;
+  for (size_t i = 0; i < fits.size(); ++i)
+    out.push_back(read_fit(Reader(fits[i], top.origin(), "fits[" + std::to_string(i) + "]")));
+  return out;
+}
+
+// "reliability": the failure figures goodput is computed from.
+Reliability read_reliability(const Reader& rel) {
+  rel.allow({"node_mtbf_hours", "devices_per_node", "checkpoint_write_GBps", "restart_minutes"});
+  Reliability r;
+  r.node_mtbf_hours = rel.figure("node_mtbf_hours", false, 1e-6);
+  r.devices_per_node = rel.figure("devices_per_node", false, 1, 1e7);
+  if (r.devices_per_node.get() != static_cast<int>(r.devices_per_node.get()))
+    rel.fail("devices_per_node.value", "must be a whole number");
+  r.checkpoint_write_GBps = rel.figure("checkpoint_write_GBps", false, 1e-9);
+  r.restart_minutes = rel.figure("restart_minutes", false, 0.0, 1e6);
+  return r;
+}
+
+}  // namespace
+
+Topology parse_topology(const std::string& json_text, const std::string& origin) {
+  const json j = parse_json(json_text, origin);
+  Reader top(j, origin, "");
+  top.allow({"name", "description", "sources", "device", "scale_up", "scale_out", "model", "fits", "reliability"});
+  Topology t;
+  t.origin = origin;
+  t.name = top.str("name");
+  if (t.name.empty()) top.fail("name", "must not be empty");
+  t.description = top.str("description");
+  t.sources = read_sources(top);
+  t.device = read_device(top.child("device"));
+  t.scale_up = read_scale_up(top.child("scale_up"));
+  if (top.has("scale_out")) t.scale_out = read_scale_out(top.child("scale_out"));
+  t.model = read_model_params(top.child("model"));
+  if (top.has("fits")) t.fits = read_fits(top);
+  if (top.has("reliability")) t.reliability = read_reliability(top.child("reliability"));
   check_sources(t);
   return t;
 }
