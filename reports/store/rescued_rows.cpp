@@ -57,15 +57,16 @@ std::string write_tables(const fs::path& folder, const std::vector<KeptTable>& t
 }  // namespace
 
 RescueResult rescue_rows(const std::string& results_path, const std::string& run_id,
-                         const std::vector<KeptTable>& tables) {
+                         const std::vector<KeptTable>& tables, bool disk_full) {
   bool any = false;
   for (const KeptTable& t : tables) any = any || !t.rows.empty();
   if (!any) return {};
   const fs::path results(results_path);
   const std::string name = results.filename().string() + ".run-" + run_id + ".rescued";
   const char* tmp = std::getenv("TMPDIR");
-  const fs::path candidates[] = {results.parent_path().empty() ? fs::path(name) : results.parent_path() / name,
-                                 fs::path(tmp && *tmp ? tmp : "/tmp") / name};
+  const fs::path beside = results.parent_path().empty() ? fs::path(name) : results.parent_path() / name;
+  const fs::path in_tmp = fs::path(tmp && *tmp ? tmp : "/tmp") / name;
+  const fs::path candidates[] = {disk_full ? in_tmp : beside, disk_full ? beside : in_tmp};
   std::string errors;
   for (const fs::path& folder : candidates) {
     const std::string error = write_tables(folder, tables);

@@ -147,7 +147,10 @@ std::string record_failed_run(const std::string& path, bool file_exists, const R
       (void)ftruncate(*static_cast<int*>(handle), 0);
     std::size_t rows = 0;  // every row handed to the run, the one being written included
     for (const auto& table : memo.kept) rows += table.rows.size();
-    const RescueResult rescued = rescue_rows(file.path, memo.id, memo.kept);
+    // The cause names the errno HDF5 reported (describe_write_errno), errno itself may not.
+    const bool disk_full = saved_errno == ENOSPC || saved_errno == EDQUOT ||
+                           cause.find("ENOSPC") != std::string::npos || cause.find("EDQUOT") != std::string::npos;
+    const RescueResult rescued = rescue_rows(file.path, memo.id, memo.kept, disk_full);
     const std::string where_rows =
         !rescued.folder.empty() ? "they were saved as CSV in " + rescued.folder + " (one file per table)"
         : rescued.error.empty() ? "they were printed"
