@@ -45,6 +45,21 @@ TEST(RescuedRows, FallsBackToTmpdirWhenTheFolderBesideCannotBeMade) {
   EXPECT_NE(test::read_bytes(r.folder + "/collectives.csv").find("all_reduce,8,1.25"), std::string::npos);
 }
 
+// After a full disk the space beside the file is the failed-run record's: $TMPDIR first.
+TEST(RescuedRows, AfterAFullDiskTmpdirComesFirst) {
+  ScratchDir dir, tmp;
+  const char* old = std::getenv("TMPDIR");
+  const std::string saved = old ? old : "";
+  setenv("TMPDIR", tmp.path().c_str(), 1);
+  const RescueResult r = rescue_rows(dir.file("results.h5"), "000003", two_tables(), /*disk_full=*/true);
+  if (old)
+    setenv("TMPDIR", saved.c_str(), 1);
+  else
+    unsetenv("TMPDIR");
+  EXPECT_EQ(r.folder, tmp.file("results.h5.run-000003.rescued")) << r.error;
+  EXPECT_FALSE(std::ifstream(dir.file("results.h5.run-000003.rescued/collectives.csv")).good());
+}
+
 TEST(RescuedRows, NothingToRescueWritesNothing) {
   ScratchDir dir;
   const RescueResult r = rescue_rows(dir.file("results.h5"), "000001", {{"empty", {{"n", ColumnType::i64}}, {}}});
