@@ -31,6 +31,227 @@ std::string gbps_label(double g) {
   return buf;
 }
 
+// The sweep's state shared by its steps: the grid's fabrics, the splits that fit, and
+// the progress made. Rows (one domain size, every bandwidth) are priced one at a time.
+class GridSweep {
+ public:
+  GridSweep(const models::ModelConfig& model, const ProjectionOptions& options, const FailureAssumptions* failure,
+            RankBy rank_by, const CrossoverRun& run, CrossoverResult& result)
+      : model_(model),
+        options_(options),
+        failure_(failure),
+        with_goodput_(failure && failure->complete()),
+        rank_by_(rank_by),
+        run_(run),
+        result_(result),
+        bandwidths_(result.scale_out_gbps.size()) {}
+
+  // One fabric and one empty cell per (domain size, bandwidth), domain-major.
+  void make_cells(const Topology& base) {
+    for (int d : result_.domain_sizes)
+      for (double g : result_.scale_out_gbps) {
+        fabrics_.push_back(with_fabric(base, d, g));
+        CrossoverCell c;
+        c.domain_size = d;
+        c.scale_out_gbps = g;
+        result_.cells.push_back(c);
+      }
+  }
+
+  // Memory does not depend on the fabric: each split is checked once, and those that fit
+  // are the ones the rows price.
+  void prepare_splits(const Topology& base, int devices, long long global_batch, int max_cp) {
+    // One search over the largest domain's tp limit; each cell only admits tp <= its domain.
+    const std::vector<int>& domains = result_.domain_sizes;
+    const int max_domain = *std::max_element(domains.begin(), domains.end());
+    models::SplitSearch search = run_.search ? *run_.search : default_search(fabrics_.front(), global_batch);
+    search.max_tp = max_domain;
+    if (max_cp > 0) search.max_cp = max_cp;
+    if (!run_.search) search.shard_domains = domains;  // HSDP inside each cell's domain
+    splits_ = models::enumerate_splits(model_, devices, search);
+    prepared_.resize(splits_.size());
+    std::vector<char> fits(splits_.size(), 0);
+    parallel_for(splits_.size(), run_.jobs, [&](size_t i) {
+      prepared_[i].split = splits_[i];
+      fits[i] = prepare(model_, base, options_, prepared_[i]);
+    });
+    for (size_t i = 0; i < splits_.size(); ++i)
+      if (fits[i]) feasible_.push_back(i);
+    for (int d : domains)
+      for (size_t i : feasible_) total_ += splits_[i].tp <= d ? bandwidths_ : 0;
+  }
+
+  // Prices one row's cells, then settles each: its bests, gain and verdict.
+  void price_row(size_t row) {
+    row_ = row;
+    eligible_.clear();
+    for (size_t i : feasible_)
+      if (splits_[i].tp <= result_.domain_sizes[row]) eligible_.push_back(i);
+    priced_.assign(eligible_.size() * bandwidths_, Projection{});
+    pricings_ = 0;
+    // Ranked by MFU, a cell needs only its best split with and without PP: a split is
+    // priced on a cell only while its step-time lower bound (sim_fast.hpp) is not above
+    // the best step time of its kind found on that cell (branch and bound; the MFU of a
+    // slower split is no higher, and the bests are picked in split order as before).
+    // By goodput every split is priced.
+    lower_.assign(eligible_.size() * bandwidths_, 0.0);
+    pending_.assign(eligible_.size() * bandwidths_, 0);
+    if (rank_by_ == RankBy::mfu && !run_.exhaustive)
+      price_row_best_first();
+    else
+      price_row_exhaustively();
+    result_.pricings += pricings_;
+    for (size_t g = 0; g < bandwidths_; ++g) settle_cell(g);
+  }
+
+ private:
+  // Prices split k of the row on the wanted cells. A split's action templates do not
+  // depend on the fabric, so they are built once per row (SplitWalk) and priced on each
+  // cell; so is its checkpoint size.
+  void price_cells(size_t k, const std::vector<char>& wanted) {
+    const models::ParallelSplit& split = splits_[eligible_[k]];
+    SplitWalk walk(model_, split, options_);
+    const double checkpoint_bytes =
+        with_goodput_ ? checkpoint_bytes_per_device(model_, split, options_.precision) : 0.0;
+    size_t n = 0;
+    for (size_t g = 0; g < bandwidths_; ++g) {
+      if (!wanted[g]) continue;
+      Projection& p = priced_[k * bandwidths_ + g];
+      p = prepared_[eligible_[k]];
+      walk.price(model_, fabrics_[row_ * bandwidths_ + g], options_, p);
+      if (with_goodput_) p.goodput = estimate_goodput(*failure_, p.devices, checkpoint_bytes, p.step_s, p.mfu);
+      pending_[k * bandwidths_ + g] = 0;
+      ++n;
+    }
+    pricings_ += n;
+    if (run_.progress && n) {
+      std::lock_guard<std::mutex> lock(progress_mutex_);
+      done_ += n;
+      run_.progress(done_, total_);
+    }
+  }
+
+  void price_row_exhaustively() {
+    const std::vector<char> every(bandwidths_, 1);
+    parallel_for(eligible_.size(), run_.jobs, [&](size_t k) { price_cells(k, every); });
+  }
+
+  // Best first (best_first.hpp): each split from its family's bounds on the row's cells to
+  // its own bounds to its prices on the cells where it can still be the best of its kind
+  // (the bars: per cell, the best step time so far without PP [0] and with PP [1]).
+  void price_row_best_first() {
+    const size_t G = bandwidths_;
+    std::vector<const Topology*> row_fabrics;
+    for (size_t g = 0; g < G; ++g) row_fabrics.push_back(&fabrics_[row_ * G + g]);
+    std::vector<models::ParallelSplit> row_splits;
+    for (size_t i : eligible_) row_splits.push_back(splits_[i]);
+    const std::vector<char> start(eligible_.size(), 1);
+    BoundTemplates known(G);  // template summaries shared by the row's bounds
+    const FamilyBounds families = family_bounds_of(model_, row_splits, start, row_fabrics, options_, known, run_.jobs);
+    std::vector<double> key(eligible_.size(), 0.0);  // the least bound over the row's cells
+    std::vector<char> own(eligible_.size(), 0);      // own bounds known (else the family's)
+    auto set_bounds = [&](size_t k, const std::vector<double>& bounds) {
+      key[k] = std::numeric_limits<double>::infinity();
+      for (size_t g = 0; g < G; ++g) {
+        lower_[k * G + g] = std::max(lower_[k * G + g], bounds[g]);
+        pending_[k * G + g] = 1;
+        key[k] = std::min(key[k], lower_[k * G + g]);
+      }
+    };
+    for (size_t k = 0; k < eligible_.size(); ++k) set_bounds(k, families.bounds[families.of[k]]);
+    std::vector<std::array<double, 2>> bar(
+        G, {std::numeric_limits<double>::infinity(), std::numeric_limits<double>::infinity()});
+    auto wanted_cells = [&](size_t k) {
+      std::vector<char> wanted(G, 0);
+      for (size_t g = 0; g < G; ++g)
+        wanted[g] = lower_[k * G + g] * (1 - kLowerBoundMargin) <= bar[g][splits_[eligible_[k]].pp > 1];
+      return wanted;
+    };
+    best_first(
+        start, run_.jobs, [&](size_t k) { return key[k]; },
+        [&](size_t k) {
+          const std::vector<char> wanted = wanted_cells(k);
+          return std::find(wanted.begin(), wanted.end(), 1) != wanted.end();
+        },
+        [&](size_t k) {
+          if (own[k]) {
+            price_cells(k, wanted_cells(k));
+            return true;
+          }
+          set_bounds(k, step_lower_bounds_s(model_, splits_[eligible_[k]], row_fabrics, options_, &known));
+          own[k] = 1;
+          return false;
+        },
+        [&](size_t k, bool finished) {
+          if (!finished) return;
+          for (size_t g = 0; g < G; ++g) {
+            const Projection& p = priced_[k * G + g];
+            if (!pending_[k * G + g] && p.feasible) {
+              double& b = bar[g][splits_[eligible_[k]].pp > 1];
+              b = std::min(b, p.step_s);
+            }
+          }
+        },
+        [](size_t) {});
+    size_t skipped = 0;
+    for (char c : pending_) skipped += c;
+    result_.skipped += skipped;
+    if (run_.progress && skipped) {
+      done_ += skipped;
+      run_.progress(done_, total_);
+    }
+  }
+
+  // The cell's bests in split order (as a serial sweep would pick them), its gain and
+  // its verdict, which carries the projection's uncertainty: the median |MFU error| of
+  // the published runs on the topology (topologies/validation/bands.json).
+  void settle_cell(size_t g) {
+    CrossoverCell& cell = result_.cells[row_ * bandwidths_ + g];
+    for (size_t k = 0; k < eligible_.size(); ++k) {
+      const Projection& p = priced_[k * bandwidths_ + g];
+      Projection& slot = p.split.pp == 1 ? cell.best_no_pp : cell.best_with_pp;
+      if (better(p, slot, rank_by_)) slot = p;
+    }
+    if (cell.best_no_pp.feasible && cell.best_with_pp.feasible)
+      cell.gain = ranking_value(cell.best_with_pp, rank_by_) / ranking_value(cell.best_no_pp, rank_by_) - 1.0;
+    else if (cell.best_with_pp.feasible)
+      cell.gain = std::numeric_limits<double>::infinity();
+    else
+      cell.gain = cell.best_no_pp.feasible ? -1.0 : 0.0;
+    const Projection& any = cell.best_no_pp.feasible ? cell.best_no_pp : cell.best_with_pp;
+    cell.uncertainty = any.mfu_band.known ? any.mfu_band.relative : 0.0;
+    const double threshold = result_.threshold;
+    cell.pp_needed = cell.gain > threshold + cell.uncertainty;
+    cell.verdict = cell.pp_needed                                                            ? "PP needed"
+                   : cell.gain < threshold - cell.uncertainty || !cell.best_with_pp.feasible ? "PP not needed"
+                                                                                             : "within uncertainty";
+    if (run_.on_cell) run_.on_cell(cell);
+  }
+
+  const models::ModelConfig& model_;
+  const ProjectionOptions& options_;
+  const FailureAssumptions* failure_;
+  const bool with_goodput_;
+  const RankBy rank_by_;
+  const CrossoverRun& run_;
+  CrossoverResult& result_;
+  const size_t bandwidths_;  // cells per row
+  std::vector<Topology> fabrics_;
+  std::vector<models::ParallelSplit> splits_;
+  std::vector<Projection> prepared_;  // per split, checked against memory
+  std::vector<size_t> feasible_;      // the splits that fit
+  size_t total_ = 0, done_ = 0;       // progress: split x cell pricings
+  std::mutex progress_mutex_;
+  // The row in hand: its splits (indices into splits_), their prices per cell, lower
+  // bounds, and the pricings still pending (skipped by the bound when the row ends).
+  size_t row_ = 0;
+  std::vector<size_t> eligible_;
+  std::vector<Projection> priced_;
+  std::vector<double> lower_;
+  std::vector<char> pending_;
+  std::atomic<size_t> pricings_{0};
+};
+
 }  // namespace
 
 CrossoverResult crossover(const models::ModelConfig& model, const Topology& base, int devices,
@@ -47,172 +268,10 @@ CrossoverResult crossover(const models::ModelConfig& model, const Topology& base
   r.scale_out_gbps = scale_out_gbps;
   r.threshold = threshold;
   r.rank_by = rank_by;
-  const size_t G = scale_out_gbps.size();
-  std::vector<Topology> fabrics;
-  for (int d : domain_sizes)
-    for (double g : scale_out_gbps) {
-      fabrics.push_back(with_fabric(base, d, g));
-      CrossoverCell c;
-      c.domain_size = d;
-      c.scale_out_gbps = g;
-      r.cells.push_back(c);
-    }
-  // One search over the largest domain's tp limit; each cell only admits tp <= its domain.
-  const int max_domain = *std::max_element(domain_sizes.begin(), domain_sizes.end());
-  models::SplitSearch search = run.search ? *run.search : default_search(fabrics.front(), global_batch);
-  search.max_tp = max_domain;
-  if (max_cp > 0) search.max_cp = max_cp;
-  if (!run.search) search.shard_domains = domain_sizes;  // HSDP inside each cell's domain
-  const std::vector<models::ParallelSplit> splits = models::enumerate_splits(model, devices, search);
-  // Memory does not depend on the fabric: check each split once, keep those that fit.
-  std::vector<Projection> prepared(splits.size());
-  std::vector<char> fits(splits.size(), 0);
-  parallel_for(splits.size(), run.jobs, [&](size_t i) {
-    prepared[i].split = splits[i];
-    fits[i] = prepare(model, base, options, prepared[i]);
-  });
-  std::vector<size_t> feasible;
-  for (size_t i = 0; i < splits.size(); ++i)
-    if (fits[i]) feasible.push_back(i);
-
-  size_t total = 0, done = 0;
-  for (int d : domain_sizes)
-    for (size_t i : feasible) total += splits[i].tp <= d ? G : 0;
-  std::mutex progress_mutex;
-  // Row by row (one domain size, every bandwidth): a split's action templates do not
-  // depend on the fabric, so they are built once per row and priced on each of its
-  // cells; the row's cells are known, and reported, when its splits are done.
-  for (size_t row = 0; row < domain_sizes.size(); ++row) {
-    std::vector<size_t> eligible;
-    for (size_t i : feasible)
-      if (splits[i].tp <= domain_sizes[row]) eligible.push_back(i);
-    std::vector<Projection> priced(eligible.size() * G);
-    std::atomic<size_t> pricings{0};
-    // Ranked by MFU, a cell needs only its best split with and without PP: a split is
-    // priced on a cell only while its step-time lower bound (sim_fast.hpp) is not above
-    // the best step time of its kind found on that cell (branch and bound; the MFU of a
-    // slower split is no higher, and the bests are picked in split order as before).
-    // By goodput every split is priced.
-    const bool bound = rank_by == RankBy::mfu && !run.exhaustive;
-    std::vector<double> lower(eligible.size() * G, 0.0);
-    std::vector<char> pending(eligible.size() * G, 0);
-    auto price_cells = [&](size_t k, const std::vector<char>& wanted) {
-      const models::ParallelSplit& split = splits[eligible[k]];
-      // Built once per row, priced on each of its cells (SplitWalk: which walk).
-      SplitWalk walk(model, split, options);
-      // The checkpoint size does not depend on the fabric either.
-      const double checkpoint_bytes = with_goodput ? checkpoint_bytes_per_device(model, split, options.precision) : 0.0;
-      size_t n = 0;
-      for (size_t g = 0; g < G; ++g) {
-        if (!wanted[g]) continue;
-        Projection& p = priced[k * G + g];
-        p = prepared[eligible[k]];
-        walk.price(model, fabrics[row * G + g], options, p);
-        if (with_goodput) p.goodput = estimate_goodput(*failure, p.devices, checkpoint_bytes, p.step_s, p.mfu);
-        pending[k * G + g] = 0;
-        ++n;
-      }
-      pricings += n;
-      if (run.progress && n) {
-        std::lock_guard<std::mutex> lock(progress_mutex);
-        done += n;
-        run.progress(done, total);
-      }
-    };
-    if (!bound) {
-      const std::vector<char> every(G, 1);
-      parallel_for(eligible.size(), run.jobs, [&](size_t k) { price_cells(k, every); });
-    } else {
-      // Best first (best_first.hpp): each split from its family's bounds on the row's
-      // cells to its own bounds to its prices on the cells where it can still be the best
-      // of its kind (the bars: per cell, the best step time so far without PP [0] and
-      // with PP [1]).
-      std::vector<const Topology*> row_fabrics;
-      for (size_t g = 0; g < G; ++g) row_fabrics.push_back(&fabrics[row * G + g]);
-      std::vector<models::ParallelSplit> row_splits;
-      for (size_t i : eligible) row_splits.push_back(splits[i]);
-      const std::vector<char> start(eligible.size(), 1);
-      BoundTemplates known(G);  // template summaries shared by the row's bounds
-      const FamilyBounds families = family_bounds_of(model, row_splits, start, row_fabrics, options, known, run.jobs);
-      std::vector<double> key(eligible.size(), 0.0);  // the least bound over the row's cells
-      std::vector<char> own(eligible.size(), 0);      // own bounds known (else the family's)
-      auto set_bounds = [&](size_t k, const std::vector<double>& bounds) {
-        key[k] = std::numeric_limits<double>::infinity();
-        for (size_t g = 0; g < G; ++g) {
-          lower[k * G + g] = std::max(lower[k * G + g], bounds[g]);
-          pending[k * G + g] = 1;
-          key[k] = std::min(key[k], lower[k * G + g]);
-        }
-      };
-      for (size_t k = 0; k < eligible.size(); ++k) set_bounds(k, families.bounds[families.of[k]]);
-      std::vector<std::array<double, 2>> bar(
-          G, {std::numeric_limits<double>::infinity(), std::numeric_limits<double>::infinity()});
-      auto wanted_cells = [&](size_t k) {
-        std::vector<char> wanted(G, 0);
-        for (size_t g = 0; g < G; ++g)
-          wanted[g] = lower[k * G + g] * (1 - kLowerBoundMargin) <= bar[g][splits[eligible[k]].pp > 1];
-        return wanted;
-      };
-      best_first(
-          start, run.jobs, [&](size_t k) { return key[k]; },
-          [&](size_t k) {
-            const std::vector<char> wanted = wanted_cells(k);
-            return std::find(wanted.begin(), wanted.end(), 1) != wanted.end();
-          },
-          [&](size_t k) {
-            if (own[k]) {
-              price_cells(k, wanted_cells(k));
-              return true;
-            }
-            set_bounds(k, step_lower_bounds_s(model, splits[eligible[k]], row_fabrics, options, &known));
-            own[k] = 1;
-            return false;
-          },
-          [&](size_t k, bool finished) {
-            if (!finished) return;
-            for (size_t g = 0; g < G; ++g) {
-              const Projection& p = priced[k * G + g];
-              if (!pending[k * G + g] && p.feasible) {
-                double& b = bar[g][splits[eligible[k]].pp > 1];
-                b = std::min(b, p.step_s);
-              }
-            }
-          },
-          [](size_t) {});
-      size_t skipped = 0;
-      for (char c : pending) skipped += c;
-      r.skipped += skipped;
-      if (run.progress && skipped) {
-        done += skipped;
-        run.progress(done, total);
-      }
-    }
-    r.pricings += pricings;
-    // The bests in split order, as a serial sweep would pick them.
-    for (size_t g = 0; g < G; ++g) {
-      CrossoverCell& cell = r.cells[row * G + g];
-      for (size_t k = 0; k < eligible.size(); ++k) {
-        const Projection& p = priced[k * G + g];
-        Projection& slot = p.split.pp == 1 ? cell.best_no_pp : cell.best_with_pp;
-        if (better(p, slot, rank_by)) slot = p;
-      }
-      if (cell.best_no_pp.feasible && cell.best_with_pp.feasible)
-        cell.gain = ranking_value(cell.best_with_pp, rank_by) / ranking_value(cell.best_no_pp, rank_by) - 1.0;
-      else if (cell.best_with_pp.feasible)
-        cell.gain = std::numeric_limits<double>::infinity();
-      else
-        cell.gain = cell.best_no_pp.feasible ? -1.0 : 0.0;
-      // The verdict carries the projection's uncertainty: the median |MFU error| of the
-      // published runs on the topology (topologies/validation/bands.json).
-      const Projection& any = cell.best_no_pp.feasible ? cell.best_no_pp : cell.best_with_pp;
-      cell.uncertainty = any.mfu_band.known ? any.mfu_band.relative : 0.0;
-      cell.pp_needed = cell.gain > threshold + cell.uncertainty;
-      cell.verdict = cell.pp_needed                                                            ? "PP needed"
-                     : cell.gain < threshold - cell.uncertainty || !cell.best_with_pp.feasible ? "PP not needed"
-                                                                                               : "within uncertainty";
-      if (run.on_cell) run.on_cell(cell);
-    }
-  }
+  GridSweep sweep(model, options, failure, rank_by, run, r);
+  sweep.make_cells(base);
+  sweep.prepare_splits(base, devices, global_batch, max_cp);
+  for (size_t row = 0; row < domain_sizes.size(); ++row) sweep.price_row(row);
   r.verdict = crossover_verdict(model.name, r);
   return r;
 }
