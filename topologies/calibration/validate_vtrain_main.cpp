@@ -6,129 +6,152 @@
 #include <cstdio>
 #include <cstdlib>
 #include <string>
+#include <vector>
 
 #include "core/errors.hpp"
 #include "topologies/calibration/vtrain.hpp"
 
-int main(int argc, char** argv) {
-  std::string dir = IBT_VTRAIN_DIR, topology = "dgx-a100", allreduce = IBT_VTRAIN_ALLREDUCE;
+namespace {
+
+struct Args {
+  std::string dir = IBT_VTRAIN_DIR, topology = "dgx-a100", allreduce = IBT_VTRAIN_ALLREDUCE, write;
   double max_single = 0, max_multi = 0;
   bool verbose = false, fit = false;
-  std::string write;
+};
+
+// The arguments, or exit 2 with the usage line.
+Args parse_args(int argc, char** argv) {
+  Args a;
   for (int i = 1; i < argc; ++i) {
-    const std::string a = argv[i];
+    const std::string arg = argv[i];
     auto next = [&]() -> std::string {
       if (i + 1 >= argc) {
-        std::fprintf(stderr, "ibt_validate_vtrain: %s needs a value\n", a.c_str());
+        std::fprintf(stderr, "ibt_validate_vtrain: %s needs a value\n", arg.c_str());
         std::exit(2);
       }
       return argv[++i];
     };
-    if (a == "--dir")
-      dir = next();
-    else if (a == "--topology")
-      topology = next();
-    else if (a == "--max-single")
-      max_single = std::atof(next().c_str());
-    else if (a == "--max-multi")
-      max_multi = std::atof(next().c_str());
-    else if (a == "--verbose")
-      verbose = true;
-    else if (a == "--fit")
-      fit = true;
-    else if (a == "--write")
-      write = next();
-    else if (a == "--allreduce")
-      allreduce = next();
+    if (arg == "--dir")
+      a.dir = next();
+    else if (arg == "--topology")
+      a.topology = next();
+    else if (arg == "--max-single")
+      a.max_single = std::atof(next().c_str());
+    else if (arg == "--max-multi")
+      a.max_multi = std::atof(next().c_str());
+    else if (arg == "--verbose")
+      a.verbose = true;
+    else if (arg == "--fit")
+      a.fit = true;
+    else if (arg == "--write")
+      a.write = next();
+    else if (arg == "--allreduce")
+      a.allreduce = next();
     else {
       std::fprintf(stderr,
                    "usage: ibt_validate_vtrain [--dir DIR] [--topology T] [--max-single PCT] [--max-multi PCT] "
                    "[--verbose] [--fit [--allreduce CSV] [--write FILE.json]]\n");
-      return 2;
+      std::exit(2);
     }
   }
+  return a;
+}
+
+// --fit: the topology with the authors' measured all-reduce and the efficiency model
+// fitted on every 4th row of each vTrain file, written to --write when given.
+ibt::topo::Topology fit_topology(ibt::topo::Topology t, const Args& a) {
+  // First the measured all-reduce of the authors' A100 node (fitted to collective
+  // timings, not to iteration times), then the efficiency model on top of it.
+  const auto coll = ibt::topo::fit_allreduce_table(a.allreduce);
+  for (const auto& c : coll)
+    std::printf("all-reduce of %d GPUs (%d sizes): alpha %.1f us, busbw %.1f GB/s (max residual %.0f%%)\n",
+                c.group_size, c.points, c.alpha_us, c.busbw_GBps, 100 * c.max_rel_residual);
+  t = ibt::topo::with_collective_fits(
+      t, coll,
+      "NCCL all-reduce (nccl-tests) on one A100 node of the vTrain authors, 2/4/8 GPUs, 1 MiB-1 GiB: "
+      "trace/a100/AR_GPU{2,4,8}_1M_1024M_LUT of github.com/VIA-Research/vTrain, copied to "
+      "topologies/validation/vtrain-a100-allreduce.csv; one latency-bandwidth fit per group size");
+  // Fit the one efficiency model on every 4th row of each file (single-node rows are
+  // small ops, multi-node rows large ones: a fit on one regime alone leaves the other
+  // unconstrained); the other rows are held out.
+  std::vector<ibt::topo::VtrainRow> subset;
+  for (bool multi : {false, true}) {
+    const auto rows =
+        ibt::topo::read_vtrain_csv(a.dir + (multi ? "/ground_truth_multi.csv" : "/ground_truth_single.csv"), multi);
+    for (size_t i = 0; i < rows.size(); i += 4) subset.push_back(rows[i]);
+  }
+  const auto f = ibt::topo::fit_vtrain_efficiency(subset, t);
+  std::printf("fit on %zu rows (every 4th of each file): gemm_efficiency %.4f, op_overhead_us %.2f (fit MAPE %.2f%%)\n",
+              subset.size(), f.gemm_efficiency, f.op_overhead_us, 100 * f.mape);
+  char how[512];
+  std::snprintf(how, sizeof how,
+                "ibt_validate_vtrain --fit: gemm_efficiency and op_overhead_us fitted once (golden-section "
+                "coordinate descent on the mean of the single- and multi-node MAPE) on every 4th row of each "
+                "vTrain file (%zu rows); the other rows are held out. Every other figure is %s's, but the "
+                "intra-node all-reduce (vtrain-nccl fits).",
+                subset.size(), t.name.c_str());
+  t = ibt::topo::with_efficiency(t, f.gemm_efficiency, f.op_overhead_us, how);
+  t.name = "dgx-a100-vtrain-fit";
+  t.description =
+      "DGX A100 (catalog figures) with the compute efficiency model fitted once to "
+      "Megatron-DeepSpeed runs of 2022 (the vTrain ground truth): " +
+      t.description;
+  if (!a.write.empty()) {
+    std::FILE* o = std::fopen(a.write.c_str(), "w");
+    if (!o) throw ibt::UsageError("cannot write " + a.write);
+    std::fputs(ibt::topo::to_json(t).c_str(), o);
+    std::fclose(o);
+    std::printf("wrote %s\n", a.write.c_str());
+  }
+  return t;
+}
+
+// Projects one vTrain file and prints its MAPE; false when it exceeds its bound.
+bool report_file(const ibt::topo::Topology& t, const Args& a, bool multi) {
+  const std::string file = a.dir + (multi ? "/ground_truth_multi.csv" : "/ground_truth_single.csv");
+  const auto results = ibt::topo::project_vtrain(ibt::topo::read_vtrain_csv(file, multi), t);
+  const auto m = ibt::topo::mape(results);
+  // The rows --fit never sees (it takes every 4th row of each file).
+  std::vector<ibt::topo::VtrainResult> held_out;
+  for (size_t i = 0; i < results.size(); ++i)
+    if (i % 4 != 0) held_out.push_back(results[i]);
+  const auto h = ibt::topo::mape(held_out);
+  double worst = 0, bias = 0;
+  for (const auto& r : results)
+    if (r.error.empty()) {
+      worst = std::max(worst, r.ape);
+      bias += (r.projected_ms - r.row.measured_ms) / r.row.measured_ms;
+    }
+  std::printf(
+      "%-6s rows %4d projected, %d skipped: MAPE %.2f%% (mean signed error %+.2f%%, worst %.1f%%; "
+      "%d rows not in the fit subset: %.2f%%)%s\n",
+      multi ? "multi" : "single", m.rows, m.skipped, 100 * m.mape, m.rows ? 100 * bias / m.rows : 0.0, 100 * worst,
+      h.rows, 100 * h.mape, multi ? "  [vTrain: 14.73%]" : "  [vTrain: 8.37%]");
+  if (a.verbose)
+    for (const auto& r : results)
+      std::printf(
+          "  gpus %3d gb %4d mb %2d h %5d a %3d l %3d s %4d tp %d dp %3d pp %2d: measured %9.1f ms projected %9.1f "
+          "ms %s\n",
+          r.row.gpus, r.row.global_batch, r.row.micro_batch, r.row.hidden, r.row.heads, r.row.layers, r.row.seq,
+          r.row.tp, r.row.dp, r.row.pp, r.row.measured_ms, r.projected_ms, r.error.c_str());
+  const double bound = multi ? a.max_multi : a.max_single;
+  if (bound > 0 && 100 * m.mape > bound) {
+    std::printf("FAIL: %s MAPE %.2f%% exceeds the bound %.2f%%\n", multi ? "multi" : "single", 100 * m.mape, bound);
+    return false;
+  }
+  return true;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  const Args a = parse_args(argc, argv);
   try {
-    auto t = ibt::topo::load_topology(topology);
-    if (fit) {
-      // First the measured all-reduce of the authors' A100 node (fitted to collective
-      // timings, not to iteration times), then the efficiency model on top of it.
-      const auto coll = ibt::topo::fit_allreduce_table(allreduce);
-      for (const auto& c : coll)
-        std::printf("all-reduce of %d GPUs (%d sizes): alpha %.1f us, busbw %.1f GB/s (max residual %.0f%%)\n",
-                    c.group_size, c.points, c.alpha_us, c.busbw_GBps, 100 * c.max_rel_residual);
-      t = ibt::topo::with_collective_fits(
-          t, coll,
-          "NCCL all-reduce (nccl-tests) on one A100 node of the vTrain authors, 2/4/8 GPUs, 1 MiB-1 GiB: "
-          "trace/a100/AR_GPU{2,4,8}_1M_1024M_LUT of github.com/VIA-Research/vTrain, copied to "
-          "topologies/validation/vtrain-a100-allreduce.csv; one latency-bandwidth fit per group size");
-      // Fit the one efficiency model on every 4th row of each file (single-node rows are
-      // small ops, multi-node rows large ones: a fit on one regime alone leaves the other
-      // unconstrained); the other rows are held out.
-      std::vector<ibt::topo::VtrainRow> subset;
-      for (bool multi : {false, true}) {
-        const auto rows =
-            ibt::topo::read_vtrain_csv(dir + (multi ? "/ground_truth_multi.csv" : "/ground_truth_single.csv"), multi);
-        for (size_t i = 0; i < rows.size(); i += 4) subset.push_back(rows[i]);
-      }
-      const auto f = ibt::topo::fit_vtrain_efficiency(subset, t);
-      std::printf(
-          "fit on %zu rows (every 4th of each file): gemm_efficiency %.4f, op_overhead_us %.2f (fit MAPE %.2f%%)\n",
-          subset.size(), f.gemm_efficiency, f.op_overhead_us, 100 * f.mape);
-      char how[512];
-      std::snprintf(how, sizeof how,
-                    "ibt_validate_vtrain --fit: gemm_efficiency and op_overhead_us fitted once (golden-section "
-                    "coordinate descent on the mean of the single- and multi-node MAPE) on every 4th row of each "
-                    "vTrain file (%zu rows); the other rows are held out. Every other figure is %s's, but the "
-                    "intra-node all-reduce (vtrain-nccl fits).",
-                    subset.size(), t.name.c_str());
-      t = ibt::topo::with_efficiency(t, f.gemm_efficiency, f.op_overhead_us, how);
-      t.name = "dgx-a100-vtrain-fit";
-      t.description =
-          "DGX A100 (catalog figures) with the compute efficiency model fitted once to "
-          "Megatron-DeepSpeed runs of 2022 (the vTrain ground truth): " +
-          t.description;
-      if (!write.empty()) {
-        std::FILE* o = std::fopen(write.c_str(), "w");
-        if (!o) throw ibt::UsageError("cannot write " + write);
-        std::fputs(ibt::topo::to_json(t).c_str(), o);
-        std::fclose(o);
-        std::printf("wrote %s\n", write.c_str());
-      }
-    }
+    auto t = ibt::topo::load_topology(a.topology);
+    if (a.fit) t = fit_topology(t, a);
     int status = 0;
-    for (bool multi : {false, true}) {
-      const std::string file = dir + (multi ? "/ground_truth_multi.csv" : "/ground_truth_single.csv");
-      const auto results = ibt::topo::project_vtrain(ibt::topo::read_vtrain_csv(file, multi), t);
-      const auto m = ibt::topo::mape(results);
-      // The rows --fit never sees (it takes every 4th row of each file).
-      std::vector<ibt::topo::VtrainResult> held_out;
-      for (size_t i = 0; i < results.size(); ++i)
-        if (i % 4 != 0) held_out.push_back(results[i]);
-      const auto h = ibt::topo::mape(held_out);
-      double worst = 0, bias = 0;
-      for (const auto& r : results)
-        if (r.error.empty()) {
-          worst = std::max(worst, r.ape);
-          bias += (r.projected_ms - r.row.measured_ms) / r.row.measured_ms;
-        }
-      std::printf(
-          "%-6s rows %4d projected, %d skipped: MAPE %.2f%% (mean signed error %+.2f%%, worst %.1f%%; "
-          "%d rows not in the fit subset: %.2f%%)%s\n",
-          multi ? "multi" : "single", m.rows, m.skipped, 100 * m.mape, m.rows ? 100 * bias / m.rows : 0.0, 100 * worst,
-          h.rows, 100 * h.mape, multi ? "  [vTrain: 14.73%]" : "  [vTrain: 8.37%]");
-      if (verbose)
-        for (const auto& r : results)
-          std::printf(
-              "  gpus %3d gb %4d mb %2d h %5d a %3d l %3d s %4d tp %d dp %3d pp %2d: measured %9.1f ms projected %9.1f "
-              "ms %s\n",
-              r.row.gpus, r.row.global_batch, r.row.micro_batch, r.row.hidden, r.row.heads, r.row.layers, r.row.seq,
-              r.row.tp, r.row.dp, r.row.pp, r.row.measured_ms, r.projected_ms, r.error.c_str());
-      const double bound = multi ? max_multi : max_single;
-      if (bound > 0 && 100 * m.mape > bound) {
-        std::printf("FAIL: %s MAPE %.2f%% exceeds the bound %.2f%%\n", multi ? "multi" : "single", 100 * m.mape, bound);
-        status = 1;
-      }
-    }
+    for (bool multi : {false, true})
+      if (!report_file(t, a, multi)) status = 1;
     return status;
   } catch (const ibt::UsageError& e) {
     std::fprintf(stderr, "ibt_validate_vtrain: error: %s\n", e.what());
