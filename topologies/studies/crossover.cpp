@@ -202,8 +202,9 @@ CrossoverResult crossover(const models::ModelConfig& model, const Topology& base
         cell.gain = std::numeric_limits<double>::infinity();
       else
         cell.gain = cell.best_no_pp.feasible ? -1.0 : 0.0;
-      // The verdict carries the projection's uncertainty: the median |MFU error| of the
-      // published runs on the topology (topologies/validation/bands.json).
+      // The verdict carries the projection's uncertainty: the median out-of-family |MFU
+      // error| of the published runs whose band the topology takes (its own, its
+      // generation's or the whole set's: topologies/validation/bands.json, uncertainty.hpp).
       const Projection& any = cell.best_no_pp.feasible ? cell.best_no_pp : cell.best_with_pp;
       cell.uncertainty = any.mfu_band.known ? any.mfu_band.relative : 0.0;
       cell.pp_needed = cell.gain > threshold + cell.uncertainty;
