@@ -126,7 +126,7 @@ def load(argv):
         for r, e in zip(rows, errs):
             r["errs"].append(None if e == "NA" else float(e))
     cited = {}
-    if exceptions:
+    if exceptions and os.path.exists(exceptions):
         import csv
         with open(exceptions) as f:
             for e in csv.DictReader(line for line in f if not line.startswith("#")):
