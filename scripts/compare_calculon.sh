@@ -49,7 +49,7 @@ log=$(mktemp)
 trap 'rm -f "$ibt_rows" "$log"' EXIT
 # ibt's projection of every row, as validate_published.sh makes it (same recompute rule,
 # same framework profiles).
-if ! "$here/scripts/validate_published.sh" "$build" --csv "$csv" --rows "$ibt_rows" > "$log" 2>&1; then
+if ! "$here/scripts/validate_published.sh" "$build" --csv "$csv" --rows "$ibt_rows" --in-sample > "$log" 2>&1; then
   cat "$log" >&2
   echo "compare_calculon.sh: scripts/validate_published.sh failed" >&2
   exit 2

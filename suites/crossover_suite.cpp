@@ -262,9 +262,9 @@ void print_grid_summary(const topo::CrossoverResult& r, const CrossoverSetup& s)
     const topo::Projection& any = c0.best_no_pp.feasible ? c0.best_no_pp : c0.best_with_pp;
     if (any.mfu_band.known)
       std::printf(
-          "uncertainty: +-%.1f%% (median |MFU error| of the %d published runs on %s, families %s; "
+          "uncertainty: +-%.1f%% (median out-of-family |MFU error| of the %d published runs of %s, families %s; "
           "topologies/validation/bands.json): a gain within threshold +- that is 'within uncertainty'\n",
-          100 * c0.uncertainty, any.mfu_band.rows, s.topology.name.c_str(), any.mfu_band.family.c_str());
+          100 * c0.uncertainty, any.mfu_band.rows, any.mfu_band.scope.c_str(), any.mfu_band.family.c_str());
     else
       std::printf(
           "uncertainty: no validation band for %s (no published runs on it in "

@@ -109,32 +109,59 @@ Precision bf16_mixed_adam() { return {"bf16-mixed", 2, 2, 12, 2, false}; }
 double activation_bytes_per_layer(const ModelConfig& m, const ParallelSplit& s, const Precision& p, int layer) {
   // Per token, in elements of p.activation_bytes (fp32_* in 4-byte values), grouped by
   // how tensor parallelism divides them (accounting.hpp lists the tensors and sources).
+  // The *_in parts are the inputs of linear layers kept for their weight gradient (held
+  // at p.saved_gemm_input_bytes when set: Transformer Engine's fp8).
   const double h = m.hidden, H = m.heads, t = s.tp;
   const int kv_replicas = m.kv_replicas(s.tp);
-  const double mlp_tensors = m.activation == Activation::swiglu ? 3.0 : 2.0;  // (gate, up,) pre-act, act
+  const bool swiglu = m.activation == Activation::swiglu;
+  const double mlp_pre = swiglu ? 2.0 : 1.0;  // (gate, up) or the pre-activation; the act output is the down's input
   // Every norm's input and output: full rows, 1/t only with SP. A parallel block has
-  // one norm, its output the input of both branches.
+  // one norm, its output the input of both branches. The outputs feed the QKV and MLP-up
+  // GEMMs.
   const double norms = m.norms_per_layer();
-  double residual = 2 * norms * h;
+  double residual = norms * h, residual_in = norms * h;
   double residual_fp32 = norms * (m.norm == Norm::layernorm ? 2.0 : 1.0);  // norm rstd (+ mean) per row
-  double unsharded = 0;            // never divided by t: whole on every TP rank, or already per rank
-  double sharded = 0;              // always divided by t (heads or ffn columns)
-  double core = 0, core_fp32 = 0;  // attention core's own saved state, sharded by heads
+  double unsharded = 0, unsharded_in = 0;  // never divided by t: whole on every TP rank, or already per rank
+  double sharded = 0, sharded_in = 0;      // always divided by t (heads or ffn columns)
+  double core = 0, core_fp32 = 0;          // attention core's own saved state, sharded by heads
+  // MaxText's "minimal" policy (SelectivePolicy::dots_without_batch_dims), per token:
+  // the layer input and the output projection's output (rows, 1/t with SP), the other
+  // weight matmuls' outputs (Q, K, V and MLA's latents, the MLP gate/up), nothing else
+  // (accounting.hpp).
+  double dots_unsharded = 0, dots_sharded = 0;
+  double context = 0;  // the attention output, the output projection's input (sharded)
+  double mla_qkv = 0;  // MLA's up-projected Q, K, V (sharded): dropped by Megatron-Core's mla_up_proj
   if (m.attention == Attention::standard) {
     const double G = m.kv_heads, d = m.head_dim();
-    sharded += H * d + H * d;  // Q, context
+    sharded += H * d;  // Q
+    context = H * d;
     // K and V (GQA: G heads): split by TP, or one replicated head per rank.
     if (kv_replicas > 1)
       unsharded += 2 * d;
     else
       sharded += 2 * G * d;
+    dots_sharded += H * d + (kv_replicas > 1 ? 0.0 : 2 * G * d);
+    dots_unsharded += kv_replicas > 1 ? 2 * d : 0.0;
   } else {
     const double dqk = m.qk_head_dim(), dv = m.value_head_dim();
-    // Latents of the replicated down projections and their norms' outputs.
-    if (m.q_lora_rank > 0) unsharded += 2.0 * m.q_lora_rank;
-    unsharded += (m.kv_lora_rank + m.qk_rope_head_dim) + m.kv_lora_rank;
-    sharded += 2 * H * dqk + 2 * H * dv;  // Q, K, V, context
+    // Latents of the replicated down projections and their norms' outputs (the up
+    // projections' inputs).
+    if (m.q_lora_rank > 0) {
+      unsharded += m.q_lora_rank;
+      unsharded_in += m.q_lora_rank;
+    }
+    unsharded += m.kv_lora_rank + m.qk_rope_head_dim;
+    unsharded_in += m.kv_lora_rank;
+    sharded += 2 * H * dqk + H * dv;  // Q, K, V
+    mla_qkv = 2 * H * dqk + H * dv;
+    context = H * dv;
+    dots_unsharded += (m.q_lora_rank > 0 ? m.q_lora_rank : 0.0) + m.kv_lora_rank + m.qk_rope_head_dim;
+    dots_sharded += 2 * H * dqk + H * dv;
   }
+  sharded += context;  // the attention output: kept by the attention kernel (and the projection)
+  // With fp8 the output projection keeps its own fp8 copy of it beside the kernel's
+  // (Precision::saved_gemm_input_bytes).
+  const double context_fp8_copy = p.saved_gemm_input_bytes > 0 ? context : 0.0;
   // Context parallelism, all_gather variant: the K/V of the whole sequence gathered
   // from the CP group are kept for the backward (cp times the local K/V per local
   // token); the ring variant keeps only the local ones (its blocks are transient:
@@ -154,30 +181,48 @@ double activation_bytes_per_layer(const ModelConfig& m, const ParallelSplit& s, 
     // are TP-split, so every TP rank needs every row). The experts' outputs, kept for the
     // gate weights' gradient, after the TP reduce-scatter (rows split with SP). The
     // routed experts' tensors: top_k expert MLPs per token, plus the shared experts.
-    unsharded += m.top_k * h;
+    unsharded_in += m.top_k * h;
     residual += m.top_k * h;
-    sharded += (m.top_k + m.shared_experts) * mlp_tensors * m.expert_ffn_hidden;
+    const double experts = m.top_k + m.shared_experts;
+    sharded += experts * mlp_pre * m.expert_ffn_hidden;
+    sharded_in += experts * m.expert_ffn_hidden;
+    dots_sharded += experts * mlp_pre * m.expert_ffn_hidden;
   } else {
-    sharded += mlp_tensors * m.ffn_hidden;
+    sharded += mlp_pre * m.ffn_hidden;
+    sharded_in += m.ffn_hidden;
+    dots_sharded += mlp_pre * m.ffn_hidden;
   }
   const double res_div = s.sequence_parallel ? t : 1.0;
-  double elements = 0, fp32_values = 0;
+  const double in_bytes = p.saved_gemm_input_bytes > 0 ? p.saved_gemm_input_bytes : p.activation_bytes;
+  double bytes = 0;  // per token
   switch (s.recompute) {
     case Recompute::none:
-      elements = residual / res_div + unsharded + (sharded + core) / t;
-      fp32_values = residual_fp32 / res_div + core_fp32 / t;
+      bytes = (residual / res_div + unsharded + (sharded + core) / t) * p.activation_bytes +
+              (residual_in / res_div + unsharded_in + (sharded_in + context_fp8_copy) / t) * in_bytes +
+              (residual_fp32 / res_div + core_fp32 / t) * 4.0;
       break;
-    case Recompute::selective:  // the core is recomputed from the kept Q, K, V
-      elements = residual / res_div + unsharded + sharded / t;
-      fp32_values = residual_fp32 / res_div;
+    case Recompute::selective:
+      if (p.selective == SelectivePolicy::dots_without_batch_dims) {
+        // The layer input, the output projection's output and the other weight matmuls'
+        // outputs, in the activation dtype.
+        bytes = (2 * h / res_div + dots_unsharded + dots_sharded / t) * p.activation_bytes;
+        break;
+      }
+      // Korthikanti's selective: the core is recomputed from the kept Q, K, V; with
+      // Megatron-Core's policy on MLA, Q, K and V too, from the kept latents.
+      bytes = (residual / res_div + unsharded +
+               (sharded - (p.selective == SelectivePolicy::megatron_core ? mla_qkv : 0.0)) / t) *
+                  p.activation_bytes +
+              (residual_in / res_div + unsharded_in + (sharded_in + context_fp8_copy) / t) * in_bytes +
+              residual_fp32 / res_div * 4.0;
       break;
     case Recompute::full:  // only the layer's input
-      elements = h / res_div;
+      bytes = h / res_div * p.activation_bytes;
       break;
   }
   // With CP the rank holds seq_len/cp tokens of each sequence.
   const double tokens = static_cast<double>(m.seq_len) * s.micro_batch_size / s.cp;
-  return tokens * (elements * p.activation_bytes + fp32_values * 4.0);
+  return tokens * bytes;
 }
 
 double cp_kv_elements_per_token(const ModelConfig& m) {

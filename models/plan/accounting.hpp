@@ -147,6 +147,33 @@ double megatron_full_recompute_flops(double B, double s, double l, double h, dou
 // How an engine stores its state: bytes per parameter and per activation element, and
 // whether the attention core keeps its a*s*s score matrices for the backward pass
 // (Korthikanti's 5·a·s/h term) or recomputes them (fused / FlashAttention kernels).
+//
+// What "selective" recompute keeps differs by framework (the memory plan follows each
+// one's documented policy):
+// - attention_core: Korthikanti et al. 2022 section 5 (Megatron-LM/Megatron-Core
+//   --recompute-granularity selective, default module core_attn): everything but the
+//   attention core's scores; with a fused (flash) core that is all of the layer's
+//   tensors, the same as no recompute.
+// - dots_without_batch_dims: MaxText's remat_policy "minimal", which is JAX's
+//   checkpoint_dots_with_no_batch_dims (MaxText/layers/models.py get_remat_policy,
+//   https://github.com/AI-Hypercomputer/maxtext/blob/0042423ad678428ccc53441834f7364fdc665003/MaxText/layers/models.py):
+//   only the outputs of matmuls against weights are saved -- Q, K, V, the output
+//   projection's and the MLP's gate/up projections' -- beside the layer input, which
+//   jax.checkpoint always keeps; norms, activations, the attention core (its batched
+//   dots and the flash kernel) and the MLP down projection's input are recomputed from
+//   them. The MLP down projection's output and the residual sums are not needed by the
+//   backward, so they are not kept either.
+// - megatron_core: attention_core for standard attention; for MLA, Megatron-Core's
+//   --recompute-modules mla_up_proj, which every DeepSeek-V3 recipe of Megatron-Bridge
+//   sets (B200 and GB200 ["mla_up_proj"], H100 ["mla_up_proj", "mlp"]:
+//   https://github.com/NVIDIA-NeMo/Megatron-Bridge/blob/v0.2.0/scripts/performance/configs/deepseek/workload_base_configs.py)
+//   and DeepSeek-V3's own training does (arXiv:2412.19437 section 3.2.3): the up
+//   projections' outputs -- the full Q, K and V -- are dropped after the attention core
+//   and recomputed from the kept latents in the backward. (The step is still priced
+//   with the attention core's recompute, as for core_attn: the up projections cost
+//   about a third of it at DeepSeek-V3's shape.)
+enum class SelectivePolicy { attention_core, dots_without_batch_dims, megatron_core };
+
 struct Precision {
   std::string name;
   double weight_bytes = 4;
@@ -154,6 +181,17 @@ struct Precision {
   double optimizer_bytes = 8;  // Adam m and v (+ fp32 master weights in mixed precision)
   double activation_bytes = 4;
   bool stores_attention_scores = true;
+  // Bytes per element of the linear layers' inputs kept for their weight gradient; 0 =
+  // activation_bytes. Transformer Engine with fp8 keeps them quantized (1 byte): _Linear
+  // saves the fp8 cast of its input for the weight-gradient GEMM unless the recipe
+  // overrides wgrad precision (saved_inputmat = inputmat, else inputmat_no_fp8:
+  // https://github.com/NVIDIA/TransformerEngine/blob/0004dbd0231cb02d7b47d45344900a494fa13f46/transformer_engine/pytorch/module/linear.py),
+  // and LayerNormLinear / LayerNormMLP do the same with the norm's and the activation's
+  // output. The attention kernel still keeps its own bf16 output, so the output
+  // projection's input is held twice: bf16 for the attention backward, fp8 for the
+  // projection's weight gradient.
+  double saved_gemm_input_bytes = 0;
+  SelectivePolicy selective = SelectivePolicy::attention_core;
 };
 // CPU engine: 4 + 4 + 8 (m, v) = 16 bytes per parameter, naive attention (scores kept).
 Precision fp32_adam();

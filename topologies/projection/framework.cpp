@@ -16,6 +16,8 @@ std::vector<FrameworkProfile> profiles() {
     f.overlap_grad_reduce = true;
     f.tp_comm_overlap = true;
     f.dispatch_overlaps_compute = true;
+    f.fp8_keeps_gemm_inputs_in_fp8 = true;
+    f.selective_policy = models::SelectivePolicy::megatron_core;
     p.push_back(f);
   }
   {
@@ -31,10 +33,13 @@ std::vector<FrameworkProfile> profiles() {
   {
     FrameworkProfile f;
     f.name = "maxtext";
-    f.description = "MaxText (JAX/XLA): fused attention, async gradient reduction, collective matmul for TP";
+    f.description =
+        "MaxText (JAX/XLA): fused attention, async gradient reduction, collective matmul for TP, selective = remat "
+        "minimal";
     f.overlap_grad_reduce = true;
     f.tp_comm_overlap = true;
     f.dispatch_overlaps_compute = true;
+    f.selective_policy = models::SelectivePolicy::dots_without_batch_dims;
     p.push_back(f);
   }
   {
@@ -53,6 +58,8 @@ void apply(const FrameworkProfile& f, ProjectionOptions& o) {
   o.overlap_grad_reduce = f.overlap_grad_reduce;
   o.tp_comm_overlap = f.tp_comm_overlap;
   o.dispatch_overlaps_compute = f.dispatch_overlaps_compute;
+  o.selective_policy = f.selective_policy;
+  o.fp8_keeps_gemm_inputs_in_fp8 = f.fp8_keeps_gemm_inputs_in_fp8;
 }
 
 FrameworkProfile framework_profile(const std::string& name) {

@@ -21,10 +21,20 @@
 //   overlap the gradient reduction; collective matmul overlaps TP all-gather /
 //   reduce-scatter with the GEMMs (the same chunked overlap as --tp-comm-overlap);
 //   one compiled program, so no per-op dispatch cost beyond the device time.
+//
+// Memory (what the plan keeps; accounting.hpp states each policy with its source):
+// - megatron-core: selective recompute is Megatron-Core's default --recompute-modules
+//   core_attn (Korthikanti et al. 2022); with --fp8 Transformer Engine keeps the linear
+//   layers' inputs for the weight gradient in fp8.
+// - megatron-2021, ibt: Korthikanti's selective recompute; bf16 everywhere.
+// - maxtext: selective is remat_policy "minimal" (JAX checkpoint_dots_with_no_batch_dims:
+//   the layer input and the weight matmuls' outputs only).
 // - ibt (the suite's own default before frameworks were modelled): fused attention,
 //   gradient reduction overlapped, no TP overlap.
 #include <string>
 #include <vector>
+
+#include "models/plan/accounting.hpp"
 
 namespace ibt::topo {
 
@@ -35,6 +45,8 @@ struct FrameworkProfile {
   bool overlap_grad_reduce = true;
   bool tp_comm_overlap = false;
   bool dispatch_overlaps_compute = false;
+  models::SelectivePolicy selective_policy = models::SelectivePolicy::attention_core;
+  bool fp8_keeps_gemm_inputs_in_fp8 = false;
 };
 
 struct ProjectionOptions;

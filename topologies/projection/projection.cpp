@@ -28,7 +28,7 @@ std::string gb(double bytes) {
 
 // Fills memory fields; returns false (with the reason) when the split does not fit.
 bool check_memory(const models::ModelConfig& m, const Topology& t, const ProjectionOptions& o, Projection& p) {
-  p.memory = models::peak_memory_per_rank(m, p.split, o.precision, *schedule_compute_orders(p.split));
+  p.memory = models::peak_memory_per_rank(m, p.split, o.memory_precision(), *schedule_compute_orders(p.split));
   p.memory_capacity_bytes = t.device.memory_GB.get() * 1e9 * o.usable_memory_fraction;
   p.fits_memory = p.memory.total() <= p.memory_capacity_bytes;
   p.memory_excess_bytes = p.fits_memory ? 0.0 : p.memory.total() - p.memory_capacity_bytes;

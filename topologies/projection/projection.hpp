@@ -54,6 +54,17 @@ struct ProjectionOptions {
   // The linear layers' GEMMs in fp8 (Transformer Engine), MFU still against `dtype`'s
   // peak (bf16): sim_pricer.hpp states the cost.
   bool fp8_gemms = false;
+  // The framework's memory policy (framework.hpp): what "selective" recompute keeps, and
+  // whether fp8 GEMMs keep their inputs for the weight gradient in fp8 (Transformer
+  // Engine). memory_precision() folds them into `precision` for the memory plan.
+  models::SelectivePolicy selective_policy = models::SelectivePolicy::attention_core;
+  bool fp8_keeps_gemm_inputs_in_fp8 = false;
+  models::Precision memory_precision() const {
+    models::Precision p = precision;
+    p.selective = selective_policy;
+    if (fp8_gemms && fp8_keeps_gemm_inputs_in_fp8) p.saved_gemm_input_bytes = 1;
+    return p;
+  }
   ProjectionOptions() : precision(models::bf16_mixed_adam()) {}
 };
 

@@ -203,8 +203,9 @@ class GridSweep {
   }
 
   // The cell's bests in split order (as a serial sweep would pick them), its gain and
-  // its verdict, which carries the projection's uncertainty: the median |MFU error| of
-  // the published runs on the topology (topologies/validation/bands.json).
+  // its verdict, which carries the projection's uncertainty: the median out-of-family
+  // |MFU error| of the published runs whose band the topology takes (its own, its
+  // generation's or the whole set's: topologies/validation/bands.json, uncertainty.hpp).
   void settle_cell(size_t g) {
     CrossoverCell& cell = result_.cells[row_ * bandwidths_ + g];
     for (size_t k = 0; k < eligible_.size(); ++k) {

@@ -45,30 +45,48 @@ TEST(Crossover, GridIsCompleteAndFasterNetworksNeverHurt) {
   EXPECT_FALSE(r.verdict.empty());
 }
 
-// Every projected MFU carries the band of the published runs on its topology (all the
-// families that ran there, pooled); a topology no published run covers says so.
-TEST(Uncertainty, ProjectedMfuCarriesItsTopologyBand) {
+// Every projected MFU carries a band from the out-of-family (leave-one-family-out)
+// errors of published runs (uncertainty.hpp): its topology's own runs where they are
+// enough, else its generation's, else the whole set's -- the wide default, which a
+// topology with no validation gets and says so.
+TEST(Uncertainty, ProjectedMfuCarriesAnOutOfSampleBand) {
   const MfuBand h100 = mfu_band("dgx-h100", 0.36);
   ASSERT_TRUE(h100.known);
+  EXPECT_TRUE(h100.validated);
+  EXPECT_EQ(h100.scope, "dgx-h100");
   // dgx-h100 holds runs of several families (NeMo, Megatron-Bridge, Llama 3, Nemotron-4).
   EXPECT_NE(h100.family.find('+'), std::string::npos) << h100.family;
   EXPECT_GT(h100.rows, 5);
-  // Every topology a published run covers has a band; others have none.
-  for (const char* t : {"dgx-a100", "dgx-b200", "dgx-h800", "gb200-nvl72", "tpu-v5p"})
-    EXPECT_TRUE(mfu_band(t, 0.5).known) << t;
-  for (const char* t : {"tpu-v4", "dgx-h200", "dgx1-v100"}) EXPECT_FALSE(mfu_band(t, 0.5).known) << t;
+  EXPECT_DOUBLE_EQ(h100.coverage, 0.8);
   EXPECT_LT(h100.low, 0.36);
   EXPECT_GT(h100.high, 0.36);
-  // At least the family's median |error| either side.
-  EXPECT_LE(h100.low, 0.36 / (1 + h100.relative) + 1e-12);
-  EXPECT_GE(h100.high, 0.36 / (1 - h100.relative) - 1e-12);
+  // Every topology gets a band; one with no published run of its own is not "validated"
+  // and its band is its generation's or the whole set's.
+  for (const char* t :
+       {"dgx-a100", "dgx-b200", "dgx-h800", "gb200-nvl72", "tpu-v5p", "tpu-v4", "dgx-h200", "dgx1-v100"})
+    EXPECT_TRUE(mfu_band(t, 0.5).known) << t;
+  for (const char* t : {"tpu-v4", "dgx-h200", "dgx1-v100"}) EXPECT_FALSE(mfu_band(t, 0.5).validated) << t;
+  EXPECT_EQ(mfu_band("dgx-h200", 0.5).scope, "generation Hopper");
+  const MfuBand v4 = mfu_band("tpu-v4", 0.36);
+  EXPECT_EQ(v4.scope_kind, "all");
+  EXPECT_GT(v4.rows, h100.rows);
   // A crossover fabric derived from the base carries the base's band.
-  EXPECT_TRUE(mfu_band("dgx-h100@d72-400G", 0.36).known);
-  const MfuBand none = mfu_band("local-cpu", 0.36);
-  EXPECT_FALSE(none.known);
-  EXPECT_NE(format_mfu_with_band(0.36, none, "local-cpu").find("no validation band for local-cpu"), std::string::npos);
-  EXPECT_NE(format_mfu_with_band(0.36, h100, "dgx-h100").find("36.0% ("), std::string::npos);
-  EXPECT_NE(format_mfu_with_band(0.36, h100, "dgx-h100").find("published runs on dgx-h100"), std::string::npos);
+  const MfuBand fabric = mfu_band("dgx-h100@d72-400G", 0.36);
+  EXPECT_TRUE(fabric.validated);
+  EXPECT_DOUBLE_EQ(fabric.low, h100.low);
+  // A topology bands.json does not list (a calibrated one, the CPU) gets the default band
+  // and says it has no validation.
+  const MfuBand cpu = mfu_band("local-cpu", 0.36);
+  EXPECT_TRUE(cpu.known);
+  EXPECT_FALSE(cpu.validated);
+  const std::string cpu_text = format_mfu_with_band(0.36, cpu, "local-cpu");
+  EXPECT_NE(cpu_text.find("no published run on local-cpu"), std::string::npos) << cpu_text;
+  EXPECT_NE(cpu_text.find("wide default band"), std::string::npos) << cpu_text;
+  const MfuBand calibrated = mfu_band("my-calibrated-cluster", 0.36);
+  EXPECT_EQ(calibrated.scope_kind, "all");
+  const std::string text = format_mfu_with_band(0.36, h100, "dgx-h100");
+  EXPECT_EQ(text.find("36.0% (80% band "), 0u) << text;
+  EXPECT_NE(text.find("published runs on dgx-h100"), std::string::npos) << text;
 }
 
 // The sweep on several threads gives the same cells, reported in order as they are
