@@ -527,8 +527,7 @@ int run(int argc, char** argv, MpiSession& mpi) {
   check_output_on_all_ranks(args.out, MPI_COMM_WORLD);
 
   const JobFacts facts = gather_job_facts(MPI_COMM_WORLD);
-  std::unique_ptr<RunRecorder> recorder;
-  if (mpi.rank() == 0) recorder = std::make_unique<RunRecorder>(args.out, "collectives");
+  std::unique_ptr<RunRecorder> recorder = open_run_on_all_ranks(args.out, "collectives", MPI_COMM_WORLD);
   JobGuard guard("collectives", mpi.rank(), recorder.get());
   if (mpi.rank() == 0) {
     record_collectives_run(*recorder, argc, argv, mpi, facts, *backend, layout, args);

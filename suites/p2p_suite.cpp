@@ -133,8 +133,7 @@ int run(int argc, char** argv, MpiSession& mpi) {
   check_output_on_all_ranks(args.out, MPI_COMM_WORLD);
 
   const JobFacts facts = gather_job_facts(MPI_COMM_WORLD);
-  std::unique_ptr<RunRecorder> recorder;
-  if (mpi.rank() == 0) recorder = std::make_unique<RunRecorder>(args.out, "p2p_matrix");
+  std::unique_ptr<RunRecorder> recorder = open_run_on_all_ranks(args.out, "p2p_matrix", MPI_COMM_WORLD);
   JobGuard guard("p2p-matrix", mpi.rank(), recorder.get());
   std::unique_ptr<P2pCollector> collector;
   if (mpi.rank() == 0) {

@@ -190,8 +190,7 @@ int run(int argc, char** argv, MpiSession& mpi) {
   check_output_on_all_ranks(a.out, MPI_COMM_WORLD);
   check_output_on_all_ranks(a.options.dump_path, MPI_COMM_WORLD);
 
-  std::unique_ptr<RunRecorder> recorder;
-  if (mpi.rank() == 0) recorder = std::make_unique<RunRecorder>(a.out, "train");
+  std::unique_ptr<RunRecorder> recorder = open_run_on_all_ranks(a.out, "train", MPI_COMM_WORLD);
   JobGuard guard("train", mpi.rank(), recorder.get());
   a.options.watchdog = guard.watchdog();
   record_provenance(recorder.get(), argc, argv, MPI_COMM_WORLD);
