@@ -161,7 +161,7 @@ const char* kAbout =
 struct ScalingArgs {
   std::string model_name, topologies, gpus_text, mode_text = "strong", dtype, out;
   std::vector<std::string> measured;
-  long long global_batch = 0, global_batch_tokens = 16LL * 1024 * 1024;
+  long long global_batch = -1, global_batch_tokens = 16LL * 1024 * 1024;
   double per_device = 0, memory_fraction = 0.9;
   bool per_device_given = false;  // --sequences-per-device on the command line
 };
@@ -217,6 +217,9 @@ ScalingAxis check_scaling_args(const ScalingArgs& a) {
   if (a.gpus_text.empty()) throw UsageError("--gpus is required (a comma list of device counts)");
   ScalingAxis axis{parse_positive_list<int>(a.gpus_text, "--gpus"), topo::parse_scaling_mode(a.mode_text)};
   if (!(a.memory_fraction > 0 && a.memory_fraction <= 1)) throw UsageError("--memory-fraction must be in (0, 1]");
+  if (a.global_batch == 0) throw UsageError("--global-batch must be positive (got 0): the global batch in sequences");
+  if (a.global_batch_tokens <= 0)
+    throw UsageError("--global-batch-tokens must be positive (got " + std::to_string(a.global_batch_tokens) + ")");
   if (a.per_device_given && !(a.per_device > 0)) throw UsageError("--sequences-per-device must be positive");
   if (a.per_device_given && axis.mode != topo::ScalingMode::weak)
     throw UsageError("--sequences-per-device applies to --scaling weak only (strong scaling fixes the global batch)");

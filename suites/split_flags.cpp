@@ -2,6 +2,8 @@
 
 #include <algorithm>
 
+#include "core/errors.hpp"
+
 namespace ibt::suites {
 
 namespace po = boost::program_options;
@@ -51,6 +53,10 @@ void add_split_options(po::options_description& opts, SplitFlags<long>& f, Split
 }
 
 long long GlobalBatchFlags::in_sequences(int seq_len) const {
+  if (sequences == 0) throw UsageError("--global-batch must be positive (got 0): the global batch in sequences");
+  if (tokens <= 0)
+    throw UsageError("--global-batch-tokens must be positive (got " + std::to_string(tokens) +
+                     "): the global batch in tokens");
   return sequences > 0 ? sequences : std::max<long long>(1, tokens / seq_len);
 }
 

@@ -32,12 +32,12 @@ void add_split_options(boost::program_options::options_description& opts, SplitF
 void add_split_options(boost::program_options::options_description& opts, SplitFlags<long>& f, SplitFlagsFor use);
 
 struct GlobalBatchFlags {
-  long long sequences = 0;                // --global-batch; 0: from tokens
+  long long sequences = -1;               // --global-batch; -1: not given (from tokens)
   long long tokens = 16LL * 1024 * 1024;  // --global-batch-tokens
   // Either flag moved from its default (by value, as the commands have always judged it).
-  bool given() const { return sequences > 0 || tokens != GlobalBatchFlags{}.tokens; }
+  bool given() const { return sequences >= 0 || tokens != GlobalBatchFlags{}.tokens; }
   // The global batch in sequences: --global-batch, else the tokens over the sequence
-  // length (at least 1).
+  // length (at least 1). UsageError for a batch of 0 (either flag).
   long long in_sequences(int seq_len) const;
 };
 

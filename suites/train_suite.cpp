@@ -169,6 +169,9 @@ int run(int argc, char** argv, MpiSession& mpi) {
     return kExitOk;
   }
   if (a.options.steps < 1) throw UsageError("--steps must be at least 1");
+  if (a.options.token_bytes != 2 && a.options.token_bytes != 4)
+    throw UsageError("--token-bytes must be 2 (uint16 tokens) or 4 (uint32), got " +
+                     std::to_string(a.options.token_bytes));
   if (a.options.threads < 0) throw UsageError("--threads must be at least 1 (or 0: the default)");
   require_timeout(a.options.timeout_s, "--timeout");
   require_learning_rate(a.options.lr);
