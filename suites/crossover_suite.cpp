@@ -351,6 +351,8 @@ int crossover_main(int argc, char** argv) {
   if (a.atlas) return run_crossover_atlas(a, argc, argv);
   const CrossoverGrid grid = check_grid_args(a);
   const CrossoverSetup setup = load_crossover_setup(a);
+  require_search_memory(setup.global_batch, a.gpus, setup.model.layers, 2, grid.jobs,
+                        "--global-batch " + std::to_string(setup.global_batch));
 
   std::printf("ibt crossover: %s on %ld x %s, global batch %lld sequences x %d tokens, threshold %.0f%%\n",
               setup.model.name.c_str(), a.gpus, setup.topology.device.name.c_str(), setup.global_batch,

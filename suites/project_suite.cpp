@@ -316,6 +316,9 @@ int project_main(int argc, char** argv) {
   ProjectSetup setup = load_project_setup(a);
   std::optional<models::ParallelSplit> single;
   if (!a.all) single = checked_single_split(a, setup);
+  if (a.all)
+    require_search_memory(setup.global_batch, a.gpus, setup.model.layers, 2, resolve_jobs(a.jobs),
+                          "--global-batch " + std::to_string(setup.global_batch));
 
   RunRecorder recorder(a.out, "projection");
   record_projection_attrs(recorder, a, setup, argc, argv);

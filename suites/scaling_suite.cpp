@@ -14,6 +14,7 @@
 #include "models/plan/model_file.hpp"
 #include "suites/cli.hpp"
 #include "suites/run_recorder.hpp"
+#include "suites/split_flags.hpp"
 #include "suites/suites.hpp"
 #include "topologies/projection/projection_report.hpp"
 #include "topologies/sim/sim_pricer.hpp"
@@ -236,7 +237,12 @@ topo::ScalingBatch scaling_batch(const ScalingArgs& a, const ScalingAxis& axis, 
   batch.sequences_per_device = a.per_device > 0
                                    ? a.per_device
                                    : static_cast<double>(batch.global_batch) / static_cast<double>(axis.gpus.front());
-  for (const int n : axis.gpus) batch.at(n);
+  for (const int n : axis.gpus)
+    require_search_memory(batch.at(n), n, model.layers, 2, 1,
+                          axis.mode == topo::ScalingMode::weak
+                              ? "--sequences-per-device (" + std::to_string(batch.at(n)) + " sequences on " +
+                                    std::to_string(n) + " devices)"
+                              : "--global-batch " + std::to_string(batch.global_batch));
   return batch;
 }
 

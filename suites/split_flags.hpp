@@ -43,4 +43,12 @@ struct GlobalBatchFlags {
 
 void add_global_batch_options(boost::program_options::options_description& opts, GlobalBatchFlags& f);
 
+// A split search builds pipeline schedules whose size grows with the microbatches:
+// planned before any work for the largest one it may meet (dp and micro-batch size 1,
+// so global_batch microbatches, on as many stages as the devices and the model's layers
+// allow, `chunks` model chunks each), once per search thread. UsageError naming `flag`
+// with the bytes needed against those available (core/memory_plan.hpp).
+void require_search_memory(long long global_batch, long devices, int layers, int chunks, int jobs,
+                           const std::string& flag);
+
 }  // namespace ibt::suites
