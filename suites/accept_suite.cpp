@@ -453,8 +453,7 @@ int run(int argc, char** argv, MpiSession& mpi) {
   check_output_on_all_ranks(a.out, MPI_COMM_WORLD);
 
   const JobFacts facts = gather_job_facts(MPI_COMM_WORLD);
-  std::unique_ptr<RunRecorder> recorder;
-  if (mpi.rank() == 0) recorder = std::make_unique<RunRecorder>(a.out, "accept");
+  std::unique_ptr<RunRecorder> recorder = open_run_on_all_ranks(a.out, "accept", MPI_COMM_WORLD);
   JobGuard guard("accept", mpi.rank(), recorder.get());
   const double started = MPI_Wtime();
   if (mpi.rank() == 0) start_accept_run(*recorder, argc, argv, mpi, facts, *backend, layout, a, ref);

@@ -300,8 +300,7 @@ int run(int argc, char** argv, MpiSession& mpi) {
   check_job_can_run(args, bytes);
   const int rank = mpi.rank(), size = mpi.size();
 
-  std::unique_ptr<RunRecorder> recorder;
-  if (rank == 0) recorder = std::make_unique<RunRecorder>(args.out, "checkpoint_bench");
+  std::unique_ptr<RunRecorder> recorder = open_run_on_all_ranks(args.out, "checkpoint_bench", MPI_COMM_WORLD);
   JobGuard guard("checkpoint-bench", rank, recorder.get());
   record_provenance(recorder.get(), argc, argv, MPI_COMM_WORLD);
   if (recorder && recorder->active()) record_bench_config(*recorder, args, bytes);

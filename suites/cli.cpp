@@ -27,6 +27,18 @@ void require_positive(long value, const char* option) {
   if (value <= 0) throw UsageError(std::string(option) + " must be positive (got " + std::to_string(value) + ")");
 }
 
+void require_rank_in_job(int rank, const char* option, int ranks) {
+  if (rank == -1 || (rank >= 0 && rank < ranks)) return;
+  throw UsageError(std::string(option) + " names rank " + std::to_string(rank) + ", but the job has " +
+                   std::to_string(ranks) + " rank" + (ranks == 1 ? "" : "s") + " (0.." + std::to_string(ranks - 1) +
+                   "): name one of them");
+}
+
+void require_given_positive(long value, const char* option, const char* what) {
+  if (value == -1) throw UsageError(std::string(option) + " is required (" + what + ")");
+  require_positive(value, option);
+}
+
 namespace {
 
 template <class T>

@@ -16,6 +16,13 @@ std::string joined_command_line(int argc, char** argv);
 // Throws UsageError for an option given more than once or a value out of range, with
 // the option's name in the message.
 void require_positive(long value, const char* option);
+// A rank named by a flag (-1: none) must be one of the job's `ranks` ranks.
+void require_rank_in_job(int rank, const char* option, int ranks);
+
+// A required count whose variable starts at -1 ("not given"; an explicit negative value
+// is refused by refuse_nonsense_numbers): -1 says "OPTION is required (WHAT)", 0 that
+// it must be positive.
+void require_given_positive(long value, const char* option, const char* what);
 
 // Refuses numbers no option means: NaN and infinity in any numeric option, and a
 // negative value in any numeric option given on the command line (no ibt flag takes

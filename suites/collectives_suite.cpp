@@ -519,6 +519,8 @@ int run(int argc, char** argv, MpiSession& mpi) {
   const std::size_t outlier_bandwidth_from = check_output_flags(args, rotate_given);
   auto backend = make_backend(args.backend, MPI_COMM_WORLD, {args.timeout, args.cuda_graph == 1, args.nccl_comm});
   const HarnessOptions base = to_harness_options(args, *backend);
+  require_rank_in_job(base.stall_rank, "--inject-stall", mpi.size());
+  require_rank_in_job(base.corrupt_rank, "--inject-wrong", mpi.size());
   const DomainLayout layout = detect_domains(MPI_COMM_WORLD, args.domain_size);
   std::vector<std::string> notes;
   HarnessOptions harness = base;
@@ -527,8 +529,7 @@ int run(int argc, char** argv, MpiSession& mpi) {
   check_output_on_all_ranks(args.out, MPI_COMM_WORLD);
 
   const JobFacts facts = gather_job_facts(MPI_COMM_WORLD);
-  std::unique_ptr<RunRecorder> recorder;
-  if (mpi.rank() == 0) recorder = std::make_unique<RunRecorder>(args.out, "collectives");
+  std::unique_ptr<RunRecorder> recorder = open_run_on_all_ranks(args.out, "collectives", MPI_COMM_WORLD);
   JobGuard guard("collectives", mpi.rank(), recorder.get());
   if (mpi.rank() == 0) {
     record_collectives_run(*recorder, argc, argv, mpi, facts, *backend, layout, args);

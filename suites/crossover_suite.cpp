@@ -79,7 +79,7 @@ const char* kAbout =
 struct CrossoverArgs {
   std::string model_name, base = "dgx-h100", domains = "8,16,32,64,72,128,256", gbps = "100,200,400,800,1600", out,
                           dtype, rank_by = "mfu", framework = "ibt";
-  long gpus = 0, max_cp = 16;
+  long gpus = -1, max_cp = 16;  // gpus -1: not given
   GlobalBatchFlags batch;
   double threshold = 0.05;
   int jobs = 1;
@@ -170,7 +170,7 @@ struct CrossoverGrid {
 
 CrossoverGrid check_grid_args(const CrossoverArgs& a) {
   if (a.model_name.empty()) throw UsageError("--model is required");
-  require_positive(a.gpus, "--gpus");
+  require_given_positive(a.gpus, "--gpus", "the number of devices, e.g. --gpus 1024");
   require_positive(a.max_cp, "--cp");
   if (!(a.threshold >= 0)) throw UsageError("--threshold must be >= 0");
   CrossoverGrid g;
@@ -280,6 +280,22 @@ void print_grid_summary(const topo::CrossoverResult& r, const CrossoverSetup& s)
   std::printf("%s", topo::describe_assumptions(s.failure).c_str());
 }
 
+// No split fits in any cell (e.g. --gpus 7): a grid of nothing answers no question, so
+// it is refused (exit 2) saying why, before a run is appended.
+void refuse_if_nothing_fits(const topo::CrossoverResult& r, const CrossoverArgs& a, const CrossoverSetup& s) {
+  std::string why;
+  for (const topo::CrossoverCell& c : r.cells) {
+    if (c.best_no_pp.feasible || c.best_with_pp.feasible) return;
+    if (why.empty()) why = !c.best_no_pp.reason.empty() ? c.best_no_pp.reason : c.best_with_pp.reason;
+  }
+  if (why.empty())
+    why = "no searched split (dp x tp x pp x cp) uses exactly " + std::to_string(a.gpus) +
+          " devices and divides the global batch";
+  throw UsageError("--gpus " + std::to_string(a.gpus) + ": no split of " + s.model.name +
+                   " fits in any cell (global batch " + std::to_string(s.global_batch) + " sequences): " + why +
+                   "; give a device count the domain sizes and the global batch divide (e.g. a multiple of 8)");
+}
+
 store::Row cell_row(const topo::CrossoverCell& c) {
   const double nan = std::numeric_limits<double>::quiet_NaN();
   auto goodput_of = [&](const topo::Projection& p, bool adjusted) {
@@ -335,6 +351,8 @@ int crossover_main(int argc, char** argv) {
   if (a.atlas) return run_crossover_atlas(a, argc, argv);
   const CrossoverGrid grid = check_grid_args(a);
   const CrossoverSetup setup = load_crossover_setup(a);
+  require_search_memory(setup.global_batch, a.gpus, setup.model.layers, 2, grid.jobs,
+                        "--global-batch " + std::to_string(setup.global_batch));
 
   std::printf("ibt crossover: %s on %ld x %s, global batch %lld sequences x %d tokens, threshold %.0f%%\n",
               setup.model.name.c_str(), a.gpus, setup.topology.device.name.c_str(), setup.global_batch,
@@ -345,6 +363,7 @@ int crossover_main(int argc, char** argv) {
   print_grid_columns(setup);
   const topo::CrossoverResult r = price_grid(a, grid, setup, search);
   print_grid_summary(r, setup);
+  refuse_if_nothing_fits(r, a, setup);
   record_crossover(a, setup, r, argc, argv);
   return kExitOk;
 }

@@ -98,6 +98,7 @@ P2pOptions to_options(const P2pArgs& a) {
       if (colon == std::string::npos) throw std::invalid_argument("no colon");
       o.delay_rank = std::stoi(a.inject_delay.substr(0, colon));
       o.delay_us = std::stod(a.inject_delay.substr(colon + 1));
+      if (!(o.delay_us >= 0 && o.delay_us <= 1e9)) throw std::invalid_argument("delay out of range");
     } catch (const std::exception&) {
       throw UsageError("--inject-delay expects RANK:US (got '" + a.inject_delay + "')");
     }
@@ -119,6 +120,7 @@ int run(int argc, char** argv, MpiSession& mpi) {
   }
   po::notify(vm);
   const P2pOptions p2p = to_options(args);
+  require_rank_in_job(p2p.delay_rank, "--inject-delay", mpi.size());
   const std::size_t bandwidth_from = parse_size(args.bandwidth_from, "--bandwidth-from");
   const DomainLayout layout = detect_domains(MPI_COMM_WORLD, args.domain_size);
   if (mpi.size() < 2) throw UsageError("p2p-matrix needs at least 2 ranks (run it under mpiexec -n N)");
@@ -133,8 +135,7 @@ int run(int argc, char** argv, MpiSession& mpi) {
   check_output_on_all_ranks(args.out, MPI_COMM_WORLD);
 
   const JobFacts facts = gather_job_facts(MPI_COMM_WORLD);
-  std::unique_ptr<RunRecorder> recorder;
-  if (mpi.rank() == 0) recorder = std::make_unique<RunRecorder>(args.out, "p2p_matrix");
+  std::unique_ptr<RunRecorder> recorder = open_run_on_all_ranks(args.out, "p2p_matrix", MPI_COMM_WORLD);
   JobGuard guard("p2p-matrix", mpi.rank(), recorder.get());
   std::unique_ptr<P2pCollector> collector;
   if (mpi.rank() == 0) {

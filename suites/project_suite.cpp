@@ -35,7 +35,7 @@ namespace po = boost::program_options;
 struct ProjectArgs {
   std::string model, topology, recompute = "none", dtype, out, rank_by = "mfu";
   std::string framework = "ibt";
-  long gpus = 0;
+  long gpus = -1;  // -1: not given
   SplitFlags<long> split;
   GlobalBatchFlags batch;
   ZeroFlags zero;
@@ -188,7 +188,7 @@ bool parse_project_args(int argc, char** argv, ProjectArgs& a) {
 void check_project_args(const ProjectArgs& a) {
   if (a.model.empty()) throw UsageError("--model is required");
   if (a.topology.empty()) throw UsageError("--topology is required");
-  require_positive(a.gpus, "--gpus");
+  require_given_positive(a.gpus, "--gpus", "the number of devices, e.g. --gpus 1024");
   int_flag(a.gpus, "--gpus");
   if (!(a.memory_fraction > 0 && a.memory_fraction <= 1)) throw UsageError("--memory-fraction must be in (0, 1]");
   if (!a.out.empty()) store::check_appendable(a.out);
@@ -316,6 +316,9 @@ int project_main(int argc, char** argv) {
   ProjectSetup setup = load_project_setup(a);
   std::optional<models::ParallelSplit> single;
   if (!a.all) single = checked_single_split(a, setup);
+  if (a.all)
+    require_search_memory(setup.global_batch, a.gpus, setup.model.layers, 2, resolve_jobs(a.jobs),
+                          "--global-batch " + std::to_string(setup.global_batch));
 
   RunRecorder recorder(a.out, "projection");
   record_projection_attrs(recorder, a, setup, argc, argv);

@@ -1,6 +1,7 @@
 #include "suites/run_recorder.hpp"
 
 #include <chrono>
+#include <functional>
 
 #include "core/errors.hpp"
 #include "reports/store/writer_liveness.hpp"
@@ -71,22 +72,48 @@ void RunRecorder::finish(store::RunStatus status, const std::string& message) {
   run_->finish(status, message);
 }
 
-void check_output_on_all_ranks(const std::string& path, MPI_Comm world) {
+namespace {
+enum class Verdict : int { ok = 0, usage = 1, storage = 2, runtime = 3 };
+}  // namespace
+
+void agree_on_rank0(MPI_Comm world, const std::function<void()>& attempt) {
   int rank = 0;
   MPI_Comm_rank(world, &rank);
+  int verdict = static_cast<int>(Verdict::ok);
   std::string error;
-  if (rank == 0 && !path.empty()) {
+  if (rank == 0) {
     try {
-      store::check_appendable(path);
+      attempt();
+    } catch (const UsageError& e) {
+      verdict = static_cast<int>(Verdict::usage), error = e.what();
+    } catch (const StorageError& e) {
+      verdict = static_cast<int>(Verdict::storage), error = e.what();
     } catch (const std::exception& e) {
-      error = e.what();
+      verdict = static_cast<int>(Verdict::runtime), error = e.what();
     }
   }
-  int len = static_cast<int>(error.size());
-  MPI_Bcast(&len, 1, MPI_INT, 0, world);
-  error.resize(static_cast<size_t>(len));
-  MPI_Bcast(error.data(), len, MPI_CHAR, 0, world);
-  if (!error.empty()) throw UsageError(error);
+  int head[2] = {verdict, static_cast<int>(error.size())};
+  MPI_Bcast(head, 2, MPI_INT, 0, world);
+  if (head[0] == static_cast<int>(Verdict::ok)) return;
+  error.resize(static_cast<size_t>(head[1]));
+  MPI_Bcast(error.data(), head[1], MPI_CHAR, 0, world);
+  switch (static_cast<Verdict>(head[0])) {
+    case Verdict::usage: throw UsageError(error);
+    case Verdict::storage: throw StorageError(error);
+    default: throw RuntimeError(error);
+  }
+}
+
+void check_output_on_all_ranks(const std::string& path, MPI_Comm world) {
+  agree_on_rank0(world, [&] {
+    if (!path.empty()) store::check_appendable(path);
+  });
+}
+
+std::unique_ptr<RunRecorder> open_run_on_all_ranks(const std::string& path, const std::string& kind, MPI_Comm world) {
+  std::unique_ptr<RunRecorder> recorder;
+  agree_on_rank0(world, [&] { recorder = std::make_unique<RunRecorder>(path, kind); });
+  return recorder;
 }
 
 }  // namespace ibt::suites

@@ -7,6 +7,7 @@
 #include <mpi.h>
 
 #include <condition_variable>
+#include <functional>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -43,10 +44,25 @@ class RunRecorder {
   bool finished_ = false;
 };
 
+// Collective: runs `attempt` on rank 0 only (the others skip it) and broadcasts its
+// outcome before anyone goes on: if it threw, every rank throws the same error type
+// (UsageError, StorageError, else RuntimeError) with rank 0's message. For work only rank
+// 0 does (opening the results file) that must not leave the other ranks waiting in the
+// next collective when it fails.
+void agree_on_rank0(MPI_Comm world, const std::function<void()>& attempt);
+
 // Collective: rank 0 checks that results can be appended to `path` (empty: nothing to
 // check) and every rank throws the same UsageError if not, before anything is measured:
 // not an ibt file, damaged, locked by another process, no room for the append.
 // Only rank 0 sees the file system the results go to; the others must fail alike.
 void check_output_on_all_ranks(const std::string& path, MPI_Comm world);
+
+// Collective: rank 0 opens `path` and starts a run of this kind (a RunRecorder; nullptr on
+// the other ranks), then tells every rank whether it could, before anyone enters the next
+// collective. If not, every rank throws the same error (UsageError, StorageError or
+// RuntimeError, as rank 0's was) with rank 0's message: what check_output_on_all_ranks
+// cannot see ahead of the open, such as a reader that opened the file since (its lock
+// refuses the writer's), ends every rank alike instead of leaving the others waiting.
+std::unique_ptr<RunRecorder> open_run_on_all_ranks(const std::string& path, const std::string& kind, MPI_Comm world);
 
 }  // namespace ibt::suites

@@ -14,6 +14,7 @@
 #include "models/plan/model_file.hpp"
 #include "suites/cli.hpp"
 #include "suites/run_recorder.hpp"
+#include "suites/split_flags.hpp"
 #include "suites/suites.hpp"
 #include "topologies/projection/projection_report.hpp"
 #include "topologies/sim/sim_pricer.hpp"
@@ -161,7 +162,7 @@ const char* kAbout =
 struct ScalingArgs {
   std::string model_name, topologies, gpus_text, mode_text = "strong", dtype, out;
   std::vector<std::string> measured;
-  long long global_batch = 0, global_batch_tokens = 16LL * 1024 * 1024;
+  long long global_batch = -1, global_batch_tokens = 16LL * 1024 * 1024;
   double per_device = 0, memory_fraction = 0.9;
   bool per_device_given = false;  // --sequences-per-device on the command line
 };
@@ -217,6 +218,9 @@ ScalingAxis check_scaling_args(const ScalingArgs& a) {
   if (a.gpus_text.empty()) throw UsageError("--gpus is required (a comma list of device counts)");
   ScalingAxis axis{parse_positive_list<int>(a.gpus_text, "--gpus"), topo::parse_scaling_mode(a.mode_text)};
   if (!(a.memory_fraction > 0 && a.memory_fraction <= 1)) throw UsageError("--memory-fraction must be in (0, 1]");
+  if (a.global_batch == 0) throw UsageError("--global-batch must be positive (got 0): the global batch in sequences");
+  if (a.global_batch_tokens <= 0)
+    throw UsageError("--global-batch-tokens must be positive (got " + std::to_string(a.global_batch_tokens) + ")");
   if (a.per_device_given && !(a.per_device > 0)) throw UsageError("--sequences-per-device must be positive");
   if (a.per_device_given && axis.mode != topo::ScalingMode::weak)
     throw UsageError("--sequences-per-device applies to --scaling weak only (strong scaling fixes the global batch)");
@@ -233,7 +237,12 @@ topo::ScalingBatch scaling_batch(const ScalingArgs& a, const ScalingAxis& axis, 
   batch.sequences_per_device = a.per_device > 0
                                    ? a.per_device
                                    : static_cast<double>(batch.global_batch) / static_cast<double>(axis.gpus.front());
-  for (const int n : axis.gpus) batch.at(n);
+  for (const int n : axis.gpus)
+    require_search_memory(batch.at(n), n, model.layers, 2, 1,
+                          axis.mode == topo::ScalingMode::weak
+                              ? "--sequences-per-device (" + std::to_string(batch.at(n)) + " sequences on " +
+                                    std::to_string(n) + " devices)"
+                              : "--global-batch " + std::to_string(batch.global_batch));
   return batch;
 }
 

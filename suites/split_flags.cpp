@@ -2,6 +2,10 @@
 
 #include <algorithm>
 
+#include "core/errors.hpp"
+#include "core/memory_plan.hpp"
+#include "models/plan/schedule.hpp"
+
 namespace ibt::suites {
 
 namespace po = boost::program_options;
@@ -51,7 +55,25 @@ void add_split_options(po::options_description& opts, SplitFlags<long>& f, Split
 }
 
 long long GlobalBatchFlags::in_sequences(int seq_len) const {
+  if (sequences == 0) throw UsageError("--global-batch must be positive (got 0): the global batch in sequences");
+  if (tokens <= 0)
+    throw UsageError("--global-batch-tokens must be positive (got " + std::to_string(tokens) +
+                     "): the global batch in tokens");
   return sequences > 0 ? sequences : std::max<long long>(1, tokens / seq_len);
+}
+
+void require_search_memory(long long global_batch, long devices, int layers, int chunks, int jobs,
+                           const std::string& flag) {
+  const double stages = static_cast<double>(std::max(1L, std::min(devices, static_cast<long>(std::max(1, layers)))));
+  // Per (stage, chunk, microbatch): the schedule's actions (models::schedule_bytes) and
+  // the compute order's tasks (forward, backward, weight).
+  const double per_microbatch = models::schedule_bytes(1, 1, 1) + 3.0 * sizeof(models::ComputeTask);
+  const double bytes =
+      std::max(1, jobs) * stages * std::max(1, chunks) * static_cast<double>(global_batch) * per_microbatch;
+  require_memory(bytes, flag + " (the pipeline schedules of the search: up to " + std::to_string(global_batch) +
+                            " microbatches on " + std::to_string(static_cast<long>(stages)) + " stages x " +
+                            std::to_string(chunks) + " chunks, on " + std::to_string(std::max(1, jobs)) +
+                            " thread(s))");
 }
 
 void add_global_batch_options(po::options_description& opts, GlobalBatchFlags& f) {

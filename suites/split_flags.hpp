@@ -32,15 +32,23 @@ void add_split_options(boost::program_options::options_description& opts, SplitF
 void add_split_options(boost::program_options::options_description& opts, SplitFlags<long>& f, SplitFlagsFor use);
 
 struct GlobalBatchFlags {
-  long long sequences = 0;                // --global-batch; 0: from tokens
+  long long sequences = -1;               // --global-batch; -1: not given (from tokens)
   long long tokens = 16LL * 1024 * 1024;  // --global-batch-tokens
   // Either flag moved from its default (by value, as the commands have always judged it).
-  bool given() const { return sequences > 0 || tokens != GlobalBatchFlags{}.tokens; }
+  bool given() const { return sequences >= 0 || tokens != GlobalBatchFlags{}.tokens; }
   // The global batch in sequences: --global-batch, else the tokens over the sequence
-  // length (at least 1).
+  // length (at least 1). UsageError for a batch of 0 (either flag).
   long long in_sequences(int seq_len) const;
 };
 
 void add_global_batch_options(boost::program_options::options_description& opts, GlobalBatchFlags& f);
+
+// A split search builds pipeline schedules whose size grows with the microbatches:
+// planned before any work for the largest one it may meet (dp and micro-batch size 1,
+// so global_batch microbatches, on as many stages as the devices and the model's layers
+// allow, `chunks` model chunks each), once per search thread. UsageError naming `flag`
+// with the bytes needed against those available (core/memory_plan.hpp).
+void require_search_memory(long long global_batch, long devices, int layers, int chunks, int jobs,
+                           const std::string& flag);
 
 }  // namespace ibt::suites

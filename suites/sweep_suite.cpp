@@ -130,13 +130,12 @@ std::vector<models::ParallelSplit> runnable_splits(const SweepArgs& a, const mod
 // Trains every split, each its own run (rank 0's recorder), printing a line per split.
 // status: kExitFailure when any split failed its check.
 std::vector<Ranked> train_splits(const std::vector<models::ParallelSplit>& splits, const models::ModelConfig& model,
-                                 const SweepArgs& a, TrainOptions& options, JobGuard& guard, const MpiSession& mpi,
-                                 int argc, char** argv, int& status) {
+                                 const SweepArgs& a, TrainOptions& options, JobGuard& guard, int argc, char** argv,
+                                 int& status) {
   std::vector<Ranked> results;
   for (size_t i = 0; i < splits.size(); ++i) {
     options.split = splits[i];
-    std::unique_ptr<RunRecorder> recorder;
-    if (mpi.rank() == 0) recorder = std::make_unique<RunRecorder>(a.out, "train");
+    std::unique_ptr<RunRecorder> recorder = open_run_on_all_ranks(a.out, "train", MPI_COMM_WORLD);
     guard.set_recorder(recorder.get());
     record_provenance(recorder.get(), argc, argv, MPI_COMM_WORLD);
     if (recorder && recorder->active()) recorder->set_attr("sweep_index", static_cast<std::int64_t>(i));
@@ -215,7 +214,7 @@ int run(int argc, char** argv, MpiSession& mpi) {
   }
 
   int status = kExitOk;
-  std::vector<Ranked> results = train_splits(splits, model, a, options, guard, mpi, argc, argv, status);
+  std::vector<Ranked> results = train_splits(splits, model, a, options, guard, argc, argv, status);
   if (mpi.rank() == 0) print_ranking(std::move(results), a.out);
   return status;
 }

@@ -26,6 +26,7 @@
 #include "reports/store/store.hpp"
 #include "suites/cli.hpp"
 #include "suites/job_facts.hpp"
+#include "suites/run_recorder.hpp"
 #include "suites/train_checkpoints.hpp"
 #include "topologies/calibration/gemm_peak.hpp"
 #include "topologies/hardware/device_peak.hpp"
@@ -339,7 +340,10 @@ void set_up_training(TrainSetup& s, const ModelConfig& model, const TrainOptions
   s.flops_per_step = model_flops_per_step(model, static_cast<double>(o.split.global_batch()));
   if ((o.check || !o.dump_path.empty()) && rank == 0)
     s.reference = std::make_unique<ReferenceTrainer>(model, s.train, *s.data);
-  if (!o.dump_path.empty() && rank == 0) open_dump(s, model, o);
+  // Agreed: a dump file that cannot be opened now (a reader's lock) ends every rank alike.
+  agree_on_rank0(world, [&] {
+    if (!o.dump_path.empty()) open_dump(s, model, o);
+  });
 }
 
 void record_training_attrs(RunRecorder& recorder, const ModelConfig& model, const TrainOptions& o,

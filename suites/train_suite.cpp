@@ -169,6 +169,9 @@ int run(int argc, char** argv, MpiSession& mpi) {
     return kExitOk;
   }
   if (a.options.steps < 1) throw UsageError("--steps must be at least 1");
+  if (a.options.token_bytes != 2 && a.options.token_bytes != 4)
+    throw UsageError("--token-bytes must be 2 (uint16 tokens) or 4 (uint32), got " +
+                     std::to_string(a.options.token_bytes));
   if (a.options.threads < 0) throw UsageError("--threads must be at least 1 (or 0: the default)");
   require_timeout(a.options.timeout_s, "--timeout");
   require_learning_rate(a.options.lr);
@@ -190,8 +193,7 @@ int run(int argc, char** argv, MpiSession& mpi) {
   check_output_on_all_ranks(a.out, MPI_COMM_WORLD);
   check_output_on_all_ranks(a.options.dump_path, MPI_COMM_WORLD);
 
-  std::unique_ptr<RunRecorder> recorder;
-  if (mpi.rank() == 0) recorder = std::make_unique<RunRecorder>(a.out, "train");
+  std::unique_ptr<RunRecorder> recorder = open_run_on_all_ranks(a.out, "train", MPI_COMM_WORLD);
   JobGuard guard("train", mpi.rank(), recorder.get());
   a.options.watchdog = guard.watchdog();
   record_provenance(recorder.get(), argc, argv, MPI_COMM_WORLD);

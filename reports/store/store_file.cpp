@@ -79,7 +79,9 @@ h5::Handle open_checked(const std::string& path, bool for_append) {
   if (id < 0) {
     const std::string detail = h5::error_detail();
     if (detail.find("unable to lock file") != std::string::npos)
-      refuse(path, "is locked by another process (is an ibt run still writing to it?)");
+      refuse(path,
+             "is locked by another process (an ibt run writing to it, or a reader holding it open: h5py, h5dump, a "
+             "notebook); try again when it is closed");
     // A valid file whose superblock records an unfinished SWMR/latest-format writer
     // also fails here; HDF5's own message (with its h5clear hint) says so.
     std::string hint;

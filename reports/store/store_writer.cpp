@@ -441,7 +441,9 @@ std::shared_ptr<OpenFile> open_results_file(const std::string& path) {
   const hid_t id = H5Fopen(path.c_str(), H5F_ACC_RDWR, fapl.get());
   if (id < 0) {
     if (h5::error_detail().find("unable to lock file") != std::string::npos)
-      throw UsageError(path + ": is locked by another process (is an ibt run still writing to it?)");
+      throw UsageError(path +
+                       ": is locked by another process (an ibt run writing to it, or a reader holding it open: h5py, "
+                       "h5dump, a notebook); try again when it is closed");
     h5::fail<UsageError>(path + ": cannot open the results file for writing");
   }
   file->file = h5::Handle(id, H5Fclose);

@@ -5,7 +5,8 @@
 # and a message naming the file; a table whose data changed after it was written is
 # named and refused (its row digest); files that are not a
 # valid ibt store are refused (exit 2) and left byte for byte as they were; a file
-# locked by a running job is refused on every rank, without hanging.
+# locked by a running job is refused on every rank, without hanging; so is one held open
+# by a reader (every rank exits 2 with rank 0's one message).
 source "$(dirname "$0")/lib.sh"
 quick=(collectives --op all_reduce -b 8 -e 64 -n 2 -w 1)
 
@@ -121,3 +122,25 @@ grep -q "is locked by another process" <<<"$out" || fail "locked: message '$out'
 [[ $(attr "$file" 000001 status) == partial ]] || fail "locked: the holder's run was not closed partial"
 "$ibt" show "$file" | grep -c '^0000' | grep -qx 1 || fail "locked: the refused job appended a run"
 ok "lock held elsewhere: refused on every rank in ${elapsed}s, holder's run intact"
+
+# 4. A reader holding the file open (h5py, as a notebook would): rank 0's open for
+# writing is refused by the reader's lock after the checks passed; every rank must end
+# with exit 2 and rank 0's message in bounded time, none left waiting in a collective.
+file=$dir/read.h5 log=$dir/reader.log
+"$ibt" "${quick[@]}" --out "$file" >/dev/null 2>&1 || fail "reader: first run failed"
+/usr/bin/python3 -c 'import sys, time, h5py
+f = h5py.File(sys.argv[1], "r"); print("open", flush=True); time.sleep(120)' "$file" >"$log" 2>&1 &
+reader=$!
+wait_for '^open' "$log" 30 || { kill -KILL $reader; fail "reader: h5py did not open the file: $(cat "$log")"; }
+start=$(date +%s)
+st=0
+out=$(timeout 60 "${mpirun[@]}" -n 2 sh -c '"$@"; echo "rank $PMI_RANK exit $?"' sh "$ibt" "${quick[@]}" --out "$file" 2>&1) || st=$?
+elapsed=$(($(date +%s) - start))
+kill -KILL $reader; wait $reader 2>/dev/null
+[[ $st -ne 124 ]] || fail "reader: the job hung (killed after 60 s): $out"
+for r in 0 1; do
+  grep -qx "rank $r exit 2" <<<"$out" || fail "reader: rank $r did not exit 2 after ${elapsed}s: $out"
+done
+[[ $(grep -c "is locked by another process" <<<"$out") -eq 1 ]] || fail "reader: expected one lock message: $out"
+"$ibt" show "$file" | grep -c '^0000' | grep -qx 1 || fail "reader: the refused job appended a run"
+ok "reader holding the file: every rank exits 2 in ${elapsed}s with one message: $(grep -m1 locked <<<"$out")"
