@@ -86,16 +86,18 @@ ranked() {
 # project: calibrate per rate, project every sweep run, write projection.tsv and extend
 # summary.tsv (see --help).
 project() {
-  local first=${rate_list[0]} fit_run rate
+  local first=${rate_list[0]} fit_run rate f
+  for rate in "${rate_list[@]}"; do
+    for f in "$out/collectives-$rate.h5" "$out/sweep-$rate.h5"; do
+      [[ -r $f ]] || die "missing $f (did the measured part run for rate $rate?)"
+    done
+  done
   fit_run=$(ranked "$first" | awk -F'\t' '$3 == "-" { print $1; exit }')
   [[ -n $fit_run ]] || die "no run without PP in the ranking of $out/sweep-$first.h5: nothing to fit compute on"
   echo "compute efficiency fitted on $out/sweep-$first.h5:$fit_run (the $first sweep's best split without PP)"
   local projection=$out/projection.tsv
   printf 'rate\trun\tsplit\tpp\tmeasured_s_per_step\tmeasured_mfu\tcompare_measured_step_s\tprojected_step_s\tdiff_pct\tprojected_mfu\tdiffers_most\n' >"$projection"
   for rate in "${rate_list[@]}"; do
-    for f in "$out/collectives-$rate.h5" "$out/sweep-$rate.h5"; do
-      [[ -r $f ]] || die "missing $f (did the measured part run for rate $rate?)"
-    done
     "$ibt" calibrate "$out/collectives-$rate.h5" --fit-train "$out/sweep-$first.h5:$fit_run" \
       --out "$out/cal-$rate.json" --force >"$out/calibrate-$rate.txt" 2>&1 ||
       die "ibt calibrate failed at $rate (see $out/calibrate-$rate.txt)"
