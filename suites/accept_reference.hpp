@@ -36,6 +36,7 @@
 
 #include "core/errors.hpp"
 #include "core/input_file.hpp"
+#include "core/json_reader.hpp"
 
 namespace ibt::suites {
 
@@ -113,12 +114,11 @@ inline AcceptMetric parse_metric(const nlohmann::json& m, const std::string& whe
   using namespace detail;
   if (!m.is_object()) throw UsageError(where + ": a metric must be an object");
   // A misspelt key ("uper") would silently leave a bound open: refuse unknown keys.
-  static const char* known[] = {"name", "op",         "scope",  "dtype", "bytes", "quantity",
-                                "unit", "over_sizes", "target", "lower", "upper", "note"};
+  static const std::vector<std::string> known = {"name", "op",         "scope",  "dtype", "bytes", "quantity",
+                                                 "unit", "over_sizes", "target", "lower", "upper", "note"};
   for (const auto& item : m.items())
-    if (std::find_if(std::begin(known), std::end(known), [&](const char* k) { return item.key() == k; }) ==
-        std::end(known))
-      throw UsageError(where + ": unknown key '" + item.key() + "'");
+    if (std::find(known.begin(), known.end(), item.key()) == known.end())
+      throw UsageError(where + ": unknown key '" + item.key() + "'" + unknown_name_hint(item.key(), known));
   AcceptMetric a;
   a.op = string_field(m, "op", where);
   a.quantity = string_field(m, "quantity", where);

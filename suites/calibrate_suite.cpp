@@ -10,6 +10,7 @@
 
 #include "core/errors.hpp"
 #include "core/output_file.hpp"
+#include "models/engine/sgemm_peak.hpp"
 #include "reports/store/store.hpp"
 #include "suites/cli.hpp"
 #include "suites/suites.hpp"
@@ -235,7 +236,8 @@ int calibrate_main(int argc, char** argv) {
   // The fits hold on the layout they were measured on: take its domain size, and price
   // groups spanning domains from the inter fits (calibration_layout.hpp).
   if (layout) std::printf("layout: %s\n", topo::apply_measured_layout(rep.topology, *layout, "calibration").c_str());
-  if (a.measure_local) topo::measure_local_compute(rep.topology);
+  if (a.measure_local)
+    topo::measure_local_compute(rep.topology, models::measure_sgemm_peak_gflops(1), models::sgemm_peak_rule());
   const TrainRunChoice train_runs = choose_train_runs(a.fit_train, measured.train);
   print_fits(rep, a.measure_local);
   std::vector<std::string> oversubscribed_fit;

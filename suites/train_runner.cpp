@@ -22,6 +22,7 @@
 #include "models/engine/blas.hpp"
 #include "models/engine/data.hpp"
 #include "models/engine/reference_trainer.hpp"
+#include "models/engine/sgemm_peak.hpp"
 #include "models/plan/accounting.hpp"
 #include "reports/store/store.hpp"
 #include "suites/cli.hpp"
@@ -165,22 +166,7 @@ void normalize_peak_flags(bool old_spelling_given, TrainOptions& o) {
 }
 
 double measure_sgemm_peak_gflops(MPI_Comm world, int threads) {
-  const int prev = blas_threads();
-  set_blas_threads(threads);
-  const int n = 1024;
-  std::vector<float> a(static_cast<size_t>(n) * n, 0.5f), b(a.size(), 0.25f), c(a.size());
-  // Best of at least 5 calls and 0.3 s: a peak is the fastest the core ran, and on a
-  // shared machine a short window can miss it (MFU above 100% was seen with 5 calls).
-  double best = 1e30, spent = 0;
-  for (int i = 0; i < 5 || (spent < 0.3 && i < 100); ++i) {
-    const auto t0 = std::chrono::steady_clock::now();
-    gemm(false, false, n, n, n, 1.0f, a.data(), n, b.data(), n, 0.0f, c.data(), n);
-    const double t = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-    best = std::min(best, t);
-    spent += t;
-  }
-  set_blas_threads(prev);
-  double gflops = 2.0 * n * n * n / best * 1e-9;
+  double gflops = models::measure_sgemm_peak_gflops(threads);
   int size = 1;
   MPI_Comm_size(world, &size);
   std::vector<double> all(size);
@@ -257,8 +243,8 @@ Peak rank_peak(const TrainOptions& o, const TrainExecutor& exec, MPI_Comm world,
     Peak p;
     p.gflops = o.peak_gflops > 0 ? o.peak_gflops : measure_sgemm_peak_gflops(world, threads);
     p.source = o.peak_gflops > 0 ? "given (--peak-tflops)"
-                                 : "measured sgemm 1024^3 at " + std::to_string(blas_threads()) +
-                                       " BLAS thread(s) per rank, median over ranks";
+                                 : "measured sgemm " + std::to_string(models::kSgemmPeakSize) + "^3 at " +
+                                       std::to_string(blas_threads()) + " BLAS thread(s) per rank, median over ranks";
     return p;
   }
   if (o.peak_tflops > 0) return {o.peak_tflops * 1e3, "given (--peak-tflops)"};

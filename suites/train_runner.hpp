@@ -71,10 +71,10 @@ struct TrainOutcome {
   std::string mismatch;  // "step 3: loss ..." when check failed, or a NaN/inf loss
 };
 
-// OpenBLAS sgemm throughput at `threads` threads (1024^3, best of 5), GFLOP/s: the
-// per-rank peak MFU is measured against when no --peak-gflops is given. Collective:
-// every rank measures at once (so oversubscribed ranks measure their share), the job
-// uses the median over ranks.
+// OpenBLAS sgemm throughput at `threads` threads by the one CPU peak rule
+// (models/engine/sgemm_peak.hpp), GFLOP/s: the per-rank peak MFU is measured against
+// when no --peak-gflops is given. Collective: every rank measures at once (so
+// oversubscribed ranks measure their share), the job uses the median over ranks.
 double measure_sgemm_peak_gflops(MPI_Comm world, int threads = 1);
 
 // OpenBLAS threads per rank for a run of `ranks` ranks: `requested` (--threads) when

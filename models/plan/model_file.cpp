@@ -14,6 +14,7 @@
 #include "core/data_dirs.hpp"
 #include "core/errors.hpp"
 #include "core/input_file.hpp"
+#include "core/json_reader.hpp"
 
 #ifndef IBT_MODELS_DIR
 #define IBT_MODELS_DIR "models/catalog"
@@ -150,7 +151,11 @@ ModelConfig parse_model(const std::string& text, const std::string& origin) {
   };
   for (const auto& [key, value] : j.items()) {
     auto it = fields.find(key);
-    if (it == fields.end()) fail(origin, key, "is not a model field (typo?)");
+    if (it == fields.end()) {
+      std::vector<std::string> known;
+      for (const auto& field : fields) known.push_back(field.first);
+      fail(origin, key, "is not a model field" + unknown_name_hint(key, known));
+    }
     it->second(value, key);
   }
   for (const char* required : {"name", "source", "layers", "hidden", "heads", "ffn_hidden", "vocab", "seq_len"})

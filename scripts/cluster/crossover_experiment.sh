@@ -76,28 +76,28 @@ fi
 IFS=, read -r -a rate_list <<<"$rates"
 ((${#rate_list[@]} > 0)) || die "--rates is empty"
 
-# ranked RATE: the sweep's ranking as "run<TAB>split<TAB>PP|-<TAB>s/step<TAB>MFU" lines.
+# ranked RATE: the sweep's ranking as "run<TAB>split<TAB>PP|-<TAB>s/step<TAB>MFU" lines, read
+# from its results file through `ibt export --json` (sweep_ranking.py: the sweep's own figures).
 ranked() {
-  awk '/^ +[0-9]+ dp[0-9]+ / && $NF ~ /^[0-9]+$/ {
-         pp = ($(NF-5) == "PP") ? "PP" : "-"; last = (pp == "PP") ? NF-6 : NF-5
-         split_ = $2; for (i = 3; i <= last; ++i) split_ = split_ " " $i
-         mfu = $(NF-2); sub(/%$/, "", mfu)
-         printf "%s\t%s\t%s\t%s\t%s\n", $NF, split_, pp, $(NF-4), mfu }' "$out/sweep-$1.txt"
+  "$ibt" export "$out/sweep-$1.h5" --json | python3 "$here/sweep_ranking.py" ||
+    die "reading the ranking of $out/sweep-$1.h5 failed"
 }
 
 # project: calibrate per rate, project every sweep run, write projection.tsv and extend
 # summary.tsv (see --help).
 project() {
-  local first=${rate_list[0]} fit_run rate
+  local first=${rate_list[0]} fit_run rate f
+  for rate in "${rate_list[@]}"; do
+    for f in "$out/collectives-$rate.h5" "$out/sweep-$rate.h5"; do
+      [[ -r $f ]] || die "missing $f (did the measured part run for rate $rate?)"
+    done
+  done
   fit_run=$(ranked "$first" | awk -F'\t' '$3 == "-" { print $1; exit }')
-  [[ -n $fit_run ]] || die "no run without PP in the ranking of $out/sweep-$first.txt: nothing to fit compute on"
+  [[ -n $fit_run ]] || die "no run without PP in the ranking of $out/sweep-$first.h5: nothing to fit compute on"
   echo "compute efficiency fitted on $out/sweep-$first.h5:$fit_run (the $first sweep's best split without PP)"
   local projection=$out/projection.tsv
   printf 'rate\trun\tsplit\tpp\tmeasured_s_per_step\tmeasured_mfu\tcompare_measured_step_s\tprojected_step_s\tdiff_pct\tprojected_mfu\tdiffers_most\n' >"$projection"
   for rate in "${rate_list[@]}"; do
-    for f in "$out/collectives-$rate.h5" "$out/sweep-$rate.h5" "$out/sweep-$rate.txt"; do
-      [[ -r $f ]] || die "missing $f (did the measured part run for rate $rate?)"
-    done
     "$ibt" calibrate "$out/collectives-$rate.h5" --fit-train "$out/sweep-$first.h5:$fit_run" \
       --out "$out/cal-$rate.json" --force >"$out/calibrate-$rate.txt" 2>&1 ||
       die "ibt calibrate failed at $rate (see $out/calibrate-$rate.txt)"
@@ -191,10 +191,10 @@ for rate in "${rate_list[@]}"; do
     peak_args=(--peak-gflops "$peak")
     echo "per-rank peak for every sweep: $peak GFLOP/s (measured by the $rate sweep)"
   fi
-  # "# best without PP: <split>, MFU 7.684%" and "# best with PP: ..." from the sweep.
-  best() { sed -n "s/^# best $1 PP: \(.*\), MFU \([0-9.]*\)%$/\1\t\2/p" "$out/sweep-$rate.txt"; }
+  # best without|with: "<split><TAB><MFU %>" of the sweep's best run without or with PP.
+  best() { "$ibt" export "$out/sweep-$rate.h5" --json | python3 "$here/sweep_ranking.py" --best "$1"; }
   without=$(best without) with=$(best with)
-  [[ -n $without && -n $with ]] || die "the $rate sweep did not name both best splits (see $out/sweep-$rate.txt)"
+  [[ -n $without && -n $with ]] || die "the $rate sweep has no best split without or with PP (see $out/sweep-$rate.txt)"
   winner=$(awk -F'\t' -v a="$without" -v b="$with" 'BEGIN { split(a, x, "\t"); split(b, y, "\t"); print (y[2] > x[2]) ? "PP" : "no PP" }')
   printf '%s\t%s\t%s\t%s\n' "$rate" "$without" "$with" "$winner" >>"$summary"
   tail -n 1 "$summary"

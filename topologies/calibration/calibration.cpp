@@ -13,11 +13,6 @@
 #include "reports/store/store.hpp"
 #include "topologies/hardware/collective_model.hpp"
 
-extern "C" void sgemm_(const char* transa, const char* transb, const int* m, const int* n, const int* k,
-                       const float* alpha, const float* a, const int* lda, const float* b, const int* ldb,
-                       const float* beta, float* c, const int* ldc);
-extern "C" void openblas_set_num_threads(int);
-
 namespace ibt::topo {
 
 namespace {
@@ -180,20 +175,9 @@ CalibrationReport calibrate(const Topology& base, const std::vector<MeasuredColl
   return rep;
 }
 
-void measure_local_compute(Topology& t) {
+void measure_local_compute(Topology& t, double sgemm_gflops, const std::string& sgemm_rule) {
   using clock = std::chrono::steady_clock;
-  openblas_set_num_threads(1);
-  const int n = 2048;
-  std::vector<float> a(static_cast<size_t>(n) * n, 1.0f), b(a.size(), 0.5f), c(a.size());
-  const float one = 1.0f, zero = 0.0f;
-  double best = 1e30;
-  for (int rep = 0; rep < 6; ++rep) {  // the first is a warm-up
-    const auto t0 = clock::now();
-    sgemm_("N", "N", &n, &n, &n, &one, a.data(), &n, b.data(), &n, &zero, c.data(), &n);
-    const double dt = std::chrono::duration<double>(clock::now() - t0).count();
-    if (rep > 0) best = std::min(best, dt);
-  }
-  const double gemm_tflops = 2.0 * n * n * n / best / 1e12;
+  const double gemm_tflops = sgemm_gflops * 1e-3;
   const size_t words = 64u << 20;
   std::vector<float> x(words, 1.0f), y(words, 0.0f);
   double copy = 1e30;
@@ -207,10 +191,10 @@ void measure_local_compute(Topology& t) {
   const std::string id = "measured-local-compute";
   t.sources.erase(std::remove_if(t.sources.begin(), t.sources.end(), [&](const Source& s) { return s.id == id; }),
                   t.sources.end());
-  t.sources.push_back({id, SourceKind::measured,
-                       "ibt calibrate --measure-local: OpenBLAS sgemm 2048x2048x2048, 1 thread, best of 5 = " +
-                           std::to_string(gemm_tflops * 1e3) + " GFLOP/s; memcpy 256 MiB best of 5 = " +
-                           std::to_string(copy_GBps) + " GB/s (read + write)"});
+  t.sources.push_back(
+      {id, SourceKind::measured,
+       "ibt calibrate --measure-local: OpenBLAS " + sgemm_rule + ", 1 thread = " + std::to_string(sgemm_gflops) +
+           " GFLOP/s; memcpy 256 MiB best of 5 = " + std::to_string(copy_GBps) + " GB/s (read + write)"});
   t.device.fp32 = {gemm_tflops, "TFLOP/s", id, "measured sgemm rate of one core"};
   t.device.memory_bandwidth_GBps = {copy_GBps, "GB/s", id, "measured memcpy, read + write"};
 }

@@ -62,9 +62,11 @@ struct CalibrationReport {
 CalibrationReport calibrate(const Topology& base, const std::vector<MeasuredCollective>& rows,
                             const std::vector<std::string>& inputs, const std::string& name);
 
-// Measures this machine's fp32 GEMM rate (sgemm 2048^3, one thread, best of 5) and
-// memory copy bandwidth (256 MiB memcpy, best of 5, read + write counted), and sets
-// device.peak_tflops.fp32 and device.memory_bandwidth_GBps with a measured source.
-void measure_local_compute(Topology& t);
+// Sets device.fp32 to `sgemm_gflops`, this machine's one-thread fp32 GEMM rate measured
+// by the caller with the one CPU peak rule (models/engine/sgemm_peak.hpp, which this
+// library does not link; `sgemm_rule` says the rule in the source), measures the memory
+// copy bandwidth (256 MiB memcpy, best of 5, read + write counted) into
+// device.memory_bandwidth_GBps, and records both under a measured source.
+void measure_local_compute(Topology& t, double sgemm_gflops, const std::string& sgemm_rule);
 
 }  // namespace ibt::topo

@@ -5,13 +5,13 @@
 #include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
-#include <set>
 #include <sstream>
 
 #include "core/catalog_file.hpp"
 #include "core/data_dirs.hpp"
 #include "core/errors.hpp"
 #include "core/input_file.hpp"
+#include "core/json_reader.hpp"
 
 namespace ibt::topo {
 
@@ -90,110 +90,60 @@ std::vector<std::pair<std::string, const Figure*>> Topology::figures() const {
 
 namespace {
 
-// Reads one JSON object, checking keys against an allow list; every error names the
-// file and the dotted path of the field.
-class Reader {
- public:
-  Reader(const json& j, std::string origin, std::string path)
-      : j_(j), origin_(std::move(origin)), path_(std::move(path)) {
-    if (!j_.is_object()) fail("", "must be a JSON object");
+// The topology file's reader (core/json_reader.hpp) and the two field kinds only topology
+// files have: a figure with its unit and source, and a list of collective algorithms.
+using Reader = JsonReader;
+
+Figure figure(const Reader& parent, const std::string& key, bool nullable = false, double min = 0.0,
+              double max = 1e18) {
+  Reader r = parent.child(key);
+  r.allow({"value", "unit", "source", "note"});
+  Figure f;
+  f.unit = r.str("unit");
+  f.source = r.str("source");
+  f.note = r.str("note", false);
+  const json& v = r.at("value");
+  if (v.is_null()) {
+    if (!nullable) r.fail("value", "is required (this figure cannot be unknown)");
+    if (f.note.empty()) r.fail("note", "a null value needs a note saying why it is unknown");
+  } else if (!v.is_number()) {
+    r.fail("value", "must be a number or null");
+  } else {
+    const double x = v.get<double>();
+    if (!(x >= min && x <= max))
+      r.fail("value", "out of range (" + std::to_string(x) + " not in [" + std::to_string(min) + ", " +
+                          std::to_string(max) + "])");
+    f.value = x;
   }
+  return f;
+}
 
-  [[noreturn]] void fail(const std::string& key, const std::string& what) const {
-    throw UsageError(origin_ + ": field '" + join(key) + "': " + what);
+std::vector<Algorithm> algorithms(const Reader& r, const std::string& key) {
+  const json& v = r.at(key);
+  if (!v.is_array() || v.empty()) r.fail(key, "must be a non-empty list of ring, tree, nvls, sharp");
+  std::vector<Algorithm> out;
+  for (const auto& e : v) {
+    const std::string s = e.is_string() ? e.get<std::string>() : "";
+    if (s == "ring")
+      out.push_back(Algorithm::ring);
+    else if (s == "tree")
+      out.push_back(Algorithm::tree);
+    else if (s == "nvls")
+      out.push_back(Algorithm::nvls);
+    else if (s == "sharp")
+      out.push_back(Algorithm::sharp);
+    else
+      r.fail(key, "unknown algorithm " + e.dump() + " (ring, tree, nvls, sharp)");
   }
-
-  void allow(std::initializer_list<const char*> keys) const {
-    std::set<std::string> ok(keys.begin(), keys.end());
-    for (auto it = j_.begin(); it != j_.end(); ++it)
-      if (!ok.count(it.key())) fail(it.key(), "unknown field");
-  }
-
-  bool has(const std::string& key) const { return j_.contains(key) && !j_.at(key).is_null(); }
-
-  const json& at(const std::string& key) const {
-    if (!j_.contains(key)) fail(key, "missing");
-    return j_.at(key);
-  }
-
-  std::string str(const std::string& key, bool required = true) const {
-    if (!j_.contains(key)) {
-      if (required) fail(key, "missing");
-      return "";
-    }
-    if (!j_.at(key).is_string()) fail(key, "must be a string");
-    return j_.at(key).get<std::string>();
-  }
-
-  double number(const std::string& key) const {
-    const json& v = at(key);
-    if (!v.is_number()) fail(key, "must be a number");
-    return v.get<double>();
-  }
-
-  Reader child(const std::string& key) const { return Reader(at(key), origin_, join(key)); }
-
-  Figure figure(const std::string& key, bool nullable = false, double min = 0.0, double max = 1e18) const {
-    Reader r = child(key);
-    r.allow({"value", "unit", "source", "note"});
-    Figure f;
-    f.unit = r.str("unit");
-    f.source = r.str("source");
-    f.note = r.str("note", false);
-    const json& v = r.at("value");
-    if (v.is_null()) {
-      if (!nullable) r.fail("value", "is required (this figure cannot be unknown)");
-      if (f.note.empty()) r.fail("note", "a null value needs a note saying why it is unknown");
-    } else if (!v.is_number()) {
-      r.fail("value", "must be a number or null");
-    } else {
-      const double x = v.get<double>();
-      if (!(x >= min && x <= max))
-        r.fail("value", "out of range (" + std::to_string(x) + " not in [" + std::to_string(min) + ", " +
-                            std::to_string(max) + "])");
-      f.value = x;
-    }
-    return f;
-  }
-
-  std::vector<Algorithm> algorithms(const std::string& key) const {
-    const json& v = at(key);
-    if (!v.is_array() || v.empty()) fail(key, "must be a non-empty list of ring, tree, nvls, sharp");
-    std::vector<Algorithm> out;
-    for (const auto& e : v) {
-      const std::string s = e.is_string() ? e.get<std::string>() : "";
-      if (s == "ring")
-        out.push_back(Algorithm::ring);
-      else if (s == "tree")
-        out.push_back(Algorithm::tree);
-      else if (s == "nvls")
-        out.push_back(Algorithm::nvls);
-      else if (s == "sharp")
-        out.push_back(Algorithm::sharp);
-      else
-        fail(key, "unknown algorithm " + e.dump() + " (ring, tree, nvls, sharp)");
-    }
-    return out;
-  }
-
-  const json& raw() const { return j_; }
-  const std::string& origin() const { return origin_; }
-
- private:
-  std::string join(const std::string& key) const {
-    if (path_.empty()) return key;
-    return key.empty() ? path_ : path_ + "." + key;
-  }
-  const json& j_;
-  std::string origin_, path_;
-};
+  return out;
+}
 
 Fabric read_fabric(const Reader& r, Fabric f) {
   f.present = true;
   f.name = r.str("name");
-  f.bandwidth_GBps = r.figure("bandwidth_GBps", false, 1e-6);
-  f.latency_us = r.figure("latency_us", false, 0.0);
-  f.algorithms = r.algorithms("algorithms");
+  f.bandwidth_GBps = figure(r, "bandwidth_GBps", false, 1e-6);
+  f.latency_us = figure(r, "latency_us", false, 0.0);
+  f.algorithms = algorithms(r, "algorithms");
   return f;
 }
 
@@ -257,15 +207,15 @@ std::vector<Source> read_sources(const Reader& top) {
 GemmTiles read_gemm_tiles(const Reader& tiles) {
   tiles.allow({"compute_units", "tile_rows", "tile_cols", "wave_quantization"});
   GemmTiles g;
-  g.compute_units = tiles.figure("compute_units", false, 1, 1e5);
-  g.tile_rows = tiles.figure("tile_rows", false, 1, 1e5);
-  g.tile_cols = tiles.figure("tile_cols", false, 1, 1e5);
+  g.compute_units = figure(tiles, "compute_units", false, 1, 1e5);
+  g.tile_rows = figure(tiles, "tile_rows", false, 1, 1e5);
+  g.tile_cols = figure(tiles, "tile_cols", false, 1, 1e5);
   for (auto [key, fig] :
        {std::pair{"compute_units", &g.compute_units}, {"tile_rows", &g.tile_rows}, {"tile_cols", &g.tile_cols}})
     if (fig->get() != static_cast<long long>(fig->get()))
       tiles.fail(std::string(key) + ".value", "must be a whole number");
   if (tiles.has("wave_quantization")) {
-    g.wave_quantization = tiles.figure("wave_quantization", false, 0, 1);
+    g.wave_quantization = figure(tiles, "wave_quantization", false, 0, 1);
     if (g.wave_quantization.get() != 0 && g.wave_quantization.get() != 1)
       tiles.fail("wave_quantization.value", "must be 1 (a partial last wave idles units) or 0 (spread over all units)");
   }
@@ -280,13 +230,13 @@ Device read_device(const Reader& dev) {
   d.name = dev.str("name");
   Reader peak = dev.child("peak_tflops");
   peak.allow({"fp32", "tf32", "bf16", "fp8"});
-  d.fp32 = peak.figure("fp32", true, 1e-9);
-  d.tf32 = peak.figure("tf32", true, 1e-9);
-  d.bf16 = peak.figure("bf16", true, 1e-9);
-  d.fp8 = peak.figure("fp8", true, 1e-9);
+  d.fp32 = figure(peak, "fp32", true, 1e-9);
+  d.tf32 = figure(peak, "tf32", true, 1e-9);
+  d.bf16 = figure(peak, "bf16", true, 1e-9);
+  d.fp8 = figure(peak, "fp8", true, 1e-9);
   if (!d.fp32.known() && !d.bf16.known()) peak.fail("", "needs at least fp32 or bf16");
-  d.memory_GB = dev.figure("memory_GB", false, 1e-6);
-  d.memory_bandwidth_GBps = dev.figure("memory_bandwidth_GBps", false, 1e-6);
+  d.memory_GB = figure(dev, "memory_GB", false, 1e-6);
+  d.memory_bandwidth_GBps = figure(dev, "memory_bandwidth_GBps", false, 1e-6);
   if (dev.has("gemm_tiles")) d.gemm_tiles = read_gemm_tiles(dev.child("gemm_tiles"));
   return d;
 }
@@ -295,9 +245,9 @@ Device read_device(const Reader& dev) {
 Torus read_torus(const Reader& tr) {
   tr.allow({"links_per_chip", "link_bandwidth_GBps", "axis_chips"});
   Torus torus;
-  torus.links_per_chip = tr.figure("links_per_chip", false, 1, 64);
-  torus.link_bandwidth_GBps = tr.figure("link_bandwidth_GBps", false, 1e-6);
-  torus.axis_chips = tr.figure("axis_chips", false, 2, 1e6);
+  torus.links_per_chip = figure(tr, "links_per_chip", false, 1, 64);
+  torus.link_bandwidth_GBps = figure(tr, "link_bandwidth_GBps", false, 1e-6);
+  torus.axis_chips = figure(tr, "axis_chips", false, 2, 1e6);
   return torus;
 }
 
@@ -306,7 +256,7 @@ ScaleUp read_scale_up(const Reader& up) {
   up.allow({"name", "devices_per_domain", "bandwidth_GBps", "latency_us", "algorithms", "torus"});
   ScaleUp s;
   static_cast<Fabric&>(s) = read_fabric(up, Fabric{});
-  s.devices_per_domain = up.figure("devices_per_domain", false, 1, 1e7);
+  s.devices_per_domain = figure(up, "devices_per_domain", false, 1, 1e7);
   if (s.devices_per_domain.get() != static_cast<int>(s.devices_per_domain.get()))
     up.fail("devices_per_domain.value", "must be a whole number");
   if (up.has("torus")) s.torus = read_torus(up.child("torus"));
@@ -324,12 +274,12 @@ ModelParams read_model_params(const Reader& model) {
   model.allow({"collective_launch_us", "gemm_efficiency", "memory_efficiency", "op_overhead_us", "scale_up_efficiency",
                "scale_out_efficiency"});
   ModelParams m;
-  m.collective_launch_us = model.figure("collective_launch_us", false, 0.0, 1e6);
-  m.gemm_efficiency = model.figure("gemm_efficiency", false, 1e-3, 1.0);
-  m.memory_efficiency = model.figure("memory_efficiency", false, 1e-3, 1.0);
-  m.op_overhead_us = model.figure("op_overhead_us", false, 0.0, 1e6);
-  m.scale_up_efficiency = model.figure("scale_up_efficiency", false, 1e-3, 1.0);
-  m.scale_out_efficiency = model.figure("scale_out_efficiency", false, 1e-3, 1.0);
+  m.collective_launch_us = figure(model, "collective_launch_us", false, 0.0, 1e6);
+  m.gemm_efficiency = figure(model, "gemm_efficiency", false, 1e-3, 1.0);
+  m.memory_efficiency = figure(model, "memory_efficiency", false, 1e-3, 1.0);
+  m.op_overhead_us = figure(model, "op_overhead_us", false, 0.0, 1e6);
+  m.scale_up_efficiency = figure(model, "scale_up_efficiency", false, 1e-3, 1.0);
+  m.scale_out_efficiency = figure(model, "scale_out_efficiency", false, 1e-3, 1.0);
   return m;
 }
 
@@ -370,12 +320,12 @@ std::vector<CollectiveFit> read_fits(const Reader& top) {
 Reliability read_reliability(const Reader& rel) {
   rel.allow({"node_mtbf_hours", "devices_per_node", "checkpoint_write_GBps", "restart_minutes"});
   Reliability r;
-  r.node_mtbf_hours = rel.figure("node_mtbf_hours", false, 1e-6);
-  r.devices_per_node = rel.figure("devices_per_node", false, 1, 1e7);
+  r.node_mtbf_hours = figure(rel, "node_mtbf_hours", false, 1e-6);
+  r.devices_per_node = figure(rel, "devices_per_node", false, 1, 1e7);
   if (r.devices_per_node.get() != static_cast<int>(r.devices_per_node.get()))
     rel.fail("devices_per_node.value", "must be a whole number");
-  r.checkpoint_write_GBps = rel.figure("checkpoint_write_GBps", false, 1e-9);
-  r.restart_minutes = rel.figure("restart_minutes", false, 0.0, 1e6);
+  r.checkpoint_write_GBps = figure(rel, "checkpoint_write_GBps", false, 1e-9);
+  r.restart_minutes = figure(rel, "restart_minutes", false, 0.0, 1e6);
   return r;
 }
 

@@ -11,6 +11,7 @@
 
 #include "core/errors.hpp"
 #include "core/input_file.hpp"
+#include "core/json_reader.hpp"
 #include "models/plan/model_file.hpp"
 #include "topologies/projection/framework.hpp"
 #include "topologies/sim/sim_pricer.hpp"
@@ -30,24 +31,6 @@ std::string default_atlas_path() {
   return std::string(IBT_VALIDATION_DIR) + "/atlas.json";
 }
 
-namespace {
-
-std::string text_field(const json& j, const std::string& key, const std::string& where) {
-  if (!j.contains(key)) throw UsageError(where + ": field '" + key + "': missing");
-  if (!j.at(key).is_string()) throw UsageError(where + ": field '" + key + "': must be a string");
-  return j.at(key).get<std::string>();
-}
-
-long long count_field(const json& j, const std::string& key, const std::string& where) {
-  if (!j.contains(key)) throw UsageError(where + ": field '" + key + "': missing");
-  const json& v = j.at(key);
-  if (!v.is_number_integer() || v.get<long long>() < 1)
-    throw UsageError(where + ": field '" + key + "': must be a whole number >= 1");
-  return v.get<long long>();
-}
-
-}  // namespace
-
 AtlasSpec parse_atlas(const std::string& json_text, const std::string& origin) {
   json j;
   try {
@@ -55,10 +38,8 @@ AtlasSpec parse_atlas(const std::string& json_text, const std::string& origin) {
   } catch (const json::parse_error& e) {
     throw UsageError(origin + ": not valid JSON: " + e.what());
   }
-  if (!j.is_object()) throw UsageError(origin + ": must be a JSON object");
-  for (auto it = j.begin(); it != j.end(); ++it)
-    if (it.key() != "what" && it.key() != "sources" && it.key() != "cells")
-      throw UsageError(origin + ": field '" + it.key() + "': unknown field");
+  const JsonReader top(j, origin);
+  top.allow({"what", "sources", "cells"});
   AtlasSpec s;
   s.origin = origin;
   if (!j.contains("sources") || !j.at("sources").is_object() || j.at("sources").empty())
@@ -70,32 +51,32 @@ AtlasSpec parse_atlas(const std::string& json_text, const std::string& origin) {
   }
   if (!j.contains("cells") || !j.at("cells").is_array() || j.at("cells").empty())
     throw UsageError(origin + ": field 'cells': must be a non-empty list");
-  static const std::set<std::string> keys = {"model", "topology",     "devices",  "global_batch",    "framework",
-                                             "scale", "scale_source", "practice", "practice_source", "note"};
+  static const std::vector<std::string> keys = {"model", "topology",     "devices",  "global_batch",    "framework",
+                                                "scale", "scale_source", "practice", "practice_source", "note"};
   std::set<std::pair<std::string, std::string>> seen;
   for (size_t i = 0; i < j.at("cells").size(); ++i) {
     const json& c = j.at("cells")[i];
     const std::string where = origin + ": cells[" + std::to_string(i) + "]";
     if (!c.is_object()) throw UsageError(where + ": must be an object");
-    for (auto it = c.begin(); it != c.end(); ++it)
-      if (!keys.count(it.key())) throw UsageError(where + ": field '" + it.key() + "': unknown field");
+    const JsonReader cell(c, where);  // errors "x.json: cells[3]: field 'devices': ..."
+    cell.allow(keys);
     AtlasEntry e;
-    e.model = text_field(c, "model", where);
-    e.topology = text_field(c, "topology", where);
-    e.framework = text_field(c, "framework", where);
-    e.devices = static_cast<int>(count_field(c, "devices", where));
-    e.global_batch = count_field(c, "global_batch", where);
-    e.scale = text_field(c, "scale", where);
+    e.model = cell.str("model");
+    e.topology = cell.str("topology");
+    e.framework = cell.str("framework");
+    e.devices = static_cast<int>(cell.integer("devices", 1));
+    e.global_batch = cell.integer("global_batch", 1);
+    e.scale = cell.str("scale");
     if (e.scale != "published" && e.scale != "chosen")
       throw UsageError(where + ": field 'scale': must be published or chosen, not '" + e.scale + "'");
-    e.practice = text_field(c, "practice", where);
+    e.practice = cell.str("practice");
     if (e.practice != "pp" && e.practice != "no-pp" && e.practice != "none")
       throw UsageError(where + ": field 'practice': must be pp, no-pp or none, not '" + e.practice + "'");
-    e.scale_source = text_field(c, "scale_source", where);
-    e.practice_source = text_field(c, "practice_source", where);
+    e.scale_source = cell.str("scale_source");
+    e.practice_source = cell.str("practice_source");
     for (const std::string* id : {&e.scale_source, &e.practice_source})
       if (!s.source(*id)) throw UsageError(where + ": source '" + *id + "' is not listed in 'sources'");
-    if (c.contains("note")) e.note = text_field(c, "note", where);
+    e.note = cell.str("note", false);
     if (!seen.insert({e.model, e.topology}).second)
       throw UsageError(where + ": " + e.model + " on " + e.topology + " is listed twice");
     s.cells.push_back(e);
