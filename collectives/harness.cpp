@@ -170,10 +170,13 @@ Measurement measure(Backend& backend, Communicator& comm, MPI_Comm control, cons
   const std::size_t recv_off = in_place ? op.in_place_recv_offset(req.shape, comm.rank()) * elem : 0;
   // Resolved once: the loops below pay one indirect call per op (prepared_call.hpp).
   const std::unique_ptr<PreparedCall> call = op.prepare(comm, req.shape, req.dtype, opt.reduce_op, root);
+  // Every completed call tells the watchdog the measurement progresses (slow is not
+  // stalled: a 128 MiB all-reduce of 46 calls may take longer than -T as a whole).
   auto run_on_slot = [&](int i) {
     unsigned char* recv = recv_pool.slot(i);
     const unsigned char* send = in_place ? recv + send_off : send_pool.slot(i);
     (*call)(send, recv + recv_off);
+    if (watchdog) watchdog->progress();
   };
 
   // A backend that aborts stuck ops itself gets to do so first (and free its resources).
