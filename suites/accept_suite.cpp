@@ -340,8 +340,11 @@ void measure_collectives(const AcceptWork& work, const AcceptReference& ref, dou
     h.dtypes = {parse_dtype_list(dtype).at(0)};
     h.sizes.assign(sizes.begin(), sizes.end());
     h.scopes = {scope};
-    // Out-of-place is judged; in-place is measured too because broadcast has only that.
-    h.placements = {Placement::out_of_place, Placement::in_place};
+    // Out-of-place is judged; in-place only for an op that has nothing else (broadcast).
+    // Measuring both doubled the time of large sizes for nothing (a generated reference's
+    // 64-256 MiB sizes took minutes here).
+    const Collective& c = find_collective(op);
+    h.placements = {c.supports(Placement::out_of_place) ? Placement::out_of_place : Placement::in_place};
     h.iters = ref.job.iters;
     h.warmup_iters = ref.job.warmup_iters;
     h.timeout_seconds = timeout;

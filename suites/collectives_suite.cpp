@@ -425,10 +425,22 @@ class SizeResults {
         backend_(backend),
         recorder_(recorder),
         host_of_rank_(std::move(host_of_rank)),
-        nccl_printer_(stdout, {parse_size(args.min_bytes, "--min-bytes"), parse_size(args.max_bytes, "--max-bytes"),
-                               parse_size(args.step_bytes, "--step-bytes"), args.step_factor, args.warmup, args.iters,
-                               args.backend_flags.agg_iters, args.check, args.cuda_graph, args.blocking,
-                               args.backend_flags.report_cputime == 1, args.reduce_op, args.root}) {}
+        nccl_printer_(stdout, {parse_size(args.min_bytes, "--min-bytes"),
+                               parse_size(args.max_bytes, "--max-bytes"),
+                               parse_size(args.step_bytes, "--step-bytes"),
+                               args.step_factor,
+                               args.warmup,
+                               args.iters,
+                               args.backend_flags.agg_iters,
+                               args.check,
+                               args.cuda_graph,
+                               args.blocking,
+                               args.backend_flags.report_cputime == 1,
+                               args.reduce_op,
+                               args.root,
+                               {},
+                               {},
+                               -1}) {}
 
   void on_size(const SizeResult& r) {
     if (nccl_format_)
