@@ -181,7 +181,9 @@ po::options_description accept_options(AcceptArgs& a) {
                                                  "reference file (JSON), e.g. topologies/references/local-cpu.json")(
       "junit", po::value(&a.junit), "write a JUnit XML report here (one testcase per metric, plus correctness)")(
       "out", po::value(&a.out), "append this run (kind accept) to an HDF5 results file")(
-      "timeout,T", double_value(&a.timeout), "seconds one measurement may take")(
+      "timeout,T", double_value(&a.timeout),
+      "seconds without progress before a measurement counts as stalled "
+      "(no call of the op completed; a rank not arriving)")(
       "backend", po::value(&a.backend_name)->default_value(a.backend_name), "mpi or nccl (collectives; p2p is MPI)")(
       "generate-reference", po::value(&a.generate_from),
       "TOPOLOGY: instead of measuring, write a default reference from a catalog topology (name or .json path)")(

@@ -95,8 +95,10 @@ po::options_description describe_options(CollectivesArgs& a) {
       "combine per-rank mean times by avg, min, max or rank0 (nccl-tests' 1, 2, 3, 0; avg is "
       "nccl-tests' default, max the slowest rank)")(
       "timeout,T", po::value(&a.timeout)->default_value(a.timeout),
-      "seconds one measurement may take; past it the job ends, naming the op, scope, size and "
-      "the ranks that did not arrive, and the run is marked failed")(
+      "seconds a rank may wait for the others at a measurement's start, and that may pass without "
+      "any call of the op completing (a slow measurement that keeps completing calls is not a "
+      "stall); past it the job ends, naming the op, scope, size and the ranks that did not arrive, "
+      "and the run is marked failed with every row measured before kept")(
       "rotate-bytes", po::value(&a.rotate)->default_value(a.rotate),
       "rotate smaller messages through a pool of this size so caches do not flatter them "
       "(0: reuse one buffer, as OSU and IMB do by default)")(
@@ -522,6 +524,17 @@ class SizeResults {
   bool below_min_bw_ = false;
 };
 
+// "MPICH Version:\t4.0.2" -> "MPICH_Version:_4.0.2": one field for parsers that split on blanks.
+std::string one_word(std::string s) {
+  std::string out;
+  for (char c : s) {
+    const bool blank = c == ' ' || c == '\t';
+    if (blank && !out.empty() && out.back() == '_') continue;
+    out += blank ? '_' : c;
+  }
+  return out;
+}
+
 // nccl-tests' "# nccl-tests version" line and "# Using devices" lines (every rank's pid,
 // host and device, gathered to rank 0). The mpi backend has no device: "[cpu] host memory".
 void describe_devices(NcclTestsRunFacts& f, const Backend& backend, const MpiSession& mpi,
@@ -535,7 +548,7 @@ void describe_devices(NcclTestsRunFacts& f, const Backend& backend, const MpiSes
   const bool nccl = backend.name() == "nccl";
   f.version_line = "# nccl-tests version ibt-" + std::string(kVersion) +
                    (nccl ? " nccl-headers=" + prov["nccl_build_version"] + " nccl-library=" + prov["nccl_version"]
-                         : " mpi-library=" + prov["mpi_library"]);
+                         : " mpi-library=" + one_word(prov["mpi_library"]));
   std::map<std::string, int> next_device;  // per host: ranks in order take devices 0, 1, ...
   for (int r = 0; r < mpi.size(); ++r) {
     const std::string host = r < static_cast<int>(host_of_rank.size()) ? host_of_rank[r] : "?";
