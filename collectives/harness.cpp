@@ -170,10 +170,17 @@ Measurement measure(Backend& backend, Communicator& comm, MPI_Comm control, cons
   const std::size_t recv_off = in_place ? op.in_place_recv_offset(req.shape, comm.rank()) * elem : 0;
   // Resolved once: the loops below pay one indirect call per op (prepared_call.hpp).
   const std::unique_ptr<PreparedCall> call = op.prepare(comm, req.shape, req.dtype, opt.reduce_op, root);
+  // Every completed call (and every step of the check) tells the watchdog the measurement
+  // progresses (slow is not stalled: a 128 MiB all-reduce of 46 calls may take longer than
+  // -T as a whole, and filling and comparing its 128 MiB check images takes seconds).
+  auto tick = [watchdog] {
+    if (watchdog) watchdog->progress();
+  };
   auto run_on_slot = [&](int i) {
     unsigned char* recv = recv_pool.slot(i);
     const unsigned char* send = in_place ? recv + send_off : send_pool.slot(i);
     (*call)(send, recv + recv_off);
+    tick();
   };
 
   // A backend that aborts stuck ops itself gets to do so first (and free its resources).
@@ -224,12 +231,15 @@ Measurement measure(Backend& backend, Communicator& comm, MPI_Comm control, cons
   for (int pass = 0; opt.check && pass < opt.check_iters && wrong == 0; ++pass) {
     CheckContext ctx{&op, req.shape, req.dtype, opt.reduce_op, req.placement, comm.rank(), comm.size(), root};
     HostImages img = make_inputs(ctx);
+    tick();
     backend.upload(recv_pool.slot(0), img.recv.data(), img.recv.size());
     if (!in_place) backend.upload(send_pool.slot(0), img.send.data(), img.send.size());
+    tick();
     comm.barrier();
     run_on_slot(0);
     comm.synchronize();
     backend.download(img.recv.data(), recv_pool.slot(0), img.recv.size());
+    tick();
     int world_rank = 0;
     MPI_Comm_rank(control, &world_rank);
     if (world_rank == opt.corrupt_rank && req.shape.recv_elems > 0) {

@@ -19,6 +19,7 @@ void Watchdog::arm(double seconds, std::string what) {
     armed_ = true;
     seconds_ = seconds;
     what_ = std::move(what);
+    progress_seen_ = progress_.load(std::memory_order_relaxed);
     deadline_ = std::chrono::steady_clock::now() +
                 std::chrono::duration_cast<std::chrono::steady_clock::duration>(std::chrono::duration<double>(seconds));
   }
@@ -39,6 +40,13 @@ void Watchdog::loop() {
     }
     if (wake_.wait_until(lock, deadline_) == std::cv_status::timeout && armed_ && !stopping_ &&
         std::chrono::steady_clock::now() >= deadline_) {
+      const std::uint64_t progress = progress_.load(std::memory_order_relaxed);
+      if (progress != progress_seen_) {  // slow, not stalled: another period
+        progress_seen_ = progress;
+        deadline_ = std::chrono::steady_clock::now() + std::chrono::duration_cast<std::chrono::steady_clock::duration>(
+                                                           std::chrono::duration<double>(seconds_));
+        continue;
+      }
       armed_ = false;
       const std::string what = what_;
       const double seconds = seconds_;

@@ -47,6 +47,14 @@ constexpr std::array<Unsupported, 11> kUnsupported{{
     {'V', "device_cta_count", "NCCL device-side implementations are not exposed by the nccl backend"},
 }};
 
+// -F: not a flag of NVIDIA's nccl-tests (its CUDA-graph flag is -G); two derivatives use it.
+constexpr std::string_view kFlagF =
+    "-F is not a flag of NVIDIA's nccl-tests (CUDA-graph launch there is -G, which ibt takes: -G 1 on --backend "
+    "nccl). rccl-tests' -F/--cache_flush flushes caches between iterations: ibt rotates buffers through "
+    "--rotate-bytes (64M by default) so caches do not flatter small sizes, --rotate-bytes 0 to reuse one. Forks "
+    "that use -F/--ft_test for fault-tolerance tests: ibt's --inject-stall RANK:K[:inside] exercises the "
+    "timeouts";
+
 bool is_number(std::string_view s) {
   if (!s.empty() && (s[0] == '-' || s[0] == '+')) s.remove_prefix(1);
   if (s.empty()) return false;
@@ -71,6 +79,8 @@ std::vector<std::string> nccl_tests_spellings(int argc, char** argv) {
       const std::string_view name =
           std::string_view(arg).substr(2, eq == std::string::npos ? std::string::npos : eq - 2);
       const std::string value = eq == std::string::npos ? next : arg.substr(eq + 1);
+      if (name == "cache_flush" || name == "ft_test")
+        throw UsageError("--" + std::string(name) + ": " + std::string(kFlagF));
       for (const auto& u : kUnsupported)
         if (name == u.long_name)
           throw UsageError("nccl-tests' --" + std::string(u.long_name) + " (-" + u.short_name +
@@ -85,6 +95,7 @@ std::vector<std::string> nccl_tests_spellings(int argc, char** argv) {
         }
     } else if (i > 0 && arg.size() >= 2 && arg[0] == '-' && arg[1] != '-') {
       const std::string value = arg.size() > 2 ? arg.substr(2) : next;
+      if (arg[1] == 'F') throw UsageError(std::string(kFlagF));
       for (const auto& u : kUnsupported)
         if (arg[1] == u.short_name)
           throw UsageError("nccl-tests' -" + std::string(1, u.short_name) + " (--" + std::string(u.long_name) +

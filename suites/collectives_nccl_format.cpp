@@ -1,6 +1,9 @@
 #include "suites/collectives_nccl_format.hpp"
 
 #include <cinttypes>
+#include <cstdlib>
+
+#include "core/errors.hpp"
 
 namespace ibt::suites {
 
@@ -31,11 +34,29 @@ std::string nccl_tests_number(double value, int width) {
   return buf;
 }
 
+std::string nccl_tests_device_line(int rank, int pid, const std::string& host, int device, const std::string& bus,
+                                   const std::string& name) {
+  char buf[512];
+  std::snprintf(buf, sizeof buf, "#  Rank %2d Group %2d Pid %6d on %10s device %2d [%s] %s", rank, 0, pid, host.c_str(),
+                device, bus.c_str(), name.c_str());
+  return buf;
+}
+
+double nccl_tests_min_bw(const char* env) {
+  if (!env) return -1;
+  char* end = nullptr;
+  const double v = std::strtod(env, &end);
+  if (end == env || *end != '\0')
+    throw UsageError(std::string("NCCL_TESTS_MIN_BW must be a number of GB/s (got '") + env + "')");
+  return v;
+}
+
 void NcclTestsPrinter::open(const SizeResult& r) {
   finish();
   block_ = {std::string(r.op->name()), std::string(to_string(r.scope))};
   program_ = nccl_tests_program(r.op->name());
   const NcclTestsRunFacts& f = facts_;
+  if (!f.version_line.empty()) std::fprintf(out_, "%s\n", f.version_line.c_str());
   std::fprintf(out_, "# Collective test starting: %s\n", program_.c_str());
   std::fprintf(out_, "# ibt: op %s, scope %s, groups of %d ranks measured concurrently%s\n", block_->first.c_str(),
                block_->second.c_str(), r.group_size,
@@ -49,8 +70,12 @@ void NcclTestsPrinter::open(const SizeResult& r) {
                by_factor ? "factor" : "bytes", f.warmup_iters, f.iters, f.agg_iters, f.check_iters, f.cuda_graph, 0);
   if (f.blocking) std::fprintf(out_, "# Blocking Enabled: wait and barrier after each inner iteration (-m) \n");
   std::fprintf(out_, "#\n");
+  if (!f.device_lines.empty()) {
+    std::fprintf(out_, "# Using devices\n");
+    for (const auto& line : f.device_lines) std::fprintf(out_, "%s\n", line.c_str());
+    std::fprintf(out_, "#\n");
+  }
   const char* time = f.report_cputime ? "cputime" : "time";
-  std::fprintf(out_, "#\n");
   std::fprintf(out_, "# %10s  %12s  %8s  %6s  %6s           out-of-place                       in-place          \n",
                "", "", "", "", "");
   std::fprintf(out_, "# %10s  %12s  %8s  %6s  %6s  %7s  %6s  %6s  %6s  %7s  %6s  %6s  %6s %*s\n", "size", "count",
@@ -90,7 +115,10 @@ void NcclTestsPrinter::finish() {
   if (!block_) return;
   const double avg = busbw_count_ ? busbw_sum_ / busbw_count_ : 0.0;
   std::fprintf(out_, "# %-20s : %d %s\n", "Out of bounds values", static_cast<int>(wrong_), wrong_ ? "FAILED" : "OK");
-  std::fprintf(out_, "# %-20s : %g %s\n", "Avg bus bandwidth", avg, "");
+  // nccl-tests: FAILED below 90% of NCCL_TESTS_MIN_BW, OK at or above, nothing when unset.
+  const bool below = facts_.min_bw >= 0 && avg < facts_.min_bw * 0.9;
+  below_min_bw_ = below_min_bw_ || below;
+  std::fprintf(out_, "# %-20s : %g %s\n", "Avg bus bandwidth", avg, facts_.min_bw < 0 ? "" : below ? "FAILED" : "OK");
   std::fprintf(out_, "#\n");
   std::fprintf(out_, "# Collective test concluded: %s\n", program_.c_str());
   std::fflush(out_);

@@ -8,6 +8,7 @@
 #include <cstdio>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "collectives/harness.hpp"
 
@@ -27,7 +28,22 @@ struct NcclTestsRunFacts {
   bool report_cputime = false;
   std::string reduce_op;
   int root = 0;  // broadcast's root
+  // "# nccl-tests version ..." (ibt's version and the NCCL or MPI library's), first line
+  // of every block as nccl-tests >= 2.13 prints it.
+  std::string version_line;
+  // The "# Using devices" lines, one per rank: "#  Rank  0 Group  0 Pid   1234 on host device  0 [..] name".
+  std::vector<std::string> device_lines;
+  // NCCL_TESTS_MIN_BW (GB/s; < 0 unset): a block whose average bus bandwidth is below 90%
+  // of it prints FAILED on its "# Avg bus bandwidth" line, as nccl-tests does.
+  double min_bw = -1;
 };
+
+// nccl-tests' "#  Rank %2d Group %2d Pid %6d on %10s device %2d [%s] %s" line.
+std::string nccl_tests_device_line(int rank, int pid, const std::string& host, int device, const std::string& bus,
+                                   const std::string& name);
+// NCCL_TESTS_MIN_BW as nccl-tests reads it (atof); -1 when unset. A value that is not a
+// number is refused (nccl-tests would silently read 0).
+double nccl_tests_min_bw(const char* env);
 
 class NcclTestsPrinter {
  public:
@@ -36,6 +52,9 @@ class NcclTestsPrinter {
   void line(const SizeResult& r);
   // Closes the open block with nccl-tests' summary lines.
   void finish();
+  NcclTestsRunFacts& facts() { return facts_; }
+  // Any block below NCCL_TESTS_MIN_BW (nccl-tests then exits 1).
+  bool below_min_bw() const { return below_min_bw_; }
 
  private:
   void open(const SizeResult& r);
@@ -46,6 +65,7 @@ class NcclTestsPrinter {
   double busbw_sum_ = 0;
   int busbw_count_ = 0;
   std::uint64_t wrong_ = 0;
+  bool below_min_bw_ = false;
 };
 
 }  // namespace ibt::suites

@@ -95,8 +95,10 @@ po::options_description describe_options(CollectivesArgs& a) {
       "combine per-rank mean times by avg, min, max or rank0 (nccl-tests' 1, 2, 3, 0; avg is "
       "nccl-tests' default, max the slowest rank)")(
       "timeout,T", po::value(&a.timeout)->default_value(a.timeout),
-      "seconds one measurement may take; past it the job ends, naming the op, scope, size and "
-      "the ranks that did not arrive, and the run is marked failed")(
+      "seconds a rank may wait for the others at a measurement's start, and that may pass without "
+      "any call of the op completing (a slow measurement that keeps completing calls is not a "
+      "stall); past it the job ends, naming the op, scope, size and the ranks that did not arrive, "
+      "and the run is marked failed with every row measured before kept")(
       "rotate-bytes", po::value(&a.rotate)->default_value(a.rotate),
       "rotate smaller messages through a pool of this size so caches do not flatter them "
       "(0: reuse one buffer, as OSU and IMB do by default)")(
@@ -229,6 +231,13 @@ std::vector<Scope> feasible_scopes(const std::string& requested, const DomainLay
   for (Scope s : parse_scopes(requested)) {
     if (s == Scope::inter && requested == "all" && layout.num_domains < 2) {
       notes.push_back("scope inter skipped: the job has one domain (" + layout.method + ")");
+      continue;
+    }
+    // One domain: intra is the same group of ranks as world; measure it once, as world.
+    if (s == Scope::intra && requested == "all" && layout.num_domains < 2) {
+      notes.push_back(
+          "scope intra skipped: the job has one domain, so intra is the same ranks as world (measured "
+          "once, as world; --scope intra measures it by that name)");
       continue;
     }
     group_key(s, layout);  // throws UsageError when the scope cannot exist
@@ -418,10 +427,22 @@ class SizeResults {
         backend_(backend),
         recorder_(recorder),
         host_of_rank_(std::move(host_of_rank)),
-        nccl_printer_(stdout, {parse_size(args.min_bytes, "--min-bytes"), parse_size(args.max_bytes, "--max-bytes"),
-                               parse_size(args.step_bytes, "--step-bytes"), args.step_factor, args.warmup, args.iters,
-                               args.backend_flags.agg_iters, args.check, args.cuda_graph, args.blocking,
-                               args.backend_flags.report_cputime == 1, args.reduce_op, args.root}) {}
+        nccl_printer_(stdout, {parse_size(args.min_bytes, "--min-bytes"),
+                               parse_size(args.max_bytes, "--max-bytes"),
+                               parse_size(args.step_bytes, "--step-bytes"),
+                               args.step_factor,
+                               args.warmup,
+                               args.iters,
+                               args.backend_flags.agg_iters,
+                               args.check,
+                               args.cuda_graph,
+                               args.blocking,
+                               args.backend_flags.report_cputime == 1,
+                               args.reduce_op,
+                               args.root,
+                               {},
+                               {},
+                               -1}) {}
 
   void on_size(const SizeResult& r) {
     if (nccl_format_)
@@ -436,15 +457,27 @@ class SizeResults {
     }
   }
 
+  // nccl-tests' header facts: the version line, one "Rank ... device" line per rank.
+  NcclTestsRunFacts& nccl_facts() { return nccl_printer_.facts(); }
+  // An (op, scope) whose average bus bandwidth is below 90% of NCCL_TESTS_MIN_BW.
+  bool below_min_bw() const { return below_min_bw_ || nccl_printer_.below_min_bw(); }
+
   // The summary lines below the table (rank 0); the wrong values counted.
   std::uint64_t print_summary(bool checked) {
     if (nccl_format_) {
       nccl_printer_.finish();
     } else {
+      const double min_bw = nccl_printer_.facts().min_bw;
       std::printf("#\n# Average bus bandwidth (GB/s, over sizes and placements):\n");
       for (const auto& key : summary_.order) {
         const auto& [sum, n] = summary_.busbw[key];
-        std::printf("#   %-14s %-5s %10.3f\n", key.first.c_str(), key.second.c_str(), n ? sum / n : 0.0);
+        const double avg = n ? sum / n : 0.0;
+        const bool below = min_bw >= 0 && avg < min_bw * 0.9;
+        below_min_bw_ = below_min_bw_ || below;
+        std::printf("#   %-14s %-5s %10.3f%s\n", key.first.c_str(), key.second.c_str(), avg,
+                    min_bw < 0 ? ""
+                    : below    ? "  FAILED (NCCL_TESTS_MIN_BW)"
+                               : "  OK");
       }
     }
     if (outliers_ > 0)
@@ -488,7 +521,42 @@ class SizeResults {
   Summary summary_;
   NcclTestsPrinter nccl_printer_;
   std::size_t outliers_ = 0;
+  bool below_min_bw_ = false;
 };
+
+// "MPICH Version:\t4.0.2" -> "MPICH_Version:_4.0.2": one field for parsers that split on blanks.
+std::string one_word(std::string s) {
+  std::string out;
+  for (char c : s) {
+    const bool blank = c == ' ' || c == '\t';
+    if (blank && !out.empty() && out.back() == '_') continue;
+    out += blank ? '_' : c;
+  }
+  return out;
+}
+
+// nccl-tests' "# nccl-tests version" line and "# Using devices" lines (every rank's pid,
+// host and device, gathered to rank 0). The mpi backend has no device: "[cpu] host memory".
+void describe_devices(NcclTestsRunFacts& f, const Backend& backend, const MpiSession& mpi,
+                      const std::vector<std::string>& host_of_rank) {
+  const int pid = static_cast<int>(getpid());
+  std::vector<int> pids(mpi.rank() == 0 ? mpi.size() : 0);
+  MPI_Gather(&pid, 1, MPI_INT, pids.data(), 1, MPI_INT, 0, MPI_COMM_WORLD);
+  if (mpi.rank() != 0) return;
+  std::map<std::string, std::string> prov;
+  for (const auto& [k, v] : backend.provenance()) prov[k] = v;
+  const bool nccl = backend.name() == "nccl";
+  f.version_line = "# nccl-tests version ibt-" + std::string(kVersion) +
+                   (nccl ? " nccl-headers=" + prov["nccl_build_version"] + " nccl-library=" + prov["nccl_version"]
+                         : " mpi-library=" + one_word(prov["mpi_library"]));
+  std::map<std::string, int> next_device;  // per host: ranks in order take devices 0, 1, ...
+  for (int r = 0; r < mpi.size(); ++r) {
+    const std::string host = r < static_cast<int>(host_of_rank.size()) ? host_of_rank[r] : "?";
+    const int device = next_device[host]++;
+    f.device_lines.push_back(nccl_tests_device_line(r, pids[r], host, device, nccl ? "gpu" : "cpu",
+                                                    nccl ? "GPU (ibt nccl backend)" : "host memory (ibt mpi backend)"));
+  }
+}
 
 // Every cycle of the sweep; a timeout, a storage error or a backend error ends the job.
 void run_cycles(const CollectivesArgs& args, Backend& backend, const DomainLayout& layout,
@@ -517,6 +585,7 @@ int run(int argc, char** argv, MpiSession& mpi) {
   bool rotate_given = false;
   if (!parse_collectives_args(argc, argv, mpi, args, rotate_given)) return kExitOk;
   const std::size_t outlier_bandwidth_from = check_output_flags(args, rotate_given);
+  const double min_bw = nccl_tests_min_bw(std::getenv("NCCL_TESTS_MIN_BW"));
   auto backend = make_backend(args.backend, MPI_COMM_WORLD, {args.timeout, args.cuda_graph == 1, args.nccl_comm});
   const HarnessOptions base = to_harness_options(args, *backend);
   require_rank_in_job(base.stall_rank, "--inject-stall", mpi.size());
@@ -538,6 +607,8 @@ int run(int argc, char** argv, MpiSession& mpi) {
 
   SizeResults results(args, outlier_bandwidth_from, *backend, recorder.get(),
                       hosts_by_rank(facts.host_of_rank_list, mpi.size()));
+  results.nccl_facts().min_bw = min_bw;
+  describe_devices(results.nccl_facts(), *backend, mpi, hosts_by_rank(facts.host_of_rank_list, mpi.size()));
   ArrivalGate gate(MPI_COMM_WORLD);
   run_cycles(args, *backend, layout, harness, gate, guard, results);
   if (mpi.rank() != 0) return kExitOk;
@@ -546,6 +617,14 @@ int run(int argc, char** argv, MpiSession& mpi) {
     recorder->finish(store::RunStatus::failed, std::to_string(wrong) + " wrong values");
     std::fprintf(stderr, "ibt collectives: error: %llu wrong values (see #wrong)\n",
                  static_cast<unsigned long long>(wrong));
+    return kExitFailure;
+  }
+  if (results.below_min_bw()) {
+    const std::string why =
+        "average bus bandwidth below 90% of NCCL_TESTS_MIN_BW=" + std::string(std::getenv("NCCL_TESTS_MIN_BW")) +
+        " GB/s (nccl-tests' rule)";
+    recorder->finish(store::RunStatus::failed, why);
+    std::fprintf(stderr, "ibt collectives: error: %s\n", why.c_str());
     return kExitFailure;
   }
   recorder->finish(store::RunStatus::complete);

@@ -29,8 +29,9 @@ JobGuard::JobGuard(std::string suite_name, int world_rank, RunRecorder* recorder
     std::snprintf(text, sizeof text, "%g", seconds);
     const std::string op = describe_op_in_flight();
     fail_and_exit("timed out after " + std::string(text) + " s in " + what + (op.empty() ? "" : ", inside " + op) +
-                      ": every rank had arrived at its start, so the stall is inside the operation (noticed by rank " +
-                      std::to_string(rank_) + " on host " + host_name() + ")",
+                      ": every rank had arrived at its start and nothing completed for " + text +
+                      " s, so the stall is inside the operation (noticed by rank " + std::to_string(rank_) +
+                      " on host " + host_name() + "); if one call can take that long here, raise -T/--timeout",
                   kExitTimeout);
   });
 }
@@ -51,6 +52,13 @@ void JobGuard::fail_and_exit(const std::string& message, int exit_code) {
     std::this_thread::sleep_for(std::chrono::duration<double>(kGraceSeconds));
   }
   if (recorder_) recorder_->finish(store::RunStatus::failed, message);
+  if (rank_ == 0 && on_failure_) {
+    try {
+      on_failure_(message);
+    } catch (const std::exception& e) {
+      std::fprintf(stderr, "ibt %s: error: %s\n", suite_.c_str(), e.what());
+    }
+  }
   std::fprintf(stderr, "ibt %s: error: rank %d: %s\n", suite_.c_str(), rank_, message.c_str());
   std::fflush(nullptr);
   _exit(exit_code);

@@ -4,6 +4,7 @@
 // launcher then ends the other ranks. Ranks other than 0 wait a grace period first, so
 // rank 0 gets to record the failure. Stopping signals are handled by job_signals.hpp
 // (installed before MPI_Init); the guard points it at this job's run.
+#include <functional>
 #include <memory>
 #include <string>
 
@@ -23,6 +24,9 @@ class JobGuard {
   // The run a failure or signal marks (a command that records several runs, as sweep,
   // points the guard at each in turn; nullptr between them).
   void set_recorder(RunRecorder* recorder);
+  // Called (rank 0) with the message before a failure ends the process, after the run is
+  // marked: accept writes its JUnit file there.
+  void set_on_failure(std::function<void(const std::string& message)> hook) { on_failure_ = std::move(hook); }
   // Records a failure (rank 0), prints it and ends the process with `exit_code`.
   [[noreturn]] void fail_and_exit(const std::string& message, int exit_code);
 
@@ -30,6 +34,7 @@ class JobGuard {
   std::string suite_;
   int rank_;
   RunRecorder* recorder_;
+  std::function<void(const std::string&)> on_failure_;
   std::unique_ptr<Watchdog> watchdog_;
 };
 

@@ -194,7 +194,7 @@ def accept_figures(runs):
         ax.set_yticks(range(len(names)))
         ax.set_yticklabels(names, fontsize=7)
         ax.axvline(0, color="k", lw=0.8)
-        ax.set_xlabel("margin to the nearest bound (fraction of target; negative = outside)")
+        ax.set_xlabel("margin: (measured - target) / target, + = better than target")
         ax.set_title(f"acceptance {run.label}: {run.attrs.get('verdict', '?')}", fontsize=9)
         fig.tight_layout()
         header = ["metric", "measured", "target", "bounds", "unit", "margin", "verdict"]
@@ -203,7 +203,8 @@ def accept_figures(runs):
                  _fmt(float(t["margin"][i]), 3), t["verdict"][i]] for i in range(t.length)]
         figures.append(Figure(f"accept_{run.file}_{run.id}", fig,
                               f"Acceptance of {run.label} against {run.attrs.get('reference', '?')}: margin of "
-                              "each metric to its nearest bound.", (header, rows)))
+                              "each metric against its target as a signed fraction in the metric's good direction "
+                              "(+ = better than target, - = worse; the verdict is by the bounds).", (header, rows)))
     return figures
 
 

@@ -90,6 +90,71 @@ TEST(NcclTestsFormat, NumbersAsNcclTestsPrintsThem) {
 }
 
 // A line of ibt's nccl-tests output has nccl-tests' columns at nccl-tests' widths.
+TEST(NcclTestsFlags, DashFIsExplainedNotUnrecognised) {
+  const std::string why = usage_error_of([] { spell({"collectives", "-F", "1"}); });
+  EXPECT_NE(why.find("not a flag of NVIDIA's nccl-tests"), std::string::npos) << why;
+  EXPECT_NE(why.find("-G"), std::string::npos) << why;
+  EXPECT_NE(why.find("--rotate-bytes"), std::string::npos) << why;
+  EXPECT_NE(usage_error_of([] { spell({"collectives", "--cache_flush=1"}); }).find("rccl-tests"), std::string::npos);
+}
+
+TEST(NcclTestsFormat, MinBwIsReadAsNcclTestsReadsItAndRefusedWhenNotANumber) {
+  EXPECT_EQ(nccl_tests_min_bw(nullptr), -1);
+  EXPECT_EQ(nccl_tests_min_bw("150"), 150);
+  EXPECT_EQ(nccl_tests_min_bw("0.5"), 0.5);
+  EXPECT_NE(usage_error_of([] { nccl_tests_min_bw("fast"); }).find("NCCL_TESTS_MIN_BW"), std::string::npos);
+}
+
+TEST(NcclTestsFormat, DeviceLineHasNcclTestsLayout) {
+  // As the sample log: "#  Rank  0 Group  0 Pid  41000 on     node-a device  0 [0000:18:00] NVIDIA H100 80GB HBM3".
+  EXPECT_EQ(nccl_tests_device_line(0, 41000, "node-a", 0, "0000:18:00", "NVIDIA H100 80GB HBM3"),
+            "#  Rank  0 Group  0 Pid  41000 on     node-a device  0 [0000:18:00] NVIDIA H100 80GB HBM3");
+}
+
+// One block below NCCL_TESTS_MIN_BW: "FAILED" on its Avg line (below 90% of the minimum),
+// "OK" at 90% or more, as nccl-tests.
+std::string printed_block(double busbw, double min_bw, bool* below) {
+  const Collective& op = find_collective("all_reduce");
+  SizeResult r{&op, Scope::world, DType::float32, 1024, 256, 2, {}, {}};
+  Measurement m;
+  m.time_us = 10;
+  m.busbw_GBps = busbw;
+  m.checked = true;
+  r.out_of_place = m;
+  std::FILE* f = std::tmpfile();
+  NcclTestsRunFacts facts;
+  facts.reduce_op = "sum";
+  facts.min_bw = min_bw;
+  facts.version_line = "# nccl-tests version ibt-test mpi-library=X";
+  facts.device_lines = {nccl_tests_device_line(0, 1, "h", 0, "cpu", "host memory")};
+  NcclTestsPrinter printer(f, facts);
+  printer.line(r);
+  printer.finish();
+  *below = printer.below_min_bw();
+  std::rewind(f);
+  std::string text;
+  for (int c; (c = std::fgetc(f)) != EOF;) text.push_back(static_cast<char>(c));
+  std::fclose(f);
+  return text;
+}
+
+TEST(NcclTestsFormat, MinBwFailsBelowNinetyPercentAsNcclTests) {
+  bool below = false;
+  std::string text = printed_block(80, 100, &below);
+  EXPECT_TRUE(below);
+  EXPECT_NE(text.find("# Avg bus bandwidth    : 80 FAILED\n"), std::string::npos) << text;
+  text = printed_block(95, 100, &below);
+  EXPECT_FALSE(below);
+  EXPECT_NE(text.find("# Avg bus bandwidth    : 95 OK\n"), std::string::npos) << text;
+  // Header order of nccl-tests >= 2.13: version, test starting, nThread, Using devices.
+  const auto version = text.find("# nccl-tests version"), start = text.find("# Collective test starting"),
+             nthread = text.find("# nThread"), devices = text.find("# Using devices\n#  Rank  0 Group  0");
+  EXPECT_LT(version, start);
+  EXPECT_LT(start, nthread);
+  EXPECT_LT(nthread, devices);
+  EXPECT_NE(devices, std::string::npos) << text;
+}
+
 TEST(NcclTestsFormat, RowMatchesTheHandWrittenLogLayout) {
   const Collective& op = find_collective("all_reduce");
   SizeResult r{&op, Scope::world, DType::float32, 134217728, 33554432, 8, {}, {}};

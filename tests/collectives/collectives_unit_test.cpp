@@ -2,8 +2,11 @@
 // conversions, domains, checks and statistics.
 #include <gtest/gtest.h>
 
+#include <atomic>
+#include <chrono>
 #include <cmath>
 #include <map>
+#include <thread>
 
 #include "collectives/check.hpp"
 #include "collectives/collective.hpp"
@@ -288,6 +291,30 @@ TEST(Provenance, SecretLookingNamesUnderAllowedPrefixesAreRedacted) {
   EXPECT_EQ(kept.at("FI_Secret_thing"), kRedacted);
   EXPECT_EQ(kept.at("NCCL_IB_PKEY"), "3");
   EXPECT_EQ(kept.at("NCCL_DEBUG"), "INFO");
+}
+
+// Slow is not stalled: work that keeps calling progress() outlives its timeout; the
+// handler fires only after a whole period without progress.
+TEST(Watchdog, ProgressMovesTheDeadlineAndAStallStillFires) {
+  std::atomic<int> fired{0};
+  Watchdog dog([&](const std::string&, double) { ++fired; });
+  dog.arm(0.2, "slow but progressing");
+  for (int i = 0; i < 12; ++i) {  // 0.6 s, three timeouts long, a call every 50 ms
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    dog.progress();
+  }
+  EXPECT_EQ(fired.load(), 0);
+  std::this_thread::sleep_for(std::chrono::milliseconds(700));  // no progress: at most two periods
+  EXPECT_EQ(fired.load(), 1);
+  dog.disarm();
+}
+
+TEST(Watchdog, WithoutProgressTheDeadlineIsFixed) {
+  std::atomic<int> fired{0};
+  Watchdog dog([&](const std::string&, double) { ++fired; });
+  dog.arm(0.1, "stuck");
+  std::this_thread::sleep_for(std::chrono::milliseconds(400));
+  EXPECT_EQ(fired.load(), 1);
 }
 
 }  // namespace

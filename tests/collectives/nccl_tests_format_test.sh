@@ -39,4 +39,24 @@ sample_fields="$dir/nccl_tests_all_reduce_8gpu.log.fields"
 cmp "$sample_fields" "$dir/ibt.log.fields" || { echo "FAIL: ibt's columns differ from nccl-tests'"; diff "$sample_fields" "$dir/ibt.log.fields"; exit 1; }
 grep -q '^# Collective test starting: all_reduce_perf' "$dir/ibt.log"
 grep -q '^# Collective test starting: sendrecv_perf' "$dir/ibt.log"
+# Every test names its 4 ranks under "# Using devices" and starts with a version line, as
+# nccl-tests >= 2.13 (parsers that key on them split the log into one block per test).
+summary=$(awk -f "$here/nccl_tests_log_rule.awk" "$dir/ibt.log")
+grep 'rows=' <<<"$summary" | grep -v ' ranks=4 ' && { echo "FAIL: a test without its 4 rank lines"; exit 1; }
+grep 'rows=' <<<"$summary" | grep ' version=- ' && { echo "FAIL: a test without its version line"; exit 1; }
+# NCCL_TESTS_MIN_BW: below 90% of it the Avg line says FAILED and the exit status is 1;
+# above it, OK and 0 (nccl-tests' rule).
+set +e
+NCCL_TESTS_MIN_BW=100000 "${mpirun[@]}" -n 2 "$ibt" collectives --output-format nccl-tests -n 2 -w 1 -b 8 -e 1K \
+  --op all_reduce > "$dir/minbw_fail.log" 2>&1
+status=$?
+set -e
+cat "$dir/minbw_fail.log"
+(( status == 1 )) || { echo "FAIL: NCCL_TESTS_MIN_BW=100000: exit $status, expected 1"; exit 1; }
+awk -f "$here/nccl_tests_log_rule.awk" "$dir/minbw_fail.log" | grep -q 'min_bw=FAILED' ||
+  { echo "FAIL: no FAILED on the Avg bus bandwidth line"; exit 1; }
+NCCL_TESTS_MIN_BW=0 "${mpirun[@]}" -n 2 "$ibt" collectives --output-format nccl-tests -n 2 -w 1 -b 8 -e 1K \
+  --op all_reduce > "$dir/minbw_ok.log"
+awk -f "$here/nccl_tests_log_rule.awk" "$dir/minbw_ok.log" | grep -q 'min_bw=OK' ||
+  { echo "FAIL: no OK on the Avg bus bandwidth line"; exit 1; }
 echo PASS

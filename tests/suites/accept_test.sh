@@ -1,14 +1,62 @@
 #!/usr/bin/env bash
-# accept_test.sh IBT "MPIRUN" REFERENCE DIR pass|doctored
+# accept_test.sh IBT "MPIRUN" REFERENCE DIR pass|doctored|from|timeout
 #   pass:     `ibt accept` against the shipped reference exits 0, JUnit has no failures,
 #             and every metric is stored (HDF5 table "accept").
 #   doctored: one metric of the reference is made impossible (a bandwidth target of
 #             1,000,000 GB/s, at most 10% below it): the run exits 1, the table, the summary
 #             and the JUnit XML name exactly that metric, and the others still pass.
+#   from:     `ibt collectives` and `ibt p2p-matrix` write a file; `ibt accept --from` judges
+#             it as one process (no MPI job): exit 0, JUnit without failures, every metric
+#             judged from the file (intra read from world: one domain), signed margins.
+#   timeout:  a reference whose one metric cannot finish within -T 0.01 s: exit 3, and the
+#             JUnit file holds a failed testcase "run" with the timeout message.
 set -u
 ibt=$1 mpirun=$2 reference=$3 dir=$4 mode=$5
 rm -rf "$dir" && mkdir -p "$dir"
 fail() { echo "accept_test: FAIL: $*" >&2; exit 1; }
+if [[ $mode == from ]]; then
+  $mpirun -n 2 "$ibt" collectives -b 8 -e 1M -n 5 -w 1 --out "$dir/cluster.h5" > "$dir/collectives.log" 2>&1 ||
+    { cat "$dir/collectives.log"; fail "collectives failed"; }
+  grep -q "scope intra skipped: the job has one domain, so intra is the same ranks as world" "$dir/collectives.log" ||
+    fail "collectives --scope all did not skip the duplicate intra scope"
+  $mpirun -n 2 "$ibt" p2p-matrix --out "$dir/cluster.h5" > "$dir/p2p.log" 2>&1 || { cat "$dir/p2p.log"; fail "p2p failed"; }
+  "$ibt" accept --reference "$reference" --from "$dir/cluster.h5" --junit "$dir/junit.xml" > "$dir/out.log" 2>&1
+  status=$?
+  cat "$dir/out.log"
+  [[ $status -eq 0 ]] || fail "exit status $status judging the file"
+  grep -q '# judging .*cluster.h5 run 000001' "$dir/out.log" || fail "does not say which run it judged"
+  grep -q 'intra = world (one domain)' "$dir/out.log" || fail "the intra metric does not say it read world rows"
+  grep -Eq '^  allreduce-world-8B-latency +p50_us +[0-9.e+-]+ +160 .* \+0\.9' "$dir/out.log" ||
+    fail "the 8-byte latency's margin is not a positive fraction (better than target)"
+  grep -q 'failures="0"' "$dir/junit.xml" || fail "JUnit XML reports failures"
+  # A reference for another job size is refused against the file too.
+  /usr/bin/python3 - "$reference" "$dir/four.json" <<'PY'
+import json, sys
+ref = json.load(open(sys.argv[1])); ref["job"]["ranks"] = 4; json.dump(ref, open(sys.argv[2], "w"))
+PY
+  "$ibt" accept --reference "$dir/four.json" --from "$dir/cluster.h5" > "$dir/four.log" 2>&1
+  [[ $? -eq 2 ]] || fail "a 4-rank reference against a 2-rank file was not refused"
+  grep -q "the reference is for 4 ranks; run 000001 of .* had 2" "$dir/four.log" || fail "no reason for the refusal"
+  echo "accept_test: ok ($mode)"
+  exit 0
+fi
+if [[ $mode == timeout ]]; then
+  cat > "$dir/slow.json" <<'JSON'
+{"system": "slow", "job": {"ranks": 2, "iters": 20, "warmup_iters": 5},
+ "metrics": [{"name": "allreduce-64M", "op": "all_reduce", "scope": "world", "bytes": 67108864,
+              "quantity": "busbw_GBps", "unit": "GB/s", "target": 1, "lower": -0.9, "upper": null}]}
+JSON
+  $mpirun -n 2 "$ibt" accept --reference "$dir/slow.json" -T 0.01 --junit "$dir/junit.xml" > "$dir/out.log" 2>&1
+  status=$?
+  cat "$dir/out.log"; cat "$dir/junit.xml"
+  [[ $status -eq 3 ]] || fail "exit status $status, expected 3 (timeout)"
+  grep -q '<testcase classname="ibt.accept.slow" name="run">' "$dir/junit.xml" || fail "no testcase for the run"
+  grep -q '<failure message="timed out after 0.01 s' "$dir/junit.xml" || fail "the JUnit failure does not say it timed out"
+  grep -q 'raise -T/--timeout' "$dir/junit.xml" || fail "the timeout message does not name -T"
+  grep -q '<skipped message="not judged' "$dir/junit.xml" || fail "the metric is not listed as not judged"
+  echo "accept_test: ok ($mode)"
+  exit 0
+fi
 if [[ $mode == doctored ]]; then
   victim=$(/usr/bin/python3 - "$reference" "$dir/doctored.json" <<'PY'
 import json, sys

@@ -139,19 +139,32 @@ TEST(Reference, BadFieldsAreNamed) {
 
 TEST(Judge, BoundsMarginAndAggregation) {
   auto m = suites::parse_reference_text(reference_with(kMetric), "ref.json").metrics[0];
-  auto j = suites::judge(m, {12, 9, 15});  // min over sizes = 9, bound 8
+  auto j = suites::judge(m, {12, 9, 15});  // min over sizes = 9, bound 8, target 10
   EXPECT_TRUE(j.pass);
   EXPECT_DOUBLE_EQ(j.measured, 9);
-  EXPECT_NEAR(j.margin, 0.1, 1e-12);  // (9 - 8) / 10
+  EXPECT_NEAR(j.margin, -0.1, 1e-12);  // a bandwidth 10% below its target, within bounds
   j = suites::judge(m, {12, 7});
   EXPECT_FALSE(j.pass);
-  EXPECT_NEAR(j.margin, -0.1, 1e-12);
+  EXPECT_NEAR(j.margin, -0.3, 1e-12);
   EXPECT_FALSE(suites::judge(m, {}).pass);  // nothing measured is a failure
   m.over_sizes = "mean";
   EXPECT_TRUE(suites::judge(m, {12, 7}).pass);  // mean 9.5
   m.upper = 0.5;                                // bounds [8, 15]
   EXPECT_FALSE(suites::judge(m, {16}).pass);
-  EXPECT_NEAR(suites::judge(m, {14}).margin, 0.1, 1e-12);  // nearer the upper bound
+  EXPECT_NEAR(suites::judge(m, {14}).margin, 0.4, 1e-12);  // 40% better than target
+}
+
+TEST(Judge, LatencyMarginIsPositiveWhenFasterThanTarget) {
+  // The issue's case: a latency 160x better than its target read 0.006 (the distance to
+  // the nearest bound) and drew a zero-length bar.
+  auto m = suites::parse_reference_text(reference_with(R"({"op": "all_reduce", "scope": "world", "bytes": 8,
+      "quantity": "p50_us", "unit": "us", "target": 160, "lower": -0.999375, "upper": 61.5})"),
+                                        "ref.json")
+               .metrics[0];
+  auto j = suites::judge(m, {1});
+  EXPECT_TRUE(j.pass);
+  EXPECT_NEAR(j.margin, 159.0 / 160.0, 1e-12);
+  EXPECT_NEAR(suites::judge(m, {320}).margin, -1.0, 1e-12);  // twice the target: 100% worse
 }
 
 const suites::AcceptMetric& metric_named(const suites::AcceptReference& r, const std::string& name) {
