@@ -1,37 +1,17 @@
 #include "reports/store/rescued_rows.hpp"
 
-#include <charconv>
+#include "reports/store/csv_text.hpp"
+
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <system_error>
-#include <type_traits>
-#include <variant>
 
 namespace ibt::store {
 
 namespace {
 
 namespace fs = std::filesystem;
-
-std::string csv_field(const Value& value) {
-  return std::visit(
-      [](const auto& x) -> std::string {
-        using T = std::decay_t<decltype(x)>;
-        if constexpr (std::is_same_v<T, std::string>) {
-          if (x.find_first_of(",\"\n\r") == std::string::npos) return x;
-          std::string quoted = "\"";
-          for (char c : x) quoted += c == '"' ? std::string("\"\"") : std::string(1, c);
-          return quoted + "\"";
-        } else if constexpr (std::is_same_v<T, double>) {
-          char text[32];  // shortest text that reads back as the same double
-          return std::string(text, std::to_chars(text, text + sizeof text, x).ptr);
-        } else {
-          return std::to_string(x);
-        }
-      },
-      value);
-}
 
 // Writes every table into `folder` (created); "" or the first error.
 std::string write_tables(const fs::path& folder, const std::vector<KeptTable>& tables) {
@@ -42,10 +22,10 @@ std::string write_tables(const fs::path& folder, const std::vector<KeptTable>& t
     if (table.rows.empty()) continue;
     const fs::path file = folder / (table.name + ".csv");
     std::ofstream out(file);
-    for (std::size_t c = 0; c < table.columns.size(); ++c) out << (c ? "," : "") << table.columns[c].name;
+    for (std::size_t c = 0; c < table.columns.size(); ++c) out << (c ? "," : "") << csv_field(table.columns[c].name);
     out << '\n';
     for (const Row& row : table.rows) {
-      for (std::size_t c = 0; c < row.size(); ++c) out << (c ? "," : "") << csv_field(row[c]);
+      for (std::size_t c = 0; c < row.size(); ++c) out << (c ? "," : "") << csv_value(row[c]);
       out << '\n';
     }
     out.flush();

@@ -7,6 +7,7 @@
 #include <ostream>
 #include <string>
 
+#include "reports/store/csv_text.hpp"
 #include "reports/store/store.hpp"
 
 namespace ibt::reports {
@@ -30,10 +31,9 @@ void write_csv(std::ostream& out, const std::string& path, const ExportSelection
 // JSON has no NaN or infinity: such values become null.
 nlohmann::ordered_json export_json(const std::string& path, const ExportSelection& selection);
 
-// The shortest decimal text that reads back as exactly `v` ("nan", "inf", "-inf" too).
-std::string exact_number(double v);
-
-// A CSV field, quoted when it must be.
-std::string csv_field(const std::string& text);
+// The shortest decimal text that reads back as exactly `v`, and a CSV field quoted when
+// it must be: the store's (reports/store/csv_text.hpp), which rescued rows use too.
+using store::csv_field;
+using store::exact_number;
 
 }  // namespace ibt::reports
