@@ -154,168 +154,237 @@ void run_imb_untimed_pass(Communicator& comm, int iters, bool barrier_each, cons
   comm.synchronize();
 }
 
-Measurement measure(Backend& backend, Communicator& comm, MPI_Comm control, const MeasureRequest& req,
-                    const HarnessOptions& opt, Watchdog* watchdog) {
-  const Collective& op = *req.op;
-  const std::size_t elem = size_of(req.dtype);
-  const bool in_place = req.placement == Placement::in_place;
-  const auto buffers = buffer_bytes(req.shape, elem, in_place);
-  const std::size_t recv_bytes = buffers.first, send_bytes = buffers.second;
-  const int calls = opt.iters * opt.agg_iters;  // calls timed per pass
-  const std::size_t lead = opt.timing == TimingMode::imb && backend.buffers_on_host() ? kImbHostBufferOffset : 0;
-  Pool recv_pool(backend, recv_bytes, opt.rotate_bytes, calls, lead);
-  Pool send_pool(backend, send_bytes, opt.rotate_bytes, calls, lead);
-  const int root = std::min(opt.root, comm.size() - 1);
-  const std::size_t send_off = in_place ? op.in_place_send_offset(req.shape, comm.rank()) * elem : 0;
-  const std::size_t recv_off = in_place ? op.in_place_recv_offset(req.shape, comm.rank()) * elem : 0;
-  // Resolved once: the loops below pay one indirect call per op (prepared_call.hpp).
-  const std::unique_ptr<PreparedCall> call = op.prepare(comm, req.shape, req.dtype, opt.reduce_op, root);
+// One measurement's buffers and prepared call, which every pass runs (the imb untimed
+// pass, the warm-up, the timed loops, the check). Built in this order: the pools are
+// allocated before the call is prepared.
+class SlotRunner {
+ public:
+  SlotRunner(Backend& backend, Communicator& comm, const MeasureRequest& req, const HarnessOptions& opt,
+             Watchdog* watchdog)
+      : elem(size_of(req.dtype)),
+        in_place(req.placement == Placement::in_place),
+        calls(opt.iters * opt.agg_iters),
+        recv_pool(backend, buffer_bytes(req.shape, elem, in_place).first, opt.rotate_bytes, calls,
+                  imb_lead(backend, opt)),
+        send_pool(backend, buffer_bytes(req.shape, elem, in_place).second, opt.rotate_bytes, calls,
+                  imb_lead(backend, opt)),
+        root(std::min(opt.root, comm.size() - 1)),
+        send_offset(in_place ? req.op->in_place_send_offset(req.shape, comm.rank()) * elem : 0),
+        recv_offset(in_place ? req.op->in_place_recv_offset(req.shape, comm.rank()) * elem : 0),
+        // Resolved once: the loops pay one indirect call per op (prepared_call.hpp).
+        call_(req.op->prepare(comm, req.shape, req.dtype, opt.reduce_op, root)),
+        agg_iters_(opt.agg_iters),
+        watchdog_(watchdog) {}
+
   // Every completed call (and every step of the check) tells the watchdog the measurement
   // progresses (slow is not stalled: a 128 MiB all-reduce of 46 calls may take longer than
   // -T as a whole, and filling and comparing its 128 MiB check images takes seconds).
-  auto tick = [watchdog] {
-    if (watchdog) watchdog->progress();
-  };
-  auto run_on_slot = [&](int i) {
+  void tick() const {
+    if (watchdog_) watchdog_->progress();
+  }
+  // Call i of the measurement, on slot i of the pools.
+  void run_on_slot(int i) const {
     unsigned char* recv = recv_pool.slot(i);
-    const unsigned char* send = in_place ? recv + send_off : send_pool.slot(i);
-    (*call)(send, recv + recv_off);
+    const unsigned char* send = in_place ? recv + send_offset : send_pool.slot(i);
+    (*call_)(send, recv + recv_offset);
     tick();
-  };
+  }
+  // An iteration is agg_iters calls.
+  void run_iteration(int i) const {
+    for (int a = 0; a < agg_iters_; ++a) run_on_slot(i * agg_iters_ + a);
+  }
 
-  // A backend that aborts stuck ops itself gets to do so first (and free its resources).
-  const double watchdog_seconds = backend.enforces_timeouts() ? opt.timeout_seconds * 1.5 + 5.0 : opt.timeout_seconds;
-  WatchdogScope guard(watchdog, watchdog_seconds, describe(op, req.scope, req.dtype, req.shape.bytes, req.placement));
+  const std::size_t elem;
+  const bool in_place;
+  const int calls;  // calls timed per pass
+  Pool recv_pool;
+  Pool send_pool;
+  const int root;
+  const std::size_t send_offset, recv_offset;
 
-  // loop (nccl-tests): the mean comes from the loop timed as a whole; a clock read per
-  // iteration costs tens of ns, a measurable share of an 8-byte op. The per-iteration
-  // distribution (p50, p99) comes from a second pass that reads the clock around each
-  // iteration. With --blocking, and in imb mode, each iteration is timed alone anyway
-  // (behind a barrier), so one pass serves both. An iteration is agg_iters calls.
-  const bool timed_alone = opt.blocking || (opt.timing == TimingMode::imb && !imb_times_whole_loop(op));
-  auto run_iteration = [&](int i) {
-    for (int a = 0; a < opt.agg_iters; ++a) run_on_slot(i * opt.agg_iters + a);
-  };
+ private:
+  static std::size_t imb_lead(const Backend& backend, const HarnessOptions& opt) {
+    return opt.timing == TimingMode::imb && backend.buffers_on_host() ? kImbHostBufferOffset : 0;
+  }
+  const std::unique_ptr<PreparedCall> call_;
+  const int agg_iters_;
+  Watchdog* watchdog_;
+};
 
-  if (opt.timing == TimingMode::imb) run_imb_untimed_pass(comm, opt.iters, timed_alone, run_iteration);
-  // Warm-up visits every buffer slot the timed loop will use, so first-touch costs
-  // (memory registration, CUDA-graph capture) never land in a timed iteration.
-  const int timed_slots = std::min(calls, std::max(recv_pool.slots, send_pool.slots));
+// The untimed calls before timing: imb's untimed pass, then a warm-up that visits every
+// buffer slot the timed loop will use, so first-touch costs (memory registration,
+// CUDA-graph capture) never land in a timed iteration.
+void warm_up(Communicator& comm, const SlotRunner& runner, const HarnessOptions& opt, bool timed_alone) {
+  if (opt.timing == TimingMode::imb)
+    run_imb_untimed_pass(comm, opt.iters, timed_alone, [&runner](int i) { runner.run_iteration(i); });
+  const int timed_slots = std::min(runner.calls, std::max(runner.recv_pool.slots, runner.send_pool.slots));
   const int warmups = opt.warmup_iters > 0 ? std::max(opt.warmup_iters, timed_slots) : 0;
-  for (int i = 0; i < warmups; ++i) run_on_slot(i);
+  for (int i = 0; i < warmups; ++i) runner.run_on_slot(i);
   comm.synchronize();
   comm.barrier();
+}
 
+// This rank's timings: the whole timed pass and each iteration.
+struct LocalTimes {
+  double total = 0;                // seconds, all iterations
+  std::vector<double> iterations;  // seconds per iteration (agg_iters calls)
+};
+
+// loop (nccl-tests): the mean comes from the loop timed as a whole; a clock read per
+// iteration costs tens of ns, a measurable share of an 8-byte op. The per-iteration
+// distribution (p50, p99) comes from a second pass that reads the clock around each
+// iteration. With --blocking, and in imb mode, each iteration is timed alone anyway
+// (behind a barrier), so one pass serves both.
+LocalTimes time_iterations(Backend& backend, Communicator& comm, const SlotRunner& runner, const HarnessOptions& opt,
+                           bool timed_alone) {
+  LocalTimes times;
   auto per_iteration = backend.make_timer(comm, opt.iters);
-  double local_total = 0;
   if (!timed_alone) {
     auto whole = backend.make_timer(comm, 1);
     whole->begin(0);
-    for (int i = 0; i < opt.iters; ++i) run_iteration(i);
+    for (int i = 0; i < opt.iters; ++i) runner.run_iteration(i);
     whole->end(0);
-    local_total = whole->durations().front();
+    times.total = whole->durations().front();
     comm.barrier();
   }
   for (int i = 0; i < opt.iters; ++i) {
     if (timed_alone) comm.barrier();
     per_iteration->begin(i);
-    run_iteration(i);
+    runner.run_iteration(i);
     per_iteration->end(i);
   }
-  const std::vector<double> durations = per_iteration->durations();
-  if (timed_alone) local_total = std::accumulate(durations.begin(), durations.end(), 0.0);
+  times.iterations = per_iteration->durations();
+  if (timed_alone) times.total = std::accumulate(times.iterations.begin(), times.iterations.end(), 0.0);
+  return times;
+}
 
+// nccl-tests' -c N: N checked passes, each from freshly written inputs; stops at the
+// first pass with wrong values. Returns this rank's wrong values.
+std::uint64_t check_results(Backend& backend, Communicator& comm, MPI_Comm control, const SlotRunner& runner,
+                            const MeasureRequest& req, const HarnessOptions& opt) {
   std::uint64_t wrong = 0;
-  // nccl-tests' -c N: N checked passes, each from freshly written inputs; stops at the
-  // first pass with wrong values.
   for (int pass = 0; opt.check && pass < opt.check_iters && wrong == 0; ++pass) {
-    CheckContext ctx{&op, req.shape, req.dtype, opt.reduce_op, req.placement, comm.rank(), comm.size(), root};
+    CheckContext ctx{req.op, req.shape, req.dtype, opt.reduce_op, req.placement, comm.rank(), comm.size(), runner.root};
     HostImages img = make_inputs(ctx);
-    tick();
-    backend.upload(recv_pool.slot(0), img.recv.data(), img.recv.size());
-    if (!in_place) backend.upload(send_pool.slot(0), img.send.data(), img.send.size());
-    tick();
+    runner.tick();
+    backend.upload(runner.recv_pool.slot(0), img.recv.data(), img.recv.size());
+    if (!runner.in_place) backend.upload(runner.send_pool.slot(0), img.send.data(), img.send.size());
+    runner.tick();
     comm.barrier();
-    run_on_slot(0);
+    runner.run_on_slot(0);
     comm.synchronize();
-    backend.download(img.recv.data(), recv_pool.slot(0), img.recv.size());
-    tick();
+    backend.download(img.recv.data(), runner.recv_pool.slot(0), img.recv.size());
+    runner.tick();
     int world_rank = 0;
     MPI_Comm_rank(control, &world_rank);
     if (world_rank == opt.corrupt_rank && req.shape.recv_elems > 0) {
-      const double good = load_element(img.recv.data(), recv_off / elem, req.dtype);
-      store_element(img.recv.data(), recv_off / elem, req.dtype, good + 64);
+      const std::size_t index = runner.recv_offset / runner.elem;
+      const double good = load_element(img.recv.data(), index, req.dtype);
+      store_element(img.recv.data(), index, req.dtype, good + 64);
     }
     wrong = count_wrong(ctx, img.recv.data());
   }
+  return wrong;
+}
 
-  // Combine over every rank of the job (all groups of the scope ran concurrently).
+// Every rank's timings and wrong values, combined over the job (all groups of the scope
+// ran concurrently).
+struct JobTimes {
+  double per_call = 0;             // seconds per call, combined by --average
+  std::vector<double> rank_means;  // rank 0, scopes with several groups: each rank's mean
+  std::vector<int> rank_groups;    // ... and its group
+  std::vector<double> slowest;     // per iteration, the slowest rank's duration
+  std::uint64_t wrong = 0;         // summed over ranks
+};
+
+JobTimes combine_over_ranks(MPI_Comm control, const LocalTimes& local, std::uint64_t wrong, int calls,
+                            const MeasureRequest& req, RankAggregation aggregation) {
+  JobTimes job;
   int world_size = 1;
   MPI_Comm_size(control, &world_size);
-  double local_avg = calls > 0 ? local_total / calls : 0.0;  // seconds per call
-  double combined = 0;
-  if (opt.aggregation == RankAggregation::rank0) {
-    combined = local_avg;
-    MPI_Bcast(&combined, 1, MPI_DOUBLE, 0, control);
+  double local_avg = calls > 0 ? local.total / calls : 0.0;  // seconds per call
+  if (aggregation == RankAggregation::rank0) {
+    job.per_call = local_avg;
+    MPI_Bcast(&job.per_call, 1, MPI_DOUBLE, 0, control);
   } else {
-    const MPI_Op reduce = opt.aggregation == RankAggregation::max   ? MPI_MAX
-                          : opt.aggregation == RankAggregation::min ? MPI_MIN
-                                                                    : MPI_SUM;
-    MPI_Allreduce(&local_avg, &combined, 1, MPI_DOUBLE, reduce, control);
-    if (opt.aggregation == RankAggregation::avg) combined /= world_size;
+    const MPI_Op reduce = aggregation == RankAggregation::max   ? MPI_MAX
+                          : aggregation == RankAggregation::min ? MPI_MIN
+                                                                : MPI_SUM;
+    MPI_Allreduce(&local_avg, &job.per_call, 1, MPI_DOUBLE, reduce, control);
+    if (aggregation == RankAggregation::avg) job.per_call /= world_size;
   }
   // Per group: every rank's (group, world rank, mean) to rank 0, which keeps each group's
   // slowest rank. Only where a scope has several groups (intra, inter).
-  std::vector<double> all_means;
-  std::vector<int> all_groups;
   if (req.groups > 1) {
     int world_rank = 0;
     MPI_Comm_rank(control, &world_rank);
     if (world_rank == 0) {
-      all_means.resize(world_size);
-      all_groups.resize(world_size);
+      job.rank_means.resize(world_size);
+      job.rank_groups.resize(world_size);
     }
-    MPI_Gather(&local_avg, 1, MPI_DOUBLE, all_means.data(), 1, MPI_DOUBLE, 0, control);
-    MPI_Gather(&req.group_index, 1, MPI_INT, all_groups.data(), 1, MPI_INT, 0, control);
+    int group_index = req.group_index;
+    MPI_Gather(&local_avg, 1, MPI_DOUBLE, job.rank_means.data(), 1, MPI_DOUBLE, 0, control);
+    MPI_Gather(&group_index, 1, MPI_INT, job.rank_groups.data(), 1, MPI_INT, 0, control);
   }
   // Per-iteration durations are of agg_iters calls.
-  std::vector<double> slowest(durations.size());
-  MPI_Allreduce(durations.data(), slowest.data(), static_cast<int>(durations.size()), MPI_DOUBLE, MPI_MAX, control);
-  std::uint64_t wrong_total = 0;
-  MPI_Allreduce(&wrong, &wrong_total, 1, MPI_UINT64_T, MPI_SUM, control);
+  std::vector<double> durations = local.iterations;
+  job.slowest.resize(durations.size());
+  MPI_Allreduce(durations.data(), job.slowest.data(), static_cast<int>(durations.size()), MPI_DOUBLE, MPI_MAX, control);
+  MPI_Allreduce(&wrong, &job.wrong, 1, MPI_UINT64_T, MPI_SUM, control);
+  return job;
+}
 
+// The row ibt reports: times per call in us (divided as the op counts them), bandwidths,
+// and per group its slowest rank.
+Measurement to_measurement(const Collective& op, int group_size, const MeasureRequest& req, const HarnessOptions& opt,
+                           const JobTimes& job) {
   Measurement m;
   m.op = std::string(op.name());
   m.scope = std::string(to_string(req.scope));
   m.dtype = std::string(to_string(req.dtype));
   m.reduce_op = op.reduces() ? std::string(to_string(opt.reduce_op)) : "-";
   m.placement = req.placement;
-  m.group_size = comm.size();
+  m.group_size = group_size;
   m.groups = req.groups;
   m.bytes = req.shape.bytes;
   m.count = req.shape.count;
   m.iters = opt.iters;
   const double divisor = op.time_divisor();
-  m.time_us = combined / divisor * 1e6;
-  m.p50_us = quantile(slowest, 0.50) / opt.agg_iters / divisor * 1e6;
-  m.p99_us = quantile(slowest, 0.99) / opt.agg_iters / divisor * 1e6;
+  m.time_us = job.per_call / divisor * 1e6;
+  m.p50_us = quantile(job.slowest, 0.50) / opt.agg_iters / divisor * 1e6;
+  m.p99_us = quantile(job.slowest, 0.99) / opt.agg_iters / divisor * 1e6;
   const double seconds = m.time_us * 1e-6;
   m.algbw_GBps = seconds > 0 ? static_cast<double>(m.bytes) / seconds / 1e9 : 0.0;
-  m.busbw_GBps = m.algbw_GBps * op.bus_factor(comm.size());
-  m.wrong = wrong_total;
+  m.busbw_GBps = m.algbw_GBps * op.bus_factor(group_size);
+  m.wrong = job.wrong;
   m.checked = opt.check;
   std::map<int, Measurement::GroupTime> by_group;
-  for (std::size_t r = 0; r < all_means.size(); ++r) {
-    auto& g = by_group[all_groups[r]];
-    g.group = all_groups[r];
+  for (std::size_t r = 0; r < job.rank_means.size(); ++r) {
+    auto& g = by_group[job.rank_groups[r]];
+    g.group = job.rank_groups[r];
     g.world_ranks.push_back(static_cast<int>(r));
-    g.time_us = std::max(g.time_us, all_means[r] / divisor * 1e6);
+    g.time_us = std::max(g.time_us, job.rank_means[r] / divisor * 1e6);
   }
   for (auto& [index, g] : by_group) {
-    g.busbw_GBps = g.time_us > 0 ? static_cast<double>(m.bytes) / (g.time_us * 1e3) * op.bus_factor(comm.size()) : 0.0;
+    g.busbw_GBps = g.time_us > 0 ? static_cast<double>(m.bytes) / (g.time_us * 1e3) * op.bus_factor(group_size) : 0.0;
     m.per_group.push_back(std::move(g));
   }
   return m;
+}
+
+Measurement measure(Backend& backend, Communicator& comm, MPI_Comm control, const MeasureRequest& req,
+                    const HarnessOptions& opt, Watchdog* watchdog) {
+  const Collective& op = *req.op;
+  const SlotRunner runner(backend, comm, req, opt, watchdog);
+  // A backend that aborts stuck ops itself gets to do so first (and free its resources).
+  const double watchdog_seconds = backend.enforces_timeouts() ? opt.timeout_seconds * 1.5 + 5.0 : opt.timeout_seconds;
+  WatchdogScope guard(watchdog, watchdog_seconds, describe(op, req.scope, req.dtype, req.shape.bytes, req.placement));
+  const bool timed_alone = opt.blocking || (opt.timing == TimingMode::imb && !imb_times_whole_loop(op));
+  warm_up(comm, runner, opt, timed_alone);
+  const LocalTimes local = time_iterations(backend, comm, runner, opt, timed_alone);
+  const std::uint64_t wrong = check_results(backend, comm, control, runner, req, opt);
+  const JobTimes job = combine_over_ranks(control, local, wrong, runner.calls, req, opt.aggregation);
+  return to_measurement(op, comm.size(), req, opt, job);
 }
 
 int scope_group_size(Scope scope, const DomainLayout& layout) {
