@@ -34,7 +34,8 @@ bool has_table(const store::RunInfo& run, const std::string& table) {
 // --from: the measurements an earlier `ibt collectives` run (and the newest p2p matrix in
 // the same file) stored. The run must be of the reference's job size.
 AcceptMeasurements read_accept_measurements(const std::string& from, const std::string& run_spec,
-                                            const std::string& reference_path, const AcceptReference& ref) {
+                                            const std::string& reference_path, const AcceptReference& ref,
+                                            std::FILE* log) {
   const auto runs = store::list_runs(from);
   std::vector<store::RunInfo> with_collectives;
   for (const auto& r : runs)
@@ -47,6 +48,7 @@ AcceptMeasurements read_accept_measurements(const std::string& from, const std::
     throw UsageError("--from " + from + ": run " + run.id + " has no collectives table");
   AcceptMeasurements measured;
   measured.source = from + " run " + run.id;
+  measured.config_json = run.attr_string("config");
   const auto world = run.attr("world_size");
   const long long ranks = world ? static_cast<long long>(std::visit(
                                       [](const auto& v) -> double {
@@ -57,6 +59,7 @@ AcceptMeasurements read_accept_measurements(const std::string& from, const std::
                                       },
                                       *world))
                                 : 0;
+  measured.ranks = ranks;
   if (ref.job.ranks > 0 && ranks != ref.job.ranks)
     throw UsageError(reference_path + ": the reference is for " + std::to_string(ref.job.ranks) + " ranks; run " +
                      run.id + " of " + from + " had " + std::to_string(ranks));
@@ -95,7 +98,7 @@ AcceptMeasurements read_accept_measurements(const std::string& from, const std::
       measured.collectives[key] = m;
     ++rows;
   }
-  std::printf("# judging %s: %zu collectives rows%s\n", measured.source.c_str(), rows,
+  std::fprintf(log, "# judging %s: %zu collectives rows%s\n", measured.source.c_str(), rows,
               measured.intra_is_world ? " (one domain: intra metrics read the world rows)" : "");
   for (auto it = runs.rbegin(); it != runs.rend(); ++it) {
     if (!has_table(*it, kP2pTable)) continue;
@@ -115,7 +118,7 @@ AcceptMeasurements read_accept_measurements(const std::string& from, const std::
     }
     measured.p2p_read = true;
     measured.source += ", p2p matrix from run " + it->id;
-    std::printf("# judging p2p metrics from run %s: %zu pairs x sizes\n", it->id.c_str(), p.rows.size());
+    std::fprintf(log, "# judging p2p metrics from run %s: %zu pairs x sizes\n", it->id.c_str(), p.rows.size());
     break;
   }
   return measured;

@@ -27,6 +27,8 @@ struct AcceptMeasurements {
   bool p2p_read = false;                 // --from found a p2p matrix
   bool intra_is_world = false;           // --from: a one-domain run, its intra rows are its world rows
   std::string source;                    // --from: "FILE run N" (p2p: "run M")
+  long long ranks = 0;                   // --from: the run's world size
+  std::string config_json;               // --from: the run's options ("config" attribute)
 };
 
 struct Verdict {

@@ -18,6 +18,7 @@
 #include "ibt/version.hpp"
 #include "reports/store/store.hpp"
 #include "suites/accept_from_file.hpp"
+#include "suites/accept_baseline.hpp"
 #include "suites/accept_generate.hpp"
 #include "suites/accept_judge.hpp"
 #include "suites/accept_junit.hpp"
@@ -39,7 +40,8 @@ namespace po = boost::program_options;
 
 const char* kUsage =
     "mpiexec -n N ibt accept --reference REF.json [--junit FILE.xml] [--out FILE.h5]\n"
-    "       ibt accept --reference REF.json --from RESULTS.h5 [--run N] [--junit FILE.xml]";
+    "       ibt accept --reference REF.json --from RESULTS.h5 [--run N] [--junit FILE.xml]\n"
+    "       ibt accept --generate-reference TOPOLOGY --ranks N | RESULTS.h5 [--run N] [--write REF.json]";
 const char* kAbout =
     "Acceptance against a reference (ReFrame style): every metric names an op, scope, dtype and\n"
     "size (or size range) and a target with tolerances as fractions of it: bounds =\n"
@@ -52,7 +54,10 @@ const char* kAbout =
     "makes the exit status 1. With --junit the JUnit file is written in every case: a run that\n"
     "times out, crashes or is killed leaves a failed testcase \"run\" with the reason.\n"
     "The reference's job section (ranks, domain_size, iters, warmup_iters) fixes how it was\n"
-    "meant to run; a job of another size is refused. See topologies/references/.\n";
+    "meant to run; a job of another size is refused. See topologies/references/.\n"
+    "--generate-reference writes a reference instead: from a catalog topology before anything is\n"
+    "measured, or from a results file of a run known to be good (its measured values become the\n"
+    "targets: the way to guard a cluster, or this machine, against later regressions).\n";
 
 // The parsed command line.
 struct AcceptArgs {
@@ -76,7 +81,9 @@ po::options_description accept_options(AcceptArgs& a) {
       "(no call of the op completed; a rank not arriving)")(
       "backend", po::value(&a.backend_name)->default_value(a.backend_name), "mpi or nccl (collectives; p2p is MPI)")(
       "generate-reference", po::value(&a.generate_from),
-      "TOPOLOGY: instead of measuring, write a default reference from a catalog topology (name or .json path)")(
+      "SOURCE: instead of measuring, write a reference. From a catalog topology (name or .json path): "
+      "targets from its link figures, before anything is measured. From a results file (.h5): targets are what "
+      "its collectives run (--run) and p2p matrix measured, for a system known to be good")(
       "ranks", po::value(&a.generate_ranks), "--generate-reference: ranks of the job the reference is for")(
       "efficiency", po::value(&a.efficiency),
       "--generate-reference: fraction of link bandwidth to expect (default: the topology's model efficiencies)")(
@@ -86,8 +93,8 @@ po::options_description accept_options(AcceptArgs& a) {
       "FILE.h5: judge a results file instead of measuring (no MPI job needed): the collectives run --run names, "
       "and for p2p metrics the newest run in the file with a p2p matrix")(
       "run", po::value(&a.run_spec)->default_value(a.run_spec),
-      "--from: the collectives run to judge: its id (000003), its number (3) or last (the newest collectives "
-      "run)");
+      "--from, or --generate-reference FILE.h5: the collectives run to read: its id (000003), its number (3) or "
+      "last (the newest collectives run)");
   return opts;
 }
 
@@ -101,7 +108,8 @@ bool parse_accept_args(int argc, char** argv, const MpiSession& mpi, AcceptArgs&
       print_help(std::cout, kUsage, kAbout, opts,
                  {"mpiexec -n 2 ibt accept --reference topologies/references/local-cpu.json --junit accept.xml",
                   "ibt accept --reference topologies/references/local-cpu.json --from cluster.h5 --junit accept.xml",
-                  "ibt accept --generate-reference dgx-h100 --ranks 16 --write h100-16.json"});
+                  "ibt accept --generate-reference dgx-h100 --ranks 16 --write h100-16.json",
+                  "ibt accept --generate-reference known-good.h5 --write mine.json"});
     return false;
   }
   po::notify(vm);
@@ -119,24 +127,30 @@ void refuse_existing_outputs(const AcceptArgs& a) {
 
 // --generate-reference: writes (rank 0) a default reference instead of measuring.
 int write_generated_reference(const AcceptArgs& a, const MpiSession& mpi) {
+  const bool from_results = is_results_file(a.generate_from);
+  if (from_results && (a.generate_ranks != 0 || a.efficiency_given))
+    throw UsageError("--generate-reference " + a.generate_from +
+                     ": a results file gives the job and the targets itself; drop --ranks and --efficiency");
   if (a.efficiency_given && !(a.efficiency > 0 && a.efficiency <= 1))
     throw UsageError("--efficiency must be in (0, 1]");
-  const auto reference = generate_reference(topo::load_topology(a.generate_from), a.generate_ranks,
-                                            a.efficiency_given ? std::optional<double>(a.efficiency) : std::nullopt);
+  const auto reference =
+      from_results ? reference_from_run(a.generate_from, a.run_spec)
+                   : generate_reference(topo::load_topology(a.generate_from), a.generate_ranks,
+                                        a.efficiency_given ? std::optional<double>(a.efficiency) : std::nullopt);
   if (mpi.rank() != 0) return kExitOk;
   if (a.write_to.empty()) {
     std::cout << reference.dump(2) << "\n";
     return kExitOk;
   }
   write_output_file(a.write_to, reference.dump(2) + "\n", "--write");
-  std::printf("ibt accept: wrote %s (%zu metrics) from topology %s\n", a.write_to.c_str(), reference["metrics"].size(),
-              a.generate_from.c_str());
+  std::printf("ibt accept: wrote %s (%zu metrics) from %s %s\n", a.write_to.c_str(), reference["metrics"].size(),
+              from_results ? "results file" : "topology", a.generate_from.c_str());
   return kExitOk;
 }
 
 // The reference, refused when missing or made for a job of another size.
 AcceptReference load_job_reference(const AcceptArgs& a, const MpiSession& mpi) {
-  if (a.reference_path.empty()) throw UsageError("--reference is required (or --generate-reference TOPOLOGY)");
+  if (a.reference_path.empty()) throw UsageError("--reference is required (or --generate-reference TOPOLOGY|RESULTS.h5)");
   require_timeout(a.timeout, "--timeout");
   AcceptReference ref = load_reference(a.reference_path);  // every rank parses: same errors everywhere
   if (!a.from.empty()) return ref;                         // the file's run is checked against the job instead

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# accept_test.sh IBT "MPIRUN" REFERENCE DIR pass|doctored|from|timeout
+# accept_test.sh IBT "MPIRUN" REFERENCE DIR pass|doctored|from|timeout|baseline
 #   pass:     `ibt accept` against the shipped reference exits 0, JUnit has no failures,
 #             and every metric is stored (HDF5 table "accept").
 #   doctored: one metric of the reference is made impossible (a bandwidth target of
@@ -8,6 +8,10 @@
 #   from:     `ibt collectives` and `ibt p2p-matrix` write a file; `ibt accept --from` judges
 #             it as one process (no MPI job): exit 0, JUnit without failures, every metric
 #             judged from the file (intra read from world: one domain), signed margins.
+#   baseline: `ibt accept --generate-reference FILE.h5` makes a reference from a measured
+#             file (collectives + p2p matrix): every op and the p2p pairs get a bandwidth
+#             and a latency target, the file passes its own reference, a run measuring half
+#             the bandwidth fails it, and --ranks with a results file is refused.
 #   timeout:  a reference whose one metric cannot finish within -T 0.01 s: exit 3, and the
 #             JUnit file holds a failed testcase "run" with the timeout message.
 set -u
@@ -37,6 +41,44 @@ PY
   "$ibt" accept --reference "$dir/four.json" --from "$dir/cluster.h5" > "$dir/four.log" 2>&1
   [[ $? -eq 2 ]] || fail "a 4-rank reference against a 2-rank file was not refused"
   grep -q "the reference is for 4 ranks; run 000001 of .* had 2" "$dir/four.log" || fail "no reason for the refusal"
+  echo "accept_test: ok ($mode)"
+  exit 0
+fi
+if [[ $mode == baseline ]]; then
+  $mpirun -n 2 "$ibt" collectives --op all_reduce,all_gather -b 8 -e 1M -f 4 -n 5 -w 1 --out "$dir/good.h5" \
+    > "$dir/collectives.log" 2>&1 || { cat "$dir/collectives.log"; fail "collectives failed"; }
+  $mpirun -n 2 "$ibt" p2p-matrix --out "$dir/good.h5" > "$dir/p2p.log" 2>&1 || { cat "$dir/p2p.log"; fail "p2p failed"; }
+  "$ibt" accept --generate-reference "$dir/good.h5" --write "$dir/mine.json" > "$dir/gen.log" 2>&1 ||
+    { cat "$dir/gen.log"; fail "--generate-reference from a results file failed"; }
+  grep -q "wrote .*mine.json (6 metrics) from results file .*good.h5" "$dir/gen.log" || { cat "$dir/gen.log"; fail "not 6 metrics"; }
+  /usr/bin/python3 - "$dir/mine.json" <<'PY' || fail "the generated reference is not what the file measured"
+import json, sys
+ref = json.load(open(sys.argv[1]))
+names = sorted(m["name"] for m in ref["metrics"])
+assert names == ["all_gather-world-float32-8B-latency", "all_gather-world-float32-busbw",
+                 "all_reduce-world-float32-8B-latency", "all_reduce-world-float32-busbw",
+                 "p2p-worst-pair-bandwidth", "p2p-worst-pair-latency"], names
+assert ref["job"] == {"ranks": 2, "domain_size": 0, "iters": 5, "warmup_iters": 1}, ref["job"]
+for m in ref["metrics"]:
+    assert m["target"] > 0 and m["note"].startswith("measured "), m
+    assert (m["lower"], m["upper"]) == ((-0.2, None) if m["unit"] == "GB/s" else (None, 2.0)), m
+PY
+  "$ibt" accept --reference "$dir/mine.json" --from "$dir/good.h5" --junit "$dir/junit.xml" > "$dir/own.log" 2>&1 ||
+    { cat "$dir/own.log"; fail "the file does not pass its own reference"; }
+  # The same targets doubled: the file now measures half of what the reference asks.
+  /usr/bin/python3 - "$dir/mine.json" "$dir/doubled.json" <<'PY'
+import json, sys
+ref = json.load(open(sys.argv[1]))
+for m in ref["metrics"]:
+    if m["unit"] == "GB/s": m["target"] *= 2
+json.dump(ref, open(sys.argv[2], "w"))
+PY
+  "$ibt" accept --reference "$dir/doubled.json" --from "$dir/good.h5" > "$dir/half.log" 2>&1
+  [[ $? -eq 1 ]] || { cat "$dir/half.log"; fail "half the baseline bandwidth was not a FAIL"; }
+  grep -q "verdict: FAIL (6 metrics, 3 failed" "$dir/half.log" || { cat "$dir/half.log"; fail "not the 3 bandwidths failed"; }
+  "$ibt" accept --generate-reference "$dir/good.h5" --ranks 4 > "$dir/ranks.log" 2>&1
+  [[ $? -eq 2 ]] && grep -q "a results file gives the job and the targets itself; drop --ranks" "$dir/ranks.log" ||
+    { cat "$dir/ranks.log"; fail "--ranks with a results file not refused"; }
   echo "accept_test: ok ($mode)"
   exit 0
 fi
