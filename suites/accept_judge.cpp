@@ -104,7 +104,7 @@ Failures print_and_record_verdicts(const std::vector<Verdict>& verdicts, RunReco
     const std::string bounds =
         "[" + format_judged_value(m.lower_bound()) + ", " + format_judged_value(m.upper_bound()) + "]";
     char margin[32];
-    std::snprintf(margin, sizeof margin, "%+.3g", v.judgement.margin);
+    std::snprintf(margin, sizeof margin, "%+.3f", v.judgement.margin);
     std::printf("  %-44s %-18s %12s %12s %25s %6s %8s  %s%s%s\n", m.name.c_str(), m.quantity.c_str(),
                 format_judged_value(v.judgement.measured).c_str(), format_judged_value(m.target).c_str(),
                 bounds.c_str(), m.unit.c_str(), v.judgement.measured_ok ? margin : "n/a",
