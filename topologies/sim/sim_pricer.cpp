@@ -25,7 +25,7 @@ TopologyPricer::TopologyPricer(const Topology& topology, const models::ParallelS
   bytes_per_us_ = t_.device.memory_bandwidth_GBps.get() * 1e3 * t_.model.memory_efficiency.get();
   overhead_us_ = t_.model.op_overhead_us.get();
   if (const auto& g = t_.device.gemm_tiles) tiles_ = g->grid();
-  const int D = t_.domain_size();
+  const int D = t_.placement_domain(split.world_size());
   const long long tp_cp = static_cast<long long>(split.tp) * split.cp;
   stage_stride_ = tp_cp * split.dp;
   const int expert_dp = split.dp / split.ep;
@@ -72,7 +72,8 @@ TopologyPricer::TopologyPricer(const Topology& topology, const models::ParallelS
 
 void TopologyPricer::set_kv_replicas(int replicas) {
   // Consecutive TP ranks (rank_groups.hpp tp_kv), inside the TP group's placement.
-  placement_[static_cast<int>(Group::tp_kv)] = place_group(replicas, 1, t_.domain_size(), split_.world_size());
+  const long long W = split_.world_size();
+  placement_[static_cast<int>(Group::tp_kv)] = place_group(replicas, 1, t_.placement_domain(W), W);
 }
 
 void TopologyPricer::add_attention_score_traffic(const models::ModelConfig& model, double passes,
@@ -178,7 +179,7 @@ double TopologyPricer::op_us(const models::StepProgram&, const Op& op) {
 }
 
 double TopologyPricer::exchange_half_us(const models::StepProgram& program, const Op& op, int peer_stage) {
-  const long long D = t_.domain_size();
+  const long long D = t_.placement_domain(split_.world_size());
   const bool same = (program.stage * stage_stride_) / D == (peer_stage * stage_stride_) / D;
   return p2p_cost(t_, same, op.bytes).time_us;
 }

@@ -36,7 +36,8 @@
 // overlapped (Megatron-Core's overlap needs sequence parallelism).
 // Communication op: collective_model.hpp for the op's group, placed on the domains by
 // the rank order of models/plan/rank_groups.hpp (rank = tp + tp*(cp + cp*(dp + dp*pp)),
-// domains of consecutive ranks), so a TP group inside a domain uses scale-up links and
+// domains of consecutive ranks, each domain holding Topology::placement_domain of them:
+// a job's scheduler segments), so a TP group inside a domain uses scale-up links and
 // a DP group spanning domains crosses the network. A context-parallel ring step
 // (cp_kv_pass, cp_dkv_pass: every CP rank sends a block to the next and receives one
 // from the previous at once) costs one point-to-point message over the slowest link

@@ -140,6 +140,24 @@ TEST(Placement, StraddlingGroupsOnTpuV5p) {
             0.1 * collective_cost(t, CollOp::all_reduce, all_dcn, S).time_us);
 }
 
+// A job whose size a domain does not divide is placed in equal segments, each inside
+// one domain (Slurm --segment on GB200 NVL72: 64 of a rack's 72 GPUs for 256 GPUs),
+// so a 32-GPU EP group no longer straddles two racks.
+TEST(Placement, JobsAreSegmentedWhereTheDomainDoesNotDivideThem) {
+  const Topology nvl72 = load_topology("gb200-nvl72");
+  EXPECT_EQ(nvl72.placement_domain(256), 64);
+  EXPECT_EQ(nvl72.placement_domain(128), 64);
+  EXPECT_EQ(nvl72.placement_domain(144), 72);  // two full racks
+  EXPECT_EQ(nvl72.placement_domain(64), 72);   // one rack holds the job
+  EXPECT_EQ(nvl72.placement_domain(100), 50);
+  EXPECT_EQ(nvl72.placement_domain(73), 72);   // no segment of half a rack or more: fill
+  EXPECT_EQ(load_topology("dgx-h100").placement_domain(1024), 8);
+  // EP32 (tp1) of 256 GPUs: the group at ranks 64..95 straddles racks 0 and 1 when they
+  // are filled to 72, and lies in rack 1 with segments of 64.
+  EXPECT_EQ(place_group(32, 1, 72, 256).per_domain, 8);
+  EXPECT_EQ(place_group(32, 1, nvl72.placement_domain(256), 256).per_domain, 32);
+}
+
 TEST(CollectiveModel, BusBandwidthTendsToTheEffectiveLinkRate) {
   const Topology t = load_topology("dgx-h100");
   const double S = 16e9;  // large enough that latency vanishes
