@@ -111,6 +111,13 @@ bool is_linear_gemm(OpKind k) {
 }
 }  // namespace
 
+void TopologyPricer::set_node_limited_routing(const models::ModelConfig& model) {
+  if (!model.is_moe() || model.route_groups <= 1) return;
+  const Placement& ep = placement_[static_cast<int>(Group::ep)];
+  ep_network_fraction_ = deduplicated_network_fraction(ep.domains(), model.num_experts, model.top_k,
+                                                       model.route_groups, model.route_group_limit);
+}
+
 void TopologyPricer::set_tp_comm_overlap(const models::ModelConfig& model, double element_bytes) {
   // bytes = tokens * hidden * element_bytes; GEMM = 2 * tokens * hidden * hidden / tp.
   tp_overlap_flops_per_byte_ = 2.0 * model.hidden / split_.tp / element_bytes;
@@ -152,9 +159,14 @@ double TopologyPricer::op_us(const models::StepProgram&, const Op& op) {
     case OpKind::grad_reduce_scatter: coll = CollOp::reduce_scatter; break;
     case OpKind::cp_kv_pass:
     case OpKind::cp_dkv_pass: return p2p_cost(t_, placement_[static_cast<int>(Group::cp)].intra(), op.bytes).time_us;
-    case OpKind::ep_counts:
     case OpKind::ep_dispatch:
-    case OpKind::ep_combine: coll = CollOp::all_to_all; break;
+    case OpKind::ep_combine:
+      if (ep_network_fraction_ >= 0)
+        return deduplicated_all_to_all_cost(t_, placement_[static_cast<int>(op.group)], op.bytes, ep_network_fraction_)
+            .time_us;
+      coll = CollOp::all_to_all;
+      break;
+    case OpKind::ep_counts: coll = CollOp::all_to_all; break;
     case OpKind::pp_exchange: throw RuntimeError("sim: pp_exchange is priced per half (exchange_half_us)");
     case OpKind::attention_core: {
       const double mult = op.phase == models::Phase::backward ? 2.0 : 1.0;
