@@ -68,6 +68,13 @@ struct ModelConfig {
   RoutingBalance balance = RoutingBalance::none;
   double aux_loss_coeff = 0.0;    // classic auxiliary loss weight
   double bias_update_rate = 0.0;  // aux-loss-free: bias step per training step
+  // Node-limited (group-limited) routing: the experts form route_groups equal groups
+  // and each token's top_k experts are drawn from at most route_group_limit of them
+  // (DeepSeek-V3's n_group 8 / topk_group 4: "each token will be sent to at most 4
+  // nodes", arXiv:2412.19437 section 2.1.2). 0 = no limit. The pricer sends each token
+  // once per domain it reaches (sim_pricer.hpp).
+  int route_groups = 0;
+  int route_group_limit = 0;
 
   bool is_moe() const { return num_experts > 0; }
   int head_dim() const { return explicit_head_dim > 0 ? explicit_head_dim : hidden / heads; }

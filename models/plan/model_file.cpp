@@ -148,6 +148,9 @@ ModelConfig parse_model(const std::string& text, const std::string& origin) {
        }},
       {"aux_loss_coeff", [&](const json& v, const std::string& f) { m.aux_loss_coeff = get_real(v, origin, f); }},
       {"bias_update_rate", [&](const json& v, const std::string& f) { m.bias_update_rate = get_real(v, origin, f); }},
+      {"route_groups", [&](const json& v, const std::string& f) { m.route_groups = get_int(v, origin, f, 0); }},
+      {"route_group_limit",
+       [&](const json& v, const std::string& f) { m.route_group_limit = get_int(v, origin, f, 0); }},
   };
   for (const auto& [key, value] : j.items()) {
     auto it = fields.find(key);
@@ -196,9 +199,19 @@ void validate_model(const ModelConfig& m, const std::string& origin) {
          "must be > 0 with \"balance\": \"aux_loss\"");
     need(m.balance != RoutingBalance::aux_loss_free || m.bias_update_rate > 0, "bias_update_rate",
          "must be > 0 with \"balance\": \"aux_loss_free\"");
+    need((m.route_groups == 0) == (m.route_group_limit == 0), "route_group_limit",
+         "and route_groups are given together (node-limited routing) or not at all");
+    if (m.route_groups > 0) {
+      need(m.num_experts % m.route_groups == 0, "route_groups",
+           "must divide num_experts (" + std::to_string(m.num_experts) + ")");
+      need(m.route_group_limit <= m.route_groups, "route_group_limit",
+           "must be in 1..route_groups (" + std::to_string(m.route_groups) + ")");
+      need(static_cast<long long>(m.route_group_limit) * (m.num_experts / m.route_groups) >= m.top_k,
+           "route_group_limit", "leaves fewer experts than top_k (" + std::to_string(m.top_k) + ")");
+    }
   } else {
     need(m.top_k == 0 && m.shared_experts == 0 && m.expert_ffn_hidden == 0 && m.first_dense_layers == 0 &&
-             m.balance == RoutingBalance::none,
+             m.balance == RoutingBalance::none && m.route_groups == 0 && m.route_group_limit == 0,
          "num_experts", "is 0 (dense model) but MoE fields are set");
   }
 }

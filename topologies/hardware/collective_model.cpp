@@ -283,6 +283,37 @@ CollectiveCost collective_cost(const Topology& t, CollOp op, const Placement& p,
   return spanning(t, op, p, bytes);
 }
 
+CollectiveCost deduplicated_all_to_all_cost(const Topology& t, const Placement& p, double bytes,
+                                            double network_fraction) {
+  if (p.n <= 1 || bytes <= 0) return {0.0, "none"};
+  if (p.intra() || !t.fits.empty()) return collective_cost(t, CollOp::all_to_all, p, bytes);
+  const int k = p.per_domain;
+  const Link up = up_link(t, k), out = out_link(t, to_string(CollOp::all_to_all), p.n);
+  const double up_us = k > 1 ? (k - 1.0) / k * transfer_us(bytes, up.bw_GBps) : 0.0;
+  return {launch(t) + out.hop_us + std::max(up_us, network_fraction * transfer_us(bytes, out.bw_GBps)), "deduplicated"};
+}
+
+namespace {
+// P(none of `hits` draws without replacement from `total` falls among `marked`).
+double none_drawn(int total, int marked, int hits) {
+  double p = 1.0;
+  for (int i = 0; i < hits; ++i) {
+    if (total - marked - i <= 0) return 0.0;
+    p *= static_cast<double>(total - marked - i) / (total - i);
+  }
+  return p;
+}
+}  // namespace
+
+double deduplicated_network_fraction(int domains, int num_experts, int top_k, int route_groups,
+                                     int route_group_limit) {
+  if (domains <= 1 || top_k <= 0) return 0.0;
+  const bool grouped = route_groups > 1 && route_group_limit > 0 && route_groups % domains == 0;
+  const double reached = grouped ? 1.0 - none_drawn(route_groups, route_groups / domains, route_group_limit)
+                                 : 1.0 - none_drawn(num_experts, num_experts / domains, top_k);
+  return (domains - 1) * reached / top_k;
+}
+
 CollectiveCost p2p_cost(const Topology& t, bool same_domain, double bytes) {
   if (bytes <= 0) return {0.0, "none"};
   const char* scope = same_domain ? "intra" : "inter";

@@ -61,7 +61,7 @@ Placement place_group(int n, long long stride, int domain_size, long long world 
 
 struct CollectiveCost {
   double time_us = 0;
-  const char* algorithm = "none";  // ring, tree, nvls, sharp, hierarchical, fit, direct
+  const char* algorithm = "none";  // ring, tree, nvls, sharp, hierarchical, fit, direct, deduplicated
 };
 
 // Whether the topology can price any message between its scale-up domains: it has
@@ -72,5 +72,28 @@ bool prices_across_domains(const Topology& t);
 CollectiveCost collective_cost(const Topology& t, CollOp op, const Placement& p, double bytes);
 // A point-to-point message between two devices, inside one domain or across.
 CollectiveCost p2p_cost(const Topology& t, bool same_domain, double bytes);
+
+// An expert all-to-all (bytes S: a rank's top_k copies of its tokens) whose dispatcher
+// sends each token ONCE per remote domain it reaches, to the device of the same index
+// there, which forwards the copies over the scale-up links (DeepSeek-V3's all-to-all,
+// arXiv:2412.19437 section 3.2.2; DeepEP's internode kernels and HybridEP, the
+// dispatchers of Megatron-Core's DeepSeek-V3 recipes): network_fraction of S crosses
+// the network, and the copies for other devices of a domain cross its scale-up links
+// once ((k - 1)/k of S),
+//     L + hop_out + max((k - 1)/k x S / bw_up, network_fraction x S / bw_out)
+// A group inside one domain, and a calibrated topology (which prices the all-to-all it
+// measured), get collective_cost.
+CollectiveCost deduplicated_all_to_all_cost(const Topology& t, const Placement& p, double bytes,
+                                            double network_fraction);
+// The expected fraction of a token's top_k copies that such a dispatcher sends over the
+// network, on a group spread over `domains` equal domains: one copy per remote domain
+// among those the token's experts lie in. With node-limited routing (route_groups groups
+// of experts, at most route_group_limit of them per token; groups whole in a domain)
+// a domain is reached when one of its groups is chosen, otherwise when one of its
+// experts is (top_k of num_experts, uniformly: the balanced routing both recipes
+// force or train towards):
+//     (domains - 1) x P(a given domain is reached) / top_k
+double deduplicated_network_fraction(int domains, int num_experts, int top_k, int route_groups,
+                                     int route_group_limit);
 
 }  // namespace ibt::topo

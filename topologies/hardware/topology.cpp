@@ -39,6 +39,16 @@ const Figure& Device::peak(const std::string& dtype) const {
   throw UsageError("unknown compute dtype '" + dtype + "' (fp32, tf32, bf16, fp8)");
 }
 
+int Topology::placement_domain(long long world) const {
+  const int D = domain_size();
+  if (world <= D || world % D == 0) return D;
+  // Segments under half a domain would strand more than half of every domain: a
+  // scheduler fills the domains then (as consecutive ranks do).
+  for (int d = D; 2 * d >= D; --d)
+    if (world % d == 0) return d;
+  return D;
+}
+
 const Source* Topology::find_source(const std::string& id) const {
   for (const auto& s : sources)
     if (s.id == id) return &s;

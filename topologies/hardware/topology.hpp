@@ -131,6 +131,18 @@ struct Topology {
   std::optional<Reliability> reliability;  // absent: no failure figures for this system
 
   int domain_size() const { return static_cast<int>(scale_up.devices_per_domain.get()); }
+  // The devices of each scale-up domain a job of `world` devices uses: the largest
+  // divisor of `world` that fits in a domain (the whole domain when it divides the job
+  // or the job fits in one). A job across domains whose size does not divide it is
+  // placed by its scheduler in equal segments, each inside one domain, rather than
+  // filling every domain and splitting groups at the edges: Slurm's topology/block
+  // plugin with --segment, which NVIDIA recommends on GB200 NVL72 (segment 16 nodes =
+  // 64 of a rack's 72 GPUs for jobs of 128 GPUs and more; "Achieving Peak System and
+  // Workload Efficiency on NVIDIA GB200 NVL72 with Slurm Block Scheduling", NVIDIA
+  // technical blog, 2025), and that Megatron-Core's DeepSeek-V3 GB200 recipe sets so
+  // that every EP group lies in one NVLink domain (SEGMENT = EP x TP / 4 nodes,
+  // github.com/yanring/Megatron-MoE-ModelZoo best_practice/DeepSeekV3/run_gb200.sh).
+  int placement_domain(long long world) const;
   const Source* find_source(const std::string& id) const;
   // Every figure with a path name ("device.peak_tflops.bf16"), for checks and printing.
   std::vector<std::pair<std::string, const Figure*>> figures() const;

@@ -94,6 +94,7 @@ TopologyPricer make_pricer(const models::ModelConfig& model, const Topology& top
   pricer.set_kv_replicas(model.kv_replicas(split.tp));
   pricer.set_dispatch_overlaps_compute(options.dispatch_overlaps_compute);
   if (options.fp8_gemms) pricer.set_fp8_gemms();
+  pricer.set_node_limited_routing(model);
   if (options.tp_comm_overlap) pricer.set_tp_comm_overlap(model, options.precision.activation_bytes);
   if (options.attention_score_passes > 0)
     pricer.add_attention_score_traffic(model, options.attention_score_passes, options.precision.activation_bytes);

@@ -25,7 +25,7 @@ TopologyPricer::TopologyPricer(const Topology& topology, const models::ParallelS
   bytes_per_us_ = t_.device.memory_bandwidth_GBps.get() * 1e3 * t_.model.memory_efficiency.get();
   overhead_us_ = t_.model.op_overhead_us.get();
   if (const auto& g = t_.device.gemm_tiles) tiles_ = g->grid();
-  const int D = t_.domain_size();
+  const int D = t_.placement_domain(split.world_size());
   const long long tp_cp = static_cast<long long>(split.tp) * split.cp;
   stage_stride_ = tp_cp * split.dp;
   const int expert_dp = split.dp / split.ep;
@@ -72,7 +72,8 @@ TopologyPricer::TopologyPricer(const Topology& topology, const models::ParallelS
 
 void TopologyPricer::set_kv_replicas(int replicas) {
   // Consecutive TP ranks (rank_groups.hpp tp_kv), inside the TP group's placement.
-  placement_[static_cast<int>(Group::tp_kv)] = place_group(replicas, 1, t_.domain_size(), split_.world_size());
+  const long long W = split_.world_size();
+  placement_[static_cast<int>(Group::tp_kv)] = place_group(replicas, 1, t_.placement_domain(W), W);
 }
 
 void TopologyPricer::add_attention_score_traffic(const models::ModelConfig& model, double passes,
@@ -109,6 +110,13 @@ bool is_linear_gemm(OpKind k) {
   }
 }
 }  // namespace
+
+void TopologyPricer::set_node_limited_routing(const models::ModelConfig& model) {
+  if (!model.is_moe() || model.route_groups <= 1) return;
+  const Placement& ep = placement_[static_cast<int>(Group::ep)];
+  ep_network_fraction_ = deduplicated_network_fraction(ep.domains(), model.num_experts, model.top_k,
+                                                       model.route_groups, model.route_group_limit);
+}
 
 void TopologyPricer::set_tp_comm_overlap(const models::ModelConfig& model, double element_bytes) {
   // bytes = tokens * hidden * element_bytes; GEMM = 2 * tokens * hidden * hidden / tp.
@@ -151,9 +159,14 @@ double TopologyPricer::op_us(const models::StepProgram&, const Op& op) {
     case OpKind::grad_reduce_scatter: coll = CollOp::reduce_scatter; break;
     case OpKind::cp_kv_pass:
     case OpKind::cp_dkv_pass: return p2p_cost(t_, placement_[static_cast<int>(Group::cp)].intra(), op.bytes).time_us;
-    case OpKind::ep_counts:
     case OpKind::ep_dispatch:
-    case OpKind::ep_combine: coll = CollOp::all_to_all; break;
+    case OpKind::ep_combine:
+      if (ep_network_fraction_ >= 0)
+        return deduplicated_all_to_all_cost(t_, placement_[static_cast<int>(op.group)], op.bytes, ep_network_fraction_)
+            .time_us;
+      coll = CollOp::all_to_all;
+      break;
+    case OpKind::ep_counts: coll = CollOp::all_to_all; break;
     case OpKind::pp_exchange: throw RuntimeError("sim: pp_exchange is priced per half (exchange_half_us)");
     case OpKind::attention_core: {
       const double mult = op.phase == models::Phase::backward ? 2.0 : 1.0;
@@ -178,7 +191,7 @@ double TopologyPricer::op_us(const models::StepProgram&, const Op& op) {
 }
 
 double TopologyPricer::exchange_half_us(const models::StepProgram& program, const Op& op, int peer_stage) {
-  const long long D = t_.domain_size();
+  const long long D = t_.placement_domain(split_.world_size());
   const bool same = (program.stage * stage_stride_) / D == (peer_stage * stage_stride_) / D;
   return p2p_cost(t_, same, op.bytes).time_us;
 }

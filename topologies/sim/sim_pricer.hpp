@@ -34,9 +34,13 @@
 // elements). Stated approximations: the GEMM is not slowed by sharing the device
 // with the transfer, and the TP all-reduce without sequence parallelism is not
 // overlapped (Megatron-Core's overlap needs sequence parallelism).
+// An MoE model with node-limited routing (route_groups; DeepSeek-V3) has its EP
+// dispatch and combine priced as its dispatchers send them, once per token and remote
+// domain (set_node_limited_routing; collective_model.hpp deduplicated_all_to_all_cost).
 // Communication op: collective_model.hpp for the op's group, placed on the domains by
 // the rank order of models/plan/rank_groups.hpp (rank = tp + tp*(cp + cp*(dp + dp*pp)),
-// domains of consecutive ranks), so a TP group inside a domain uses scale-up links and
+// domains of consecutive ranks, each domain holding Topology::placement_domain of them:
+// a job's scheduler segments), so a TP group inside a domain uses scale-up links and
 // a DP group spanning domains crosses the network. A context-parallel ring step
 // (cp_kv_pass, cp_dkv_pass: every CP rank sends a block to the next and receives one
 // from the previous at once) costs one point-to-point message over the slowest link
@@ -73,6 +77,10 @@ class TopologyPricer : public OpPricer {
   void set_dispatch_overlaps_compute(bool on) { dispatch_overlaps_ = on; }
   void set_tp_comm_overlap(const models::ModelConfig& model, double element_bytes);
   void set_fp8_gemms();  // UsageError when the device has no fp8 peak
+  // Node-limited routing (the model's route_groups > 1): the EP dispatch and combine
+  // send each token once per remote domain (deduplicated_all_to_all_cost) instead of
+  // once per routed expert. Models without it keep the plain all-to-all.
+  void set_node_limited_routing(const models::ModelConfig& model);
   // Replicated KV heads (model_config.hpp kv_replicas(tp)): the size of the tp_kv group
   // their gradients are summed over (1 unless tp > kv_heads).
   void set_kv_replicas(int replicas);
@@ -94,6 +102,9 @@ class TopologyPricer : public OpPricer {
   double score_bytes_forward_ = 0;  // extra attention-core bytes per forward op
   // TP overlap: GEMM FLOPs hiding a collective, per byte of it (0 = no overlap).
   double tp_overlap_flops_per_byte_ = 0;
+  // Node-limited routing: the fraction of the EP dispatch's bytes on the network
+  // (negative: the plain all-to-all).
+  double ep_network_fraction_ = -1;
   long long stage_stride_ = 1;                              // ranks between pipeline stages (tp * cp * dp)
   std::array<Placement, models::kGroupKinds> placement_{};  // by models::Group
 };

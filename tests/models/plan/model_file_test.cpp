@@ -88,6 +88,13 @@ TEST(PlanModelFile, ErrorsNameFileAndField) {
       {with(R"("num_experts": 4, "top_k": 2)"), "expert_ffn_hidden", ">= 1"},
       {with(R"("num_experts": 4, "top_k": 2, "expert_ffn_hidden": 8, "balance": "aux_loss")"), "aux_loss_coeff", "> 0"},
       {with(R"("kv_lora_rank": 8)"), "attention", "need \"attention\": \"mla\""},
+      {with(R"("num_experts": 8, "top_k": 2, "expert_ffn_hidden": 8, "route_groups": 4)"), "route_group_limit",
+       "given together"},
+      {with(R"("num_experts": 8, "top_k": 2, "expert_ffn_hidden": 8, "route_groups": 3, "route_group_limit": 1)"),
+       "route_groups", "must divide num_experts"},
+      {with(R"("num_experts": 8, "top_k": 4, "expert_ffn_hidden": 8, "route_groups": 4, "route_group_limit": 1)"),
+       "route_group_limit", "fewer experts than top_k"},
+      {with(R"("route_groups": 2, "route_group_limit": 1)"), "num_experts", "MoE fields are set"},
       {R"({"name": "m", "source": 3, "layers": 2, "hidden": 32, "heads": 4, "ffn_hidden": 64, "vocab": 100, "seq_len": 8})",
        "source", "must be a string"},
   };

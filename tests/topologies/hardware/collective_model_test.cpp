@@ -140,6 +140,55 @@ TEST(Placement, StraddlingGroupsOnTpuV5p) {
             0.1 * collective_cost(t, CollOp::all_reduce, all_dcn, S).time_us);
 }
 
+// Node-limited routing, as DeepSeek-V3 dispatches it (report section 3.2.2): a token
+// crosses the network once per remote node its experts lie in, at most 4 of 8 nodes.
+TEST(ExpertAllToAll, DeduplicatedDispatchSendsATokenOncePerRemoteDomain) {
+  // EP64 over 8 nodes, 8 groups of 32 experts (one per node), 4 groups per token: a
+  // node is reached with probability 1 - C(7,4)/C(8,4) = 1/2, so 7 x 1/2 = 3.5 remote
+  // copies of a token's 8: 0.4375, where the plain all-to-all sends 56/64 = 0.875.
+  EXPECT_NEAR(deduplicated_network_fraction(8, 256, 8, 8, 4), 3.5 / 8, 1e-12);
+  // Without a group limit the 8 experts are drawn from all 256: a node is missed with
+  // probability C(224,8)/C(256,8); still fewer copies than 7 (several share a node).
+  double missed = 1;
+  for (int i = 0; i < 8; ++i) missed *= (224.0 - i) / (256.0 - i);
+  EXPECT_NEAR(deduplicated_network_fraction(8, 256, 8, 0, 0), 7 * (1 - missed) / 8, 1e-12);
+  EXPECT_LT(deduplicated_network_fraction(8, 256, 8, 0, 0), 0.875);
+  EXPECT_EQ(deduplicated_network_fraction(1, 256, 8, 8, 4), 0.0);  // one domain: nothing crosses
+
+  const Topology h800 = load_topology("dgx-h800");
+  Placement ep64;
+  ep64.n = 64;
+  ep64.per_domain = 8;
+  const double S = 256e6;  // 4,096 tokens x 8 copies x 7,168 x 1 byte (fp8)
+  const double plain = collective_cost(h800, CollOp::all_to_all, ep64, S).time_us;
+  const double dedup = deduplicated_all_to_all_cost(h800, ep64, S, 3.5 / 8).time_us;
+  EXPECT_LT(dedup, 0.6 * plain);  // network-bound: about half the bytes cross
+  EXPECT_GT(dedup, 0.4 * plain);
+  Placement inside;
+  inside.n = 8;
+  inside.per_domain = 8;
+  EXPECT_DOUBLE_EQ(deduplicated_all_to_all_cost(h800, inside, S, 0.0).time_us,
+                   collective_cost(h800, CollOp::all_to_all, inside, S).time_us);
+}
+
+// A job whose size a domain does not divide is placed in equal segments, each inside
+// one domain (Slurm --segment on GB200 NVL72: 64 of a rack's 72 GPUs for 256 GPUs),
+// so a 32-GPU EP group no longer straddles two racks.
+TEST(Placement, JobsAreSegmentedWhereTheDomainDoesNotDivideThem) {
+  const Topology nvl72 = load_topology("gb200-nvl72");
+  EXPECT_EQ(nvl72.placement_domain(256), 64);
+  EXPECT_EQ(nvl72.placement_domain(128), 64);
+  EXPECT_EQ(nvl72.placement_domain(144), 72);  // two full racks
+  EXPECT_EQ(nvl72.placement_domain(64), 72);   // one rack holds the job
+  EXPECT_EQ(nvl72.placement_domain(100), 50);
+  EXPECT_EQ(nvl72.placement_domain(73), 72);   // no segment of half a rack or more: fill
+  EXPECT_EQ(load_topology("dgx-h100").placement_domain(1024), 8);
+  // EP32 (tp1) of 256 GPUs: the group at ranks 64..95 straddles racks 0 and 1 when they
+  // are filled to 72, and lies in rack 1 with segments of 64.
+  EXPECT_EQ(place_group(32, 1, 72, 256).per_domain, 8);
+  EXPECT_EQ(place_group(32, 1, nvl72.placement_domain(256), 256).per_domain, 32);
+}
+
 TEST(CollectiveModel, BusBandwidthTendsToTheEffectiveLinkRate) {
   const Topology t = load_topology("dgx-h100");
   const double S = 16e9;  // large enough that latency vanishes

@@ -587,6 +587,26 @@ TEST(Projection, ReplicatedKvHeadsArePricedWithTheirGradientSum) {
   EXPECT_EQ(sums, m.layers);
 }
 
+// DeepSeek-V3 at EP32 on 256 GB200 GPUs (Megatron-Bridge's published split): the job
+// is placed 64 GPUs per rack (Topology::placement_domain), so every EP group is inside
+// one NVLink domain and the all-to-all never uses the racks' NICs; filling racks to 72
+// put the group at ranks 64..95 across two racks and priced its all-to-all on them.
+TEST(TopologyPricer, EpGroupsOfASegmentedJobStayInsideARack) {
+  const Topology t = load_topology("gb200-nvl72");
+  models::ParallelSplit s;
+  s.pp = 8;
+  s.vpp = 4;
+  s.dp = 32;
+  s.ep = 32;
+  s.microbatches = 128;
+  s.schedule = models::ScheduleKind::interleaved;
+  TopologyPricer pricer(t, s, "bf16");
+  EXPECT_TRUE(pricer.placement(models::Group::ep).intra());
+  EXPECT_EQ(pricer.placement(models::Group::ep).per_domain, 32);
+  // The pipeline's stages are 32 ranks apart: two per rack, so stage 1 -> 2 crosses.
+  EXPECT_EQ(pricer.placement(models::Group::pp).per_domain, 2);
+}
+
 // DualPipeV with free communication and only the layers' GEMMs costing time (F = B = W
 // per chunk): the sim's step is the schedule's unit-cost makespan scaled by a chunk's
 // forward, 6m + (p - 1) passes (schedule.hpp: the last rank's fill).
