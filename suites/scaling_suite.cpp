@@ -2,6 +2,7 @@
 // point, for one model on one or several topologies (hardware generations), projected
 // by the sim executor (topologies/studies/scaling.hpp); measured `ibt train`/`ibt sweep` runs of
 // the same model can join the table (--measured).
+#include <algorithm>
 #include <boost/program_options.hpp>
 #include <cmath>
 #include <cstdio>
@@ -14,6 +15,7 @@
 #include "models/plan/model_file.hpp"
 #include "suites/cli.hpp"
 #include "suites/run_recorder.hpp"
+#include "suites/scaling_generations.hpp"
 #include "suites/split_flags.hpp"
 #include "suites/suites.hpp"
 #include "topologies/projection/projection_report.hpp"
@@ -61,10 +63,18 @@ std::vector<store::Column> scaling_columns() {
           {"bubble_s", ColumnType::f64, "s"},
           {"other_s", ColumnType::f64, "s"},
           {"exposed_cp_s", ColumnType::f64, "s"},
-          {"memory_bytes", ColumnType::f64, "B"}};
+          {"memory_bytes", ColumnType::f64, "B"},
+          {"baseline", ColumnType::str},
+          {"speedup_vs_baseline", ColumnType::f64, "x"},
+          {"token_budget", ColumnType::f64, "tokens"},
+          {"time_to_budget_s", ColumnType::f64, "s"},
+          {"device_power_W", ColumnType::f64, "W"},
+          {"energy_J_per_token", ColumnType::f64, "J/token"}};
 }
 
-store::Row scaling_row(const topo::ScalingPoint& pt, const std::string& model, topo::ScalingMode mode) {
+store::Row scaling_row(const topo::ScalingPoint& pt, const std::string& model, topo::ScalingMode mode,
+                       const std::vector<topo::ScalingPoint>& all, const GenerationContext& generations) {
+  const topo::GenerationSpeed speed = speed_of(pt, all, generations);
   const topo::Projection& p = pt.best;
   const bool ok = p.feasible;
   auto v = [&](double x) { return ok ? x : kNaN; };
@@ -103,16 +113,22 @@ store::Row scaling_row(const topo::ScalingPoint& pt, const std::string& model, t
           part(topo::Exposure::bubble),
           v(pt.other_s),
           part(topo::Exposure::cp),
-          ok && p.memory.total() > 0 ? p.memory.total() : kNaN};
+          ok && p.memory.total() > 0 ? p.memory.total() : kNaN,
+          generations.baseline,
+          speed.speedup,
+          generations.token_budget,
+          speed.time_to_budget_s,
+          power_of(pt, generations),
+          speed.joules_per_token};
 }
 
 void print_points(const std::vector<topo::ScalingPoint>& points) {
-  std::printf("%8s %9s %8s %12s %7s  %-62s %s\n", "devices", "batch", "MFU", "tok/s/dev", "step s", "best split",
+  std::printf("%8s %9s %10s %7s %7s  %-62s %s\n", "devices", "batch", "tok/s/dev", "MFU", "step s", "best split",
               "compute share (stage), largest exposed");
   for (const auto& pt : points) {
     const topo::Projection& p = pt.best;
     if (!p.feasible) {
-      std::printf("%8d %9lld %8s %12s %7s  %s\n", pt.devices, pt.global_batch, "-", "-", "-", p.reason.c_str());
+      std::printf("%8d %9lld %10s %7s %7s  %s\n", pt.devices, pt.global_batch, "-", "-", "-", p.reason.c_str());
       continue;
     }
     const bool staged = !p.stages.empty();
@@ -124,27 +140,9 @@ void print_points(const std::vector<topo::ScalingPoint>& points) {
     std::snprintf(detail, sizeof detail, "%.0f%% (%s), %s %.0f%%", 100 * st.compute_s / p.step_s,
                   staged ? ("stage " + std::to_string(p.bottleneck_stage)).c_str() : "rank mean",
                   topo::to_string(static_cast<topo::Exposure>(worst)), 100 * st.exposed_s[worst] / p.step_s);
-    std::printf("%8d %9lld %7.1f%% %12.4g %7.3g  %-62s %s\n", pt.devices, pt.global_batch, 100 * p.mfu,
-                pt.tokens_per_s_per_device(), p.step_s, topo::split_label(p.split).c_str(), detail);
+    std::printf("%8d %9lld %10.0f %6.1f%% %7.3g  %-62s %s\n", pt.devices, pt.global_batch,
+                pt.tokens_per_s_per_device(), 100 * p.mfu, p.step_s, topo::split_label(p.split).c_str(), detail);
   }
-}
-
-// One line per hardware generation: "dgx-h100 (H100 ...): 512 41.2%  1024 40.8% ...".
-void print_generation_lines(const std::vector<topo::ScalingPoint>& all) {
-  std::map<std::string, std::string> lines;
-  std::vector<std::string> order;
-  for (const auto& pt : all) {
-    const std::string key = pt.topology + " (" + pt.system + ")";
-    if (!lines.count(key)) order.push_back(key);
-    char cell[48];
-    if (pt.best.feasible)
-      std::snprintf(cell, sizeof cell, "  %d: %.1f%%", pt.devices, 100 * pt.best.mfu);
-    else
-      std::snprintf(cell, sizeof cell, "  %d: -", pt.devices);
-    lines[key] += cell;
-  }
-  std::printf("\nMFU by generation (best split per point; '-': no split fits):\n");
-  for (const auto& key : order) std::printf("  %-40s%s\n", key.c_str(), lines[key].c_str());
 }
 
 const char* kAbout =
@@ -156,11 +154,17 @@ const char* kAbout =
     "Strong scaling keeps the global batch fixed; weak scaling keeps the batch per device\n"
     "fixed (global batch = devices x --sequences-per-device; default: the first point's).\n"
     "MFU = model FLOPs / (step time x devices x peak of --dtype); model FLOPs are 6N (active\n"
-    "parameters) + full-sequence attention, no recompute (models/plan/accounting.hpp).\n";
+    "parameters) + full-sequence attention, no recompute (models/plan/accounting.hpp).\n\n"
+    "Generations are compared by speed: MFU is a share of each system's own peak, so a newer\n"
+    "one can be much faster at a lower MFU. The closing table gives per system (slowest first)\n"
+    "tokens/s per device, the speed-up over --baseline at the same device count, the days to\n"
+    "train --token-budget tokens, MFU, and J/token where the catalog gives the device's board\n"
+    "power (devices only: no hosts, network or cooling).\n";
 
 // The parsed command line.
 struct ScalingArgs {
-  std::string model_name, topologies, gpus_text, mode_text = "strong", dtype, out;
+  std::string model_name, topologies, gpus_text, mode_text = "strong", dtype, out, baseline;
+  double token_budget = 1e12;
   std::vector<std::string> measured;
   long long global_batch = -1, global_batch_tokens = 16LL * 1024 * 1024;
   double per_device = 0, memory_fraction = 0.9;
@@ -183,6 +187,9 @@ po::options_description scaling_options(ScalingArgs& a) {
       "sequences-per-device", po::value(&a.per_device), "weak: sequences per device per step")(
       "dtype", po::value(&a.dtype), "compute dtype the peak and MFU refer to (default bf16, else fp32)")(
       "memory-fraction", double_value(&a.memory_fraction), "usable fraction of device memory")(
+      "baseline", po::value(&a.baseline), "topology the speed-ups are against (default: the first --topology)")(
+      "token-budget", double_value(&a.token_budget)->default_value(a.token_budget, "1e12"),
+      "tokens to train, for the days-to-train column")(
       "measured", po::value(&a.measured)->composing(),
       "HDF5 file with `ibt train`/`ibt sweep` runs of the model: their points join the table as "
       "source 'measured' (repeatable)")("out", po::value(&a.out),
@@ -222,6 +229,8 @@ ScalingAxis check_scaling_args(const ScalingArgs& a) {
   if (a.global_batch_tokens <= 0)
     throw UsageError("--global-batch-tokens must be positive (got " + std::to_string(a.global_batch_tokens) + ")");
   if (a.per_device_given && !(a.per_device > 0)) throw UsageError("--sequences-per-device must be positive");
+  if (!(a.token_budget > 0 && std::isfinite(a.token_budget)))
+    throw UsageError("--token-budget must be a positive number of tokens");
   if (a.per_device_given && axis.mode != topo::ScalingMode::weak)
     throw UsageError("--sequences-per-device applies to --scaling weak only (strong scaling fixes the global batch)");
   if (!a.out.empty()) store::check_appendable(a.out);
@@ -282,17 +291,19 @@ void print_scaling_header(const models::ModelConfig& model, const topo::ScalingB
 
 // Prints a block of points, stores them and adds them to `all`.
 void take_points(std::vector<topo::ScalingPoint> points, const std::string& model, topo::ScalingMode mode,
-                 RunRecorder& recorder, std::vector<topo::ScalingPoint>& all) {
+                 const GenerationContext& generations, RunRecorder& recorder, std::vector<topo::ScalingPoint>& all) {
   print_points(points);
-  for (auto& pt : points) {
-    recorder.append("scaling", scaling_columns(), scaling_row(pt, model, mode));
-    all.push_back(std::move(pt));
-  }
+  const std::size_t first = all.size();
+  for (auto& pt : points) all.push_back(std::move(pt));
+  // The baseline projects first, so every later point finds its baseline in `all`.
+  for (std::size_t i = first; i < all.size(); ++i)
+    recorder.append("scaling", scaling_columns(), scaling_row(all[i], model, mode, all, generations));
 }
 
 // The projected points, one block per topology.
 void project_systems(const std::vector<topo::Topology>& systems, const ScalingArgs& a, const ScalingAxis& axis,
-                     const models::ModelConfig& model, const topo::ScalingBatch& batch, RunRecorder& recorder,
+                     const models::ModelConfig& model, const topo::ScalingBatch& batch,
+                     const GenerationContext& generations, RunRecorder& recorder,
                      std::vector<topo::ScalingPoint>& all) {
   for (const auto& topology : systems) {
     topo::ProjectionOptions options;
@@ -302,14 +313,29 @@ void project_systems(const std::vector<topo::Topology>& systems, const ScalingAr
     options.usable_memory_fraction = a.memory_fraction;
     std::printf("\n%s: %s, %d per scale-up domain, MFU against %s peak\n", topology.name.c_str(),
                 topology.device.name.c_str(), topology.domain_size(), options.dtype.c_str());
-    take_points(topo::project_scaling(model, topology, axis.gpus, batch, options), model.name, axis.mode, recorder,
-                all);
+    take_points(topo::project_scaling(model, topology, axis.gpus, batch, options), model.name, axis.mode,
+                generations, recorder, all);
   }
 }
 
+// The baseline (moved to the front of `systems`, so it projects first), the token budget
+// and each system's board power.
+GenerationContext generation_context(const ScalingArgs& a, std::vector<topo::Topology>& systems) {
+  GenerationContext g;
+  g.token_budget = a.token_budget;
+  g.baseline = a.baseline.empty() ? systems.front().name : a.baseline;
+  const auto it = std::find_if(systems.begin(), systems.end(), [&](const auto& t) { return t.name == g.baseline; });
+  if (it == systems.end())
+    throw UsageError("--baseline " + a.baseline + " is not one of the --topology systems (" + a.topologies + ")");
+  std::rotate(systems.begin(), it, it + 1);
+  for (const auto& t : systems)
+    if (t.device.power_W.known()) g.power_W[t.name] = t.device.power_W.get();
+  return g;
+}
+
 // The measured points of each --measured file.
-void add_measured(const ScalingArgs& a, const models::ModelConfig& model, topo::ScalingMode mode, RunRecorder& recorder,
-                  std::vector<topo::ScalingPoint>& all) {
+void add_measured(const ScalingArgs& a, const models::ModelConfig& model, topo::ScalingMode mode,
+                  const GenerationContext& generations, RunRecorder& recorder, std::vector<topo::ScalingPoint>& all) {
   for (const auto& path : a.measured) {
     auto points = topo::measured_scaling(path, model);
     std::printf("\nmeasured (%s): %zu point(s) of %s (fastest timed step of each run; the best run per size)\n",
@@ -318,7 +344,7 @@ void add_measured(const ScalingArgs& a, const models::ModelConfig& model, topo::
       std::printf("  no complete `ibt train` run of %s in %s\n", model.name.c_str(), path.c_str());
       continue;
     }
-    take_points(std::move(points), model.name, mode, recorder, all);
+    take_points(std::move(points), model.name, mode, generations, recorder, all);
   }
 }
 
@@ -331,6 +357,7 @@ int scaling_main(int argc, char** argv) {
   const models::ModelConfig model = models::load_model(a.model_name);
   std::vector<topo::Topology> systems;
   for (const auto& name : parse_list_of_names(a.topologies, "--topology")) systems.push_back(topo::load_topology(name));
+  const GenerationContext generations = generation_context(a, systems);
   const topo::ScalingBatch batch = scaling_batch(a, axis, model);
 
   RunRecorder recorder(a.out, "scaling");
@@ -338,9 +365,9 @@ int scaling_main(int argc, char** argv) {
   print_scaling_header(model, batch, systems.size(), axis.gpus.size());
   topo::keep_freed_memory_for_reuse();
   std::vector<topo::ScalingPoint> all;
-  project_systems(systems, a, axis, model, batch, recorder, all);
-  add_measured(a, model, axis.mode, recorder, all);
-  print_generation_lines(all);
+  project_systems(systems, a, axis, model, batch, generations, recorder, all);
+  add_measured(a, model, axis.mode, generations, recorder, all);
+  print_generation_speed(all, generations);
   recorder.finish(store::RunStatus::complete);
   if (recorder.active()) std::printf("run %s written to %s\n", recorder.run_id().c_str(), a.out.c_str());
   return kExitOk;

@@ -130,12 +130,15 @@ def projection_points(a_runs, b_runs):
     """Projections of the same model, split and device count (the topology may differ:
     that is the usual question, 'what does B's hardware give')."""
     key = lambda run, t, i: (str(run.attrs.get("model", "?")), str(t["split"][i]), int(t["devices"][i]))  # noqa: E731
-    a = _rows(a_runs, "projections", key, ("step_s", "mfu"))
-    b = _rows(b_runs, "projections", key, ("step_s", "mfu"))
+    a = _rows(a_runs, "projections", key, ("step_s", "mfu", "tokens_per_s"))
+    b = _rows(b_runs, "projections", key, ("step_s", "mfu", "tokens_per_s"))
     common = sorted(set(a) & set(b), key=lambda k: -a[k][1])[:40]  # the 40 best of A: a readable figure
     points = []
     for i, k in enumerate(common):
         label = f"{k[1]} ({k[2]} dev)"
+        # Speed first: generations are compared by what they deliver, MFU beside.
+        points.append(Point(("projection", k[0], "", "tokens/s per device"), i, label, a[k][2] / k[2], b[k][2] / k[2],
+                            0.0, 0.0, True))
         points.append(Point(("projection", k[0], "", "step time"), i, label, a[k][0], b[k][0], 0.0, 0.0, False))
         points.append(Point(("projection", k[0], "", "MFU"), i, label, a[k][1], b[k][1], 0.0, 0.0, True))
     return points
@@ -162,6 +165,8 @@ def scaling_points(a_runs, b_runs):
     points = []
     for k in sorted(set(a) & set(b)):
         label = f"{k[2]} devices"
+        points.append(Point(("scaling", k[0], k[1], "tokens/s per device"), k[2], label, a[k][1], b[k][1], 0.0, 0.0,
+                            True))
         points.append(Point(("scaling", k[0], k[1], "best MFU"), k[2], label, a[k][0], b[k][0], 0.0, 0.0, True))
     return points
 
@@ -195,7 +200,13 @@ def summarize(points, tol):
     for p in points:
         groups[p.group].append(p)
     out = []
-    for g, pts in sorted(groups.items()):
+    # Within each kind and model, speed leads: tokens/s, then times, then MFU (a share of each
+    # system's own peak, so never the headline of a generation comparison).
+    def lead(g):
+        metric = g[3]
+        rank = 0 if metric.startswith("tokens/s") else 2 if "MFU" in metric else 1
+        return (g[0], g[1], g[2], rank, metric)
+    for g, pts in sorted(groups.items(), key=lambda item: lead(item[0])):
         rs = [ratio(p) for p in pts]
         rs = [r for r in rs if r > 0 and not math.isnan(r)]
         if not rs:

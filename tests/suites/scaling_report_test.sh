@@ -21,9 +21,40 @@ fail() { echo "scaling_report_test: FAIL: $*" >&2; exit 1; }
 batch=(--global-batch 64)
 "$ibt" scaling --model llama3-8b --topology dgx-a100,dgx-h100 --gpus 16,32,64 "${batch[@]}" --out "$dir/s.h5" \
   > "$dir/strong.log"
-grep -q "^MFU by generation" "$dir/strong.log" || fail "no per-generation lines"
-grep -Eq "^  dgx-a100 \(NVIDIA A100.*16: [0-9.]+%  32: [0-9.]+%  64: [0-9.]+%" "$dir/strong.log" ||
-  { cat "$dir/strong.log"; fail "the dgx-a100 line does not list 16, 32, 64 devices"; }
+grep -q "^Speed by generation (slowest first; speed-up = tokens/s per device over dgx-a100's" "$dir/strong.log" ||
+  fail "no speed-by-generation table against the first system"
+for n in 16 32 64; do
+  grep -Eq "^  dgx-a100 +$n +[0-9]+ +1\.00x +[0-9.]+ +[0-9.]+% +[0-9.]+$" "$dir/strong.log" ||
+    { cat "$dir/strong.log"; fail "no dgx-a100 baseline row at $n devices"; }
+done
+# Generations by speed: B200 over H100 (the baseline named) reads faster per device although
+# its MFU is lower; the slowest system is listed first; days and J/token from the catalog.
+"$ibt" scaling --model llama3-8b --topology dgx-b200,dgx-h100 --baseline dgx-h100 --gpus 64 "${batch[@]}" \
+  --token-budget 1e11 --out "$dir/bh.h5" > "$dir/bh.log"
+awk '/^Speed by generation/ { on = 1 } on && $1 ~ /^dgx-/ { print $1 }' "$dir/bh.log" | tr '\n' ' ' |
+  grep -qx "dgx-h100 dgx-b200 " || { cat "$dir/bh.log"; fail "systems not ordered slowest first"; }
+awk '$1 == "dgx-b200" && $2 == 64 { sub(/x$/, "", $4); exit !($4 > 1.5) }' "$dir/bh.log" ||
+  { cat "$dir/bh.log"; fail "B200 not faster than H100 per device"; }
+"$py" - "$dir/bh.h5" <<'PY' || fail "stored speed columns"
+import math, sys
+import h5py
+with h5py.File(sys.argv[1], "r") as f:
+    run = f["runs"][sorted(f["runs"])[-1]]
+    t = run["scaling"][:]
+    units = dict(run["scaling"].attrs)
+rows = {r["topology"].decode(): r for r in t}
+h, b = rows["dgx-h100"], rows["dgx-b200"]
+assert h["baseline"].decode() == "dgx-h100" and h["speedup_vs_baseline"] == 1.0, h
+assert abs(b["speedup_vs_baseline"] - b["tokens_per_s_per_device"] / h["tokens_per_s_per_device"]) < 1e-12, b
+assert b["speedup_vs_baseline"] > 1.5 and b["mfu"] < h["mfu"], (b["speedup_vs_baseline"], b["mfu"], h["mfu"])
+for r, watts in ((h, 700), (b, 1000)):
+    assert r["device_power_W"] == watts and abs(r["energy_J_per_token"] - watts / r["tokens_per_s_per_device"]) < 1e-12
+    assert abs(r["time_to_budget_s"] - 1e11 / (r["tokens_per_s_per_device"] * 64)) < 1e-6 * r["time_to_budget_s"]
+assert units["unit:energy_J_per_token"] == "J/token" and units["unit:speedup_vs_baseline"] == "x", units
+print("stored speed columns: ok")
+PY
+"$here/../expect_exit.sh" 2 "--baseline dgx-a100 is not one of the --topology systems" \
+  "$ibt" scaling --model llama3-8b --topology dgx-b200,dgx-h100 --baseline dgx-a100 --gpus 64 || exit 1
 for topo in dgx-a100 dgx-h100; do
   for gpus in 16 64; do
     "$ibt" project --model llama3-8b --topology $topo --gpus $gpus --all "${batch[@]}" --top 1 \
@@ -117,6 +148,8 @@ grep -q "<td>dp2 tp1 pp1 ep1 vpp1 m1 b4 1f1b recompute=none</td><td>dgx-h100 (NV
 # side: its class must be the one its ratio and band give.
 grep -Eq "<td>projection</td><td>llama3-8b</td><td></td><td>step time</td><td>[0-9]+</td><td>[0-9.]+</td><td class='faster'>" \
   "$dir/cmp/index.html" || fail "H100 vs A100 projected step time not 'faster'"
+grep -Eq "<td>projection</td><td>llama3-8b</td><td></td><td>tokens/s per device</td><td>[0-9]+</td><td>[0-9.]+</td><td class='faster'>" \
+  "$dir/cmp/index.html" || fail "H100 vs A100 projected tokens/s per device not 'faster'"
 mfu_row=$(grep -Eo "<td>projection</td><td>llama3-8b</td><td></td><td>MFU</td><td>[0-9]+</td><td>[0-9.]+</td><td class='[a-z]+'>[a-z]+</td><td>±[0-9.]+%</td>" \
   "$dir/cmp/index.html") || fail "no projected MFU row in the H100 vs A100 comparison"
 echo "$mfu_row" | sed -E "s/.*<td>([0-9.]+)<\/td><td class='([a-z]+)'>.*<td>±([0-9.]+)%<\/td>/\1 \2 \3/" |

@@ -73,6 +73,7 @@ std::vector<std::pair<std::string, const Figure*>> Topology::figures() const {
       {"model.scale_up_efficiency", &model.scale_up_efficiency},
       {"model.scale_out_efficiency", &model.scale_out_efficiency},
   };
+  if (!device.power_W.source.empty()) f.push_back({"device.power_W", &device.power_W});  // optional
   if (device.gemm_tiles) {
     f.push_back({"device.gemm_tiles.compute_units", &device.gemm_tiles->compute_units});
     f.push_back({"device.gemm_tiles.tile_rows", &device.gemm_tiles->tile_rows});
@@ -235,7 +236,7 @@ GemmTiles read_gemm_tiles(const Reader& tiles) {
 // "device": name, peak TFLOP/s per dtype (fp32 or bf16 at least), memory and, optionally,
 // its GEMM tiles.
 Device read_device(const Reader& dev) {
-  dev.allow({"name", "peak_tflops", "memory_GB", "memory_bandwidth_GBps", "gemm_tiles"});
+  dev.allow({"name", "peak_tflops", "memory_GB", "memory_bandwidth_GBps", "power_W", "gemm_tiles"});
   Device d;
   d.name = dev.str("name");
   Reader peak = dev.child("peak_tflops");
@@ -247,6 +248,7 @@ Device read_device(const Reader& dev) {
   if (!d.fp32.known() && !d.bf16.known()) peak.fail("", "needs at least fp32 or bf16");
   d.memory_GB = figure(dev, "memory_GB", false, 1e-6);
   d.memory_bandwidth_GBps = figure(dev, "memory_bandwidth_GBps", false, 1e-6);
+  if (dev.has("power_W")) d.power_W = figure(dev, "power_W", true, 1, 1e5);
   if (dev.has("gemm_tiles")) d.gemm_tiles = read_gemm_tiles(dev.child("gemm_tiles"));
   return d;
 }
@@ -400,6 +402,8 @@ std::string to_json(const Topology& t) {
                    {"fp8", figure_json(t.device.fp8)}}},
                  {"memory_GB", figure_json(t.device.memory_GB)},
                  {"memory_bandwidth_GBps", figure_json(t.device.memory_bandwidth_GBps)}};
+  if (!t.device.power_W.source.empty())
+    j["device"]["power_W"] = figure_json(t.device.power_W);
   if (t.device.gemm_tiles)
     j["device"]["gemm_tiles"] = {{"compute_units", figure_json(t.device.gemm_tiles->compute_units)},
                                  {"tile_rows", figure_json(t.device.gemm_tiles->tile_rows)},

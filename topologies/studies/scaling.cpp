@@ -35,6 +35,17 @@ double ScalingPoint::tokens_per_s_per_device() const {
   return best.feasible && devices > 0 ? best.tokens_per_s / devices : std::nan("");
 }
 
+GenerationSpeed generation_speed(const ScalingPoint& point, const ScalingPoint* baseline, double power_W,
+                                 double token_budget) {
+  GenerationSpeed g;
+  const double per_device = point.tokens_per_s_per_device();
+  if (!(per_device > 0)) return g;
+  if (baseline && baseline->tokens_per_s_per_device() > 0) g.speedup = per_device / baseline->tokens_per_s_per_device();
+  g.time_to_budget_s = token_budget / point.best.tokens_per_s;
+  if (power_W > 0) g.joules_per_token = power_W / per_device;
+  return g;
+}
+
 std::vector<ScalingPoint> project_scaling(const models::ModelConfig& model, const Topology& topology,
                                           const std::vector<int>& devices, const ScalingBatch& batch,
                                           const ProjectionOptions& options) {

@@ -50,6 +50,21 @@ struct ScalingPoint {
   double tokens_per_s_per_device() const;
 };
 
+// Generations compared by speed, not MFU: MFU is a share of each system's own peak, so a
+// newer generation can train much faster at a lower MFU. For one point:
+//   speed-up      = its tokens/s per device / the baseline system's at the same device
+//                   count (NaN when the baseline has no feasible point there);
+//   time to budget = token budget / the whole job's tokens/s (seconds);
+//   energy        = device board power (W) / tokens/s per device = J per token, devices
+//                   only (no hosts, network or cooling); NaN when the power is unknown.
+struct GenerationSpeed {
+  double speedup = std::nan("");
+  double time_to_budget_s = std::nan("");
+  double joules_per_token = std::nan("");
+};
+GenerationSpeed generation_speed(const ScalingPoint& point, const ScalingPoint* baseline, double power_W,
+                                 double token_budget);
+
 // The best split of `model` on `topology` for every device count, in the given order.
 std::vector<ScalingPoint> project_scaling(const models::ModelConfig& model, const Topology& topology,
                                           const std::vector<int>& devices, const ScalingBatch& batch,
