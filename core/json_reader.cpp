@@ -8,45 +8,6 @@ namespace ibt {
 
 using nlohmann::json;
 
-namespace {
-
-size_t edit_distance(const std::string& a, const std::string& b) {
-  std::vector<size_t> row(b.size() + 1);
-  for (size_t j = 0; j <= b.size(); ++j) row[j] = j;
-  for (size_t i = 1; i <= a.size(); ++i) {
-    size_t diagonal = row[0];
-    row[0] = i;
-    for (size_t j = 1; j <= b.size(); ++j) {
-      const size_t above = row[j];
-      row[j] = std::min({row[j] + 1, row[j - 1] + 1, diagonal + (a[i - 1] == b[j - 1] ? 0 : 1)});
-      diagonal = above;
-    }
-  }
-  return row[b.size()];
-}
-
-}  // namespace
-
-std::string closest_name(const std::string& word, const std::vector<std::string>& known) {
-  const size_t limit = word.size() <= 4 ? 1 : word.size() / 3;
-  std::string best;
-  size_t best_distance = limit + 1;
-  for (const auto& k : known) {
-    const size_t d = edit_distance(word, k);
-    if (d < best_distance) best = k, best_distance = d;
-  }
-  return best;
-}
-
-std::string unknown_name_hint(const std::string& word, const std::vector<std::string>& known) {
-  if (known.empty()) return "";
-  const std::string close = closest_name(word, known);
-  if (!close.empty()) return " (did you mean '" + close + "'?)";
-  std::string list;
-  for (const auto& k : known) list += (list.empty() ? "" : ", ") + k;
-  return " (known: " + list + ")";
-}
-
 JsonReader::JsonReader(const json& j, std::string origin, std::string path)
     : j_(j), origin_(std::move(origin)), path_(std::move(path)) {
   if (j_.is_object()) return;

@@ -9,14 +9,9 @@
 
 #include <nlohmann/json.hpp>
 
+#include "core/did_you_mean.hpp"
+
 namespace ibt {
-
-// The known name closest to `word` by edit distance when it is close enough to be a typo
-// (at most 1 edit for names up to 4 characters, else up to a third of the length), "" if none.
-std::string closest_name(const std::string& word, const std::vector<std::string>& known);
-
-// " (did you mean 'x'?)" for a close known name, else " (known: a, b, c)"; "" when `known` is empty.
-std::string unknown_name_hint(const std::string& word, const std::vector<std::string>& known);
 
 class JsonReader {
  public:

@@ -8,6 +8,7 @@
 #include <thread>
 #include <type_traits>
 
+#include "core/did_you_mean.hpp"
 #include "core/errors.hpp"
 
 namespace ibt::suites {
@@ -88,6 +89,28 @@ void refuse_stray_words(const boost::program_options::parsed_options& parsed, bo
 }
 }  // namespace
 
+namespace {
+
+// Boost's message, with "did you mean '--x'?" when an unknown option is close to a known one.
+std::string option_error(const boost::program_options::error& e,
+                         const boost::program_options::options_description& options) {
+  namespace po = boost::program_options;
+  std::string text = e.what();
+  if (const auto* unknown = dynamic_cast<const po::unknown_option*>(&e)) {
+    std::string word = unknown->get_option_name();
+    while (!word.empty() && word.front() == '-') word.erase(word.begin());
+    if (const auto eq = word.find('='); eq != std::string::npos) word.resize(eq);
+    std::vector<std::string> known;
+    for (const auto& option : options.options())
+      if (!option->long_name().empty()) known.push_back(option->long_name());
+    if (const std::string close = closest_name(word, known); !close.empty())
+      text += " (did you mean '--" + close + "'?)";
+  }
+  return text;
+}
+
+}  // namespace
+
 void store_command_line(int argc, char** argv, const boost::program_options::options_description& options,
                         boost::program_options::variables_map& vm) {
   store_command_line(std::vector<std::string>(argv + std::min(argc, 1), argv + argc), options, vm);
@@ -102,7 +125,7 @@ void store_command_line(const std::vector<std::string>& args,
     refuse_stray_words(parsed, false);
     po::store(parsed, vm);
   } catch (const po::error& e) {
-    throw UsageError(e.what());
+    throw UsageError(option_error(e, options));
   }
   refuse_nonsense_numbers(vm);
 }
@@ -191,7 +214,7 @@ bool parse_command_line(int argc, char** argv, const boost::program_options::opt
     po::notify(vm);
     refuse_nonsense_numbers(vm);
   } catch (const po::error& e) {
-    throw UsageError(e.what() + hint);
+    throw UsageError(option_error(e, options) + hint);
   }
   return true;
 }

@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "core/did_you_mean.hpp"
 #include "core/errors.hpp"
 #include "ibt/version.hpp"
 #include "suites/old_short_options.hpp"
@@ -128,6 +129,10 @@ int main(int argc, char** argv) {
       return ibt::kExitFailure;
     }
   }
-  std::fprintf(stderr, "ibt: unknown command '%s' (run `ibt --help` for the list)\n", argv[1]);
+  std::vector<std::string> commands;
+  for (const auto& s : suites()) commands.push_back(s.name);
+  const std::string close = ibt::closest_name(argv[1], commands);
+  std::fprintf(stderr, "ibt: unknown command '%s' (%srun `ibt --help` for the list)\n", argv[1],
+               close.empty() ? "" : ("did you mean '" + close + "'? ").c_str());
   return ibt::kExitUsage;
 }

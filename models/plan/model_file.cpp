@@ -12,6 +12,7 @@
 
 #include "core/catalog_file.hpp"
 #include "core/data_dirs.hpp"
+#include "core/did_you_mean.hpp"
 #include "core/errors.hpp"
 #include "core/input_file.hpp"
 #include "core/json_reader.hpp"
@@ -223,12 +224,16 @@ ModelConfig load_model(const std::string& name_or_path) {
   std::ifstream in(path);
   if (!in) {
     if (is_path) throw UsageError("model file " + path + " cannot be opened");
-    std::string known;
+    std::vector<std::string> names;
     try {
-      for (const auto& n : catalog_names()) known += (known.empty() ? "" : ", ") + n;
+      names = catalog_names();
     } catch (const UsageError&) {
     }
-    throw UsageError("unknown model '" + name_or_path + "' (catalog " + catalog_dir() + " has: " + known + ")");
+    std::string known;
+    for (const auto& n : names) known += (known.empty() ? "" : ", ") + n;
+    const std::string close = closest_name(name_or_path, names);
+    throw UsageError("unknown model '" + name_or_path + "' (" + (close.empty() ? "" : "did you mean '" + close + "'? ") +
+                     "catalog " + catalog_dir() + " has: " + known + ")");
   }
   std::stringstream text;
   text << in.rdbuf();

@@ -9,6 +9,7 @@
 
 #include "core/catalog_file.hpp"
 #include "core/data_dirs.hpp"
+#include "core/did_you_mean.hpp"
 #include "core/errors.hpp"
 #include "core/input_file.hpp"
 #include "core/json_reader.hpp"
@@ -467,9 +468,12 @@ Topology load_topology(const std::string& name_or_path) {
   std::ifstream in(path);
   if (!in) {
     if (is_path) throw UsageError("topology file '" + path + "' cannot be read");
+    const std::vector<std::string> names = catalog_names();
     std::string known;
-    for (const auto& n : catalog_names()) known += (known.empty() ? "" : ", ") + n;
-    throw UsageError("unknown topology '" + name_or_path + "' (catalog: " + known +
+    for (const auto& n : names) known += (known.empty() ? "" : ", ") + n;
+    const std::string close = closest_name(name_or_path, names);
+    throw UsageError("unknown topology '" + name_or_path + "' (" +
+                     (close.empty() ? "" : "did you mean '" + close + "'? ") + "catalog: " + known +
                      "; or give a path to a .json file)");
   }
   std::stringstream ss;
