@@ -112,13 +112,13 @@ int run_atlas(const AtlasFlags& flags, int argc, char** argv) {
     const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
     const double all = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
     std::fprintf(stderr, "atlas [%zu/%zu] %s on %s: %s in %.0f s (%.0f s so far)\n", i + 1, cells.size(),
-                 e.model.c_str(), e.topology.c_str(), c.cell.verdict.c_str(), s, all);
+                 e.model.c_str(), e.topology.c_str(), topo::verdict_text(c.cell.verdict), s, all);
     std::printf("| %s | %s | %d x %lld | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s |\n", e.model.c_str(),
                 e.topology.c_str(), e.devices, e.global_batch, e.scale.c_str(), mfu_text(c.cell.best_with_pp).c_str(),
                 c.cell.best_with_pp.feasible ? topo::strategy_and_split(c.cell.best_with_pp.split).c_str() : "-",
                 mfu_text(c.cell.best_no_pp).c_str(),
                 c.cell.best_no_pp.feasible ? topo::strategy_and_split(c.cell.best_no_pp.split).c_str() : "-",
-                gain_text(c.cell.gain).c_str(), c.cell.verdict.c_str(), e.practice.c_str(), c.agreement.c_str(),
+                gain_text(c.cell.gain).c_str(), topo::verdict_text(c.cell.verdict), e.practice.c_str(), c.agreement.c_str(),
                 c.deciding_term.c_str());
     std::fflush(stdout);
     results.push_back(std::move(c));
@@ -164,7 +164,7 @@ int run_atlas(const AtlasFlags& flags, int argc, char** argv) {
          !w.feasible && !n.feasible ? nan
          : std::isinf(c.cell.gain)  ? 1e300
                                     : c.cell.gain,
-         c.cell.uncertainty, c.cell.verdict, c.entry.practice, c.entry.practice_source, c.agreement, c.deciding_term,
+         c.cell.uncertainty, std::string(topo::verdict_text(c.cell.verdict)), c.entry.practice, c.entry.practice_source, c.agreement, c.deciding_term,
          fit(c.why, 200)});
   }
   recorder.finish(store::RunStatus::complete);

@@ -4,6 +4,7 @@
 #include <boost/program_options.hpp>
 #include <cmath>
 #include <cstdio>
+#include <functional>
 #include <iostream>
 #include <limits>
 #include <sstream>
@@ -36,7 +37,9 @@ std::vector<store::Column> cell_columns() {
           {"step_no_pp_s", ColumnType::f64, "s"},
           {"step_with_pp_s", ColumnType::f64, "s"},
           {"gain", ColumnType::f64, ""},
-          {"pp_needed", ColumnType::i64, ""},
+          // pp_verdict()'s words (topologies/studies/verdict.hpp); the report reads them.
+          {"verdict", ColumnType::str},
+          {"pp_needed", ColumnType::i64, ""},  // 1 exactly when verdict is "PP needed"
           {"split_no_pp", ColumnType::str},
           {"split_with_pp", ColumnType::str},
           {"strategy_no_pp", ColumnType::str},
@@ -56,7 +59,12 @@ const char* kAbout =
     "other figure is the base's), every valid split is projected and the best MFU with\n"
     "PP = 1 and with PP > 1 are compared:\n"
     "  gain = MFU(PP>1) / MFU(PP=1) - 1 (infinite when no PP = 1 split fits in memory);\n"
-    "  PP needed = gain > --threshold.\n\n"
+    "  with u the projection's uncertainty on --topology (the median out-of-family |MFU error|\n"
+    "  of its published runs, topologies/validation/bands.json; 0 without a band), a cell is\n"
+    "  'PP needed' when gain > --threshold + u (or only PP splits fit), 'PP not needed' when\n"
+    "  gain < --threshold - u (or only no-PP splits fit), else 'within uncertainty'; 'nothing\n"
+    "  fits' when no split fits. --topology's own fabric (its domain size and scale-out Gb/s)\n"
+    "  is priced first: its verdict prints before the grid, and its cell is marked in it.\n\n"
     "Assumptions: the global batch is fixed (--global-batch-tokens / sequence length), micro\n"
     "batch size 1, 2 or 4, microbatches = global batch / (dp x micro batch); searched: 1f1b,\n"
     "interleaved (v = 2, 4, 8) and zb-h1 (zero bubble),\n"
@@ -216,8 +224,8 @@ void print_grid_columns(const CrossoverSetup& s) {
   std::fflush(stdout);
 }
 
-// One printed cell of the grid.
-std::string cell_line(const topo::CrossoverCell& c, bool with_goodput) {
+// One printed cell of the grid; `mark` follows it (the topology's own cell).
+std::string cell_line(const topo::CrossoverCell& c, bool with_goodput, const std::string& mark = "") {
   char gain[16];
   if (std::isinf(c.gain))
     std::snprintf(gain, sizeof gain, "inf");
@@ -228,31 +236,73 @@ std::string cell_line(const topo::CrossoverCell& c, bool with_goodput) {
     std::snprintf(gmfu, sizeof gmfu, "%7.1f%% %8.1f%% ",
                   c.best_no_pp.goodput.computed ? 100 * c.best_no_pp.goodput.goodput_mfu : 0.0,
                   c.best_with_pp.goodput.computed ? 100 * c.best_with_pp.goodput.goodput_mfu : 0.0);
-  char line[512];
-  std::snprintf(line, sizeof line, "%7d %9g %7.1f%% %7.1f%% %s%8s %-18s  %-70s %s\n", c.domain_size, c.scale_out_gbps,
-                c.best_no_pp.feasible ? 100 * c.best_no_pp.mfu : 0.0,
-                c.best_with_pp.feasible ? 100 * c.best_with_pp.mfu : 0.0, gmfu, gain, c.verdict.c_str(),
+  char line[640];
+  std::snprintf(line, sizeof line, "%7d %9g %7.1f%% %7.1f%% %s%8s %-18s  %-70s %s%s\n", c.domain_size,
+                c.scale_out_gbps, c.best_no_pp.feasible ? 100 * c.best_no_pp.mfu : 0.0,
+                c.best_with_pp.feasible ? 100 * c.best_with_pp.mfu : 0.0, gmfu, gain, topo::verdict_text(c.verdict),
                 c.best_no_pp.feasible ? topo::strategy_and_split(c.best_no_pp.split).c_str() : "(none fits)",
-                c.best_with_pp.feasible ? topo::strategy_and_split(c.best_with_pp.split).c_str() : "(none fits)");
+                c.best_with_pp.feasible ? topo::strategy_and_split(c.best_with_pp.split).c_str() : "(none fits)",
+                mark.c_str());
   return std::string(line);
 }
 
-// Prices every cell, printing each as soon as its row of the grid is known.
-topo::CrossoverResult price_grid(const CrossoverArgs& a, const CrossoverGrid& g, const CrossoverSetup& s,
-                                 const models::SplitSearch& search) {
-  const bool with_goodput = s.failure.complete();
+// --topology's own fabric: its domain size and scale-out Gb/s per device. A system
+// without a scale-out network has no such cell (every grid fabric gets one).
+struct OwnFabric {
+  bool present = false;
+  int domain_size = 0;
+  double gbps = 0;
+  bool is(const topo::CrossoverCell& c) const {
+    return present && c.domain_size == domain_size && c.scale_out_gbps == gbps;
+  }
+};
+
+OwnFabric own_fabric(const topo::Topology& t) {
+  OwnFabric f;
+  if (!t.scale_out.present) return f;
+  f.present = true;
+  f.domain_size = t.domain_size();
+  f.gbps = t.scale_out.bandwidth_GBps.get() * 8.0;
+  return f;
+}
+
+// Prices the cells of `domains` x `gbps` with the grid's search (so a cell priced alone
+// is the very cell the grid prices), calling on_cell with each as it is known.
+topo::CrossoverResult price_cells(const CrossoverArgs& a, const CrossoverSetup& s, const models::SplitSearch& search,
+                                  int jobs, const std::vector<int>& domains, const std::vector<double>& gbps,
+                                  const std::function<void(const topo::CrossoverCell&, Progress&)>& on_cell) {
   topo::keep_freed_memory_for_reuse();
   Progress progress("crossover: split x cell pricings", 0);
   topo::CrossoverRun run;
-  run.jobs = g.jobs;
-  run.on_cell = [&](const topo::CrossoverCell& c) { progress.print(cell_line(c, with_goodput)); };
+  run.jobs = jobs;
+  run.on_cell = [&](const topo::CrossoverCell& c) { on_cell(c, progress); };
   run.progress = [&](size_t done, size_t total) { progress.set(done, total); };
   run.search = &search;
-  const topo::CrossoverResult r =
-      topo::crossover(s.model, s.topology, static_cast<int>(a.gpus), g.domain_sizes, g.scale_out_gbps, s.global_batch,
-                      a.threshold, s.options, &s.failure, s.rank_by, static_cast<int>(a.max_cp), run);
+  topo::CrossoverResult r = topo::crossover(s.model, s.topology, static_cast<int>(a.gpus), domains, gbps,
+                                            s.global_batch, a.threshold, s.options, &s.failure, s.rank_by,
+                                            static_cast<int>(a.max_cp), run);
   progress.finish();
   return r;
+}
+
+// The answer for --topology itself, printed before the grid: its own cell's verdict.
+void print_own_cell(const CrossoverArgs& a, const CrossoverGrid& g, const CrossoverSetup& s,
+                    const models::SplitSearch& search, const OwnFabric& own) {
+  if (!own.present) {
+    std::printf("%s has no scale-out network: no cell of the grid is its own fabric\n", s.topology.name.c_str());
+    return;
+  }
+  const topo::CrossoverResult r =
+      price_cells(a, s, search, g.jobs, {own.domain_size}, {own.gbps}, [](const topo::CrossoverCell&, Progress&) {});
+  const topo::CrossoverCell& c = r.cells.front();
+  bool on_grid = false;
+  for (int d : g.domain_sizes)
+    for (double b : g.scale_out_gbps) on_grid |= d == own.domain_size && b == own.gbps;
+  char gain[16] = "inf";
+  if (!std::isinf(c.gain)) std::snprintf(gain, sizeof gain, "%+.1f%%", 100 * c.gain);
+  std::printf("%s's own fabric (domain %d, %g Gb/s): %s (gain %s)%s\n", s.topology.name.c_str(), own.domain_size,
+              own.gbps, topo::verdict_text(c.verdict), gain,
+              on_grid ? "; marked '<- own' in the grid" : "; not a cell of the grid");
 }
 
 // The uncertainty, verdict and search lines below the grid, and the failure assumptions.
@@ -309,7 +359,7 @@ store::Row cell_row(const topo::CrossoverCell& c) {
           !c.best_no_pp.feasible && !c.best_with_pp.feasible ? nan  // no gain to speak of
           : std::isinf(c.gain)                               ? 1e300
                                                              : c.gain,
-          static_cast<std::int64_t>(c.pp_needed),
+          std::string(topo::verdict_text(c.verdict)), static_cast<std::int64_t>(c.verdict == topo::PpVerdict::needed),
           c.best_no_pp.feasible ? topo::split_label(c.best_no_pp.split) : std::string("(none fits)"),
           c.best_with_pp.feasible ? topo::split_label(c.best_with_pp.split) : std::string("(none fits)"),
           c.best_no_pp.feasible ? models::strategy_label(c.best_no_pp.split) : std::string(),
@@ -360,8 +410,16 @@ int crossover_main(int argc, char** argv) {
   models::SplitSearch search = topo::default_search(setup.topology, setup.global_batch);
   search.shard_domains = grid.domain_sizes;  // HSDP inside each cell's domain
   apply_zero_flags(a.zero, search);
+  const OwnFabric own = own_fabric(setup.topology);
+  print_own_cell(a, grid, setup, search, own);
   print_grid_columns(setup);
-  const topo::CrossoverResult r = price_grid(a, grid, setup, search);
+  const bool with_goodput = setup.failure.complete();
+  // Each cell prints as soon as its row of the grid is known.
+  const topo::CrossoverResult r = price_cells(
+      a, setup, search, grid.jobs, grid.domain_sizes, grid.scale_out_gbps,
+      [&](const topo::CrossoverCell& c, Progress& progress) {
+        progress.print(cell_line(c, with_goodput, own.is(c) ? "  <- own" : ""));
+      });
   print_grid_summary(r, setup);
   refuse_if_nothing_fits(r, a, setup);
   record_crossover(a, setup, r, argc, argv);

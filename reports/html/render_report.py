@@ -24,6 +24,7 @@ import compare as C  # noqa: E402
 import crossover_experiment as XO  # noqa: E402
 import figures as F  # noqa: E402
 import scaling_figures as S  # noqa: E402
+import verdict_figures as V  # noqa: E402
 from ibt_h5 import InputError, load_runs  # noqa: E402
 
 import matplotlib  # noqa: E402
@@ -189,8 +190,8 @@ def render(files, out, title, command_line, experiments=()):
         page.figure(f)
     section(page, "Generation comparison: one model, split and batch across systems", S.generation_figures(runs),
             "No model, split, device count and batch projected on two or more systems in these files.")
-    section(page, "Pipeline-parallel crossover", F.crossover_figures(runs), "No crossover runs in these files.")
-    section(page, "Is pipeline parallelism still needed? The atlas", F.atlas_figures(runs),
+    section(page, "Pipeline-parallel crossover", V.crossover_figures(runs), "No crossover runs in these files.")
+    section(page, "Is pipeline parallelism still needed? The atlas", V.atlas_figures(runs),
             "No atlas runs in these files (ibt crossover --atlas).")
     for folder in experiments:  # scripts/cluster/crossover_experiment.sh output folders
         figs, summary = XO.experiment_figures(folder)

@@ -115,12 +115,15 @@ std::vector<AtlasEntry> select_cells(const AtlasSpec& spec, const std::vector<st
   return out;
 }
 
-std::string atlas_agreement(const std::string& verdict, const std::string& practice) {
+std::string atlas_agreement(PpVerdict verdict, const std::string& practice) {
+  if (verdict == PpVerdict::nothing_fits) return "nothing fits";
   if (practice == "none") return "no practice";
-  if (verdict == "within uncertainty") return "undecided";
-  const bool needed = verdict == "PP needed";
-  if (!needed && verdict != "PP not needed") throw RuntimeError("atlas: unknown verdict '" + verdict + "'");
-  return needed == (practice == "pp") ? "agrees" : "disagrees";
+  if (verdict == PpVerdict::within_uncertainty) return "undecided";
+  return (verdict == PpVerdict::needed) == (practice == "pp") ? "agrees" : "disagrees";
+}
+
+std::string atlas_agreement(const std::string& verdict, const std::string& practice) {
+  return atlas_agreement(parse_verdict(verdict), practice);
 }
 
 namespace {
@@ -152,16 +155,12 @@ void detail_bests(const models::ModelConfig& model, const Topology& fabric, cons
 void explain(AtlasCell& c) {
   const Projection& a = c.cell.best_no_pp;
   const Projection& b = c.cell.best_with_pp;
-  if (!a.feasible && !b.feasible) {
-    // crossover() calls such a cell "PP not needed" (nothing with PP fits); the atlas
-    // says what it is, so that it is not read as an answer.
-    c.cell.verdict = "nothing fits";
-    c.agreement = "nothing fits";
+  c.agreement = atlas_agreement(c.cell.verdict, c.entry.practice);
+  if (!a.feasible && !b.feasible) {  // verdict "nothing fits" (verdict.hpp)
     c.deciding_term = "memory";
     c.why = "no split fits in device memory at this scale";
     return;
   }
-  c.agreement = atlas_agreement(c.cell.verdict, c.entry.practice);
   if (!a.feasible) {
     c.deciding_term = "memory";
     c.why = "no split without PP fits in device memory";

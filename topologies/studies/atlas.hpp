@@ -13,8 +13,7 @@
 //     "disagrees"  PP needed & practice no-pp, or PP not needed & practice pp;
 //     "undecided"  the verdict is "within uncertainty" (it cannot contradict anything);
 //     "no practice" practice none;
-//     "nothing fits" no split with or without PP fits in memory (the verdict says so too,
-//                  where crossover() alone would say "PP not needed");
+//     "nothing fits" no split with or without PP fits in memory (so says the verdict);
 //   deciding term: the part of the step that separates the two bests. Both bests run the
 //     same global batch on the same devices, so their step times differ by the sum of
 //     their parts' differences (compute, exposed TP/DP/expert-DP/PP/EP/CP, bubble; the
@@ -67,7 +66,8 @@ struct AtlasCell {
 };
 
 // The rules above, on a computed crossover cell (pure, for tests and reports).
-std::string atlas_agreement(const std::string& verdict, const std::string& practice);
+std::string atlas_agreement(PpVerdict verdict, const std::string& practice);
+std::string atlas_agreement(const std::string& verdict, const std::string& practice);  // verdict_text's words
 void explain(AtlasCell& c);
 
 // Runs one cell: loads its model and topology, applies its framework profile, and

@@ -221,11 +221,8 @@ class GridSweep {
       cell.gain = cell.best_no_pp.feasible ? -1.0 : 0.0;
     const Projection& any = cell.best_no_pp.feasible ? cell.best_no_pp : cell.best_with_pp;
     cell.uncertainty = any.mfu_band.known ? any.mfu_band.relative : 0.0;
-    const double threshold = result_.threshold;
-    cell.pp_needed = cell.gain > threshold + cell.uncertainty;
-    cell.verdict = cell.pp_needed                                                            ? "PP needed"
-                   : cell.gain < threshold - cell.uncertainty || !cell.best_with_pp.feasible ? "PP not needed"
-                                                                                             : "within uncertainty";
+    cell.verdict = pp_verdict({cell.gain, cell.uncertainty, cell.best_no_pp.feasible, cell.best_with_pp.feasible},
+                              result_.threshold);
     if (run_.on_cell) run_.on_cell(cell);
   }
 
@@ -279,21 +276,25 @@ CrossoverResult crossover(const models::ModelConfig& model, const Topology& base
 
 std::string crossover_verdict(const std::string& model, const CrossoverResult& r) {
   const size_t G = r.scale_out_gbps.size();
-  // Per bandwidth, the smallest domain from which no larger domain of the grid needs PP;
+  const int D = static_cast<int>(r.domain_sizes.size());
+  // Per bandwidth, the smallest domain from which every larger domain of the grid is
+  // "PP not needed" (pp_verdict, verdict.hpp), and what the cell just below it says;
   // bandwidths with the same answer are reported together.
   std::vector<std::string> parts(G);
   for (size_t g = 0; g < G; ++g) {
-    int from = -1;
-    for (int d = static_cast<int>(r.domain_sizes.size()) - 1; d >= 0; --d) {
-      if (r.cells[d * G + g].pp_needed) break;
-      from = d;
-    }
-    if (from < 0)
-      parts[g] = "PP still needed at every domain size up to " + std::to_string(r.domain_sizes.back());
+    int from = D;
+    while (from > 0 && r.cells[(from - 1) * G + g].verdict == PpVerdict::not_needed) --from;
+    const PpVerdict below = from > 0 ? r.cells[(from - 1) * G + g].verdict : PpVerdict::not_needed;
+    const std::string below_text = below == PpVerdict::needed ? "PP still needed" : verdict_text(below);
+    if (from == D)
+      parts[g] = below_text + " at domain " + std::to_string(r.domain_sizes.back()) + " (the grid's largest)";
     else if (from == 0)
       parts[g] = "PP not needed at any domain size from " + std::to_string(r.domain_sizes.front());
-    else
+    else if (below == PpVerdict::needed)
       parts[g] = "PP stops being needed at domain >= " + std::to_string(r.domain_sizes[from]);
+    else
+      parts[g] = "PP not needed at domain >= " + std::to_string(r.domain_sizes[from]) + " (" + below_text + " at " +
+                 std::to_string(r.domain_sizes[from - 1]) + ")";
   }
   std::string out = model + ":";
   for (size_t g = 0; g < G;) {
@@ -304,8 +305,9 @@ std::string crossover_verdict(const std::string& model, const CrossoverResult& r
     out += std::string(g ? ";" : "") + " " + parts[g] + " at " + bw;
     g = e + 1;
   }
-  char thr[96];
-  std::snprintf(thr, sizeof thr, " (PP needed = %s gain > %.0f%%)", to_string(r.rank_by), 100 * r.threshold);
+  char thr[128];
+  std::snprintf(thr, sizeof thr, " (PP needed = %s gain > %.0f%% + the uncertainty)", to_string(r.rank_by),
+                100 * r.threshold);
   return out + thr;
 }
 

@@ -8,13 +8,10 @@
 // interleaved v = 2/4/8, recompute none/selective/full, ZeRO-1 on/off, without PP also
 // ZeRO-2, FSDP and HSDP, SP when tp > 1, tp <= domain size; or run.search when given,
 // its max_tp replaced by the largest domain). gain = MFU(PP>1) / MFU(PP=1) - 1 (infinite when no PP = 1 split
-// fits in memory). With u the topology family's median |MFU error| on published runs
-// (uncertainty.hpp; 0 where no family covers the topology), a cell is
-//   "PP needed"          when gain > threshold + u,
-//   "PP not needed"      when gain < threshold - u (or nothing with PP fits),
-//   "within uncertainty" otherwise: the two bests are closer than the projection's
-//                        error can tell apart;
-// and names the best no-PP split beside the best PP split.
+// fits in memory). With u the scope's median out-of-family |MFU error| on published runs
+// (uncertainty.hpp; 0 where no band is known), each cell's verdict is pp_verdict()'s
+// (verdict.hpp: "PP needed", "PP not needed", "within uncertainty", or "nothing fits"),
+// and it names the best no-PP split beside the best PP split.
 //
 // With failure assumptions (failure_model.hpp) each projection also gets its goodput,
 // and with rank_by == goodput the best splits and the gain are those of the
@@ -34,6 +31,7 @@
 #include "topologies/goodput/failure_model.hpp"
 #include "topologies/hardware/topology.hpp"
 #include "topologies/projection/projection.hpp"
+#include "topologies/studies/verdict.hpp"
 
 namespace ibt::topo {
 
@@ -43,9 +41,8 @@ struct CrossoverCell {
   Projection best_no_pp;  // feasible == false when none fits
   Projection best_with_pp;
   double gain = 0;  // relative, of the rank_by figure; +inf when only PP fits
-  bool pp_needed = false;
-  std::string verdict;     // "PP needed", "PP not needed" or "within uncertainty"
-  double uncertainty = 0;  // u above
+  PpVerdict verdict = PpVerdict::nothing_fits;  // pp_verdict() of the cell (verdict.hpp)
+  double uncertainty = 0;                       // u above
 };
 
 struct CrossoverResult {
@@ -79,8 +76,8 @@ CrossoverResult crossover(const models::ModelConfig& model, const Topology& base
                           const CrossoverRun& run = {});
 
 // The verdict line, e.g. "llama3-405b: PP stops being needed at domain >= 72 at 400 Gb/s
-// (and faster)"; per scale-out bandwidth, the smallest domain from which PP is not
-// needed for every larger domain of the grid.
+// (and faster)"; per scale-out bandwidth, the smallest domain from which every larger
+// domain of the grid is "PP not needed", and the verdict of the cell below it.
 std::string crossover_verdict(const std::string& model, const CrossoverResult& r);
 
 }  // namespace ibt::topo

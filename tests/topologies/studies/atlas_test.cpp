@@ -36,7 +36,7 @@ Projection breakdown(int pp, double compute, Exposure e, double exposed) {
 TEST(Atlas, DecidingTermIsThePartTheWinnerSavesMostOn) {
   AtlasCell c;
   c.entry.practice = "pp";
-  c.cell.verdict = "PP needed";
+  c.cell.verdict = PpVerdict::needed;
   // Without PP: 10 s compute + 5 s exposed DP; with PP: 10 s + 2 s bubble. PP wins by
   // the DP time it does not expose, despite its bubble.
   c.cell.best_no_pp = breakdown(1, 10, Exposure::dp, 5);
@@ -47,7 +47,7 @@ TEST(Atlas, DecidingTermIsThePartTheWinnerSavesMostOn) {
   EXPECT_NE(c.why.find("PP wins on exposed dp"), std::string::npos) << c.why;
 
   // Without PP 10 + 1 s; with PP 10 + 3 s bubble: no PP wins, on the bubble.
-  c.cell.verdict = "PP not needed";
+  c.cell.verdict = PpVerdict::not_needed;
   c.cell.best_no_pp = breakdown(1, 10, Exposure::dp, 1);
   c.cell.best_with_pp = breakdown(8, 10, Exposure::bubble, 3);
   explain(c);
@@ -55,17 +55,17 @@ TEST(Atlas, DecidingTermIsThePartTheWinnerSavesMostOn) {
   EXPECT_EQ(c.deciding_term, "bubble");
   EXPECT_NE(c.why.find("no PP wins on bubble"), std::string::npos) << c.why;
 
-  // Nothing without PP fits: memory decides.
+  // Nothing without PP fits: memory decides (and the verdict is "PP needed").
   c.cell.best_no_pp = Projection{};
+  c.cell.verdict = PpVerdict::needed;
   explain(c);
   EXPECT_EQ(c.deciding_term, "memory");
-  EXPECT_EQ(c.agreement, "disagrees");  // the verdict ("PP not needed") still stands
+  EXPECT_EQ(c.agreement, "agrees");
 
-  // Nothing fits at all: no answer, whatever crossover() called it.
+  // Nothing fits at all: no answer, and the agreement says so whatever the practice.
   c.cell.best_with_pp = Projection{};
-  c.cell.verdict = "PP not needed";
+  c.cell.verdict = PpVerdict::nothing_fits;
   explain(c);
-  EXPECT_EQ(c.cell.verdict, "nothing fits");
   EXPECT_EQ(c.agreement, "nothing fits");
   EXPECT_EQ(c.deciding_term, "memory");
 }
@@ -73,7 +73,7 @@ TEST(Atlas, DecidingTermIsThePartTheWinnerSavesMostOn) {
 TEST(Atlas, DecidingTermComesFromTheBottleneckStage) {
   AtlasCell c;
   c.entry.practice = "pp";
-  c.cell.verdict = "PP needed";
+  c.cell.verdict = PpVerdict::needed;
   c.cell.best_no_pp = breakdown(1, 10, Exposure::ep, 5);  // 15 s
   // With PP (12 s): stage 0 computes 3 s and waits 9 s for stage 1, which computes 10 s
   // and exposes 2 s of EP. Stage 0 alone would name "compute" (7 s less than without
@@ -173,7 +173,7 @@ TEST(Atlas, SmallCellRunsOneCrossoverAtTheSystemsOwnFabric) {
   const std::string verdict = g > 0.05 + c.cell.uncertainty   ? "PP needed"
                               : g < 0.05 - c.cell.uncertainty ? "PP not needed"
                                                               : "within uncertainty";
-  EXPECT_EQ(c.cell.verdict, verdict);
+  EXPECT_EQ(verdict_text(c.cell.verdict), verdict);
   EXPECT_EQ(c.agreement, atlas_agreement(verdict, "pp"));
   EXPECT_FALSE(c.deciding_term.empty());
   EXPECT_NE(c.why.find(c.cell.best_with_pp.step_s < c.cell.best_no_pp.step_s ? "PP wins" : "no PP wins"),

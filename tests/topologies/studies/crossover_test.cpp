@@ -29,13 +29,12 @@ TEST(Crossover, GridIsCompleteAndFasterNetworksNeverHurt) {
     // dgx-h100 has a validation family (topologies/validation/bands.json): its median
     // |error| widens the threshold both ways.
     EXPECT_GT(c.uncertainty, 0.0);
-    EXPECT_EQ(c.pp_needed, c.gain > 0.05 + c.uncertainty);
-    if (c.pp_needed)
-      EXPECT_EQ(c.verdict, "PP needed");
+    if (c.gain > 0.05 + c.uncertainty)
+      EXPECT_EQ(c.verdict, PpVerdict::needed);
     else if (c.gain < 0.05 - c.uncertainty || !c.best_with_pp.feasible)
-      EXPECT_EQ(c.verdict, "PP not needed");
+      EXPECT_EQ(c.verdict, PpVerdict::not_needed);
     else
-      EXPECT_EQ(c.verdict, "within uncertainty");
+      EXPECT_EQ(c.verdict, PpVerdict::within_uncertainty);
     EXPECT_LE(c.best_no_pp.split.tp, c.domain_size);
   }
   // Same domain, more scale-out bandwidth: the best PP = 1 MFU cannot drop.
@@ -140,18 +139,22 @@ TEST(Crossover, ThreadsChangeNothingAndCellsArriveInOrder) {
 TEST(Crossover, VerdictNamesTheSmallestDomainFromWhichPPIsNotNeeded) {
   CrossoverResult r;
   r.domain_sizes = {8, 72, 256};
-  r.scale_out_gbps = {400, 1600};
+  r.scale_out_gbps = {100, 400, 1600};
   r.threshold = 0.05;
-  const bool needed[3][2] = {{true, true}, {true, false}, {false, false}};
+  using V = PpVerdict;
+  const V cells[3][3] = {{V::needed, V::needed, V::needed},
+                         {V::needed, V::needed, V::within_uncertainty},
+                         {V::within_uncertainty, V::not_needed, V::not_needed}};
   for (int d = 0; d < 3; ++d)
-    for (int g = 0; g < 2; ++g) {
+    for (int g = 0; g < 3; ++g) {
       CrossoverCell c;
-      c.pp_needed = needed[d][g];
+      c.verdict = cells[d][g];
       r.cells.push_back(c);
     }
   EXPECT_EQ(crossover_verdict("m", r),
-            "m: PP stops being needed at domain >= 256 at 400 Gb/s; PP stops being needed at domain >= 72 "
-            "at 1600 Gb/s (PP needed = MFU gain > 5%)");
+            "m: within uncertainty at domain 256 (the grid's largest) at 100 Gb/s; PP stops being needed at domain "
+            ">= 256 at 400 Gb/s; PP not needed at domain >= 256 (within uncertainty at 72) at 1600 Gb/s "
+            "(PP needed = MFU gain > 5% + the uncertainty)");
 }
 
 }  // namespace
