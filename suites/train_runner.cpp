@@ -28,9 +28,9 @@
 #include "suites/cli.hpp"
 #include "suites/job_facts.hpp"
 #include "suites/run_recorder.hpp"
+#include "suites/train_check.hpp"
 #include "suites/train_checkpoints.hpp"
-#include "topologies/calibration/gemm_peak.hpp"
-#include "topologies/hardware/device_peak.hpp"
+#include "suites/train_peak.hpp"
 
 extern char** environ;
 
@@ -39,27 +39,6 @@ namespace ibt::suites {
 namespace {
 
 using namespace ibt::models;
-
-// Relative tolerances of --check against the fp32 serial reference, by how the
-// executor computes.
-struct CheckTolerance {
-  double loss, grad_norm, param_norm;
-  const char* text;
-};
-// cpu, fp32 (see tests/models/executor/engine_train_check.cpp for why these values).
-constexpr CheckTolerance kFp32Cpu{2e-5, 1e-4, 1e-5, "relative: loss 2e-5, grad_norm 1e-4, param_norm 1e-5"};
-// cuda, fp32 GEMM operands: only summation order differs (cuBLAS, atomics in the
-// embedding and norm-gain gradients).
-constexpr CheckTolerance kFp32Cuda{1e-4, 1e-3, 1e-4,
-                                   "relative: loss 1e-4, grad_norm 1e-3, param_norm 1e-4 (cuda, fp32 GEMMs)"};
-// cuda, bf16 GEMM operands (8-bit mantissa, relative rounding 2^-9 = 2e-3 per operand,
-// fp32 accumulation) at the tiny sizes --check is meant for. Not yet verified on a GPU.
-constexpr CheckTolerance kBf16Cuda{2e-2, 1e-1, 1e-2,
-                                   "relative: loss 2e-2, grad_norm 1e-1, param_norm 1e-2 (cuda, bf16 GEMMs)"};
-CheckTolerance check_tolerance(const std::string& kind, const std::string& precision) {
-  if (kind == "cpu") return kFp32Cpu;
-  return precision == "bf16" ? kBf16Cuda : kFp32Cuda;
-}
 
 // Peak resident memory of this process (VmHWM), bytes; 0 when unknown.
 double peak_rss_bytes() {
@@ -108,34 +87,6 @@ std::vector<store::Column> memory_columns() {
           {"model_state", ColumnType::f64, "B"},
           {"accounting_model_state", ColumnType::f64, "B"},
           {"accounting_activations", ColumnType::f64, "B"}};
-}
-
-bool close(double got, double want, double rtol) { return std::abs(got - want) <= rtol * std::abs(want); }
-
-// The best checked GEMM of the executor's precision on this GPU model from an `ibt gemm`
-// file, in GFLOP/s. Rank 0 reads (the file may exist on its node only) and shares the
-// figure or the error, so every rank fails alike.
-double read_gemm_peak_gflops(const std::string& path, const TrainExecutor& exec, MPI_Comm world, std::string& source) {
-  int rank = 0;
-  MPI_Comm_rank(world, &rank);
-  double gflops = 0;
-  std::string error;
-  if (rank == 0) {
-    try {
-      const topo::MeasuredGemmPeak p = topo::measured_gemm_peak(path, exec.device_name(), exec.precision());
-      gflops = p.tflops * 1e3;
-      source = "measured: " + path + " run " + p.run_id + ", " + p.shape;
-    } catch (const UsageError& e) {
-      error = e.what();
-    }
-  }
-  int length = static_cast<int>(error.size());
-  MPI_Bcast(&length, 1, MPI_INT, 0, world);
-  error.resize(static_cast<size_t>(length));
-  MPI_Bcast(error.data(), length, MPI_CHAR, 0, world);
-  if (!error.empty()) throw UsageError("--gemm-peak-from " + error);
-  MPI_Bcast(&gflops, 1, MPI_DOUBLE, 0, world);
-  return gflops;
 }
 
 }  // namespace
@@ -230,39 +181,6 @@ void check_training(const ModelConfig& model, const TrainOptions& o, MPI_Comm wo
 
 namespace {
 
-// A per-rank peak in GFLOP/s and where it comes from.
-struct Peak {
-  double gflops = 0;
-  std::string source;
-};
-
-// The peak MFU is measured against: cpu, the measured sgemm (or --peak-tflops); cuda, the
-// given or the GPU's catalog peak.
-Peak rank_peak(const TrainOptions& o, const TrainExecutor& exec, MPI_Comm world, int threads) {
-  if (o.executor.kind != "cuda") {
-    Peak p;
-    p.gflops = o.peak_gflops > 0 ? o.peak_gflops : measure_sgemm_peak_gflops(world, threads);
-    p.source = o.peak_gflops > 0 ? "given (--peak-tflops)"
-                                 : "measured sgemm " + std::to_string(models::kSgemmPeakSize) + "^3 at " +
-                                       std::to_string(blas_threads()) + " BLAS thread(s) per rank, median over ranks";
-    return p;
-  }
-  if (o.peak_tflops > 0) return {o.peak_tflops * 1e3, "given (--peak-tflops)"};
-  const auto catalog = topo::catalog_peak_for_gpu(exec.device_name(), exec.precision());
-  if (!catalog)
-    throw UsageError("--executor cuda: no catalog peak for GPU '" + exec.device_name() + "' at " + exec.precision() +
-                     ": give --peak-tflops");
-  return {catalog->tflops * 1e3, "catalog " + catalog->topology + " (" + catalog->device + ") dense " +
-                                     exec.precision() + " peak, source " + catalog->source};
-}
-
-// The measured GEMM peak of the second MFU (cuda): --gemm-peak-tflops or --gemm-peak-from's; 0 = none.
-Peak gemm_peak_of(const TrainOptions& o, const TrainExecutor& exec, MPI_Comm world) {
-  Peak p{o.gemm_peak_tflops * 1e3, o.gemm_peak_tflops > 0 ? "given (--gemm-peak-tflops)" : ""};
-  if (!o.gemm_peak_file.empty()) p.gflops = read_gemm_peak_gflops(o.gemm_peak_file, exec, world, p.source);
-  return p;
-}
-
 // Everything the steps need, made in this order before the first one. Not movable: the
 // executor and the reference keep references to the data source and the config.
 struct TrainSetup {
@@ -271,6 +189,7 @@ struct TrainSetup {
   std::unique_ptr<TrainExecutor> executor;
   Peak peak, gemm_peak;  // per rank
   CheckTolerance tol{};
+  bool per_tensor = false;  // --check on an executor with per-tensor figures (cpu)
   double flops_per_step = 0;
   std::unique_ptr<ReferenceTrainer> reference;  // rank 0, with --check or --dump
   std::unique_ptr<store::Store> dump_store;
@@ -323,6 +242,12 @@ void set_up_training(TrainSetup& s, const ModelConfig& model, const TrainOptions
   s.peak = rank_peak(o, *s.executor, world, threads);
   s.gemm_peak = gemm_peak_of(o, *s.executor, world);
   s.tol = check_tolerance(s.executor->kind(), s.executor->precision());
+  const GradFault fault = parse_grad_fault(o.inject_grad_fault);
+  models::CpuExecutor* cpu = s.executor->checkpointable();  // (the cpu executor)
+  if (!fault.tensor.empty() && !cpu) throw UsageError("--inject-grad-fault: the cpu executor's");
+  if (!fault.tensor.empty()) cpu->inject_grad_fault(fault.tensor, fault.scale);
+  s.per_tensor = o.check && cpu;
+  if (cpu) cpu->set_per_tensor_sums(s.per_tensor);
   s.flops_per_step = model_flops_per_step(model, static_cast<double>(o.split.global_batch()));
   if ((o.check || !o.dump_path.empty()) && rank == 0)
     s.reference = std::make_unique<ReferenceTrainer>(model, s.train, *s.data);
@@ -440,28 +365,13 @@ struct StepVerdict {
 };
 
 // Rank 0 with a reference: steps it (dumping step 0's gradients) and, with --check,
-// compares the loss, gradient norm and parameter norm.
+// compares the loss, the norms and each tensor (train_check.hpp).
 void step_reference(const TrainOptions& o, TrainSetup& s, const StepStats& st, int step, StepVerdict& v) {
   v.ref = s.reference->step();
   if (s.dump && step == 0) dump_tensors(*s.dump, *s.reference, "grads", true);
-  const CheckTolerance& tol = s.tol;
-  const StepStats& ref = v.ref;
-  const char* what = !o.check                                                ? nullptr
-                     : !close(st.loss, ref.loss, tol.loss)                   ? "loss"
-                     : !close(st.grad_norm, ref.grad_norm, tol.grad_norm)    ? "grad_norm"
-                     : !close(st.param_norm, ref.param_norm, tol.param_norm) ? "param_norm"
-                                                                             : nullptr;
-  if (!what) return;
-  v.bad = 1;
-  char buf[256];
-  std::snprintf(buf, sizeof buf, "step %d: %s %.9g differs from the serial reference's %.9g", step, what,
-                std::string(what) == "loss"        ? st.loss
-                : std::string(what) == "grad_norm" ? st.grad_norm
-                                                   : st.param_norm,
-                std::string(what) == "loss"        ? ref.loss
-                : std::string(what) == "grad_norm" ? ref.grad_norm
-                                                   : ref.param_norm);
-  v.mismatch = buf;
+  if (!o.check) return;
+  v.mismatch = first_difference(st, v.ref, s.tol, step);
+  v.bad = v.mismatch.empty() ? 0 : 1;
 }
 
 // Collective: a loss or gradient that is no longer finite on any rank ends the run,
@@ -535,7 +445,8 @@ TimedSteps run_steps(const TrainOptions& o, TrainSetup& s, TrainCheckpoints& che
   for (int step = first_step; step < o.steps; ++step) {
     gate.pass("train step " + std::to_string(step), o.timeout_s);
     if (o.watchdog) o.watchdog->arm(o.timeout_s, "train step " + std::to_string(step));
-    const StepFigures f = run_and_time_step(o, s, step, rank, size, world);
+    StepFigures f = run_and_time_step(o, s, step, rank, size, world);
+    if (s.per_tensor) f.st.tensors = gather_tensor_sums(f.st.tensors, world);
     StepVerdict v;
     if (s.dump) dump_batch(*s.dump, *s.reference, step);
     losses.push_back(f.st.loss);

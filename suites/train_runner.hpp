@@ -50,6 +50,9 @@ struct TrainOptions {
   int exit_after_step = -1;
   // inject_nan_loss_step (tests): the last rank's loss becomes NaN at that step (-1 = never).
   int inject_nan_loss_step = -1;
+  // inject_grad_fault (tests): "TENSOR:SCALE", one tensor's gradient (or "*": every
+  // one) multiplied by SCALE before the reduction (train_check.hpp), so --check fails.
+  std::string inject_grad_fault;
   // No rank waits forever (suites/job_guard.hpp): every step starts behind an arrival
   // gate that names the ranks that did not arrive, and the watchdog (when given) ends
   // the job if a step, a checkpoint or the setup takes longer than timeout_s, naming

@@ -120,7 +120,10 @@ po::options_description describe_options(TrainArgs& a, po::options_description& 
       "exit-after-step", po::value(&a.options.exit_after_step)->default_value(-1),
       "tests: rank 0 raises SIGKILL after this step index completes, to simulate a crash")(
       "inject-nan-loss-at-step", po::value(&a.options.inject_nan_loss_step)->default_value(-1),
-      "tests: the last rank's loss becomes NaN at this step, as a diverged run's would; the run ends failed");
+      "tests: the last rank's loss becomes NaN at this step, as a diverged run's would; the run ends failed")(
+      "inject-grad-fault", po::value(&a.options.inject_grad_fault),
+      "tests: TENSOR:SCALE multiplies that tensor's gradient (* = every tensor) before the reduction, on the "
+      "ranks holding one copy of each shard; --check must then fail naming it (cpu executor, not --zero 2/3)");
   return o;
 }
 

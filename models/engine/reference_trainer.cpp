@@ -58,6 +58,8 @@ StepStats ReferenceTrainer::step() {
   std::vector<SquareSums> sums;
   optimizer_->step(&sums);
   double grad_sq = 0, value_sq = 0;
+  const std::vector<Param*> params = model_->params();
+  for (size_t i = 0; i < sums.size(); ++i) stats.tensors.push_back({params[i]->name, sums[i]});
   for (const SquareSums& s : sums) {
     grad_sq += s.grad;
     value_sq += s.value;

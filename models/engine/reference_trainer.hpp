@@ -10,6 +10,7 @@
 // the full gradient (before the update) and of the parameters (after it).
 #include <cstdint>
 #include <memory>
+#include <string>
 #include <vector>
 
 #include "models/engine/data.hpp"
@@ -28,6 +29,13 @@ struct TrainConfig {
   int global_sequences() const { return data_parallel * microbatches * micro_batch_size; }
 };
 
+// One tensor's sums of squares in a step: its gradient (before the update) and its value
+// (after it). --check compares them tensor by tensor (suites/train_check.hpp).
+struct TensorSums {
+  std::string name;  // the full tensor's name (TP shards and EP experts share it)
+  SquareSums sums;
+};
+
 struct StepStats {
   int64_t step = 0;                            // 0-based
   double loss = 0;                             // mean cross-entropy over the global batch
@@ -37,6 +45,9 @@ struct StepStats {
   double seconds = 0;                          // wall time of the step
   int64_t tokens = 0;                          // tokens in the global batch
   std::vector<std::vector<int64_t>> moe_load;  // per MoE layer: selections per expert this step
+  // Per tensor, in params() order: the reference's full figures; the cpu executor's
+  // (with per_tensor_sums on) this rank's share, each element counted once over the world.
+  std::vector<TensorSums> tensors;
 };
 
 // Global L2 norm of a list of gradients, in double.

@@ -16,6 +16,7 @@
 #include "core/errors.hpp"
 #include "models/engine/deferred_weight_grads.hpp"
 #include "models/executor/kv_replica_grads.hpp"
+#include "models/executor/param_roles.hpp"
 #include "models/executor/pipeline_walk.hpp"
 
 namespace ibt::models {
@@ -152,24 +153,6 @@ class MpiContextExchange final : public ContextExchange {
   int next_id_ = 0;
   std::map<int, std::array<MPI_Request, 2>> passes_;
 };
-
-// Weights whose TP shards are identical copies (norms, the MoE router): counted once
-// in norms, and never sliced.
-bool tp_replicated(const Param& p) {
-  return p.name.find("norm.") != std::string::npos || p.name.find("router") != std::string::npos;
-}
-// Routed-expert weights: sharded over ep, replicated (and reduced) over expert_dp.
-bool is_expert(const Param& p) { return p.name.find(".experts.") != std::string::npos; }
-
-// Whether the norms count this rank's copy of a weight: each weight is counted once.
-// DP replicas hold identical copies (expert weights: the expert_dp replicas; EP peers
-// hold different experts), so do CP peers, and TP peers of the replicated weights.
-bool counted_in_norms(const Param& p, const RankCoord& me, const Communicator& tp_kv) {
-  if (is_expert(p) ? me.expert_dp != 0 : me.dp != 0) return false;
-  if (me.cp != 0) return false;
-  if (tp_replicated(p) && me.tp != 0) return false;
-  return kv_copy_counted(p, tp_kv);  // replicated KV heads: one copy
-}
 
 // The cpu side of walk_pipeline(): fp32 Transformer chunks, MPI pipeline transfers.
 // Activations between stages are [b*seq, hidden] (this rank's 1/tp of the rows with SP).
@@ -386,8 +369,12 @@ double CpuExecutor::zero1_reduce_and_update(double& dp_seconds, double& compute_
       if (a < e) {
         float* g = b.grad_shard.data() + (a - lo);
         if (!(tp_replicated(*p) && me.tp != 0) && !(replicated && b.replica->rank() != 0) &&
-            kv_copy_counted(*p, *groups_->tp_kv))
-          for (size_t i = 0; i < e - a; ++i) sum_sq += static_cast<double>(g[i]) * g[i];
+            kv_copy_counted(*p, *groups_->tp_kv)) {
+          double sq = 0;
+          for (size_t i = 0; i < e - a; ++i) sq += static_cast<double>(g[i]) * g[i];
+          sum_sq += sq;
+          if (per_tensor_sums_) zero_grad_sums_[p->name] += sq;
+        }
         adamw_update(p->value.ptr() + (a - at), g, b.m.data() + (a - lo), b.v.data() + (a - lo),
                      static_cast<int64_t>(e - a), step_ + 1, train_.adam, p->decay);
         std::copy_n(p->value.ptr() + (a - at), e - a, values.begin() + a);
@@ -503,9 +490,11 @@ StepStats CpuExecutor::step(TimeBreakdown* time) {
         groups_->tp->all_reduce(p->grad.ptr(), p->grad.ptr(), p->grad.data.size(), DType::float32, ReduceOp::sum);
     t.tp += MPI_Wtime() - t0;
   }
+  apply_grad_fault();
+  zero_grad_sums_.clear();
   double zero1_grad_sq = 0;
   if (zero_) {
-    zero1_grad_sq = zero_->finish_gradients();
+    zero1_grad_sq = zero_->finish_gradients(per_tensor_sums_ ? &zero_grad_sums_ : nullptr);
     zero_->update(step_ + 1, train_.adam, t.compute);  // (ZeRO-2's weight gather counts as dp)
   } else if (split_.zero >= 1) {
     zero1_grad_sq = zero1_reduce_and_update(t.dp, t.compute);  // also updates the weights
@@ -568,6 +557,7 @@ StepStats CpuExecutor::step(TimeBreakdown* time) {
   } else {
     stats.param_norm = std::sqrt(global_sum_squares(false));
   }
+  if (per_tensor_sums_) stats.tensors = tensor_sums(update_sums);
   t.other += MPI_Wtime() - t_norm;
   t.total = MPI_Wtime() - start;
   stats.seconds = t.total;

@@ -78,6 +78,14 @@ class CpuExecutor {
   const PipelineSchedule& schedule() const { return schedule_; }
   // Parameters this rank holds (all chunks).
   std::vector<Param*> params();
+  // --check: every step also returns this rank's share of each tensor's sums of squares
+  // (StepStats::tensors, each element counted once over the world).
+  void set_per_tensor_sums(bool on) { per_tensor_sums_ = on; }
+  // Testing only (ibt train --inject-grad-fault): multiplies the gradient of the tensor
+  // `name` ("*": every tensor) by `scale` before the gradients are reduced, on the ranks
+  // that count that tensor's shard once, so a check must find it. Not with ZeRO-2/3
+  // (their gradients are reduced inside the backward).
+  void inject_grad_fault(const std::string& name, double scale);
   // Bytes of parameters, gradients and AdamW states this rank holds between steps.
   double model_state_bytes();
   // ZeRO-2/3: the most bytes of gathered weights and unit gradients held at once in
@@ -112,6 +120,11 @@ class CpuExecutor {
   // of the squared gradient norm (each weight counted once over the world).
   double zero1_reduce_and_update(double& dp_seconds, double& compute_seconds);
   void all_reduce_grads(const std::vector<Param*>& params, Communicator& comm);
+  // Multiplies the faulty tensor's gradient (inject_grad_fault), if any.
+  void apply_grad_fault();
+  // This rank's counted share of each tensor's sums (StepStats::tensors), from the
+  // path the step took (AdamW's sums, ZeRO-1 slices, ZeRO-2/3 units).
+  std::vector<TensorSums> tensor_sums(const std::vector<SquareSums>& update_sums);
   // Whole-model sum of squares of values or grads, each parameter counted once.
   double global_sum_squares(bool grads);
 
@@ -130,6 +143,10 @@ class CpuExecutor {
   // buffers instead of allocating and zero-filling them afresh.
   std::vector<StageCache> spare_caches_;
   int64_t step_ = 0;
+  bool per_tensor_sums_ = false;
+  std::map<std::string, double> zero_grad_sums_;  // ZeRO-1/2/3: this step's counted gradient slices
+  std::string fault_tensor_;  // inject_grad_fault ("" = none)
+  double fault_scale_ = 1.0;
 };
 
 }  // namespace ibt::models

@@ -8,6 +8,7 @@
 
 #include "core/errors.hpp"
 #include "models/executor/kv_replica_grads.hpp"
+#include "models/executor/param_roles.hpp"
 
 namespace ibt::models {
 
@@ -21,11 +22,6 @@ size_t shape_elements(const Tensor& t) {
 
 void free_data(Tensor& t) { std::vector<float>().swap(t.data); }
 
-// Identical on every TP rank (norm gains, the MoE router): counted once in norms.
-bool tp_replicated(const Param& p) {
-  return p.name.find("norm.") != std::string::npos || p.name.find("router") != std::string::npos;
-}
-bool is_expert(const Param& p) { return p.name.find(".experts.") != std::string::npos; }
 bool is_norm(const Param& p) { return p.name.find("norm.") != std::string::npos; }
 
 }  // namespace
@@ -201,7 +197,7 @@ bool ZeroUnits::counted_once(const Param& p) const {
   return comms_.replica->rank() == 0;
 }
 
-double ZeroUnits::finish_gradients() {
+double ZeroUnits::finish_gradients(std::map<std::string, double>* per_tensor) {
   const double start = MPI_Wtime();
   double sum_sq = 0;
   for (auto& units : units_)
@@ -213,7 +209,10 @@ double ZeroUnits::finish_gradients() {
         for_each_param(part, [&](Param& p, size_t at) {
           if (!counted_once(p)) return;
           const size_t a = std::max(at, lo), e = std::min(at + shape_elements(p.value), lo + part.shard);
-          for (size_t i = a; i < e; ++i) sum_sq += static_cast<double>(part.grad[i - lo]) * part.grad[i - lo];
+          double sq = 0;
+          for (size_t i = a; i < e; ++i) sq += static_cast<double>(part.grad[i - lo]) * part.grad[i - lo];
+          sum_sq += sq;
+          if (per_tensor && a < e) (*per_tensor)[p.name] += sq;
         });
       }
   if (dp_seconds_) *dp_seconds_ += MPI_Wtime() - start;
@@ -252,7 +251,7 @@ void ZeroUnits::update(int64_t t, const AdamWConfig& config, double& compute_sec
       }
 }
 
-double ZeroUnits::weight_sum_squares() const {
+double ZeroUnits::weight_sum_squares(std::map<std::string, double>* per_tensor) const {
   double sum_sq = 0;
   for (const auto& units : units_)
     for (const Unit& u : units)
@@ -262,10 +261,13 @@ double ZeroUnits::weight_sum_squares() const {
           if (!counted_once(p)) return;
           const size_t n = shape_elements(p.value);
           const size_t a = std::max(at, lo), e = std::min(at + n, lo + part.shard);
+          double sq = 0;
           for (size_t i = a; i < e; ++i) {
             const double w = stage_ >= 3 ? part.weight[i - lo] : p.value.data[i - at];
-            sum_sq += w * w;
+            sq += w * w;
           }
+          sum_sq += sq;
+          if (per_tensor && a < e) (*per_tensor)[p.name] += sq;
         });
       }
   return sum_sq;

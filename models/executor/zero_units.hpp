@@ -24,7 +24,9 @@
 //     ZeRO-3, weights) freed. Every microbatch: no full gradient survives a backward.
 // After the schedule: with HSDP each shard (expert ones too) all-reduced over dp_replica; AdamW on the
 // shards; ZeRO-2 all-gathers the updated shards back into its full weights.
+#include <map>
 #include <memory>
+#include <string>
 #include <vector>
 
 #include "collectives/communicator.hpp"
@@ -56,11 +58,12 @@ class ZeroUnits {
 
   // After the walk: HSDP's replica all-reduce. Returns this rank's share of the
   // squared gradient norm (each element counted once over the world).
-  double finish_gradients();
+  // per_tensor (optional): each tensor's counted share added under its name.
+  double finish_gradients(std::map<std::string, double>* per_tensor = nullptr);
   // AdamW step t on the shards; ZeRO-2 then gathers the full weights back.
   void update(int64_t t, const AdamWConfig& config, double& compute_seconds);
   // This rank's share of the squared weight norm (each element once over the world).
-  double weight_sum_squares() const;
+  double weight_sum_squares(std::map<std::string, double>* per_tensor = nullptr) const;
 
   // Bytes held between steps: shards (m, v, gradient; ZeRO-3 weights) and, with
   // ZeRO-2, the full weights.
