@@ -272,11 +272,16 @@ topo::CrossoverResult price_cells(const CrossoverArgs& a, const CrossoverSetup& 
                                   int jobs, const std::vector<int>& domains, const std::vector<double>& gbps,
                                   const std::function<void(const topo::CrossoverCell&, Progress&)>& on_cell) {
   topo::keep_freed_memory_for_reuse();
-  Progress progress("crossover: split x cell pricings", 0);
+  // Counted in cells, not split pricings: the lower bound skips most pricings of a row at
+  // its end, so a pricing count gives an ETA thousands of times too long early on; cells
+  // take similar times, so the first one already gives a fair estimate.
+  Progress progress("crossover: cells", domains.size() * gbps.size());
   topo::CrossoverRun run;
   run.jobs = jobs;
-  run.on_cell = [&](const topo::CrossoverCell& c) { on_cell(c, progress); };
-  run.progress = [&](size_t done, size_t total) { progress.set(done, total); };
+  run.on_cell = [&](const topo::CrossoverCell& c) {
+    on_cell(c, progress);
+    progress.advance();
+  };
   run.search = &search;
   topo::CrossoverResult r = topo::crossover(s.model, s.topology, static_cast<int>(a.gpus), domains, gbps,
                                             s.global_batch, a.threshold, s.options, &s.failure, s.rank_by,

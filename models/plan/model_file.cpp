@@ -1,6 +1,7 @@
 #include "models/plan/model_file.hpp"
 
 #include <algorithm>
+#include <cstdio>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
@@ -169,6 +170,42 @@ ModelConfig parse_model(const std::string& text, const std::string& origin) {
   return m;
 }
 
+namespace {
+
+// Sizes no planner should walk: every command loops over the layers and sizes its plans
+// from the parameter count, so a file saying 1e9 layers would run for minutes or exhaust
+// memory before any memory check could speak. Refused here, with the closed-form count.
+void refuse_absurd_sizes(const ModelConfig& m, const std::string& origin) {
+  constexpr int kMaxLayers = 10000;             // the deepest published LLMs have under 200
+  constexpr double kMaxParameters = 1e14;       // 100x the largest catalog model (kimi-k2, about 1e12)
+  constexpr long long kMaxSequence = 100000000;  // 100M tokens: 10x the longest published context
+  if (m.layers > kMaxLayers)
+    fail(origin, "layers",
+         std::to_string(m.layers) + " is beyond " + std::to_string(kMaxLayers) +
+             ", the most ibt plans (the deepest published LLMs have under 200 layers)");
+  if (m.seq_len > kMaxSequence)
+    fail(origin, "seq_len", std::to_string(m.seq_len) + " tokens is beyond " + std::to_string(kMaxSequence));
+  // Weights, closed form: attention projections, the MLP (every expert of a MoE layer) and
+  // the embeddings; an upper bound good enough to tell a typo from a model.
+  const double h = m.hidden, d = m.head_dim();
+  const double attention = h * d * (2.0 * m.heads + 2.0 * m.kv_heads);
+  const double dense_mlp = 3.0 * h * m.ffn_hidden;
+  const double moe_mlp = 3.0 * h * m.expert_ffn_hidden * (m.num_experts + m.shared_experts);
+  const double moe_layers = m.num_experts > 0 ? m.layers - m.first_dense_layers : 0;
+  const double parameters = m.layers * attention + (m.layers - moe_layers) * dense_mlp + moe_layers * moe_mlp +
+                            2.0 * m.vocab * h;
+  if (parameters > kMaxParameters) {
+    char text[256];
+    std::snprintf(text, sizeof text,
+                  "gives the model about %.3g parameters (%.3g bytes of bf16 weights), beyond the %.0g ibt "
+                  "plans; check layers, hidden, ffn_hidden, vocab and num_experts",
+                  parameters, 2 * parameters, kMaxParameters);
+    fail(origin, "hidden", text);
+  }
+}
+
+}  // namespace
+
 void validate_model(const ModelConfig& m, const std::string& origin) {
   auto need = [&](bool ok, const char* field, const std::string& why) {
     if (!ok) fail(origin, field, why);
@@ -215,6 +252,7 @@ void validate_model(const ModelConfig& m, const std::string& origin) {
              m.balance == RoutingBalance::none && m.route_groups == 0 && m.route_group_limit == 0,
          "num_experts", "is 0 (dense model) but MoE fields are set");
   }
+  refuse_absurd_sizes(m, origin);
 }
 
 ModelConfig load_model(const std::string& name_or_path) {
