@@ -19,5 +19,6 @@ int scaling_main(int argc, char** argv);
 int calibrate_main(int argc, char** argv);
 int checkpoint_bench_main(int argc, char** argv);
 int project_compare_main(int argc, char** argv);
+int import_log_main(int argc, char** argv);
 
 }  // namespace ibt::suites

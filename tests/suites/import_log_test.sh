@@ -1,0 +1,45 @@
+#!/usr/bin/env bash
+# import_log_test.sh IBT DIR: `ibt import-log` on a Megatron-LM log excerpt written for
+# this test in Megatron's format (import_log/, not a copied log):
+#   1. the layout from the arguments block, the median iteration after the warm-up
+#      interval (7.1 s of 7.0/7.2/7.1 s), provenance (format, parser version, SHA-256 equal
+#      to sha256sum's), one 'steps' row per logged interval;
+#   2. the run appears in project-compare beside its projection and in scaling --measured;
+#   3. a truncated log, a model that does not match and an unknown format: exit 2, one line.
+set -eu
+ibt=$1 dir=$2 here=$(dirname "$0")
+py=/usr/bin/python3
+rm -rf "$dir" && mkdir -p "$dir"
+fail() { echo "import_log_test: FAIL: $*" >&2; exit 1; }
+log=$here/import_log/megatron_llama3_8b.log
+
+"$ibt" import-log "$log" --format megatron --model llama3-8b --topology dgx-h100 --out "$dir/m.h5" > "$dir/imp.txt"
+grep -q "dp4 tp2 pp2 ep1 vpp1 m16 b1 1f1b sp zero1 recompute=full on 16 x NVIDIA H100" "$dir/imp.txt" ||
+  { cat "$dir/imp.txt"; fail "layout not read from the arguments block"; }
+grep -q "median iteration 7.1 s" "$dir/imp.txt" || { cat "$dir/imp.txt"; fail "median iteration is not 7.1 s"; }
+"$py" - "$dir/m.h5" "$(sha256sum "$log" | cut -d' ' -f1)" <<'PY' || fail "stored run"
+import sys, h5py
+f = h5py.File(sys.argv[1]); run = f["runs"][sorted(f["runs"])[-1]]
+a = run.attrs
+assert a["source_sha256"] == sys.argv[2], (a["source_sha256"], sys.argv[2])
+assert a["source_format"] == "megatron" and a["parser_version"] == "megatron-1"
+assert a["median_step_s"] == 7.1 and a["world_size"] == 16
+s = run["steps"][:]
+assert list(s["iteration"]) == [10, 20, 30, 40] and list(s["step"]) == [0, 1, 2, 3], s
+assert list(s["logged_tflops_per_gpu"]) == [420.0, 546.0, 531.0, 538.0]
+print("stored run: ok")
+PY
+"$ibt" project-compare "$dir/m.h5" --topology dgx-h100 > "$dir/pc.txt" || true
+grep -Eq "^  step +7\.00000 +[0-9.]+ " "$dir/pc.txt" || { cat "$dir/pc.txt"; fail "no measured step beside its projection"; }
+"$ibt" scaling --model llama3-8b --topology dgx-h100 --gpus 16 --global-batch 64 --measured "$dir/m.h5" > "$dir/sc.txt"
+grep -q "measured ($dir/m.h5): 1 point" "$dir/sc.txt" || { cat "$dir/sc.txt"; fail "scaling --measured lacks the run"; }
+
+bad() {  # bad EXPECTED-TEXT ARGS...: exit 2 with the text
+  local want=$1; shift
+  set +e; "$ibt" import-log "$@" --out "$dir/bad.h5" > "$dir/bad.txt" 2>&1; local rc=$?; set -e
+  [[ $rc == 2 ]] && grep -q "$want" "$dir/bad.txt" || { cat "$dir/bad.txt"; fail "expected exit 2 and '$want'"; }
+}
+bad "no 'iteration N/ M" "$here/import_log/megatron_truncated.log" --format megatron --model llama3-8b --topology dgx-h100
+bad "num_layers is 32 but model 'llama3-70b' has 80" "$log" --format megatron --model llama3-70b --topology dgx-h100
+bad "only megatron logs are read" "$log" --format fairseq --model llama3-8b --topology dgx-h100
+echo "import_log_test: ok"
