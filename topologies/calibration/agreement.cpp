@@ -62,10 +62,21 @@ Agreement compare_run(const MeasuredTrainRun& run, const Topology& topology) {
   return compare_run(run, run_model(run), topology);
 }
 
+// ibt's own engines are priced as they compute (fp32, cpu_engine_options); a run imported
+// from a framework's log as that framework trains (mixed precision in the log's dtype,
+// gradient reduction overlapped), the projection `ibt project` makes of the same split.
+static ProjectionOptions options_for(const MeasuredTrainRun& run) {
+  if (run.source_format.empty()) return cpu_engine_options();
+  ProjectionOptions o;
+  o.dtype = run.dtype;  // "" = the topology's default
+  o.keep_sim = true;
+  return o;
+}
+
 Projection project_run(const MeasuredTrainRun& run, const models::ModelConfig& model, const Topology& topology) {
   Projection p;
   try {
-    p = project(model, topology, run.split, cpu_engine_options());
+    p = project(model, topology, run.split, options_for(run));
   } catch (const UsageError& e) {
     throw UsageError(run.label() + " (" + run.model + ", " + models::describe(run.split) + ") on '" + topology.name +
                      "': " + e.what());
@@ -117,10 +128,23 @@ void print_agreement(std::FILE* out, const Agreement& a, double bound) {
                models::describe(a.run.split).c_str(), a.run.timed_steps, a.topology.c_str());
   if (a.run.checked)
     std::fprintf(out, "  warning: made with --check: the measured times include the serial reference on rank 0\n");
+  // A framework's log gives the step time only: its projection is shown whole, no diffs.
+  const bool has_breakdown = a.run.source_format.empty();
   std::fprintf(out, "  %-10s %12s %12s %10s\n", "component", "measured s", "projected s", "diff");
-  for (const auto& c : a.components)
+  for (const auto& c : a.components) {
+    if (!has_breakdown) {
+      std::fprintf(out, "  %-10s %12s %12.5f %10s\n", c.name.c_str(), "-", c.projected_s, "");
+      continue;
+    }
     std::fprintf(out, "  %-10s %12.5f %12.5f %+10.5f%s\n", c.name.c_str(), c.measured_s, c.projected_s,
                  c.projected_s - c.measured_s, c.name == "other" ? "  (statistics + waiting for the last stage)" : "");
+  }
+  if (!has_breakdown) {
+    std::fprintf(out, "  %-10s %12.5f %12.5f %+9.1f%%  bound %.0f%%: %s (a %s log has no time breakdown)\n", "step",
+                 a.measured_step_s, a.projected_step_s, 100 * a.rel_diff, 100 * bound, ok ? "PASS" : "FAIL",
+                 a.run.source_format.c_str());
+    return;
+  }
   std::fprintf(out, "  %-10s %12.5f %12.5f %+9.1f%%  bound %.0f%%: %s; differs most: %s (%+.5f s)\n", "step",
                a.measured_step_s, a.projected_step_s, 100 * a.rel_diff, 100 * bound, ok ? "PASS" : "FAIL",
                a.worst.c_str(), a.worst_diff_s);

@@ -27,6 +27,8 @@ MeasuredTrainRun from_run(const std::string& path, const store::RunInfo& run) {
   m.run_id = run.id;
   m.model = run.attr_string("model");
   m.oversubscription = run.oversubscription();
+  m.source_format = run.attr_string("source_format");
+  m.dtype = run.attr_string("dtype");
   const std::string where = path + ": run " + run.id + ": ";
   if (m.model.empty()) throw UsageError(where + "has no 'model' attribute (not an `ibt train` run)");
   try {

@@ -31,6 +31,9 @@ struct MeasuredTrainRun {
   bool checked = false;
   // "" unless measured with more ranks than cores on a host (store::RunInfo).
   std::string oversubscription = {};
+  // Runs imported from a framework's training log (`ibt import-log`): its format
+  // ("megatron") and the dtype its MFU refers to; empty for ibt's own `train` runs.
+  std::string source_format = {}, dtype = {};
   std::string label() const { return file + ":" + run_id; }
 };
 
