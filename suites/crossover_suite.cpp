@@ -96,6 +96,7 @@ struct CrossoverArgs {
   bool atlas_flags_given = false;  // --atlas-file, --atlas-models or --atlas-topologies
   ZeroFlags zero;
   topo::FailureOverrides failure;
+  bool full_assumptions = false;
 };
 
 po::options_description crossover_options(CrossoverArgs& a, po::options_description& old_spellings) {
@@ -154,6 +155,7 @@ bool parse_crossover_args(int argc, char** argv, CrossoverArgs& a) {
   take_alias(vm, "scale-out-gbps", "scale-out-Gbps", a.gbps);
   a.atlas_flags_given = vm.count("atlas-file") || vm.count("atlas-models") || vm.count("atlas-topologies");
   a.failure = failure_overrides(vm);
+  a.full_assumptions = wants_full_assumptions(vm);
   return true;
 }
 
@@ -311,7 +313,7 @@ void print_own_cell(const CrossoverArgs& a, const CrossoverGrid& g, const Crosso
 }
 
 // The uncertainty, verdict and search lines below the grid, and the failure assumptions.
-void print_grid_summary(const topo::CrossoverResult& r, const CrossoverSetup& s) {
+void print_grid_summary(const topo::CrossoverResult& r, const CrossoverSetup& s, bool full_assumptions) {
   if (!r.cells.empty()) {
     const topo::CrossoverCell& c0 = r.cells.front();
     const topo::Projection& any = c0.best_no_pp.feasible ? c0.best_no_pp : c0.best_with_pp;
@@ -332,7 +334,9 @@ void print_grid_summary(const topo::CrossoverResult& r, const CrossoverSetup& s)
         "search: %zu split x cell pricings; %zu more skipped, their step-time lower bound above the cell's best "
         "of their kind (with or without PP)\n",
         r.pricings, r.skipped);
-  std::printf("%s", topo::describe_assumptions(s.failure).c_str());
+  std::printf("%s", (full_assumptions ? topo::describe_assumptions(s.failure)
+                                      : topo::describe_assumptions_brief(s.failure))
+                        .c_str());
 }
 
 // No split fits in any cell (e.g. --gpus 7): a grid of nothing answers no question, so
@@ -425,7 +429,7 @@ int crossover_main(int argc, char** argv) {
       [&](const topo::CrossoverCell& c, Progress& progress) {
         progress.print(cell_line(c, with_goodput, own.is(c) ? "  <- own" : ""));
       });
-  print_grid_summary(r, setup);
+  print_grid_summary(r, setup, a.full_assumptions);
   refuse_if_nothing_fits(r, a, setup);
   record_crossover(a, setup, r, argc, argv);
   return kExitOk;

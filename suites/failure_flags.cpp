@@ -13,7 +13,13 @@ void add_failure_options(po::options_description& opts) {
       "checkpoint-write-GBps", po::value<double>(),
       "checkpoint write bandwidth per device when all devices save at once, GB/s (default: the topology's)")(
       "restart-minutes", po::value<double>(),
-      "time from a failure to training again from the last checkpoint, minutes (default: the topology's)");
+      "time from a failure to training again from the last checkpoint, minutes (default: the topology's)")(
+      "assumptions", po::bool_switch(),
+      "print the failure and storage assumptions in full, with their notes and sources (default: one line)");
+}
+
+bool wants_full_assumptions(const po::variables_map& vm) {
+  return vm.count("assumptions") > 0 && vm["assumptions"].as<bool>();
 }
 
 topo::FailureOverrides failure_overrides(const po::variables_map& vm) {

@@ -45,6 +45,7 @@ struct ProjectArgs {
   double memory_fraction = 0.9;
   bool cp_given = false;  // --cp on the command line (with --all: the largest CP degree searched)
   topo::FailureOverrides failure;
+  bool full_assumptions = false;
 };
 
 const char* kConventions =
@@ -182,6 +183,7 @@ bool parse_project_args(int argc, char** argv, ProjectArgs& a) {
   take_alias(vm, "mbs", "micro-batch-size", a.split.micro_batch_size);
   a.cp_given = !vm["cp"].defaulted();
   a.failure = failure_overrides(vm);
+  a.full_assumptions = wants_full_assumptions(vm);
   return true;
 }
 
@@ -329,7 +331,9 @@ int project_main(int argc, char** argv) {
     project_every_split(a, setup, recorder);
   else
     project_one_split(*single, setup, recorder);
-  std::printf("%s", topo::describe_assumptions(setup.failure).c_str());
+  std::printf("%s", (a.full_assumptions ? topo::describe_assumptions(setup.failure)
+                                        : topo::describe_assumptions_brief(setup.failure))
+                        .c_str());
   std::printf("conventions: %s\n", kConventions);
   recorder.finish(store::RunStatus::complete);
   if (recorder.active()) std::printf("run %s written to %s\n", recorder.run_id().c_str(), a.out.c_str());

@@ -151,6 +151,20 @@ std::string describe_assumptions(const FailureAssumptions& a) {
          "since the last checkpoint and costs a restart (Daly 2006)\n";
 }
 
+std::string describe_assumptions_brief(const FailureAssumptions& a) {
+  auto item = [](const char* name, const Assumption& x, const char* unit) {
+    if (!x.value) return std::string(name) + " not given";
+    const auto quote = x.origin.find('\'');
+    const std::string source = quote == std::string::npos ? x.origin : x.origin.substr(quote);
+    return std::string(name) + " " + fmt("%g", *x.value) + (*unit ? std::string(" ") + unit : "") + " (" + source +
+           ")";
+  };
+  return "failure assumptions: " + item("node MTBF", a.node_mtbf_hours, "h") + ", " +
+         item("devices per node", a.devices_per_node, "") + ", " +
+         item("checkpoint write", a.checkpoint_write_GBps, "GB/s per device") + ", " +
+         item("restart", a.restart_minutes, "min") + "; --assumptions prints their notes and sources\n";
+}
+
 std::string describe_goodput(const GoodputEstimate& g) {
   if (!g.computed) return "goodput      not computed: " + g.why_not + "\n";
   std::string out = "goodput      " + fmt("%.1f%%", 100 * g.goodput) +

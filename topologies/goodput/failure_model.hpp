@@ -74,8 +74,11 @@ double checkpoint_bytes_per_device(const models::ModelConfig& model, const model
 GoodputEstimate estimate_goodput(const FailureAssumptions& a, int devices, double checkpoint_bytes, double step_s,
                                  double mfu);
 
-// The assumptions, one per line with their origin (for `ibt project` and `crossover`).
+// The assumptions, one per line with their origin, notes and sources (`--assumptions`,
+// and the results file's failure_assumptions attribute).
 std::string describe_assumptions(const FailureAssumptions& a);
+// The same in one line after the answer: each figure and the id of its source.
+std::string describe_assumptions_brief(const FailureAssumptions& a);
 // The estimate of one projection, several lines; "not computed: <why>" when it is not.
 std::string describe_goodput(const GoodputEstimate& g);
 

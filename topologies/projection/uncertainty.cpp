@@ -1,5 +1,6 @@
 #include "topologies/projection/uncertainty.hpp"
 
+#include <algorithm>
 #include <cstdio>
 #include <cstdlib>
 #include <fstream>
@@ -92,7 +93,7 @@ MfuBand mfu_band(const std::string& topology_name, double mfu) {
   b.rows = s.rows;
   b.coverage = t.coverage;
   b.low = mfu / (1.0 + s.high);
-  b.high = mfu / (1.0 + s.low);
+  b.high = std::min(1.0, mfu / (1.0 + s.low));  // MFU cannot pass 100%, however wide the error
   b.relative = s.median_abs;
   return b;
 }
