@@ -17,6 +17,7 @@ import io
 import os
 import re
 import sys
+import time
 
 sys.dont_write_bytecode = True  # keep the source tree clean: no __pycache__ beside the scripts
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
@@ -75,6 +76,7 @@ class Page:
         self.title = title
         self.parts = []
         self.count = 0
+        self.absent = []  # notes of the sections these files have nothing for
 
     def add(self, text):
         self.parts.append(text)
@@ -139,12 +141,33 @@ def runs_section(page, runs):
                scroll=False)
 
 
+_progress = {"last": time.monotonic()}
+
+
+def progress(what):
+    """One line on stderr per part of the page as it is made: a report over many runs takes
+    tens of seconds, mostly drawing figures."""
+    now = time.monotonic()
+    print(f"ibt report: {what} ({now - _progress['last']:.1f} s)", file=sys.stderr, flush=True)
+    _progress["last"] = now
+
+
 def section(page, title, figs, absent):
-    page.add(f"<h2>{e(title)}</h2>")
+    """A section with its figures; one with nothing to show is not drawn: its note joins the
+    list of what these files do not hold, at the end of the page."""
+    progress(f"{title}: {len(figs)} figure(s)")
     if not figs:
-        page.add(f"<p class='absent'>{e(absent)}</p>")
+        page.absent.append(absent)
+        return
+    page.add(f"<h2>{e(title)}</h2>")
     for f in figs:
         page.figure(f)
+
+
+def absent_section(page):
+    if page.absent:
+        page.add("<h2>Not in these files</h2>")
+        page.add("<ul class='absent'>" + "".join(f"<li>{e(a)}</li>" for a in page.absent) + "</ul>")
 
 
 def provenance_section(page, runs, command_line):
@@ -177,15 +200,17 @@ def render(files, out, title, command_line, experiments=()):
     section(page, "Acceptance", F.accept_figures(runs), "No accept runs in these files.")
     section(page, "Training: MFU and step time", F.training_figures(runs),
             f"No training runs in these files ({F.TRAINING_SOURCES}).")
-    page.add("<h2 id='scaling'>Scaling: MFU against devices per hardware generation</h2>")
     gens = S.generation_lines(runs)
+    figs = S.scaling_figures(runs)
+    progress(f"Scaling: {len(figs)} figure(s)")
+    if gens or figs:
+        page.add("<h2 id='scaling'>Scaling: MFU against devices per hardware generation</h2>")
     if gens:
         page.add("<p>One line per hardware generation (system and model; scaling mode in brackets): MFU of the "
                  "best split at each device count.</p>")
         page.table(["system · model (scaling)", "devices: MFU"], gens, scroll=False)
-    figs = S.scaling_figures(runs)
     if not figs:
-        page.add("<p class='absent'>No scaling runs in these files (ibt scaling).</p>")
+        page.absent.append("No scaling runs in these files (ibt scaling).")
     for f in figs:
         page.figure(f)
     section(page, "Generation comparison: one model, split and batch across systems", S.generation_figures(runs),
@@ -199,6 +224,7 @@ def render(files, out, title, command_line, experiments=()):
         page.table(*summary, scroll=False)
         for f in figs:
             page.figure(f)
+    absent_section(page)
     provenance_section(page, runs, command_line)
     return page.write()
 
