@@ -165,9 +165,10 @@ def section(page, title, figs, absent):
 
 
 def absent_section(page):
-    if page.absent:
+    notes = list(dict.fromkeys(page.absent))  # once each, in page order
+    if notes:
         page.add("<h2>Not in these files</h2>")
-        page.add("<ul class='absent'>" + "".join(f"<li>{e(a)}</li>" for a in page.absent) + "</ul>")
+        page.add("<ul class='absent'>" + "".join(f"<li>{e(a)}</li>" for a in notes) + "</ul>")
 
 
 def provenance_section(page, runs, command_line):
