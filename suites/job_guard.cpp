@@ -3,6 +3,7 @@
 #include <unistd.h>
 
 #include <chrono>
+#include <csignal>
 #include <cstdio>
 #include <thread>
 
@@ -13,6 +14,25 @@
 namespace ibt::suites {
 namespace {
 constexpr double kGraceSeconds = 5.0;
+// Rank 0 waits this long before leaving, so that every other rank's watchdog (armed within
+// moments of its own at the same operation) has fired and set its exit status first.
+constexpr double kLeaveAfterSeconds = 0.5;
+
+volatile std::sig_atomic_t g_decided_exit = 0;
+
+extern "C" void exit_as_decided(int) { _exit(g_decided_exit); }
+
+// Once a rank has decided how the job ends, a peer leaving can make the transport fail
+// inside the operation still in flight (UCX's shared-memory copy aborts with "No such
+// process" when rank 0 has exited): that abort or fault is part of the same end, so it
+// exits with the decided status instead of the signal's (6 for an abort).
+void end_transport_failures_as(int exit_code) {
+  g_decided_exit = exit_code;
+  struct sigaction action {};
+  action.sa_handler = exit_as_decided;
+  sigemptyset(&action.sa_mask);
+  for (const int sig : {SIGABRT, SIGSEGV, SIGBUS}) sigaction(sig, &action, nullptr);
+}
 
 std::string host_name() {
   char host[256] = {};
@@ -48,6 +68,8 @@ void JobGuard::set_recorder(RunRecorder* recorder) {
 
 void JobGuard::fail_and_exit(const std::string& message, int exit_code) {
   if (rank_ != 0) {
+    // Rank 0 sets this only after recording: a fault while recording is a bug to see.
+    end_transport_failures_as(exit_code);
     // Let rank 0 record the failure before the launcher tears the job down.
     std::this_thread::sleep_for(std::chrono::duration<double>(kGraceSeconds));
   }
@@ -61,6 +83,10 @@ void JobGuard::fail_and_exit(const std::string& message, int exit_code) {
   }
   std::fprintf(stderr, "ibt %s: error: rank %d: %s\n", suite_.c_str(), rank_, message.c_str());
   std::fflush(nullptr);
+  if (rank_ == 0) {
+    end_transport_failures_as(exit_code);
+    std::this_thread::sleep_for(std::chrono::duration<double>(kLeaveAfterSeconds));
+  }
   _exit(exit_code);
 }
 
