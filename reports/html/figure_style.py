@@ -45,7 +45,7 @@ def legend_beside(ax, handles=None, labels=None, title=None, width=36):
 
 def systems_and_devices(systems, devices, unit="device"):
     """'dgx-h100, 8-64 devices' for a title: the systems by name and the device (or rank) count or range."""
-    systems = sorted({str(s) for s in systems})
+    systems = list(dict.fromkeys(str(s) for s in systems))  # in the caller's order (by speed, where it matters)
     devices = sorted({int(d) for d in devices if int(d) > 0})
     names = [short_system(s) for s in systems]
     on = systems[0] if len(systems) == 1 else ", ".join(names[:-1]) + " and " + names[-1]
@@ -84,8 +84,11 @@ def legend_below(fig, handles, labels, width=40, title=None, groups=None):
     share = fig.get_figwidth() / len(groups)
     made = []
     for hs, labs, heading in groups:
-        ncol = max(1, min(len(labs), int(share // 2.6)))
-        made.append((hs, [wrap(lab, width) for lab in labs], heading, ncol))
+        wrapped = [wrap(lab, width) for lab in labs]
+        widest = max(len(line) for lab in wrapped for line in lab.split("\n"))
+        # A column is about the handle (0.7 in) and the widest line at ~0.07 in a character.
+        ncol = max(1, min(len(labs), int(share // (0.7 + 0.07 * widest))))
+        made.append((hs, wrapped, heading, ncol))
     renderer = fig.canvas.get_renderer()
     tallest = 0.0
     for hs, labs, heading, ncol in made:  # measured, then placed once the figure has its height
@@ -126,6 +129,13 @@ def short_split(split):
 def short_system(system):
     """'dgx-h100 (NVIDIA H100 SXM5 80GB)' -> 'dgx-h100': the topology's name alone."""
     return str(system).split(" (")[0]
+
+
+def series_colours(labels):
+    """label -> colour, the same in every panel of a figure (matplotlib's own cycle restarts
+    per panel, so one run would change colour between panels)."""
+    cycle = matplotlib.rcParams["axes.prop_cycle"].by_key()["color"]
+    return {label: cycle[i % len(cycle)] for i, label in enumerate(sorted(set(labels)))}
 
 
 def merged_handles(axes):

@@ -80,12 +80,13 @@ def busbw_figures(runs):
         fig, axes = plt.subplots(1, len(scopes), figsize=(FS.panel_width(len(scopes)) * len(scopes), 3.4), squeeze=False)
         header = ["scope", "series", "bytes", "busbw GB/s", "time us", "#wrong"]
         rows = []
+        colour = FS.series_colours(f"{k[0]} {k[3]}" for k in series if k[1] == op)
         for ax, scope in zip(axes[0], scopes):
             for key in sorted(k for k in series if k[1] == op and k[2] == scope):
                 pts = [p for p in series[key] if p[1] > 0]
                 label = f"{key[0]} {key[3]}"
                 if pts:
-                    ax.loglog([p[0] for p in pts], [p[1] for p in pts], marker="o", ms=3, label=label)
+                    ax.loglog([p[0] for p in pts], [p[1] for p in pts], marker="o", ms=3, label=label, color=colour[label])
                 for p in series[key]:
                     rows.append([scope, label, human_bytes(p[0]), _fmt(p[1]), _fmt(p[2]), str(p[4])])
             ax.set_title(f"scope {scope}")
@@ -114,6 +115,7 @@ def latency_figure(runs, small_bytes=4096):
     fig, axes = plt.subplots(1, len(scopes), figsize=(FS.panel_width(len(scopes), widest=4.6) * len(scopes), 3.6),
                              squeeze=False)
     rows = []
+    colour = FS.series_colours(e[1] for scope in scopes for e in points[scope])
     for ax, scope in zip(axes[0], scopes):
         entries = sorted(points[scope])
         ops = sorted({e[0] for e in entries})
@@ -126,7 +128,7 @@ def latency_figure(runs, small_bytes=4096):
                     if e[0] == op and e[1] == label:
                         xs.append(i + j * width)
                         ys.append(e[3])
-            ax.bar(xs, ys, width=width, label=label)
+            ax.bar(xs, ys, width=width, label=label, color=colour[label])
         ax.set_xticks([i + 0.4 - width / 2 for i in range(len(ops))])
         ax.set_xticklabels(ops, rotation=30, ha="right")
         ax.set_yscale("log")

@@ -59,6 +59,14 @@ def _scaling_rows(runs):
     return rows
 
 
+def _speed(rows):
+    """Mean tokens/s per device of a line's feasible points (0 when none): lines and
+    systems are ordered by it, slowest first, never alphabetically."""
+    vals = [float(r["tokens_per_s_per_device"]) for r in rows if int(r["feasible"])]
+    vals = [v for v in vals if not math.isnan(v)]
+    return sum(vals) / len(vals) if vals else 0.0
+
+
 def _line_label(line):
     """A scaling line's label without the model (the title names it) and with the system's
     topology name alone: 'dgx-h100', 'dgx-h100 · measured'."""
@@ -81,7 +89,9 @@ def scaling_figures(runs):
             lines[r["line"]].append(r)
         fig, (ax_mfu, ax_tok) = plt.subplots(1, 2, figsize=(FS.MAX_WIDTH_IN, 4))
         table = []
-        for n, (line, pts) in enumerate(sorted(lines.items())):
+        order = sorted(lines, key=lambda line: _speed(lines[line]))  # slowest generation first
+        for n, line in enumerate(order):
+            pts = lines[line]
             pts.sort(key=lambda r: int(r["devices"]))
             ok = [r for r in pts if int(r["feasible"])]
             style = dict(marker="o", ls="-" if "measured" in line else "--", label=_line_label(line), color=system_colour(n))
@@ -102,7 +112,7 @@ def scaling_figures(runs):
             ax.set_ylabel(ylabel)
             ax.grid(True, which="both", alpha=0.3)
         ax_tok.set_yscale("log")
-        where = FS.systems_and_devices([_line_label(r["line"]) for r in mine], devices)
+        where = FS.systems_and_devices([_line_label(line).split(" · ")[0] for line in order], devices)
         FS.title(fig, f"{model}, {mode} scaling on {where}: best split per point, one line per system")
         FS.legend_below(fig, *FS.merged_handles([ax_mfu]))
         merged = "" if len(run_labels) == 1 else f" Merged from {len(run_labels)} runs of the same model and mode."
@@ -113,7 +123,7 @@ def scaling_figures(runs):
                               (["system", "source", "devices", "global batch", "best split", "MFU %",
                                 "tokens/s/device", "step s"], table)))
         # Breakdown per point as shares of the step, one panel per system.
-        systems = [line for line in sorted(lines) if any(int(r["feasible"]) for r in lines[line])]
+        systems = [line for line in order if any(int(r["feasible"]) for r in lines[line])]
         fig, axes = plt.subplots(1, len(systems), figsize=(FS.panel_width(len(systems)) * len(systems), 3.6),
                                  squeeze=False, sharey=True)
         drawn = set()
@@ -188,6 +198,9 @@ def generation_figures(runs, max_splits=6):
         score = {sp: math.exp(sum(math.log(max(v[0], 1e-12)) for v in splits[sp].values()) / len(systems))
                  for sp in common}
         chosen = sorted(common, key=lambda sp: -score[sp])[:max_splits]
+        # Slowest system first (the longest mean step over the chosen splits): the baseline
+        # of the step ratios, and generations read oldest to newest.
+        systems.sort(key=lambda system: -sum(splits[sp][system][1] for sp in chosen))
         fig, (ax, axb) = plt.subplots(1, 2, figsize=(FS.MAX_WIDTH_IN, 0.5 * len(chosen) * len(systems) / 2 + 3.2),
                                       gridspec_kw={"width_ratios": [1, 1.3]})
         width = 0.8 / len(systems)

@@ -140,9 +140,8 @@ def atlas_figures(runs):
         ax.set_xticklabels(systems, rotation=20)
         ax.set_yticks(range(len(models)))
         ax.set_yticklabels(models)
-        scales = sorted({f"{int(t['devices'][i])}" for i in range(t.length)}, key=int)
-        FS.title(fig, f"Is pipeline parallelism still needed? {len(models)} models on {len(systems)} systems "
-                      f"at {scales[0]}-{scales[-1]} devices ({run.label})")
+        scale = FS.systems_and_devices([f"{len(systems)} systems"], [int(x) for x in t["devices"]])
+        FS.title(fig, f"Is pipeline parallelism still needed? {len(models)} models on {scale} ({run.label})")
         fig.tight_layout()
 
         def band(i, side):
