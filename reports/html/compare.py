@@ -14,11 +14,13 @@ the larger spread of the two sides); inside it the difference is 'same (within n
 so two identical back-to-back runs on a noisy machine are never called a regression.
 """
 import math
+import re
 from collections import defaultdict, namedtuple
 
 import matplotlib.pyplot as plt
 import numpy as np
 
+import figure_style as FS
 from figures import Figure, _fmt, human_bytes
 
 # group: (op or kind, scope or model, dtype or detail, metric); x: a sortable position; label: what x is, in words.
@@ -218,6 +220,13 @@ def summarize(points, tol):
     return out
 
 
+def _tick(label):
+    """A configuration's tick label with its split shortened (the table keeps it whole):
+    'dp64 tp1 pp1 ep1 vpp1 m1 b1 1f1b zero2 recompute=none (64 dev)' -> 'dp64 m1 zero2 (64 dev)'."""
+    head, sep, tail = label.partition(" (")
+    return FS.short_split(head) + sep + tail if re.match(r"dp\d+ ", head) else label
+
+
 def ratio_figures(points, tol, an, bn):
     """One figure per kind: ratio B/A (better > 1) on a log axis, the noise band as error bars."""
     figures = []
@@ -225,12 +234,13 @@ def ratio_figures(points, tol, an, bn):
     for p in points:
         by_kind[p.group[0] if p.group[0] in ("train", "projection", "crossover", "scaling") else "communication"].append(p)
     for kind, pts in sorted(by_kind.items()):
-        fig, ax = plt.subplots(figsize=(9, 4.5))
         series = defaultdict(list)
         for p in pts:
             series[p.group].append(p)
         categorical = kind != "communication"
-        labels = {}
+        many = categorical and len({p.x for p in pts}) > 20
+        fig, ax = plt.subplots(figsize=(9, 6 if many else 4.5))
+        labels, drawn = {}, {}
         for g, ps in sorted(series.items()):
             ps.sort(key=lambda p: p.x)
             xs = [p.x for p in ps]
@@ -238,27 +248,36 @@ def ratio_figures(points, tol, an, bn):
             bands = [max(tol, p.spread_a, p.spread_b) for p in ps]
             lower = [r - r / (1 + b) for r, b in zip(rs, bands)]
             upper = [r * b for r, b in zip(rs, bands)]
-            ax.errorbar(xs, rs, yerr=[lower, upper], marker="o", ms=3, capsize=2, lw=1, label=" / ".join(x for x in g[1:] if x))
+            name = " / ".join(x for x in g[1:] if x)
+            ax.errorbar(xs, rs, yerr=[lower, upper], marker="o", ms=3, capsize=2, lw=1, label=name)
+            drawn[name] = [round(r, 6) for r in rs]
             for p in ps:
                 labels[p.x] = p.label
         if categorical:
             ticks = sorted(labels)
             ax.set_xticks(ticks)
-            ax.set_xticklabels([labels[t] for t in ticks], rotation=60, ha="right", fontsize=5)
+            ax.set_xticklabels([_tick(labels[t]) for t in ticks], rotation=90 if many else 60,
+                               ha="center" if many else "right")
         else:
             ax.set_xscale("log")
             ax.set_xlabel("message size (bytes)")
         ax.set_yscale("log")
         ax.axhline(1, color="k", lw=0.8)
         ax.axhspan(1 / (1 + tol), 1 + tol, color="grey", alpha=0.15)
-        ax.set_ylabel(f"ratio, > 1: B better ({bn} vs {an}; log)")
+        ax.set_ylabel("ratio B / A (> 1: B better)")
+        FS.title(fig, f"{kind}: B = {bn} against A = {an}")
         ax.grid(True, which="both", alpha=0.3)
-        ax.legend(fontsize=6, ncol=2)
+        names = list(drawn)
+        hidden = [f"'{b}' coincides with '{a}' (drawn over it)" for i, a in enumerate(names) for b in names[i + 1:]
+                  if drawn[a] == drawn[b]]
+        FS.legend_beside(ax, title="series")
         fig.tight_layout()
         rows = [[" / ".join(x for x in p.group if x), p.label, _fmt(p.a), _fmt(p.b), _fmt(ratio(p), 3),
                  f"±{100 * max(p.spread_a, p.spread_b):.1f}%"] for p in sorted(pts, key=lambda p: (p.group, p.x))]
         figures.append(Figure(f"compare_{kind}", fig,
                               f"{kind}: ratio per configuration, > 1 when B is better (log axis); error bars: the "
-                              f"run-to-run spread of the two sides (or the tolerance {tol:g}); grey band: tolerance.",
+                              f"run-to-run spread of the two sides (or the tolerance {tol:g}); grey band: tolerance; "
+                              "black line: ratio 1 (A and B equal)." + (" Lines on top of each other: " +
+                                                                        "; ".join(hidden) + "." if hidden else ""),
                               (["series", "configuration", "A", "B", "ratio", "spread"], rows)))
     return figures

@@ -16,6 +16,7 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 
+import figure_style as FS  # noqa: E402
 from figures import Figure  # noqa: E402
 from ibt_h5 import InputError  # noqa: E402
 
@@ -62,7 +63,8 @@ def experiment_figures(folder):
     summary = _read_tsv(sum_path, SUMMARY_COLUMNS)
     rates = [r["rate"] for r in summary]
     figures = []
-    fig, axes = plt.subplots(1, len(rates), figsize=(4.5 * len(rates), 4.2), squeeze=False)
+    fig, axes = plt.subplots(1, len(rates), figsize=(FS.panel_width(len(rates), widest=4.5) * len(rates), 4.2),
+                             squeeze=False)
     for ax, srow in zip(axes[0], summary):
         rate = srow["rate"]
         runs = sorted((r for r in proj if r["rate"] == rate), key=lambda r: (r["pp"] == "PP", r["split"]))
@@ -76,11 +78,10 @@ def experiment_figures(folder):
         best = {srow["best_without_pp"], srow["best_with_pp"]}
         ax.set_xticks(x)
         ax.set_xticklabels([("* " if r["split"] in best else "") + _short(r["split"]) for r in runs],
-                           rotation=40, ha="right", fontsize=7)
+                           rotation=40, ha="right")
         ax.set_ylabel("MFU %")
-        ax.set_title(f"{rate}: measured winner {srow['winner']}, projected {srow['projected_winner']}", fontsize=9)
-        ax.legend(fontsize=7)
-    fig.tight_layout()
+        ax.set_title(FS.wrap(f"{rate}: measured winner {srow['winner']}, projected {srow['projected_winner']}", 40))
+    FS.legend_below(fig, *FS.merged_handles(axes[0]))
     rows = [[r["rate"], r["split"], r["pp"], r["measured_s_per_step"], r["projected_step_s"], r["measured_mfu"],
              r["projected_mfu"]] for r in proj]
     figures.append(Figure("crossover_experiment_mfu", fig,

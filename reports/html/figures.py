@@ -15,6 +15,8 @@ import matplotlib.patches  # noqa: E402
 import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 
+import figure_style as FS  # noqa: E402
+
 Figure = namedtuple("Figure", "name fig caption table")
 
 SCOPES = ("intra", "inter", "world")
@@ -43,6 +45,17 @@ def _fmt(v, digits=4):
     return str(v)
 
 
+def _where(runs):
+    """'CPU (host), 2 ranks' for a title: the systems the runs measured and their rank counts."""
+    return FS.systems_and_devices([r.system for r in runs], [int(r.attrs.get("world_size", 0) or 0) for r in runs],
+                                  unit="rank")
+
+
+def _collective_runs(runs, op=None):
+    return [r for r in runs if r.tables.get("collectives") is not None and r.tables["collectives"].length
+            and (op is None or op in set(r.tables["collectives"]["op"]))]
+
+
 def _collective_rows(runs):
     """(run, op, scope, dtype) -> sorted [(bytes, busbw, time_us, p50, wrong)]."""
     series = defaultdict(lambda: {"out": [], "in": []})
@@ -64,26 +77,27 @@ def busbw_figures(runs):
     figures = []
     for op in ops:
         scopes = [s for s in SCOPES if any(k[1] == op and k[2] == s for k in series)]
-        fig, axes = plt.subplots(1, len(scopes), figsize=(4.2 * len(scopes), 3.4), squeeze=False)
+        fig, axes = plt.subplots(1, len(scopes), figsize=(FS.panel_width(len(scopes)) * len(scopes), 3.4), squeeze=False)
         header = ["scope", "series", "bytes", "busbw GB/s", "time us", "#wrong"]
         rows = []
+        colour = FS.series_colours(f"{k[0]} {k[3]}" for k in series if k[1] == op)
         for ax, scope in zip(axes[0], scopes):
             for key in sorted(k for k in series if k[1] == op and k[2] == scope):
                 pts = [p for p in series[key] if p[1] > 0]
                 label = f"{key[0]} {key[3]}"
                 if pts:
-                    ax.loglog([p[0] for p in pts], [p[1] for p in pts], marker="o", ms=3, label=label)
+                    ax.loglog([p[0] for p in pts], [p[1] for p in pts], marker="o", ms=3, label=label, color=colour[label])
                 for p in series[key]:
                     rows.append([scope, label, human_bytes(p[0]), _fmt(p[1]), _fmt(p[2]), str(p[4])])
-            ax.set_title(f"{op} - {scope}")
+            ax.set_title(f"scope {scope}")
             ax.set_xlabel("message size (bytes)")
             ax.set_ylabel("bus bandwidth (GB/s)")
             ax.grid(True, which="both", alpha=0.3)
-            ax.legend(fontsize=7)
-        fig.tight_layout()
+        fig.suptitle(f"{op}: bus bandwidth on {_where(_collective_runs(runs, op))}")
+        FS.legend_below(fig, *FS.merged_handles(axes[0]))
         figures.append(Figure(f"busbw_{op}", fig,
                               f"{op}: bus bandwidth against message size (out-of-place, or in-place where the op has only that; log-log), a line per run "
-                              "and dtype, one panel per scope.", (header, rows)))
+                              "(file:run) and dtype, one panel per scope; each point is one message size.", (header, rows)))
     return figures
 
 
@@ -98,8 +112,10 @@ def latency_figure(runs, small_bytes=4096):
     if not points:
         return []
     scopes = [s for s in SCOPES if s in points]
-    fig, axes = plt.subplots(1, len(scopes), figsize=(4.6 * len(scopes), 3.6), squeeze=False)
+    fig, axes = plt.subplots(1, len(scopes), figsize=(FS.panel_width(len(scopes), widest=4.6) * len(scopes), 3.6),
+                             squeeze=False)
     rows = []
+    colour = FS.series_colours(e[1] for scope in scopes for e in points[scope])
     for ax, scope in zip(axes[0], scopes):
         entries = sorted(points[scope])
         ops = sorted({e[0] for e in entries})
@@ -112,19 +128,19 @@ def latency_figure(runs, small_bytes=4096):
                     if e[0] == op and e[1] == label:
                         xs.append(i + j * width)
                         ys.append(e[3])
-            ax.bar(xs, ys, width=width, label=label)
+            ax.bar(xs, ys, width=width, label=label, color=colour[label])
         ax.set_xticks([i + 0.4 - width / 2 for i in range(len(ops))])
-        ax.set_xticklabels(ops, rotation=30, ha="right", fontsize=8)
+        ax.set_xticklabels(ops, rotation=30, ha="right")
         ax.set_yscale("log")
         ax.set_ylabel("time per op (us)")
-        ax.set_title(f"smallest message - {scope}")
+        ax.set_title(f"scope {scope}")
         ax.grid(True, axis="y", alpha=0.3)
-        ax.legend(fontsize=7)
         rows += [[scope, e[0], e[1], human_bytes(e[2]), _fmt(e[3]), _fmt(e[4])] for e in entries]
-    fig.tight_layout()
+    fig.suptitle(f"Small-message latency on {_where(_collective_runs(runs))}")
+    FS.legend_below(fig, *FS.merged_handles(axes[0]))
     return [Figure("latency", fig,
                    f"Small-message latency: mean time per op at the smallest measured size (at most {small_bytes} B), "
-                   "per scope.", (["scope", "op", "series", "bytes", "time us", "p50 us"], rows))]
+                   "per scope; a bar per run (file:run) and dtype.", (["scope", "op", "series", "bytes", "time us", "p50 us"], rows))]
 
 
 def p2p_figures(runs):
@@ -135,7 +151,8 @@ def p2p_figures(runs):
             continue
         sizes = sorted(set(int(b) for b in t["bytes"]))
         units = int(max(t["unit_a"].max(), t["unit_b"].max())) + 1
-        fig, axes = plt.subplots(1, len(sizes), figsize=(4.4 * len(sizes), 3.8), squeeze=False)
+        fig, axes = plt.subplots(1, len(sizes), figsize=(FS.panel_width(len(sizes), widest=4.4) * len(sizes), 3.8),
+                                 squeeze=False)
         for ax, size in zip(axes[0], sizes):
             bandwidth = size == sizes[-1] and len(sizes) > 1 or size >= 65536
             m = np.full((units, units), np.nan)
@@ -153,13 +170,13 @@ def p2p_figures(runs):
             for a in range(units):
                 for b in range(units):
                     if not np.isnan(m[a, b]) and units <= 16:
-                        ax.text(b, a, _fmt(m[a, b], 3), ha="center", va="center", fontsize=7, color="w")
+                        ax.text(b, a, _fmt(m[a, b], 3), ha="center", va="center", fontsize=FS.MIN_FONT_PT, color="w")
             ax.set_title(f"{'bandwidth' if bandwidth else 'latency'} at {human_bytes(size)}")
             ax.set_xlabel("unit (rank or domain)")
             ax.set_ylabel("unit")
             ax.set_xticks(range(units))
             ax.set_yticks(range(units))
-        fig.suptitle(run.label, fontsize=9)
+        fig.suptitle(f"Point-to-point matrix on {_where([run])} ({run.label})")
         fig.tight_layout()
         header = ["round", "rank a", "host a", "rank b", "host b", "bytes", "time us", "p99 us", "GB/s", "#wrong"]
         rows = [[str(t["round"][i]), str(t["rank_a"][i]), t["host_a"][i], str(t["rank_b"][i]), t["host_b"][i],
@@ -192,10 +209,10 @@ def accept_figures(runs):
         fig, ax = plt.subplots(figsize=(8, 0.35 * len(names) + 1.2))
         ax.barh(range(len(names)), margins, color=["tab:green" if p else "tab:red" for p in passed])
         ax.set_yticks(range(len(names)))
-        ax.set_yticklabels(names, fontsize=7)
+        ax.set_yticklabels(names)
         ax.axvline(0, color="k", lw=0.8)
         ax.set_xlabel("margin: (measured - target) / target, + = better than target")
-        ax.set_title(f"acceptance {run.label}: {run.attrs.get('verdict', '?')}", fontsize=9)
+        ax.set_title(FS.wrap(f"acceptance on {_where([run])} ({run.label}): {run.attrs.get('verdict', '?')}", 90))
         fig.tight_layout()
         header = ["metric", "measured", "target", "bounds", "unit", "margin", "verdict"]
         rows = [[t["metric"][i], _fmt(float(t["measured"][i])), _fmt(float(t["target"][i])),
@@ -204,7 +221,8 @@ def accept_figures(runs):
         figures.append(Figure(f"accept_{run.file}_{run.id}", fig,
                               f"Acceptance of {run.label} against {run.attrs.get('reference', '?')}: margin of "
                               "each metric against its target as a signed fraction in the metric's good direction "
-                              "(+ = better than target, - = worse; the verdict is by the bounds).", (header, rows)))
+                              "(+ = better than target, - = worse; the verdict is by the bounds); green: passed, "
+                              "red: failed; the black line is the target (margin 0).", (header, rows)))
     return figures
 
 
@@ -254,10 +272,10 @@ def stacked_breakdown(ax, labels, parts_list, horizontal=True):
         base += vals
     if horizontal:
         ax.set_yticks(range(len(labels)))
-        ax.set_yticklabels(labels, fontsize=6)
+        ax.set_yticklabels(labels)
     else:
         ax.set_xticks(range(len(labels)))
-        ax.set_xticklabels(labels, fontsize=6, rotation=30, ha="right")
+        ax.set_xticklabels(labels, rotation=30, ha="right")
     return drawn
 
 
@@ -314,32 +332,41 @@ def training_figures(runs):
             key = (system, "measured" if source.startswith("measured") else "projected", _split_shape(split))
             lines[key][devices] = max(mfu, lines[key].get(devices, 0.0))
         best = sorted(lines, key=lambda k: -max(lines[k].values()))[:8]
-        fig, ax = plt.subplots(figsize=(7.5, 4.2))
+        where = FS.systems_and_devices(systems, [p[3] for p in mine])
+        fig, ax = plt.subplots(figsize=(9, 4.4))
         rows = []
         for system, kind, shape in best:
             pts = sorted(lines[(system, kind, shape)].items())
-            ax.plot([p[0] for p in pts], [100 * p[1] for p in pts], marker="o" if kind == "measured" else ".",
-                    ls="-" if kind == "measured" else "--", label=f"{system} · {model} · {kind}: {shape}")
+            label = f"{kind}: {FS.short_split(shape)}"
+            label = label if len(systems) == 1 else f"{FS.short_system(system)}, {label}"
+            ax.plot([p[0] for p in pts], [100 * p[1] for p in pts], marker="o", ms=5 if kind == "measured" else 3.5,
+                    ls="-" if kind == "measured" else "--", label=label)
             rows += [[system, kind, shape, str(d), f"{100 * m:.2f}"] for d, m in pts]
         ax.set_xscale("log", base=2)
+        counts = sorted({p[3] for p in mine})
+        ax.set_xticks(counts)
+        ax.set_xticklabels([str(d) for d in counts])
+        ax.minorticks_off()
         ax.set_xlabel("devices")
         ax.set_ylabel("MFU (%)")
-        on = systems[0] if len(systems) == 1 else f"{len(systems)} systems (one line per system, never merged)"
-        ax.set_title(f"{model} on {on}: MFU against devices (best 8 lines)", fontsize=9)
+        FS.title(fig, f"{model} on {where}: MFU against devices (the {len(best)} best lines)")
         ax.grid(True, alpha=0.3)
-        ax.legend(fontsize=5.5)
+        FS.legend_beside(ax, title="source: split (without dp)")
         fig.tight_layout()
-        figures.append(Figure(f"mfu_{model}", fig, f"{model}: MFU against device count per system and split shape "
-                              "(the split without its data-parallel degree); solid: measured (median over steps "
-                              "after the first), dashed: projected. Systems: " + "; ".join(systems) + ".",
+        figures.append(Figure(f"mfu_{model}", fig, f"{model}: MFU against device count, one line per system and split "
+                              "shape (the split without its data-parallel degree and micro-batch count, which grow "
+                              "with the devices); solid: measured (median over steps after the first), dashed: "
+                              "projected; each point is one device count. Systems: " + "; ".join(systems) + ".",
                               (["system", "source", "split", "devices", "MFU %"], rows)))
         top = sorted(mine, key=lambda p: -p[4])[:12]
-        fig, ax = plt.subplots(figsize=(8.5, 0.42 * len(top) + 1.6))
-        labels = stacked_breakdown(ax, [f"{p[2]} ({p[1].split(' ')[0]}, {p[6]})" for p in top], [p[5] for p in top])
+        fig, ax = plt.subplots(figsize=(9, 0.42 * len(top) + 1.8))
+        labels = stacked_breakdown(ax, [f"{FS.short_split(p[2])} ({p[1].split(' ')[0]}" +
+                                        ("" if len(systems) == 1 else f", {FS.short_system(p[6])}") + ")" for p in top],
+                                   [p[5] for p in top])
         ax.invert_yaxis()
         ax.set_xlabel("seconds per step")
-        ax.set_title(f"{model}: step-time breakdown, the {len(top)} best by MFU", fontsize=9)
-        ax.legend(fontsize=6)
+        FS.title(fig, f"{model} on {where}: step-time breakdown, the {len(top)} best by MFU")
+        FS.legend_beside(ax, title="part of the step")
         fig.tight_layout()
         rows = [[p[6], p[1], p[2], str(p[3]), f"{100 * p[4]:.2f}"] + [_fmt(p[5].get(lab, 0.0)) for lab in labels]
                 for p in top]
@@ -361,19 +388,20 @@ def sweep_figures(runs):
     figures = []
     for n, ((file, command, model, system), pts) in enumerate(sorted(sweeps.items())):
         pts.sort(key=lambda p: -p[1])
-        fig, ax = plt.subplots(figsize=(8, 0.36 * len(pts) + 1.4))
+        fig, ax = plt.subplots(figsize=(9, 0.36 * len(pts) + 1.6))
         pp = [_uses_pp(p[0]) for p in pts]
         for uses, colour, hatch in ((False, NO_PP_COLOUR, None), (True, PP_COLOUR, PP_HATCH)):
             idx = [i for i, u in enumerate(pp) if u == uses]
             if idx:
                 ax.barh(idx, [100 * pts[i][1] for i in idx], color=colour, hatch=hatch, edgecolor="white")
         ax.set_yticks(range(len(pts)))
-        ax.set_yticklabels([p[0] + ("  [PP]" if u else "") for p, u in zip(pts, pp)], fontsize=6)
+        ax.set_yticklabels([FS.short_split(p[0]) + ("  [PP]" if u else "") for p, u in zip(pts, pp)])
         ax.invert_yaxis()
         ax.set_xlabel("MFU (%, median over steps after the first)")
-        ax.set_title(f"sweep of {model} on {system} ({file})", fontsize=9)
-        ax.legend(handles=[matplotlib.patches.Patch(color=NO_PP_COLOUR, label="no PP"),
-                           matplotlib.patches.Patch(facecolor=PP_COLOUR, hatch=PP_HATCH, label="uses PP")], fontsize=7)
+        where = FS.systems_and_devices([system], [int(p[2].attrs.get("world_size", 0) or 0) for p in pts])
+        FS.title(fig, f"sweep of {model} on {where} ({file})")
+        FS.legend_beside(ax, [matplotlib.patches.Patch(color=NO_PP_COLOUR),
+                              matplotlib.patches.Patch(facecolor=PP_COLOUR, hatch=PP_HATCH)], ["no PP", "uses PP"])
         ax.grid(True, axis="x", alpha=0.3)
         fig.tight_layout()
         rows = [[str(i + 1), p[0], "yes" if u else "no", f"{100 * p[1]:.2f}", p[2].label] for i, (p, u) in

@@ -23,6 +23,7 @@ sys.dont_write_bytecode = True  # keep the source tree clean: no __pycache__ bes
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import compare as C  # noqa: E402
 import crossover_experiment as XO  # noqa: E402
+import figure_style as FS  # noqa: E402
 import figures as F  # noqa: E402
 import scaling_figures as S  # noqa: E402
 import verdict_figures as V  # noqa: E402
@@ -97,8 +98,9 @@ class Page:
 
     def figure(self, f):
         name = slug(f.name)
+        FS.tag_for_layout_check(f.fig)
         buf = io.BytesIO()
-        f.fig.savefig(buf, format="png", dpi=110)
+        f.fig.savefig(buf, format="png", dpi=FS.DPI)
         with open(os.path.join(self.out, name + ".png"), "wb") as png:
             png.write(buf.getvalue())
         f.fig.savefig(os.path.join(self.out, name + ".svg"))

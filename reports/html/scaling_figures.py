@@ -9,6 +9,7 @@ from collections import defaultdict
 
 import matplotlib.pyplot as plt
 
+import figure_style as FS
 from figures import BREAKDOWN, Figure, _fmt, projection_parts, stacked_breakdown
 
 # The scaling table's breakdown columns per component label (figures.BREAKDOWN's labels).
@@ -20,7 +21,7 @@ SCALING_PARTS = (("compute", ("compute_s",)), ("TP comm", ("exposed_tp_s",)),
 
 # Systems get colours of their own, none of them a breakdown component's
 # (figures.COMPONENT_COLOURS), so a colour never means two things on one page.
-SYSTEM_COLOURS = ("#1b9e77", "#7570b3", "#e7298a", "#66a61e", "#e6ab02", "#a6761d", "#17becf", "#444444")
+SYSTEM_COLOURS = ("#1b9e77", "#e7298a", "#e6ab02", "#17becf", "#222222", "#7f7f00", "#0b3d91", "#f781bf")
 
 
 def system_colour(index):
@@ -58,6 +59,21 @@ def _scaling_rows(runs):
     return rows
 
 
+def _speed(rows):
+    """Mean tokens/s per device of a line's feasible points (0 when none): lines and
+    systems are ordered by it, slowest first, never alphabetically."""
+    vals = [float(r["tokens_per_s_per_device"]) for r in rows if int(r["feasible"])]
+    vals = [v for v in vals if not math.isnan(v)]
+    return sum(vals) / len(vals) if vals else 0.0
+
+
+def _line_label(line):
+    """A scaling line's label without the model (the title names it) and with the system's
+    topology name alone: 'dgx-h100', 'dgx-h100 · measured'."""
+    words = str(line).split(" · ")
+    return FS.short_system(words[0]) + (" · measured" if words[-1] == "measured" else "")
+
+
 def scaling_figures(runs):
     rows = _scaling_rows(runs)
     figures = []
@@ -71,12 +87,14 @@ def scaling_figures(runs):
         lines = defaultdict(list)
         for r in mine:
             lines[r["line"]].append(r)
-        fig, (ax_mfu, ax_tok) = plt.subplots(1, 2, figsize=(11, 4))
+        fig, (ax_mfu, ax_tok) = plt.subplots(1, 2, figsize=(FS.MAX_WIDTH_IN, 4))
         table = []
-        for n, (line, pts) in enumerate(sorted(lines.items())):
+        order = sorted(lines, key=lambda line: _speed(lines[line]))  # slowest generation first
+        for n, line in enumerate(order):
+            pts = lines[line]
             pts.sort(key=lambda r: int(r["devices"]))
             ok = [r for r in pts if int(r["feasible"])]
-            style = dict(marker="o", ls="-" if "measured" in line else "--", label=line, color=system_colour(n))
+            style = dict(marker="o", ls="-" if "measured" in line else "--", label=_line_label(line), color=system_colour(n))
             ax_mfu.plot([int(r["devices"]) for r in ok], [100 * float(r["mfu"]) for r in ok], **style)
             ax_tok.plot([int(r["devices"]) for r in ok], [float(r["tokens_per_s_per_device"]) for r in ok], **style)
             for r in pts:
@@ -93,10 +111,10 @@ def scaling_figures(runs):
             ax.set_xlabel("devices")
             ax.set_ylabel(ylabel)
             ax.grid(True, which="both", alpha=0.3)
-            ax.legend(fontsize=6)
         ax_tok.set_yscale("log")
-        fig.suptitle(f"{model}, {mode} scaling: best split per point, one line per system", fontsize=9)
-        fig.tight_layout()
+        where = FS.systems_and_devices([_line_label(line).split(" · ")[0] for line in order], devices)
+        FS.title(fig, f"{model}, {mode} scaling on {where}: best split per point, one line per system")
+        FS.legend_below(fig, *FS.merged_handles([ax_mfu]))
         merged = "" if len(run_labels) == 1 else f" Merged from {len(run_labels)} runs of the same model and mode."
         figures.append(Figure(f"scaling_{model}_{mode}", fig,
                               f"{model}, {mode} scaling ({'fixed global batch' if mode == 'strong' else 'fixed batch per device'}): "
@@ -105,24 +123,19 @@ def scaling_figures(runs):
                               (["system", "source", "devices", "global batch", "best split", "MFU %",
                                 "tokens/s/device", "step s"], table)))
         # Breakdown per point as shares of the step, one panel per system.
-        systems = [line for line in sorted(lines) if any(int(r["feasible"]) for r in lines[line])]
-        fig, axes = plt.subplots(1, len(systems), figsize=(4.2 * len(systems), 3.6), squeeze=False, sharey=True)
+        systems = [line for line in order if any(int(r["feasible"]) for r in lines[line])]
+        fig, axes = plt.subplots(1, len(systems), figsize=(FS.panel_width(len(systems)) * len(systems), 3.6),
+                                 squeeze=False, sharey=True)
         drawn = set()
         for ax, line in zip(axes[0], systems):
             ok = sorted((r for r in lines[line] if int(r["feasible"])), key=lambda r: int(r["devices"]))
             shares = [{k: v / float(r["step_s"]) for k, v in r["parts"].items()} for r in ok]
             drawn |= set(stacked_breakdown(ax, [str(int(r["devices"])) for r in ok], shares, horizontal=False))
-            ax.set_title(line, fontsize=7)
+            ax.set_title(FS.wrap(_line_label(line), 34), fontsize=FS.MIN_FONT_PT + 1)
             ax.set_xlabel("devices")
         axes[0][0].set_ylabel("share of step time (bottleneck stage)")
-        handles, labels = axes[0][0].get_legend_handles_labels()
-        for ax in axes[0][1:]:
-            for h, lab in zip(*ax.get_legend_handles_labels()):
-                if lab not in labels:
-                    handles.append(h)
-                    labels.append(lab)
-        axes[0][-1].legend(handles, labels, fontsize=6)
-        fig.tight_layout()
+        FS.title(fig, f"{model}, {mode} scaling on {where}: where the step goes")
+        FS.legend_below(fig, *FS.merged_handles(axes[0]))
         order = [lab for lab, _, _ in BREAKDOWN if lab in drawn]
         btable = [[r["system"], str(int(r["devices"])), r["split"], str(int(r["breakdown_stage"]))] +
                   [_fmt(r["parts"].get(lab, 0.0)) for lab in order]
@@ -185,26 +198,29 @@ def generation_figures(runs, max_splits=6):
         score = {sp: math.exp(sum(math.log(max(v[0], 1e-12)) for v in splits[sp].values()) / len(systems))
                  for sp in common}
         chosen = sorted(common, key=lambda sp: -score[sp])[:max_splits]
-        fig, (ax, axb) = plt.subplots(1, 2, figsize=(12, 0.5 * len(chosen) * len(systems) / 2 + 3.2),
+        # Slowest system first (the longest mean step over the chosen splits): the baseline
+        # of the step ratios, and generations read oldest to newest.
+        systems.sort(key=lambda system: -sum(splits[sp][system][1] for sp in chosen))
+        fig, (ax, axb) = plt.subplots(1, 2, figsize=(FS.MAX_WIDTH_IN, 0.5 * len(chosen) * len(systems) / 2 + 3.2),
                                       gridspec_kw={"width_ratios": [1, 1.3]})
         width = 0.8 / len(systems)
         for j, system in enumerate(systems):
             ax.barh([i + j * width for i in range(len(chosen))], [100 * splits[sp][system][0] for sp in chosen],
-                    height=width, label=f"{system} · {model}", color=system_colour(j))
+                    height=width, label=system, color=system_colour(j))
         ax.set_yticks([i + 0.4 - width / 2 for i in range(len(chosen))])
-        ax.set_yticklabels(chosen, fontsize=6)
+        ax.set_yticklabels([FS.short_split(sp) for sp in chosen])
         ax.invert_yaxis()
         ax.set_xlabel("MFU (%)")
-        ax.legend(fontsize=6)
         ax.grid(True, axis="x", alpha=0.3)
-        labels = [f"{sp.split(' recompute')[0]} | {system}" for sp in chosen for system in systems]
+        labels = [f"{FS.short_split(sp)} | {FS.short_system(system)}" for sp in chosen for system in systems]
         parts = [splits[sp][system][2] for sp in chosen for system in systems]
         drawn = stacked_breakdown(axb, labels, parts)
         axb.invert_yaxis()
         axb.set_xlabel("seconds per step (stacked components)")
-        axb.legend(fontsize=6)
-        fig.suptitle(f"generation comparison: {model} on {devices} devices, global batch {batch} sequences", fontsize=9)
-        fig.tight_layout()
+        FS.title(fig, f"generation comparison: {model} on {FS.systems_and_devices(systems, [devices])}, "
+                      f"global batch {batch} sequences")
+        FS.legend_below(fig, None, None, groups=[(*ax.get_legend_handles_labels(), "system (left)"),
+                                                 (*axb.get_legend_handles_labels(), "part of the step (right)")])
         rows = [[sp, system, f"{100 * splits[sp][system][0]:.2f}", _fmt(splits[sp][system][1]),
                  _fmt(splits[sp][system][1] / splits[sp][systems[0]][1], 3)] +
                 [_fmt(splits[sp][system][2].get(lab, 0.0)) for lab in drawn] for sp in chosen for system in systems]

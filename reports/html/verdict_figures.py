@@ -17,6 +17,7 @@ matplotlib.use("Agg")
 import matplotlib.patches  # noqa: E402
 import matplotlib.pyplot as plt  # noqa: E402
 
+import figure_style as FS  # noqa: E402
 from figures import Figure, _fmt  # noqa: E402
 
 # One colour per verdict; a file written before the verdict column has none to show.
@@ -48,14 +49,14 @@ def draw_verdict_grid(ax, row_labels, column_labels, cells, top_down):
         ax.add_patch(matplotlib.patches.Rectangle(
             (b - 0.5, a - 0.5), 1, 1, facecolor=VERDICT_COLOURS.get(verdict, "#ffffff"), edgecolor="white",
             gid=cell_id(row_labels[a], column_labels[b], verdict)))
-        ax.text(b, a, text, ha="center", va="center", fontsize=6.5)
+        ax.text(b, a, text, ha="center", va="center", fontsize=FS.MIN_FONT_PT)
     ax.set_xlim(-0.5, len(column_labels) - 0.5)
     ax.set_ylim((len(row_labels) - 0.5, -0.5) if top_down else (-0.5, len(row_labels) - 0.5))
     drawn = sorted({v for v, _ in cells.values()}, key=lambda v: list(VERDICT_COLOURS).index(v)
                    if v in VERDICT_COLOURS else len(VERDICT_COLOURS))
     ax.legend(handles=[matplotlib.patches.Patch(facecolor=VERDICT_COLOURS.get(v, "#ffffff"), edgecolor="#999",
                                                 label=v) for v in drawn],
-              loc="upper left", bbox_to_anchor=(1.01, 1.0), fontsize=7, frameon=False)
+              title="verdict", loc="upper left", bbox_to_anchor=(1.02, 1.0), borderaxespad=0.0, frameon=False)
 
 
 def _gain_text(g):
@@ -77,7 +78,7 @@ def crossover_figures(runs):
         for i in range(t.length):
             a, b = doms.index(int(t["domain_size"][i])), bws.index(float(t["scale_out_Gbps"][i]))
             cells[(a, b)] = (verdicts[i], f"{_gain_text(float(t['gain'][i]))}\n{verdicts[i]}")
-        fig, ax = plt.subplots(figsize=(7.5, 4.5))
+        fig, ax = plt.subplots(figsize=(1.5 * len(bws) + 3.6, 0.8 * len(doms) + 1.8))
         thr = float(run.attrs.get("threshold", 0.05))
         # The gain is of MFU or of goodput-adjusted MFU (ibt crossover --rank-by).
         basis = str(run.attrs.get("rank_by", "MFU"))
@@ -88,7 +89,8 @@ def crossover_figures(runs):
         ax.set_yticklabels([str(d) for d in doms])
         ax.set_xlabel("scale-out Gb/s per device")
         ax.set_ylabel("devices per scale-up domain")
-        ax.set_title(f"{run.attrs.get('model', '?')}: PP crossover on {basis} ({run.label})", fontsize=9)
+        where = FS.systems_and_devices([run.system], [int(run.attrs.get("world_size", 0) or 0)])
+        FS.title(fig, f"{run.attrs.get('model', '?')} on {where}: PP crossover on {basis} ({run.label})")
         fig.tight_layout()
         rows = [[str(t["domain_size"][i]), _fmt(float(t["scale_out_Gbps"][i])), f"{100 * float(t['mfu_no_pp'][i]):.1f}",
                  f"{100 * float(t['mfu_with_pp'][i]):.1f}", _fmt(float(t["gain"][i]), 3), verdicts[i],
@@ -103,7 +105,12 @@ def crossover_figures(runs):
         stored = ("" if t.has("verdict") else " This file predates the stored verdict: its cells show the gain only.")
         figures.append(Figure(f"crossover_{run.file}_{run.id}", fig,
                               f"Verdict per fabric on the gain from pipeline parallelism in {basis} (threshold "
-                              f"{thr:g}; {RULE}). Cells: {verdict_counts(verdicts)}. "
+                              f"{thr:g}; {RULE}). Each square is one fabric: the system's scale-up domain "
+                              "resized to the row's device count and its scale-out network set to the column's Gb/s "
+                              "per device; its text is the gain (best MFU with PP / best without - 1) and the "
+                              "verdict. The crossover frontier is where the colours change: fabrics on the red side "
+                              "need PP, on the green side they do not. "
+                              f"Cells: {verdict_counts(verdicts)}. "
                               f"Verdict: {run.attrs.get('verdict', '?')}.{stored}",
                               (header, rows)))
     return figures
@@ -130,10 +137,11 @@ def atlas_figures(runs):
         fig, ax = plt.subplots(figsize=(1.9 * len(systems) + 3.5, 1.1 * len(models) + 1.5))
         draw_verdict_grid(ax, models, systems, cells, top_down=True)
         ax.set_xticks(range(len(systems)))
-        ax.set_xticklabels(systems, rotation=20, fontsize=8)
+        ax.set_xticklabels(systems, rotation=20)
         ax.set_yticks(range(len(models)))
-        ax.set_yticklabels(models, fontsize=8)
-        ax.set_title(f"Is pipeline parallelism still needed? ({run.label})", fontsize=9)
+        ax.set_yticklabels(models)
+        scale = FS.systems_and_devices([f"{len(systems)} systems"], [int(x) for x in t["devices"]])
+        FS.title(fig, f"Is pipeline parallelism still needed? {len(models)} models on {scale} ({run.label})")
         fig.tight_layout()
 
         def band(i, side):

@@ -130,6 +130,7 @@ grep -q "dgx-a100 (NVIDIA A100 SXM4 80GB) · llama3-8b (strong)" "$page" || fail
 grep -q "<h2>Generation comparison: one model, split and batch across systems</h2>" "$page" || fail "no generation comparison"
 if grep -q "quickstart.h5:0000\|s.h5:00000[0-9] ·" "$page"; then fail "a legend names a file"; fi
 "$here/../reports/html/browser_check.sh" "$page" "$dir/scaling.png" 5
+"$py" "$here/../reports/html/figure_layout_check.py" "$dir/html" "$dir/scaling-1280.png"
 # The generation comparison from an `ibt scaling` file alone: its projected points at one
 # device count, the best split being the same on both systems.
 "$ibt" scaling --model tiny-dense --topology dgx-a100,dgx-h100 --gpus 2,4 --global-batch 8 --out "$dir/g.h5" > /dev/null
@@ -141,6 +142,7 @@ done
 grep -q "<td>dp2 tp1 pp1 ep1 vpp1 m1 b4 1f1b recompute=none</td><td>dgx-h100 (NVIDIA H100 SXM5 80GB)</td>" \
   "$dir/ghtml/index.html" || fail "the generation comparison's table does not name the H100 system"
 "$here/../reports/html/browser_check.sh" "$dir/ghtml/index.html" "$dir/generations.png" 4
+"$py" "$here/../reports/html/figure_layout_check.py" "$dir/ghtml"
 
 "$ibt" report --compare "$dir/p-dgx-a100.h5" "$dir/p-dgx-h100.h5" --out "$dir/cmp" > /dev/null
 # Step time: H100 faster, beyond the band. MFU (a share of a 3x higher peak, with GEMM
@@ -157,6 +159,7 @@ echo "$mfu_row" | sed -E "s/.*<td>([0-9.]+)<\/td><td class='([a-z]+)'>.*<td>±([
          if ($2 != want) { print "ratio " $1 " band " $3 "%: class " $2 ", expected " want; exit 1 } }' ||
   fail "H100 vs A100 projected MFU classed against its ratio and band"
 "$here/../reports/html/browser_check.sh" "$dir/cmp/index.html" "$dir/cmp.png" 1
+"$py" "$here/../reports/html/figure_layout_check.py" "$dir/cmp"
 $mpirun -n 1 "$ibt" train --model tiny-dense --steps 4 --out "$dir/m2.h5" > /dev/null
 "$ibt" report --compare "$dir/m.h5" "$dir/m2.h5" --out "$dir/cmp3" > /dev/null
 grep -Eq "<td>train</td><td>tiny-dense</td><td></td><td>step time median</td><td>1</td><td>[0-9.]+</td><td class='(same|faster|slower)'>[a-z]+</td><td>±[0-9.]+%</td>" \

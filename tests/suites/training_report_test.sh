@@ -22,4 +22,5 @@ for fig in mfu_llama3-8b breakdown_llama3-8b mfu_tiny-dense breakdown_tiny-dense
 done
 if grep -q "No training runs in these files" "$page"; then echo "training_report_test: FAIL: training said absent" >&2; exit 1; fi
 "$here/../reports/html/browser_check.sh" "$page" "$dir/training.png" 5
+/usr/bin/python3 "$here/../reports/html/figure_layout_check.py" "$dir/html" "$dir/training-1280.png"
 echo "training_report_test: ok"
