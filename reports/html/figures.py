@@ -172,7 +172,7 @@ def p2p_figures(runs):
                     if not np.isnan(m[a, b]) and units <= 16:
                         ax.text(b, a, _fmt(m[a, b], 3), ha="center", va="center", fontsize=FS.MIN_FONT_PT, color="w")
             ax.set_title(f"{'bandwidth' if bandwidth else 'latency'} at {human_bytes(size)}")
-            ax.set_xlabel("unit (rank or domain)")
+            ax.set_xlabel("unit")
             ax.set_ylabel("unit")
             ax.set_xticks(range(units))
             ax.set_yticks(range(units))
@@ -192,7 +192,8 @@ def p2p_figures(runs):
             outl = "none"
         figures.append(Figure(f"p2p_{run.file}_{run.id}", fig,
                               f"Point-to-point matrix of {run.label}: ping-pong latency (small sizes) and bandwidth "
-                              f"(large sizes) per pair; the slowest rank pair per cell. Outliers: {outl}.",
+                              f"(large sizes) per pair of units (ranks, or domains in a per-domain matrix); the slowest "
+                              f"rank pair per cell. Outliers: {outl}.",
                               (header, rows)))
     return figures
 
