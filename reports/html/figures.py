@@ -151,8 +151,10 @@ def p2p_figures(runs):
             continue
         sizes = sorted(set(int(b) for b in t["bytes"]))
         units = int(max(t["unit_a"].max(), t["unit_b"].max())) + 1
+        # Constrained layout, not tight_layout: it makes room for the colour bars and the x
+        # labels under square matrices (tight_layout cut the bottom label off at some values).
         fig, axes = plt.subplots(1, len(sizes), figsize=(FS.panel_width(len(sizes), widest=4.4) * len(sizes), 3.8),
-                                 squeeze=False)
+                                 squeeze=False, layout="constrained")
         for ax, size in zip(axes[0], sizes):
             bandwidth = size == sizes[-1] and len(sizes) > 1 or size >= 65536
             m = np.full((units, units), np.nan)
@@ -177,7 +179,6 @@ def p2p_figures(runs):
             ax.set_xticks(range(units))
             ax.set_yticks(range(units))
         fig.suptitle(f"Point-to-point matrix on {_where([run])} ({run.label})")
-        fig.tight_layout()
         header = ["round", "rank a", "host a", "rank b", "host b", "bytes", "time us", "p99 us", "GB/s", "#wrong"]
         rows = [[str(t["round"][i]), str(t["rank_a"][i]), t["host_a"][i], str(t["rank_b"][i]), t["host_b"][i],
                  human_bytes(t["bytes"][i]), _fmt(float(t["time_us"][i])), _fmt(float(t["p99_us"][i])),
