@@ -43,8 +43,12 @@ void print_generation_speed(const std::vector<topo::ScalingPoint>& all, const Ge
   // Systems in the order met, then by median tokens/s per device over their feasible points.
   std::vector<std::string> systems;
   std::map<std::string, std::vector<double>> speeds;
+  // A measured point's source is "measured FILE:RUN"; its file's folder is dropped so the
+  // name fits the column.
   auto key_of = [](const topo::ScalingPoint& pt) {
-    return pt.source == "projected" ? pt.topology : pt.topology + " (" + pt.source + ")";
+    if (pt.source == "projected") return pt.topology;
+    const auto slash = pt.source.rfind('/');
+    return slash == std::string::npos ? pt.source : "measured " + pt.source.substr(slash + 1);
   };
   for (const auto& pt : all) {
     const std::string key = key_of(pt);

@@ -136,10 +136,11 @@ void print_points(const std::vector<topo::ScalingPoint>& points) {
     int worst = 0;
     for (int e = 1; e < topo::kNumExposures; ++e)
       if (st.exposed_s[e] > st.exposed_s[worst]) worst = e;
-    char detail[96];
-    std::snprintf(detail, sizeof detail, "%.0f%% (%s), %s %.0f%%", 100 * st.compute_s / p.step_s,
-                  staged ? ("stage " + std::to_string(p.bottleneck_stage)).c_str() : "rank mean",
-                  topo::to_string(static_cast<topo::Exposure>(worst)), 100 * st.exposed_s[worst] / p.step_s);
+    char detail[96] = "- (no time breakdown: an imported log)";
+    if (std::isfinite(st.compute_s))
+      std::snprintf(detail, sizeof detail, "%.0f%% (%s), %s %.0f%%", 100 * st.compute_s / p.step_s,
+                    staged ? ("stage " + std::to_string(p.bottleneck_stage)).c_str() : "rank mean",
+                    topo::to_string(static_cast<topo::Exposure>(worst)), 100 * st.exposed_s[worst] / p.step_s);
     std::printf("%8d %9lld %10.0f %6.1f%% %7.3g  %-62s %s\n", pt.devices, pt.global_batch,
                 pt.tokens_per_s_per_device(), 100 * p.mfu, p.step_s, topo::split_label(p.split).c_str(), detail);
   }

@@ -4,8 +4,8 @@
 #   tests/readme/recipes_test.sh BUILD_DIR SOURCE_DIR
 # A recipe is the ```sh block directly under a "### Recipe: NAME" heading (blank lines
 # between them allowed, nothing else). Each runs in a fresh temporary folder where build,
-# scripts, models and topologies are symlinks to BUILD_DIR and SOURCE_DIR's folders, as
-# if typed in the repository root after the two commands, under bash with
+# scripts, models, topologies and tests (its format samples) are symlinks to BUILD_DIR and
+# SOURCE_DIR's folders, as if typed in the repository root after the two commands, under bash with
 # `set -eEo pipefail`: the first command that fails ends the recipe, and the test names
 # the recipe, the line and the command. RECIPE_TIMEOUT (seconds, default 300) bounds each
 # recipe. Prints one line per recipe with its wall time, then "N passed, M failed";
@@ -69,7 +69,7 @@ for script in "${recipes[@]}"; do
   dir="$work/run-$id"
   mkdir -p "$dir"
   ln -s "$build" "$dir/build"
-  for d in scripts models topologies; do ln -s "$src/$d" "$dir/$d"; done
+  for d in scripts models topologies tests; do ln -s "$src/$d" "$dir/$d"; done
   # The runner reports the failing command through files the ERR trap writes.
   cat > "$dir/.runner.sh" <<'RUNNER'
 set -eEo pipefail
