@@ -351,7 +351,8 @@ def training_figures(runs):
         ax.minorticks_off()
         ax.set_xlabel("devices")
         ax.set_ylabel("MFU (%)")
-        FS.title(fig, f"{model} on {where}: MFU against devices (the {len(best)} best lines)")
+        lines_said = "one line" if len(best) == 1 else f"the {len(best)} best lines"
+        FS.title(fig, f"{model} on {where}: MFU against devices ({lines_said})")
         ax.grid(True, alpha=0.3)
         FS.legend_beside(ax, title="source: split (without dp)")
         fig.tight_layout()
