@@ -203,14 +203,24 @@ def generation_figures(runs, max_splits=6):
         systems.sort(key=lambda system: -sum(splits[sp][system][1] for sp in chosen))
         fig, (ax, axb) = plt.subplots(1, 2, figsize=(FS.MAX_WIDTH_IN, 0.5 * len(chosen) * len(systems) / 2 + 3.2),
                                       gridspec_kw={"width_ratios": [1, 1.3]})
+        # Left: speed (the slowest system's step time over each system's, same split and batch,
+        # so the same tokens per step), MFU written beside it: a newer generation can be much
+        # faster at a lower MFU, which bars of MFU alone would hide.
         width = 0.8 / len(systems)
+        widest = 0.0
         for j, system in enumerate(systems):
-            ax.barh([i + j * width for i in range(len(chosen))], [100 * splits[sp][system][0] for sp in chosen],
-                    height=width, label=system, color=system_colour(j))
+            ys = [i + j * width for i in range(len(chosen))]
+            speedups = [splits[sp][systems[0]][1] / splits[sp][system][1] for sp in chosen]
+            ax.barh(ys, speedups, height=width, label=system, color=system_colour(j))
+            for y, speedup, sp in zip(ys, speedups, chosen):
+                ax.text(speedup, y, f" {speedup:.2f}x, MFU {100 * splits[sp][system][0]:.0f}%", va="center",
+                        fontsize=FS.MIN_FONT_PT)
+            widest = max([widest, *speedups])
+        ax.set_xlim(0, widest * 1.6)
         ax.set_yticks([i + 0.4 - width / 2 for i in range(len(chosen))])
         ax.set_yticklabels([FS.short_split(sp) for sp in chosen])
         ax.invert_yaxis()
-        ax.set_xlabel("MFU (%)")
+        ax.set_xlabel(f"speed-up over {FS.short_system(systems[0])} (same tokens per step)")
         ax.grid(True, axis="x", alpha=0.3)
         labels = [f"{FS.short_split(sp)} | {FS.short_system(system)}" for sp in chosen for system in systems]
         parts = [splits[sp][system][2] for sp in chosen for system in systems]
@@ -226,7 +236,8 @@ def generation_figures(runs, max_splits=6):
                 [_fmt(splits[sp][system][2].get(lab, 0.0)) for lab in drawn] for sp in chosen for system in systems]
         figures.append(Figure(f"generations_{model}_{devices}", fig,
                               f"The same model ({model}), splits, device count ({devices}) and global batch ({batch} "
-                              f"sequences) projected on {len(systems)} systems: MFU per split and where the step goes "
+                              f"sequences) projected on {len(systems)} systems: speed per split (step time of the slowest "
+                              f"system, {systems[0]}, over each system's; MFU beside each bar) and where the step goes "
                               f"(breakdown of the bottleneck pipeline stage, the busiest). The {len(chosen)} "
                               "splits all systems can run with the best geometric-mean MFU (from `ibt project` and "
                               "`ibt scaling` files); step ratio is against "
