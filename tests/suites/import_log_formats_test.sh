@@ -6,7 +6,7 @@
 #      (ProgressPrinter lines, layout from --config YAML) and torchtitan (coloured metrics
 #      lines, layout from --config TOML and --world-size): the layout, the step times,
 #      tokens/s and the logged TFLOP/s read back from the HDF5, provenance with SHA-256s;
-#   2. each run in project-compare beside its projection;
+#   2. each run in project-compare beside its projection, torchtitan's in scaling --measured;
 #   3. torchtitan's ANSI colours make no difference (the same log without them stores the
 #      same steps);
 #   4. bad input: no step lines, a layout that contradicts --model, a missing config or
@@ -75,6 +75,8 @@ grep -q "dp4 tp2 pp2 ep1 vpp1 m16 b1 1f1b sp zero3 recompute=selective on 16 x" 
 check_run "$dir/t.h5" torchtitan "$data/torchtitan_llama3_8b.log" "$data/torchtitan_llama3_8b.toml" 1,10,20,30 \
   16,6.4,8,8.192 103.2,258,206.4,201.6
 compared "$dir/t.h5" torchtitan
+"$ibt" scaling --model llama3-8b --topology dgx-h100 --gpus 16 --global-batch 64 --measured "$dir/t.h5" > "$dir/sc.txt"
+grep -q "measured ($dir/t.h5): 1 point" "$dir/sc.txt" || { cat "$dir/sc.txt"; fail "scaling --measured lacks the torchtitan run"; }
 # The same log printed with metrics.disable_color_printing: the same steps.
 grep -q $'\x1b\\[' "$data/torchtitan_llama3_8b.log" || fail "the torchtitan excerpt has no colour codes to test"
 sed 's/\x1b\[[0-9;]*m//g' "$data/torchtitan_llama3_8b.log" > "$dir/plain.log"
