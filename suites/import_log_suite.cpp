@@ -62,7 +62,8 @@ const LogFormat& find_format(const ImportArgs& a) {
 std::string model_key(const std::string& name) {
   std::string key;
   for (const char c : name)
-    if (std::isalnum(static_cast<unsigned char>(c))) key += static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+    if (std::isalnum(static_cast<unsigned char>(c)))
+      key += static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
   return key;
 }
 

@@ -92,10 +92,10 @@ Leaves nemo_config(const LogSource& source, const std::vector<std::string>& log_
 
 // The layout and model sizes under Megatron's argument names.
 void read_layout(TrainingLog& log, const Leaves& leaves, const std::string& where) {
-  for (const char* name : {"tensor_model_parallel_size", "pipeline_model_parallel_size", "context_parallel_size",
-                           "expert_model_parallel_size", "virtual_pipeline_model_parallel_size", "micro_batch_size",
-                           "global_batch_size", "num_layers", "hidden_size", "sequence_parallel",
-                           "use_distributed_optimizer"}) {
+  for (const char* name :
+       {"tensor_model_parallel_size", "pipeline_model_parallel_size", "context_parallel_size",
+        "expert_model_parallel_size", "virtual_pipeline_model_parallel_size", "micro_batch_size", "global_batch_size",
+        "num_layers", "hidden_size", "sequence_parallel", "use_distributed_optimizer"}) {
     const std::string value = leaf(leaves, name, where);
     if (!value.empty()) log.arguments[name] = value;
   }
@@ -107,7 +107,8 @@ void read_layout(TrainingLog& log, const Leaves& leaves, const std::string& wher
   std::string recompute = leaf(leaves, "recompute_granularity", where);
   if (recompute.empty()) recompute = leaf(leaves, "activations_checkpoint_granularity", where);
   if (!recompute.empty()) log.arguments["recompute_granularity"] = recompute;
-  if (leaf(leaves, "optim.name", where) == "distributed_fused_adam") log.arguments["use_distributed_optimizer"] = "True";
+  if (leaf(leaves, "optim.name", where) == "distributed_fused_adam")
+    log.arguments["use_distributed_optimizer"] = "True";
   const std::string devices = leaf(leaves, "devices", where), nodes = leaf(leaves, "num_nodes", where);
   double d = 0, n = 1;
   if (!read_log_number(devices, d) || (!nodes.empty() && !read_log_number(nodes, n)) || d < 1 || n < 1)

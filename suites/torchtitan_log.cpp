@@ -36,7 +36,8 @@ Toml toml_values(const std::string& text) {
       prefix = m[1].str() + ".";
     } else if (std::regex_match(line, m, entry)) {
       std::string value = m[2].str();
-      if (value.size() >= 2 && (value.front() == '"' || value.front() == '\'')) value = value.substr(1, value.size() - 2);
+      if (value.size() >= 2 && (value.front() == '"' || value.front() == '\''))
+        value = value.substr(1, value.size() - 2);
       values[prefix + m[1].str()] = value;
     }
   }
@@ -99,7 +100,8 @@ void read_layout(TrainingLog& log, const LogSource& source) {
                               : toml_integer(toml, "training.batch_size", 0, file);
   const long long global = toml_integer(toml, "training.global_batch_size", -1, file);
   // Under pipeline parallelism a local batch is cut into microbatches of this size.
-  const long long micro = l.pp > 1 ? toml_integer(toml, "parallelism.pipeline_parallel_microbatch_size", 1, file) : local;
+  const long long micro =
+      l.pp > 1 ? toml_integer(toml, "parallelism.pipeline_parallel_microbatch_size", 1, file) : local;
   auto& a = log.arguments;
   a["tensor_model_parallel_size"] = std::to_string(l.tp);
   a["pipeline_model_parallel_size"] = std::to_string(l.pp);
@@ -157,8 +159,7 @@ TrainingLog parse_torchtitan_log(const LogSource& source) {
     const std::string line = std::regex_replace(lines[i], ansi, "");
     if (line.find("tps:") == std::string::npos || line.find("loss:") == std::string::npos) continue;
     if (line.find("validate step:") != std::string::npos) continue;  // validation, not a training step
-    add_logged_iteration(
-        log, read_step(line, source.file + ":" + std::to_string(i + 1), tokens_per_step, world));
+    add_logged_iteration(log, read_step(line, source.file + ":" + std::to_string(i + 1), tokens_per_step, world));
   }
   require_logged_iterations(log, "'step: N  loss: X  ...  tps: N  tflops: X  mfu: X%' (torchtitan's metrics)");
   return log;
