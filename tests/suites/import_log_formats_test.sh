@@ -9,7 +9,7 @@
 #   2. each run in project-compare beside its projection, torchtitan's in scaling --measured;
 #   3. torchtitan's ANSI colours make no difference (the same log without them stores the
 #      same steps);
-#   4. bad input: no step lines, a layout that contradicts --model, a missing config or
+#   4. bad input: no step lines, a layout that contradicts --model or itself, a missing config or
 #      world size, --config on a megatron log: exit 2 and one line naming the problem.
 set -eu
 ibt=$1 dir=$2 here=$(dirname "$0")
@@ -93,6 +93,12 @@ bad() {  # bad EXPECTED-TEXT ARGS...: exit 2 with the text, on one line
 bad "no '... global_step: N" "$data/nemo_truncated.log" --format nemo "${common[@]}"
 bad "num_layers is 32 but model 'llama3-70b' has 80" "$data/nemo1_llama3_8b.log" --format nemo \
   --model llama3-70b --topology dgx-h100
+sed 's/tensor_model_parallel_size: 2/tensor_model_parallel_size: 3/' "$data/nemo2_llama3_8b.yaml" > "$dir/tp3.yaml"
+bad "world_size 16 is not data x tensor x pipeline x context" "$data/nemo2_llama3_8b.log" --format nemo \
+  --config "$dir/tp3.yaml" "${common[@]}"
+sed '0,/seq_length: 8192/s//seq_length: 4096/' "$data/nemo2_llama3_8b.yaml" > "$dir/seq.yaml"
+bad "'data.seq_length' is 4096 but 'model.config.seq_length' is 8192" "$data/nemo2_llama3_8b.log" --format nemo \
+  --config "$dir/seq.yaml" "${common[@]}"
 bad "no NeMo configuration dump" "$data/nemo2_llama3_8b.log" --format nemo "${common[@]}"
 bad "trained 'llama3 8B' but --model is 'llama3-70b'" "$data/torchtitan_llama3_8b.log" --format torchtitan \
   --config "$data/torchtitan_llama3_8b.toml" --world-size 16 --model llama3-70b --topology dgx-h100
