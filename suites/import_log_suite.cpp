@@ -4,6 +4,7 @@
 // projections. Provenance: the log's path, format, SHA-256 and the parser's version.
 #include <boost/program_options.hpp>
 #include <algorithm>
+#include <cctype>
 #include <cmath>
 #include <cstdio>
 #include <fstream>
@@ -30,9 +31,41 @@ namespace po = boost::program_options;
 const double kNaN = std::numeric_limits<double>::quiet_NaN();
 
 struct ImportArgs {
-  std::string file, format, model_name, topology, dtype = "bf16", out;
+  std::string file, format, config, model_name, topology, dtype = "bf16", out;
   int warmup = 1;
+  long long world_size = 0;
 };
+
+// The formats read and whether their layout comes from --config.
+struct LogFormat {
+  const char* name;
+  TrainingLog (*parse)(const LogSource&);
+  bool takes_config, takes_world_size;
+};
+const LogFormat kFormats[] = {{"megatron", parse_megatron_log, false, false},
+                              {"nemo", parse_nemo_log, true, false},
+                              {"torchtitan", parse_torchtitan_log, true, true}};
+
+const LogFormat& find_format(const ImportArgs& a) {
+  for (const LogFormat& f : kFormats) {
+    if (a.format != f.name) continue;
+    if (!a.config.empty() && !f.takes_config)
+      throw UsageError("--config: a " + a.format + " log carries its own layout (nemo and torchtitan take --config)");
+    if (a.world_size != 0 && !f.takes_world_size)
+      throw UsageError("--world-size: only torchtitan logs take it (their config may leave the world open)");
+    return f;
+  }
+  throw UsageError("--format '" + a.format + "': the formats read are megatron, nemo and torchtitan");
+}
+
+// Lower-case letters and digits only: "llama3 8B" and "llama3-8b" name one model.
+std::string model_key(const std::string& name) {
+  std::string key;
+  for (const char c : name)
+    if (std::isalnum(static_cast<unsigned char>(c)))
+      key += static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  return key;
+}
 
 std::string read_whole_file(const std::string& path) {
   std::ifstream in(path, std::ios::binary);
@@ -42,11 +75,19 @@ std::string read_whole_file(const std::string& path) {
   return text.str();
 }
 
-// The log's model must be the catalog model named: its layers, width and sequence length.
+// The log's model must be the catalog model named: its layers, width and sequence length,
+// or where the log names the model instead of sizing it (torchtitan), that name.
 void check_model(const TrainingLog& log, const models::ModelConfig& model) {
-  const std::pair<const char*, long long> expected[] = {
-      {"num_layers", model.layers}, {"hidden_size", model.hidden}, {"seq_length", model.seq_len}};
+  const auto named = log.arguments.find("model_name");
+  if (named != log.arguments.end() && model_key(named->second) != model_key(model.name))
+    throw UsageError(log.file + ": the run trained '" + named->second + "' but --model is '" + model.name +
+                     "': name the catalog model (or a .json) the log trained");
+  const bool sized = named == log.arguments.end();
+  const std::pair<const char*, long long> expected[] = {{"num_layers", sized ? model.layers : -1},
+                                                        {"hidden_size", sized ? model.hidden : -1},
+                                                        {"seq_length", model.seq_len}};
   for (const auto& [name, want] : expected) {
+    if (want < 0) continue;
     const long long got = log.integer(name);
     if (got != want)
       throw UsageError(log.file + ": " + name + " is " + std::to_string(got) + " but model '" + model.name +
@@ -81,6 +122,8 @@ models::ParallelSplit log_split(const TrainingLog& log) {
   if (rc != log.arguments.end() && rc->second != "None") s.recompute = models::parse_recompute(rc->second);
   const auto zero = log.arguments.find("use_distributed_optimizer");
   if (zero != log.arguments.end() && zero->second == "True") s.zero = 1;
+  s.zero = static_cast<int>(log.integer("zero_stage", s.zero));
+  s.shard_group = static_cast<int>(log.integer("zero_shard_group", 0));
   return s;
 }
 
@@ -102,15 +145,23 @@ std::vector<store::Column> step_columns() {
 }
 
 const char* kAbout =
-    "Reads a Megatron-LM training log (its arguments block and its 'iteration N/ M | ...\n"
-    "elapsed time per iteration (ms): X | throughput per GPU (TFLOP/s/GPU): Y' lines) and\n"
-    "stores it as a measured run: the layout (tp, pp, cp, dp, micro-batches, vpp, sequence\n"
-    "parallelism, recompute) from the arguments, one row per logged interval in table 'steps'\n"
-    "(the first --warmup intervals as step 0, which readers leave out), MFU against the\n"
+    "Reads a training log and stores it as a measured run: the layout (tp, pp, cp, dp,\n"
+    "micro-batches, vpp, sequence parallelism, recompute, ZeRO), one row per logged step in\n"
+    "table 'steps' (the first --warmup as step 0, which readers leave out), MFU against the\n"
     "--topology device's --dtype peak, and provenance: the log's path, format, SHA-256 and\n"
-    "the parser version. The log's num_layers, hidden_size and seq_length must match --model.\n"
-    "The log has no time breakdown: compute and communication columns are NaN. Only the\n"
-    "megatron format is read (NeMo's and torchtitan's metric lines are not yet).\n";
+    "the parser version. The model sizes the log gives must match --model. A log has no\n"
+    "time breakdown: compute and communication columns are NaN. Formats:\n"
+    "  megatron    Megatron-LM: the arguments block, then 'iteration N/ M | ... elapsed time\n"
+    "              per iteration (ms): X | throughput per GPU (TFLOP/s/GPU): Y' lines.\n"
+    "  nemo        NeMo (Lightning): the YAML config NeMo 1.x prints after 'Experiment\n"
+    "              configuration' (a NeMo 2.0 log lacks it: give the YAML with --config), then\n"
+    "              'global_step: N | ... train_step_timing in s: X' lines (ProgressPrinter's\n"
+    "              '|' form or the tqdm bar's 'key=value' form; tflops_per_sec_per_gpu if logged).\n"
+    "  torchtitan  torchtitan: the log has no layout, so --config job.toml is required (and\n"
+    "              --world-size N where data_parallel_shard_degree is -1); then 'step: N  loss: X\n"
+    "              ... tps: N  tflops: X  mfu: X%' lines, ANSI colours or not. The step time is\n"
+    "              the global batch's tokens over tps (per device) times the world size; the\n"
+    "              config's [model] name and flavor must name --model.\n";
 
 }  // namespace
 
@@ -118,7 +169,9 @@ int import_log_main(int argc, char** argv) {
   ImportArgs a;
   po::options_description opts("options");
   opts.add_options()("help,h", "show this help")("log", po::value(&a.file), "the training log (positional)")(
-      "format", po::value(&a.format), "the log's format: megatron")(
+      "format", po::value(&a.format), "the log's format: megatron, nemo or torchtitan")(
+      "config", po::value(&a.config), "nemo: the run's YAML config; torchtitan: the job's TOML (required)")(
+      "world-size", po::value(&a.world_size), "torchtitan: ranks in the run, where the config leaves dp open")(
       "model", po::value(&a.model_name), "the catalog model (or .json) the log trained")(
       "topology", po::value(&a.topology), "the system it ran on (catalog name or .json): the device and its peak")(
       "dtype", po::value(&a.dtype)->default_value(a.dtype), "the dtype MFU refers to")(
@@ -128,22 +181,27 @@ int import_log_main(int argc, char** argv) {
   pos.add("log", 1);
   po::variables_map vm;
   if (!parse_command_line(argc, argv, opts, vm, &pos)) {
-    print_help(std::cout, "ibt import-log LOG --format megatron --model M --topology T --out FILE.h5", kAbout, opts,
-               {"ibt import-log train.log --format megatron --model llama3-8b --topology dgx-h100 --out runs.h5"});
+    print_help(std::cout, "ibt import-log LOG --format F [--config C] --model M --topology T --out FILE.h5", kAbout,
+               opts,
+               {"ibt import-log train.log --format megatron --model llama3-8b --topology dgx-h100 --out runs.h5",
+                "ibt import-log titan.log --format torchtitan --config llama3_8b.toml --world-size 16 "
+                "--model llama3-8b --topology dgx-h100 --out runs.h5"});
     return kExitOk;
   }
   if (a.file.empty()) throw UsageError("give the training log to import (ibt import-log LOG ...)");
-  if (a.format.empty()) throw UsageError("--format is required (megatron)");
-  if (a.format != "megatron")
-    throw UsageError("--format '" + a.format + "': only megatron logs are read (nemo, torchtitan: not yet)");
+  if (a.format.empty()) throw UsageError("--format is required (megatron, nemo or torchtitan)");
+  const LogFormat& format = find_format(a);
   if (a.model_name.empty()) throw UsageError("--model is required: the catalog model the log trained");
   if (a.topology.empty()) throw UsageError("--topology is required: the system the log ran on");
   if (a.out.empty()) throw UsageError("--out is required: the HDF5 file to store the run in");
   if (a.warmup < 0) throw UsageError("--warmup must be 0 or more logged intervals");
+  if (a.world_size < 0) throw UsageError("--world-size must be a positive number of ranks");
   store::check_appendable(a.out);
 
-  const std::string text = read_whole_file(a.file);
-  const TrainingLog log = parse_megatron_log(text, a.file);
+  LogSource source{read_whole_file(a.file), a.file, "", a.config, a.world_size};
+  if (!a.config.empty()) source.config_text = read_whole_file(a.config);
+  const std::string& text = source.text;
+  const TrainingLog log = format.parse(source);
   const models::ModelConfig model = models::load_model(a.model_name);
   check_model(log, model);
   const models::ParallelSplit split = log_split(log);
@@ -184,7 +242,11 @@ int import_log_main(int argc, char** argv) {
   recorder.set_attr("source_file", a.file);
   recorder.set_attr("source_format", a.format);
   recorder.set_attr("source_sha256", sha256_hex(text));
-  recorder.set_attr("parser_version", std::string(kTrainingLogParserVersion));
+  recorder.set_attr("parser_version", log.parser_version);
+  if (!a.config.empty()) {
+    recorder.set_attr("source_config_file", a.config);
+    recorder.set_attr("source_config_sha256", sha256_hex(source.config_text));
+  }
   recorder.finish(store::RunStatus::complete);
 
   std::printf("ibt import-log: %s (%s, %zu logged intervals, %zu after %zu warm-up)\n", a.file.c_str(),

@@ -45,5 +45,5 @@ bad() {  # bad EXPECTED-TEXT ARGS...: exit 2 with the text
 }
 bad "no 'iteration N/ M" "$here/import_log/megatron_truncated.log" --format megatron --model llama3-8b --topology dgx-h100
 bad "num_layers is 32 but model 'llama3-70b' has 80" "$log" --format megatron --model llama3-70b --topology dgx-h100
-bad "only megatron logs are read" "$log" --format fairseq --model llama3-8b --topology dgx-h100
+bad "the formats read are megatron, nemo and torchtitan" "$log" --format fairseq --model llama3-8b --topology dgx-h100
 echo "import_log_test: ok"
