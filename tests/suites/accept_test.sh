@@ -30,8 +30,14 @@ if [[ $mode == from ]]; then
   [[ $status -eq 0 ]] || fail "exit status $status judging the file"
   grep -q '# judging .*cluster.h5 run 000001' "$dir/out.log" || fail "does not say which run it judged"
   grep -q 'intra = world (one domain)' "$dir/out.log" || fail "the intra metric does not say it read world rows"
-  grep -Eq '^  allreduce-world-8B-latency +p50_us +[0-9.e+-]+ +160 .* \+0\.9' "$dir/out.log" ||
-    fail "the 8-byte latency's margin is not a positive fraction (better than target)"
+  # The margin is the signed fraction of the target in the good direction: for a latency
+  # 1 - measured/target (positive when faster). Checked against the measured value printed
+  # on the same line, so a loaded machine (milliseconds at 8 B) does not decide the test.
+  awk '$1 == "allreduce-world-8B-latency" && $2 == "p50_us" && $4 == 160 {
+         want = 1 - $3 / $4; got = $(NF - 1); found = 1
+         if (got !~ /^[+-][0-9]+\.[0-9][0-9][0-9]$/ || (got - want) > 0.0006 || (want - got) > 0.0006) bad = 1 }
+       END { exit !found || bad }' "$dir/out.log" ||
+    fail "the 8-byte latency's margin is not 1 - measured/target as a signed fraction to 3 decimals"
   grep -q 'failures="0"' "$dir/junit.xml" || fail "JUnit XML reports failures"
   # A reference for another job size is refused against the file too.
   /usr/bin/python3 - "$reference" "$dir/four.json" <<'PY'
