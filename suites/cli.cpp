@@ -10,6 +10,7 @@
 
 #include "core/did_you_mean.hpp"
 #include "core/errors.hpp"
+#include "core/text_wrap.hpp"
 
 namespace ibt::suites {
 
@@ -218,5 +219,13 @@ bool parse_command_line(int argc, char** argv, const boost::program_options::opt
   }
   return true;
 }
+
+void add_wide_option(boost::program_options::options_description& opts, bool* wide) {
+  opts.add_options()("wide", boost::program_options::bool_switch(wide),
+                     "full split labels and notes on one line each (rows up to ~300 columns); by default rows fit "
+                     "120 columns, with each split's compact label (the results file keeps the full one)");
+}
+
+std::size_t report_width(bool wide) { return wide ? 0 : kReportColumns; }
 
 }  // namespace ibt::suites

@@ -11,6 +11,7 @@
 
 #include "core/errors.hpp"
 #include "core/progress.hpp"
+#include "core/text_wrap.hpp"
 #include "ibt/version.hpp"
 #include "models/plan/model_file.hpp"
 #include "suites/cli.hpp"
@@ -97,6 +98,7 @@ struct CrossoverArgs {
   ZeroFlags zero;
   topo::FailureOverrides failure;
   bool full_assumptions = false;
+  bool wide = false;  // --wide: full split labels in the grid, notes unwrapped
 };
 
 po::options_description crossover_options(CrossoverArgs& a, po::options_description& old_spellings) {
@@ -122,6 +124,7 @@ po::options_description crossover_options(CrossoverArgs& a, po::options_descript
       "jobs,j", po::value(&a.jobs)->default_value(a.jobs),
       "threads sweeping the splits (the results are the same for any count; 0 = all cores)")(
       "out", po::value(&a.out), "HDF5 results file to append a run of kind 'crossover' to");
+  add_wide_option(opts, &a.wide);
   po::options_description atlas_opts("The atlas (--atlas; topologies/studies/atlas.hpp)");
   atlas_opts.add_options()("atlas", po::bool_switch(&a.atlas), "run the atlas instead of a grid")(
       "atlas-file", po::value(&a.atlas_file), "atlas cells (default topologies/validation/atlas.json)")(
@@ -217,17 +220,25 @@ CrossoverSetup load_crossover_setup(const CrossoverArgs& a) {
   return {std::move(model), std::move(topology), options, std::move(failure), rank_by, gb};
 }
 
-void print_grid_columns(const CrossoverSetup& s) {
+void print_grid_columns(const CrossoverSetup& s, bool wide) {
   const bool with_goodput = s.failure.complete();
-  std::printf("compared by %s%s\n", topo::to_string(s.rank_by),
-              with_goodput ? "" : ("; goodput not computed: " + s.failure.missing()).c_str());
-  std::printf("%7s %9s %8s %8s %s%8s %-18s  %-70s %s\n", "domain", "Gb/s", "MFU pp1", "MFU pp>1",
-              with_goodput ? "gMFU pp1 gMFU pp>1 " : "", "gain", "verdict", "best PP=1 split", "best PP>1 split");
+  std::printf("%s", wrap_lines("compared by " + std::string(topo::to_string(s.rank_by)) +
+                                   (with_goodput ? "" : "; goodput not computed: " + s.failure.missing()) + "\n",
+                               report_width(wide))
+                        .c_str());
+  if (wide)
+    std::printf("%7s %9s %8s %8s %s%8s %-18s  %-70s %s\n", "domain", "Gb/s", "MFU pp1", "MFU pp>1",
+                with_goodput ? "gMFU pp1 gMFU pp>1 " : "", "gain", "verdict", "best PP=1 split", "best PP>1 split");
+  else
+    std::printf("%6s %6s %8s %8s %s%7s %-18s %-14s %s\n", "domain", "Gb/s", "MFU pp1", "MFU pp>1",
+                with_goodput ? "gMFU pp1 gMFU pp>1 " : "", "gain", "verdict", "best PP=1", "best PP>1");
   std::fflush(stdout);
 }
 
-// One printed cell of the grid; `mark` follows it (the topology's own cell).
-std::string cell_line(const topo::CrossoverCell& c, bool with_goodput, const std::string& mark = "") {
+// One printed cell of the grid; `mark` follows it (the topology's own cell). By default
+// the best splits are named by strategy ("fsdp", "zero1 pp2 v8") so a row fits 120
+// columns; wide, by strategy and full split (the results file keeps both either way).
+std::string cell_line(const topo::CrossoverCell& c, bool with_goodput, bool wide, const std::string& mark = "") {
   char gain[16];
   if (std::isinf(c.gain))
     std::snprintf(gain, sizeof gain, "inf");
@@ -238,14 +249,24 @@ std::string cell_line(const topo::CrossoverCell& c, bool with_goodput, const std
     std::snprintf(gmfu, sizeof gmfu, "%7.1f%% %8.1f%% ",
                   c.best_no_pp.goodput.computed ? 100 * c.best_no_pp.goodput.goodput_mfu : 0.0,
                   c.best_with_pp.goodput.computed ? 100 * c.best_with_pp.goodput.goodput_mfu : 0.0);
+  auto best = [wide](const topo::Projection& p) {
+    if (!p.feasible) return std::string("(none fits)");
+    return wide ? topo::strategy_and_split(p.split) : models::strategy_label(p.split);
+  };
+  const double mfu_no_pp = c.best_no_pp.feasible ? 100 * c.best_no_pp.mfu : 0.0;
+  const double mfu_with_pp = c.best_with_pp.feasible ? 100 * c.best_with_pp.mfu : 0.0;
   char line[640];
-  std::snprintf(line, sizeof line, "%7d %9g %7.1f%% %7.1f%% %s%8s %-18s  %-70s %s%s\n", c.domain_size,
-                c.scale_out_gbps, c.best_no_pp.feasible ? 100 * c.best_no_pp.mfu : 0.0,
-                c.best_with_pp.feasible ? 100 * c.best_with_pp.mfu : 0.0, gmfu, gain, topo::verdict_text(c.verdict),
-                c.best_no_pp.feasible ? topo::strategy_and_split(c.best_no_pp.split).c_str() : "(none fits)",
-                c.best_with_pp.feasible ? topo::strategy_and_split(c.best_with_pp.split).c_str() : "(none fits)",
-                mark.c_str());
-  return std::string(line);
+  if (wide)
+    std::snprintf(line, sizeof line, "%7d %9g %7.1f%% %7.1f%% %s%8s %-18s  %-70s %s%s\n", c.domain_size,
+                  c.scale_out_gbps, mfu_no_pp, mfu_with_pp, gmfu, gain, topo::verdict_text(c.verdict),
+                  best(c.best_no_pp).c_str(), best(c.best_with_pp).c_str(), mark.c_str());
+  else
+    std::snprintf(line, sizeof line, "%6d %6g %7.1f%% %7.1f%% %s%7s %-18s %-14s %-16s%s\n", c.domain_size,
+                  c.scale_out_gbps, mfu_no_pp, mfu_with_pp, gmfu, gain, topo::verdict_text(c.verdict),
+                  best(c.best_no_pp).c_str(), best(c.best_with_pp).c_str(), mark.c_str());
+  std::string text(line);
+  const std::size_t end = text.find_last_not_of(" \n");  // no padding after the last column
+  return text.substr(0, end + 1) + "\n";
 }
 
 // --topology's own fabric: its domain size and scale-out Gb/s per device. A system
@@ -307,36 +328,43 @@ void print_own_cell(const CrossoverArgs& a, const CrossoverGrid& g, const Crosso
     for (double b : g.scale_out_gbps) on_grid |= d == own.domain_size && b == own.gbps;
   char gain[16] = "inf";
   if (!std::isinf(c.gain)) std::snprintf(gain, sizeof gain, "%+.1f%%", 100 * c.gain);
-  std::printf("%s's own fabric (domain %d, %g Gb/s): %s (gain %s)%s\n", s.topology.name.c_str(), own.domain_size,
-              own.gbps, topo::verdict_text(c.verdict), gain,
-              on_grid ? "; marked '<- own' in the grid" : "; not a cell of the grid");
+  char line[512];
+  std::snprintf(line, sizeof line, "%s's own fabric (domain %d, %g Gb/s): %s (gain %s)%s\n", s.topology.name.c_str(),
+                own.domain_size, own.gbps, topo::verdict_text(c.verdict), gain,
+                on_grid ? "; marked '<- own' in the grid" : "; not a cell of the grid");
+  std::printf("%s", wrap_lines(line, report_width(a.wide)).c_str());
 }
 
 // The uncertainty, verdict and search lines below the grid, and the failure assumptions.
-void print_grid_summary(const topo::CrossoverResult& r, const CrossoverSetup& s, bool full_assumptions) {
+void print_grid_summary(const topo::CrossoverResult& r, const CrossoverSetup& s, bool full_assumptions, bool wide) {
+  std::string out;
+  char line[1024];
   if (!r.cells.empty()) {
     const topo::CrossoverCell& c0 = r.cells.front();
     const topo::Projection& any = c0.best_no_pp.feasible ? c0.best_no_pp : c0.best_with_pp;
     if (any.mfu_band.known)
-      std::printf(
+      std::snprintf(
+          line, sizeof line,
           "uncertainty: +-%.1f%% (median out-of-family |MFU error| of the %d published runs of %s, families %s; "
           "topologies/validation/bands.json): a gain within threshold +- that is 'within uncertainty'\n",
           100 * c0.uncertainty, any.mfu_band.rows, any.mfu_band.scope.c_str(), any.mfu_band.family.c_str());
     else
-      std::printf(
-          "uncertainty: no validation band for %s (no published runs on it in "
-          "topologies/validation/published-runs.csv): verdicts compare the gain with the threshold alone\n",
-          s.topology.name.c_str());
+      std::snprintf(line, sizeof line,
+                    "uncertainty: no validation band for %s (no published runs on it in "
+                    "topologies/validation/published-runs.csv): verdicts compare the gain with the threshold alone\n",
+                    s.topology.name.c_str());
+    out += line;
   }
-  std::printf("verdict: %s\n", r.verdict.c_str());
-  if (r.skipped > 0)
-    std::printf(
-        "search: %zu split x cell pricings; %zu more skipped, their step-time lower bound above the cell's best "
-        "of their kind (with or without PP)\n",
-        r.pricings, r.skipped);
-  std::printf("%s", (full_assumptions ? topo::describe_assumptions(s.failure)
-                                      : topo::describe_assumptions_brief(s.failure))
-                        .c_str());
+  out += "verdict: " + r.verdict + "\n";
+  if (r.skipped > 0) {
+    std::snprintf(line, sizeof line,
+                  "search: %zu split x cell pricings; %zu more skipped, their step-time lower bound above the cell's "
+                  "best of their kind (with or without PP)\n",
+                  r.pricings, r.skipped);
+    out += line;
+  }
+  out += full_assumptions ? topo::describe_assumptions(s.failure) : topo::describe_assumptions_brief(s.failure);
+  std::printf("%s", wrap_lines(out, report_width(wide)).c_str());
 }
 
 // No split fits in any cell (e.g. --gpus 7): a grid of nothing answers no question, so
@@ -421,15 +449,15 @@ int crossover_main(int argc, char** argv) {
   apply_zero_flags(a.zero, search);
   const OwnFabric own = own_fabric(setup.topology);
   print_own_cell(a, grid, setup, search, own);
-  print_grid_columns(setup);
+  print_grid_columns(setup, a.wide);
   const bool with_goodput = setup.failure.complete();
   // Each cell prints as soon as its row of the grid is known.
   const topo::CrossoverResult r = price_cells(
       a, setup, search, grid.jobs, grid.domain_sizes, grid.scale_out_gbps,
       [&](const topo::CrossoverCell& c, Progress& progress) {
-        progress.print(cell_line(c, with_goodput, own.is(c) ? "  <- own" : ""));
+        progress.print(cell_line(c, with_goodput, a.wide, own.is(c) ? "  <- own" : ""));
       });
-  print_grid_summary(r, setup, a.full_assumptions);
+  print_grid_summary(r, setup, a.full_assumptions, a.wide);
   refuse_if_nothing_fits(r, a, setup);
   record_crossover(a, setup, r, argc, argv);
   return kExitOk;
