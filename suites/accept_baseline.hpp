@@ -21,7 +21,7 @@ namespace ibt::suites {
 // iterations and warm-up.
 nlohmann::json reference_from_run(const std::string& file, const std::string& run_spec);
 
-// True when `source` names an HDF5 results file (by its signature, else by ".h5").
+// True when `source` names an HDF5 file (HDF5's own check), else when it ends in ".h5".
 bool is_results_file(const std::string& source);
 
 }  // namespace ibt::suites

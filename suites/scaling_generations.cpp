@@ -52,14 +52,10 @@ void print_generation_speed(const std::vector<topo::ScalingPoint>& all, const Ge
     auto& s = speeds[key];
     if (pt.best.feasible) s.push_back(pt.tokens_per_s_per_device());
   }
-  auto median_speed = [&](const std::string& key) {
-    std::vector<double> s = speeds[key];
-    if (s.empty()) return 0.0;
-    std::sort(s.begin(), s.end());
-    return quantile(s, 0.5);
-  };
+  std::map<std::string, double> median_speed;
+  for (const auto& [key, s] : speeds) median_speed[key] = quantile(s, 0.5);  // 0 when nothing fits
   std::stable_sort(systems.begin(), systems.end(),
-                   [&](const std::string& a, const std::string& b) { return median_speed(a) < median_speed(b); });
+                   [&](const std::string& a, const std::string& b) { return median_speed[a] < median_speed[b]; });
 
   std::printf("\nSpeed by generation (slowest first; speed-up = tokens/s per device over %s's at the same count;\n"
               "days to train %.3g tokens; J/token = device board power / tokens/s per device; '-': no figure):\n",
