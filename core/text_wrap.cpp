@@ -56,4 +56,25 @@ std::string wrap_lines(const std::string& text, std::size_t width, std::size_t i
   return out;
 }
 
+std::vector<std::string> cell_pieces(const std::string& text, std::size_t width) {
+  std::vector<std::string> pieces(1);
+  std::size_t start = 0;
+  while (start < text.size()) {
+    std::size_t end = text.find(' ', start);
+    if (end == std::string::npos) end = text.size();
+    if (end > start) {
+      const std::string word = text.substr(start, end - start);
+      std::string& last = pieces.back();
+      if (last.empty())
+        last = word;
+      else if (last.size() + 1 + word.size() <= width)
+        last += " " + word;
+      else
+        pieces.push_back(word);
+    }
+    start = end + 1;
+  }
+  return pieces;
+}
+
 }  // namespace ibt

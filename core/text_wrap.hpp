@@ -5,6 +5,7 @@
 // Tables are never passed through this: their rows fit by their own column choices.
 #include <cstddef>
 #include <string>
+#include <vector>
 
 namespace ibt {
 
@@ -18,5 +19,10 @@ inline constexpr std::size_t kIndentUnderValue = static_cast<std::size_t>(-1);
 // `indent` spaces in, by default under the line's value: after a leading "label: " or
 // "label  " (two or more spaces), else two spaces in. width 0 returns `text` unchanged.
 std::string wrap_lines(const std::string& text, std::size_t width, std::size_t indent = kIndentUnderValue);
+
+// A table cell's text broken at spaces into pieces of at most `width` characters (a word
+// longer than that stays whole), so a long cell continues on the lines below its row in
+// its own column instead of pushing the row past the width. Always at least one piece.
+std::vector<std::string> cell_pieces(const std::string& text, std::size_t width);
 
 }  // namespace ibt

@@ -222,8 +222,9 @@ bool parse_command_line(int argc, char** argv, const boost::program_options::opt
 
 void add_wide_option(boost::program_options::options_description& opts, bool* wide) {
   opts.add_options()("wide", boost::program_options::bool_switch(wide),
-                     "full split labels and notes on one line each (rows up to ~300 columns); by default rows fit "
-                     "120 columns, with each split's compact label (the results file keeps the full one)");
+                     "wide detail: each split's full label, each note on one line however long (the atlas: its "
+                     "Markdown table); by default every line fits 120 columns, with compact split labels and "
+                     "notes wrapped (the results file keeps the full labels either way)");
 }
 
 std::size_t report_width(bool wide) { return wide ? 0 : kReportColumns; }

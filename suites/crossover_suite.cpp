@@ -1,6 +1,7 @@
 // ibt crossover: sweep a grid of fabrics (scale-up domain size x scale-out bandwidth) and
 // report, per cell, the best projected MFU without and with pipeline parallelism, the
 // gain, the winning splits, and a one-line verdict (topologies/studies/crossover.hpp).
+#include <algorithm>
 #include <boost/program_options.hpp>
 #include <cmath>
 #include <cstdio>
@@ -8,6 +9,8 @@
 #include <iostream>
 #include <limits>
 #include <sstream>
+#include <string>
+#include <vector>
 
 #include "core/errors.hpp"
 #include "core/progress.hpp"
@@ -171,6 +174,7 @@ int run_crossover_atlas(const CrossoverArgs& a, int argc, char** argv) {
   f.threshold = a.threshold;
   f.jobs = resolve_jobs(a.jobs);
   f.out = a.out;
+  f.wide = a.wide;
   return run_atlas(f, argc, argv);
 }
 
@@ -220,6 +224,14 @@ CrossoverSetup load_crossover_setup(const CrossoverArgs& a) {
   return {std::move(model), std::move(topology), options, std::move(failure), rank_by, gb};
 }
 
+// A narrow grid row: domain, Gb/s, the MFU (and goodput-adjusted MFU) columns, gain and
+// verdict take kGridFixed (+ kGridGoodput) characters; the two best splits share what is
+// left of kReportColumns after the "  <- own" mark, a longer one continuing below its row.
+constexpr int kGridFixed = 60, kGridGoodput = 19, kOwnMark = 8;
+int best_split_width(bool with_goodput) {
+  return (static_cast<int>(kReportColumns) - kGridFixed - (with_goodput ? kGridGoodput : 0) - kOwnMark - 1) / 2;
+}
+
 void print_grid_columns(const CrossoverSetup& s, bool wide) {
   const bool with_goodput = s.failure.complete();
   std::printf("%s", wrap_lines("compared by " + std::string(topo::to_string(s.rank_by)) +
@@ -230,14 +242,16 @@ void print_grid_columns(const CrossoverSetup& s, bool wide) {
     std::printf("%7s %9s %8s %8s %s%8s %-18s  %-70s %s\n", "domain", "Gb/s", "MFU pp1", "MFU pp>1",
                 with_goodput ? "gMFU pp1 gMFU pp>1 " : "", "gain", "verdict", "best PP=1 split", "best PP>1 split");
   else
-    std::printf("%6s %6s %8s %8s %s%7s %-18s %-14s %s\n", "domain", "Gb/s", "MFU pp1", "MFU pp>1",
-                with_goodput ? "gMFU pp1 gMFU pp>1 " : "", "gain", "verdict", "best PP=1", "best PP>1");
+    std::printf("%6s %6s %8s %8s %s%7s %-18s %-*s %s\n", "domain", "Gb/s", "MFU pp1", "MFU pp>1",
+                with_goodput ? "gMFU pp1 gMFU pp>1 " : "", "gain", "verdict", best_split_width(with_goodput),
+                "best PP=1", "best PP>1");
   std::fflush(stdout);
 }
 
 // One printed cell of the grid; `mark` follows it (the topology's own cell). By default
-// the best splits are named by strategy ("fsdp", "zero1 pp2 v8") so a row fits 120
-// columns; wide, by strategy and full split (the results file keeps both either way).
+// the best splits are named by strategy ("fsdp", "zero1 pp2 v8") in columns that keep
+// the row within 120 columns (a longer name continues on the next line, in its column);
+// wide, by strategy and full split (the results file keeps both either way).
 std::string cell_line(const topo::CrossoverCell& c, bool with_goodput, bool wide, const std::string& mark = "") {
   char gain[16];
   if (std::isinf(c.gain))
@@ -256,17 +270,30 @@ std::string cell_line(const topo::CrossoverCell& c, bool with_goodput, bool wide
   const double mfu_no_pp = c.best_no_pp.feasible ? 100 * c.best_no_pp.mfu : 0.0;
   const double mfu_with_pp = c.best_with_pp.feasible ? 100 * c.best_with_pp.mfu : 0.0;
   char line[640];
-  if (wide)
+  if (wide)  // the grid as before --wide existed: a row as long as its labels
     std::snprintf(line, sizeof line, "%7d %9g %7.1f%% %7.1f%% %s%8s %-18s  %-70s %s%s\n", c.domain_size,
                   c.scale_out_gbps, mfu_no_pp, mfu_with_pp, gmfu, gain, topo::verdict_text(c.verdict),
                   best(c.best_no_pp).c_str(), best(c.best_with_pp).c_str(), mark.c_str());
-  else
-    std::snprintf(line, sizeof line, "%6d %6g %7.1f%% %7.1f%% %s%7s %-18s %-14s %-16s%s\n", c.domain_size,
-                  c.scale_out_gbps, mfu_no_pp, mfu_with_pp, gmfu, gain, topo::verdict_text(c.verdict),
-                  best(c.best_no_pp).c_str(), best(c.best_with_pp).c_str(), mark.c_str());
-  std::string text(line);
-  const std::size_t end = text.find_last_not_of(" \n");  // no padding after the last column
-  return text.substr(0, end + 1) + "\n";
+  if (wide) {
+    std::string text(line);
+    const std::size_t end = text.find_last_not_of(" \n");  // no padding after the last column
+    return text.substr(0, end + 1) + "\n";
+  }
+  const int width = best_split_width(with_goodput);
+  const std::vector<std::string> no_pp = cell_pieces(best(c.best_no_pp), static_cast<std::size_t>(width));
+  const std::vector<std::string> with_pp = cell_pieces(best(c.best_with_pp), static_cast<std::size_t>(width));
+  std::snprintf(line, sizeof line, "%6d %6g %7.1f%% %7.1f%% %s%7s %-18s ", c.domain_size, c.scale_out_gbps, mfu_no_pp,
+                mfu_with_pp, gmfu, gain, topo::verdict_text(c.verdict));
+  const std::string lead(line);
+  std::string text;
+  for (size_t k = 0; k < std::max(no_pp.size(), with_pp.size()); ++k) {  // continuations: under their columns
+    char splits[256];
+    std::snprintf(splits, sizeof splits, "%-*s %-*s%s", width, k < no_pp.size() ? no_pp[k].c_str() : "", width,
+                  k < with_pp.size() ? with_pp[k].c_str() : "", k == 0 ? mark.c_str() : "");
+    std::string row = (k == 0 ? lead : std::string(lead.size(), ' ')) + splits;
+    text += row.substr(0, row.find_last_not_of(' ') + 1) + "\n";
+  }
+  return text;
 }
 
 // --topology's own fabric: its domain size and scale-out Gb/s per device. A system

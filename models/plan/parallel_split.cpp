@@ -72,7 +72,10 @@ std::string compact_label(const ParallelSplit& s) {
   if (s.vpp != 1) o << " vpp" << s.vpp;
   o << " m" << s.microbatches;
   if (s.micro_batch_size != 1) o << " b" << s.micro_batch_size;
-  if (s.pp > 1) o << " " << to_string(s.schedule);
+  // The schedule a pipeline gets unless told otherwise (1f1b; interleaved with vpp > 1) goes
+  // without saying; afab, zb-h1 and dualpipev are named.
+  const ScheduleKind implied = s.vpp > 1 ? ScheduleKind::interleaved : ScheduleKind::one_f_one_b;
+  if (s.pp > 1 && s.schedule != implied) o << " " << to_string(s.schedule);
   if (s.sequence_parallel) o << " sp";
   if (s.zero > 0) o << " zero" << s.zero;
   if (s.shard_group > 0) o << " shard" << s.shard_group;

@@ -150,8 +150,9 @@ struct ParallelSplit {
 // group as "shard8" after them.
 std::string describe(const ParallelSplit& s);
 // describe() as a table row shows it in 120 columns: parallel degrees of 1, the micro-batch
-// size 1, the schedule of a split without PP and recompute=none left out, e.g.
-// "dp16 tp2 pp2 m128 1f1b sp" for "dp16 tp2 pp2 ep1 vpp1 m128 b1 1f1b sp recompute=none"
+// size 1, recompute=none and the schedule when it is the one implied (none without PP,
+// 1f1b with PP, interleaved with vpp > 1) left out, e.g. "dp16 tp2 pp2 m128 sp" for
+// "dp16 tp2 pp2 ep1 vpp1 m128 b1 1f1b sp recompute=none"; "dp8 pp4 m32 zb-h1" keeps its schedule
 // (the HDF5 rows and --wide keep describe()'s words).
 std::string compact_label(const ParallelSplit& s);
 // The strategy in the field's words, for tables and search results: the data-parallel

@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <sstream>
+#include <vector>
 
 namespace ibt {
 namespace {
@@ -70,6 +71,21 @@ TEST(TextWrap, AGivenIndent) {
     ++continuations;
   }
   EXPECT_EQ(continuations, 2) << out;
+}
+
+TEST(CellPieces, ShortTextIsOnePiece) {
+  EXPECT_EQ(cell_pieces("dp64 m32 zero2", 20), std::vector<std::string>{"dp64 m32 zero2"});
+  EXPECT_EQ(cell_pieces("", 20), std::vector<std::string>{""});
+}
+
+TEST(CellPieces, LongTextBrokenAtSpacesWithinTheWidth) {
+  const std::string label = "dp1024 cp4 ring ep128 m2 b2 zero3 recompute=selective";
+  const std::vector<std::string> pieces = cell_pieces(label, 36);
+  ASSERT_EQ(pieces.size(), 2u);
+  EXPECT_EQ(pieces[0], "dp1024 cp4 ring ep128 m2 b2 zero3");
+  EXPECT_EQ(pieces[1], "recompute=selective");
+  // A word longer than the width is a piece of its own, whole.
+  EXPECT_EQ(cell_pieces("pp4 recompute=selective", 10), (std::vector<std::string>{"pp4", "recompute=selective"}));
 }
 
 }  // namespace
