@@ -3,6 +3,7 @@
 // gain, the winning splits, and a one-line verdict (topologies/studies/crossover.hpp).
 #include <algorithm>
 #include <boost/program_options.hpp>
+#include <cctype>
 #include <cmath>
 #include <cstdio>
 #include <functional>
@@ -127,7 +128,9 @@ po::options_description crossover_options(CrossoverArgs& a, po::options_descript
       "jobs,j", po::value(&a.jobs)->default_value(a.jobs),
       "threads sweeping the splits (the results are the same for any count; 0 = all cores)")(
       "out", po::value(&a.out), "HDF5 results file to append a run of kind 'crossover' to");
-  add_wide_option(opts, &a.wide);
+  add_wide_option(opts, &a.wide,
+                  "each grid cell's best splits by strategy and full label, the atlas as a Markdown table with its "
+                  "sources' references");
   po::options_description atlas_opts("The atlas (--atlas; topologies/studies/atlas.hpp)");
   atlas_opts.add_options()("atlas", po::bool_switch(&a.atlas), "run the atlas instead of a grid")(
       "atlas-file", po::value(&a.atlas_file), "atlas cells (default topologies/validation/atlas.json)")(
@@ -232,6 +235,20 @@ int best_split_width(bool with_goodput) {
   return (static_cast<int>(kReportColumns) - kGridFixed - (with_goodput ? kGridGoodput : 0) - kOwnMark - 1) / 2;
 }
 
+// A strategy label broken for its column (cell_pieces) without parting a parallelism from
+// its qualifier: "tp8 sp", "cp4 ring" and "pp2 v4" stay on one line.
+std::vector<std::string> strategy_pieces(const std::string& label, int width) {
+  const char glue = '\x1f';  // stands for a space inside a group while the label is broken
+  std::string glued = label;
+  for (size_t i = glued.find(' '); i != std::string::npos; i = glued.find(' ', i + 1)) {
+    const std::string next = glued.substr(i + 1, glued.find(' ', i + 1) - i - 1);
+    if (next == "sp" || next == "ring" || (next.size() > 1 && next[0] == 'v' && std::isdigit(next[1]))) glued[i] = glue;
+  }
+  std::vector<std::string> pieces = cell_pieces(glued, static_cast<std::size_t>(width));
+  for (auto& piece : pieces) std::replace(piece.begin(), piece.end(), glue, ' ');
+  return pieces;
+}
+
 void print_grid_columns(const CrossoverSetup& s, bool wide) {
   const bool with_goodput = s.failure.complete();
   std::printf("%s", wrap_lines("compared by " + std::string(topo::to_string(s.rank_by)) +
@@ -280,8 +297,8 @@ std::string cell_line(const topo::CrossoverCell& c, bool with_goodput, bool wide
     return text.substr(0, end + 1) + "\n";
   }
   const int width = best_split_width(with_goodput);
-  const std::vector<std::string> no_pp = cell_pieces(best(c.best_no_pp), static_cast<std::size_t>(width));
-  const std::vector<std::string> with_pp = cell_pieces(best(c.best_with_pp), static_cast<std::size_t>(width));
+  const std::vector<std::string> no_pp = strategy_pieces(best(c.best_no_pp), width);
+  const std::vector<std::string> with_pp = strategy_pieces(best(c.best_with_pp), width);
   std::snprintf(line, sizeof line, "%6d %6g %7.1f%% %7.1f%% %s%7s %-18s ", c.domain_size, c.scale_out_gbps, mfu_no_pp,
                 mfu_with_pp, gmfu, gain, topo::verdict_text(c.verdict));
   const std::string lead(line);
@@ -479,11 +496,11 @@ int crossover_main(int argc, char** argv) {
   print_grid_columns(setup, a.wide);
   const bool with_goodput = setup.failure.complete();
   // Each cell prints as soon as its row of the grid is known.
-  const topo::CrossoverResult r = price_cells(
-      a, setup, search, grid.jobs, grid.domain_sizes, grid.scale_out_gbps,
-      [&](const topo::CrossoverCell& c, Progress& progress) {
-        progress.print(cell_line(c, with_goodput, a.wide, own.is(c) ? "  <- own" : ""));
-      });
+  const topo::CrossoverResult r =
+      price_cells(a, setup, search, grid.jobs, grid.domain_sizes, grid.scale_out_gbps,
+                  [&](const topo::CrossoverCell& c, Progress& progress) {
+                    progress.print(cell_line(c, with_goodput, a.wide, own.is(c) ? "  <- own" : ""));
+                  });
   print_grid_summary(r, setup, a.full_assumptions, a.wide);
   refuse_if_nothing_fits(r, a, setup);
   record_crossover(a, setup, r, argc, argv);

@@ -161,7 +161,7 @@ po::options_description project_options(ProjectArgs& a, po::options_description&
       "rank-by", po::value(&a.rank_by)->default_value(a.rank_by),
       "with --all: rank by mfu or goodput (goodput-adjusted MFU = MFU x goodput; needs the failure figures)")(
       "out", po::value(&a.out), "HDF5 results file to append a run of kind 'projection' to");
-  add_wide_option(opts, &a.wide);
+  add_wide_option(opts, &a.wide, "full split labels and the ranking's strategy column");
   suites::add_failure_options(opts);
   po::options_description zero_opts("Sharded data parallelism (one split; with --all: comma lists to search)");
   old_spellings.add_options()("mbs", po::value<long>());
@@ -299,9 +299,9 @@ void project_every_split(const ProjectArgs& a, const ProjectSetup& s, RunRecorde
   }
   if (ranked.front().feasible)
     std::printf("\nbest:\n%s", wrap_lines(topo::describe_projection(ranked.front(), s.options.dtype) +
-                                             topo::describe_goodput(ranked.front().goodput),
-                                         report_width(a.wide))
-                                  .c_str());
+                                              topo::describe_goodput(ranked.front().goodput),
+                                          report_width(a.wide))
+                                   .c_str());
 }
 
 // One split: its projection printed and recorded with its per-stage rows.

@@ -148,8 +148,8 @@ void print_points(const std::vector<topo::ScalingPoint>& points, bool wide) {
     std::snprintf(detail, sizeof detail, "%.0f%% (%s), %s %.0f%%", 100 * st.compute_s / p.step_s,
                   staged ? ("stage " + std::to_string(p.bottleneck_stage)).c_str() : "rank mean",
                   topo::to_string(static_cast<topo::Exposure>(worst)), 100 * st.exposed_s[worst] / p.step_s);
-    std::printf("%8d %9lld %10.0f %6.1f%% %7.3g  %-*s %s\n", pt.devices, pt.global_batch,
-                pt.tokens_per_s_per_device(), 100 * p.mfu, p.step_s, split_width,
+    std::printf("%8d %9lld %10.0f %6.1f%% %7.3g  %-*s %s\n", pt.devices, pt.global_batch, pt.tokens_per_s_per_device(),
+                100 * p.mfu, p.step_s, split_width,
                 (wide ? topo::split_label(p.split) : models::compact_label(p.split)).c_str(), detail);
   }
 }
@@ -204,7 +204,7 @@ po::options_description scaling_options(ScalingArgs& a) {
       "HDF5 file with `ibt train`/`ibt sweep` runs of the model: their points join the table as "
       "source 'measured' (repeatable)")("out", po::value(&a.out),
                                         "HDF5 results file to append a run of kind 'scaling' to");
-  add_wide_option(opts, &a.wide);
+  add_wide_option(opts, &a.wide, "full split labels, an infeasible point's reason on one line");
   return opts;
 }
 
@@ -325,8 +325,8 @@ void project_systems(const std::vector<topo::Topology>& systems, const ScalingAr
     options.usable_memory_fraction = a.memory_fraction;
     std::printf("\n%s: %s, %d per scale-up domain, MFU against %s peak\n", topology.name.c_str(),
                 topology.device.name.c_str(), topology.domain_size(), options.dtype.c_str());
-    take_points(topo::project_scaling(model, topology, axis.gpus, batch, options), model.name, axis.mode,
-                generations, recorder, all, a.wide);
+    take_points(topo::project_scaling(model, topology, axis.gpus, batch, options), model.name, axis.mode, generations,
+                recorder, all, a.wide);
   }
 }
 

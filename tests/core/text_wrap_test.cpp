@@ -43,8 +43,9 @@ TEST(TextWrap, ContinuationUnderTheValueOfALabel) {
 }
 
 TEST(TextWrap, ContinuationUnderAColumnLabel) {
-  const std::string line = "MFU          56.3% (80% band 46.2-100.0: out-of-family error of 15 published runs on dgx-h100) "
-                           "(model FLOPs vs bf16 peak), HFU 56.3% (with recompute)";
+  const std::string line =
+      "MFU          56.3% (80% band 46.2-100.0: out-of-family error of 15 published runs on dgx-h100) "
+      "(model FLOPs vs bf16 peak), HFU 56.3% (with recompute)";
   const std::string out = wrap_lines(line, 100);
   EXPECT_LE(longest_line(out), 100u);
   EXPECT_NE(out.find("\n             "), std::string::npos) << out;  // 13 = "MFU          "
@@ -58,9 +59,10 @@ TEST(TextWrap, AWordLongerThanTheWidthStaysWhole) {
 
 TEST(TextWrap, AGivenIndent) {
   const std::string row = "       8      1024          -  ";
-  const std::string out = wrap_lines(row + std::string("no split fits in memory; e.g. 1231.6 GB over: needs 1308.9 GB ") +
-                                         "per device on stage 0 (weights 141.1 GB, optimizer 846.6 GB) > 77.3 GB usable",
-                                     80, row.size());
+  const std::string out =
+      wrap_lines(row + std::string("no split fits in memory; e.g. 1231.6 GB over: needs 1308.9 GB ") +
+                     "per device on stage 0 (weights 141.1 GB, optimizer 846.6 GB) > 77.3 GB usable",
+                 80, row.size());
   EXPECT_LE(longest_line(out), 80u);
   std::istringstream lines(out);
   std::string line;

@@ -132,8 +132,10 @@ struct SplitColumns {
   int width;
   std::string header() const {
     char buf[128];
-    if (wide) std::snprintf(buf, sizeof buf, "%-18s %-66s", "strategy", "split");
-    else std::snprintf(buf, sizeof buf, "%-*s", width, "split");
+    if (wide)
+      std::snprintf(buf, sizeof buf, "%-18s %-66s", "strategy", "split");
+    else
+      std::snprintf(buf, sizeof buf, "%-*s", width, "split");
     return buf;
   }
   // The row's cells, then the label's continuation pieces (none when wide or it fits).
@@ -217,15 +219,16 @@ std::string ranking_table(const std::vector<Projection>& ranked, size_t limit, b
   std::string notes;  // prose under the rows: wrapped to 120 columns unless wide
   auto label = [wide](const models::ParallelSplit& sp) { return wide ? split_label(sp) : models::compact_label(sp); };
   notes += std::to_string(feasible) + " feasible split(s)" +
-         (limit && feasible > shown ? " (" + std::to_string(shown) + " shown)" : std::string()) + ", " +
-         std::to_string(infeasible) + " infeasible\n";
+           (limit && feasible > shown ? " (" + std::to_string(shown) + " shown)" : std::string()) + ", " +
+           std::to_string(infeasible) + " infeasible\n";
   // Splits a search skipped by their lower bound (SearchRun::keep_best): they fit but
   // cannot enter the top list, so their times were not computed.
   if (bounded)
-    notes += "  " + std::to_string(bounded) +
-           " more split(s) fit in memory but were not priced: their step-time lower bound is above the top list's last "
-           "(e.g. " +
-           label(bounded_example->split) + ": " + bounded_example->reason + "; --top 0 prices every split)\n";
+    notes +=
+        "  " + std::to_string(bounded) +
+        " more split(s) fit in memory but were not priced: their step-time lower bound is above the top list's last "
+        "(e.g. " +
+        label(bounded_example->split) + ": " + bounded_example->reason + "; --top 0 prices every split)\n";
   // Examples: first the splits that fit in memory and were refused all the same (the
   // topology cannot carry them: rarer, and the more telling), then those too big; a
   // reason already shown is not repeated.
