@@ -2,7 +2,8 @@
 // Prose lines of a command's report fitted to a terminal's width: notes, assumptions and
 // "label   value" lines are broken at spaces, continuation lines indented under the value,
 // so the default output of project, crossover and scaling stays within 120 columns.
-// Tables are never passed through this: their rows fit by their own column choices.
+// Table rows are never passed through wrap_lines: they fit by their own column choices, a
+// cell too long for its column continuing below it (cell_pieces).
 #include <cstddef>
 #include <string>
 #include <vector>
