@@ -3,8 +3,8 @@
 
 RECORDED.md is a file whose FIRST markdown table is a recorded atlas in the layout of
 docs/measurements/atlas.md (model | system | devices x batch | with PP | without PP | gain |
-verdict | practice | agreement | term); NOW.txt is the stdout of `ibt crossover --atlas`
-(model | system | devices x batch | scale | with PP | split | without PP | split | gain |
+verdict | practice | agreement | term); NOW.txt is the stdout of `ibt crossover --atlas --wide`
+(the Markdown table: model | system | devices x batch | scale | with PP | split | without PP | split | gain |
 verdict | practice | agreement | term). Prints one markdown row per cell of NOW (its MFU
 bands, gain, verdict and agreement beside the recorded gain and verdict, "**verdict**"
 where the verdict changed) and a count line. A record, not a check: exit 0 whatever changed.

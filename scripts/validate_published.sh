@@ -75,7 +75,7 @@ project_row() {
   for r in "${tries[@]}"; do
     local args=(project --model "$model" --topology "$topo" --gpus "$gpus" --tp "$tp" --pp "$pp" --ep "$ep" --cp "$cp"
                 --micro-batch-size "$mbs" --global-batch "$gb" --schedule "$sched" --recompute "$r" --zero "$zero"
-                --framework "$fw")
+                --framework "$fw" --wide)  # --wide: each figure on its own unwrapped line
     [ "$sched" = interleaved ] && args+=(--vpp "$vpp")
     [ "$fp8" = 1 ] && args+=(--fp8)
     out=$("$ibt" "${args[@]}" 2>&1) || { echo "validate_published.sh: ibt ${args[*]} failed:" >&2; echo "$out" >&2; return 1; }

@@ -10,6 +10,7 @@
 
 #include "core/did_you_mean.hpp"
 #include "core/errors.hpp"
+#include "core/text_wrap.hpp"
 
 namespace ibt::suites {
 
@@ -218,5 +219,15 @@ bool parse_command_line(int argc, char** argv, const boost::program_options::opt
   }
   return true;
 }
+
+void add_wide_option(boost::program_options::options_description& opts, bool* wide, const std::string& detail) {
+  opts.add_options()(
+      "wide", boost::program_options::bool_switch(wide),
+      (detail + ", each note on one line however long; by default every line fits 120 columns "
+                "(compact split labels, notes wrapped); the results file keeps the full labels either way")
+          .c_str());
+}
+
+std::size_t report_width(bool wide) { return wide ? 0 : kReportColumns; }
 
 }  // namespace ibt::suites

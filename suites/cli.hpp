@@ -79,6 +79,12 @@ void take_alias(const boost::program_options::variables_map& vm, const char* old
 // of the binary value ("0.0030000000000000001").
 boost::program_options::typed_value<double>* double_value(double* target);
 
+// --wide for commands whose default output fits 120 columns (project, crossover, scaling):
+// `detail` (what the command prints wide: "full split labels ...") and unwrapped notes.
+void add_wide_option(boost::program_options::options_description& opts, bool* wide, const std::string& detail);
+// The width a command's notes are wrapped to: 120 columns, or none with --wide.
+std::size_t report_width(bool wide);
+
 // Every command's --help, one layout for all (tests/suites/help_pages_test.sh checks it):
 //   usage: <usage>            (continuation lines of `usage` are indented under it)
 //   <blank>

@@ -1,5 +1,6 @@
 #include "suites/crossover_atlas.hpp"
 
+#include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <cstdio>
@@ -9,7 +10,9 @@
 #include <sstream>
 
 #include "core/errors.hpp"
+#include "core/text_wrap.hpp"
 #include "ibt/version.hpp"
+#include "models/plan/parallel_split.hpp"
 #include "suites/cli.hpp"
 #include "suites/run_recorder.hpp"
 #include "topologies/projection/projection_report.hpp"
@@ -76,6 +79,57 @@ std::vector<std::string> split_words(const std::string& s) {
   return out;
 }
 
+// The cells' table within kReportColumns: a row per cell with what decides (gain, verdict,
+// practice, agreement, the deciding term), and under it the two bests, each its MFU (band)
+// and strategy. --wide prints the Markdown table instead (AtlasTable::wide).
+struct AtlasTable {
+  bool wide = false;
+  int model = 5, system = 6, scale = 23;  // column widths, from the cells to be run
+
+  AtlasTable(const std::vector<topo::AtlasEntry>& cells, bool wide_table) : wide(wide_table) {
+    for (const auto& e : cells) {
+      model = std::max(model, static_cast<int>(e.model.size()));
+      system = std::max(system, static_cast<int>(e.topology.size()));
+      scale = std::max(scale, static_cast<int>(scale_text(e).size()));
+    }
+  }
+  static std::string scale_text(const topo::AtlasEntry& e) {
+    return std::to_string(e.devices) + " x " + std::to_string(e.global_batch) + " (" + e.scale + ")";
+  }
+  static std::string best_text(const topo::Projection& p) { return p.feasible ? models::strategy_label(p.split) : "-"; }
+
+  void print_header() const {
+    if (wide) {
+      std::printf(
+          "| model | system | devices x batch | scale | best with PP: MFU (band) | split | best without PP: "
+          "MFU (band) | split | gain | verdict | practice | agreement | deciding term |\n");
+      std::printf("|---|---|---|---|---|---|---|---|---|---|---|---|---|\n");
+      return;
+    }
+    std::printf("%-*s %-*s %-*s %7s %-18s %-8s %-12s %s\n", model, "model", system, "system", scale,
+                "devices x batch (scale)", "gain", "verdict", "practice", "agreement", "deciding term");
+    std::printf("  (under each: the best split with and without PP, its MFU (band) and strategy)\n");
+  }
+
+  void print_cell(const topo::AtlasEntry& e, const topo::AtlasCell& c) const {
+    const topo::Projection& w = c.cell.best_with_pp;
+    const topo::Projection& n = c.cell.best_no_pp;
+    if (wide) {
+      std::printf("| %s | %s | %d x %lld | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s |\n", e.model.c_str(),
+                  e.topology.c_str(), e.devices, e.global_batch, e.scale.c_str(), mfu_text(w).c_str(),
+                  w.feasible ? topo::strategy_and_split(w.split).c_str() : "-", mfu_text(n).c_str(),
+                  n.feasible ? topo::strategy_and_split(n.split).c_str() : "-", gain_text(c.cell.gain).c_str(),
+                  topo::verdict_text(c.cell.verdict), e.practice.c_str(), c.agreement.c_str(), c.deciding_term.c_str());
+      return;
+    }
+    std::printf("%-*s %-*s %-*s %7s %-18s %-8s %-12s %s\n", model, e.model.c_str(), system, e.topology.c_str(), scale,
+                scale_text(e).c_str(), gain_text(c.cell.gain).c_str(), topo::verdict_text(c.cell.verdict),
+                e.practice.c_str(), c.agreement.c_str(), c.deciding_term.c_str());
+    std::printf("  with PP     %-19s %s\n", mfu_text(w).c_str(), best_text(w).c_str());
+    std::printf("  without PP  %-19s %s\n", mfu_text(n).c_str(), best_text(n).c_str());
+  }
+};
+
 }  // namespace
 
 int run_atlas(const AtlasFlags& flags, int argc, char** argv) {
@@ -83,14 +137,15 @@ int run_atlas(const AtlasFlags& flags, int argc, char** argv) {
   const topo::AtlasSpec spec = topo::load_atlas(path);
   const std::vector<topo::AtlasEntry> cells = topo::select_cells(spec, flags.models, flags.topologies);
   if (!flags.out.empty()) store::check_appendable(flags.out);
-  std::printf(
-      "ibt crossover --atlas: %zu cells of %s, threshold %.0f%%; each cell is one crossover at the "
-      "system's own domain size and scale-out bandwidth\n",
-      cells.size(), path.c_str(), 100 * flags.threshold);
-  std::printf(
-      "| model | system | devices x batch | scale | best with PP: MFU (band) | split | best without PP: "
-      "MFU (band) | split | gain | verdict | practice | agreement | deciding term |\n");
-  std::printf("|---|---|---|---|---|---|---|---|---|---|---|---|---|\n");
+  const std::size_t width = report_width(flags.wide);
+  char intro[1024];
+  std::snprintf(intro, sizeof intro,
+                "ibt crossover --atlas: %zu cells of %s, threshold %.0f%%; each cell is one crossover at the "
+                "system's own domain size and scale-out bandwidth\n",
+                cells.size(), path.c_str(), 100 * flags.threshold);
+  std::printf("%s", wrap_lines(intro, width).c_str());
+  const AtlasTable table(cells, flags.wide);
+  table.print_header();
   std::fflush(stdout);
   topo::keep_freed_memory_for_reuse();
   std::vector<topo::AtlasCell> results;
@@ -112,22 +167,23 @@ int run_atlas(const AtlasFlags& flags, int argc, char** argv) {
     const double left = all / static_cast<double>(i + 1) * static_cast<double>(cells.size() - i - 1);
     std::fprintf(stderr, "atlas [%zu/%zu] %s on %s: %s in %.0f s (%.0f s so far, about %.0f s left)\n", i + 1,
                  cells.size(), e.model.c_str(), e.topology.c_str(), topo::verdict_text(c.cell.verdict), s, all, left);
-    std::printf("| %s | %s | %d x %lld | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s |\n", e.model.c_str(),
-                e.topology.c_str(), e.devices, e.global_batch, e.scale.c_str(), mfu_text(c.cell.best_with_pp).c_str(),
-                c.cell.best_with_pp.feasible ? topo::strategy_and_split(c.cell.best_with_pp.split).c_str() : "-",
-                mfu_text(c.cell.best_no_pp).c_str(),
-                c.cell.best_no_pp.feasible ? topo::strategy_and_split(c.cell.best_no_pp.split).c_str() : "-",
-                gain_text(c.cell.gain).c_str(), topo::verdict_text(c.cell.verdict), e.practice.c_str(), c.agreement.c_str(),
-                c.deciding_term.c_str());
+    table.print_cell(e, c);
     std::fflush(stdout);
     results.push_back(std::move(c));
   }
-  std::printf("\nwhy, per cell (the part of the step that separates the two bests; each one's bottleneck stage):\n");
+  std::string notes =
+      "\nwhy, per cell (the part of the step that separates the two bests; each one's bottleneck stage):\n";
   for (const auto& c : results)
-    std::printf("- %s on %s: %s; %s\n", c.entry.model.c_str(), c.entry.topology.c_str(), c.agreement.c_str(),
-                c.why.c_str());
-  std::printf("\nsources:\n");
-  for (const auto& [id, ref] : spec.sources) std::printf("- %s: %s\n", id.c_str(), ref.c_str());
+    notes += "- " + c.entry.model + " on " + c.entry.topology + ": " + c.agreement + "; " + c.why + "\n";
+  if (flags.wide) {
+    notes += "\nsources:\n";
+    for (const auto& [id, ref] : spec.sources) notes += "- " + id + ": " + ref + "\n";
+  } else {  // their references hold URLs longer than a line: --wide prints them
+    notes += "\nsources (their references: --wide, or the file's \"sources\"):";
+    for (size_t i = 0; i < spec.sources.size(); ++i) notes += (i == 0 ? " " : ", ") + spec.sources[i].first;
+    notes += "\n";
+  }
+  std::printf("%s", wrap_lines(notes, width).c_str());
 
   RunRecorder recorder(flags.out, "crossover");
   recorder.set_attr("command_line", joined_command_line(argc, argv));

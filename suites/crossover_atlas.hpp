@@ -1,6 +1,7 @@
 #pragma once
 // `ibt crossover --atlas`: the atlas of topologies/studies/atlas.hpp on the command line --
-// one line per cell on stdout, progress on stderr, a table "atlas" in a crossover run.
+// one block per cell on stdout (within 120 columns; --wide: one Markdown row per cell),
+// progress on stderr, a table "atlas" in a crossover run.
 #include <string>
 #include <vector>
 
@@ -13,6 +14,7 @@ struct AtlasFlags {
   double threshold = 0.05;
   int jobs = 1;
   std::string out;  // HDF5 file, "" = none
+  bool wide = false;  // --wide: the Markdown table (every band and full split) and unwrapped notes
 };
 
 int run_atlas(const AtlasFlags& flags, int argc, char** argv);

@@ -1,16 +1,21 @@
 // ibt crossover: sweep a grid of fabrics (scale-up domain size x scale-out bandwidth) and
 // report, per cell, the best projected MFU without and with pipeline parallelism, the
 // gain, the winning splits, and a one-line verdict (topologies/studies/crossover.hpp).
+#include <algorithm>
 #include <boost/program_options.hpp>
+#include <cctype>
 #include <cmath>
 #include <cstdio>
 #include <functional>
 #include <iostream>
 #include <limits>
 #include <sstream>
+#include <string>
+#include <vector>
 
 #include "core/errors.hpp"
 #include "core/progress.hpp"
+#include "core/text_wrap.hpp"
 #include "ibt/version.hpp"
 #include "models/plan/model_file.hpp"
 #include "suites/cli.hpp"
@@ -97,6 +102,7 @@ struct CrossoverArgs {
   ZeroFlags zero;
   topo::FailureOverrides failure;
   bool full_assumptions = false;
+  bool wide = false;  // --wide: full split labels in the grid, notes unwrapped
 };
 
 po::options_description crossover_options(CrossoverArgs& a, po::options_description& old_spellings) {
@@ -122,6 +128,9 @@ po::options_description crossover_options(CrossoverArgs& a, po::options_descript
       "jobs,j", po::value(&a.jobs)->default_value(a.jobs),
       "threads sweeping the splits (the results are the same for any count; 0 = all cores)")(
       "out", po::value(&a.out), "HDF5 results file to append a run of kind 'crossover' to");
+  add_wide_option(opts, &a.wide,
+                  "each grid cell's best splits by strategy and full label, the atlas as a Markdown table with its "
+                  "sources' references");
   po::options_description atlas_opts("The atlas (--atlas; topologies/studies/atlas.hpp)");
   atlas_opts.add_options()("atlas", po::bool_switch(&a.atlas), "run the atlas instead of a grid")(
       "atlas-file", po::value(&a.atlas_file), "atlas cells (default topologies/validation/atlas.json)")(
@@ -168,6 +177,7 @@ int run_crossover_atlas(const CrossoverArgs& a, int argc, char** argv) {
   f.threshold = a.threshold;
   f.jobs = resolve_jobs(a.jobs);
   f.out = a.out;
+  f.wide = a.wide;
   return run_atlas(f, argc, argv);
 }
 
@@ -217,17 +227,49 @@ CrossoverSetup load_crossover_setup(const CrossoverArgs& a) {
   return {std::move(model), std::move(topology), options, std::move(failure), rank_by, gb};
 }
 
-void print_grid_columns(const CrossoverSetup& s) {
+// A narrow grid row: domain, Gb/s, the MFU (and goodput-adjusted MFU) columns, gain and
+// verdict take kGridFixed (+ kGridGoodput) characters; the two best splits share what is
+// left of kReportColumns after the "  <- own" mark, a longer one continuing below its row.
+constexpr int kGridFixed = 60, kGridGoodput = 19, kOwnMark = 8;
+int best_split_width(bool with_goodput) {
+  return (static_cast<int>(kReportColumns) - kGridFixed - (with_goodput ? kGridGoodput : 0) - kOwnMark - 1) / 2;
+}
+
+// A strategy label broken for its column (cell_pieces) without parting a parallelism from
+// its qualifier: "tp8 sp", "cp4 ring" and "pp2 v4" stay on one line.
+std::vector<std::string> strategy_pieces(const std::string& label, int width) {
+  const char glue = '\x1f';  // stands for a space inside a group while the label is broken
+  std::string glued = label;
+  for (size_t i = glued.find(' '); i != std::string::npos; i = glued.find(' ', i + 1)) {
+    const std::string next = glued.substr(i + 1, glued.find(' ', i + 1) - i - 1);
+    if (next == "sp" || next == "ring" || (next.size() > 1 && next[0] == 'v' && std::isdigit(next[1]))) glued[i] = glue;
+  }
+  std::vector<std::string> pieces = cell_pieces(glued, static_cast<std::size_t>(width));
+  for (auto& piece : pieces) std::replace(piece.begin(), piece.end(), glue, ' ');
+  return pieces;
+}
+
+void print_grid_columns(const CrossoverSetup& s, bool wide) {
   const bool with_goodput = s.failure.complete();
-  std::printf("compared by %s%s\n", topo::to_string(s.rank_by),
-              with_goodput ? "" : ("; goodput not computed: " + s.failure.missing()).c_str());
-  std::printf("%7s %9s %8s %8s %s%8s %-18s  %-70s %s\n", "domain", "Gb/s", "MFU pp1", "MFU pp>1",
-              with_goodput ? "gMFU pp1 gMFU pp>1 " : "", "gain", "verdict", "best PP=1 split", "best PP>1 split");
+  std::printf("%s", wrap_lines("compared by " + std::string(topo::to_string(s.rank_by)) +
+                                   (with_goodput ? "" : "; goodput not computed: " + s.failure.missing()) + "\n",
+                               report_width(wide))
+                        .c_str());
+  if (wide)
+    std::printf("%7s %9s %8s %8s %s%8s %-18s  %-70s %s\n", "domain", "Gb/s", "MFU pp1", "MFU pp>1",
+                with_goodput ? "gMFU pp1 gMFU pp>1 " : "", "gain", "verdict", "best PP=1 split", "best PP>1 split");
+  else
+    std::printf("%6s %6s %8s %8s %s%7s %-18s %-*s %s\n", "domain", "Gb/s", "MFU pp1", "MFU pp>1",
+                with_goodput ? "gMFU pp1 gMFU pp>1 " : "", "gain", "verdict", best_split_width(with_goodput),
+                "best PP=1", "best PP>1");
   std::fflush(stdout);
 }
 
-// One printed cell of the grid; `mark` follows it (the topology's own cell).
-std::string cell_line(const topo::CrossoverCell& c, bool with_goodput, const std::string& mark = "") {
+// One printed cell of the grid; `mark` follows it (the topology's own cell). By default
+// the best splits are named by strategy ("fsdp", "zero1 pp2 v8") in columns that keep
+// the row within 120 columns (a longer name continues on the next line, in its column);
+// wide, by strategy and full split (the results file keeps both either way).
+std::string cell_line(const topo::CrossoverCell& c, bool with_goodput, bool wide, const std::string& mark = "") {
   char gain[16];
   if (std::isinf(c.gain))
     std::snprintf(gain, sizeof gain, "inf");
@@ -238,14 +280,37 @@ std::string cell_line(const topo::CrossoverCell& c, bool with_goodput, const std
     std::snprintf(gmfu, sizeof gmfu, "%7.1f%% %8.1f%% ",
                   c.best_no_pp.goodput.computed ? 100 * c.best_no_pp.goodput.goodput_mfu : 0.0,
                   c.best_with_pp.goodput.computed ? 100 * c.best_with_pp.goodput.goodput_mfu : 0.0);
+  auto best = [wide](const topo::Projection& p) {
+    if (!p.feasible) return std::string("(none fits)");
+    return wide ? topo::strategy_and_split(p.split) : models::strategy_label(p.split);
+  };
+  const double mfu_no_pp = c.best_no_pp.feasible ? 100 * c.best_no_pp.mfu : 0.0;
+  const double mfu_with_pp = c.best_with_pp.feasible ? 100 * c.best_with_pp.mfu : 0.0;
   char line[640];
-  std::snprintf(line, sizeof line, "%7d %9g %7.1f%% %7.1f%% %s%8s %-18s  %-70s %s%s\n", c.domain_size,
-                c.scale_out_gbps, c.best_no_pp.feasible ? 100 * c.best_no_pp.mfu : 0.0,
-                c.best_with_pp.feasible ? 100 * c.best_with_pp.mfu : 0.0, gmfu, gain, topo::verdict_text(c.verdict),
-                c.best_no_pp.feasible ? topo::strategy_and_split(c.best_no_pp.split).c_str() : "(none fits)",
-                c.best_with_pp.feasible ? topo::strategy_and_split(c.best_with_pp.split).c_str() : "(none fits)",
-                mark.c_str());
-  return std::string(line);
+  if (wide)  // the grid as before --wide existed: a row as long as its labels
+    std::snprintf(line, sizeof line, "%7d %9g %7.1f%% %7.1f%% %s%8s %-18s  %-70s %s%s\n", c.domain_size,
+                  c.scale_out_gbps, mfu_no_pp, mfu_with_pp, gmfu, gain, topo::verdict_text(c.verdict),
+                  best(c.best_no_pp).c_str(), best(c.best_with_pp).c_str(), mark.c_str());
+  if (wide) {
+    std::string text(line);
+    const std::size_t end = text.find_last_not_of(" \n");  // no padding after the last column
+    return text.substr(0, end + 1) + "\n";
+  }
+  const int width = best_split_width(with_goodput);
+  const std::vector<std::string> no_pp = strategy_pieces(best(c.best_no_pp), width);
+  const std::vector<std::string> with_pp = strategy_pieces(best(c.best_with_pp), width);
+  std::snprintf(line, sizeof line, "%6d %6g %7.1f%% %7.1f%% %s%7s %-18s ", c.domain_size, c.scale_out_gbps, mfu_no_pp,
+                mfu_with_pp, gmfu, gain, topo::verdict_text(c.verdict));
+  const std::string lead(line);
+  std::string text;
+  for (size_t k = 0; k < std::max(no_pp.size(), with_pp.size()); ++k) {  // continuations: under their columns
+    char splits[256];
+    std::snprintf(splits, sizeof splits, "%-*s %-*s%s", width, k < no_pp.size() ? no_pp[k].c_str() : "", width,
+                  k < with_pp.size() ? with_pp[k].c_str() : "", k == 0 ? mark.c_str() : "");
+    std::string row = (k == 0 ? lead : std::string(lead.size(), ' ')) + splits;
+    text += row.substr(0, row.find_last_not_of(' ') + 1) + "\n";
+  }
+  return text;
 }
 
 // --topology's own fabric: its domain size and scale-out Gb/s per device. A system
@@ -307,36 +372,43 @@ void print_own_cell(const CrossoverArgs& a, const CrossoverGrid& g, const Crosso
     for (double b : g.scale_out_gbps) on_grid |= d == own.domain_size && b == own.gbps;
   char gain[16] = "inf";
   if (!std::isinf(c.gain)) std::snprintf(gain, sizeof gain, "%+.1f%%", 100 * c.gain);
-  std::printf("%s's own fabric (domain %d, %g Gb/s): %s (gain %s)%s\n", s.topology.name.c_str(), own.domain_size,
-              own.gbps, topo::verdict_text(c.verdict), gain,
-              on_grid ? "; marked '<- own' in the grid" : "; not a cell of the grid");
+  char line[512];
+  std::snprintf(line, sizeof line, "%s's own fabric (domain %d, %g Gb/s): %s (gain %s)%s\n", s.topology.name.c_str(),
+                own.domain_size, own.gbps, topo::verdict_text(c.verdict), gain,
+                on_grid ? "; marked '<- own' in the grid" : "; not a cell of the grid");
+  std::printf("%s", wrap_lines(line, report_width(a.wide)).c_str());
 }
 
 // The uncertainty, verdict and search lines below the grid, and the failure assumptions.
-void print_grid_summary(const topo::CrossoverResult& r, const CrossoverSetup& s, bool full_assumptions) {
+void print_grid_summary(const topo::CrossoverResult& r, const CrossoverSetup& s, bool full_assumptions, bool wide) {
+  std::string out;
+  char line[1024];
   if (!r.cells.empty()) {
     const topo::CrossoverCell& c0 = r.cells.front();
     const topo::Projection& any = c0.best_no_pp.feasible ? c0.best_no_pp : c0.best_with_pp;
     if (any.mfu_band.known)
-      std::printf(
+      std::snprintf(
+          line, sizeof line,
           "uncertainty: +-%.1f%% (median out-of-family |MFU error| of the %d published runs of %s, families %s; "
           "topologies/validation/bands.json): a gain within threshold +- that is 'within uncertainty'\n",
           100 * c0.uncertainty, any.mfu_band.rows, any.mfu_band.scope.c_str(), any.mfu_band.family.c_str());
     else
-      std::printf(
-          "uncertainty: no validation band for %s (no published runs on it in "
-          "topologies/validation/published-runs.csv): verdicts compare the gain with the threshold alone\n",
-          s.topology.name.c_str());
+      std::snprintf(line, sizeof line,
+                    "uncertainty: no validation band for %s (no published runs on it in "
+                    "topologies/validation/published-runs.csv): verdicts compare the gain with the threshold alone\n",
+                    s.topology.name.c_str());
+    out += line;
   }
-  std::printf("verdict: %s\n", r.verdict.c_str());
-  if (r.skipped > 0)
-    std::printf(
-        "search: %zu split x cell pricings; %zu more skipped, their step-time lower bound above the cell's best "
-        "of their kind (with or without PP)\n",
-        r.pricings, r.skipped);
-  std::printf("%s", (full_assumptions ? topo::describe_assumptions(s.failure)
-                                      : topo::describe_assumptions_brief(s.failure))
-                        .c_str());
+  out += "verdict: " + r.verdict + "\n";
+  if (r.skipped > 0) {
+    std::snprintf(line, sizeof line,
+                  "search: %zu split x cell pricings; %zu more skipped, their step-time lower bound above the cell's "
+                  "best of their kind (with or without PP)\n",
+                  r.pricings, r.skipped);
+    out += line;
+  }
+  out += full_assumptions ? topo::describe_assumptions(s.failure) : topo::describe_assumptions_brief(s.failure);
+  std::printf("%s", wrap_lines(out, report_width(wide)).c_str());
 }
 
 // No split fits in any cell (e.g. --gpus 7): a grid of nothing answers no question, so
@@ -421,15 +493,15 @@ int crossover_main(int argc, char** argv) {
   apply_zero_flags(a.zero, search);
   const OwnFabric own = own_fabric(setup.topology);
   print_own_cell(a, grid, setup, search, own);
-  print_grid_columns(setup);
+  print_grid_columns(setup, a.wide);
   const bool with_goodput = setup.failure.complete();
   // Each cell prints as soon as its row of the grid is known.
-  const topo::CrossoverResult r = price_cells(
-      a, setup, search, grid.jobs, grid.domain_sizes, grid.scale_out_gbps,
-      [&](const topo::CrossoverCell& c, Progress& progress) {
-        progress.print(cell_line(c, with_goodput, own.is(c) ? "  <- own" : ""));
-      });
-  print_grid_summary(r, setup, a.full_assumptions);
+  const topo::CrossoverResult r =
+      price_cells(a, setup, search, grid.jobs, grid.domain_sizes, grid.scale_out_gbps,
+                  [&](const topo::CrossoverCell& c, Progress& progress) {
+                    progress.print(cell_line(c, with_goodput, a.wide, own.is(c) ? "  <- own" : ""));
+                  });
+  print_grid_summary(r, setup, a.full_assumptions, a.wide);
   refuse_if_nothing_fits(r, a, setup);
   record_crossover(a, setup, r, argc, argv);
   return kExitOk;

@@ -10,6 +10,7 @@
 
 #include "core/errors.hpp"
 #include "core/progress.hpp"
+#include "core/text_wrap.hpp"
 #include "ibt/version.hpp"
 #include "models/plan/model_file.hpp"
 #include "models/plan/parallel_split.hpp"
@@ -46,6 +47,7 @@ struct ProjectArgs {
   bool cp_given = false;  // --cp on the command line (with --all: the largest CP degree searched)
   topo::FailureOverrides failure;
   bool full_assumptions = false;
+  bool wide = false;  // --wide: full split labels, notes unwrapped
 };
 
 const char* kConventions =
@@ -159,6 +161,7 @@ po::options_description project_options(ProjectArgs& a, po::options_description&
       "rank-by", po::value(&a.rank_by)->default_value(a.rank_by),
       "with --all: rank by mfu or goodput (goodput-adjusted MFU = MFU x goodput; needs the failure figures)")(
       "out", po::value(&a.out), "HDF5 results file to append a run of kind 'projection' to");
+  add_wide_option(opts, &a.wide, "full split labels and the ranking's strategy column");
   suites::add_failure_options(opts);
   po::options_description zero_opts("Sharded data parallelism (one split; with --all: comma lists to search)");
   old_spellings.add_options()("mbs", po::value<long>());
@@ -289,21 +292,25 @@ void project_every_split(const ProjectArgs& a, const ProjectSetup& s, RunRecorde
   if (ranked.empty())
     throw UsageError("no valid split of " + s.model.name + " on " + std::to_string(a.gpus) +
                      " devices at global batch " + std::to_string(s.global_batch));
-  std::printf("%s", topo::ranking_table(ranked, static_cast<size_t>(a.top)).c_str());
+  std::printf("%s", topo::ranking_table(ranked, static_cast<size_t>(a.top), a.wide).c_str());
   if (recorder.active()) {  // 10^5 rows: columns made once, rows only when recorded
     const std::vector<store::Column> columns = topo::projection_columns();
     for (const auto& p : ranked) recorder.append("projections", columns, topo::projection_row(p));
   }
   if (ranked.front().feasible)
-    std::printf("\nbest:\n%s%s", topo::describe_projection(ranked.front(), s.options.dtype).c_str(),
-                topo::describe_goodput(ranked.front().goodput).c_str());
+    std::printf("\nbest:\n%s", wrap_lines(topo::describe_projection(ranked.front(), s.options.dtype) +
+                                              topo::describe_goodput(ranked.front().goodput),
+                                          report_width(a.wide))
+                                   .c_str());
 }
 
 // One split: its projection printed and recorded with its per-stage rows.
-void project_one_split(const models::ParallelSplit& split, const ProjectSetup& s, RunRecorder& recorder) {
+void project_one_split(const models::ParallelSplit& split, const ProjectSetup& s, RunRecorder& recorder, bool wide) {
   topo::Projection p = topo::project(s.model, s.topology, split, s.options);
   topo::add_goodput(p, s.model, s.options, s.failure);
-  std::printf("%s%s", topo::describe_projection(p, s.options.dtype).c_str(), topo::describe_goodput(p.goodput).c_str());
+  std::printf("%s", wrap_lines(topo::describe_projection(p, s.options.dtype) + topo::describe_goodput(p.goodput),
+                               report_width(wide))
+                        .c_str());
   recorder.append("projections", topo::projection_columns(), topo::projection_row(p));
   for (const auto& row : topo::projection_stage_rows(p))
     recorder.append("projection_stages", topo::projection_stage_columns(), row);
@@ -330,11 +337,11 @@ int project_main(int argc, char** argv) {
   if (a.all)
     project_every_split(a, setup, recorder);
   else
-    project_one_split(*single, setup, recorder);
-  std::printf("%s", (a.full_assumptions ? topo::describe_assumptions(setup.failure)
-                                        : topo::describe_assumptions_brief(setup.failure))
-                        .c_str());
-  std::printf("conventions: %s\n", kConventions);
+    project_one_split(*single, setup, recorder, a.wide);
+  const std::string notes = (a.full_assumptions ? topo::describe_assumptions(setup.failure)
+                                                : topo::describe_assumptions_brief(setup.failure)) +
+                            "conventions: " + kConventions + "\n";
+  std::printf("%s", wrap_lines(notes, report_width(a.wide)).c_str());
   recorder.finish(store::RunStatus::complete);
   if (recorder.active()) std::printf("run %s written to %s\n", recorder.run_id().c_str(), a.out.c_str());
   return kExitOk;

@@ -6,11 +6,13 @@
 #include <boost/program_options.hpp>
 #include <cmath>
 #include <cstdio>
+#include <cstring>
 #include <iostream>
 #include <limits>
 #include <map>
 
 #include "core/errors.hpp"
+#include "core/text_wrap.hpp"
 #include "ibt/version.hpp"
 #include "models/plan/model_file.hpp"
 #include "suites/cli.hpp"
@@ -122,13 +124,19 @@ store::Row scaling_row(const topo::ScalingPoint& pt, const std::string& model, t
           speed.joules_per_token};
 }
 
-void print_points(const std::vector<topo::ScalingPoint>& points) {
-  std::printf("%8s %9s %10s %7s %7s  %-62s %s\n", "devices", "batch", "tok/s/dev", "MFU", "step s", "best split",
-              "compute share (stage), largest exposed");
+// One row per point. By default the best split is its compact label (models::compact_label)
+// so a row fits 120 columns, and an infeasible point's reason wraps under its row; wide,
+// the full label and the reason on one line.
+void print_points(const std::vector<topo::ScalingPoint>& points, bool wide) {
+  const int split_width = wide ? 62 : 32;
+  std::printf("%8s %9s %10s %7s %7s  %-*s %s\n", "devices", "batch", "tok/s/dev", "MFU", "step s", split_width,
+              "best split", wide ? "compute share (stage), largest exposed" : "compute (stage), top exposed");
   for (const auto& pt : points) {
     const topo::Projection& p = pt.best;
     if (!p.feasible) {
-      std::printf("%8d %9lld %10s %7s %7s  %s\n", pt.devices, pt.global_batch, "-", "-", "-", p.reason.c_str());
+      char row[96];
+      std::snprintf(row, sizeof row, "%8d %9lld %10s %7s %7s  ", pt.devices, pt.global_batch, "-", "-", "-");
+      std::printf("%s\n", wrap_lines(row + p.reason, report_width(wide), std::strlen(row)).c_str());
       continue;
     }
     const bool staged = !p.stages.empty();
@@ -136,13 +144,14 @@ void print_points(const std::vector<topo::ScalingPoint>& points) {
     int worst = 0;
     for (int e = 1; e < topo::kNumExposures; ++e)
       if (st.exposed_s[e] > st.exposed_s[worst]) worst = e;
-    char detail[96] = "- (no time breakdown: an imported log)";
+    char detail[96] = "- (a log has no breakdown)";
     if (std::isfinite(st.compute_s))
       std::snprintf(detail, sizeof detail, "%.0f%% (%s), %s %.0f%%", 100 * st.compute_s / p.step_s,
                     staged ? ("stage " + std::to_string(p.bottleneck_stage)).c_str() : "rank mean",
                     topo::to_string(static_cast<topo::Exposure>(worst)), 100 * st.exposed_s[worst] / p.step_s);
-    std::printf("%8d %9lld %10.0f %6.1f%% %7.3g  %-62s %s\n", pt.devices, pt.global_batch,
-                pt.tokens_per_s_per_device(), 100 * p.mfu, p.step_s, topo::split_label(p.split).c_str(), detail);
+    std::printf("%8d %9lld %10.0f %6.1f%% %7.3g  %-*s %s\n", pt.devices, pt.global_batch, pt.tokens_per_s_per_device(),
+                100 * p.mfu, p.step_s, split_width,
+                (wide ? topo::split_label(p.split) : models::compact_label(p.split)).c_str(), detail);
   }
 }
 
@@ -170,6 +179,7 @@ struct ScalingArgs {
   long long global_batch = -1, global_batch_tokens = 16LL * 1024 * 1024;
   double per_device = 0, memory_fraction = 0.9;
   bool per_device_given = false;  // --sequences-per-device on the command line
+  bool wide = false;              // --wide: full split labels, reasons on one line
 };
 
 po::options_description scaling_options(ScalingArgs& a) {
@@ -195,6 +205,7 @@ po::options_description scaling_options(ScalingArgs& a) {
       "HDF5 file with `ibt train`/`ibt sweep` runs of the model: their points join the table as "
       "source 'measured' (repeatable)")("out", po::value(&a.out),
                                         "HDF5 results file to append a run of kind 'scaling' to");
+  add_wide_option(opts, &a.wide, "full split labels, an infeasible point's reason on one line");
   return opts;
 }
 
@@ -292,8 +303,9 @@ void print_scaling_header(const models::ModelConfig& model, const topo::ScalingB
 
 // Prints a block of points, stores them and adds them to `all`.
 void take_points(std::vector<topo::ScalingPoint> points, const std::string& model, topo::ScalingMode mode,
-                 const GenerationContext& generations, RunRecorder& recorder, std::vector<topo::ScalingPoint>& all) {
-  print_points(points);
+                 const GenerationContext& generations, RunRecorder& recorder, std::vector<topo::ScalingPoint>& all,
+                 bool wide) {
+  print_points(points, wide);
   const std::size_t first = all.size();
   for (auto& pt : points) all.push_back(std::move(pt));
   // The baseline projects first, so every later point finds its baseline in `all`.
@@ -314,8 +326,8 @@ void project_systems(const std::vector<topo::Topology>& systems, const ScalingAr
     options.usable_memory_fraction = a.memory_fraction;
     std::printf("\n%s: %s, %d per scale-up domain, MFU against %s peak\n", topology.name.c_str(),
                 topology.device.name.c_str(), topology.domain_size(), options.dtype.c_str());
-    take_points(topo::project_scaling(model, topology, axis.gpus, batch, options), model.name, axis.mode,
-                generations, recorder, all);
+    take_points(topo::project_scaling(model, topology, axis.gpus, batch, options), model.name, axis.mode, generations,
+                recorder, all, a.wide);
   }
 }
 
@@ -345,7 +357,7 @@ void add_measured(const ScalingArgs& a, const models::ModelConfig& model, topo::
       std::printf("  no complete `ibt train` run of %s in %s\n", model.name.c_str(), path.c_str());
       continue;
     }
-    take_points(std::move(points), model.name, mode, generations, recorder, all);
+    take_points(std::move(points), model.name, mode, generations, recorder, all, a.wide);
   }
 }
 

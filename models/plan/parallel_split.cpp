@@ -62,6 +62,27 @@ std::string describe(const ParallelSplit& s) {
   return o.str();
 }
 
+std::string compact_label(const ParallelSplit& s) {
+  std::ostringstream o;
+  o << "dp" << s.dp;
+  if (s.tp != 1) o << " tp" << s.tp;
+  if (s.pp != 1) o << " pp" << s.pp;
+  if (s.cp != 1) o << " cp" << s.cp << (s.cp_comm == CpComm::ring ? " ring" : "");
+  if (s.ep != 1) o << " ep" << s.ep;
+  if (s.vpp != 1) o << " vpp" << s.vpp;
+  o << " m" << s.microbatches;
+  if (s.micro_batch_size != 1) o << " b" << s.micro_batch_size;
+  // The schedule a pipeline gets unless told otherwise (1f1b; interleaved with vpp > 1) goes
+  // without saying; afab, zb-h1 and dualpipev are named.
+  const ScheduleKind implied = s.vpp > 1 ? ScheduleKind::interleaved : ScheduleKind::one_f_one_b;
+  if (s.pp > 1 && s.schedule != implied) o << " " << to_string(s.schedule);
+  if (s.sequence_parallel) o << " sp";
+  if (s.zero > 0) o << " zero" << s.zero;
+  if (s.shard_group > 0) o << " shard" << s.shard_group;
+  if (s.recompute != Recompute::none) o << " recompute=" << to_string(s.recompute);
+  return o.str();
+}
+
 std::string strategy_label(const ParallelSplit& s) {
   std::ostringstream o;
   if (s.dp > 1 || s.zero > 0) {  // (zero > 0 at dp 1: sharded over the CP ranks)

@@ -149,6 +149,12 @@ struct ParallelSplit {
 // cp 1, so older lines are unchanged); ZeRO stages 1..3 as "zero1".."zero3", a shard
 // group as "shard8" after them.
 std::string describe(const ParallelSplit& s);
+// describe() as a table row shows it in 120 columns: parallel degrees of 1, the micro-batch
+// size 1, recompute=none and the schedule when it is the one implied (none without PP,
+// 1f1b with PP, interleaved with vpp > 1) left out, e.g. "dp16 tp2 pp2 m128 sp" for
+// "dp16 tp2 pp2 ep1 vpp1 m128 b1 1f1b sp recompute=none"; "dp8 pp4 m32 zb-h1" keeps its schedule
+// (the HDF5 rows and --wide keep describe()'s words).
+std::string compact_label(const ParallelSplit& s);
 // The strategy in the field's words, for tables and search results: the data-parallel
 // flavour ("ddp", "zero1", "zero2", "fsdp" for ZeRO-3 over all of dp, "hsdp8" for
 // ZeRO-3 sharded over groups of 8 with replicas across them, "hsdp8-zero2" ...), then

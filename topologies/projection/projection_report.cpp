@@ -2,8 +2,11 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <cstring>
 #include <limits>
 #include <string>
+
+#include "core/text_wrap.hpp"
 
 namespace ibt::topo {
 
@@ -113,14 +116,76 @@ std::string describe_projection(const Projection& p, const std::string& dtype) {
   return out + mem();
 }
 
-std::string ranking_table(const std::vector<Projection>& ranked, size_t limit) {
+namespace {
+
+// The rows ranking_table prints: feasible, not bounded out, `limit` at most.
+bool shown_row(const Projection& p, size_t shown, size_t limit) {
+  return !p.bounded_out && p.feasible && !(limit && shown >= limit);
+}
+
+// "strategy  split" columns of a ranking row: wide, the strategy and the full label in
+// fixed columns; else the compact label in a column as wide as the longest shown, but no
+// wider than leaves the row within kReportColumns: a longer label continues on the lines
+// below, in its column (cell_pieces).
+struct SplitColumns {
+  bool wide;
+  int width;
+  std::string header() const {
+    char buf[128];
+    if (wide)
+      std::snprintf(buf, sizeof buf, "%-18s %-66s", "strategy", "split");
+    else
+      std::snprintf(buf, sizeof buf, "%-*s", width, "split");
+    return buf;
+  }
+  // The row's cells, then the label's continuation pieces (none when wide or it fits).
+  std::vector<std::string> cells(const models::ParallelSplit& s) const {
+    char buf[256];
+    if (wide) {
+      std::snprintf(buf, sizeof buf, "%-18s %-66s", models::strategy_label(s).c_str(), split_label(s).c_str());
+      return {buf};
+    }
+    std::vector<std::string> pieces = cell_pieces(models::compact_label(s), static_cast<std::size_t>(width));
+    for (auto& piece : pieces) {
+      std::snprintf(buf, sizeof buf, "%-*s", width, piece.c_str());
+      piece = buf;
+    }
+    return pieces;
+  }
+};
+
+// The header of the last column: shorter when the rows must fit kReportColumns.
+const char* exposure_header(bool wide) { return wide ? "largest exposed" : "top exposed"; }
+
+// `fixed`: the row's characters besides the split column and the last (largest exposed).
+SplitColumns split_columns(const std::vector<Projection>& ranked, size_t limit, bool wide, int fixed) {
+  SplitColumns c{wide, 5};
+  int exposure = static_cast<int>(std::strlen(exposure_header(wide)));
+  size_t shown = 0;
+  for (const auto& p : ranked)
+    if (shown_row(p, shown, limit)) {
+      ++shown;
+      c.width = std::max(c.width, static_cast<int>(models::compact_label(p.split).size()));
+      exposure = std::max(exposure, static_cast<int>(largest_exposure(p).size()));
+    }
+  // No narrower than the longest piece a label must keep whole ("recompute=selective").
+  c.width = std::min(c.width, std::max(static_cast<int>(kReportColumns) - fixed - exposure, 19));
+  return c;
+}
+
+}  // namespace
+
+std::string ranking_table(const std::vector<Projection>& ranked, size_t limit, bool wide) {
   std::string out;
-  char line[320];
+  char line[400];
   // Goodput columns only when the failure figures were given (failure_model.hpp).
   bool goodput = false;
   for (const auto& p : ranked) goodput = goodput || p.goodput.computed;
-  std::snprintf(line, sizeof line, "%4s  %-18s %-66s %3s %10s %6s %6s %8s  %s%s\n", "rank", "strategy", "split", "PP",
-                "step (s)", "MFU", "HFU", "mem GB", goodput ? "goodput   gMFU  " : "", "largest exposed");
+  // rank, then PP, step, MFU, HFU, memory and the goodput columns around the split.
+  const int fixed = 6 + 40 + (goodput ? 16 : 0);
+  const SplitColumns columns = split_columns(ranked, limit, wide, fixed);
+  std::snprintf(line, sizeof line, "%4s  %s %3s %10s %6s %6s %8s  %s%s\n", "rank", columns.header().c_str(), "PP",
+                "step (s)", "MFU", "HFU", "mem GB", goodput ? "goodput   gMFU  " : "", exposure_header(wide));
   out += line;
   size_t shown = 0, infeasible = 0, bounded = 0;
   const Projection* bounded_example = nullptr;
@@ -140,22 +205,30 @@ std::string ranking_table(const std::vector<Projection>& ranked, size_t limit) {
     char gp[32] = "";
     if (goodput)
       std::snprintf(gp, sizeof gp, "%6.2f%% %5.1f%%  ", 100 * p.goodput.goodput, 100 * p.goodput.goodput_mfu);
-    std::snprintf(line, sizeof line, "%4zu  %-18s %-66s %3s %10.4f %5.1f%% %5.1f%% %8.1f  %s%s\n", i + 1,
-                  models::strategy_label(p.split).c_str(), split_label(p.split).c_str(), p.split.pp > 1 ? "yes" : "no",
-                  p.step_s, 100 * p.mfu, 100 * p.hfu, p.memory.total() / 1e9, gp, largest_exposure(p).c_str());
+    const std::vector<std::string> split = columns.cells(p.split);
+    std::snprintf(line, sizeof line, "%4zu  %s %3s %10.4f %5.1f%% %5.1f%% %8.1f  %s%s\n", i + 1, split[0].c_str(),
+                  p.split.pp > 1 ? "yes" : "no", p.step_s, 100 * p.mfu, 100 * p.hfu, p.memory.total() / 1e9, gp,
+                  largest_exposure(p).c_str());
     out += line;
+    for (size_t k = 1; k < split.size(); ++k) {  // the label's continuation, in its column
+      std::string more = "      " + split[k];
+      out += more.substr(0, more.find_last_not_of(' ') + 1) + "\n";
+    }
   }
   size_t feasible = ranked.size() - infeasible - bounded;
-  out += std::to_string(feasible) + " feasible split(s)" +
-         (limit && feasible > shown ? " (" + std::to_string(shown) + " shown)" : std::string()) + ", " +
-         std::to_string(infeasible) + " infeasible\n";
+  std::string notes;  // prose under the rows: wrapped to 120 columns unless wide
+  auto label = [wide](const models::ParallelSplit& sp) { return wide ? split_label(sp) : models::compact_label(sp); };
+  notes += std::to_string(feasible) + " feasible split(s)" +
+           (limit && feasible > shown ? " (" + std::to_string(shown) + " shown)" : std::string()) + ", " +
+           std::to_string(infeasible) + " infeasible\n";
   // Splits a search skipped by their lower bound (SearchRun::keep_best): they fit but
   // cannot enter the top list, so their times were not computed.
   if (bounded)
-    out += "  " + std::to_string(bounded) +
-           " more split(s) fit in memory but were not priced: their step-time lower bound is above the top list's last "
-           "(e.g. " +
-           split_label(bounded_example->split) + ": " + bounded_example->reason + "; --top 0 prices every split)\n";
+    notes +=
+        "  " + std::to_string(bounded) +
+        " more split(s) fit in memory but were not priced: their step-time lower bound is above the top list's last "
+        "(e.g. " +
+        label(bounded_example->split) + ": " + bounded_example->reason + "; --top 0 prices every split)\n";
   // Examples: first the splits that fit in memory and were refused all the same (the
   // topology cannot carry them: rarer, and the more telling), then those too big; a
   // reason already shown is not repeated.
@@ -167,11 +240,11 @@ std::string ranking_table(const std::vector<Projection>& ranked, size_t limit) {
       if (std::any_of(shown_reasons.begin(), shown_reasons.end(), [&](const std::string* r) { return *r == p.reason; }))
         continue;
       shown_reasons.push_back(&p.reason);
-      out += "  infeasible: " + split_label(p.split) + ": " + p.reason + "\n";
+      notes += "  infeasible: " + label(p.split) + ": " + p.reason + "\n";
       ++reasons;
     }
-  if (infeasible > reasons) out += "  ... (every infeasible split and its reason is in the HDF5 table)\n";
-  return out;
+  if (infeasible > reasons) notes += "  ... (every infeasible split and its reason is in the HDF5 table)\n";
+  return out + wrap_lines(notes, wide ? 0 : kReportColumns);
 }
 
 std::vector<store::Column> projection_columns() {

@@ -19,8 +19,10 @@ std::string strategy_and_split(const models::ParallelSplit& s);
 std::string describe_projection(const Projection& p, const std::string& dtype);
 
 // One line per projection, ranked as given: rank, split, step time, MFU, HFU, memory,
-// the largest exposed term; `limit` rows at most (0 = all).
-std::string ranking_table(const std::vector<Projection>& ranked, size_t limit);
+// the largest exposed term; `limit` rows at most (0 = all). Rows fit 120 columns with the
+// split's compact label (models::compact_label); `wide` adds the strategy column and the
+// split's full label (up to ~170 columns).
+std::string ranking_table(const std::vector<Projection>& ranked, size_t limit, bool wide = false);
 
 std::vector<store::Column> projection_columns();
 store::Row projection_row(const Projection& p);

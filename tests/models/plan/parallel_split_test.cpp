@@ -148,5 +148,30 @@ TEST(PlanParallelSplit, ParsesNames) {
   EXPECT_THROW(parse_recompute("half"), UsageError);
 }
 
+// The compact label leaves out what goes without saying and keeps every degree that is not 1.
+TEST(PlanParallelSplit, CompactLabel) {
+  ParallelSplit s;
+  s.dp = 16;
+  s.tp = 2;
+  s.pp = 2;
+  s.microbatches = 128;
+  s.sequence_parallel = true;
+  EXPECT_EQ(describe(s), "dp16 tp2 pp2 ep1 vpp1 m128 b1 1f1b sp recompute=none");
+  EXPECT_EQ(compact_label(s), "dp16 tp2 pp2 m128 sp");
+  s.vpp = 4;
+  s.schedule = ScheduleKind::interleaved;
+  EXPECT_EQ(compact_label(s), "dp16 tp2 pp2 vpp4 m128 sp");
+  s.vpp = 1;
+  s.schedule = ScheduleKind::zb_h1;
+  s.cp = 2;
+  s.cp_comm = CpComm::ring;
+  s.ep = 8;
+  s.micro_batch_size = 2;
+  s.zero = 3;
+  s.shard_group = 8;
+  s.recompute = Recompute::selective;
+  EXPECT_EQ(compact_label(s), "dp16 tp2 pp2 cp2 ring ep8 m128 b2 zb-h1 sp zero3 shard8 recompute=selective");
+}
+
 }  // namespace
 }  // namespace ibt::models

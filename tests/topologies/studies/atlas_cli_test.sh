@@ -9,13 +9,20 @@ rm -rf "$dir" && mkdir -p "$dir"
 "$ibt" crossover --atlas --atlas-file "$here/atlas-small.json" --jobs 2 --out "$dir/a.h5" > "$dir/out.txt" 2> "$dir/err.txt"
 grep -q "atlas \[1/1\] llama3-8b on dgx-h100, 64 devices, batch 64: searching" "$dir/err.txt" \
   || { echo "atlas_cli_test: FAIL: no progress line on stderr" >&2; cat "$dir/err.txt" >&2; exit 1; }
-line=$(grep "^| llama3-8b | dgx-h100 | 64 x 64 |" "$dir/out.txt") \
+line=$(grep -E "^llama3-8b +dgx-h100 +64 x 64 \(chosen\) +" "$dir/out.txt") \
   || { echo "atlas_cli_test: FAIL: no cell line" >&2; cat "$dir/out.txt" >&2; exit 1; }
 # The verdict decides the agreement with practice "pp".
-case "$line" in
-  *"| PP needed | pp | agrees |"*|*"| PP not needed | pp | disagrees |"*|*"| within uncertainty | pp | undecided |"*) ;;
-  *) echo "atlas_cli_test: FAIL: verdict and agreement do not follow the rules: $line" >&2; exit 1 ;;
-esac
+[[ $line =~ " "(PP needed +pp +agrees|PP not needed +pp +disagrees|within uncertainty +pp +undecided)" " ]] \
+  || { echo "atlas_cli_test: FAIL: verdict and agreement do not follow the rules: $line" >&2; exit 1; }
+verdict=$(sed -E 's/ +pp +.*//' <<< "${BASH_REMATCH[1]}")
+grep -Eq "^  with PP +[0-9.]+% \(.*\) +[a-z]" "$dir/out.txt" && grep -Eq "^  without PP +[0-9.]+% \(.*\) +[a-z]" "$dir/out.txt" \
+  || { echo "atlas_cli_test: FAIL: the cell's two bests are not under its line" >&2; cat "$dir/out.txt" >&2; exit 1; }
+# --wide: the Markdown row of the same cell, with the same verdict and agreement.
+"$ibt" crossover --atlas --atlas-file "$here/atlas-small.json" --jobs 2 --wide > "$dir/wide.txt" 2> /dev/null
+row=$(grep "^| llama3-8b | dgx-h100 | 64 x 64 |" "$dir/wide.txt") \
+  || { echo "atlas_cli_test: FAIL: no Markdown row with --wide" >&2; cat "$dir/wide.txt" >&2; exit 1; }
+[[ $row == *"| $verdict | pp | "* ]] \
+  || { echo "atlas_cli_test: FAIL: --wide's row says otherwise than '$verdict': $row" >&2; exit 1; }
 "$ibt" report "$dir/a.h5" --out "$dir/html" > /dev/null
 grep -q "Is pipeline parallelism still needed? The atlas" "$dir/html/index.html" \
   && grep -q "<figure id='fig-atlas_a.h5_" "$dir/html/index.html" \
