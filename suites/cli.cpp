@@ -183,7 +183,31 @@ void print_help(std::ostream& out, const std::string& usage, const std::string& 
   }
   if (examples.empty()) return;
   out << "\nexamples:\n";
-  for (const auto& e : examples) out << "  " << e << "\n";
+  for (const auto& e : examples) out << example_lines(e, kHelpExampleColumns);
+}
+
+std::string example_lines(const std::string& command, std::size_t width) {
+  // Broken only before an option ("  --flag value" stays together), each piece but the last
+  // ending in " \" so the example still pastes into a shell as one command.
+  std::string out = "  ", line;
+  std::size_t column = 2;
+  std::size_t from = 0;
+  while (from < command.size()) {
+    std::size_t next = command.find(" --", from + 1);
+    if (next == std::string::npos) next = command.size();
+    const std::string piece = command.substr(from, next - from);
+    if (column + piece.size() + 2 > width && column > 2 + 4) {
+      out += " \\\n      ";
+      column = 6;
+      out += piece.substr(piece.front() == ' ' ? 1 : 0);
+      column += piece.size() - (piece.front() == ' ' ? 1 : 0);
+    } else {
+      out += piece;
+      column += piece.size();
+    }
+    from = next;
+  }
+  return out + "\n";
 }
 
 std::vector<std::string> parse_list_of_names(const std::string& text, const char* option) {

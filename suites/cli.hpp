@@ -2,6 +2,7 @@
 // Small helpers shared by the suites' command lines.
 #include <boost/program_options.hpp>
 
+#include <cstddef>
 #include <sstream>
 #include <string>
 #include <vector>
@@ -92,10 +93,18 @@ std::size_t report_width(bool wide);
 //   <blank>
 //   <the option groups: "options:" first, then any named groups>
 //   notes:                    (the other paragraphs of `about`, indented; only when present)
-//   examples:                 (one command per line, indented)
+//   examples:                 (one command each, indented; long ones continued with " \\")
 // Paragraphs in `about` are separated by a blank line.
 void print_help(std::ostream& out, const std::string& usage, const std::string& about,
                 const boost::program_options::options_description& options, const std::vector<std::string>& examples);
+
+// The columns an example line of a help page fits (help pages stay within 120, like reports).
+inline constexpr std::size_t kHelpExampleColumns = 100;
+
+// One example command as help prints it: indented two spaces; a command wider than `width`
+// broken before an option, each line but the last ending in " \" (it still pastes into a
+// shell), continuation lines indented six.
+std::string example_lines(const std::string& command, std::size_t width);
 
 // "512,1024,2048" -> {512, 1024, 2048}. UsageError naming the option and the item for
 // anything that is not a positive number, or an empty list.

@@ -30,6 +30,7 @@ check_page() {
         if (line[j] == "notes:") notes = j
         if (line[j] == "examples:") examples = j
         if (line[j] ~ /[0-9]\.[0-9][0-9][0-9][0-9][0-9][0-9][0-9][0-9]/) bad("a float printed with a long tail: " line[j])
+        if (length(line[j]) > 120) bad("a line of " length(line[j]) " columns (limit 120): " substr(line[j], 1, 60))
       }
       if (!examples) bad("no examples: section")
       if (notes && (notes < options || notes > examples)) bad("notes: is not between the options and the examples")
@@ -39,6 +40,8 @@ check_page() {
         if (line[j] == "") continue
         if (line[j] !~ /^  /) bad("an example line is not indented: " line[j])
         if (line[j] ~ ("ibt " cmd "( |$)")) n++
+        # A long example continues on lines indented 6, after a line ending in " \\".
+        if (line[j] ~ /^      / && line[j - 1] !~ / \\$/) bad("an example continues without a backslash: " line[j])
       }
       if (n == 0) bad("no example runs ibt " cmd)
       exit wrong
@@ -46,11 +49,12 @@ check_page() {
 }
 
 # The checker must be able to fail: a page with its examples before the options, a
-# two-paragraph description and a long float default.
-printf 'usage: ibt demo [options]\n\nOne.\n\nTwo.\n\nexamples:\n  ibt demo\n\noptions:\n  --x arg (=0.0030000000000000001)\n' \
+# two-paragraph description, a long float default, a line past 120 columns and an example
+# continued without a backslash.
+printf 'usage: ibt demo [options]\n\nOne.\n\nTwo.\n\nexamples:\n  ibt demo\n      --y 1\n\noptions:\n  --x arg (=0.0030000000000000001)\n  --z %0130d\n' 0 \
   > "$dir/broken.txt"
 if check_page demo "$dir/broken.txt" > "$dir/broken.log"; then fail "the checker passed a broken page"; fi
-for why in "not one paragraph" "long tail" "examples: comes before options:"; do
+for why in "not one paragraph" "long tail" "examples: comes before options:" "columns (limit 120)" "without a backslash"; do
   grep -q "$why" "$dir/broken.log" || fail "the checker did not say '$why' of the broken page"
 done
 
