@@ -34,7 +34,8 @@ never fitted to the rows):
   zero1 in older files) = Calculon's optimizer sharding (it shards the gradients too);
   stage 3 (FSDP) it cannot state. Recompute "selective" is Calculon's "attn_only"; "auto" takes, as
   validate_published.sh does for ibt, the least recompute that fits Calculon's own memory
-  model (none, attn_only, full). fp8 rows run Calculon's float8 datatype; bf16 rows its
+  model (none, attn_only, full); vpp "auto" takes the virtual-stage count ibt chose
+  (validate_published.sh --rows, column vpp_used). fp8 rows run Calculon's float8 datatype; bf16 rows its
   float16 (same width and tensor rate in its system files).
 - networks: tier 0 is the NVLink domain, tier 1 the scale-out fabric. Megatron orders ranks
   tensor, then data, then pipeline, so TP goes on tier 0, DP too when tp x dp fills a
@@ -320,6 +321,12 @@ def main():
     mine = ibt.get(key)
     if mine is None:
       sys.exit(f'calculon_side_by_side.py: no ibt figure for {key} in {args.ibt_rows}')
+    if r['vpp'] == 'auto':
+      # The source does not state the virtual stages: Calculon gets the count ibt chose.
+      if not mine.get('vpp_used'):
+        skipped.append((r, 'vpp auto and ibt projects no fit'))
+        continue
+      r = dict(r, vpp=mine['vpp_used'])
     try:
       c = calculon_row(r, args, calculon)
     except NotExpressible as e:

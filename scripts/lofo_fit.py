@@ -413,14 +413,16 @@ RECORDED = {
         "b200-mbridge-fp8": (-0.10, 0.18),     # +15.0%: the DeepSeek-V3 EP8 rows (+45%, +23%)
         "gb200-mbridge-bf16": (-0.10, 0.16),   # +10.3%: its one row, DeepSeek-V3 EP64 (was -62.7% with EP groups
                                                # split across racks, before jobs were placed in whole segments)
-        "h100-llama3-bf16": (-0.27, 0.10),     # -21.6%: Meta's schedule unpublished, 128K at full recompute
-        "h100-megatron-bf16": (-0.10, 0.29),   # +21.9%: Nemotron-4 340B at 6,144 GPUs, v and micro-batch assumed
+        "h100-llama3-bf16": (-0.10, 0.18),     # +13.2%: at Meta's interleaved schedule (vpp auto), the 8K rows
+                                               # +20..25% as Nemotron-4 at 6,144 GPUs (-21.6% at plain 1F1B)
+        "h100-megatron-bf16": (-0.10, 0.29),   # +21.9%: Nemotron-4 340B at 6,144 GPUs (vpp auto = 8, mbs 1 assumed)
         "tpu-v5p-maxtext": (-0.26, 0.10),      # -20.4%: at the prior (one TPU family); 512B at full remat
                                                # (priced as MaxText runs it) would need 85% HFU
     },
     "lofo_median_abs": None,  # None: the target itself (8%)
-    "coverage": 0.75,         # 85% measured (51/60; 78% of the 54 rows before the 26.02/25.09 Megatron-Bridge
-                              # rows): held to 75% so one row moving does not fail CI
+    "coverage": 0.75,         # 80% measured (48/60; 85% before Llama 3 ran at its interleaved schedule, 78% of
+                              # the 54 rows before the 26.02/25.09 Megatron-Bridge rows): held to 75% so one row
+                              # moving does not fail CI
 }
 
 

@@ -18,12 +18,19 @@
 # full -- whose memory fits (ibt project prints neither INFEASIBLE nor DOES NOT FIT); a row
 # where none fits is priced at full and reported as not fitting. A stated recompute is
 # priced as stated and reported as not fitting when ibt's memory plan rejects it.
+# vpp "auto" (the source says the schedule was interleaved but not how many virtual stages,
+# e.g. Llama 3 405B, Nemotron-4 340B): of the vpp >= 2 that divide the layers per pipeline
+# rank (rounded up where pp does not divide the layers) and that ibt accepts (pp x vpp <=
+# layers), the fastest whose memory fits at the recompute chosen (with recompute auto: the
+# least recompute at which any of them fits); where none fits, the fastest, reported as not
+# fitting. A schedule's chunk count is tuned for speed under the memory limit, as a
+# practitioner tunes it; the choice is printed as "v4(auto)".
 # Every row is projected at the catalog's values and at each GEMM efficiency of a grid (a
 # copy of the catalog with that value, two at a time): about 6x the projections of one
 # pass, 1-3 minutes on 2 cores. --in-sample projects the catalog's values only (no LOFO, no
 # bands, no check: what scripts/compare_calculon.sh needs).
 # --rows FILE writes one CSV line per row (its key, the recompute used, ibt's tokens/s per
-# GPU, MFU and error) for other scripts to read (scripts/compare_calculon.sh does).
+# GPU, MFU and error, the vpp used) for other scripts to read (scripts/compare_calculon.sh does).
 # --errors FILE writes one line per row ("family topology model gpus error").
 # --bands FILE writes the bands `ibt project` prints (topologies/validation/bands.json is
 # the committed copy; regenerate it whenever a projection or a row changes).
@@ -65,41 +72,81 @@ trap 'rm -rf "$work"' EXIT
 mkdir -p "$work/no-bands"
 export IBT_VALIDATION_DIR="$work/no-bands"
 
-# One projection of a row at the catalog's values; prints "fits tokens_per_s mfu recompute
-# memory|args" (fits 1 or 0), or nothing when ibt prices no recompute (INFEASIBLE).
+# One `ibt project` of a row at the catalog's values at one recompute and vpp; prints
+# "fits tokens_per_s mfu recompute memory|args" (fits 1 or 0), or nothing when ibt prices
+# no recompute (INFEASIBLE).
+project_once() {
+  local model=$1 topo=$2 gpus=$3 tp=$4 pp=$5 vpp=$6 sched=$7 ep=$8 cp=$9 mbs=${10} gb=${11} r=${12} zero=${13} fp8=${14} fw=${15}
+  local args=(project --model "$model" --topology "$topo" --gpus "$gpus" --tp "$tp" --pp "$pp" --ep "$ep" --cp "$cp"
+              --micro-batch-size "$mbs" --global-batch "$gb" --schedule "$sched" --recompute "$r" --zero "$zero"
+              --framework "$fw" --wide)  # --wide: each figure on its own unwrapped line
+  [ "$sched" = interleaved ] && args+=(--vpp "$vpp")
+  [ "$fp8" = 1 ] && args+=(--fp8)
+  local out
+  out=$("$ibt" "${args[@]}" 2>&1) || { echo "validate_published.sh: ibt ${args[*]} failed:" >&2; echo "$out" >&2; return 1; }
+  grep -q '^INFEASIBLE' <<< "$out" && return 0
+  local tps mfu fits=1 mem
+  tps=$(awk '/^throughput/ {print $2}' <<< "$out")
+  mfu=$(awk '/^MFU/ {sub("%", "", $2); print $2}' <<< "$out")
+  mem=$(awk '/^memory/ {print $2 " " $3 " of " $(NF-2) " " $(NF-1)}' <<< "$out")
+  grep -q '^DOES NOT FIT' <<< "$out" && fits=0
+  echo "$fits $tps $mfu $r $mem|${args[*]}"
+}
+
+# The virtual-stage counts vpp "auto" chooses among: every vpp >= 2 that divides the
+# layers per pipeline rank (rounded up where pp does not divide the layers: ibt then gives
+# the outer virtual stages one layer less, as Llama 3 balances its 126 layers on 16 stages)
+# and that ibt accepts (pp x vpp <= layers). Prints them space-separated.
+vpp_candidates() {
+  local model=$1 pp=$2 file=$1
+  [ -r "$file" ] || file="${IBT_MODELS_DIR:-$here/models/catalog}/$model.json"
+  [ -r "$file" ] || { echo "validate_published.sh: vpp auto: cannot read model $model ($file)" >&2; return 1; }
+  "$python" - "$file" "$pp" <<'PY'
+import json, sys
+layers, pp = json.load(open(sys.argv[1]))["layers"], int(sys.argv[2])
+per_rank = -(-layers // pp)
+print(" ".join(str(v) for v in range(2, per_rank + 1) if per_rank % v == 0 and pp * v <= layers))
+PY
+}
+
+# One row at the catalog's values; prints project_once's line for the recompute and vpp
+# chosen, or nothing when ibt prices no recompute. Recompute "auto": the least of none,
+# selective, full at which some vpp fits; vpp "auto": of vpp_candidates, the fastest that
+# fits at that recompute. Where nothing fits, the fastest at the last recompute tried
+# (full for auto, else the stated one), reported as not fitting.
 project_row() {
-  local model=$1 topo=$2 gpus=$3 tp=$4 pp=$5 vpp=$6 sched=$7 ep=$8 cp=$9 mbs=${10} gb=${11} rec=${12} zero=${13} fp8=${14} fw=${15}
-  local tries=("$rec")
-  [ "$rec" = auto ] && tries=(none selective full)
-  local r out fallback="" fallback_args=""
-  for r in "${tries[@]}"; do
-    local args=(project --model "$model" --topology "$topo" --gpus "$gpus" --tp "$tp" --pp "$pp" --ep "$ep" --cp "$cp"
-                --micro-batch-size "$mbs" --global-batch "$gb" --schedule "$sched" --recompute "$r" --zero "$zero"
-                --framework "$fw" --wide)  # --wide: each figure on its own unwrapped line
-    [ "$sched" = interleaved ] && args+=(--vpp "$vpp")
-    [ "$fp8" = 1 ] && args+=(--fp8)
-    out=$("$ibt" "${args[@]}" 2>&1) || { echo "validate_published.sh: ibt ${args[*]} failed:" >&2; echo "$out" >&2; return 1; }
-    grep -q '^INFEASIBLE' <<< "$out" && continue
-    local tps mfu fits=1 mem
-    tps=$(awk '/^throughput/ {print $2}' <<< "$out")
-    mfu=$(awk '/^MFU/ {sub("%", "", $2); print $2}' <<< "$out")
-    mem=$(awk '/^memory/ {print $2 " " $3 " of " $(NF-2) " " $(NF-1)}' <<< "$out")
-    if grep -q '^DOES NOT FIT' <<< "$out"; then
-      fits=0
-      # auto: try the next recompute; keep this one's figures in case none fits.
-      fallback="$fits $tps $mfu $r $mem|${args[*]}"
-      [ "$rec" = auto ] && continue
-    fi
-    echo "$fits $tps $mfu $r $mem|${args[*]}"
-    return 0
+  local model=$1 pp=$5 vpp=$6 sched=$7 rec=${12}
+  local recs=("$rec") vpps=("$vpp")
+  [ "$rec" = auto ] && recs=(none selective full)
+  if [ "$vpp" = auto ]; then
+    [ "$sched" = interleaved ] || { echo "validate_published.sh: row $model: vpp auto needs the interleaved schedule (not $sched)" >&2; return 1; }
+    read -r -a vpps <<< "$(vpp_candidates "$model" "$pp")" || return 1
+    [ ${#vpps[@]} -gt 0 ] || { echo "validate_published.sh: row $model: vpp auto: no vpp >= 2 divides its layers per rank at pp $pp" >&2; return 1; }
+  fi
+  local r v line best best_tps chosen=""
+  for r in "${recs[@]}"; do
+    best="" best_tps=""
+    for v in "${vpps[@]}"; do
+      line=$(project_once "$1" "$2" "$3" "$4" "$pp" "$v" "$sched" "$8" "$9" "${10}" "${11}" "$r" "${13}" "${14}" "${15}") || return 1
+      [ -n "$line" ] || continue
+      local fits tps
+      read -r fits tps _ <<< "${line%%|*}"
+      # A fitting line beats any that does not fit; among equals the faster wins.
+      if [ -z "$best" ] || [ "$fits" -gt "${best%% *}" ] ||
+         { [ "$fits" = "${best%% *}" ] && awk -v a="$tps" -v b="$best_tps" 'BEGIN {exit !(a > b)}'; }; then
+        best=$line best_tps=$tps
+      fi
+    done
+    [ -n "$best" ] && chosen=$best
+    [ "${chosen%% *}" = 1 ] && break
   done
-  [ -z "$fallback" ] || echo "$fallback"
+  [ -z "$chosen" ] || echo "$chosen"
 }
 
 rows="$work/rows.tsv" argsf="$work/args"
 : > "$rows"; : > "$argsf"
 [ -z "$errors" ] || : > "$errors"
-[ -z "$rows_out" ] || echo "family,model,topology,gpus,tp,pp,vpp,ep,cp,mbs,global_batch,recompute,ibt_tokens_per_s_per_gpu,ibt_mfu_percent,ibt_error" > "$rows_out"
+[ -z "$rows_out" ] || echo "family,model,topology,gpus,tp,pp,vpp,ep,cp,mbs,global_batch,recompute,ibt_tokens_per_s_per_gpu,ibt_mfu_percent,ibt_error,vpp_used" > "$rows_out"
 n=0
 while IFS=, read -r family model topo gpus tp pp vpp sched ep cp mbs gb rec zero fp8 fw metric value source; do
   case "$family" in ''|'#'*|family) continue ;; esac
@@ -110,12 +157,15 @@ while IFS=, read -r family model topo gpus tp pp vpp sched ep cp mbs gb rec zero
   n=$((n + 1))
   [ $((n % 10)) = 0 ] && echo "projecting row $n ..." >&2
   res=$(project_row "$model" "$topo" "$gpus" "$tp" "$pp" "$vpp" "$sched" "$ep" "$cp" "$mbs" "$gb" "$rec" "$zero" "$fp8" "$fw")
-  split="tp$tp pp$pp v$vpp ep$ep cp$cp b$mbs"
+  # vpp auto: the count chosen is the one in the arguments projected.
+  vpp_used=$vpp
+  [ "$vpp" != auto ] || [ -z "$res" ] || vpp_used="$(grep -o -- '--vpp [0-9]*' <<< "${res#*|}" | awk '{print $2}')(auto)"
+  split="tp$tp pp$pp v$vpp_used ep$ep cp$cp b$mbs"
   case "$sched" in 1f1b|interleaved) ;; *) split="$split $sched" ;; esac
   if [ -z "$res" ]; then
     printf '%s\t%s\t%s\t%s\t%s\t-\t0\t%s\t%s\t-\t-\tNA\tINFEASIBLE\n' "$family" "$model" "$topo" "$gpus" "$split" "$metric" "$value" >> "$rows"
     echo "-" >> "$argsf"
-    [ -z "$rows_out" ] || echo "$family,$model,$topo,$gpus,$tp,$pp,$vpp,$ep,$cp,$mbs,$gb,,,," >> "$rows_out"
+    [ -z "$rows_out" ] || echo "$family,$model,$topo,$gpus,$tp,$pp,$vpp,$ep,$cp,$mbs,$gb,,,,," >> "$rows_out"
     [ -z "$errors" ] || echo "$family $topo $model $gpus NA" >> "$errors"
     continue
   fi
@@ -135,7 +185,7 @@ while IFS=, read -r family model topo gpus tp pp vpp sched ep cp mbs gb rec zero
   fi
   printf '%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n' "$family" "$model" "$topo" "$gpus" "$split" "$used" "$fits" \
     "$metric" "$shown" "$projected" "$mfu" "$err" "$mem" >> "$rows"
-  [ -z "$rows_out" ] || echo "$family,$model,$topo,$gpus,$tp,$pp,$vpp,$ep,$cp,$mbs,$gb,$used,$(awk -v t="$tps" -v g="$gpus" 'BEGIN {printf "%.6g", t / g}'),$mfu,$err" >> "$rows_out"
+  [ -z "$rows_out" ] || echo "$family,$model,$topo,$gpus,$tp,$pp,$vpp,$ep,$cp,$mbs,$gb,$used,$(awk -v t="$tps" -v g="$gpus" 'BEGIN {printf "%.6g", t / g}'),$mfu,$err,${vpp_used%(auto)}" >> "$rows_out"
   [ -z "$errors" ] || echo "$family $topo $model $gpus $err" >> "$errors"
 done < <(grep -v '^#' "$csv")
 
