@@ -14,26 +14,13 @@
 #include "topologies/projection/projection_report.hpp"
 #include "topologies/sim/sim_executor.hpp"
 #include "topologies/sim/sim_pricer.hpp"
+#include "tests/topologies/sim/sim_test_support.hpp"
 
 namespace ibt::topo {
 namespace {
 
 using models::OpKind;
-
-// Transformer-layer compute costs its FLOPs (1 us per GFLOP); everything else --
-// embedding, head, optimizer, communication -- is free. Forward chunk F, backward 2F.
-class LayerFlopsPricer : public OpPricer {
- public:
-  explicit LayerFlopsPricer(int layers) : layers_(layers) {}
-  double op_us(const models::StepProgram&, const models::Op& op) override {
-    if (models::is_comm(op.kind) || op.layer < 0 || op.layer >= layers_) return 0.0;
-    return op.flops * 1e-9;
-  }
-  double exchange_half_us(const models::StepProgram&, const models::Op&, int) override { return 0.0; }
-
- private:
-  int layers_;
-};
+using namespace sim_testing;
 
 double bubble_fraction(const models::ModelConfig& m, const models::ParallelSplit& s) {
   const auto schedule = models::build_schedule(s);
@@ -61,13 +48,6 @@ TEST(SimExecutor, OneFOneBBubbleIsPMinusOneOverM) {
   }
 }
 
-// tiny-dense with 16 layers: equal stages for every p * v up to 16.
-models::ModelConfig sixteen_layer_model() {
-  auto m = models::load_model("tiny-dense");
-  m.layers = 16;
-  return m;
-}
-
 TEST(SimExecutor, InterleavedBubbleIsPMinusOneOverVM) {
   const auto m = sixteen_layer_model();
   for (int p : {2, 4}) {
@@ -83,31 +63,6 @@ TEST(SimExecutor, InterleavedBubbleIsPMinusOneOverVM) {
       }
     }
   }
-}
-
-// Only the transformer layers' GEMMs cost time (1 us per GFLOP), everything else is
-// free: a forward, a split backward's B and its W then cost the same (each GEMM once),
-// the setting of the zero-bubble paper's handcrafted schedules (Qi et al., ICLR 2024,
-// section 2: T_F = T_B = T_W), and an unsplit backward twice that.
-class LayerGemmPricer : public OpPricer {
- public:
-  explicit LayerGemmPricer(int layers) : layers_(layers) {}
-  double op_us(const models::StepProgram&, const models::Op& op) override {
-    const bool gemm = models::to_string(op.kind).ends_with("_gemm");
-    if (!gemm || op.layer < 0 || op.layer >= layers_) return 0.0;
-    return op.flops * 1e-9;
-  }
-  double exchange_half_us(const models::StepProgram&, const models::Op&, int) override { return 0.0; }
-
- private:
-  int layers_;
-};
-
-SimResult simulate_split(const models::ModelConfig& m, const models::ParallelSplit& s, OpPricer& pricer) {
-  const auto schedule = models::build_schedule(s);
-  std::vector<models::StepProgram> programs;
-  for (int st = 0; st < s.pp; ++st) programs.push_back(models::build_step_program(m, s, schedule, st * s.tp * s.dp));
-  return simulate(programs, pricer);
 }
 
 // ZB-H1 with F = B = W and free communication: the step is 3m + (p - 1) passes, a bubble
@@ -185,33 +140,6 @@ class TpAndPipelineCostsPricer : public TpCostsOneUsPricer {
  private:
   double exchange_us_;
 };
-
-// One group's collectives in a step priced by `pricer`, summed over the stages: the
-// time the compute stream waited for them, the bubble, and what they take themselves.
-struct ExposedGroup {
-  double exposed_us = 0;
-  double bubble_us = 0;
-  double collective_us = 0;
-  double step_us = 0;
-};
-
-ExposedGroup exposed_time(const models::ModelConfig& m, const models::ParallelSplit& s, OpPricer& pricer,
-                          models::Group group, Exposure exposure) {
-  const auto schedule = models::build_schedule(s);
-  std::vector<models::StepProgram> programs;
-  for (int st = 0; st < s.pp; ++st) programs.push_back(models::build_step_program(m, s, schedule, st * s.tp * s.dp));
-  const SimResult r = simulate(programs, pricer);
-  ExposedGroup e;
-  e.step_us = r.step_us;
-  for (const auto& st : r.stages) {
-    e.exposed_us += st.exposed_us[static_cast<int>(exposure)];
-    e.bubble_us += st.exposed_us[static_cast<int>(Exposure::bubble)];
-  }
-  for (const auto& prog : programs)
-    for (const auto& op : prog.ops)
-      if (models::is_comm(op.kind) && op.group == group) e.collective_us += pricer.op_us(prog, op);
-  return e;
-}
 
 ExposedGroup exposed_tp(const models::ModelConfig& m, const models::ParallelSplit& s, double exchange_us) {
   TpAndPipelineCostsPricer pricer(m.layers, exchange_us);
@@ -472,253 +400,6 @@ TEST(Projection, BreakdownAddsUpToTheStepTime) {
   EXPECT_GT(p.mfu, 0.05);
   EXPECT_LT(p.mfu, 1.0);
   EXPECT_GT(p.hfu, p.mfu);
-}
-
-}  // namespace
-}  // namespace ibt::topo
-
-namespace ibt::topo {
-namespace {
-
-// The framework choices' costs, by hand (sim_pricer.hpp states them).
-TEST(Pricer, TensorParallelOverlapHidesTheCollectiveBehindTheAdjacentGemm) {
-  const auto m = models::load_model("llama3-70b");
-  Topology t = load_topology("dgx-h100");
-  models::ParallelSplit s;
-  s.tp = 8;
-  s.sequence_parallel = true;
-  models::StepProgram none;
-  models::Op ag;
-  ag.kind = OpKind::sp_all_gather;
-  ag.group = models::Group::tp;
-  ag.phase = models::Phase::forward;
-  ag.bytes = 8192.0 * m.hidden * 2;  // one 8192-token microbatch, bf16
-  TopologyPricer plain(t, s, "bf16");
-  const double comm = plain.op_us(none, ag);
-  TopologyPricer overlapped(t, s, "bf16");
-  overlapped.set_tp_comm_overlap(m, 2);
-  const double gemm_us = 2.0 * 8192 * m.hidden * m.hidden / s.tp / (989.5e6 * t.model.gemm_efficiency.get());
-  EXPECT_NEAR(overlapped.op_us(none, ag), std::max(comm / s.tp, comm - gemm_us), 1e-9 * comm);
-  EXPECT_LT(overlapped.op_us(none, ag), comm);
-  // Without sequence parallelism Megatron-Core does not overlap the TP all-reduce.
-  models::Op ar = ag;
-  ar.kind = OpKind::tp_all_reduce;
-  EXPECT_DOUBLE_EQ(overlapped.op_us(none, ar), plain.op_us(none, ar));
-}
-
-TEST(Pricer, Fp8GemmsRunAtTheFp8PeakAndPayTheirCasts) {
-  Topology t = load_topology("dgx-h100");
-  t.model.op_overhead_us.value = 0;
-  models::ParallelSplit s;
-  models::StepProgram none;
-  models::Op g;
-  g.kind = OpKind::mlp_up_gemm;
-  g.flops = 2.0 * 8192 * 8192 * 28672;
-  g.bytes = 2.0 * (8192.0 * 8192 + 8192.0 * 28672 + 8192.0 * 28672);
-  TopologyPricer bf16(t, s, "bf16");
-  TopologyPricer fp8(t, s, "bf16");
-  fp8.set_fp8_gemms();
-  const double rate8 = 1979e6 * t.model.gemm_efficiency.get(), bw = 3350e3 * 0.8;  // FLOP and bytes per us
-  EXPECT_NEAR(fp8.op_us(none, g), std::max(g.flops / rate8, g.bytes / bw) + 1.5 * g.bytes / bw, 1e-9 * g.flops / rate8);
-  EXPECT_LT(fp8.op_us(none, g), bf16.op_us(none, g));
-  // Attention stays at the bf16 rate.
-  models::Op a = g;
-  a.kind = OpKind::attention_core;
-  EXPECT_DOUBLE_EQ(fp8.op_us(none, a), bf16.op_us(none, a));
-  // A device without an fp8 peak cannot price fp8 GEMMs.
-  // A pricer keeps a reference to its topology: the topologies outlive them.
-  const Topology v5p_topology = load_topology("tpu-v5p"), cpu_topology = load_topology("local-cpu");
-  TopologyPricer v5p(v5p_topology, s, "bf16");
-  EXPECT_NO_THROW(v5p.set_fp8_gemms());  // v5p lists fp8 at the bf16 rate
-  TopologyPricer cpu(cpu_topology, s, "fp32");
-  EXPECT_THROW(cpu.set_fp8_gemms(), UsageError);
-}
-
-// Parallel attention+MLP blocks: one TP reduction per layer and pass instead of two, so
-// at tp8 with SP the priced TP collectives take about half the time (the GEMMs are the same).
-TEST(Projection, ParallelBlockHalvesTheTensorParallelCollectives) {
-  models::ModelConfig par = models::load_model("gpt-j-6b");
-  models::ModelConfig seq = par;
-  seq.parallel_block = false;
-  const Topology t = load_topology("dgx-h100");
-  models::ParallelSplit s;
-  s.tp = 8;
-  s.dp = 2;
-  s.microbatches = 4;
-  s.sequence_parallel = true;
-  ProjectionOptions o;
-  o.keep_sim = true;
-  const Projection a = project(par, t, s, o), b = project(seq, t, s, o);
-  ASSERT_TRUE(a.feasible && b.feasible) << a.reason << b.reason;
-  const auto tp_us = [](const Projection& p) {
-    double us = 0;
-    for (auto k : {models::OpKind::sp_all_gather, models::OpKind::sp_reduce_scatter})
-      us += p.sim.stages.at(0).op_us[static_cast<int>(k)];
-    return us;
-  };
-  EXPECT_LT(a.step_s, b.step_s);
-  // Per layer 2 instead of 4 SP collectives each way; the head's and embedding's stay.
-  EXPECT_NEAR(tp_us(a) / tp_us(b), 0.5, 0.05);
-  EXPECT_DOUBLE_EQ(a.sim.stages.at(0).op_us[static_cast<int>(models::OpKind::qkv_gemm)],
-                   b.sim.stages.at(0).op_us[static_cast<int>(models::OpKind::qkv_gemm)]);
-}
-
-// Replicated KV heads: Llama 3 70B (8 KV heads) at tp16 on one NVL72 domain is a valid,
-// priced split; the tp_kv gradient sum is a 2-rank group inside the domain.
-TEST(Projection, ReplicatedKvHeadsArePricedWithTheirGradientSum) {
-  const auto m = models::load_model("llama3-70b");
-  const Topology t = load_topology("gb200-nvl72");
-  models::ParallelSplit s;
-  s.tp = 16;
-  s.dp = 2;
-  s.microbatches = 4;
-  s.sequence_parallel = true;
-  ProjectionOptions o;
-  o.keep_sim = true;
-  const Projection p = project(m, t, s, o);
-  ASSERT_TRUE(p.priced) << p.reason;
-  TopologyPricer pricer(t, s, "bf16");
-  pricer.set_kv_replicas(m.kv_replicas(s.tp));
-  EXPECT_EQ(pricer.placement(models::Group::tp_kv).n, 2);
-  EXPECT_EQ(pricer.placement(models::Group::tp_kv).per_domain, 2);
-  const auto prog = models::build_step_program(m, s, 0, program_options(o));
-  int sums = 0;
-  for (const auto& op : prog.ops) sums += op.group == models::Group::tp_kv;
-  EXPECT_EQ(sums, m.layers);
-}
-
-// DeepSeek-V3 at EP32 on 256 GB200 GPUs (Megatron-Bridge's published split): the job
-// is placed 64 GPUs per rack (Topology::placement_domain), so every EP group is inside
-// one NVLink domain and the all-to-all never uses the racks' NICs; filling racks to 72
-// put the group at ranks 64..95 across two racks and priced its all-to-all on them.
-TEST(TopologyPricer, EpGroupsOfASegmentedJobStayInsideARack) {
-  const Topology t = load_topology("gb200-nvl72");
-  models::ParallelSplit s;
-  s.pp = 8;
-  s.vpp = 4;
-  s.dp = 32;
-  s.ep = 32;
-  s.microbatches = 128;
-  s.schedule = models::ScheduleKind::interleaved;
-  TopologyPricer pricer(t, s, "bf16");
-  EXPECT_TRUE(pricer.placement(models::Group::ep).intra());
-  EXPECT_EQ(pricer.placement(models::Group::ep).per_domain, 32);
-  // The pipeline's stages are 32 ranks apart: two per rack, so stage 1 -> 2 crosses.
-  EXPECT_EQ(pricer.placement(models::Group::pp).per_domain, 2);
-}
-
-// DualPipeV with free communication and only the layers' GEMMs costing time (F = B = W
-// per chunk): the sim's step is the schedule's unit-cost makespan scaled by a chunk's
-// forward, 6m + (p - 1) passes (schedule.hpp: the last rank's fill).
-TEST(SimExecutor, DualPipeVStepIsTheScheduleMakespanWithFreeCommunication) {
-  const auto m = sixteen_layer_model();
-  LayerGemmPricer pricer(m.layers);
-  for (int p : {2, 4, 8}) {
-    for (int mb : {2 * p, 2 * p + 3, 24}) {
-      models::ParallelSplit s;
-      s.pp = p;
-      s.vpp = 2;
-      s.microbatches = mb;
-      s.schedule = models::ScheduleKind::dualpipev;
-      SCOPED_TRACE("p=" + std::to_string(p) + " m=" + std::to_string(mb));
-      models::StepProgram stub;
-      double f = 0;
-      for (const auto& op : models::build_chunk_ops(m, s, 0, 0, models::Pass::forward)) f += pricer.op_us(stub, op);
-      ASSERT_GT(f, 0);
-      const SimResult r = simulate_split(m, s, pricer);
-      for (const auto& st : r.stages) EXPECT_NEAR(st.compute_us, 6.0 * mb * f, 1e-9 * r.step_us);
-      const auto unit = models::simulate_pipeline(models::build_schedule(s), 1.0, 1.0, 0.0, 1.0);
-      EXPECT_NEAR(r.step_us, unit.makespan * f, 1e-9 * r.step_us);
-      EXPECT_NEAR(r.step_us, (6.0 * mb + (p - 1)) * f, 1e-9 * r.step_us);
-    }
-  }
-}
-
-// Layer compute at 1 us per MFLOP and every EP all-to-all (counts, dispatch, combine)
-// `ep_us`; the rest free.
-class EpCostsPricer : public LayerFlopsPricer {
- public:
-  EpCostsPricer(int layers, double ep_us) : LayerFlopsPricer(layers), ep_us_(ep_us) {}
-  double op_us(const models::StepProgram& p, const models::Op& op) override {
-    if (models::is_comm(op.kind)) return op.group == models::Group::ep ? ep_us_ : 0.0;
-    return 1e3 * LayerFlopsPricer::op_us(p, op);
-  }
-
- private:
-  double ep_us_;
-};
-
-ExposedGroup exposed_ep(const models::ModelConfig& m, const models::ParallelSplit& s, double ep_us) {
-  EpCostsPricer pricer(m.layers, ep_us);
-  return exposed_time(m, s, pricer, models::Group::ep, Exposure::ep);
-}
-
-// DualPipe's point (DeepSeek-V3 report, section 3.2.1, Figure 4): in a paired F&B the
-// all-to-all of one chunk runs behind the other chunk's compute. On the same ops (the
-// same layers per rank, the same all-to-alls): while a pair's all-to-alls take less
-// than its compute (ep_us up to 1 here: a layer's five all-to-alls against ~9 us of
-// its forward and backward), DualPipeV exposes clearly less EP time than 1F1B (55-81%
-// of it here: the warm-up, ramp-down and step-5 actions run unpaired, a third of them
-// at these m); at any cost its step is no longer. (When the all-to-alls outlast the compute, both
-// schedules are bound by them; waits that 1F1B books as bubble -- a stage idle for a
-// peer held up by its all-to-alls -- DualPipeV's smaller bubble books as EP, so there
-// exposed EP plus bubble is what compares.)
-TEST(SimExecutor, DualPipeVPairsHideAllToAllsThatOneFOneBExposes) {
-  auto m = models::load_model("tiny-moe");
-  m.layers = 16;
-  for (int p : {2, 4}) {
-    for (int mb : {2 * p, 4 * p}) {
-      for (double ep_us : {0.0, 0.3, 1.0, 20.0, 500.0}) {
-        models::ParallelSplit s;
-        s.dp = 2;
-        s.ep = 2;
-        s.pp = p;
-        s.microbatches = mb;
-        s.schedule = models::ScheduleKind::one_f_one_b;
-        const ExposedGroup plain = exposed_ep(m, s, ep_us);
-        s.schedule = models::ScheduleKind::dualpipev;
-        s.vpp = 2;
-        const ExposedGroup dual = exposed_ep(m, s, ep_us);
-        SCOPED_TRACE("p=" + std::to_string(p) + " m=" + std::to_string(mb) + " ep_us=" + std::to_string(ep_us) +
-                     " exposed ep " + std::to_string(dual.exposed_us) + " vs " + std::to_string(plain.exposed_us) +
-                     " bubble " + std::to_string(dual.bubble_us) + " vs " + std::to_string(plain.bubble_us) + " step " +
-                     std::to_string(dual.step_us) + " vs " + std::to_string(plain.step_us));
-        ASSERT_NEAR(dual.collective_us, plain.collective_us, 1e-6);
-        EXPECT_LE(dual.exposed_us, dual.collective_us + 1e-6);
-        EXPECT_LE(dual.step_us, plain.step_us * (1 + 1e-9));
-        EXPECT_LE(dual.exposed_us + dual.bubble_us, plain.exposed_us + plain.bubble_us + 1e-6);
-        if (ep_us > 0 && ep_us <= 1.0) {
-          EXPECT_LT(dual.exposed_us, 0.85 * plain.exposed_us);
-        }
-      }
-    }
-  }
-}
-
-// On a catalog topology with every cost priced (DeepSeek-V3's split on H800, scaled
-// down): DualPipeV projects, exposes less EP than 1F1B, and is not slower.
-TEST(Projection, DualPipeVOnDgxH800HidesExpertParallelTime) {
-  const auto m = models::load_model("deepseek-v3");
-  const Topology t = load_topology("dgx-h800");
-  models::ParallelSplit s;
-  s.pp = 16;
-  s.dp = 64;
-  s.ep = 64;
-  s.microbatches = 32;
-  s.zero = 1;
-  s.schedule = models::ScheduleKind::one_f_one_b;
-  ProjectionOptions o;
-  o.keep_sim = true;
-  const Projection plain = project(m, t, s, o);
-  s.schedule = models::ScheduleKind::dualpipev;
-  s.vpp = 2;
-  const Projection dual = project(m, t, s, o);
-  ASSERT_TRUE(plain.priced && dual.priced) << plain.reason << dual.reason;
-  double ep_plain = 0, ep_dual = 0;
-  for (const auto& st : plain.sim.stages) ep_plain += st.exposed_us[static_cast<int>(Exposure::ep)];
-  for (const auto& st : dual.sim.stages) ep_dual += st.exposed_us[static_cast<int>(Exposure::ep)];
-  EXPECT_LT(ep_dual, ep_plain);
-  EXPECT_LT(dual.step_s, plain.step_s);
 }
 
 }  // namespace
