@@ -18,7 +18,6 @@ import re
 from collections import defaultdict, namedtuple
 
 import matplotlib.pyplot as plt
-from matplotlib import ticker
 import numpy as np
 
 import figure_style as FS
@@ -267,10 +266,7 @@ def ratio_figures(points, tol, an, bn):
             ax.set_xscale("log")
             ax.set_xlabel("message size (bytes)")
         ax.set_yscale("log")
-        # Ratios read as plain numbers (0.8, 2), not as powers of ten (2 x 10^0).
-        plain = ticker.LogFormatter(labelOnlyBase=False, minor_thresholds=(1, 0.4))
-        ax.yaxis.set_major_formatter(plain)
-        ax.yaxis.set_minor_formatter(plain)
+        FS.plain_log_ticks(ax.yaxis)
         ax.axhline(1, color="k", lw=0.8)
         ax.axhspan(1 / (1 + tol), 1 + tol, color="grey", alpha=0.15)
         ax.set_ylabel("ratio B / A (> 1: B better)")

@@ -13,6 +13,7 @@ import re
 import textwrap
 
 import matplotlib
+from matplotlib import ticker
 
 DPI = 110
 CHECK_WINDOW_PX = 1280
@@ -152,3 +153,11 @@ def merged_handles(axes):
 def panel_width(panels, legend_in=0.0, widest=4.2):
     """Inches per panel so `panels` panels (and a legend beside them) fit MAX_WIDTH_IN."""
     return min(widest, (MAX_WIDTH_IN - legend_in) / max(1, panels))
+
+
+def plain_log_ticks(axis):
+    """A log axis labelled with plain numbers (0.8, 2, 6000), not powers of ten (6 x 10^3);
+    minor ticks are labelled only where the axis spans little more than a decade."""
+    plain = ticker.LogFormatter(labelOnlyBase=False, minor_thresholds=(1, 0.4))
+    axis.set_major_formatter(plain)
+    axis.set_minor_formatter(plain)

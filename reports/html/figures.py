@@ -132,6 +132,7 @@ def latency_figure(runs, small_bytes=4096):
         ax.set_xticks([i + 0.4 - width / 2 for i in range(len(ops))])
         ax.set_xticklabels(ops, rotation=30, ha="right")
         ax.set_yscale("log")
+        FS.plain_log_ticks(ax.yaxis)
         ax.set_ylabel("time per op (us)")
         ax.set_title(f"scope {scope}")
         ax.grid(True, axis="y", alpha=0.3)
@@ -361,7 +362,12 @@ def training_figures(runs):
                               "with the devices); solid: measured (median over steps after the first), dashed: "
                               "projected; each point is one device count. Systems: " + "; ".join(systems) + ".",
                               (["system", "source", "split", "devices", "MFU %"], rows)))
-        top = sorted(mine, key=lambda p: -p[4])[:12]
+        # Runs without a breakdown (an imported training log has only the step time) have no
+        # bar to draw; a model with none of its runs broken down gets no breakdown figure.
+        broken_down = [p for p in mine if any(math.isfinite(v) and v > 0 for v in p[5].values())]
+        if not broken_down:
+            continue
+        top = sorted(broken_down, key=lambda p: -p[4])[:12]
         fig, ax = plt.subplots(figsize=(9, 0.42 * len(top) + 1.8))
         labels = stacked_breakdown(ax, [f"{FS.short_split(p[2])} ({p[1].split(' ')[0]}" +
                                         ("" if len(systems) == 1 else f", {FS.short_system(p[6])}") + ")" for p in top],

@@ -112,8 +112,14 @@ def scaling_figures(runs):
             ax.set_ylabel(ylabel)
             ax.grid(True, which="both", alpha=0.3)
         ax_tok.set_yscale("log")
-        where = FS.systems_and_devices([_line_label(line).split(" · ")[0] for line in order], devices)
-        FS.title(fig, f"{model}, {mode} scaling on {where}: best split per point, one line per system")
+        FS.plain_log_ticks(ax_tok.yaxis)
+        # The title names the projected systems; a measured line (named by its device, e.g.
+        # an imported log's GPU) is said as such rather than listed as one more system.
+        labels = [_line_label(line) for line in order]
+        projected = [lab for lab in labels if not lab.endswith(" · measured")]
+        where = FS.systems_and_devices(projected or [lab.split(" · ")[0] for lab in labels], devices)
+        measured = " with measured runs" if len(projected) < len(labels) else ""
+        FS.title(fig, f"{model}, {mode} scaling on {where}{measured}: best split per point, one line per system")
         FS.legend_below(fig, *FS.merged_handles([ax_mfu]))
         merged = "" if len(run_labels) == 1 else f" Merged from {len(run_labels)} runs of the same model and mode."
         figures.append(Figure(f"scaling_{model}_{mode}", fig,
