@@ -4,7 +4,10 @@
 #   1. the layout from the arguments block, the median iteration after the warm-up
 #      interval (7.1 s of 7.0/7.2/7.1 s), provenance (format, parser version, SHA-256 equal
 #      to sha256sum's), one 'steps' row per logged interval;
-#   2. the run appears in project-compare beside its projection and in scaling --measured;
+#   2. the run appears in project-compare beside its projection and in scaling --measured
+#      (its row saying it has no breakdown), and the report of both draws no empty
+#      breakdown, names the projected system with "with measured runs" and passes the
+#      figure layout check (where chromium is installed);
 #   3. a truncated log, a model that does not match and an unknown format: exit 2, one line.
 set -eu
 ibt=$1 dir=$2 here=$(dirname "$0")
@@ -37,6 +40,18 @@ grep -Eq "^  step +7\.00000 +[0-9.]+ .*\(a megatron log has no time breakdown\)"
 awk '$1 == "step" { exit !($3 > 1 && $3 < 20) }' "$dir/pc.txt" || { cat "$dir/pc.txt"; fail "not priced in bf16"; }
 "$ibt" scaling --model llama3-8b --topology dgx-h100 --gpus 16 --global-batch 64 --measured "$dir/m.h5" > "$dir/sc.txt"
 grep -q "measured ($dir/m.h5): 1 point" "$dir/sc.txt" || { cat "$dir/sc.txt"; fail "scaling --measured lacks the run"; }
+grep -Eq "^ +16 +64 .* - \(a log has no breakdown\)$" "$dir/sc.txt" || { cat "$dir/sc.txt"; fail "the log's row does not say it has no breakdown"; }
+# The report of the projection and the log: figures that pass the layout check (a log has no
+# breakdown, so it draws no breakdown bar; an empty panel would fail as 'no data elements').
+"$ibt" scaling --model llama3-8b --topology dgx-h100 --gpus 16,32 --global-batch 64 --measured "$dir/m.h5" \
+  --out "$dir/sc.h5" > /dev/null
+"$ibt" report "$dir/sc.h5" "$dir/m.h5" --out "$dir/report" --force > /dev/null 2>&1 || fail "report of the imported log"
+grep -q "with measured runs" "$dir/report/scaling_llama3-8b_strong.svg" || fail "the scaling title does not say it has measured runs"
+[[ ! -e $dir/report/breakdown_llama3-8b.svg ]] || fail "a breakdown figure was drawn for a run without a breakdown"
+if command -v chromium > /dev/null; then
+  "$py" "$here/../reports/html/figure_layout_check.py" "$dir/report" > "$dir/layout.txt" 2>&1 ||
+    { cat "$dir/layout.txt"; fail "the report's figures fail the layout check"; }
+fi
 
 bad() {  # bad EXPECTED-TEXT ARGS...: exit 2 with the text
   local want=$1; shift
