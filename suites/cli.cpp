@@ -189,22 +189,20 @@ void print_help(std::ostream& out, const std::string& usage, const std::string& 
 std::string example_lines(const std::string& command, std::size_t width) {
   // Broken only before an option ("  --flag value" stays together), each piece but the last
   // ending in " \" so the example still pastes into a shell as one command.
-  std::string out = "  ", line;
-  std::size_t column = 2;
-  std::size_t from = 0;
-  while (from < command.size()) {
-    std::size_t next = command.find(" --", from + 1);
-    if (next == std::string::npos) next = command.size();
-    const std::string piece = command.substr(from, next - from);
-    if (column + piece.size() + 2 > width && column > 2 + 4) {
-      out += " \\\n      ";
-      column = 6;
-      out += piece.substr(piece.front() == ' ' ? 1 : 0);
-      column += piece.size() - (piece.front() == ' ' ? 1 : 0);
-    } else {
-      out += piece;
-      column += piece.size();
+  constexpr std::size_t kIndent = 2, kContinuationIndent = 6;
+  std::string out(kIndent, ' ');
+  std::size_t column = kIndent;
+  for (std::size_t from = 0; from < command.size();) {
+    const std::size_t next = std::min(command.find(" --", from + 1), command.size());
+    std::string piece = command.substr(from, next - from);
+    // + 2 leaves room for the " \"; a line holds at least its first piece.
+    if (column + piece.size() + 2 > width && column > kContinuationIndent) {
+      out += " \\\n" + std::string(kContinuationIndent, ' ');
+      column = kContinuationIndent;
+      if (piece.front() == ' ') piece.erase(0, 1);
     }
+    out += piece;
+    column += piece.size();
     from = next;
   }
   return out + "\n";
