@@ -18,10 +18,10 @@
 namespace ibt::suites {
 namespace {
 
-constexpr std::size_t kLargeBytes = 64u << 20;   // bandwidth metrics: sizes from here up
-constexpr std::size_t kSmallBytes = 4096;        // latency metrics: the smallest size, when at most this
-constexpr double kBandwidthLower = -0.2;          // fails below 80% of the baseline
-constexpr double kLatencyUpper = 2.0;             // fails above 3x the baseline
+constexpr std::size_t kLargeBytes = 64u << 20;  // bandwidth metrics: sizes from here up
+constexpr std::size_t kSmallBytes = 4096;       // latency metrics: the smallest size, when at most this
+constexpr double kBandwidthLower = -0.2;        // fails below 80% of the baseline
+constexpr double kLatencyUpper = 2.0;           // fails above 3x the baseline
 
 using OpKey = std::tuple<std::string, std::string, std::string>;  // op, scope, dtype
 
@@ -80,8 +80,7 @@ nlohmann::json candidate_metrics(const AcceptMeasurements& measured) {
     std::set<std::size_t> sizes;
     for (const auto& r : measured.p2p_from_file) sizes.insert(r.bytes);
     metrics.push_back(p2p_metric("p2p-worst-pair-bandwidth", *sizes.rbegin(), true));
-    if (*sizes.begin() <= kSmallBytes)
-      metrics.push_back(p2p_metric("p2p-worst-pair-latency", *sizes.begin(), false));
+    if (*sizes.begin() <= kSmallBytes) metrics.push_back(p2p_metric("p2p-worst-pair-latency", *sizes.begin(), false));
   }
   return metrics;
 }

@@ -99,7 +99,7 @@ AcceptMeasurements read_accept_measurements(const std::string& from, const std::
     ++rows;
   }
   std::fprintf(log, "# judging %s: %zu collectives rows%s\n", measured.source.c_str(), rows,
-              measured.intra_is_world ? " (one domain: intra metrics read the world rows)" : "");
+               measured.intra_is_world ? " (one domain: intra metrics read the world rows)" : "");
   for (auto it = runs.rbegin(); it != runs.rend(); ++it) {
     if (!has_table(*it, kP2pTable)) continue;
     const store::TableData p = store::read_table(from, it->id, kP2pTable);

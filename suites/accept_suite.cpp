@@ -17,8 +17,8 @@
 #include "core/output_file.hpp"
 #include "ibt/version.hpp"
 #include "reports/store/store.hpp"
-#include "suites/accept_from_file.hpp"
 #include "suites/accept_baseline.hpp"
+#include "suites/accept_from_file.hpp"
 #include "suites/accept_generate.hpp"
 #include "suites/accept_judge.hpp"
 #include "suites/accept_junit.hpp"
@@ -150,7 +150,8 @@ int write_generated_reference(const AcceptArgs& a, const MpiSession& mpi) {
 
 // The reference, refused when missing or made for a job of another size.
 AcceptReference load_job_reference(const AcceptArgs& a, const MpiSession& mpi) {
-  if (a.reference_path.empty()) throw UsageError("--reference is required (or --generate-reference TOPOLOGY|RESULTS.h5)");
+  if (a.reference_path.empty())
+    throw UsageError("--reference is required (or --generate-reference TOPOLOGY|RESULTS.h5)");
   require_timeout(a.timeout, "--timeout");
   AcceptReference ref = load_reference(a.reference_path);  // every rank parses: same errors everywhere
   if (!a.from.empty()) return ref;                         // the file's run is checked against the job instead

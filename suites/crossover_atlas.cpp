@@ -219,8 +219,8 @@ int run_atlas(const AtlasFlags& flags, int argc, char** argv) {
          !w.feasible && !n.feasible ? nan
          : std::isinf(c.cell.gain)  ? 1e300
                                     : c.cell.gain,
-         c.cell.uncertainty, std::string(topo::verdict_text(c.cell.verdict)), c.entry.practice, c.entry.practice_source, c.agreement, c.deciding_term,
-         fit(c.why, 200)});
+         c.cell.uncertainty, std::string(topo::verdict_text(c.cell.verdict)), c.entry.practice, c.entry.practice_source,
+         c.agreement, c.deciding_term, fit(c.why, 200)});
   }
   recorder.finish(store::RunStatus::complete);
   if (recorder.active()) std::printf("run %s written to %s\n", recorder.run_id().c_str(), flags.out.c_str());

@@ -13,7 +13,7 @@ struct AtlasFlags {
   std::vector<std::string> topologies;  // empty = all
   double threshold = 0.05;
   int jobs = 1;
-  std::string out;  // HDF5 file, "" = none
+  std::string out;    // HDF5 file, "" = none
   bool wide = false;  // --wide: the Markdown table (every band and full split) and unwrapped notes
 };
 

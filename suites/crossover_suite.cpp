@@ -350,9 +350,9 @@ topo::CrossoverResult price_cells(const CrossoverArgs& a, const CrossoverSetup& 
     progress.advance();
   };
   run.search = &search;
-  topo::CrossoverResult r = topo::crossover(s.model, s.topology, static_cast<int>(a.gpus), domains, gbps,
-                                            s.global_batch, a.threshold, s.options, &s.failure, s.rank_by,
-                                            static_cast<int>(a.max_cp), run);
+  topo::CrossoverResult r =
+      topo::crossover(s.model, s.topology, static_cast<int>(a.gpus), domains, gbps, s.global_batch, a.threshold,
+                      s.options, &s.failure, s.rank_by, static_cast<int>(a.max_cp), run);
   progress.finish();
   return r;
 }

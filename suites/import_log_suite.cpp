@@ -2,8 +2,8 @@
 // in the shape `ibt train` writes (attributes model and split, table "steps"), so that
 // `ibt scaling --measured`, `ibt project-compare` and `ibt report` show it beside the
 // projections. Provenance: the log's path, format, SHA-256 and the parser's version.
-#include <boost/program_options.hpp>
 #include <algorithm>
+#include <boost/program_options.hpp>
 #include <cctype>
 #include <cmath>
 #include <cstdio>
@@ -90,8 +90,8 @@ void check_model(const TrainingLog& log, const models::ModelConfig& model) {
     if (want < 0) continue;
     const long long got = log.integer(name);
     if (got != want)
-      throw UsageError(log.file + ": " + name + " is " + std::to_string(got) + " but model '" + model.name +
-                       "' has " + std::to_string(want) + ": name the catalog model (or a .json) the log trained");
+      throw UsageError(log.file + ": " + name + " is " + std::to_string(got) + " but model '" + model.name + "' has " +
+                       std::to_string(want) + ": name the catalog model (or a .json) the log trained");
   }
 }
 
@@ -135,13 +135,19 @@ double median_of(std::vector<double> v) {
 
 std::vector<store::Column> step_columns() {
   using store::ColumnType;
-  return {{"step", ColumnType::i64, ""},          {"iteration", ColumnType::i64, ""},
-          {"step_time", ColumnType::f64, "s"},    {"tokens_per_s", ColumnType::f64, "1/s"},
-          {"model_tflops", ColumnType::f64, "TFLOP/s"}, {"mfu", ColumnType::f64, ""},
+  return {{"step", ColumnType::i64, ""},
+          {"iteration", ColumnType::i64, ""},
+          {"step_time", ColumnType::f64, "s"},
+          {"tokens_per_s", ColumnType::f64, "1/s"},
+          {"model_tflops", ColumnType::f64, "TFLOP/s"},
+          {"mfu", ColumnType::f64, ""},
           {"logged_tflops_per_gpu", ColumnType::f64, "TFLOP/s"},
-          {"compute", ColumnType::f64, "s"},      {"tp_comm", ColumnType::f64, "s"},
-          {"pp_comm_and_bubble", ColumnType::f64, "s"}, {"dp_comm", ColumnType::f64, "s"},
-          {"ep_comm", ColumnType::f64, "s"},      {"other", ColumnType::f64, "s"}};
+          {"compute", ColumnType::f64, "s"},
+          {"tp_comm", ColumnType::f64, "s"},
+          {"pp_comm_and_bubble", ColumnType::f64, "s"},
+          {"dp_comm", ColumnType::f64, "s"},
+          {"ep_comm", ColumnType::f64, "s"},
+          {"other", ColumnType::f64, "s"}};
 }
 
 const char* kAbout =
@@ -221,8 +227,8 @@ int import_log_main(int argc, char** argv) {
     recorder.append("steps", step_columns(),
                     {static_cast<std::int64_t>(timed ? i - warm + 1 : 0), static_cast<std::int64_t>(it.iteration),
                      it.step_s, sequences * model.seq_len / it.step_s, flops / it.step_s / 1e12,
-                     flops / (it.step_s * ranks * peak_gflops * 1e9),
-                     it.tflops_per_gpu >= 0 ? it.tflops_per_gpu : kNaN, kNaN, kNaN, kNaN, kNaN, kNaN, kNaN});
+                     flops / (it.step_s * ranks * peak_gflops * 1e9), it.tflops_per_gpu >= 0 ? it.tflops_per_gpu : kNaN,
+                     kNaN, kNaN, kNaN, kNaN, kNaN, kNaN});
   }
   const double median_s = median_of(kept);
   recorder.set_attr("command_line", joined_command_line(argc, argv));
@@ -253,10 +259,11 @@ int import_log_main(int argc, char** argv) {
               a.format.c_str(), log.iterations.size(), kept.size(), warm);
   std::printf("  %s, %s on %d x %s\n", model.name.c_str(), models::describe(split).c_str(), ranks,
               system.device.name.c_str());
-  std::printf("  median iteration %.4g s, %.4g tokens/s (%.4g per device), %.4g model TFLOP/s per device, "
-              "MFU %.1f%% of %s peak\n",
-              median_s, sequences * model.seq_len / median_s, sequences * model.seq_len / median_s / ranks,
-              flops / median_s / ranks / 1e12, 100 * flops / (median_s * ranks * peak_gflops * 1e9), a.dtype.c_str());
+  std::printf(
+      "  median iteration %.4g s, %.4g tokens/s (%.4g per device), %.4g model TFLOP/s per device, "
+      "MFU %.1f%% of %s peak\n",
+      median_s, sequences * model.seq_len / median_s, sequences * model.seq_len / median_s / ranks,
+      flops / median_s / ranks / 1e12, 100 * flops / (median_s * ranks * peak_gflops * 1e9), a.dtype.c_str());
   std::printf("run %s written to %s\n", recorder.run_id().c_str(), a.out.c_str());
   return kExitOk;
 }

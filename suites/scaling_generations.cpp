@@ -35,8 +35,7 @@ double power_of(const topo::ScalingPoint& point, const GenerationContext& ctx) {
 
 topo::GenerationSpeed speed_of(const topo::ScalingPoint& point, const std::vector<topo::ScalingPoint>& all,
                                const GenerationContext& ctx) {
-  return topo::generation_speed(point, baseline_point(all, ctx, point.devices), power_of(point, ctx),
-                                ctx.token_budget);
+  return topo::generation_speed(point, baseline_point(all, ctx, point.devices), power_of(point, ctx), ctx.token_budget);
 }
 
 void print_generation_speed(const std::vector<topo::ScalingPoint>& all, const GenerationContext& ctx) {
@@ -61,9 +60,10 @@ void print_generation_speed(const std::vector<topo::ScalingPoint>& all, const Ge
   std::stable_sort(systems.begin(), systems.end(),
                    [&](const std::string& a, const std::string& b) { return median_speed[a] < median_speed[b]; });
 
-  std::printf("\nSpeed by generation (slowest first; speed-up = tokens/s per device over %s's at the same count;\n"
-              "days to train %.3g tokens; J/token = device board power / tokens/s per device; '-': no figure):\n",
-              ctx.baseline.c_str(), ctx.token_budget);
+  std::printf(
+      "\nSpeed by generation (slowest first; speed-up = tokens/s per device over %s's at the same count;\n"
+      "days to train %.3g tokens; J/token = device board power / tokens/s per device; '-': no figure):\n",
+      ctx.baseline.c_str(), ctx.token_budget);
   std::printf("  %-30s %8s %11s %9s %9s %7s %9s\n", "system", "devices", "tok/s/dev", "speed-up", "days", "MFU",
               "J/token");
   for (const auto& key : systems)

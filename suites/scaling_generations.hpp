@@ -11,8 +11,8 @@
 namespace ibt::suites {
 
 struct GenerationContext {
-  std::string baseline;                  // topology name the speed-ups are against
-  double token_budget = 1e12;            // tokens, for the time to train
+  std::string baseline;                   // topology name the speed-ups are against
+  double token_budget = 1e12;             // tokens, for the time to train
   std::map<std::string, double> power_W;  // topology name -> board power per device (absent: unknown)
 };
 

@@ -29,12 +29,12 @@ constexpr CheckTolerance kFp32Cpu{2e-5,
 // cuda, fp32 GEMM operands: only summation order differs (cuBLAS, atomics in the
 // embedding and norm-gain gradients). Per tensor: the cuda executor has no per-tensor
 // figures yet, so its --check compares the scalars only.
-constexpr CheckTolerance kFp32Cuda{1e-4, 1e-3, 1e-4, 1e-3, 1e-4,
-                                   "relative: loss 1e-4, grad_norm 1e-3, param_norm 1e-4 (cuda, fp32 GEMMs)"};
+constexpr CheckTolerance kFp32Cuda{
+    1e-4, 1e-3, 1e-4, 1e-3, 1e-4, "relative: loss 1e-4, grad_norm 1e-3, param_norm 1e-4 (cuda, fp32 GEMMs)"};
 // cuda, bf16 GEMM operands (8-bit mantissa, relative rounding 2^-9 = 2e-3 per operand,
 // fp32 accumulation) at the tiny sizes --check is meant for. Not yet verified on a GPU.
-constexpr CheckTolerance kBf16Cuda{2e-2, 1e-1, 1e-2, 1e-1, 1e-2,
-                                   "relative: loss 2e-2, grad_norm 1e-1, param_norm 1e-2 (cuda, bf16 GEMMs)"};
+constexpr CheckTolerance kBf16Cuda{
+    2e-2, 1e-1, 1e-2, 1e-1, 1e-2, "relative: loss 2e-2, grad_norm 1e-1, param_norm 1e-2 (cuda, bf16 GEMMs)"};
 
 bool close(double got, double want, double rtol) { return std::abs(got - want) <= rtol * std::abs(want); }
 

@@ -44,9 +44,10 @@ Peak rank_peak(const TrainOptions& o, const TrainExecutor& exec, MPI_Comm world,
   if (o.executor.kind != "cuda") {
     Peak p;
     p.gflops = o.peak_gflops > 0 ? o.peak_gflops : measure_sgemm_peak_gflops(world, threads);
-    p.source = o.peak_gflops > 0 ? "given (--peak-tflops)"
-                                 : "measured sgemm " + std::to_string(models::kSgemmPeakSize) + "^3 at " +
-                                       std::to_string(models::blas_threads()) + " BLAS thread(s) per rank, median over ranks";
+    p.source = o.peak_gflops > 0
+                   ? "given (--peak-tflops)"
+                   : "measured sgemm " + std::to_string(models::kSgemmPeakSize) + "^3 at " +
+                         std::to_string(models::blas_threads()) + " BLAS thread(s) per rank, median over ranks";
     return p;
   }
   if (o.peak_tflops > 0) return {o.peak_tflops * 1e3, "given (--peak-tflops)"};

@@ -93,7 +93,8 @@ long long TrainingLog::integer(const std::string& name, long long fallback) cons
   const auto it = arguments.find(name);
   if (it == arguments.end() || it->second == "None") {
     if (fallback >= 0) return fallback;
-    throw UsageError(file + ": no '" + name + "' in the log's arguments or config (needed for the run's layout or "
+    throw UsageError(file + ": no '" + name +
+                     "' in the log's arguments or config (needed for the run's layout or "
                      "model)");
   }
   double x = 0;
@@ -132,11 +133,13 @@ TrainingLog parse_megatron_log(const LogSource& source) {
     }
   }
   if (state == before)
-    throw UsageError(file + ": no Megatron-LM arguments block ('---- arguments ----'): the layout and model are "
+    throw UsageError(file +
+                     ": no Megatron-LM arguments block ('---- arguments ----'): the layout and model are "
                      "read from it");
   if (state == inside) throw UsageError(file + ": the arguments block never ends (the log is cut)");
   if (log.iterations.empty())
-    throw UsageError(file + ": no 'iteration N/ M | ... elapsed time per iteration (ms): X' line (the log is cut "
+    throw UsageError(file +
+                     ": no 'iteration N/ M | ... elapsed time per iteration (ms): X' line (the log is cut "
                      "before the first log interval)");
   return log;
 }

@@ -29,9 +29,9 @@ inline constexpr const char* kTorchtitanParserVersion = "torchtitan-1";
 
 struct LoggedIteration {
   long long iteration = 0;
-  double step_s = 0;                 // elapsed time per iteration
-  double tflops_per_gpu = -1;        // < 0: not logged
-  long long global_batch = 0;        // 0: not logged on this line
+  double step_s = 0;           // elapsed time per iteration
+  double tflops_per_gpu = -1;  // < 0: not logged
+  long long global_batch = 0;  // 0: not logged on this line
 };
 
 struct TrainingLog {
@@ -39,7 +39,7 @@ struct TrainingLog {
   // Megatron's own, zero_stage and zero_shard_group (FSDP/HSDP) and model_name (the
   // framework's name for the model, where the log has no layer count to check).
   std::map<std::string, std::string> arguments;
-  std::vector<LoggedIteration> iterations;       // in log order
+  std::vector<LoggedIteration> iterations;  // in log order
   // The argument `name` as a whole number; UsageError naming the file and argument when
   // it is absent (and `fallback` < 0) or not a number.
   long long integer(const std::string& name, long long fallback = -1) const;
