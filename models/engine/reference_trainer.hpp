@@ -30,7 +30,7 @@ struct TrainConfig {
 };
 
 // One tensor's sums of squares in a step: its gradient (before the update) and its value
-// (after it). --check compares them tensor by tensor (suites/train_check.hpp).
+// (after it). --check compares them tensor by tensor (models/training/train_check.hpp).
 struct TensorSums {
   std::string name;  // the full tensor's name (TP shards and EP experts share it)
   SquareSums sums;

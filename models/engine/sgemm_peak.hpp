@@ -18,7 +18,7 @@ namespace ibt::models {
 //    (the engine's own GEMMs are of this size or smaller, so a larger one would only be a
 //    peak they never reach), small enough that 0.3 s holds several calls on one core, and
 //    `train` pays well under a second for it at start.
-// One rank's figure; `train` takes the median over ranks (suites/train_runner.cpp).
+// One rank's figure; `train` takes the median over ranks (models/training/train_runner.cpp).
 inline constexpr int kSgemmPeakSize = 1024;
 inline constexpr int kSgemmPeakMinCalls = 5;
 inline constexpr int kSgemmPeakMaxCalls = 100;

@@ -145,7 +145,7 @@ class CpuExecutor {
   int64_t step_ = 0;
   bool per_tensor_sums_ = false;
   std::map<std::string, double> zero_grad_sums_;  // ZeRO-1/2/3: this step's counted gradient slices
-  std::string fault_tensor_;  // inject_grad_fault ("" = none)
+  std::string fault_tensor_;                      // inject_grad_fault ("" = none)
   double fault_scale_ = 1.0;
 };
 

@@ -176,8 +176,8 @@ namespace {
 // from the parameter count, so a file saying 1e9 layers would run for minutes or exhaust
 // memory before any memory check could speak. Refused here, with the closed-form count.
 void refuse_absurd_sizes(const ModelConfig& m, const std::string& origin) {
-  constexpr int kMaxLayers = 10000;             // the deepest published LLMs have under 200
-  constexpr double kMaxParameters = 1e14;       // 100x the largest catalog model (kimi-k2, about 1e12)
+  constexpr int kMaxLayers = 10000;              // the deepest published LLMs have under 200
+  constexpr double kMaxParameters = 1e14;        // 100x the largest catalog model (kimi-k2, about 1e12)
   constexpr long long kMaxSequence = 100000000;  // 100M tokens: 10x the longest published context
   if (m.layers > kMaxLayers)
     fail(origin, "layers",
@@ -192,8 +192,8 @@ void refuse_absurd_sizes(const ModelConfig& m, const std::string& origin) {
   const double dense_mlp = 3.0 * h * m.ffn_hidden;
   const double moe_mlp = 3.0 * h * m.expert_ffn_hidden * (m.num_experts + m.shared_experts);
   const double moe_layers = m.num_experts > 0 ? m.layers - m.first_dense_layers : 0;
-  const double parameters = m.layers * attention + (m.layers - moe_layers) * dense_mlp + moe_layers * moe_mlp +
-                            2.0 * m.vocab * h;
+  const double parameters =
+      m.layers * attention + (m.layers - moe_layers) * dense_mlp + moe_layers * moe_mlp + 2.0 * m.vocab * h;
   if (parameters > kMaxParameters) {
     char text[256];
     std::snprintf(text, sizeof text,
@@ -270,8 +270,9 @@ ModelConfig load_model(const std::string& name_or_path) {
     std::string known;
     for (const auto& n : names) known += (known.empty() ? "" : ", ") + n;
     const std::string close = closest_name(name_or_path, names);
-    throw UsageError("unknown model '" + name_or_path + "' (" + (close.empty() ? "" : "did you mean '" + close + "'? ") +
-                     "catalog " + catalog_dir() + " has: " + known + ")");
+    throw UsageError("unknown model '" + name_or_path + "' (" +
+                     (close.empty() ? "" : "did you mean '" + close + "'? ") + "catalog " + catalog_dir() +
+                     " has: " + known + ")");
   }
   std::stringstream text;
   text << in.rdbuf();

@@ -86,7 +86,7 @@ struct RunInfo {
   std::vector<std::string> tables;
   std::optional<AttrValue> attr(const std::string& name) const;
   std::string attr_string(const std::string& name) const;  // "" when absent
-  // "" unless a multi-rank run recorded oversubscribed = 1 (suites/job_facts.hpp); then
+  // "" unless a multi-rank run recorded oversubscribed = 1 (collectives/runtime/job_facts.hpp); then
   // its description, e.g. "4 ranks on 2 cores of host-a". Older runs recorded nothing: "".
   std::string oversubscription() const;
 };

@@ -5,7 +5,7 @@ Prints one line per sweep run, best MFU first, as "run<TAB>split<TAB>PP|-<TAB>s/
 (s/step to 4 decimals, MFU in percent to 3, as `ibt sweep` prints them); with --best
 without|with, only "split<TAB>MFU%" of the best run without or with pipeline parallelism.
 
-The figures are the sweep's own (suites/train_runner.cpp): s/step is the mean step_time of
+The figures are the sweep's own (models/training/train_runner.cpp): s/step is the mean step_time of
 the timed steps (every recorded step after the first, or the first alone), MFU is
 model_flops_per_step / (s/step * world_size * peak_gflops_per_rank * 1e9); runs of equal
 MFU keep their sweep order (sweep_index). Only the json module is needed, so any python3 runs it.

@@ -8,8 +8,8 @@
 
 #include "collectives/group_outliers.hpp"
 #include "core/errors.hpp"
-#include "suites/collectives_nccl_flags.hpp"
-#include "suites/collectives_nccl_format.hpp"
+#include "collectives/nccl_tests_flags.hpp"
+#include "collectives/nccl_tests_format.hpp"
 
 namespace ibt::suites {
 namespace {

@@ -62,7 +62,7 @@ void train_and_compare(const std::string& precision, double loss_rtol, double gr
   }
 }
 
-// The --check tolerances of suites/train_runner.cpp.
+// The --check tolerances of models/training/train_runner.cpp.
 TEST(CudaExecutor, Fp32StepsMatchTheSerialReference) {
   IBT_REQUIRE_GPU();
   train_and_compare("fp32", 1e-4, 1e-3, 1e-4);

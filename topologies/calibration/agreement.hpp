@@ -34,7 +34,7 @@
 
 namespace ibt::topo {
 
-// Projection options matching the cpu executor (suites/train_runner.cpp): fp32 peak,
+// Projection options matching the cpu executor (models/training/train_runner.cpp): fp32 peak,
 // fp32 AdamW state, no overlap of the gradient reduction, unfused attention (the
 // engine writes the s x s scores, softmaxes them in place and reads them again).
 ProjectionOptions cpu_engine_options();

@@ -1,6 +1,6 @@
 #pragma once
 // Measured `ibt train` runs as the projection sees them: the model, the split and the
-// per-step time breakdown that suites/train_runner.cpp records (attributes "model",
+// per-step time breakdown that models/training/train_runner.cpp records (attributes "model",
 // "split"; table "steps" with step_time and the per-rank mean of compute, tp_comm,
 // pp_comm_and_bubble, dp_comm, ep_comm and other, in seconds).
 //

@@ -156,8 +156,7 @@ std::string describe_assumptions_brief(const FailureAssumptions& a) {
     if (!x.value) return std::string(name) + " not given";
     const auto quote = x.origin.find('\'');
     const std::string source = quote == std::string::npos ? x.origin : x.origin.substr(quote);
-    return std::string(name) + " " + fmt("%g", *x.value) + (*unit ? std::string(" ") + unit : "") + " (" + source +
-           ")";
+    return std::string(name) + " " + fmt("%g", *x.value) + (*unit ? std::string(" ") + unit : "") + " (" + source + ")";
   };
   return "failure assumptions: " + item("node MTBF", a.node_mtbf_hours, "h") + ", " +
          item("devices per node", a.devices_per_node, "") + ", " +

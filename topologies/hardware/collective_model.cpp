@@ -305,8 +305,7 @@ double none_drawn(int total, int marked, int hits) {
 }
 }  // namespace
 
-double deduplicated_network_fraction(int domains, int num_experts, int top_k, int route_groups,
-                                     int route_group_limit) {
+double deduplicated_network_fraction(int domains, int num_experts, int top_k, int route_groups, int route_group_limit) {
   if (domains <= 1 || top_k <= 0) return 0.0;
   const bool grouped = route_groups > 1 && route_group_limit > 0 && route_groups % domains == 0;
   const double reached = grouped ? 1.0 - none_drawn(route_groups, route_groups / domains, route_group_limit)

@@ -93,7 +93,6 @@ CollectiveCost deduplicated_all_to_all_cost(const Topology& t, const Placement& 
 // experts is (top_k of num_experts, uniformly: the balanced routing both recipes
 // force or train towards):
 //     (domains - 1) x P(a given domain is reached) / top_k
-double deduplicated_network_fraction(int domains, int num_experts, int top_k, int route_groups,
-                                     int route_group_limit);
+double deduplicated_network_fraction(int domains, int num_experts, int top_k, int route_groups, int route_group_limit);
 
 }  // namespace ibt::topo

@@ -403,8 +403,7 @@ std::string to_json(const Topology& t) {
                    {"fp8", figure_json(t.device.fp8)}}},
                  {"memory_GB", figure_json(t.device.memory_GB)},
                  {"memory_bandwidth_GBps", figure_json(t.device.memory_bandwidth_GBps)}};
-  if (!t.device.power_W.source.empty())
-    j["device"]["power_W"] = figure_json(t.device.power_W);
+  if (!t.device.power_W.source.empty()) j["device"]["power_W"] = figure_json(t.device.power_W);
   if (t.device.gemm_tiles)
     j["device"]["gemm_tiles"] = {{"compute_units", figure_json(t.device.gemm_tiles->compute_units)},
                                  {"tile_rows", figure_json(t.device.gemm_tiles->tile_rows)},

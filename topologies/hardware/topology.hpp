@@ -83,8 +83,8 @@ struct Device {
   std::string name;
   Figure fp32, tf32, bf16, fp8;  // peak dense TFLOP/s
   Figure memory_GB, memory_bandwidth_GBps;
-  Figure power_W;  // board power (TDP) per device, optional: energy per token where known
-  std::optional<GemmTiles> gemm_tiles;                 // absent: GEMMs priced without their shape
+  Figure power_W;                       // board power (TDP) per device, optional: energy per token where known
+  std::optional<GemmTiles> gemm_tiles;  // absent: GEMMs priced without their shape
   const Figure& peak(const std::string& dtype) const;  // throws UsageError on other names
 };
 

@@ -114,8 +114,8 @@ bool is_linear_gemm(OpKind k) {
 void TopologyPricer::set_node_limited_routing(const models::ModelConfig& model) {
   if (!model.is_moe() || model.route_groups <= 1) return;
   const Placement& ep = placement_[static_cast<int>(Group::ep)];
-  ep_network_fraction_ = deduplicated_network_fraction(ep.domains(), model.num_experts, model.top_k,
-                                                       model.route_groups, model.route_group_limit);
+  ep_network_fraction_ = deduplicated_network_fraction(ep.domains(), model.num_experts, model.top_k, model.route_groups,
+                                                       model.route_group_limit);
 }
 
 void TopologyPricer::set_tp_comm_overlap(const models::ModelConfig& model, double element_bytes) {

@@ -40,7 +40,7 @@ struct CrossoverCell {
   double scale_out_gbps = 0;
   Projection best_no_pp;  // feasible == false when none fits
   Projection best_with_pp;
-  double gain = 0;  // relative, of the rank_by figure; +inf when only PP fits
+  double gain = 0;                              // relative, of the rank_by figure; +inf when only PP fits
   PpVerdict verdict = PpVerdict::nothing_fits;  // pp_verdict() of the cell (verdict.hpp)
   double uncertainty = 0;                       // u above
 };

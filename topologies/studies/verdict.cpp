@@ -16,21 +16,16 @@ PpVerdict pp_verdict(const PpComparison& c, double threshold) {
 
 const char* verdict_text(PpVerdict v) {
   switch (v) {
-    case PpVerdict::needed:
-      return "PP needed";
-    case PpVerdict::not_needed:
-      return "PP not needed";
-    case PpVerdict::within_uncertainty:
-      return "within uncertainty";
-    case PpVerdict::nothing_fits:
-      return "nothing fits";
+    case PpVerdict::needed: return "PP needed";
+    case PpVerdict::not_needed: return "PP not needed";
+    case PpVerdict::within_uncertainty: return "within uncertainty";
+    case PpVerdict::nothing_fits: return "nothing fits";
   }
   return "?";
 }
 
 PpVerdict parse_verdict(const std::string& text) {
-  for (PpVerdict v :
-       {PpVerdict::needed, PpVerdict::not_needed, PpVerdict::within_uncertainty, PpVerdict::nothing_fits})
+  for (PpVerdict v : {PpVerdict::needed, PpVerdict::not_needed, PpVerdict::within_uncertainty, PpVerdict::nothing_fits})
     if (text == verdict_text(v)) return v;
   throw RuntimeError("unknown PP verdict '" + text + "'");
 }

@@ -181,7 +181,7 @@ TEST(Placement, JobsAreSegmentedWhereTheDomainDoesNotDivideThem) {
   EXPECT_EQ(nvl72.placement_domain(144), 72);  // two full racks
   EXPECT_EQ(nvl72.placement_domain(64), 72);   // one rack holds the job
   EXPECT_EQ(nvl72.placement_domain(100), 50);
-  EXPECT_EQ(nvl72.placement_domain(73), 72);   // no segment of half a rack or more: fill
+  EXPECT_EQ(nvl72.placement_domain(73), 72);  // no segment of half a rack or more: fill
   EXPECT_EQ(load_topology("dgx-h100").placement_domain(1024), 8);
   // EP32 (tp1) of 256 GPUs: the group at ranks 64..95 straddles racks 0 and 1 when they
   // are filled to 72, and lies in rack 1 with segments of 64.

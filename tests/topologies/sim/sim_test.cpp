@@ -9,12 +9,12 @@
 #include "models/plan/accounting.hpp"
 #include "models/plan/model_file.hpp"
 #include "models/plan/schedule.hpp"
+#include "tests/topologies/sim/sim_test_support.hpp"
 #include "topologies/hardware/collective_model.hpp"
 #include "topologies/projection/projection.hpp"
 #include "topologies/projection/projection_report.hpp"
 #include "topologies/sim/sim_executor.hpp"
 #include "topologies/sim/sim_pricer.hpp"
-#include "tests/topologies/sim/sim_test_support.hpp"
 
 namespace ibt::topo {
 namespace {

@@ -38,8 +38,7 @@ TEST(Verdict, MemoryDecidesWhenOneSideAloneFits) {
 }
 
 TEST(Verdict, WordsRoundTripAndUnknownWordsAreRefused) {
-  for (PpVerdict v :
-       {PpVerdict::needed, PpVerdict::not_needed, PpVerdict::within_uncertainty, PpVerdict::nothing_fits})
+  for (PpVerdict v : {PpVerdict::needed, PpVerdict::not_needed, PpVerdict::within_uncertainty, PpVerdict::nothing_fits})
     EXPECT_EQ(parse_verdict(verdict_text(v)), v);
   EXPECT_STREQ(verdict_text(PpVerdict::within_uncertainty), "within uncertainty");
   EXPECT_THROW(parse_verdict("yes"), RuntimeError);

@@ -1,0 +1,105 @@
+// ibt accept's measuring: the reference's metrics turned into harness and p2p-matrix
+// passes, checked against the job first, run with each result printed and stored.
+#include "cli/accept_measure.hpp"
+
+#include <cstdio>
+
+#include "collectives/harness.hpp"
+#include "collectives/p2p_matrix.hpp"
+#include "collectives/results_schema.hpp"
+#include "collectives/sizes.hpp"
+#include "core/errors.hpp"
+#include "cli/collectives_results.hpp"
+#include "collectives/runtime/p2p_rows.hpp"
+
+namespace ibt::suites {
+namespace {
+
+std::vector<std::size_t> sizes_of(const AcceptMetric& m) {
+  if (m.min_bytes == m.max_bytes) return {m.min_bytes};
+  SizeSweep sweep;
+  sweep.min_bytes = m.min_bytes;
+  sweep.max_bytes = m.max_bytes;
+  sweep.factor = 2;
+  return expand(sweep);
+}
+
+}  // namespace
+
+// Every scope, op and dtype a metric names must exist in this job and on this backend.
+AcceptWork plan_accept_work(const AcceptReference& ref, const DomainLayout& layout, const Backend& backend,
+                            const MpiSession& mpi) {
+  AcceptWork work;
+  for (const auto& m : ref.metrics) {
+    if (m.is_p2p()) {
+      work.p2p_sizes.insert(m.min_bytes);
+      continue;
+    }
+    const Scope scope = parse_scopes(m.scope).at(0);
+    try {
+      group_key(scope, layout);
+    } catch (const UsageError& e) {
+      throw UsageError("metric '" + m.name + "': " + e.what());
+    }
+    find_collective(m.op);
+    const DType dtype = parse_dtype_list(m.dtype).at(0);
+    if (!backend.supports(dtype))
+      throw UsageError("metric '" + m.name + "': dtype " + m.dtype + " not on this backend");
+    for (auto s : sizes_of(m)) work.collectives[{scope, m.op, m.dtype}].insert(s);
+  }
+  if (!work.p2p_sizes.empty() && mpi.size() < 2) throw UsageError("p2p metrics need at least 2 ranks");
+  return work;
+}
+
+// One harness pass per (scope, op, dtype); each size printed and stored (rank 0) as it comes.
+void measure_accept_collectives(const AcceptWork& work, const AcceptReference& ref, double timeout,
+                                const MeasureContext& job, AcceptMeasurements& measured) {
+  for (const auto& [key, sizes] : work.collectives) {
+    const auto& [scope, op, dtype] = key;
+    HarnessOptions h;
+    h.ops = {&find_collective(op)};
+    h.dtypes = {parse_dtype_list(dtype).at(0)};
+    h.sizes.assign(sizes.begin(), sizes.end());
+    h.scopes = {scope};
+    // Out-of-place is judged; in-place only for an op that has nothing else (broadcast).
+    // Measuring both doubled the time of large sizes for nothing (a generated reference's
+    // 64-256 MiB sizes took minutes here).
+    const Collective& c = find_collective(op);
+    h.placements = {c.supports(Placement::out_of_place) ? Placement::out_of_place : Placement::in_place};
+    h.iters = ref.job.iters;
+    h.warmup_iters = ref.job.warmup_iters;
+    h.timeout_seconds = timeout;
+    HarnessEvents events;
+    events.on_size = [&](const SizeResult& r) {
+      const auto& m = r.out_of_place ? r.out_of_place : r.in_place;
+      if (!m) return;
+      measured.collectives[{m->op, m->scope, m->dtype, m->bytes}] = *m;
+      measured.wrong += m->wrong;
+      std::printf("  measured %-14s %-5s %-8s %10zu B  mean %10.2f us  p50 %10.2f us  busbw %8.3f GB/s  #wrong %llu\n",
+                  m->op.c_str(), m->scope.c_str(), m->dtype.c_str(), m->bytes, m->time_us, m->p50_us, m->busbw_GBps,
+                  static_cast<unsigned long long>(m->wrong));
+      job.recorder->append(kCollectivesTable, collectives_columns(), collectives_row(*m, job.backend.name()));
+    };
+    events.on_note = [](const std::string& text) { std::fprintf(stderr, "# note: %s\n", text.c_str()); };
+    run_harness(job.backend, MPI_COMM_WORLD, job.layout, h, job.gate, job.guard.watchdog(), events);
+  }
+}
+
+// The point-to-point matrix at the p2p metrics' sizes; rank 0 collects the pairs.
+void measure_accept_p2p(const AcceptWork& work, const AcceptReference& ref, double timeout, const MpiSession& mpi,
+                        const JobFacts& facts, const MeasureContext& job, AcceptMeasurements& measured) {
+  P2pOptions p;
+  p.sizes.assign(work.p2p_sizes.begin(), work.p2p_sizes.end());
+  p.iters = ref.job.iters;
+  p.warmup_iters = ref.job.warmup_iters;
+  p.timeout_seconds = timeout;
+  if (mpi.rank() == 0) {
+    measured.p2p = std::make_unique<P2pCollector>(job.recorder, hosts_by_rank(facts.host_of_rank_list, mpi.size()));
+    std::printf("# point-to-point matrix\n");
+    print_p2p_header();
+  }
+  run_p2p_matrix(MPI_COMM_WORLD, job.layout, p, job.gate, job.guard.watchdog(),
+                 measured.p2p ? measured.p2p->events() : P2pEvents{});
+}
+
+}  // namespace ibt::suites

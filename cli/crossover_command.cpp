@@ -1,0 +1,510 @@
+// ibt crossover: sweep a grid of fabrics (scale-up domain size x scale-out bandwidth) and
+// report, per cell, the best projected MFU without and with pipeline parallelism, the
+// gain, the winning splits, and a one-line verdict (topologies/studies/crossover.hpp).
+#include <algorithm>
+#include <boost/program_options.hpp>
+#include <cctype>
+#include <cmath>
+#include <cstdio>
+#include <functional>
+#include <iostream>
+#include <limits>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "core/errors.hpp"
+#include "core/progress.hpp"
+#include "core/text_wrap.hpp"
+#include "ibt/version.hpp"
+#include "models/plan/model_file.hpp"
+#include "cli/cli.hpp"
+#include "cli/crossover_atlas.hpp"
+#include "cli/failure_flags.hpp"
+#include "collectives/runtime/run_recorder.hpp"
+#include "cli/split_flags.hpp"
+#include "cli/commands.hpp"
+#include "cli/zero_flags.hpp"
+#include "topologies/projection/framework.hpp"
+#include "topologies/projection/projection_report.hpp"
+#include "topologies/sim/sim_pricer.hpp"
+#include "topologies/studies/crossover.hpp"
+
+namespace ibt::suites {
+namespace {
+
+std::vector<store::Column> cell_columns() {
+  using store::ColumnType;
+  return {{"domain_size", ColumnType::i64, "devices"},
+          {"scale_out_Gbps", ColumnType::f64, "Gb/s"},
+          {"mfu_no_pp", ColumnType::f64, "fraction"},
+          {"mfu_with_pp", ColumnType::f64, "fraction"},
+          {"step_no_pp_s", ColumnType::f64, "s"},
+          {"step_with_pp_s", ColumnType::f64, "s"},
+          {"gain", ColumnType::f64, ""},
+          // pp_verdict()'s words (topologies/studies/verdict.hpp); the report reads them.
+          {"verdict", ColumnType::str},
+          {"pp_needed", ColumnType::i64, ""},  // 1 exactly when verdict is "PP needed"
+          {"split_no_pp", ColumnType::str},
+          {"split_with_pp", ColumnType::str},
+          {"strategy_no_pp", ColumnType::str},
+          {"strategy_with_pp", ColumnType::str},
+          // Goodput (topologies/goodput/failure_model.hpp); NaN when not computed.
+          {"goodput_no_pp", ColumnType::f64, ""},
+          {"goodput_with_pp", ColumnType::f64, ""},
+          {"goodput_mfu_no_pp", ColumnType::f64, ""},
+          {"goodput_mfu_with_pp", ColumnType::f64, ""}};
+}
+
+namespace po = boost::program_options;
+
+const char* kAbout =
+    "When does pipeline parallelism stop being needed? For each cell of a grid of fabrics\n"
+    "derived from --topology (devices per scale-up domain x scale-out Gb/s per device; every\n"
+    "other figure is the base's), every valid split is projected and the best MFU with\n"
+    "PP = 1 and with PP > 1 are compared:\n"
+    "  gain = MFU(PP>1) / MFU(PP=1) - 1 (infinite when no PP = 1 split fits in memory);\n"
+    "  with u the projection's uncertainty on --topology (the median out-of-family |MFU error|\n"
+    "  of its published runs, topologies/validation/bands.json; 0 without a band), a cell is\n"
+    "  'PP needed' when gain > --threshold + u (or only PP splits fit), 'PP not needed' when\n"
+    "  gain < --threshold - u (or only no-PP splits fit), else 'within uncertainty'; 'nothing\n"
+    "  fits' when no split fits. --topology's own fabric (its domain size and scale-out Gb/s)\n"
+    "  is priced first: its verdict prints before the grid, and its cell is marked in it.\n\n"
+    "Assumptions: the global batch is fixed (--global-batch-tokens / sequence length), micro\n"
+    "batch size 1, 2 or 4, microbatches = global batch / (dp x micro batch); searched: 1f1b,\n"
+    "interleaved (v = 2, 4, 8) and zb-h1 (zero bubble),\n"
+    "recompute none/selective/full, ZeRO-1 on/off, and without PP ZeRO-2, ZeRO-3 (FSDP) and\n"
+    "HSDP sharded inside each domain (strategy labels: fsdp, hsdp8, zero1 ...; FSDP/HSDP are\n"
+    "no-PP splits), sequence parallelism when tp > 1,\n"
+    "context parallelism up to --cp (all_gather and ring; CP splits without PP count as\n"
+    "no PP), tp <= domain size; bf16 mixed-precision Adam memory; DP gradient reduction overlapped.\n\n"
+    "Goodput: with a failure rate (the flags below or the base topology's reliability section)\n"
+    "each cell also shows goodput-adjusted MFU = MFU x goodput (Daly's optimal checkpoint\n"
+    "interval; topologies/goodput/failure_model.hpp); --rank-by goodput picks the bests and the gain on it.\n\n"
+    "The atlas (--atlas): is PP still needed, model by system? Each cell of the atlas file is a\n"
+    "model on a catalog system at a published (or stated) scale and batch; it is one crossover\n"
+    "at the system's own domain size and scale-out bandwidth, with the framework the cell names.\n"
+    "Per cell: the best split with PP and without (FSDP/HSDP/CP/TP/EP count as no PP), their\n"
+    "MFU bands, the gain, the verdict, whether it agrees with published practice, and the part\n"
+    "of the step that decides. Takes --threshold, --jobs, --out; ignores the grid and model flags.\n";
+
+// The parsed command line.
+struct CrossoverArgs {
+  std::string model_name, base = "dgx-h100", domains = "8,16,32,64,72,128,256", gbps = "100,200,400,800,1600", out,
+                          dtype, rank_by = "mfu", framework = "ibt";
+  long gpus = -1, max_cp = 16;  // gpus -1: not given
+  GlobalBatchFlags batch;
+  double threshold = 0.05;
+  int jobs = 1;
+  bool atlas = false;
+  std::string atlas_file, atlas_models, atlas_topologies;
+  bool atlas_flags_given = false;  // --atlas-file, --atlas-models or --atlas-topologies
+  ZeroFlags zero;
+  topo::FailureOverrides failure;
+  bool full_assumptions = false;
+  bool wide = false;  // --wide: full split labels in the grid, notes unwrapped
+};
+
+po::options_description crossover_options(CrossoverArgs& a, po::options_description& old_spellings) {
+  po::options_description opts("options");
+  opts.add_options()("help,h", "show this help")("model", po::value(&a.model_name),
+                                                 "model: catalog name or .json path")(
+      "gpus", po::value(&a.gpus), "number of devices")("domain-sizes", po::value(&a.domains)->default_value(a.domains),
+                                                       "comma list of devices per scale-up domain")(
+      "scale-out-Gbps", po::value(&a.gbps)->default_value(a.gbps),
+      "comma list of scale-out bandwidths per device, Gb/s (gigabits; GBps is gigabytes)")(
+      "topology", po::value(&a.base)->default_value(a.base), "topology giving the device and the other figures");
+  add_global_batch_options(opts, a.batch);
+  opts.add_options()(
+      "cp", po::value(&a.max_cp)->default_value(a.max_cp),
+      "largest context-parallel degree searched (all_gather and ring; where 2*cp divides seq_len; 1 = no CP)")(
+      "threshold", double_value(&a.threshold), "relative MFU gain above which PP counts as needed")(
+      "dtype", po::value(&a.dtype), "dtype of the peak MFU refers to (default bf16)")(
+      "framework", po::value(&a.framework)->default_value(a.framework),
+      "megatron-core, megatron-2021, maxtext or ibt: what the framework overlaps and fuses (ibt project --help)")(
+      "rank-by", po::value(&a.rank_by)->default_value(a.rank_by),
+      "compare by mfu or goodput: goodput picks the best splits and computes the gain on goodput-adjusted "
+      "MFU (MFU x goodput; needs the failure figures below or the base topology's reliability section)")(
+      "jobs,j", po::value(&a.jobs)->default_value(a.jobs),
+      "threads sweeping the splits (the results are the same for any count; 0 = all cores)")(
+      "out", po::value(&a.out), "HDF5 results file to append a run of kind 'crossover' to");
+  add_wide_option(opts, &a.wide,
+                  "each grid cell's best splits by strategy and full label, the atlas as a Markdown table with its "
+                  "sources' references");
+  po::options_description atlas_opts("The atlas (--atlas; topologies/studies/atlas.hpp)");
+  atlas_opts.add_options()("atlas", po::bool_switch(&a.atlas), "run the atlas instead of a grid")(
+      "atlas-file", po::value(&a.atlas_file), "atlas cells (default topologies/validation/atlas.json)")(
+      "atlas-models", po::value(&a.atlas_models), "comma list: only the cells of these models")(
+      "atlas-topologies", po::value(&a.atlas_topologies), "comma list: only the cells on these systems");
+  opts.add(atlas_opts);
+  add_failure_options(opts);
+  po::options_description zero_opts("Sharded data parallelism searched");
+  old_spellings.add_options()("base-topology", po::value<std::string>())("scale-out-gbps", po::value<std::string>());
+  add_zero_options(zero_opts, old_spellings, a.zero, true);
+  opts.add(zero_opts);
+  return opts;
+}
+
+// Parses argv into `a`; false when --help was asked for (and printed).
+bool parse_crossover_args(int argc, char** argv, CrossoverArgs& a) {
+  po::options_description old_spellings;  // kept for one release, not in --help
+  const po::options_description opts = crossover_options(a, old_spellings);
+  po::variables_map vm;
+  if (!parse_command_line(argc, argv, opts, vm, nullptr, "", &old_spellings)) {
+    print_help(std::cout, "ibt crossover --model M --gpus N [--topology T] [--domain-sizes ...] [--scale-out-Gbps ...]",
+               kAbout, opts,
+               {"ibt crossover --model deepseek-v3 --gpus 8192 --domain-sizes 8,16,32,64,72 --scale-out-Gbps "
+                "100,400,1600 --topology dgx-h100 --out crossover.h5",
+                "ibt crossover --model llama3-70b --gpus 1024 --rank-by goodput",
+                "ibt crossover --atlas --jobs 2 --out atlas.h5",
+                "ibt crossover --atlas --atlas-models gpt3-175b --atlas-topologies dgx-a100"});
+    return false;
+  }
+  take_alias(vm, "base-topology", "topology", a.base);
+  take_alias(vm, "scale-out-gbps", "scale-out-Gbps", a.gbps);
+  a.atlas_flags_given = vm.count("atlas-file") || vm.count("atlas-models") || vm.count("atlas-topologies");
+  a.failure = failure_overrides(vm);
+  a.full_assumptions = wants_full_assumptions(vm);
+  return true;
+}
+
+int run_crossover_atlas(const CrossoverArgs& a, int argc, char** argv) {
+  if (!(a.threshold >= 0)) throw UsageError("--threshold must be >= 0");
+  AtlasFlags f;
+  f.file = a.atlas_file;
+  f.models = atlas_list(a.atlas_models);
+  f.topologies = atlas_list(a.atlas_topologies);
+  f.threshold = a.threshold;
+  f.jobs = resolve_jobs(a.jobs);
+  f.out = a.out;
+  f.wide = a.wide;
+  return run_atlas(f, argc, argv);
+}
+
+// The grid's flags, checked before the model or topology is loaded.
+struct CrossoverGrid {
+  int jobs = 1;
+  std::vector<int> domain_sizes;
+  std::vector<double> scale_out_gbps;
+};
+
+CrossoverGrid check_grid_args(const CrossoverArgs& a) {
+  if (a.model_name.empty()) throw UsageError("--model is required");
+  require_given_positive(a.gpus, "--gpus", "the number of devices, e.g. --gpus 1024");
+  require_positive(a.max_cp, "--cp");
+  if (!(a.threshold >= 0)) throw UsageError("--threshold must be >= 0");
+  CrossoverGrid g;
+  g.jobs = resolve_jobs(a.jobs);
+  g.domain_sizes = parse_positive_list<int>(a.domains, "--domain-sizes");
+  g.scale_out_gbps = parse_positive_list<double>(a.gbps, "--scale-out-Gbps");
+  if (!a.out.empty()) store::check_appendable(a.out);
+  return g;
+}
+
+// What the grid is priced with: the model, the base topology and the projection's settings.
+struct CrossoverSetup {
+  models::ModelConfig model;
+  topo::Topology topology;
+  topo::ProjectionOptions options;
+  topo::FailureAssumptions failure;
+  topo::RankBy rank_by;
+  long long global_batch;  // sequences
+};
+
+CrossoverSetup load_crossover_setup(const CrossoverArgs& a) {
+  models::ModelConfig model = models::load_model(a.model_name);
+  topo::Topology topology = topo::load_topology(a.base);
+  topo::ProjectionOptions options;
+  options.dtype = a.dtype.empty() ? topo::default_dtype(topology) : a.dtype;
+  topology.device.peak(options.dtype);
+  topo::apply(topo::framework_profile(a.framework), options);
+  if (options.dtype == "fp32") options.precision = models::fp32_adam();
+  topo::FailureAssumptions failure = topo::failure_assumptions(topology, a.failure);
+  const topo::RankBy rank_by = topo::parse_rank_by(a.rank_by);
+  if (rank_by == topo::RankBy::goodput && !failure.complete())
+    throw UsageError("--rank-by goodput: goodput cannot be computed: " + failure.missing());
+  const long long gb = a.batch.in_sequences(model.seq_len);
+  return {std::move(model), std::move(topology), options, std::move(failure), rank_by, gb};
+}
+
+// A narrow grid row: domain, Gb/s, the MFU (and goodput-adjusted MFU) columns, gain and
+// verdict take kGridFixed (+ kGridGoodput) characters; the two best splits share what is
+// left of kReportColumns after the "  <- own" mark, a longer one continuing below its row.
+constexpr int kGridFixed = 60, kGridGoodput = 19, kOwnMark = 8;
+int best_split_width(bool with_goodput) {
+  return (static_cast<int>(kReportColumns) - kGridFixed - (with_goodput ? kGridGoodput : 0) - kOwnMark - 1) / 2;
+}
+
+// A strategy label broken for its column (cell_pieces) without parting a parallelism from
+// its qualifier: "tp8 sp", "cp4 ring" and "pp2 v4" stay on one line.
+std::vector<std::string> strategy_pieces(const std::string& label, int width) {
+  const char glue = '\x1f';  // stands for a space inside a group while the label is broken
+  std::string glued = label;
+  for (size_t i = glued.find(' '); i != std::string::npos; i = glued.find(' ', i + 1)) {
+    const std::string next = glued.substr(i + 1, glued.find(' ', i + 1) - i - 1);
+    if (next == "sp" || next == "ring" || (next.size() > 1 && next[0] == 'v' && std::isdigit(next[1]))) glued[i] = glue;
+  }
+  std::vector<std::string> pieces = cell_pieces(glued, static_cast<std::size_t>(width));
+  for (auto& piece : pieces) std::replace(piece.begin(), piece.end(), glue, ' ');
+  return pieces;
+}
+
+void print_grid_columns(const CrossoverSetup& s, bool wide) {
+  const bool with_goodput = s.failure.complete();
+  std::printf("%s", wrap_lines("compared by " + std::string(topo::to_string(s.rank_by)) +
+                                   (with_goodput ? "" : "; goodput not computed: " + s.failure.missing()) + "\n",
+                               report_width(wide))
+                        .c_str());
+  if (wide)
+    std::printf("%7s %9s %8s %8s %s%8s %-18s  %-70s %s\n", "domain", "Gb/s", "MFU pp1", "MFU pp>1",
+                with_goodput ? "gMFU pp1 gMFU pp>1 " : "", "gain", "verdict", "best PP=1 split", "best PP>1 split");
+  else
+    std::printf("%6s %6s %8s %8s %s%7s %-18s %-*s %s\n", "domain", "Gb/s", "MFU pp1", "MFU pp>1",
+                with_goodput ? "gMFU pp1 gMFU pp>1 " : "", "gain", "verdict", best_split_width(with_goodput),
+                "best PP=1", "best PP>1");
+  std::fflush(stdout);
+}
+
+// One printed cell of the grid; `mark` follows it (the topology's own cell). By default
+// the best splits are named by strategy ("fsdp", "zero1 pp2 v8") in columns that keep
+// the row within 120 columns (a longer name continues on the next line, in its column);
+// wide, by strategy and full split (the results file keeps both either way).
+std::string cell_line(const topo::CrossoverCell& c, bool with_goodput, bool wide, const std::string& mark = "") {
+  char gain[16];
+  if (std::isinf(c.gain))
+    std::snprintf(gain, sizeof gain, "inf");
+  else
+    std::snprintf(gain, sizeof gain, "%+.1f%%", 100 * c.gain);
+  char gmfu[40] = "";
+  if (with_goodput)
+    std::snprintf(gmfu, sizeof gmfu, "%7.1f%% %8.1f%% ",
+                  c.best_no_pp.goodput.computed ? 100 * c.best_no_pp.goodput.goodput_mfu : 0.0,
+                  c.best_with_pp.goodput.computed ? 100 * c.best_with_pp.goodput.goodput_mfu : 0.0);
+  auto best = [wide](const topo::Projection& p) {
+    if (!p.feasible) return std::string("(none fits)");
+    return wide ? topo::strategy_and_split(p.split) : models::strategy_label(p.split);
+  };
+  const double mfu_no_pp = c.best_no_pp.feasible ? 100 * c.best_no_pp.mfu : 0.0;
+  const double mfu_with_pp = c.best_with_pp.feasible ? 100 * c.best_with_pp.mfu : 0.0;
+  char line[640];
+  if (wide)  // the grid as before --wide existed: a row as long as its labels
+    std::snprintf(line, sizeof line, "%7d %9g %7.1f%% %7.1f%% %s%8s %-18s  %-70s %s%s\n", c.domain_size,
+                  c.scale_out_gbps, mfu_no_pp, mfu_with_pp, gmfu, gain, topo::verdict_text(c.verdict),
+                  best(c.best_no_pp).c_str(), best(c.best_with_pp).c_str(), mark.c_str());
+  if (wide) {
+    std::string text(line);
+    const std::size_t end = text.find_last_not_of(" \n");  // no padding after the last column
+    return text.substr(0, end + 1) + "\n";
+  }
+  const int width = best_split_width(with_goodput);
+  const std::vector<std::string> no_pp = strategy_pieces(best(c.best_no_pp), width);
+  const std::vector<std::string> with_pp = strategy_pieces(best(c.best_with_pp), width);
+  std::snprintf(line, sizeof line, "%6d %6g %7.1f%% %7.1f%% %s%7s %-18s ", c.domain_size, c.scale_out_gbps, mfu_no_pp,
+                mfu_with_pp, gmfu, gain, topo::verdict_text(c.verdict));
+  const std::string lead(line);
+  std::string text;
+  for (size_t k = 0; k < std::max(no_pp.size(), with_pp.size()); ++k) {  // continuations: under their columns
+    char splits[256];
+    std::snprintf(splits, sizeof splits, "%-*s %-*s%s", width, k < no_pp.size() ? no_pp[k].c_str() : "", width,
+                  k < with_pp.size() ? with_pp[k].c_str() : "", k == 0 ? mark.c_str() : "");
+    std::string row = (k == 0 ? lead : std::string(lead.size(), ' ')) + splits;
+    text += row.substr(0, row.find_last_not_of(' ') + 1) + "\n";
+  }
+  return text;
+}
+
+// --topology's own fabric: its domain size and scale-out Gb/s per device. A system
+// without a scale-out network has no such cell (every grid fabric gets one).
+struct OwnFabric {
+  bool present = false;
+  int domain_size = 0;
+  double gbps = 0;
+  bool is(const topo::CrossoverCell& c) const {
+    return present && c.domain_size == domain_size && c.scale_out_gbps == gbps;
+  }
+};
+
+OwnFabric own_fabric(const topo::Topology& t) {
+  OwnFabric f;
+  if (!t.scale_out.present) return f;
+  f.present = true;
+  f.domain_size = t.domain_size();
+  f.gbps = t.scale_out.bandwidth_GBps.get() * 8.0;
+  return f;
+}
+
+// Prices the cells of `domains` x `gbps` with the grid's search (so a cell priced alone
+// is the very cell the grid prices), calling on_cell with each as it is known.
+topo::CrossoverResult price_cells(const CrossoverArgs& a, const CrossoverSetup& s, const models::SplitSearch& search,
+                                  int jobs, const std::vector<int>& domains, const std::vector<double>& gbps,
+                                  const std::function<void(const topo::CrossoverCell&, Progress&)>& on_cell) {
+  topo::keep_freed_memory_for_reuse();
+  // Counted in cells, not split pricings: the lower bound skips most pricings of a row at
+  // its end, so a pricing count gives an ETA thousands of times too long early on; cells
+  // take similar times, so the first one already gives a fair estimate.
+  Progress progress("crossover: cells", domains.size() * gbps.size());
+  topo::CrossoverRun run;
+  run.jobs = jobs;
+  run.on_cell = [&](const topo::CrossoverCell& c) {
+    on_cell(c, progress);
+    progress.advance();
+  };
+  run.search = &search;
+  topo::CrossoverResult r =
+      topo::crossover(s.model, s.topology, static_cast<int>(a.gpus), domains, gbps, s.global_batch, a.threshold,
+                      s.options, &s.failure, s.rank_by, static_cast<int>(a.max_cp), run);
+  progress.finish();
+  return r;
+}
+
+// The answer for --topology itself, printed before the grid: its own cell's verdict.
+void print_own_cell(const CrossoverArgs& a, const CrossoverGrid& g, const CrossoverSetup& s,
+                    const models::SplitSearch& search, const OwnFabric& own) {
+  if (!own.present) {
+    std::printf("%s has no scale-out network: no cell of the grid is its own fabric\n", s.topology.name.c_str());
+    return;
+  }
+  const topo::CrossoverResult r =
+      price_cells(a, s, search, g.jobs, {own.domain_size}, {own.gbps}, [](const topo::CrossoverCell&, Progress&) {});
+  const topo::CrossoverCell& c = r.cells.front();
+  bool on_grid = false;
+  for (int d : g.domain_sizes)
+    for (double b : g.scale_out_gbps) on_grid |= d == own.domain_size && b == own.gbps;
+  char gain[16] = "inf";
+  if (!std::isinf(c.gain)) std::snprintf(gain, sizeof gain, "%+.1f%%", 100 * c.gain);
+  char line[512];
+  std::snprintf(line, sizeof line, "%s's own fabric (domain %d, %g Gb/s): %s (gain %s)%s\n", s.topology.name.c_str(),
+                own.domain_size, own.gbps, topo::verdict_text(c.verdict), gain,
+                on_grid ? "; marked '<- own' in the grid" : "; not a cell of the grid");
+  std::printf("%s", wrap_lines(line, report_width(a.wide)).c_str());
+}
+
+// The uncertainty, verdict and search lines below the grid, and the failure assumptions.
+void print_grid_summary(const topo::CrossoverResult& r, const CrossoverSetup& s, bool full_assumptions, bool wide) {
+  std::string out;
+  char line[1024];
+  if (!r.cells.empty()) {
+    const topo::CrossoverCell& c0 = r.cells.front();
+    const topo::Projection& any = c0.best_no_pp.feasible ? c0.best_no_pp : c0.best_with_pp;
+    if (any.mfu_band.known)
+      std::snprintf(
+          line, sizeof line,
+          "uncertainty: +-%.1f%% (median out-of-family |MFU error| of the %d published runs of %s, families %s; "
+          "topologies/validation/bands.json): a gain within threshold +- that is 'within uncertainty'\n",
+          100 * c0.uncertainty, any.mfu_band.rows, any.mfu_band.scope.c_str(), any.mfu_band.family.c_str());
+    else
+      std::snprintf(line, sizeof line,
+                    "uncertainty: no validation band for %s (no published runs on it in "
+                    "topologies/validation/published-runs.csv): verdicts compare the gain with the threshold alone\n",
+                    s.topology.name.c_str());
+    out += line;
+  }
+  out += "verdict: " + r.verdict + "\n";
+  if (r.skipped > 0) {
+    std::snprintf(line, sizeof line,
+                  "search: %zu split x cell pricings; %zu more skipped, their step-time lower bound above the cell's "
+                  "best of their kind (with or without PP)\n",
+                  r.pricings, r.skipped);
+    out += line;
+  }
+  out += full_assumptions ? topo::describe_assumptions(s.failure) : topo::describe_assumptions_brief(s.failure);
+  std::printf("%s", wrap_lines(out, report_width(wide)).c_str());
+}
+
+// No split fits in any cell (e.g. --gpus 7): a grid of nothing answers no question, so
+// it is refused (exit 2) saying why, before a run is appended.
+void refuse_if_nothing_fits(const topo::CrossoverResult& r, const CrossoverArgs& a, const CrossoverSetup& s) {
+  std::string why;
+  for (const topo::CrossoverCell& c : r.cells) {
+    if (c.best_no_pp.feasible || c.best_with_pp.feasible) return;
+    if (why.empty()) why = !c.best_no_pp.reason.empty() ? c.best_no_pp.reason : c.best_with_pp.reason;
+  }
+  if (why.empty())
+    why = "no searched split (dp x tp x pp x cp) uses exactly " + std::to_string(a.gpus) +
+          " devices and divides the global batch";
+  throw UsageError("--gpus " + std::to_string(a.gpus) + ": no split of " + s.model.name +
+                   " fits in any cell (global batch " + std::to_string(s.global_batch) + " sequences): " + why +
+                   "; give a device count the domain sizes and the global batch divide (e.g. a multiple of 8)");
+}
+
+store::Row cell_row(const topo::CrossoverCell& c) {
+  const double nan = std::numeric_limits<double>::quiet_NaN();
+  auto goodput_of = [&](const topo::Projection& p, bool adjusted) {
+    if (!p.goodput.computed) return nan;
+    return adjusted ? p.goodput.goodput_mfu : p.goodput.goodput;
+  };
+  return {static_cast<std::int64_t>(c.domain_size), c.scale_out_gbps,
+          // No split fits: NaN, never 0 (an average over cells must not count it).
+          c.best_no_pp.feasible ? c.best_no_pp.mfu : nan, c.best_with_pp.feasible ? c.best_with_pp.mfu : nan,
+          c.best_no_pp.feasible ? c.best_no_pp.step_s : nan, c.best_with_pp.feasible ? c.best_with_pp.step_s : nan,
+          !c.best_no_pp.feasible && !c.best_with_pp.feasible ? nan  // no gain to speak of
+          : std::isinf(c.gain)                               ? 1e300
+                                                             : c.gain,
+          std::string(topo::verdict_text(c.verdict)), static_cast<std::int64_t>(c.verdict == topo::PpVerdict::needed),
+          c.best_no_pp.feasible ? topo::split_label(c.best_no_pp.split) : std::string("(none fits)"),
+          c.best_with_pp.feasible ? topo::split_label(c.best_with_pp.split) : std::string("(none fits)"),
+          c.best_no_pp.feasible ? models::strategy_label(c.best_no_pp.split) : std::string(),
+          c.best_with_pp.feasible ? models::strategy_label(c.best_with_pp.split) : std::string(),
+          goodput_of(c.best_no_pp, false), goodput_of(c.best_with_pp, false), goodput_of(c.best_no_pp, true),
+          goodput_of(c.best_with_pp, true)};
+}
+
+// The run of kind "crossover" (when --out), one row per cell.
+void record_crossover(const CrossoverArgs& a, const CrossoverSetup& s, const topo::CrossoverResult& r, int argc,
+                      char** argv) {
+  RunRecorder recorder(a.out, "crossover");
+  recorder.set_attr("command_line", joined_command_line(argc, argv));
+  recorder.set_attr("ibt_version", std::string(kVersion));
+  recorder.set_attr("git_commit", std::string(kGitCommit));
+  recorder.set_attr("model", s.model.name);
+  recorder.set_attr("model_json", topo::model_file_text(a.model_name));
+  recorder.set_attr("topology", s.topology.name);
+  recorder.set_attr("topology_json", topo::to_json(s.topology));
+  recorder.set_attr("world_size", static_cast<std::int64_t>(a.gpus));
+  recorder.set_attr("backend", std::string("sim"));
+  recorder.set_attr("global_batch", static_cast<std::int64_t>(s.global_batch));
+  recorder.set_attr("threshold", a.threshold);
+  recorder.set_attr("verdict", r.verdict);
+  recorder.set_attr("rank_by", std::string(topo::to_string(s.rank_by)));
+  recorder.set_attr("failure_assumptions", topo::describe_assumptions(s.failure));
+  for (const auto& c : r.cells) recorder.append("crossover", cell_columns(), cell_row(c));
+  recorder.finish(store::RunStatus::complete);
+  if (recorder.active()) std::printf("run %s written to %s\n", recorder.run_id().c_str(), a.out.c_str());
+}
+
+}  // namespace
+
+int crossover_main(int argc, char** argv) {
+  CrossoverArgs a;
+  if (!parse_crossover_args(argc, argv, a)) return kExitOk;
+  if (!a.atlas && a.atlas_flags_given)
+    throw UsageError("--atlas-file, --atlas-models and --atlas-topologies go with --atlas");
+  if (a.atlas) return run_crossover_atlas(a, argc, argv);
+  const CrossoverGrid grid = check_grid_args(a);
+  const CrossoverSetup setup = load_crossover_setup(a);
+  require_search_memory(setup.global_batch, a.gpus, setup.model.layers, 2, grid.jobs,
+                        "--global-batch " + std::to_string(setup.global_batch));
+
+  std::printf("ibt crossover: %s on %ld x %s, global batch %lld sequences x %d tokens, threshold %.0f%%\n",
+              setup.model.name.c_str(), a.gpus, setup.topology.device.name.c_str(), setup.global_batch,
+              setup.model.seq_len, 100 * a.threshold);
+  models::SplitSearch search = topo::default_search(setup.topology, setup.global_batch);
+  search.shard_domains = grid.domain_sizes;  // HSDP inside each cell's domain
+  apply_zero_flags(a.zero, search);
+  const OwnFabric own = own_fabric(setup.topology);
+  print_own_cell(a, grid, setup, search, own);
+  print_grid_columns(setup, a.wide);
+  const bool with_goodput = setup.failure.complete();
+  // Each cell prints as soon as its row of the grid is known.
+  const topo::CrossoverResult r =
+      price_cells(a, setup, search, grid.jobs, grid.domain_sizes, grid.scale_out_gbps,
+                  [&](const topo::CrossoverCell& c, Progress& progress) {
+                    progress.print(cell_line(c, with_goodput, a.wide, own.is(c) ? "  <- own" : ""));
+                  });
+  print_grid_summary(r, setup, a.full_assumptions, a.wide);
+  refuse_if_nothing_fits(r, a, setup);
+  record_crossover(a, setup, r, argc, argv);
+  return kExitOk;
+}
+
+}  // namespace ibt::suites

@@ -1,0 +1,125 @@
+// ibt accept's verdicts: every metric judged on what was measured, the PASS/FAIL table
+// printed and each verdict stored as a row of table "accept".
+#include "collectives/acceptance/accept_judge.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+
+#include "core/stats.hpp"
+
+namespace ibt::suites {
+
+std::string format_judged_value(double v) {
+  if (std::isinf(v)) return v > 0 ? "inf" : "-inf";
+  if (std::isnan(v)) return "n/a";
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.4g", v);
+  return buf;
+}
+
+std::vector<store::Column> accept_columns() {
+  using store::ColumnType;
+  return {{"metric", ColumnType::str},
+          {"op", ColumnType::str},
+          {"scope", ColumnType::str},
+          {"dtype", ColumnType::str},
+          {"min_bytes", ColumnType::u64, "B"},
+          {"max_bytes", ColumnType::u64, "B"},
+          {"quantity", ColumnType::str},
+          {"unit", ColumnType::str},
+          {"measured", ColumnType::f64, ""},
+          {"target", ColumnType::f64, ""},
+          {"lower_bound", ColumnType::f64, ""},
+          {"upper_bound", ColumnType::f64, ""},
+          {"margin", ColumnType::f64, ""},
+          {"verdict", ColumnType::str},
+          {"note", ColumnType::str}};
+}
+
+namespace {
+
+// The values a metric is judged on, and a note on what they cover.
+std::vector<double> metric_values(const AcceptMetric& m, const AcceptMeasurements& measured, std::string& note) {
+  std::vector<double> values;
+  if (m.is_p2p()) {
+    std::vector<double> per_pair;
+    const std::vector<P2pResult>& rows = measured.p2p ? measured.p2p->results() : measured.p2p_from_file;
+    for (const auto& r : rows)
+      if (r.bytes == m.min_bytes) per_pair.push_back(m.unit == "GB/s" ? r.bandwidth_GBps : r.p50_us);
+    if (!per_pair.empty()) {
+      std::sort(per_pair.begin(), per_pair.end());
+      const bool median = m.quantity.find("median") != std::string::npos;
+      const bool minimum = m.quantity.find("_min_") != std::string::npos;
+      values.push_back(median ? quantile(per_pair, 0.5) : minimum ? per_pair.front() : per_pair.back());
+      note = std::to_string(per_pair.size()) + " pairs";
+    }
+    return values;
+  }
+  int sizes = 0;
+  // A one-domain collectives run measured intra once, as world (collectives --scope all).
+  const std::string scope_wanted = m.scope == "intra" && measured.intra_is_world ? "world" : m.scope;
+  for (const auto& [key, meas] : measured.collectives) {
+    const auto& [op, scope, dtype, bytes] = key;
+    if (op != m.op || scope != scope_wanted || dtype != m.dtype || bytes < m.min_bytes || bytes > m.max_bytes) continue;
+    ++sizes;
+    values.push_back(m.quantity == "time_us"      ? meas.time_us
+                     : m.quantity == "p50_us"     ? meas.p50_us
+                     : m.quantity == "busbw_GBps" ? meas.busbw_GBps
+                                                  : meas.algbw_GBps);
+  }
+  if (sizes > 1) note = m.over_sizes + " over " + std::to_string(sizes) + " sizes";
+  if (sizes > 0 && scope_wanted != m.scope)
+    note += std::string(note.empty() ? "" : "; ") + "intra = world (one domain)";
+  return values;
+}
+
+}  // namespace
+
+std::vector<Verdict> judge_metrics(const AcceptReference& ref, const AcceptMeasurements& measured) {
+  std::vector<Verdict> verdicts;
+  for (const auto& m : ref.metrics) {
+    std::string note;
+    const std::vector<double> values = metric_values(m, measured, note);
+    Verdict v{&m, judge(m, values), note};
+    if (!v.judgement.measured_ok)
+      v.note = !measured.source.empty() && m.is_p2p() && !measured.p2p_read
+                   ? "not in the file: no p2p matrix run (ibt p2p-matrix --sizes " + std::to_string(m.min_bytes) +
+                         " --out FILE)"
+               : !measured.source.empty()
+                   ? "not in the file (run ibt collectives with this op, scope, dtype and size)"
+                   : "not measured (the op may need another group size, or the size was rounded)";
+    verdicts.push_back(v);
+  }
+  return verdicts;
+}
+
+// The PASS/FAIL table, each verdict stored as a row of table "accept".
+Failures print_and_record_verdicts(const std::vector<Verdict>& verdicts, RunRecorder& recorder) {
+  std::printf("#\n# %-44s %-18s %12s %12s %25s %6s %8s  %s\n", "metric", "statistic", "measured", "target", "bounds",
+              "unit", "margin", "verdict");
+  Failures failed;
+  for (const auto& v : verdicts) {
+    const auto& m = *v.metric;
+    const std::string bounds =
+        "[" + format_judged_value(m.lower_bound()) + ", " + format_judged_value(m.upper_bound()) + "]";
+    char margin[32];
+    std::snprintf(margin, sizeof margin, "%+.3f", v.judgement.margin);
+    std::printf("  %-44s %-18s %12s %12s %25s %6s %8s  %s%s%s\n", m.name.c_str(), m.quantity.c_str(),
+                format_judged_value(v.judgement.measured).c_str(), format_judged_value(m.target).c_str(),
+                bounds.c_str(), m.unit.c_str(), v.judgement.measured_ok ? margin : "n/a",
+                v.judgement.pass ? "PASS" : "FAIL", v.note.empty() ? "" : "  ", v.note.c_str());
+    if (!v.judgement.pass) {
+      ++failed.count;
+      failed.names += (failed.names.empty() ? "" : ", ") + m.name;
+    }
+    recorder.append(
+        "accept", accept_columns(),
+        {m.name, m.op, m.scope, m.dtype, static_cast<std::uint64_t>(m.min_bytes),
+         static_cast<std::uint64_t>(m.max_bytes), m.quantity, m.unit, v.judgement.measured, m.target, m.lower_bound(),
+         m.upper_bound(), v.judgement.margin, std::string(v.judgement.pass ? "PASS" : "FAIL"), v.note});
+  }
+  return failed;
+}
+
+}  // namespace ibt::suites

@@ -1,0 +1,41 @@
+#include "collectives/runtime/job_facts.hpp"
+
+#include <cstdio>
+#include <type_traits>
+
+namespace ibt::suites {
+
+namespace {
+
+template <typename T>
+std::string joined(const std::vector<T>& items) {
+  std::string out;
+  for (std::size_t i = 0; i < items.size(); ++i) {
+    if constexpr (std::is_same_v<T, std::string>)
+      out += (i ? "," : "") + items[i];
+    else
+      out += (i ? "," : "") + std::to_string(items[i]);
+  }
+  return out;
+}
+
+}  // namespace
+
+void record_job_facts(RunRecorder* recorder, const JobFacts& facts, const std::string& command) {
+  const std::string over = facts.oversubscription();
+  static bool warned = false;  // a sweep records one run per split: one warning is enough
+  if (!over.empty() && !warned && (warned = true))
+    std::fprintf(stderr,
+                 "# warning: %s: oversubscribed (%s): ranks busy-poll against each other, so timings measure "
+                 "the scheduler, not the interconnect; never publish or calibrate from them\n",
+                 command.c_str(), over.c_str());
+  if (!recorder || !recorder->active()) return;
+  recorder->set_attr("hosts", joined(facts.hosts));
+  recorder->set_attr("ranks_per_host", joined(facts.ranks_per_host));
+  recorder->set_attr("cores_per_host", joined(facts.cores_per_host));
+  recorder->set_attr("rank_hosts", facts.host_of_rank_list);
+  recorder->set_attr("oversubscribed", static_cast<std::int64_t>(!over.empty()));
+  if (!over.empty()) recorder->set_attr("oversubscription", over);
+}
+
+}  // namespace ibt::suites

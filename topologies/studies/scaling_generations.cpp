@@ -1,0 +1,85 @@
+// ibt scaling across hardware generations, compared by speed.
+#include "topologies/studies/scaling_generations.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+
+#include "core/stats.hpp"
+
+namespace ibt::suites {
+namespace {
+
+const topo::ScalingPoint* baseline_point(const std::vector<topo::ScalingPoint>& all, const GenerationContext& ctx,
+                                         int devices) {
+  for (const auto& pt : all)
+    if (pt.source == "projected" && pt.topology == ctx.baseline && pt.devices == devices) return &pt;
+  return nullptr;
+}
+
+// "12.3" with a suffix, or "-" for a figure that does not exist.
+std::string cell(double v, const char* format) {
+  if (!std::isfinite(v)) return "-";
+  char buf[32];
+  std::snprintf(buf, sizeof buf, format, v);
+  return buf;
+}
+
+}  // namespace
+
+double power_of(const topo::ScalingPoint& point, const GenerationContext& ctx) {
+  if (point.source != "projected") return std::nan("");
+  const auto it = ctx.power_W.find(point.topology);
+  return it == ctx.power_W.end() ? std::nan("") : it->second;
+}
+
+topo::GenerationSpeed speed_of(const topo::ScalingPoint& point, const std::vector<topo::ScalingPoint>& all,
+                               const GenerationContext& ctx) {
+  return topo::generation_speed(point, baseline_point(all, ctx, point.devices), power_of(point, ctx), ctx.token_budget);
+}
+
+void print_generation_speed(const std::vector<topo::ScalingPoint>& all, const GenerationContext& ctx) {
+  // Systems in the order met, then by median tokens/s per device over their feasible points.
+  std::vector<std::string> systems;
+  std::map<std::string, std::vector<double>> speeds;
+  // A measured point's source is "measured FILE:RUN"; its file's folder is dropped so the
+  // name fits the column.
+  auto key_of = [](const topo::ScalingPoint& pt) {
+    if (pt.source == "projected") return pt.topology;
+    const auto slash = pt.source.rfind('/');
+    return slash == std::string::npos ? pt.source : "measured " + pt.source.substr(slash + 1);
+  };
+  for (const auto& pt : all) {
+    const std::string key = key_of(pt);
+    if (!speeds.count(key)) systems.push_back(key);
+    auto& s = speeds[key];
+    if (pt.best.feasible) s.push_back(pt.tokens_per_s_per_device());
+  }
+  std::map<std::string, double> median_speed;
+  for (const auto& [key, s] : speeds) median_speed[key] = quantile(s, 0.5);  // 0 when nothing fits
+  std::stable_sort(systems.begin(), systems.end(),
+                   [&](const std::string& a, const std::string& b) { return median_speed[a] < median_speed[b]; });
+
+  std::printf(
+      "\nSpeed by generation (slowest first; speed-up = tokens/s per device over %s's at the same count;\n"
+      "days to train %.3g tokens; J/token = device board power / tokens/s per device; '-': no figure):\n",
+      ctx.baseline.c_str(), ctx.token_budget);
+  std::printf("  %-30s %8s %11s %9s %9s %7s %9s\n", "system", "devices", "tok/s/dev", "speed-up", "days", "MFU",
+              "J/token");
+  for (const auto& key : systems)
+    for (const auto& pt : all) {
+      if (key_of(pt) != key) continue;
+      if (!pt.best.feasible) {
+        std::printf("  %-30s %8d %11s %9s %9s %7s %9s\n", key.substr(0, 30).c_str(), pt.devices, "-", "-", "-", "-",
+                    "-");
+        continue;
+      }
+      const topo::GenerationSpeed g = speed_of(pt, all, ctx);
+      std::printf("  %-30s %8d %11.0f %9s %9s %6.1f%% %9s\n", key.substr(0, 30).c_str(), pt.devices,
+                  pt.tokens_per_s_per_device(), cell(g.speedup, "%.2fx").c_str(),
+                  cell(g.time_to_budget_s / 86400, "%.1f").c_str(), 100 * pt.best.mfu,
+                  cell(g.joules_per_token, "%.3g").c_str());
+    }
+}
+
+}  // namespace ibt::suites
