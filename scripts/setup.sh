@@ -15,6 +15,7 @@ packages=(
   python3-h5py python3-numpy python3-matplotlib  # `ibt report` figures, the README's h5py example
   chromium                                # the report's headless-browser test
   iproute2                                # the emulated multi-host cluster (network namespaces)
+  clang-format python3                    # the layout tests: formatting and the layering check (tests/layout)
   munge slurmctld slurmd slurm-client     # the local Slurm test (srun --mpi=pmi2)
 )
 missing=()

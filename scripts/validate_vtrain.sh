@@ -12,7 +12,7 @@ set -euo pipefail
 here="$(cd "$(dirname "$0")/.." && pwd)"
 build="$here/build"
 if [ $# -gt 0 ] && [ "${1#--}" = "$1" ]; then build="$1"; shift; fi
-exe="$build/topologies/ibt_validate_vtrain"
+exe="$build/topologies/calibration/ibt_validate_vtrain"
 [ -x "$exe" ] || { echo "validate_vtrain.sh: $exe not built (cmake --build $build --target ibt_validate_vtrain)" >&2; exit 2; }
 fitted="$here/topologies/validation/dgx-a100-vtrain-fit.json"
 args=() data=() refit=0

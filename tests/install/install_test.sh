@@ -39,6 +39,22 @@ grep -q "installed-tiny on 2 x installed-cpu" "$dir/project.log" || { cat "$dir/
 grep -q "ibt report (installed renderer): wrote .*html/index.html" "$dir/report.log" ||
   { cat "$dir/report.log"; fail "the installed renderer did not run"; }
 [[ -s $dir/html/index.html ]] || fail "no page"
+# The validation bands and the atlas are read from the installed tree, not the source tree
+# compiled in: a damaged installed copy is what the installed binary complains about.
+for f in bands.json atlas.json; do
+  [[ -s $prefix/share/ibt/topologies/validation/$f ]] || fail "topologies/validation/$f not installed"
+done
+cp "$prefix/share/ibt/topologies/validation/bands.json" "$dir/bands.good"
+echo '{"coverage": 0.8}' > "$prefix/share/ibt/topologies/validation/bands.json"
+"$here/../expect_exit.sh" 1 "$prefix/share/ibt/topologies/validation/bands.json are malformed" "${clean[@]}" \
+  "$prefix/bin/ibt" project --model installed-tiny --topology installed-cpu --gpus 2 ||
+  fail "the installed binary did not read the installed bands"
+cp "$dir/bands.good" "$prefix/share/ibt/topologies/validation/bands.json"
+cp "$prefix/share/ibt/topologies/validation/atlas.json" "$dir/atlas.good"
+echo '[' > "$prefix/share/ibt/topologies/validation/atlas.json"
+"$here/../expect_exit.sh" 2 "$prefix/share/ibt/topologies/validation/atlas.json" "${clean[@]}" \
+  "$prefix/bin/ibt" crossover --atlas || fail "the installed binary did not read the installed atlas"
+cp "$dir/atlas.good" "$prefix/share/ibt/topologies/validation/atlas.json"
 # A copy of the binary alone finds the files through IBT_DATA_DIR.
 mkdir -p "$dir/elsewhere" && cp "$prefix/bin/ibt" "$dir/elsewhere/ibt"
 "${clean[@]}" IBT_DATA_DIR="$prefix/share/ibt" "$dir/elsewhere/ibt" project --model installed-tiny \

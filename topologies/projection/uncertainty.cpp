@@ -8,6 +8,7 @@
 #include <mutex>
 #include <nlohmann/json.hpp>
 
+#include "core/data_dirs.hpp"
 #include "core/errors.hpp"
 
 namespace ibt::topo {
@@ -28,10 +29,8 @@ struct Bands {
   std::map<std::string, std::pair<std::string, int>> topologies;  // name -> (scope key, own rows)
 };
 
-std::string validation_dir() {
-  if (const char* env = std::getenv("IBT_VALIDATION_DIR"); env && *env) return env;
-  return IBT_VALIDATION_DIR;
-}
+// Found as every data folder is (core/data_dirs.hpp), so an installed tree reads its own.
+std::string validation_dir() { return data_dir("IBT_VALIDATION_DIR", "topologies/validation", IBT_VALIDATION_DIR); }
 
 Bands load_bands() {
   Bands out;

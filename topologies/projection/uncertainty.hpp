@@ -35,8 +35,9 @@ struct MfuBand {
 
 // The band of `mfu` projected on topology `topology_name` (a crossover fabric's name
 // "base@d8-400G" counts as its base; a topology bands.json does not list -- a calibrated
-// or user file -- gets the whole set's band). Reads bands.json from IBT_VALIDATION_DIR
-// (the environment variable, else the source tree's topologies/validation) once; a
+// or user file -- gets the whole set's band). Reads bands.json once from the validation
+// folder ($IBT_VALIDATION_DIR, else an installed share/ibt, else the source tree's
+// topologies/validation: core/data_dirs.hpp); a
 // missing file means no band, a malformed one is a RuntimeError naming it.
 MfuBand mfu_band(const std::string& topology_name, double mfu);
 

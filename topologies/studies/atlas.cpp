@@ -9,6 +9,7 @@
 #include <set>
 #include <sstream>
 
+#include "core/data_dirs.hpp"
 #include "core/errors.hpp"
 #include "core/input_file.hpp"
 #include "core/json_reader.hpp"
@@ -27,8 +28,7 @@ const std::string* AtlasSpec::source(const std::string& id) const {
 }
 
 std::string default_atlas_path() {
-  if (const char* env = std::getenv("IBT_VALIDATION_DIR"); env && *env) return std::string(env) + "/atlas.json";
-  return std::string(IBT_VALIDATION_DIR) + "/atlas.json";
+  return data_dir("IBT_VALIDATION_DIR", "topologies/validation", IBT_VALIDATION_DIR) + "/atlas.json";
 }
 
 AtlasSpec parse_atlas(const std::string& json_text, const std::string& origin) {

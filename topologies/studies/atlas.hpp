@@ -45,7 +45,8 @@ struct AtlasSpec {
   const std::string* source(const std::string& id) const;
 };
 
-// $IBT_VALIDATION_DIR/atlas.json (else the source tree's topologies/validation).
+// atlas.json in the validation folder: $IBT_VALIDATION_DIR, else an installed share/ibt, else the
+// source tree's topologies/validation (core/data_dirs.hpp).
 std::string default_atlas_path();
 // Parses and checks a spec; every error is a UsageError naming the file and the cell
 // (unknown keys, missing fields, a source not listed, scale/practice outside their words,
