@@ -155,9 +155,57 @@ def panel_width(panels, legend_in=0.0, widest=4.2):
     return min(widest, (MAX_WIDTH_IN - legend_in) / max(1, panels))
 
 
+def plain_number(value):
+    """A tick's number as a reader writes it: 0.8, 2, 6,000, 20,000 (never 2e+04)."""
+    if value == 0:
+        return "0"
+    if abs(value) >= 1000:
+        return f"{value:,.0f}"
+    return f"{value:.6g}"
+
+
 def plain_log_ticks(axis):
-    """A log axis labelled with plain numbers (0.8, 2, 6000), not powers of ten (6 x 10^3);
-    minor ticks are labelled only where the axis spans little more than a decade."""
-    plain = ticker.LogFormatter(labelOnlyBase=False, minor_thresholds=(1, 0.4))
-    axis.set_major_formatter(plain)
-    axis.set_minor_formatter(plain)
+    """A log axis labelled with plain numbers (0.8, 2, 6,000, 20,000), not powers of ten
+    (6 x 10^3) nor exponents (2e+04); minor ticks are labelled only where the axis spans
+    little more than a decade (matplotlib's LogFormatter decides which; the number is ours)."""
+    which = ticker.LogFormatter(labelOnlyBase=False, minor_thresholds=(1, 0.4))
+
+    def label(value, pos=None):
+        return plain_number(value) if which(value, pos) else ""
+
+    # LogFormatter learns the axis' span (which minors to label) through set_axis/locs.
+    class Plain(ticker.Formatter):
+        def set_axis(self, ax):
+            super().set_axis(ax)
+            which.set_axis(ax)
+
+        def set_locs(self, locs):
+            which.set_locs(locs)
+
+        def __call__(self, value, pos=None):
+            return label(value, pos)
+
+    axis.set_major_formatter(Plain())
+    axis.set_minor_formatter(Plain())
+
+
+# An MFU axis spans 0-100% (MFU is a share of the peak): drawn on an auto-scaled axis, a
+# weak-scaling line that moves from 56.775% to 56.750% looks like a steep fall. Where a
+# figure needs a window instead it must say so in its label and span at least
+# MFU_MIN_SPAN_POINTS: the 80% validation band of a projection is about +-10-20% of its MFU
+# (topologies/validation/bands.json), 5-10 points at 50% MFU, so a narrower window draws
+# differences inside the band as trends. tests/reports/html/figure_layout_check.py fails a
+# figure whose MFU axis is narrower.
+MFU_MIN_SPAN_POINTS = 20.0
+
+
+def mfu_axis(ax, axis="y", values_pct=()):
+    """Fix an MFU axis to 0-100% (beyond 100 only if a value is, which would be a defect the
+    reader should see) and say so in its label."""
+    top = max([100.0, *[v for v in values_pct if v == v]])
+    if axis == "y":
+        ax.set_ylim(0, top)
+        ax.yaxis.set_major_locator(ticker.MultipleLocator(20))
+    else:
+        ax.set_xlim(0, top)
+        ax.xaxis.set_major_locator(ticker.MultipleLocator(20))

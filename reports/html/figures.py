@@ -351,7 +351,8 @@ def training_figures(runs):
         ax.set_xticklabels([str(d) for d in counts])
         ax.minorticks_off()
         ax.set_xlabel("devices")
-        ax.set_ylabel("MFU (%)")
+        ax.set_ylabel("MFU (%, axis 0-100)")
+        FS.mfu_axis(ax, values_pct=[100 * p[4] for p in mine])
         lines_said = "one line" if len(best) == 1 else f"the {len(best)} best lines"
         FS.title(fig, f"{model} on {where}: MFU against devices ({lines_said})")
         ax.grid(True, alpha=0.3)
@@ -406,7 +407,8 @@ def sweep_figures(runs):
         ax.set_yticks(range(len(pts)))
         ax.set_yticklabels([FS.short_split(p[0]) + ("  [PP]" if u else "") for p, u in zip(pts, pp)])
         ax.invert_yaxis()
-        ax.set_xlabel("MFU (%, median over steps after the first)")
+        ax.set_xlabel("MFU (%, median over steps after the first; axis 0-100)")
+        FS.mfu_axis(ax, axis="x", values_pct=[100 * p[1] for p in pts])
         where = FS.systems_and_devices([system], [int(p[2].attrs.get("world_size", 0) or 0) for p in pts])
         FS.title(fig, f"sweep of {model} on {where} ({file})")
         FS.legend_beside(ax, [matplotlib.patches.Patch(color=NO_PP_COLOUR),

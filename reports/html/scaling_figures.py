@@ -87,8 +87,9 @@ def scaling_figures(runs):
         lines = defaultdict(list)
         for r in mine:
             lines[r["line"]].append(r)
-        fig, (ax_mfu, ax_tok) = plt.subplots(1, 2, figsize=(FS.MAX_WIDTH_IN, 4))
+        fig, (ax_mfu, ax_tok, ax_eff) = plt.subplots(1, 3, figsize=(FS.MAX_WIDTH_IN, 4))
         table = []
+        efficiencies = []
         order = sorted(lines, key=lambda line: _speed(lines[line]))  # slowest generation first
         for n, line in enumerate(order):
             pts = lines[line]
@@ -97,13 +98,22 @@ def scaling_figures(runs):
             style = dict(marker="o", ls="-" if "measured" in line else "--", label=_line_label(line), color=system_colour(n))
             ax_mfu.plot([int(r["devices"]) for r in ok], [100 * float(r["mfu"]) for r in ok], **style)
             ax_tok.plot([int(r["devices"]) for r in ok], [float(r["tokens_per_s_per_device"]) for r in ok], **style)
+            # Scaling efficiency: tokens/s per device against the line's smallest point, so
+            # 100% is ideal scaling (weak: per-device throughput held; strong: the same).
+            if ok and float(ok[0]["tokens_per_s_per_device"]) > 0:
+                base = float(ok[0]["tokens_per_s_per_device"])
+                eff = [100 * float(r["tokens_per_s_per_device"]) / base for r in ok]
+                efficiencies += eff
+                ax_eff.plot([int(r["devices"]) for r in ok], eff, **style)
             for r in pts:
                 table.append([r["system"], str(r["source"]).split(" ")[0], str(int(r["devices"])),
                               str(int(r["global_batch"])), r["split"] if int(r["feasible"]) else r["reason"],
                               _fmt(100 * float(r["mfu"]), 3), _fmt(float(r["tokens_per_s_per_device"])),
                               _fmt(float(r["step_s"]))])
         devices = sorted({int(r["devices"]) for r in mine if int(r["feasible"])})
-        for ax, ylabel in ((ax_mfu, "MFU (%)"), (ax_tok, "tokens/s per device")):
+        ax_eff.axhline(100, color="#888888", ls=":", lw=1.2, label="ideal scaling (100%)")
+        for ax, ylabel in ((ax_mfu, "MFU (%, axis 0-100)"), (ax_tok, "tokens/s per device"),
+                           (ax_eff, "scaling efficiency (%)")):
             ax.set_xscale("log", base=2)
             ax.set_xticks(devices)
             ax.set_xticklabels([str(d) for d in devices])
@@ -111,8 +121,12 @@ def scaling_figures(runs):
             ax.set_xlabel("devices")
             ax.set_ylabel(ylabel)
             ax.grid(True, which="both", alpha=0.3)
-        ax_tok.set_yscale("log")
-        FS.plain_log_ticks(ax_tok.yaxis)
+        FS.mfu_axis(ax_mfu, values_pct=[100 * float(r["mfu"]) for r in mine if int(r["feasible"])])
+        # Throughput from zero, as MFU: a 0.1% change per device must not fill the panel.
+        tokens = [float(r["tokens_per_s_per_device"]) for r in mine if int(r["feasible"])]
+        ax_tok.set_ylim(0, max([1.0, *[t for t in tokens if t == t]]) * 1.15)
+        ax_tok.yaxis.set_major_formatter(FS.ticker.FuncFormatter(lambda v, _: FS.plain_number(v)))
+        ax_eff.set_ylim(0, max([110.0, *efficiencies]) * 1.05)
         # The title names the projected systems; a measured line (named by its device, e.g.
         # an imported log's GPU) is said as such rather than listed as one more system.
         labels = [_line_label(line) for line in order]
@@ -120,16 +134,21 @@ def scaling_figures(runs):
         where = FS.systems_and_devices(projected or [lab.split(" · ")[0] for lab in labels], devices)
         measured = " with measured runs" if len(projected) < len(labels) else ""
         FS.title(fig, f"{model}, {mode} scaling on {where}{measured}: best split per point, one line per system")
-        FS.legend_below(fig, *FS.merged_handles([ax_mfu]))
+        FS.legend_below(fig, *FS.merged_handles([ax_mfu, ax_eff]))
         merged = "" if len(run_labels) == 1 else f" Merged from {len(run_labels)} runs of the same model and mode."
         figures.append(Figure(f"scaling_{model}_{mode}", fig,
                               f"{model}, {mode} scaling ({'fixed global batch' if mode == 'strong' else 'fixed batch per device'}): "
-                              "MFU and tokens/s per device of the best split at each device count; dashed: projected, "
-                              f"solid: measured. Runs: {', '.join(run_labels)}.{merged}",
+                              "MFU (on 0-100%), tokens/s per device and scaling efficiency (tokens/s per device over the "
+                              "line's smallest point's; dotted: ideal, 100%) of the best split at each device count; "
+                              f"dashed: projected, solid: measured. Runs: {', '.join(run_labels)}.{merged}",
                               (["system", "source", "devices", "global batch", "best split", "MFU %",
                                 "tokens/s/device", "step s"], table)))
         # Breakdown per point as shares of the step, one panel per system.
-        systems = [line for line in order if any(int(r["feasible"]) for r in lines[line])]
+        # A line without a breakdown (an imported log has only its step time) gets no panel.
+        systems = [line for line in order
+                   if any(int(r["feasible"]) and any(v > 0 for v in r["parts"].values()) for r in lines[line])]
+        if not systems:
+            continue
         fig, axes = plt.subplots(1, len(systems), figsize=(FS.panel_width(len(systems)) * len(systems), 3.6),
                                  squeeze=False, sharey=True)
         drawn = set()

@@ -4,7 +4,9 @@ Chromium at the width reports/html/figure_style.py is laid out for and fails (ex
 one line per problem) when, in any figure as the page shows it,
   - a legend covers a plotted point, a line, a bar or a data label (inside the plot area),
   - a text is smaller than figure_style.MIN_TEXT_PX pixels,
-  - a text runs past the figure's edge (a title cut off).
+  - a text runs past the figure's edge (a title cut off),
+  - an MFU axis spans fewer than figure_style.MFU_MIN_SPAN_POINTS percentage points (noise
+    inside the projection's band drawn as a trend); read from the SVG's tick labels.
 How: a copy of the page gets, beside each figure's PNG, the same figure's SVG (written by
 the report beside the PNG, with the ids figure_style.tag_for_layout_check gives) scaled to
 the width the PNG is shown at, and a script that measures legends, data and text with the
@@ -126,6 +128,31 @@ def inline_svg(path, prefix):
     return text
 
 
+NUMBER = re.compile(r"^[-\u2212]?[0-9][0-9,]*(\.[0-9]+)?%?$")
+
+
+def mfu_axis_problems(svg_path, name):
+    """The MFU axes of one figure's SVG narrower than figure_style.MFU_MIN_SPAN_POINTS: an
+    axis (matplotlib's group "matplotlib.axis_N") whose label says MFU, spanned by its
+    numeric tick labels."""
+    import xml.etree.ElementTree as ET
+    problems = []
+    for group in ET.parse(svg_path).getroot().iter("{http://www.w3.org/2000/svg}g"):
+        if not str(group.get("id", "")).startswith("matplotlib.axis_"):
+            continue
+        texts = ["".join(t.itertext()).strip() for t in group.iter("{http://www.w3.org/2000/svg}text")]
+        ticks = [float(t.replace(",", "").replace("%", "").replace("\u2212", "-")) for t in texts if NUMBER.match(t)]
+        labels = [t for t in texts if not NUMBER.match(t) and t]
+        if not any("MFU" in t for t in labels) or len(ticks) < 2:
+            continue
+        span = max(ticks) - min(ticks)
+        if span < FS.MFU_MIN_SPAN_POINTS:
+            problems.append(f"{name}: MFU axis '{labels[0]}' spans {min(ticks):g}-{max(ticks):g} ({span:g} points), "
+                            f"narrower than {FS.MFU_MIN_SPAN_POINTS:g} points: noise inside the projection's band "
+                            "would read as a trend (figure_style.mfu_axis)")
+    return problems
+
+
 def check_page(report_dir, work):
     page = open(os.path.join(report_dir, "index.html"), encoding="utf-8").read()
     names = re.findall(r"<figure id='fig-([^']+)'><img class='fig'", page)
@@ -163,7 +190,7 @@ def main():
             return 1
         result = json.loads(m.group(1).replace("&quot;", '"').replace("&lt;", "<").replace("&gt;", ">")
                             .replace("&amp;", "&"))
-        problems = []
+        problems = [p for name in names for p in mfu_axis_problems(os.path.join(report_dir, name + ".svg"), name)]
         if len(result["figures"]) != len(names):
             problems.append(f"measured {len(result['figures'])} of the page's {len(names)} figures")
         for fig in result["figures"]:

@@ -4,7 +4,8 @@ through the report's own Page class, with one figure that breaks a layout rule, 
 test can show figure_layout_check.py fails on it:
   legend  a legend drawn in the middle of the plot, over a line's points;
   small   a tick label of 5 pt (7.6 px at the page's 110 dpi);
-  cut     a title far wider than the figure.
+  cut     a title far wider than the figure;
+  narrow  an MFU axis auto-scaled to 56.74-56.79% (weak scaling's noise drawn as a fall).
 """
 import os
 import sys
@@ -29,6 +30,11 @@ else:
     FS.legend_beside(ax)
 if kind == "small":
     ax.tick_params(labelsize=5)
+if kind == "narrow":
+    ax.clear()
+    ax.plot([8, 16, 32, 64], [56.785, 56.775, 56.760, 56.750], marker="o", label="weak scaling")
+    ax.set_ylabel("MFU (%)")
+    FS.legend_beside(ax)
 if kind == "cut":
     ax.set_title("a title far wider than its figure, " * 4)
 fig.tight_layout()
