@@ -94,7 +94,8 @@ po::options_description accept_options(AcceptArgs& a) {
       "and for p2p metrics the newest run in the file with a p2p matrix")(
       "run", po::value(&a.run_spec)->default_value(a.run_spec),
       "--from, or --generate-reference FILE.h5: the collectives run to read: its id (000003), its number (3) or "
-      "last (the newest collectives run)");
+      "last (the newest collectives run); --generate-reference also takes several, comma-separated (3,4,5), or "
+      "all: each target is then the median over the runs");
   return opts;
 }
 
@@ -125,6 +126,21 @@ void refuse_existing_outputs(const AcceptArgs& a) {
   if (!a.write_to.empty() || a.write_given) refuse_existing_output(a.write_to, "--write", a.force);
 }
 
+// --run of --generate-reference: one run spec, or several separated by commas.
+std::vector<std::string> run_list(const std::string& text) {
+  std::vector<std::string> specs;
+  std::size_t start = 0;
+  while (true) {
+    const std::size_t comma = text.find(',', start);
+    const std::string spec = text.substr(start, comma == std::string::npos ? std::string::npos : comma - start);
+    if (spec.empty()) throw UsageError("--run '" + text + "': an empty run name; give runs as 3,4,5, last or all");
+    if (spec == "all" && text != "all") throw UsageError("--run '" + text + "': all stands alone");
+    specs.push_back(spec);
+    if (comma == std::string::npos) return specs;
+    start = comma + 1;
+  }
+}
+
 // --generate-reference: writes (rank 0) a default reference instead of measuring.
 int write_generated_reference(const AcceptArgs& a, const MpiSession& mpi) {
   const bool from_results = is_results_file(a.generate_from);
@@ -134,7 +150,7 @@ int write_generated_reference(const AcceptArgs& a, const MpiSession& mpi) {
   if (a.efficiency_given && !(a.efficiency > 0 && a.efficiency <= 1))
     throw UsageError("--efficiency must be in (0, 1]");
   const auto reference =
-      from_results ? reference_from_run(a.generate_from, a.run_spec)
+      from_results ? reference_from_runs(a.generate_from, run_list(a.run_spec))
                    : generate_reference(topo::load_topology(a.generate_from), a.generate_ranks,
                                         a.efficiency_given ? std::optional<double>(a.efficiency) : std::nullopt);
   if (mpi.rank() != 0) return kExitOk;

@@ -16,6 +16,7 @@
 #             JUnit file holds a failed testcase "run" with the timeout message.
 set -u
 ibt=$1 mpirun=$2 reference=$3 dir=$4 mode=$5
+here=$(cd "$(dirname "$0")" && pwd)
 rm -rf "$dir" && mkdir -p "$dir"
 fail() { echo "accept_test: FAIL: $*" >&2; exit 1; }
 if [[ $mode == from ]]; then
@@ -85,6 +86,38 @@ PY
   "$ibt" accept --generate-reference "$dir/good.h5" --ranks 4 > "$dir/ranks.log" 2>&1
   [[ $? -eq 2 ]] && grep -q "a results file gives the job and the targets itself; drop --ranks" "$dir/ranks.log" ||
     { cat "$dir/ranks.log"; fail "--ranks with a results file not refused"; }
+  # Several known-good runs: each target is their median, the note says so.
+  $mpirun -n 2 "$ibt" collectives --op all_reduce,all_gather -b 8 -e 1M -f 4 -n 5 -w 1 --out "$dir/good.h5" \
+    > "$dir/collectives2.log" 2>&1 || { cat "$dir/collectives2.log"; fail "second collectives run failed"; }
+  "$ibt" accept --generate-reference "$dir/good.h5" --run all --write "$dir/median.json" > "$dir/gen2.log" 2>&1 ||
+    { cat "$dir/gen2.log"; fail "--run all failed"; }
+  /usr/bin/python3 - "$dir/median.json" <<'PY' || { cat "$dir/gen2.log"; fail "the reference of two runs is not their median"; }
+import json, sys
+ref = json.load(open(sys.argv[1]))
+collective = [m for m in ref["metrics"] if m["op"] != "p2p"]
+assert len(collective) == 4, ref["metrics"]
+for m in collective:
+    assert m["note"].startswith("median of 2 runs: "), m
+assert "; " in ref["description"] and ref["description"].endswith("(runs taken as known good)."), ref["description"]
+PY
+  for bad in "1,1|is named twice; each run counts once in the median" "1,,3|an empty run name" \
+             "all,1|all stands alone"; do
+    "$here/../expect_exit.sh" 2 "${bad#*|}" "$ibt" accept --generate-reference "$dir/good.h5" --run "${bad%%|*}" ||
+      fail "--run ${bad%%|*} not refused"
+  done
+  # Only small sizes: no bandwidth target at all (an 8-byte busbw is a latency).
+  $mpirun -n 2 "$ibt" collectives --op all_reduce -b 8 -e 64K -f 4 -n 5 -w 1 --out "$dir/small.h5" \
+    > "$dir/collectives3.log" 2>&1 || { cat "$dir/collectives3.log"; fail "small collectives run failed"; }
+  "$ibt" accept --generate-reference "$dir/small.h5" --write "$dir/small.json" > "$dir/gen3.log" 2>&1 ||
+    { cat "$dir/gen3.log"; fail "--generate-reference of small sizes failed"; }
+  grep -q '"quantity": "busbw_GBps"' "$dir/small.json" &&
+    { cat "$dir/small.json"; fail "a bandwidth target from sizes below 256 KiB"; }
+  grep -q "all_reduce-world-float32-8B-latency" "$dir/small.json" || { cat "$dir/small.json"; fail "no latency target"; }
+  # Runs of two job sizes make no reference.
+  $mpirun -n 1 "$ibt" collectives --op all_reduce -b 8 -e 1M -f 4 -n 5 -w 1 --out "$dir/small.h5" \
+    > "$dir/collectives4.log" 2>&1 || { cat "$dir/collectives4.log"; fail "1-rank collectives run failed"; }
+  "$here/../expect_exit.sh" 2 "has 1 ranks, .* 2; a reference is for one job size" \
+    "$ibt" accept --generate-reference "$dir/small.h5" --run all || fail "runs of two job sizes not refused"
   echo "accept_test: ok ($mode)"
   exit 0
 fi
