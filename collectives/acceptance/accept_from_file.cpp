@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <cstdlib>
 #include <variant>
 
 #include "collectives/results_schema.hpp"
@@ -27,6 +28,20 @@ double cell_number(const store::TableData& t, const store::Row& row, const char*
 
 bool has_table(const store::RunInfo& run, const std::string& table) {
   return std::find(run.tables.begin(), run.tables.end(), table) != run.tables.end();
+}
+
+// A run that started on a busy host (load average above its cores: recorded by the job
+// facts since 0.1.0's load_average_1m) measured other work too; said, not refused.
+void warn_about_load(const store::RunInfo& run, const std::string& from) {
+  const auto load = run.attr("load_average_1m");
+  if (!load || !std::holds_alternative<double>(*load)) return;
+  const std::string cores_text = run.attr_string("cores_per_host");
+  const int cores = std::atoi(cores_text.c_str());  // the first host's: rank 0's, where the load was read
+  if (cores > 0 && std::get<double>(*load) > cores)
+    std::fprintf(stderr,
+                 "# warning: run %s of %s started with a load average of %.1f on a %d-core host: other work "
+                 "shared the machine, and its timings include it\n",
+                 run.id.c_str(), from.c_str(), std::get<double>(*load), cores);
 }
 
 }  // namespace
@@ -73,6 +88,7 @@ AcceptMeasurements read_accept_measurements(const std::string& from, const std::
   if (const std::string over = run.oversubscription(); !over.empty())
     std::fprintf(stderr, "# warning: run %s was oversubscribed (%s): its timings measure the scheduler\n",
                  run.id.c_str(), over.c_str());
+  warn_about_load(run, from);
   const store::TableData t = store::read_table(from, run.id, kCollectivesTable);
   std::size_t rows = 0;
   for (const auto& row : t.rows) {

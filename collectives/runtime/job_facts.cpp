@@ -19,6 +19,17 @@ std::string joined(const std::vector<T>& items) {
   return out;
 }
 
+// The 1-minute load average of this host (rank 0's) as the run starts, -1 when unknown:
+// with more runnable work than cores, some of it was not ibt's, and timings show it.
+double load_average_now() {
+  std::FILE* f = std::fopen("/proc/loadavg", "r");
+  if (!f) return -1;
+  double load = -1;
+  if (std::fscanf(f, "%lf", &load) != 1) load = -1;
+  std::fclose(f);
+  return load;
+}
+
 }  // namespace
 
 void record_job_facts(RunRecorder* recorder, const JobFacts& facts, const std::string& command) {
@@ -36,6 +47,7 @@ void record_job_facts(RunRecorder* recorder, const JobFacts& facts, const std::s
   recorder->set_attr("rank_hosts", facts.host_of_rank_list);
   recorder->set_attr("oversubscribed", static_cast<std::int64_t>(!over.empty()));
   if (!over.empty()) recorder->set_attr("oversubscription", over);
+  if (const double load = load_average_now(); load >= 0) recorder->set_attr("load_average_1m", load);
 }
 
 }  // namespace ibt::suites

@@ -113,6 +113,17 @@ PY
   grep -q '"quantity": "busbw_GBps"' "$dir/small.json" &&
     { cat "$dir/small.json"; fail "a bandwidth target from sizes below 256 KiB"; }
   grep -q "all_reduce-world-float32-8B-latency" "$dir/small.json" || { cat "$dir/small.json"; fail "no latency target"; }
+  # A run that started on a busy host is said to have (the load average its job recorded).
+  /usr/bin/python3 - "$dir/small.h5" <<'PY' || fail "could not set the recorded load average"
+import h5py, sys
+with h5py.File(sys.argv[1], "r+") as f:
+    run = f["runs"][sorted(f["runs"])[0]]
+    assert "load_average_1m" in run.attrs, dict(run.attrs)
+    run.attrs["load_average_1m"] = 99.0
+PY
+  "$ibt" accept --generate-reference "$dir/small.h5" > "$dir/gen4.log" 2>&1 || { cat "$dir/gen4.log"; fail "busy run"; }
+  grep -q "started with a load average of 99.0 on a [0-9]*-core host: other work shared the machine" "$dir/gen4.log" ||
+    { cat "$dir/gen4.log"; fail "a busy host's run was not warned about"; }
   # Runs of two job sizes make no reference.
   $mpirun -n 1 "$ibt" collectives --op all_reduce -b 8 -e 1M -f 4 -n 5 -w 1 --out "$dir/small.h5" \
     > "$dir/collectives4.log" 2>&1 || { cat "$dir/collectives4.log"; fail "1-rank collectives run failed"; }
