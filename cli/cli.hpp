@@ -104,13 +104,19 @@ inline constexpr std::size_t kHelpExampleColumns = 100;
 std::string example_lines(const std::string& command, std::size_t width);
 
 // "512,1024,2048" -> {512, 1024, 2048}. UsageError naming the option and the item for
-// anything that is not a positive number, or an empty list.
+// anything that is not a positive number, or an empty list. An item with a leading zero
+// ("1,024": 1 and 24?) is refused: a list takes no thousands separators, and reading one
+// as two device counts would run a study nobody asked for.
 template <typename T>
 std::vector<T> parse_positive_list(const std::string& text, const char* option) {
   std::vector<T> out;
   std::stringstream ss(text);
   std::string item;
   while (std::getline(ss, item, ',')) {
+    if (item.size() > 1 && item[0] == '0' && item.find_first_not_of("0123456789") == std::string::npos)
+      throw UsageError(std::string(option) + " '" + text + "': '" + item +
+                       "' has a leading zero; lists are comma-separated and take no thousands separators (write "
+                       "1024, not 1,024)");
     std::stringstream is(item);
     T v{};
     if (!(is >> v) || !is.eof() || !(v > 0))
