@@ -6,7 +6,7 @@
 
 #include "collectives/harness.hpp"
 #include "collectives/p2p_matrix.hpp"
-#include "collectives/results_schema.hpp"
+#include "reports/tables/collectives_table.hpp"
 #include "collectives/sizes.hpp"
 #include "core/errors.hpp"
 #include "cli/collectives_results.hpp"
@@ -78,7 +78,7 @@ void measure_accept_collectives(const AcceptWork& work, const AcceptReference& r
       std::printf("  measured %-14s %-5s %-8s %10zu B  mean %10.2f us  p50 %10.2f us  busbw %8.3f GB/s  #wrong %llu\n",
                   m->op.c_str(), m->scope.c_str(), m->dtype.c_str(), m->bytes, m->time_us, m->p50_us, m->busbw_GBps,
                   static_cast<unsigned long long>(m->wrong));
-      job.recorder->append(kCollectivesTable, collectives_columns(), collectives_row(*m, job.backend.name()));
+      job.recorder->append(collectives_row(*m, job.backend.name()));
     };
     events.on_note = [](const std::string& text) { std::fprintf(stderr, "# note: %s\n", text.c_str()); };
     run_harness(job.backend, MPI_COMM_WORLD, job.layout, h, job.gate, job.guard.watchdog(), events);

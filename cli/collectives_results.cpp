@@ -6,30 +6,32 @@
 #include <cstdio>
 
 #include "collectives/group_outliers.hpp"
-#include "collectives/results_schema.hpp"
+#include "reports/tables/collectives_table.hpp"
 #include "collectives/sizes.hpp"
 #include "collectives/results_table.hpp"
 
 namespace ibt::suites {
 
-store::Row collectives_row(const Measurement& m, const std::string& backend) {
-  return {m.op,
-          m.scope,
-          backend,
-          m.dtype,
-          m.reduce_op,
-          std::string(to_string(m.placement)),
-          static_cast<std::int64_t>(m.group_size),
-          static_cast<std::int64_t>(m.groups),
-          static_cast<std::uint64_t>(m.bytes),
-          static_cast<std::uint64_t>(m.count),
-          static_cast<std::int64_t>(m.iters),
-          m.time_us,
-          m.p50_us,
-          m.p99_us,
-          m.algbw_GBps,
-          m.busbw_GBps,
-          static_cast<std::uint64_t>(m.wrong)};
+tables::CollectiveRow collectives_row(const Measurement& m, const std::string& backend) {
+  tables::CollectiveRow r;
+  r.op = m.op;
+  r.scope = m.scope;
+  r.backend = backend;
+  r.dtype = m.dtype;
+  r.reduce_op = m.reduce_op;
+  r.placement = to_string(m.placement);
+  r.group_size = m.group_size;
+  r.groups = m.groups;
+  r.bytes = m.bytes;
+  r.count = m.count;
+  r.iters = m.iters;
+  r.time_us = m.time_us;
+  r.p50_us = m.p50_us;
+  r.p99_us = m.p99_us;
+  r.algbw_GBps = m.algbw_GBps;
+  r.busbw_GBps = m.busbw_GBps;
+  r.wrong = m.wrong;
+  return r;
 }
 
 // "0-3" or "0,2,4": world ranks of a group.
@@ -89,7 +91,7 @@ void SizeResults::on_size(const SizeResult& r) {
   for (const auto* m : {&r.out_of_place, &r.in_place}) {
     if (!*m) continue;
     summary_.add(**m);
-    recorder_->append(kCollectivesTable, collectives_columns(), collectives_row(**m, backend_.name()));
+    recorder_->append(collectives_row(**m, backend_.name()));
     record_groups(**m);
   }
 }
@@ -113,7 +115,8 @@ std::uint64_t SizeResults::print_summary(bool checked) {
     }
   }
   if (outliers_ > 0)
-    std::printf("# Outlier domains: %zu (listed on stderr; rows in table %s)\n", outliers_, kCollectivesGroupsTable);
+    std::printf("# Outlier domains: %zu (listed on stderr; rows in table %s)\n", outliers_,
+                tables::CollectiveGroupRow::kTable.data());
   std::printf("# Wrong values: %llu%s\n", static_cast<unsigned long long>(summary_.wrong),
               checked ? "" : " (checking was off)");
   return summary_.wrong;
@@ -127,10 +130,20 @@ void SizeResults::record_groups(const Measurement& m) {
     for (const auto& o : slow)
       if (o.group == g.group) flagged = &o;
     const std::string hosts = hosts_of(g.world_ranks, host_of_rank_), ranks = rank_list(g.world_ranks);
-    recorder_->append(kCollectivesGroupsTable, collectives_groups_columns(),
-                      {m.op, m.scope, m.dtype, std::string(to_string(m.placement)), static_cast<std::uint64_t>(m.bytes),
-                       static_cast<std::int64_t>(g.group), ranks, hosts, g.time_us, g.busbw_GBps,
-                       static_cast<std::int64_t>(flagged != nullptr), flagged ? flagged->ratio : 0.0});
+    tables::CollectiveGroupRow row;
+    row.op = m.op;
+    row.scope = m.scope;
+    row.dtype = m.dtype;
+    row.placement = to_string(m.placement);
+    row.bytes = m.bytes;
+    row.group = g.group;
+    row.ranks = ranks;
+    row.hosts = hosts;
+    row.time_us = g.time_us;
+    row.busbw_GBps = g.busbw_GBps;
+    row.outlier = flagged != nullptr;
+    row.ratio_to_median = flagged ? flagged->ratio : 0.0;
+    recorder_->append(row);
     if (flagged) {
       ++outliers_;
       std::fprintf(stderr, "# outlier: %s %s %zu B %s: %s %d (hosts %s; ranks %s) %s %.3g, %.2fx the median %.3g\n",

@@ -14,12 +14,13 @@
 #include "cli/collectives_args.hpp"
 #include "collectives/nccl_tests_format.hpp"
 #include "collectives/runtime/run_recorder.hpp"
+#include "reports/tables/collectives_table.hpp"
 
 namespace ibt::suites {
 
-// A measurement as a row of the collectives table (collectives_columns()); `backend` is
-// the backend's name. `ibt accept` stores its measurements the same way.
-store::Row collectives_row(const Measurement& m, const std::string& backend);
+// A measurement as a row of the collectives table; `backend` is the backend's name.
+// `ibt accept` stores its measurements the same way.
+tables::CollectiveRow collectives_row(const Measurement& m, const std::string& backend);
 
 // "0-3" or "0,2,4": world ranks of a group.
 std::string rank_list(const std::vector<int>& ranks);

@@ -29,32 +29,10 @@
 #include "topologies/projection/projection_report.hpp"
 #include "topologies/sim/sim_pricer.hpp"
 #include "topologies/studies/crossover.hpp"
+#include "topologies/studies/crossover_table.hpp"
 
 namespace ibt::suites {
 namespace {
-
-std::vector<store::Column> cell_columns() {
-  using store::ColumnType;
-  return {{"domain_size", ColumnType::i64, "devices"},
-          {"scale_out_Gbps", ColumnType::f64, "Gb/s"},
-          {"mfu_no_pp", ColumnType::f64, "fraction"},
-          {"mfu_with_pp", ColumnType::f64, "fraction"},
-          {"step_no_pp_s", ColumnType::f64, "s"},
-          {"step_with_pp_s", ColumnType::f64, "s"},
-          {"gain", ColumnType::f64, ""},
-          // pp_verdict()'s words (topologies/studies/verdict.hpp); the report reads them.
-          {"verdict", ColumnType::str},
-          {"pp_needed", ColumnType::i64, ""},  // 1 exactly when verdict is "PP needed"
-          {"split_no_pp", ColumnType::str},
-          {"split_with_pp", ColumnType::str},
-          {"strategy_no_pp", ColumnType::str},
-          {"strategy_with_pp", ColumnType::str},
-          // Goodput (topologies/goodput/failure_model.hpp); NaN when not computed.
-          {"goodput_no_pp", ColumnType::f64, ""},
-          {"goodput_with_pp", ColumnType::f64, ""},
-          {"goodput_mfu_no_pp", ColumnType::f64, ""},
-          {"goodput_mfu_with_pp", ColumnType::f64, ""}};
-}
 
 namespace po = boost::program_options;
 
@@ -427,28 +405,6 @@ void refuse_if_nothing_fits(const topo::CrossoverResult& r, const CrossoverArgs&
                    "; give a device count the domain sizes and the global batch divide (e.g. a multiple of 8)");
 }
 
-store::Row cell_row(const topo::CrossoverCell& c) {
-  const double nan = std::numeric_limits<double>::quiet_NaN();
-  auto goodput_of = [&](const topo::Projection& p, bool adjusted) {
-    if (!p.goodput.computed) return nan;
-    return adjusted ? p.goodput.goodput_mfu : p.goodput.goodput;
-  };
-  return {static_cast<std::int64_t>(c.domain_size), c.scale_out_gbps,
-          // No split fits: NaN, never 0 (an average over cells must not count it).
-          c.best_no_pp.feasible ? c.best_no_pp.mfu : nan, c.best_with_pp.feasible ? c.best_with_pp.mfu : nan,
-          c.best_no_pp.feasible ? c.best_no_pp.step_s : nan, c.best_with_pp.feasible ? c.best_with_pp.step_s : nan,
-          !c.best_no_pp.feasible && !c.best_with_pp.feasible ? nan  // no gain to speak of
-          : std::isinf(c.gain)                               ? 1e300
-                                                             : c.gain,
-          std::string(topo::verdict_text(c.verdict)), static_cast<std::int64_t>(c.verdict == topo::PpVerdict::needed),
-          c.best_no_pp.feasible ? topo::split_label(c.best_no_pp.split) : std::string("(none fits)"),
-          c.best_with_pp.feasible ? topo::split_label(c.best_with_pp.split) : std::string("(none fits)"),
-          c.best_no_pp.feasible ? models::strategy_label(c.best_no_pp.split) : std::string(),
-          c.best_with_pp.feasible ? models::strategy_label(c.best_with_pp.split) : std::string(),
-          goodput_of(c.best_no_pp, false), goodput_of(c.best_with_pp, false), goodput_of(c.best_no_pp, true),
-          goodput_of(c.best_with_pp, true)};
-}
-
 // The run of kind "crossover" (when --out), one row per cell.
 void record_crossover(const CrossoverArgs& a, const CrossoverSetup& s, const topo::CrossoverResult& r, int argc,
                       char** argv) {
@@ -467,7 +423,7 @@ void record_crossover(const CrossoverArgs& a, const CrossoverSetup& s, const top
   recorder.set_attr("verdict", r.verdict);
   recorder.set_attr("rank_by", std::string(topo::to_string(s.rank_by)));
   recorder.set_attr("failure_assumptions", topo::describe_assumptions(s.failure));
-  for (const auto& c : r.cells) recorder.append("crossover", cell_columns(), cell_row(c));
+  for (const auto& c : r.cells) recorder.append(topo::crossover_row(c));
   recorder.finish(store::RunStatus::complete);
   if (recorder.active()) std::printf("run %s written to %s\n", recorder.run_id().c_str(), a.out.c_str());
 }

@@ -9,7 +9,6 @@
 #include <cstdio>
 #include <fstream>
 #include <iostream>
-#include <limits>
 #include <sstream>
 
 #include "core/errors.hpp"
@@ -23,12 +22,12 @@
 #include "reports/ingest/training_log.hpp"
 #include "topologies/hardware/topology.hpp"
 #include "topologies/projection/projection_report.hpp"
+#include "reports/tables/steps_table.hpp"
 
 namespace ibt::suites {
 namespace {
 
 namespace po = boost::program_options;
-const double kNaN = std::numeric_limits<double>::quiet_NaN();
 
 struct ImportArgs {
   std::string file, format, config, model_name, topology, dtype = "bf16", out;
@@ -133,23 +132,6 @@ double median_of(std::vector<double> v) {
   return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
 }
 
-std::vector<store::Column> step_columns() {
-  using store::ColumnType;
-  return {{"step", ColumnType::i64, ""},
-          {"iteration", ColumnType::i64, ""},
-          {"step_time", ColumnType::f64, "s"},
-          {"tokens_per_s", ColumnType::f64, "1/s"},
-          {"model_tflops", ColumnType::f64, "TFLOP/s"},
-          {"mfu", ColumnType::f64, ""},
-          {"logged_tflops_per_gpu", ColumnType::f64, "TFLOP/s"},
-          {"compute", ColumnType::f64, "s"},
-          {"tp_comm", ColumnType::f64, "s"},
-          {"pp_comm_and_bubble", ColumnType::f64, "s"},
-          {"dp_comm", ColumnType::f64, "s"},
-          {"ep_comm", ColumnType::f64, "s"},
-          {"other", ColumnType::f64, "s"}};
-}
-
 const char* kAbout =
     "Reads a training log and stores it as a measured run: the layout (tp, pp, cp, dp,\n"
     "micro-batches, vpp, sequence parallelism, recompute, ZeRO), one row per logged step in\n"
@@ -224,11 +206,15 @@ int import_log_main(int argc, char** argv) {
     const LoggedIteration& it = log.iterations[i];
     const bool timed = i >= warm;
     if (timed) kept.push_back(it.step_s);
-    recorder.append("steps", step_columns(),
-                    {static_cast<std::int64_t>(timed ? i - warm + 1 : 0), static_cast<std::int64_t>(it.iteration),
-                     it.step_s, sequences * model.seq_len / it.step_s, flops / it.step_s / 1e12,
-                     flops / (it.step_s * ranks * peak_gflops * 1e9), it.tflops_per_gpu >= 0 ? it.tflops_per_gpu : kNaN,
-                     kNaN, kNaN, kNaN, kNaN, kNaN, kNaN});
+    tables::StepRow row;  // a log has no time breakdown: those fields stay NaN
+    row.step = static_cast<std::int64_t>(timed ? i - warm + 1 : 0);
+    row.iteration = static_cast<std::int64_t>(it.iteration);
+    row.step_time = it.step_s;
+    row.tokens_per_s = sequences * model.seq_len / it.step_s;
+    row.model_tflops = flops / it.step_s / 1e12;
+    row.mfu = flops / (it.step_s * ranks * peak_gflops * 1e9);
+    if (it.tflops_per_gpu >= 0) row.logged_tflops_per_gpu = it.tflops_per_gpu;
+    recorder.append(tables::StepRow::kLoggedLayout, row);
   }
   const double median_s = median_of(kept);
   recorder.set_attr("command_line", joined_command_line(argc, argv));

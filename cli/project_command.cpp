@@ -293,10 +293,8 @@ void project_every_split(const ProjectArgs& a, const ProjectSetup& s, RunRecorde
     throw UsageError("no valid split of " + s.model.name + " on " + std::to_string(a.gpus) +
                      " devices at global batch " + std::to_string(s.global_batch));
   std::printf("%s", topo::ranking_table(ranked, static_cast<size_t>(a.top), a.wide).c_str());
-  if (recorder.active()) {  // 10^5 rows: columns made once, rows only when recorded
-    const std::vector<store::Column> columns = topo::projection_columns();
-    for (const auto& p : ranked) recorder.append("projections", columns, topo::projection_row(p));
-  }
+  if (recorder.active())  // 10^5 rows: made only when recorded
+    for (const auto& p : ranked) recorder.append(topo::projection_row(p));
   if (ranked.front().feasible)
     std::printf("\nbest:\n%s", wrap_lines(topo::describe_projection(ranked.front(), s.options.dtype) +
                                               topo::describe_goodput(ranked.front().goodput),
@@ -311,9 +309,8 @@ void project_one_split(const models::ParallelSplit& split, const ProjectSetup& s
   std::printf("%s", wrap_lines(topo::describe_projection(p, s.options.dtype) + topo::describe_goodput(p.goodput),
                                report_width(wide))
                         .c_str());
-  recorder.append("projections", topo::projection_columns(), topo::projection_row(p));
-  for (const auto& row : topo::projection_stage_rows(p))
-    recorder.append("projection_stages", topo::projection_stage_columns(), row);
+  recorder.append(topo::projection_row(p));
+  for (const auto& row : topo::projection_stage_rows(p)) recorder.append(row);
 }
 
 }  // namespace

@@ -23,6 +23,7 @@
 #include "topologies/projection/projection_report.hpp"
 #include "topologies/sim/sim_pricer.hpp"
 #include "topologies/studies/scaling.hpp"
+#include "topologies/studies/scaling_table.hpp"
 
 namespace ibt::suites {
 namespace {
@@ -31,51 +32,8 @@ namespace po = boost::program_options;
 
 const double kNaN = std::numeric_limits<double>::quiet_NaN();
 
-// Fractions are stored as fractions (unit "fraction"), times in seconds; every
-// breakdown column is of the stage named by breakdown_stage.
-std::vector<store::Column> scaling_columns() {
-  using store::ColumnType;
-  return {{"source", ColumnType::str},
-          {"topology", ColumnType::str},
-          {"system", ColumnType::str},
-          {"model", ColumnType::str},
-          {"scaling", ColumnType::str},
-          {"devices", ColumnType::i64, "devices"},
-          {"global_batch", ColumnType::i64, "sequences"},
-          {"split", ColumnType::str},
-          {"dp", ColumnType::i64, "ranks"},
-          {"tp", ColumnType::i64, "ranks"},
-          {"pp", ColumnType::i64, "stages"},
-          {"ep", ColumnType::i64, "ranks"},
-          {"feasible", ColumnType::i64, ""},
-          {"reason", ColumnType::str},
-          {"candidates", ColumnType::i64, "splits"},
-          {"step_s", ColumnType::f64, "s"},
-          {"mfu", ColumnType::f64, "fraction"},
-          {"hfu", ColumnType::f64, "fraction"},
-          {"tokens_per_s", ColumnType::f64, "tokens/s"},
-          {"tokens_per_s_per_device", ColumnType::f64, "tokens/s/device"},
-          {"breakdown_stage", ColumnType::i64, "stage"},
-          {"compute_s", ColumnType::f64, "s"},
-          {"exposed_tp_s", ColumnType::f64, "s"},
-          {"exposed_dp_s", ColumnType::f64, "s"},
-          {"exposed_expert_dp_s", ColumnType::f64, "s"},
-          {"exposed_pp_s", ColumnType::f64, "s"},
-          {"exposed_ep_s", ColumnType::f64, "s"},
-          {"bubble_s", ColumnType::f64, "s"},
-          {"other_s", ColumnType::f64, "s"},
-          {"exposed_cp_s", ColumnType::f64, "s"},
-          {"memory_bytes", ColumnType::f64, "B"},
-          {"baseline", ColumnType::str},
-          {"speedup_vs_baseline", ColumnType::f64, "x"},
-          {"token_budget", ColumnType::f64, "tokens"},
-          {"time_to_budget_s", ColumnType::f64, "s"},
-          {"device_power_W", ColumnType::f64, "W"},
-          {"energy_J_per_token", ColumnType::f64, "J/token"}};
-}
-
-store::Row scaling_row(const topo::ScalingPoint& pt, const std::string& model, topo::ScalingMode mode,
-                       const std::vector<topo::ScalingPoint>& all, const GenerationContext& generations) {
+topo::ScalingRow scaling_row(const topo::ScalingPoint& pt, const std::string& model, topo::ScalingMode mode,
+                             const std::vector<topo::ScalingPoint>& all, const GenerationContext& generations) {
   const topo::GenerationSpeed speed = speed_of(pt, all, generations);
   const topo::Projection& p = pt.best;
   const bool ok = p.feasible;
@@ -85,43 +43,45 @@ store::Row scaling_row(const topo::ScalingPoint& pt, const std::string& model, t
   const topo::Projection::StageBreakdown stage =
       staged ? p.stages[p.bottleneck_stage] : topo::Projection::StageBreakdown{p.compute_s, p.exposed_s};
   auto part = [&](topo::Exposure e) { return v(stage.exposed_s[static_cast<int>(e)]); };
-  return {pt.source,
-          pt.topology,
-          pt.system,
-          model,
-          std::string(topo::to_string(mode)),
-          static_cast<std::int64_t>(pt.devices),
-          static_cast<std::int64_t>(pt.global_batch),
-          ok ? topo::split_label(p.split) : std::string("(none fits)"),
-          static_cast<std::int64_t>(ok ? p.split.dp : 0),
-          static_cast<std::int64_t>(ok ? p.split.tp : 0),
-          static_cast<std::int64_t>(ok ? p.split.pp : 0),
-          static_cast<std::int64_t>(ok ? p.split.ep : 0),
-          static_cast<std::int64_t>(ok),
-          p.reason.substr(0, 255),
-          static_cast<std::int64_t>(pt.candidates),
-          v(p.step_s),
-          v(p.mfu),
-          v(p.hfu),
-          v(p.tokens_per_s),
-          pt.tokens_per_s_per_device(),
-          static_cast<std::int64_t>(staged ? p.bottleneck_stage : -1),
-          v(stage.compute_s),
-          part(topo::Exposure::tp),
-          part(topo::Exposure::dp),
-          part(topo::Exposure::expert_dp),
-          part(topo::Exposure::pp),
-          part(topo::Exposure::ep),
-          part(topo::Exposure::bubble),
-          v(pt.other_s),
-          part(topo::Exposure::cp),
-          ok && p.memory.total() > 0 ? p.memory.total() : kNaN,
-          generations.baseline,
-          speed.speedup,
-          generations.token_budget,
-          speed.time_to_budget_s,
-          power_of(pt, generations),
-          speed.joules_per_token};
+  topo::ScalingRow r;
+  r.source = pt.source;
+  r.topology = pt.topology;
+  r.system = pt.system;
+  r.model = model;
+  r.scaling = topo::to_string(mode);
+  r.devices = pt.devices;
+  r.global_batch = pt.global_batch;
+  r.split = ok ? topo::split_label(p.split) : std::string("(none fits)");
+  r.dp = ok ? p.split.dp : 0;
+  r.tp = ok ? p.split.tp : 0;
+  r.pp = ok ? p.split.pp : 0;
+  r.ep = ok ? p.split.ep : 0;
+  r.feasible = ok;
+  r.reason = p.reason.substr(0, 255);
+  r.candidates = pt.candidates;
+  r.step_s = v(p.step_s);
+  r.mfu = v(p.mfu);
+  r.hfu = v(p.hfu);
+  r.tokens_per_s = v(p.tokens_per_s);
+  r.tokens_per_s_per_device = pt.tokens_per_s_per_device();
+  r.breakdown_stage = staged ? p.bottleneck_stage : -1;
+  r.compute_s = v(stage.compute_s);
+  r.exposed_tp_s = part(topo::Exposure::tp);
+  r.exposed_dp_s = part(topo::Exposure::dp);
+  r.exposed_expert_dp_s = part(topo::Exposure::expert_dp);
+  r.exposed_pp_s = part(topo::Exposure::pp);
+  r.exposed_ep_s = part(topo::Exposure::ep);
+  r.bubble_s = part(topo::Exposure::bubble);
+  r.other_s = v(pt.other_s);
+  r.exposed_cp_s = part(topo::Exposure::cp);
+  r.memory_bytes = ok && p.memory.total() > 0 ? p.memory.total() : kNaN;
+  r.baseline = generations.baseline;
+  r.speedup_vs_baseline = speed.speedup;
+  r.token_budget = generations.token_budget;
+  r.time_to_budget_s = speed.time_to_budget_s;
+  r.device_power_W = power_of(pt, generations);
+  r.energy_J_per_token = speed.joules_per_token;
+  return r;
 }
 
 // One row per point. By default the best split is its compact label (models::compact_label)
@@ -310,7 +270,7 @@ void take_points(std::vector<topo::ScalingPoint> points, const std::string& mode
   for (auto& pt : points) all.push_back(std::move(pt));
   // The baseline projects first, so every later point finds its baseline in `all`.
   for (std::size_t i = first; i < all.size(); ++i)
-    recorder.append("scaling", scaling_columns(), scaling_row(all[i], model, mode, all, generations));
+    recorder.append(scaling_row(all[i], model, mode, all, generations));
 }
 
 // The projected points, one block per topology.

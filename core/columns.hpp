@@ -1,6 +1,6 @@
 #pragma once
 // The cell and column types of every table ibt stores: what a suite declares when it
-// defines a table (collectives/results_schema.hpp, the train and projection tables) and
+// defines a table (through core/row_schema.hpp: reports/tables/, the train and projection tables) and
 // what a reader gets back. Plain values, no HDF5: the store (reports/store/store.hpp) maps
 // them to compound datasets, and a part that only defines or reads rows needs no more.
 #include <cstddef>

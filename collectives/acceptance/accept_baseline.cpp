@@ -15,7 +15,7 @@
 #include "collectives/acceptance/accept_from_file.hpp"
 #include "collectives/acceptance/accept_generate.hpp"
 #include "collectives/acceptance/accept_judge.hpp"
-#include "collectives/results_schema.hpp"
+#include "reports/tables/collectives_table.hpp"
 #include "reports/store/store.hpp"
 
 namespace ibt::suites {
@@ -105,7 +105,7 @@ std::vector<AcceptMeasurements> read_runs(const std::string& file, const std::ve
   if (specs.size() == 1 && specs[0] == "all") {
     names.clear();
     for (const auto& r : store::list_runs(file))
-      if (std::find(r.tables.begin(), r.tables.end(), std::string(kCollectivesTable)) != r.tables.end())
+      if (std::find(r.tables.begin(), r.tables.end(), std::string(tables::CollectiveRow::kTable)) != r.tables.end())
         names.push_back(r.id);
     if (names.empty()) throw UsageError("--generate-reference " + file + ": no run with a collectives table");
   }

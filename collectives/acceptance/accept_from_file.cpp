@@ -7,24 +7,15 @@
 #include <cstdlib>
 #include <variant>
 
-#include "collectives/results_schema.hpp"
+#include "collectives/runtime/p2p_tables.hpp"
 #include "core/errors.hpp"
+#include "reports/tables/collectives_table.hpp"
 #include "reports/text/run_selection.hpp"
 
 namespace ibt::suites {
 namespace {
 
-std::string cell_string(const store::TableData& t, const store::Row& row, const char* column) {
-  const int i = t.column_index(column);
-  if (i < 0) throw UsageError(std::string("the table has no column '") + column + "'");
-  return std::get<std::string>(row[i]);
-}
-
-double cell_number(const store::TableData& t, const store::Row& row, const char* column) {
-  const int i = t.column_index(column);
-  if (i < 0) throw UsageError(std::string("the table has no column '") + column + "'");
-  return store::as_number(row[i]);
-}
+using tables::CollectiveRow;
 
 bool has_table(const store::RunInfo& run, const std::string& table) {
   return std::find(run.tables.begin(), run.tables.end(), table) != run.tables.end();
@@ -54,12 +45,12 @@ AcceptMeasurements read_accept_measurements(const std::string& from, const std::
   const auto runs = store::list_runs(from);
   std::vector<store::RunInfo> with_collectives;
   for (const auto& r : runs)
-    if (has_table(r, kCollectivesTable)) with_collectives.push_back(r);
+    if (has_table(r, std::string(CollectiveRow::kTable))) with_collectives.push_back(r);
   if (with_collectives.empty())
     throw UsageError("--from " + from + ": no run with a collectives table (write one with `ibt collectives --out " +
                      from + "`)");
   const store::RunInfo& run = run_spec == "last" ? with_collectives.back() : reports::find_run(runs, run_spec, from);
-  if (!has_table(run, kCollectivesTable))
+  if (!has_table(run, std::string(CollectiveRow::kTable)))
     throw UsageError("--from " + from + ": run " + run.id + " has no collectives table");
   AcceptMeasurements measured;
   measured.source = from + " run " + run.id;
@@ -89,21 +80,28 @@ AcceptMeasurements read_accept_measurements(const std::string& from, const std::
     std::fprintf(stderr, "# warning: run %s was oversubscribed (%s): its timings measure the scheduler\n",
                  run.id.c_str(), over.c_str());
   warn_about_load(run, from);
-  const store::TableData t = store::read_table(from, run.id, kCollectivesTable);
+  const store::TableData t = store::read_table(from, run.id, std::string(CollectiveRow::kTable));
+  const store::RowReader<CollectiveRow> reader(t.columns);
+  const std::string lacking =
+      reader.missing(&CollectiveRow::op, &CollectiveRow::scope, &CollectiveRow::dtype, &CollectiveRow::placement,
+                     &CollectiveRow::bytes, &CollectiveRow::time_us, &CollectiveRow::p50_us, &CollectiveRow::p99_us,
+                     &CollectiveRow::algbw_GBps, &CollectiveRow::busbw_GBps, &CollectiveRow::wrong);
+  if (!t.rows.empty() && !lacking.empty()) throw UsageError("the table has no column '" + lacking + "'");
   std::size_t rows = 0;
-  for (const auto& row : t.rows) {
+  for (const auto& cells : t.rows) {
+    const CollectiveRow row = reader.read(cells);
     Measurement m;
-    m.op = cell_string(t, row, "op");
-    m.scope = cell_string(t, row, "scope");
-    m.dtype = cell_string(t, row, "dtype");
-    m.placement = cell_string(t, row, "placement") == "in" ? Placement::in_place : Placement::out_of_place;
-    m.bytes = static_cast<std::size_t>(cell_number(t, row, "bytes"));
-    m.time_us = cell_number(t, row, "time_us");
-    m.p50_us = cell_number(t, row, "p50_us");
-    m.p99_us = cell_number(t, row, "p99_us");
-    m.algbw_GBps = cell_number(t, row, "algbw_GBps");
-    m.busbw_GBps = cell_number(t, row, "busbw_GBps");
-    m.wrong = static_cast<std::uint64_t>(cell_number(t, row, "wrong"));
+    m.op = row.op;
+    m.scope = row.scope;
+    m.dtype = row.dtype;
+    m.placement = row.placement == "in" ? Placement::in_place : Placement::out_of_place;
+    m.bytes = row.bytes;
+    m.time_us = row.time_us;
+    m.p50_us = row.p50_us;
+    m.p99_us = row.p99_us;
+    m.algbw_GBps = row.algbw_GBps;
+    m.busbw_GBps = row.busbw_GBps;
+    m.wrong = row.wrong;
     measured.wrong += m.wrong;
     const auto key = std::make_tuple(m.op, m.scope, m.dtype, m.bytes);
     // Out-of-place is judged, as when measuring; in-place where an op has only that (broadcast).
@@ -117,18 +115,23 @@ AcceptMeasurements read_accept_measurements(const std::string& from, const std::
   std::fprintf(log, "# judging %s: %zu collectives rows%s\n", measured.source.c_str(), rows,
                measured.intra_is_world ? " (one domain: intra metrics read the world rows)" : "");
   for (auto it = runs.rbegin(); it != runs.rend(); ++it) {
-    if (!has_table(*it, kP2pTable)) continue;
-    const store::TableData p = store::read_table(from, it->id, kP2pTable);
-    for (const auto& row : p.rows) {
+    if (!has_table(*it, std::string(P2pRow::kTable))) continue;
+    const store::TableData p = store::read_table(from, it->id, std::string(P2pRow::kTable));
+    const store::RowReader<P2pRow> pairs(p.columns);
+    const std::string lacks = pairs.missing(&P2pRow::rank_a, &P2pRow::rank_b, &P2pRow::bytes, &P2pRow::time_us,
+                                            &P2pRow::p50_us, &P2pRow::p99_us, &P2pRow::bandwidth_GBps, &P2pRow::wrong);
+    if (!p.rows.empty() && !lacks.empty()) throw UsageError("the table has no column '" + lacks + "'");
+    for (const auto& cells : p.rows) {
+      const P2pRow row = pairs.read(cells);
       P2pResult r;
-      r.rank_a = static_cast<int>(cell_number(p, row, "rank_a"));
-      r.rank_b = static_cast<int>(cell_number(p, row, "rank_b"));
-      r.bytes = static_cast<std::size_t>(cell_number(p, row, "bytes"));
-      r.time_us = cell_number(p, row, "time_us");
-      r.p50_us = cell_number(p, row, "p50_us");
-      r.p99_us = cell_number(p, row, "p99_us");
-      r.bandwidth_GBps = cell_number(p, row, "bandwidth_GBps");
-      r.wrong = static_cast<std::uint64_t>(cell_number(p, row, "wrong"));
+      r.rank_a = static_cast<int>(row.rank_a);
+      r.rank_b = static_cast<int>(row.rank_b);
+      r.bytes = row.bytes;
+      r.time_us = row.time_us;
+      r.p50_us = row.p50_us;
+      r.p99_us = row.p99_us;
+      r.bandwidth_GBps = row.bandwidth_GBps;
+      r.wrong = row.wrong;
       measured.wrong += r.wrong;
       measured.p2p_from_file.push_back(r);
     }

@@ -6,6 +6,7 @@
 #include <cmath>
 #include <cstdio>
 
+#include "collectives/acceptance/accept_table.hpp"
 #include "core/stats.hpp"
 
 namespace ibt::suites {
@@ -16,25 +17,6 @@ std::string format_judged_value(double v) {
   char buf[32];
   std::snprintf(buf, sizeof buf, "%.4g", v);
   return buf;
-}
-
-std::vector<store::Column> accept_columns() {
-  using store::ColumnType;
-  return {{"metric", ColumnType::str},
-          {"op", ColumnType::str},
-          {"scope", ColumnType::str},
-          {"dtype", ColumnType::str},
-          {"min_bytes", ColumnType::u64, "B"},
-          {"max_bytes", ColumnType::u64, "B"},
-          {"quantity", ColumnType::str},
-          {"unit", ColumnType::str},
-          {"measured", ColumnType::f64, ""},
-          {"target", ColumnType::f64, ""},
-          {"lower_bound", ColumnType::f64, ""},
-          {"upper_bound", ColumnType::f64, ""},
-          {"margin", ColumnType::f64, ""},
-          {"verdict", ColumnType::str},
-          {"note", ColumnType::str}};
 }
 
 namespace {
@@ -113,11 +95,9 @@ Failures print_and_record_verdicts(const std::vector<Verdict>& verdicts, RunReco
       ++failed.count;
       failed.names += (failed.names.empty() ? "" : ", ") + m.name;
     }
-    recorder.append(
-        "accept", accept_columns(),
-        {m.name, m.op, m.scope, m.dtype, static_cast<std::uint64_t>(m.min_bytes),
-         static_cast<std::uint64_t>(m.max_bytes), m.quantity, m.unit, v.judgement.measured, m.target, m.lower_bound(),
-         m.upper_bound(), v.judgement.margin, std::string(v.judgement.pass ? "PASS" : "FAIL"), v.note});
+    recorder.append(AcceptRow{m.name, m.op, m.scope, m.dtype, m.min_bytes, m.max_bytes, m.quantity, m.unit,
+                              v.judgement.measured, m.target, m.lower_bound(), m.upper_bound(), v.judgement.margin,
+                              v.judgement.pass ? "PASS" : "FAIL", v.note});
   }
   return failed;
 }

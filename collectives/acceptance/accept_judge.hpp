@@ -1,6 +1,6 @@
 #pragma once
 // ibt accept's verdicts: what a job (or a results file) measured, each reference metric
-// judged on it, the PASS/FAIL table printed and stored as table "accept".
+// judged on it, the PASS/FAIL table printed and stored as table "accept" (accept_table.hpp).
 #include <cstdint>
 #include <map>
 #include <memory>
@@ -8,12 +8,12 @@
 #include <tuple>
 #include <vector>
 
+#include "collectives/acceptance/accept_reference.hpp"
 #include "collectives/harness.hpp"
 #include "collectives/p2p_matrix.hpp"
-#include "reports/store/store.hpp"
-#include "collectives/acceptance/accept_reference.hpp"
 #include "collectives/runtime/p2p_rows.hpp"
 #include "collectives/runtime/run_recorder.hpp"
+#include "reports/store/store.hpp"
 
 namespace ibt::suites {
 
@@ -51,8 +51,5 @@ std::vector<Verdict> judge_metrics(const AcceptReference& ref, const AcceptMeasu
 
 // The PASS/FAIL table, each verdict stored as a row of table "accept".
 Failures print_and_record_verdicts(const std::vector<Verdict>& verdicts, RunRecorder& recorder);
-
-// The columns of table "accept".
-std::vector<store::Column> accept_columns();
 
 }  // namespace ibt::suites

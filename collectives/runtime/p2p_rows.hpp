@@ -1,9 +1,7 @@
 #pragma once
-// The HDF5 tables and the printed summary of a point-to-point matrix, shared by
-// `ibt p2p-matrix` and `ibt accept` (which runs the matrix as one of its checks).
-//
-//   p2p_matrix:   one row per (pair of ranks, message size)
-//   p2p_outliers: one row per pair or rank slower than the median by the threshold
+// The HDF5 rows and the printed summary of a point-to-point matrix, shared by
+// `ibt p2p-matrix` and `ibt accept` (which runs the matrix as one of its checks); the
+// tables' schemas are in p2p_tables.hpp.
 #include <cstdio>
 #include <map>
 #include <sstream>
@@ -11,47 +9,12 @@
 #include <vector>
 
 #include "collectives/p2p_matrix.hpp"
+#include "collectives/runtime/p2p_tables.hpp"
+#include "collectives/runtime/run_recorder.hpp"
 #include "collectives/sizes.hpp"
 #include "reports/store/store.hpp"
-#include "collectives/runtime/run_recorder.hpp"
 
 namespace ibt::suites {
-
-inline const char* kP2pTable = "p2p_matrix";
-inline const char* kP2pOutlierTable = "p2p_outliers";
-
-inline std::vector<store::Column> p2p_columns() {
-  using store::ColumnType;
-  return {
-      {"round", ColumnType::i64, ""},   // tournament round the pair ran in
-      {"unit_a", ColumnType::i64, ""},  // rank, or domain with --domains
-      {"unit_b", ColumnType::i64, ""},
-      {"rank_a", ColumnType::i64, ""},  // world rank that initiated
-      {"rank_b", ColumnType::i64, ""},
-      {"host_a", ColumnType::str},
-      {"host_b", ColumnType::str},
-      {"bytes", ColumnType::u64, "B"},
-      {"iters", ColumnType::i64, "iterations"},
-      {"time_us", ColumnType::f64, "us"},  // mean half round trip
-      {"p50_us", ColumnType::f64, "us"},
-      {"p99_us", ColumnType::f64, "us"},
-      {"bandwidth_GBps", ColumnType::f64, "GB/s"},  // bytes / mean half round trip
-      {"wrong", ColumnType::u64, "B"},              // bytes that arrived wrong, both directions
-  };
-}
-
-inline std::vector<store::Column> p2p_outlier_columns() {
-  using store::ColumnType;
-  return {
-      {"kind", ColumnType::str},    // pair or rank
-      {"metric", ColumnType::str},  // bandwidth or latency
-      {"bytes", ColumnType::u64, "B"}, {"rank_a", ColumnType::i64, ""},
-      {"rank_b", ColumnType::i64, ""},  // -1 for a rank
-      {"host_a", ColumnType::str},     {"host_b", ColumnType::str},
-      {"value", ColumnType::f64, ""},                                   // GB/s for bandwidth, us for latency
-      {"median", ColumnType::f64, ""}, {"ratio", ColumnType::f64, ""},  // value / median
-  };
-}
 
 // "r0=host-a,r1=host-a,..." (JobFacts::host_of_rank_list) -> host per rank.
 inline std::vector<std::string> hosts_by_rank(const std::string& host_of_rank_list, int world_size) {
@@ -98,10 +61,8 @@ class P2pCollector {
                   format_size(o.bytes).c_str(), who.c_str(), o.value, o.median, o.metric == "bandwidth" ? "GB/s" : "us",
                   o.ratio);
       if (recorder_)
-        recorder_->append(kP2pOutlierTable, p2p_outlier_columns(),
-                          {o.kind, o.metric, static_cast<std::uint64_t>(o.bytes), static_cast<std::int64_t>(o.rank_a),
-                           static_cast<std::int64_t>(o.rank_b), host(o.rank_a),
-                           o.rank_b >= 0 ? host(o.rank_b) : std::string(), o.value, o.median, o.ratio});
+        recorder_->append(P2pOutlierRow{o.kind, o.metric, o.bytes, o.rank_a, o.rank_b, host(o.rank_a),
+                                        o.rank_b >= 0 ? host(o.rank_b) : std::string(), o.value, o.median, o.ratio});
     }
     return outliers;
   }
@@ -147,12 +108,8 @@ class P2pCollector {
                 r.bandwidth_GBps, static_cast<unsigned long long>(r.wrong));
     std::fflush(stdout);
     if (recorder_)
-      recorder_->append(
-          kP2pTable, p2p_columns(),
-          {static_cast<std::int64_t>(r.round), static_cast<std::int64_t>(r.unit_a), static_cast<std::int64_t>(r.unit_b),
-           static_cast<std::int64_t>(r.rank_a), static_cast<std::int64_t>(r.rank_b), host(r.rank_a), host(r.rank_b),
-           static_cast<std::uint64_t>(r.bytes), static_cast<std::int64_t>(r.iters), r.time_us, r.p50_us, r.p99_us,
-           r.bandwidth_GBps, static_cast<std::uint64_t>(r.wrong)});
+      recorder_->append(P2pRow{r.round, r.unit_a, r.unit_b, r.rank_a, r.rank_b, host(r.rank_a), host(r.rank_b), r.bytes,
+                               r.iters, r.time_us, r.p50_us, r.p99_us, r.bandwidth_GBps, r.wrong});
   }
 
   RunRecorder* recorder_;

@@ -13,6 +13,7 @@
 #include <string>
 #include <thread>
 
+#include "core/row_schema.hpp"
 #include "reports/store/store.hpp"
 
 namespace ibt::suites {
@@ -29,6 +30,17 @@ class RunRecorder {
   void set_attr(const std::string& name, const store::AttrValue& value);
   void set_environment(const std::vector<std::pair<std::string, std::string>>& vars);
   void append(const std::string& table, const std::vector<store::Column>& columns, const store::Row& row);
+  // A row of a table with a schema (core/row_schema.hpp): every field, or the fields of
+  // a layout, under the table's name.
+  template <class T>
+  void append(const T& row) {
+    static const std::vector<store::Column> columns = store::columns_of<T>();  // made once: tables of 10^5 rows
+    append(std::string(T::kTable), columns, store::to_row(row));
+  }
+  template <class T>
+  void append(const store::Layout<T>& layout, const T& row) {
+    append(std::string(T::kTable), layout.columns(), layout.row(row));
+  }
   // Marks the run finished with this status, once.
   void finish(store::RunStatus status, const std::string& message = "");
 

@@ -8,34 +8,9 @@
 #include "core/errors.hpp"
 #include "core/stats.hpp"
 #include "models/checkpoint/checkpointer.hpp"
+#include "models/training/train_tables.hpp"
 
 namespace ibt::suites {
-
-namespace {
-
-std::vector<store::Column> checkpoint_columns() {
-  using store::ColumnType;
-  return {{"step", ColumnType::i64, ""},
-          {"total_bytes", ColumnType::f64, "B"},
-          {"bytes_per_rank_max", ColumnType::f64, "B"},
-          {"write_s_max", ColumnType::f64, "s"},
-          {"write_s_median", ColumnType::f64, "s"},
-          {"rank_GBps_min", ColumnType::f64, "GB/s"},
-          {"rank_GBps_median", ColumnType::f64, "GB/s"},
-          {"aggregate_GBps", ColumnType::f64, "GB/s"},
-          {"checkpoint_s", ColumnType::f64, "s"}};
-}
-
-std::vector<store::Column> checkpoint_rank_columns() {
-  using store::ColumnType;
-  return {{"step", ColumnType::i64, ""},
-          {"rank", ColumnType::i64, ""},
-          {"bytes", ColumnType::f64, "B"},
-          {"write_s", ColumnType::f64, "s"},
-          {"write_GBps", ColumnType::f64, "GB/s"}};
-}
-
-}  // namespace
 
 TrainCheckpoints::TrainCheckpoints(const TrainOptions& o, checkpoint::RunIdentity identity, MPI_Comm world,
                                    RunRecorder* recorder)
@@ -103,15 +78,20 @@ void TrainCheckpoints::after_step(int step, models::CpuExecutor* exec) {
       std::fflush(stdout);
     }
     if (recorder_ && recorder_->active()) {
-      recorder_->append("checkpoints", checkpoint_columns(),
-                        {static_cast<std::int64_t>(r.step), static_cast<double>(r.total_bytes()),
-                         *std::max_element(bytes.begin(), bytes.end()), r.max_write_seconds(), r.median_write_seconds(),
-                         *std::min_element(bw.begin(), bw.end()) * 1e-9, quantile(bw, 0.5) * 1e-9,
-                         r.aggregate_bandwidth() * 1e-9, r.total_seconds});
+      CheckpointRow row;
+      row.step = r.step;
+      row.total_bytes = static_cast<double>(r.total_bytes());
+      row.bytes_per_rank_max = *std::max_element(bytes.begin(), bytes.end());
+      row.write_s_max = r.max_write_seconds();
+      row.write_s_median = r.median_write_seconds();
+      row.rank_GBps_min = *std::min_element(bw.begin(), bw.end()) * 1e-9;
+      row.rank_GBps_median = quantile(bw, 0.5) * 1e-9;
+      row.aggregate_GBps = r.aggregate_bandwidth() * 1e-9;
+      row.checkpoint_s = r.total_seconds;
+      recorder_->append(row);
       for (size_t k = 0; k < r.bytes.size(); ++k)
-        recorder_->append("checkpoint_ranks", checkpoint_rank_columns(),
-                          {static_cast<std::int64_t>(r.step), static_cast<std::int64_t>(k), bytes[k],
-                           r.write_seconds[k], bw[k] * 1e-9});
+        recorder_->append(
+            CheckpointRankRow{r.step, static_cast<std::int64_t>(k), bytes[k], r.write_seconds[k], bw[k] * 1e-9});
     }
   }
   if (options_.exit_after_step == step) {

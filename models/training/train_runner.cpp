@@ -17,6 +17,9 @@
 #include "collectives/arrival_gate.hpp"
 #include "collectives/host_memory.hpp"
 #include "collectives/provenance.hpp"
+#include "collectives/runtime/job_facts.hpp"
+#include "collectives/runtime/run_recorder.hpp"
+#include "core/command_line.hpp"
 #include "core/errors.hpp"
 #include "ibt/version.hpp"
 #include "models/engine/blas.hpp"
@@ -24,13 +27,12 @@
 #include "models/engine/reference_trainer.hpp"
 #include "models/engine/sgemm_peak.hpp"
 #include "models/plan/accounting.hpp"
-#include "reports/store/store.hpp"
-#include "core/command_line.hpp"
-#include "collectives/runtime/job_facts.hpp"
-#include "collectives/runtime/run_recorder.hpp"
 #include "models/training/train_check.hpp"
 #include "models/training/train_checkpoints.hpp"
 #include "models/training/train_peak.hpp"
+#include "models/training/train_tables.hpp"
+#include "reports/store/store.hpp"
+#include "reports/tables/steps_table.hpp"
 
 extern char** environ;
 
@@ -53,40 +55,6 @@ double peak_rss_bytes() {
     std::getline(status, key);
   }
   return 0;
-}
-
-std::vector<store::Column> step_columns() {
-  using store::ColumnType;
-  return {{"step", ColumnType::i64, ""},
-          {"loss", ColumnType::f64, "nats"},
-          {"aux_loss", ColumnType::f64, ""},
-          {"grad_norm", ColumnType::f64, ""},
-          {"param_norm", ColumnType::f64, ""},
-          {"step_time", ColumnType::f64, "s"},
-          {"tokens_per_s", ColumnType::f64, "1/s"},
-          {"model_tflops", ColumnType::f64, "TFLOP/s"},
-          {"mfu", ColumnType::f64, ""},
-          {"compute", ColumnType::f64, "s"},
-          {"tp_comm", ColumnType::f64, "s"},
-          {"pp_comm_and_bubble", ColumnType::f64, "s"},
-          {"dp_comm", ColumnType::f64, "s"},
-          {"ep_comm", ColumnType::f64, "s"},
-          {"other", ColumnType::f64, "s"},
-          {"ref_loss", ColumnType::f64, "nats"},
-          {"ref_grad_norm", ColumnType::f64, ""},
-          {"ref_param_norm", ColumnType::f64, ""},
-          {"mfu_gemm_peak", ColumnType::f64, ""},
-          {"cp_comm", ColumnType::f64, "s"}};  // appended: context-parallel K/V traffic
-}
-
-std::vector<store::Column> memory_columns() {
-  using store::ColumnType;
-  return {{"rank", ColumnType::i64, ""},
-          {"stage", ColumnType::i64, ""},
-          {"peak_rss", ColumnType::f64, "B"},
-          {"model_state", ColumnType::f64, "B"},
-          {"accounting_model_state", ColumnType::f64, "B"},
-          {"accounting_activations", ColumnType::f64, "B"}};
 }
 
 }  // namespace
@@ -404,29 +372,32 @@ void print_step_line(const TrainOptions& o, int step, const StepFigures& f, cons
   std::fflush(stdout);
 }
 
-store::Row step_row(int step, const StepFigures& f, const StepVerdict& v, bool with_reference) {
-  const double nan = std::nan("");
+tables::StepRow step_row(int step, const StepFigures& f, const StepVerdict& v, bool with_reference) {
   const StepStats& st = f.st;
-  return {static_cast<std::int64_t>(step),
-          st.loss,
-          st.aux_loss,
-          st.grad_norm,
-          st.param_norm,
-          f.step_time,
-          f.tokens_per_s,
-          f.tflops,
-          f.mfu,
-          f.parts[0],
-          f.parts[1],
-          f.parts[2],
-          f.parts[3],
-          f.parts[4],
-          f.parts[5],
-          with_reference ? v.ref.loss : nan,
-          with_reference ? v.ref.grad_norm : nan,
-          with_reference ? v.ref.param_norm : nan,
-          f.mfu_gemm,
-          f.parts[7]};
+  tables::StepRow r;
+  r.step = step;
+  r.loss = st.loss;
+  r.aux_loss = st.aux_loss;
+  r.grad_norm = st.grad_norm;
+  r.param_norm = st.param_norm;
+  r.step_time = f.step_time;
+  r.tokens_per_s = f.tokens_per_s;
+  r.model_tflops = f.tflops;
+  r.mfu = f.mfu;
+  r.compute = f.parts[0];
+  r.tp_comm = f.parts[1];
+  r.pp_comm_and_bubble = f.parts[2];
+  r.dp_comm = f.parts[3];
+  r.ep_comm = f.parts[4];
+  r.other = f.parts[5];
+  r.cp_comm = f.parts[7];
+  if (with_reference) {  // else NaN, the row's default
+    r.ref_loss = v.ref.loss;
+    r.ref_grad_norm = v.ref.grad_norm;
+    r.ref_param_norm = v.ref.param_norm;
+  }
+  r.mfu_gemm_peak = f.mfu_gemm;
+  return r;
 }
 
 // Sums over the timed steps (every step after the first one run, or that one alone).
@@ -455,7 +426,7 @@ TimedSteps run_steps(const TrainOptions& o, TrainSetup& s, TrainCheckpoints& che
     agree_on_divergence(o, f.st, step, rank, size, world, v);
     if (rank == 0 && o.print_steps) print_step_line(o, step, f, v);
     if (recorder && recorder->active())
-      recorder->append("steps", step_columns(), step_row(step, f, v, s.reference != nullptr));
+      recorder->append(tables::StepRow::kTrainLayout, step_row(step, f, v, s.reference != nullptr));
     if (o.watchdog) o.watchdog->arm(o.timeout_s, "checkpoint after train step " + std::to_string(step));
     // A diverged state is never saved: the newest checkpoint stays the last finite one.
     if (!v.diverged) checkpoints.after_step(step, s.executor->checkpointable());
@@ -496,9 +467,7 @@ void report_memory(const ModelConfig& model, const TrainOptions& o, TrainExecuto
     if (o.print_steps)
       std::printf("#   rank %d stage %d: %8.1f | %8.3f vs %8.3f\n", r, stages[r], v[0] / 1048576.0, v[1] / 1048576.0,
                   v[2] / 1048576.0);
-    if (recorder && recorder->active())
-      recorder->append("memory", memory_columns(),
-                       {static_cast<std::int64_t>(r), static_cast<std::int64_t>(stages[r]), v[0], v[1], v[2], v[3]});
+    if (recorder && recorder->active()) recorder->append(MemoryRow{r, stages[r], v[0], v[1], v[2], v[3]});
   }
 }
 

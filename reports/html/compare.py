@@ -22,6 +22,14 @@ import numpy as np
 
 import figure_style as FS
 from figures import Figure, _fmt, human_bytes
+from ibt_tables import Columns
+
+COLL = Columns("collectives")
+P2P = Columns("p2p_matrix")
+STEPS = Columns("steps")
+PROJ = Columns("projections")
+XO = Columns("crossover")
+SCALE = Columns("scaling")
 
 # group: (op or kind, scope or model, dtype or detail, metric); x: a sortable position; label: what x is, in words.
 Point = namedtuple("Point", "group x label a b spread_a spread_b higher_is_better")
@@ -43,27 +51,28 @@ def collectives_points(runs):
     """(op, scope, dtype, bytes) -> (p50 us, p99 us, busbw): the newest run's row wins."""
     out = {}
     for run in runs:
-        t = run.tables.get("collectives")
+        t = run.tables.get(COLL.table)
         if t is None:
             continue
         for i in range(t.length):
-            if t["placement"][i] == "out":
-                out[(t["op"][i], t["scope"][i], t["dtype"][i], int(t["bytes"][i]))] = (
-                    float(t["p50_us"][i]), float(t["p99_us"][i]), float(t["busbw_GBps"][i]), float(t["time_us"][i]))
+            if t[COLL.placement][i] == "out":
+                out[(t[COLL.op][i], t[COLL.scope][i], t[COLL.dtype][i], int(t[COLL.bytes][i]))] = (
+                    float(t[COLL.p50_us][i]), float(t[COLL.p99_us][i]), float(t[COLL.busbw_GBps][i]),
+                    float(t[COLL.time_us][i]))
     return out
 
 
 def p2p_points(runs):
     out = {}
     for run in runs:
-        t = run.tables.get("p2p_matrix")
+        t = run.tables.get(P2P.table)
         if t is None:
             continue
-        for size in sorted(set(int(b) for b in t["bytes"])):
-            sel = [i for i in range(t.length) if int(t["bytes"][i]) == size]
-            tm = float(np.median([float(t["time_us"][i]) for i in sel]))
-            p99 = float(np.median([float(t["p99_us"][i]) for i in sel]))
-            bw = float(np.median([float(t["bandwidth_GBps"][i]) for i in sel]))
+        for size in sorted(set(int(b) for b in t[P2P.bytes])):
+            sel = [i for i in range(t.length) if int(t[P2P.bytes][i]) == size]
+            tm = float(np.median([float(t[P2P.time_us][i]) for i in sel]))
+            p99 = float(np.median([float(t[P2P.p99_us][i]) for i in sel]))
+            bw = float(np.median([float(t[P2P.bandwidth_GBps][i]) for i in sel]))
             out[("p2p", "pairs", "median pair", size)] = (tm, p99, bw, tm)
     return out
 
@@ -92,14 +101,14 @@ def _train_stats(runs):
     (ibt train, each split of ibt sweep); several runs of one configuration pool their steps."""
     steps = defaultdict(lambda: ([], []))
     for run in runs:
-        t = run.tables.get("steps")
-        if run.kind != "train" or t is None or not t.length or not t.has("step_time"):
+        t = run.tables.get(STEPS.table)
+        if run.kind != "train" or t is None or not t.length or not t.has(STEPS.step_time):
             continue
         rows = range(1, t.length) if t.length > 1 else range(1)
         key = (str(run.attrs.get("model", "?")), str(run.attrs.get("split", "?")), int(run.attrs.get("world_size", 0)))
-        steps[key][0].extend(float(t["step_time"][i]) for i in rows)
-        if t.has("mfu"):
-            steps[key][1].extend(float(t["mfu"][i]) for i in rows)
+        steps[key][0].extend(float(t[STEPS.step_time][i]) for i in rows)
+        if t.has(STEPS.mfu):
+            steps[key][1].extend(float(t[STEPS.mfu][i]) for i in rows)
     return {k: (float(np.median(s)), _spread_of(s), float(np.median(m)) if m else float("nan"))
             for k, (s, m) in steps.items()}
 
@@ -131,9 +140,11 @@ def _rows(runs, table, key_of, value_cols):
 def projection_points(a_runs, b_runs):
     """Projections of the same model, split and device count (the topology may differ:
     that is the usual question, 'what does B's hardware give')."""
-    key = lambda run, t, i: (str(run.attrs.get("model", "?")), str(t["split"][i]), int(t["devices"][i]))  # noqa: E731
-    a = _rows(a_runs, "projections", key, ("step_s", "mfu", "tokens_per_s"))
-    b = _rows(b_runs, "projections", key, ("step_s", "mfu", "tokens_per_s"))
+    key = lambda run, t, i: (str(run.attrs.get("model", "?")), str(t[PROJ.split][i]),  # noqa: E731
+                             int(t[PROJ.devices][i]))
+    cols = (PROJ.step_s, PROJ.mfu, PROJ.tokens_per_s)
+    a = _rows(a_runs, PROJ.table, key, cols)
+    b = _rows(b_runs, PROJ.table, key, cols)
     common = sorted(set(a) & set(b), key=lambda k: -a[k][1])[:40]  # the 40 best of A: a readable figure
     points = []
     for i, k in enumerate(common):
@@ -147,10 +158,10 @@ def projection_points(a_runs, b_runs):
 
 
 def crossover_points(a_runs, b_runs):
-    key = lambda run, t, i: (str(run.attrs.get("model", "?")), int(t["domain_size"][i]),  # noqa: E731
-                             float(t["scale_out_Gbps"][i]))
-    a = _rows(a_runs, "crossover", key, ("mfu_no_pp", "mfu_with_pp"))
-    b = _rows(b_runs, "crossover", key, ("mfu_no_pp", "mfu_with_pp"))
+    key = lambda run, t, i: (str(run.attrs.get("model", "?")), int(t[XO.domain_size][i]),  # noqa: E731
+                             float(t[XO.scale_out_Gbps][i]))
+    a = _rows(a_runs, XO.table, key, (XO.mfu_no_pp, XO.mfu_with_pp))
+    b = _rows(b_runs, XO.table, key, (XO.mfu_no_pp, XO.mfu_with_pp))
     points = []
     for i, k in enumerate(sorted(set(a) & set(b))):
         label = f"domain {k[1]}, {k[2]:g} Gb/s"
@@ -161,9 +172,9 @@ def crossover_points(a_runs, b_runs):
 
 
 def scaling_points(a_runs, b_runs):
-    key = lambda run, t, i: (str(t["model"][i]), str(t["scaling"][i]), int(t["devices"][i]))  # noqa: E731
-    a = _rows(a_runs, "scaling", key, ("mfu", "tokens_per_s_per_device"))
-    b = _rows(b_runs, "scaling", key, ("mfu", "tokens_per_s_per_device"))
+    key = lambda run, t, i: (str(t[SCALE.model][i]), str(t[SCALE.scaling][i]), int(t[SCALE.devices][i]))  # noqa: E731
+    a = _rows(a_runs, SCALE.table, key, (SCALE.mfu, SCALE.tokens_per_s_per_device))
+    b = _rows(b_runs, SCALE.table, key, (SCALE.mfu, SCALE.tokens_per_s_per_device))
     points = []
     for k in sorted(set(a) & set(b)):
         label = f"{k[2]} devices"

@@ -16,6 +16,11 @@ import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 
 import figure_style as FS  # noqa: E402
+from ibt_tables import Columns  # noqa: E402
+
+COLL = Columns("collectives")
+STEPS = Columns("steps")
+PROJ = Columns("projections")  # the breakdown columns are the same in projection_stages and scaling
 
 Figure = namedtuple("Figure", "name fig caption table")
 
@@ -52,21 +57,22 @@ def _where(runs):
 
 
 def _collective_runs(runs, op=None):
-    return [r for r in runs if r.tables.get("collectives") is not None and r.tables["collectives"].length
-            and (op is None or op in set(r.tables["collectives"]["op"]))]
+    return [r for r in runs if r.tables.get(COLL.table) is not None and r.tables[COLL.table].length
+            and (op is None or op in set(r.tables[COLL.table][COLL.op]))]
 
 
 def _collective_rows(runs):
     """(run, op, scope, dtype) -> sorted [(bytes, busbw, time_us, p50, wrong)]."""
     series = defaultdict(lambda: {"out": [], "in": []})
     for run in runs:
-        t = run.tables.get("collectives")
+        t = run.tables.get(COLL.table)
         if t is None or t.length == 0:
             continue
         for i in range(t.length):
-            key = (run.label, t["op"][i], t["scope"][i], t["dtype"][i])
-            series[key][t["placement"][i]].append((int(t["bytes"][i]), float(t["busbw_GBps"][i]),
-                                                   float(t["time_us"][i]), float(t["p50_us"][i]), int(t["wrong"][i])))
+            key = (run.label, t[COLL.op][i], t[COLL.scope][i], t[COLL.dtype][i])
+            series[key][t[COLL.placement][i]].append((int(t[COLL.bytes][i]), float(t[COLL.busbw_GBps][i]),
+                                                      float(t[COLL.time_us][i]), float(t[COLL.p50_us][i]),
+                                                      int(t[COLL.wrong][i])))
     # Out-of-place where the op has it; in-place otherwise (broadcast is in-place only).
     return {k: sorted(v["out"] or v["in"]) for k, v in series.items()}
 
@@ -241,15 +247,15 @@ def _uses_pp(split):
 
 
 # Step-time parts, as (label, projection columns, measured columns).
-BREAKDOWN = (("compute", ("compute_s",), ("compute",)),
-             ("TP comm", ("exposed_tp_s",), ("tp_comm",)),
-             ("DP comm", ("exposed_dp_s", "exposed_expert_dp_s"), ("dp_comm",)),
-             ("EP comm", ("exposed_ep_s",), ("ep_comm",)),
-             ("PP comm", ("exposed_pp_s",), ()),
-             ("bubble", ("bubble_s",), ()),
-             ("PP comm + bubble", (), ("pp_comm_and_bubble",)),
-             ("other", (), ("other",)),
-             ("CP comm", ("exposed_cp_s",), ()))
+BREAKDOWN = (("compute", (PROJ.compute_s,), (STEPS.compute,)),
+             ("TP comm", (PROJ.exposed_tp_s,), (STEPS.tp_comm,)),
+             ("DP comm", (PROJ.exposed_dp_s, PROJ.exposed_expert_dp_s), (STEPS.dp_comm,)),
+             ("EP comm", (PROJ.exposed_ep_s,), (STEPS.ep_comm,)),
+             ("PP comm", (PROJ.exposed_pp_s,), ()),
+             ("bubble", (PROJ.bubble_s,), ()),
+             ("PP comm + bubble", (), (STEPS.pp_comm_and_bubble,)),
+             ("other", (), (STEPS.other,)),
+             ("CP comm", (PROJ.exposed_cp_s,), ()))
 
 # One colour per breakdown component in every figure of every report, so "orange" always
 # means the same thing.
@@ -312,14 +318,14 @@ def _training_points(runs):
                 parts, _ = projection_parts(run, t, i)
                 points.append((run.attrs.get("model", "?"), "projected", str(t["split"][i]), int(t["devices"][i]),
                                float(t["mfu"][i]), parts, run.system, run))
-        t = run.tables.get("steps")
-        if run.kind == "train" and t is not None and t.length and t.has("mfu"):
+        t = run.tables.get(STEPS.table)
+        if run.kind == "train" and t is not None and t.length and t.has(STEPS.mfu):
             # The first step warms caches and allocators: leave it out when there are others.
             rows = list(range(1, t.length)) if t.length > 1 else [0]
             med = lambda col: float(np.median([float(t[col][i]) for i in rows]))  # noqa: E731
             parts = {label: sum(med(c) for c in cols if t.has(c)) for label, _, cols in BREAKDOWN if cols}
             points.append((run.attrs.get("model", "?"), f"measured ({run.label})", str(run.attrs.get("split", "?")),
-                           int(run.attrs.get("world_size", 0)), med("mfu"), parts, run.system, run))
+                           int(run.attrs.get("world_size", 0)), med(STEPS.mfu), parts, run.system, run))
     return points
 
 

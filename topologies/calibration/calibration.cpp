@@ -11,9 +11,12 @@
 #include "core/errors.hpp"
 #include "core/stats.hpp"
 #include "reports/store/store.hpp"
+#include "reports/tables/collectives_table.hpp"
 #include "topologies/hardware/collective_model.hpp"
 
 namespace ibt::topo {
+
+using tables::CollectiveRow;
 
 namespace {
 
@@ -84,22 +87,26 @@ std::vector<MeasuredCollective> read_collective_rows(const std::string& path) {
   std::vector<MeasuredCollective> out;
   bool any_run = false;
   for (const auto& run : store::list_runs(path)) {
-    if (std::find(run.tables.begin(), run.tables.end(), "collectives") == run.tables.end()) continue;
+    if (std::find(run.tables.begin(), run.tables.end(), CollectiveRow::kTable) == run.tables.end()) continue;
     any_run = true;
-    const store::TableData t = store::read_table(path, run.id, "collectives");
-    const int op = t.column_index("op"), scope = t.column_index("scope"), gs = t.column_index("group_size"),
-              bytes = t.column_index("bytes"), time = t.column_index("time_us"), wrong = t.column_index("wrong");
-    if (op < 0 || scope < 0 || gs < 0 || bytes < 0 || time < 0)
+    const store::TableData t = store::read_table(path, run.id, std::string(CollectiveRow::kTable));
+    const store::RowReader<CollectiveRow> reader(t.columns);
+    if (!reader
+             .missing(&CollectiveRow::op, &CollectiveRow::scope, &CollectiveRow::group_size, &CollectiveRow::bytes,
+                      &CollectiveRow::time_us)
+             .empty())
       throw UsageError(path + ": run " + run.id +
                        ": table 'collectives' lacks one of op, scope, group_size, bytes, time_us");
-    for (const auto& row : t.rows) {
-      if (wrong >= 0 && store::as_number(row[wrong]) > 0) continue;
+    const bool checked = reader.has(&CollectiveRow::wrong);
+    for (const auto& cells : t.rows) {
+      const CollectiveRow row = reader.read(cells);
+      if (checked && row.wrong > 0) continue;
       MeasuredCollective m;
-      m.op = std::get<std::string>(row[op]);
-      m.scope = std::get<std::string>(row[scope]);
-      m.group_size = static_cast<int>(store::as_number(row[gs]));
-      m.bytes = store::as_number(row[bytes]);
-      m.time_us = store::as_number(row[time]);
+      m.op = row.op;
+      m.scope = row.scope;
+      m.group_size = static_cast<int>(row.group_size);
+      m.bytes = static_cast<double>(row.bytes);
+      m.time_us = row.time_us;
       if (m.bytes <= 0 || !(m.time_us > 0) || m.group_size < 2) continue;
       if (m.op == "ping_pong") continue;  // a round trip, not one transfer: send_recv covers it
       out.push_back(m);

@@ -39,7 +39,7 @@ LinearFit fit_latency_bandwidth(const std::vector<Sample>& samples);
 CollectiveFit fit_collective(const std::string& op, const std::string& scope, int group_size,
                              const std::vector<Sample>& samples, const std::string& source);
 
-// One measured row of a "collectives" table (collectives/results_schema.hpp).
+// One measured row of a "collectives" table (reports/tables/collectives_table.hpp).
 struct MeasuredCollective {
   std::string op, scope;
   int group_size = 0;

@@ -1,12 +1,14 @@
 #include "topologies/calibration/train_runs.hpp"
 
 #include <algorithm>
+#include <optional>
 #include <sstream>
 
 #include <nlohmann/json.hpp>
 
 #include "core/errors.hpp"
 #include "reports/store/store.hpp"
+#include "reports/tables/steps_table.hpp"
 
 namespace ibt::topo {
 
@@ -41,28 +43,33 @@ MeasuredTrainRun from_run(const std::string& path, const store::RunInfo& run) {
     const auto j = nlohmann::json::parse(config, nullptr, false);
     m.checked = j.is_object() && j.value("check", false);
   }
-  const store::TableData t = store::read_table(path, run.id, "steps");
-  const int step = t.column_index("step"), time = t.column_index("step_time");
-  const char* parts[] = {"compute", "tp_comm", "pp_comm_and_bubble", "dp_comm", "ep_comm", "other"};
-  int col[6];
-  for (int i = 0; i < 6; ++i) col[i] = t.column_index(parts[i]);
-  if (step < 0 || time < 0 || std::find(std::begin(col), std::end(col), -1) != std::end(col))
+  using tables::StepRow;
+  const store::TableData t = store::read_table(path, run.id, std::string(StepRow::kTable));
+  const store::RowReader<StepRow> steps(t.columns);
+  if (!steps.has(&StepRow::step) || !steps.has(&StepRow::step_time) || !steps.has(&StepRow::compute) ||
+      !steps.has(&StepRow::tp_comm) || !steps.has(&StepRow::pp_comm_and_bubble) || !steps.has(&StepRow::dp_comm) ||
+      !steps.has(&StepRow::ep_comm) || !steps.has(&StepRow::other))
     throw UsageError(where +
                      "table 'steps' lacks step, step_time or a time-breakdown column "
                      "(compute, tp_comm, pp_comm_and_bubble, dp_comm, ep_comm, other)");
   // The fastest timed step, all figures from that one row (they add up): interference
   // from other processes only ever adds time, so the least-disturbed step is the best
   // estimate of what the machine does alone.
-  const store::Row* best = nullptr;
-  for (const auto& row : t.rows) {
-    if (store::as_number(row[step]) < 1 && t.rows.size() > 1) continue;  // warm-up step
+  std::optional<StepRow> best;
+  for (const auto& cells : t.rows) {
+    const StepRow row = steps.read(cells);
+    if (row.step < 1 && t.rows.size() > 1) continue;  // warm-up step
     ++m.timed_steps;
-    if (!best || store::as_number(row[time]) < store::as_number((*best)[time])) best = &row;
+    if (!best || row.step_time < best->step_time) best = row;
   }
   if (!best) throw UsageError(where + "table 'steps' has no rows");
-  m.step_s = store::as_number((*best)[time]);
-  double* out[6] = {&m.compute_s, &m.tp_s, &m.pp_s, &m.dp_s, &m.ep_s, &m.other_s};
-  for (int i = 0; i < 6; ++i) *out[i] = store::as_number((*best)[col[i]]);
+  m.step_s = best->step_time;
+  m.compute_s = best->compute;
+  m.tp_s = best->tp_comm;
+  m.pp_s = best->pp_comm_and_bubble;
+  m.dp_s = best->dp_comm;
+  m.ep_s = best->ep_comm;
+  m.other_s = best->other;
   return m;
 }
 

@@ -247,145 +247,87 @@ std::string ranking_table(const std::vector<Projection>& ranked, size_t limit, b
   return out + wrap_lines(notes, wide ? 0 : kReportColumns);
 }
 
-std::vector<store::Column> projection_columns() {
-  using store::ColumnType;
-  return {
-      {"split", ColumnType::str},
-      {"devices", ColumnType::i64, "devices"},
-      {"dp", ColumnType::i64, ""},
-      {"tp", ColumnType::i64, ""},
-      {"pp", ColumnType::i64, ""},
-      {"ep", ColumnType::i64, ""},
-      {"vpp", ColumnType::i64, ""},
-      {"microbatches", ColumnType::i64, ""},
-      {"micro_batch_size", ColumnType::i64, "sequences"},
-      {"schedule", ColumnType::str},
-      {"sequence_parallel", ColumnType::i64, ""},
-      {"zero", ColumnType::i64, ""},
-      {"shard_group", ColumnType::i64, ""},
-      {"strategy", ColumnType::str},
-      {"recompute", ColumnType::str},
-      {"feasible", ColumnType::i64, ""},
-      {"reason", ColumnType::str},
-      {"step_s", ColumnType::f64, "s"},
-      {"mfu", ColumnType::f64, "fraction"},
-      {"hfu", ColumnType::f64, "fraction"},
-      {"tokens_per_s", ColumnType::f64, "tokens/s"},
-      {"model_flops", ColumnType::f64, "FLOP"},
-      {"compute_s", ColumnType::f64, "s"},
-      {"exposed_tp_s", ColumnType::f64, "s"},
-      {"exposed_dp_s", ColumnType::f64, "s"},
-      {"exposed_expert_dp_s", ColumnType::f64, "s"},
-      {"exposed_pp_s", ColumnType::f64, "s"},
-      {"exposed_ep_s", ColumnType::f64, "s"},
-      {"bubble_s", ColumnType::f64, "s"},
-      {"memory_bytes", ColumnType::f64, "B"},
-      {"memory_capacity_bytes", ColumnType::f64, "B"},
-      // A split that does not fit: by how much (0 when it fits); step_s and the
-      // breakdown are still filled when it was priced (ibt project, one split).
-      {"fits_memory", ColumnType::i64, ""},
-      {"memory_excess_bytes", ColumnType::f64, "B"},
-      {"priced", ColumnType::i64, ""},
-      // Goodput (failure_model.hpp); NaN when not computed (no failure figures).
-      {"job_mtbf_s", ColumnType::f64, "s"},
-      {"checkpoint_bytes", ColumnType::f64, "B"},
-      {"checkpoint_s", ColumnType::f64, "s"},
-      {"restart_s", ColumnType::f64, "s"},
-      {"interval_young_s", ColumnType::f64, "s"},
-      {"interval_daly_s", ColumnType::f64, "s"},
-      {"interval_steps", ColumnType::i64, "steps"},
-      {"goodput", ColumnType::f64, ""},
-      {"goodput_mfu", ColumnType::f64, ""},
-      // Context parallelism (appended: older files lack these columns).
-      {"cp", ColumnType::i64, ""},
-      {"cp_comm", ColumnType::str},
-      {"exposed_cp_s", ColumnType::f64, "s"},
-  };
-}
-
-std::vector<store::Column> projection_stage_columns() {
-  using store::ColumnType;
-  return {{"split", ColumnType::str},
-          {"stage", ColumnType::i64, "stage"},
-          {"bottleneck", ColumnType::i64, ""},
-          {"compute_s", ColumnType::f64, "s"},
-          {"exposed_tp_s", ColumnType::f64, "s"},
-          {"exposed_dp_s", ColumnType::f64, "s"},
-          {"exposed_expert_dp_s", ColumnType::f64, "s"},
-          {"exposed_pp_s", ColumnType::f64, "s"},
-          {"exposed_ep_s", ColumnType::f64, "s"},
-          {"bubble_s", ColumnType::f64, "s"},
-          {"exposed_cp_s", ColumnType::f64, "s"}};
-}
-
-std::vector<store::Row> projection_stage_rows(const Projection& p) {
-  std::vector<store::Row> rows;
+std::vector<ProjectionStageRow> projection_stage_rows(const Projection& p) {
+  std::vector<ProjectionStageRow> rows;
   for (size_t s = 0; s < p.stages.size(); ++s) {
     const auto& b = p.stages[s];
     auto x = [&](Exposure e) { return b.exposed_s[static_cast<int>(e)]; };
-    rows.push_back({split_label(p.split), static_cast<std::int64_t>(s),
-                    static_cast<std::int64_t>(static_cast<int>(s) == p.bottleneck_stage), b.compute_s, x(Exposure::tp),
-                    x(Exposure::dp), x(Exposure::expert_dp), x(Exposure::pp), x(Exposure::ep), x(Exposure::bubble),
-                    x(Exposure::cp)});
+    rows.push_back({split_label(p.split), static_cast<std::int64_t>(s), static_cast<int>(s) == p.bottleneck_stage,
+                    b.compute_s, x(Exposure::tp), x(Exposure::dp), x(Exposure::expert_dp), x(Exposure::pp),
+                    x(Exposure::ep), x(Exposure::bubble), x(Exposure::cp)});
   }
   return rows;
 }
 
-store::Row projection_row(const Projection& p) {
+namespace {
+
+// The split's layout and verdict; the times, memory and goodput follow (projection_row).
+void fill_split(ProjectionRow& r, const Projection& p) {
   const auto& s = p.split;
-  std::string reason = p.reason.substr(0, 255);
-  const double nan = std::numeric_limits<double>::quiet_NaN();
-  auto g = [&](double v) { return p.goodput.computed ? v : nan; };
-  // A split that was not priced has no time: NaN, never 0, so an average over rows cannot
-  // mix it in. A split that does not fit in memory is still priced (its row says by how
-  // much it is over: fits_memory, memory_excess_bytes), so its times are stored.
-  auto t = [&](double v) { return p.feasible || p.priced ? v : nan; };
-  return {split_label(s),
-          static_cast<std::int64_t>(p.devices),
-          static_cast<std::int64_t>(s.dp),
-          static_cast<std::int64_t>(s.tp),
-          static_cast<std::int64_t>(s.pp),
-          static_cast<std::int64_t>(s.ep),
-          static_cast<std::int64_t>(s.vpp),
-          static_cast<std::int64_t>(s.microbatches),
-          static_cast<std::int64_t>(s.micro_batch_size),
-          std::string(models::to_string(s.schedule)),
-          static_cast<std::int64_t>(s.sequence_parallel),
-          static_cast<std::int64_t>(s.zero),
-          static_cast<std::int64_t>(s.shard_group),
-          models::strategy_label(s),
-          std::string(models::to_string(s.recompute)),
-          static_cast<std::int64_t>(p.feasible),
-          reason,
-          t(p.step_s),
-          t(p.mfu),
-          t(p.hfu),
-          t(p.tokens_per_s),
-          p.model_flops,
-          t(p.compute_s),
-          t(p.exposed_s[static_cast<int>(Exposure::tp)]),
-          t(p.exposed_s[static_cast<int>(Exposure::dp)]),
-          t(p.exposed_s[static_cast<int>(Exposure::expert_dp)]),
-          t(p.exposed_s[static_cast<int>(Exposure::pp)]),
-          t(p.exposed_s[static_cast<int>(Exposure::ep)]),
-          t(p.exposed_s[static_cast<int>(Exposure::bubble)]),
-          p.memory.total(),
-          p.memory_capacity_bytes,
-          static_cast<std::int64_t>(p.fits_memory),
-          p.memory_excess_bytes,
-          static_cast<std::int64_t>(p.priced),
-          g(p.goodput.job_mtbf_s),
-          g(p.goodput.checkpoint_bytes),
-          g(p.goodput.checkpoint_s),
-          g(p.goodput.restart_s),
-          g(p.goodput.young_s),
-          g(p.goodput.daly_s),
-          static_cast<std::int64_t>(p.goodput.interval_steps),
-          g(p.goodput.goodput),
-          g(p.goodput.goodput_mfu),
-          static_cast<std::int64_t>(s.cp),
-          std::string(models::to_string(s.cp_comm)),
-          t(p.exposed_s[static_cast<int>(Exposure::cp)])};
+  r.split = split_label(s);
+  r.devices = p.devices;
+  r.dp = s.dp;
+  r.tp = s.tp;
+  r.pp = s.pp;
+  r.ep = s.ep;
+  r.vpp = s.vpp;
+  r.microbatches = s.microbatches;
+  r.micro_batch_size = s.micro_batch_size;
+  r.schedule = models::to_string(s.schedule);
+  r.sequence_parallel = s.sequence_parallel;
+  r.zero = s.zero;
+  r.shard_group = s.shard_group;
+  r.strategy = models::strategy_label(s);
+  r.recompute = models::to_string(s.recompute);
+  r.feasible = p.feasible;
+  r.reason = p.reason.substr(0, 255);
+  r.cp = s.cp;
+  r.cp_comm = models::to_string(s.cp_comm);
+}
+
+}  // namespace
+
+ProjectionRow projection_row(const Projection& p) {
+  ProjectionRow r;
+  fill_split(r, p);
+  r.model_flops = p.model_flops;
+  // A split that was not priced has no time: NaN (the row's default), never 0, so an
+  // average over rows cannot mix it in. A split that does not fit in memory is still
+  // priced (its row says by how much it is over: fits_memory, memory_excess_bytes), so
+  // its times are stored.
+  if (p.feasible || p.priced) {
+    auto x = [&](Exposure e) { return p.exposed_s[static_cast<int>(e)]; };
+    r.step_s = p.step_s;
+    r.mfu = p.mfu;
+    r.hfu = p.hfu;
+    r.tokens_per_s = p.tokens_per_s;
+    r.compute_s = p.compute_s;
+    r.exposed_tp_s = x(Exposure::tp);
+    r.exposed_dp_s = x(Exposure::dp);
+    r.exposed_expert_dp_s = x(Exposure::expert_dp);
+    r.exposed_pp_s = x(Exposure::pp);
+    r.exposed_ep_s = x(Exposure::ep);
+    r.bubble_s = x(Exposure::bubble);
+    r.exposed_cp_s = x(Exposure::cp);
+  }
+  r.memory_bytes = p.memory.total();
+  r.memory_capacity_bytes = p.memory_capacity_bytes;
+  r.fits_memory = p.fits_memory;
+  r.memory_excess_bytes = p.memory_excess_bytes;
+  r.priced = p.priced;
+  const GoodputEstimate& g = p.goodput;
+  if (g.computed) {  // else NaN: no failure figures
+    r.job_mtbf_s = g.job_mtbf_s;
+    r.checkpoint_bytes = g.checkpoint_bytes;
+    r.checkpoint_s = g.checkpoint_s;
+    r.restart_s = g.restart_s;
+    r.interval_young_s = g.young_s;
+    r.interval_daly_s = g.daly_s;
+    r.goodput = g.goodput;
+    r.goodput_mfu = g.goodput_mfu;
+  }
+  r.interval_steps = g.interval_steps;
+  return r;
 }
 
 }  // namespace ibt::topo

@@ -1,11 +1,13 @@
 #pragma once
 // Projections as text (ibt project, ibt crossover) and as rows of the HDF5 store
-// (table "projections" of runs of kind "projection" and "crossover").
+// (table "projections" of runs of kind "projection" and "crossover"; the tables
+// projection_tables.hpp).
 #include <string>
 #include <vector>
 
 #include "reports/store/store.hpp"
 #include "topologies/projection/projection.hpp"
+#include "topologies/projection/projection_tables.hpp"
 
 namespace ibt::topo {
 
@@ -24,14 +26,12 @@ std::string describe_projection(const Projection& p, const std::string& dtype);
 // split's full label (up to ~170 columns).
 std::string ranking_table(const std::vector<Projection>& ranked, size_t limit, bool wide = false);
 
-std::vector<store::Column> projection_columns();
-store::Row projection_row(const Projection& p);
+ProjectionRow projection_row(const Projection& p);
 
 // Table "projection_stages": one row per pipeline stage of a feasible projection (its
 // compute and exposed parts, which add up to its finish), with bottleneck = 1 on the
 // busiest stage (least bubble): reports show that stage's breakdown, the others beside it.
-std::vector<store::Column> projection_stage_columns();
-std::vector<store::Row> projection_stage_rows(const Projection& p);
+std::vector<ProjectionStageRow> projection_stage_rows(const Projection& p);
 
 }  // namespace ibt::topo
 

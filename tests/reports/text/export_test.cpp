@@ -4,9 +4,9 @@
 #include <limits>
 #include <sstream>
 
-#include "collectives/results_schema.hpp"
 #include "core/errors.hpp"
 #include "reports/store/store.hpp"
+#include "reports/tables/collectives_table.hpp"
 #include "reports/text/export.hpp"
 #include "tests/reports/store/test_support.hpp"
 
@@ -16,24 +16,27 @@ namespace {
 using store::ColumnType;
 using store::Row;
 
+using tables::CollectiveRow;
+
 Row collectives_row(const char* op, std::uint64_t bytes, double time_us, double busbw) {
-  return {std::string(op),
-          std::string("world"),
-          std::string("mpi"),
-          std::string("float32"),
-          std::string("sum"),
-          std::string("out"),
-          std::int64_t{4},
-          std::int64_t{1},
-          bytes,
-          bytes / 4,
-          std::int64_t{20},
-          time_us,
-          time_us,
-          time_us * 1.5,
-          bytes / time_us / 1e3,
-          busbw,
-          std::uint64_t{0}};
+  CollectiveRow r;
+  r.op = op;
+  r.scope = "world";
+  r.backend = "mpi";
+  r.dtype = "float32";
+  r.reduce_op = "sum";
+  r.placement = "out";
+  r.group_size = 4;
+  r.groups = 1;
+  r.bytes = bytes;
+  r.count = bytes / 4;
+  r.iters = 20;
+  r.time_us = time_us;
+  r.p50_us = time_us;
+  r.p99_us = time_us * 1.5;
+  r.algbw_GBps = bytes / time_us / 1e3;
+  r.busbw_GBps = busbw;
+  return store::to_row(r);
 }
 
 // Runs 1 and 2: "collectives" tables; run 3: a table of another name and shape.
@@ -47,14 +50,14 @@ class ExportTest : public ::testing::Test {
       run->set_attr("world_size", std::int64_t{4});
       run->set_attr("command_line", std::string("ibt collectives -b 8 -e 16"));
       run->set_environment({{"UCX_TLS", "sm,self"}});
-      auto& t = run->table(kCollectivesTable, collectives_columns());
+      auto& t = run->table(std::string(CollectiveRow::kTable), store::columns_of<CollectiveRow>());
       t.append(collectives_row("all_reduce", 8, 0.1, 0.12));
       t.append(collectives_row("all_reduce", 16, 1.0 / 3, 1e-300));
       run->finish(store::RunStatus::complete);
     }
     {
       auto run = store->begin_run("collectives");
-      auto& t = run->table(kCollectivesTable, collectives_columns());
+      auto& t = run->table(std::string(CollectiveRow::kTable), store::columns_of<CollectiveRow>());
       t.append(collectives_row("broadcast", 8, 2.5, 3.0));
       run->finish(store::RunStatus::failed, "rank 3 did not arrive");
     }
@@ -113,7 +116,7 @@ TEST_F(ExportTest, CsvRefusesSeveralTablesWithoutTable) {
 TEST_F(ExportTest, CsvRefusesTablesOfOneNameWithDifferentColumns) {
   {
     auto run = store::open_for_append(path_)->begin_run("collectives");
-    run->table(kCollectivesTable, {{"op", ColumnType::str}}).append({std::string("x")});
+    run->table(std::string(CollectiveRow::kTable), {{"op", ColumnType::str}}).append({std::string("x")});
     run->finish(store::RunStatus::complete);
   }
   try {
@@ -145,7 +148,7 @@ TEST_F(ExportTest, JsonHoldsAttributesEnvironmentAndTables) {
   EXPECT_EQ(first["attributes"]["world_size"], 4);
   EXPECT_EQ(first["environment"]["UCX_TLS"], "sm,self");
   const auto& table = first["tables"]["collectives"];
-  ASSERT_EQ(table["columns"].size(), collectives_columns().size());
+  ASSERT_EQ(table["columns"].size(), CollectiveRow::kFields.size());
   EXPECT_EQ(table["columns"][14]["name"], "algbw_GBps");
   EXPECT_EQ(table["columns"][14]["unit"], "GB/s");
   EXPECT_EQ(table["columns"][14]["type"], "f64");
