@@ -13,20 +13,20 @@
 #include <string>
 #include <vector>
 
+#include "cli/cli.hpp"
+#include "cli/commands.hpp"
+#include "cli/crossover_atlas.hpp"
+#include "cli/failure_flags.hpp"
+#include "cli/split_flags.hpp"
+#include "cli/zero_flags.hpp"
+#include "collectives/runtime/run_recorder.hpp"
 #include "core/errors.hpp"
 #include "core/progress.hpp"
 #include "core/text_wrap.hpp"
 #include "ibt/version.hpp"
 #include "models/plan/model_file.hpp"
-#include "cli/cli.hpp"
-#include "cli/crossover_atlas.hpp"
-#include "cli/failure_flags.hpp"
-#include "collectives/runtime/run_recorder.hpp"
-#include "cli/split_flags.hpp"
-#include "cli/commands.hpp"
-#include "cli/zero_flags.hpp"
-#include "topologies/projection/framework.hpp"
 #include "topologies/projection/projection_report.hpp"
+#include "topologies/projection/projection_setup.hpp"
 #include "topologies/sim/sim_pricer.hpp"
 #include "topologies/studies/crossover.hpp"
 
@@ -201,30 +201,23 @@ CrossoverGrid check_grid_args(const CrossoverArgs& a) {
   return g;
 }
 
-// What the grid is priced with: the model, the base topology and the projection's settings.
-struct CrossoverSetup {
-  models::ModelConfig model;
-  topo::Topology topology;
-  topo::ProjectionOptions options;
-  topo::FailureAssumptions failure;
-  topo::RankBy rank_by;
-  long long global_batch;  // sequences
+// What the grid is priced with (topologies/projection/projection_setup.hpp) and the global
+// batch in sequences.
+struct CrossoverSetup : topo::ProjectionSetup {
+  long long global_batch = 0;
 };
 
 CrossoverSetup load_crossover_setup(const CrossoverArgs& a) {
-  models::ModelConfig model = models::load_model(a.model_name);
-  topo::Topology topology = topo::load_topology(a.base);
-  topo::ProjectionOptions options;
-  options.dtype = a.dtype.empty() ? topo::default_dtype(topology) : a.dtype;
-  topology.device.peak(options.dtype);
-  topo::apply(topo::framework_profile(a.framework), options);
-  if (options.dtype == "fp32") options.precision = models::fp32_adam();
-  topo::FailureAssumptions failure = topo::failure_assumptions(topology, a.failure);
-  const topo::RankBy rank_by = topo::parse_rank_by(a.rank_by);
-  if (rank_by == topo::RankBy::goodput && !failure.complete())
-    throw UsageError("--rank-by goodput: goodput cannot be computed: " + failure.missing());
-  const long long gb = a.batch.in_sequences(model.seq_len);
-  return {std::move(model), std::move(topology), options, std::move(failure), rank_by, gb};
+  topo::ProjectionFlags f;
+  f.model = a.model_name;
+  f.topology = a.base;
+  f.dtype = a.dtype;
+  f.framework = a.framework;
+  f.rank_by = a.rank_by;
+  f.failure = a.failure;
+  CrossoverSetup s{topo::load_projection_setup(f), 0};
+  s.global_batch = a.batch.in_sequences(s.model.seq_len);
+  return s;
 }
 
 // A narrow grid row: domain, Gb/s, the MFU (and goodput-adjusted MFU) columns, gain and

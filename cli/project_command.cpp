@@ -8,6 +8,12 @@
 #include <limits>
 #include <optional>
 
+#include "cli/cli.hpp"
+#include "cli/commands.hpp"
+#include "cli/failure_flags.hpp"
+#include "cli/split_flags.hpp"
+#include "cli/zero_flags.hpp"
+#include "collectives/runtime/run_recorder.hpp"
 #include "core/errors.hpp"
 #include "core/progress.hpp"
 #include "core/text_wrap.hpp"
@@ -15,17 +21,11 @@
 #include "models/plan/model_file.hpp"
 #include "models/plan/parallel_split.hpp"
 #include "models/plan/schedule.hpp"
-#include "cli/cli.hpp"
-#include "cli/failure_flags.hpp"
-#include "collectives/runtime/run_recorder.hpp"
-#include "cli/split_flags.hpp"
-#include "cli/commands.hpp"
-#include "cli/zero_flags.hpp"
 #include "topologies/hardware/topology.hpp"
-#include "topologies/projection/framework.hpp"
 #include "topologies/projection/projection.hpp"
 #include "topologies/projection/projection_goodput.hpp"
 #include "topologies/projection/projection_report.hpp"
+#include "topologies/projection/projection_setup.hpp"
 #include "topologies/sim/sim_pricer.hpp"
 
 namespace ibt::suites {
@@ -199,35 +199,27 @@ void check_project_args(const ProjectArgs& a) {
   if (!a.out.empty()) store::check_appendable(a.out);
 }
 
-// What the projection runs with: the model, the topology and the projection's settings.
-struct ProjectSetup {
-  models::ModelConfig model;
-  topo::Topology topology;
-  topo::ProjectionOptions options;
-  topo::FailureAssumptions failure;
-  topo::RankBy rank_by;
-  long long global_batch;  // sequences
+// What the projection runs with (topologies/projection/projection_setup.hpp) and the
+// global batch in sequences.
+struct ProjectSetup : topo::ProjectionSetup {
+  long long global_batch = 0;
 };
 
 ProjectSetup load_project_setup(const ProjectArgs& a) {
-  models::ModelConfig model = models::load_model(a.model);
-  topo::Topology topology = topo::load_topology(a.topology);
-  topo::ProjectionOptions options;
-  options.dtype = a.dtype.empty() ? topo::default_dtype(topology) : a.dtype;
-  topology.device.peak(options.dtype);  // rejects an unknown dtype name early
-  topo::FailureAssumptions failure = topo::failure_assumptions(topology, a.failure);
-  const topo::RankBy rank_by = topo::parse_rank_by(a.rank_by);
-  if (rank_by == topo::RankBy::goodput && !failure.complete())
-    throw UsageError("--rank-by goodput: goodput cannot be computed: " + failure.missing());
-  // fp32 compute means the fp32 engine: 4-byte activations and gradients, fp32 Adam.
-  if (options.dtype == "fp32") options.precision = models::fp32_adam();
-  topo::apply(topo::framework_profile(a.framework), options);
-  if (a.no_overlap) options.overlap_grad_reduce = false;
-  options.fp8_gemms = a.fp8;
-  options.usable_memory_fraction = a.memory_fraction;
-  options.keep_sim = !a.all;
-  const long long global_batch = a.batch.in_sequences(model.seq_len);
-  return {std::move(model), std::move(topology), options, std::move(failure), rank_by, global_batch};
+  topo::ProjectionFlags f;
+  f.model = a.model;
+  f.topology = a.topology;
+  f.dtype = a.dtype;
+  f.framework = a.framework;
+  f.rank_by = a.rank_by;
+  f.no_overlap = a.no_overlap;
+  f.fp8 = a.fp8;
+  f.memory_fraction = a.memory_fraction;
+  f.keep_sim = !a.all;
+  f.failure = a.failure;
+  ProjectSetup s{topo::load_projection_setup(f), 0};
+  s.global_batch = a.batch.in_sequences(s.model.seq_len);
+  return s;
 }
 
 // The one split of a projection without --all, with everything it could refuse checked

@@ -11,18 +11,19 @@
 #include <limits>
 #include <map>
 
+#include "cli/cli.hpp"
+#include "cli/commands.hpp"
+#include "cli/split_flags.hpp"
+#include "collectives/runtime/run_recorder.hpp"
 #include "core/errors.hpp"
 #include "core/text_wrap.hpp"
 #include "ibt/version.hpp"
 #include "models/plan/model_file.hpp"
-#include "cli/cli.hpp"
-#include "collectives/runtime/run_recorder.hpp"
-#include "topologies/studies/scaling_generations.hpp"
-#include "cli/split_flags.hpp"
-#include "cli/commands.hpp"
 #include "topologies/projection/projection_report.hpp"
+#include "topologies/projection/projection_setup.hpp"
 #include "topologies/sim/sim_pricer.hpp"
 #include "topologies/studies/scaling.hpp"
+#include "topologies/studies/scaling_generations.hpp"
 
 namespace ibt::suites {
 namespace {
@@ -319,11 +320,10 @@ void project_systems(const std::vector<topo::Topology>& systems, const ScalingAr
                      const GenerationContext& generations, RunRecorder& recorder,
                      std::vector<topo::ScalingPoint>& all) {
   for (const auto& topology : systems) {
-    topo::ProjectionOptions options;
-    options.dtype = a.dtype.empty() ? topo::default_dtype(topology) : a.dtype;
-    topology.device.peak(options.dtype);  // an unknown dtype name fails here, naming it
-    if (options.dtype == "fp32") options.precision = models::fp32_adam();
-    options.usable_memory_fraction = a.memory_fraction;
+    topo::ProjectionFlags f;  // scaling has no framework flag: the default profile
+    f.dtype = a.dtype;
+    f.memory_fraction = a.memory_fraction;
+    const topo::ProjectionOptions options = topo::projection_options(topology, f);
     std::printf("\n%s: %s, %d per scale-up domain, MFU against %s peak\n", topology.name.c_str(),
                 topology.device.name.c_str(), topology.domain_size(), options.dtype.c_str());
     take_points(topo::project_scaling(model, topology, axis.gpus, batch, options), model.name, axis.mode, generations,
