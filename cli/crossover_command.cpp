@@ -91,8 +91,10 @@ const char* kAbout =
 // The parsed command line.
 struct CrossoverArgs {
   std::string model_name, base = "dgx-h100", domains = "8,16,32,64,72,128,256", gbps = "100,200,400,800,1600", out,
-                          dtype, rank_by = "mfu", framework = "ibt";
-  long gpus = -1, max_cp = 16;  // gpus -1: not given
+                          dtype, rank_by = "mfu", framework = "ibt", stack;
+  bool framework_given = false;
+  long long seq_len = topo::kSeqLenOfModel;  // --seq-len
+  long gpus = -1, max_cp = 16;               // gpus -1: not given
   GlobalBatchFlags batch;
   double threshold = 0.05;
   int jobs = 1;
@@ -122,6 +124,10 @@ po::options_description crossover_options(CrossoverArgs& a, po::options_descript
       "dtype", po::value(&a.dtype), "dtype of the peak MFU refers to (default bf16)")(
       "framework", po::value(&a.framework)->default_value(a.framework),
       "megatron-core, megatron-2021, maxtext or ibt: what the framework overlaps and fuses (ibt project --help)")(
+      "stack", po::value(&a.stack),
+      "software stack (topologies/stacks name or .json path) instead of --framework and the topology's fitted "
+      "efficiency (ibt project --help; default: none)")("seq-len", po::value(&a.seq_len),
+                                                        "tokens per sequence instead of the model file's seq_len")(
       "rank-by", po::value(&a.rank_by)->default_value(a.rank_by),
       "compare by mfu or goodput: goodput picks the best splits and computes the gain on goodput-adjusted "
       "MFU (MFU x goodput; needs the failure figures below or the base topology's reliability section)")(
@@ -162,6 +168,7 @@ bool parse_crossover_args(int argc, char** argv, CrossoverArgs& a) {
   }
   take_alias(vm, "base-topology", "topology", a.base);
   take_alias(vm, "scale-out-gbps", "scale-out-Gbps", a.gbps);
+  a.framework_given = !vm["framework"].defaulted();
   a.atlas_flags_given = vm.count("atlas-file") || vm.count("atlas-models") || vm.count("atlas-topologies");
   a.failure = failure_overrides(vm);
   a.full_assumptions = wants_full_assumptions(vm);
@@ -213,6 +220,9 @@ CrossoverSetup load_crossover_setup(const CrossoverArgs& a) {
   f.topology = a.base;
   f.dtype = a.dtype;
   f.framework = a.framework;
+  f.framework_given = a.framework_given;
+  f.stack = a.stack;
+  f.seq_len = a.seq_len;
   f.rank_by = a.rank_by;
   f.failure = a.failure;
   CrossoverSetup s{topo::load_projection_setup(f), 0};
@@ -457,6 +467,8 @@ void record_crossover(const CrossoverArgs& a, const CrossoverSetup& s, const top
   recorder.set_attr("backend", std::string("sim"));
   recorder.set_attr("global_batch", static_cast<std::int64_t>(s.global_batch));
   recorder.set_attr("threshold", a.threshold);
+  if (s.stack) recorder.set_attr("stack", s.stack->name);
+  if (a.seq_len != topo::kSeqLenOfModel) recorder.set_attr("seq_len", static_cast<std::int64_t>(s.model.seq_len));
   recorder.set_attr("verdict", r.verdict);
   recorder.set_attr("rank_by", std::string(topo::to_string(s.rank_by)));
   recorder.set_attr("failure_assumptions", topo::describe_assumptions(s.failure));
@@ -472,6 +484,8 @@ int crossover_main(int argc, char** argv) {
   if (!parse_crossover_args(argc, argv, a)) return kExitOk;
   if (!a.atlas && a.atlas_flags_given)
     throw UsageError("--atlas-file, --atlas-models and --atlas-topologies go with --atlas");
+  if (a.atlas && (!a.stack.empty() || a.seq_len != topo::kSeqLenOfModel))
+    throw UsageError("--stack and --seq-len do not apply to --atlas: its cells name their framework and model");
   if (a.atlas) return run_crossover_atlas(a, argc, argv);
   const CrossoverGrid grid = check_grid_args(a);
   const CrossoverSetup setup = load_crossover_setup(a);
@@ -481,6 +495,7 @@ int crossover_main(int argc, char** argv) {
   std::printf("ibt crossover: %s on %ld x %s, global batch %lld sequences x %d tokens, threshold %.0f%%\n",
               setup.model.name.c_str(), a.gpus, setup.topology.device.name.c_str(), setup.global_batch,
               setup.model.seq_len, 100 * a.threshold);
+  if (setup.stack) std::printf("%s", topo::describe_stack(*setup.stack, setup.model, setup.topology).c_str());
   models::SplitSearch search = topo::default_search(setup.topology, setup.global_batch);
   search.shard_domains = grid.domain_sizes;  // HSDP inside each cell's domain
   apply_zero_flags(a.zero, search);

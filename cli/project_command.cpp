@@ -35,8 +35,10 @@ namespace po = boost::program_options;
 
 struct ProjectArgs {
   std::string model, topology, recompute = "none", dtype, out, rank_by = "mfu";
-  std::string framework = "ibt";
-  long gpus = -1;  // -1: not given
+  std::string framework = "ibt", stack;
+  bool framework_given = false;
+  long long seq_len = topo::kSeqLenOfModel;  // --seq-len
+  long gpus = -1;                            // -1: not given
   SplitFlags<long> split;
   GlobalBatchFlags batch;
   ZeroFlags zero;
@@ -147,6 +149,11 @@ po::options_description project_options(ProjectArgs& a, po::options_description&
       "what the training framework overlaps and fuses: megatron-core (flash attention, grad-reduce and TP comm "
       "overlap), megatron-2021 (unfused attention, no overlap), maxtext (fused attention, collective matmul), "
       "ibt (fused attention, grad-reduce overlap only); topologies/projection/framework.hpp cites each")(
+      "stack", po::value(&a.stack),
+      "software stack: megatron-core, pytorch-fsdp2 (topologies/stacks) or a .json path: its measured GEMM "
+      "efficiency, attention kernel by sequence length and overlaps per device generation replace the topology's "
+      "fitted efficiency and --framework (default: none, the topology's figures and --framework)")(
+      "seq-len", po::value(&a.seq_len), "tokens per sequence instead of the model file's seq_len")(
       "fp8", po::bool_switch(&a.fp8),
       "linear-layer GEMMs in fp8 at the fp8 peak with their casts (Transformer Engine); MFU stays against --dtype's "
       "peak")("no-overlap", po::bool_switch(&a.no_overlap),
@@ -185,6 +192,7 @@ bool parse_project_args(int argc, char** argv, ProjectArgs& a) {
   }
   take_alias(vm, "mbs", "micro-batch-size", a.split.micro_batch_size);
   a.cp_given = !vm["cp"].defaulted();
+  a.framework_given = !vm["framework"].defaulted();
   a.failure = failure_overrides(vm);
   a.full_assumptions = wants_full_assumptions(vm);
   return true;
@@ -211,6 +219,9 @@ ProjectSetup load_project_setup(const ProjectArgs& a) {
   f.topology = a.topology;
   f.dtype = a.dtype;
   f.framework = a.framework;
+  f.framework_given = a.framework_given;
+  f.stack = a.stack;
+  f.seq_len = a.seq_len;
   f.rank_by = a.rank_by;
   f.no_overlap = a.no_overlap;
   f.fp8 = a.fp8;
@@ -253,7 +264,9 @@ void record_projection_attrs(RunRecorder& recorder, const ProjectArgs& a, const 
   recorder.set_attr("world_size", static_cast<std::int64_t>(a.gpus));
   recorder.set_attr("backend", std::string("sim"));
   recorder.set_attr("dtype", s.options.dtype);
-  recorder.set_attr("framework", a.framework);
+  recorder.set_attr("framework", s.stack ? s.stack->framework : a.framework);
+  if (s.stack) recorder.set_attr("stack", s.stack->name);
+  if (a.seq_len != topo::kSeqLenOfModel) recorder.set_attr("seq_len", static_cast<std::int64_t>(s.model.seq_len));
   recorder.set_attr("global_batch", static_cast<std::int64_t>(s.global_batch));
   recorder.set_attr("conventions", std::string(kConventions));
   recorder.set_attr("failure_assumptions", topo::describe_assumptions(s.failure));
@@ -326,6 +339,7 @@ int project_main(int argc, char** argv) {
   std::printf("ibt project: %s on %d x %s (%s), global batch %lld sequences x %d tokens\n", setup.model.name.c_str(),
               static_cast<int>(a.gpus), setup.topology.name.c_str(), setup.topology.device.name.c_str(),
               setup.global_batch, setup.model.seq_len);
+  if (setup.stack) std::printf("%s", topo::describe_stack(*setup.stack, setup.model, setup.topology).c_str());
   if (a.all)
     project_every_split(a, setup, recorder);
   else
