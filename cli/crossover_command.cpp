@@ -13,20 +13,20 @@
 #include <string>
 #include <vector>
 
+#include "cli/cli.hpp"
+#include "cli/commands.hpp"
+#include "cli/crossover_atlas.hpp"
+#include "cli/failure_flags.hpp"
+#include "cli/split_flags.hpp"
+#include "cli/zero_flags.hpp"
+#include "collectives/runtime/run_recorder.hpp"
 #include "core/errors.hpp"
 #include "core/progress.hpp"
 #include "core/text_wrap.hpp"
 #include "ibt/version.hpp"
 #include "models/plan/model_file.hpp"
-#include "cli/cli.hpp"
-#include "cli/crossover_atlas.hpp"
-#include "cli/failure_flags.hpp"
-#include "collectives/runtime/run_recorder.hpp"
-#include "cli/split_flags.hpp"
-#include "cli/commands.hpp"
-#include "cli/zero_flags.hpp"
-#include "topologies/projection/framework.hpp"
 #include "topologies/projection/projection_report.hpp"
+#include "topologies/projection/projection_setup.hpp"
 #include "topologies/sim/sim_pricer.hpp"
 #include "topologies/studies/crossover.hpp"
 #include "topologies/studies/crossover_table.hpp"
@@ -69,8 +69,10 @@ const char* kAbout =
 // The parsed command line.
 struct CrossoverArgs {
   std::string model_name, base = "dgx-h100", domains = "8,16,32,64,72,128,256", gbps = "100,200,400,800,1600", out,
-                          dtype, rank_by = "mfu", framework = "ibt";
-  long gpus = -1, max_cp = 16;  // gpus -1: not given
+                          dtype, rank_by = "mfu", framework = "ibt", stack;
+  bool framework_given = false;
+  long long seq_len = topo::kSeqLenOfModel;  // --seq-len
+  long gpus = -1, max_cp = 16;               // gpus -1: not given
   GlobalBatchFlags batch;
   double threshold = 0.05;
   int jobs = 1;
@@ -100,6 +102,10 @@ po::options_description crossover_options(CrossoverArgs& a, po::options_descript
       "dtype", po::value(&a.dtype), "dtype of the peak MFU refers to (default bf16)")(
       "framework", po::value(&a.framework)->default_value(a.framework),
       "megatron-core, megatron-2021, maxtext or ibt: what the framework overlaps and fuses (ibt project --help)")(
+      "stack", po::value(&a.stack),
+      "software stack (topologies/stacks name or .json path) instead of --framework and the topology's fitted "
+      "efficiency (ibt project --help; default: none)")("seq-len", po::value(&a.seq_len),
+                                                        "tokens per sequence instead of the model file's seq_len")(
       "rank-by", po::value(&a.rank_by)->default_value(a.rank_by),
       "compare by mfu or goodput: goodput picks the best splits and computes the gain on goodput-adjusted "
       "MFU (MFU x goodput; needs the failure figures below or the base topology's reliability section)")(
@@ -140,6 +146,7 @@ bool parse_crossover_args(int argc, char** argv, CrossoverArgs& a) {
   }
   take_alias(vm, "base-topology", "topology", a.base);
   take_alias(vm, "scale-out-gbps", "scale-out-Gbps", a.gbps);
+  a.framework_given = !vm["framework"].defaulted();
   a.atlas_flags_given = vm.count("atlas-file") || vm.count("atlas-models") || vm.count("atlas-topologies");
   a.failure = failure_overrides(vm);
   a.full_assumptions = wants_full_assumptions(vm);
@@ -179,30 +186,26 @@ CrossoverGrid check_grid_args(const CrossoverArgs& a) {
   return g;
 }
 
-// What the grid is priced with: the model, the base topology and the projection's settings.
-struct CrossoverSetup {
-  models::ModelConfig model;
-  topo::Topology topology;
-  topo::ProjectionOptions options;
-  topo::FailureAssumptions failure;
-  topo::RankBy rank_by;
-  long long global_batch;  // sequences
+// What the grid is priced with (topologies/projection/projection_setup.hpp) and the global
+// batch in sequences.
+struct CrossoverSetup : topo::ProjectionSetup {
+  long long global_batch = 0;
 };
 
 CrossoverSetup load_crossover_setup(const CrossoverArgs& a) {
-  models::ModelConfig model = models::load_model(a.model_name);
-  topo::Topology topology = topo::load_topology(a.base);
-  topo::ProjectionOptions options;
-  options.dtype = a.dtype.empty() ? topo::default_dtype(topology) : a.dtype;
-  topology.device.peak(options.dtype);
-  topo::apply(topo::framework_profile(a.framework), options);
-  if (options.dtype == "fp32") options.precision = models::fp32_adam();
-  topo::FailureAssumptions failure = topo::failure_assumptions(topology, a.failure);
-  const topo::RankBy rank_by = topo::parse_rank_by(a.rank_by);
-  if (rank_by == topo::RankBy::goodput && !failure.complete())
-    throw UsageError("--rank-by goodput: goodput cannot be computed: " + failure.missing());
-  const long long gb = a.batch.in_sequences(model.seq_len);
-  return {std::move(model), std::move(topology), options, std::move(failure), rank_by, gb};
+  topo::ProjectionFlags f;
+  f.model = a.model_name;
+  f.topology = a.base;
+  f.dtype = a.dtype;
+  f.framework = a.framework;
+  f.framework_given = a.framework_given;
+  f.stack = a.stack;
+  f.seq_len = a.seq_len;
+  f.rank_by = a.rank_by;
+  f.failure = a.failure;
+  CrossoverSetup s{topo::load_projection_setup(f), 0};
+  s.global_batch = a.batch.in_sequences(s.model.seq_len);
+  return s;
 }
 
 // A narrow grid row: domain, Gb/s, the MFU (and goodput-adjusted MFU) columns, gain and
@@ -420,6 +423,8 @@ void record_crossover(const CrossoverArgs& a, const CrossoverSetup& s, const top
   recorder.set_attr("backend", std::string("sim"));
   recorder.set_attr("global_batch", static_cast<std::int64_t>(s.global_batch));
   recorder.set_attr("threshold", a.threshold);
+  if (s.stack) recorder.set_attr("stack", s.stack->name);
+  if (a.seq_len != topo::kSeqLenOfModel) recorder.set_attr("seq_len", static_cast<std::int64_t>(s.model.seq_len));
   recorder.set_attr("verdict", r.verdict);
   recorder.set_attr("rank_by", std::string(topo::to_string(s.rank_by)));
   recorder.set_attr("failure_assumptions", topo::describe_assumptions(s.failure));
@@ -435,6 +440,8 @@ int crossover_main(int argc, char** argv) {
   if (!parse_crossover_args(argc, argv, a)) return kExitOk;
   if (!a.atlas && a.atlas_flags_given)
     throw UsageError("--atlas-file, --atlas-models and --atlas-topologies go with --atlas");
+  if (a.atlas && (!a.stack.empty() || a.seq_len != topo::kSeqLenOfModel))
+    throw UsageError("--stack and --seq-len do not apply to --atlas: its cells name their framework and model");
   if (a.atlas) return run_crossover_atlas(a, argc, argv);
   const CrossoverGrid grid = check_grid_args(a);
   const CrossoverSetup setup = load_crossover_setup(a);
@@ -444,6 +451,7 @@ int crossover_main(int argc, char** argv) {
   std::printf("ibt crossover: %s on %ld x %s, global batch %lld sequences x %d tokens, threshold %.0f%%\n",
               setup.model.name.c_str(), a.gpus, setup.topology.device.name.c_str(), setup.global_batch,
               setup.model.seq_len, 100 * a.threshold);
+  if (setup.stack) std::printf("%s", topo::describe_stack(*setup.stack, setup.model, setup.topology).c_str());
   models::SplitSearch search = topo::default_search(setup.topology, setup.global_batch);
   search.shard_domains = grid.domain_sizes;  // HSDP inside each cell's domain
   apply_zero_flags(a.zero, search);

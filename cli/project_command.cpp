@@ -8,6 +8,12 @@
 #include <limits>
 #include <optional>
 
+#include "cli/cli.hpp"
+#include "cli/commands.hpp"
+#include "cli/failure_flags.hpp"
+#include "cli/split_flags.hpp"
+#include "cli/zero_flags.hpp"
+#include "collectives/runtime/run_recorder.hpp"
 #include "core/errors.hpp"
 #include "core/progress.hpp"
 #include "core/text_wrap.hpp"
@@ -15,17 +21,11 @@
 #include "models/plan/model_file.hpp"
 #include "models/plan/parallel_split.hpp"
 #include "models/plan/schedule.hpp"
-#include "cli/cli.hpp"
-#include "cli/failure_flags.hpp"
-#include "collectives/runtime/run_recorder.hpp"
-#include "cli/split_flags.hpp"
-#include "cli/commands.hpp"
-#include "cli/zero_flags.hpp"
 #include "topologies/hardware/topology.hpp"
-#include "topologies/projection/framework.hpp"
 #include "topologies/projection/projection.hpp"
 #include "topologies/projection/projection_goodput.hpp"
 #include "topologies/projection/projection_report.hpp"
+#include "topologies/projection/projection_setup.hpp"
 #include "topologies/sim/sim_pricer.hpp"
 
 namespace ibt::suites {
@@ -35,8 +35,10 @@ namespace po = boost::program_options;
 
 struct ProjectArgs {
   std::string model, topology, recompute = "none", dtype, out, rank_by = "mfu";
-  std::string framework = "ibt";
-  long gpus = -1;  // -1: not given
+  std::string framework = "ibt", stack;
+  bool framework_given = false;
+  long long seq_len = topo::kSeqLenOfModel;  // --seq-len
+  long gpus = -1;                            // -1: not given
   SplitFlags<long> split;
   GlobalBatchFlags batch;
   ZeroFlags zero;
@@ -147,6 +149,11 @@ po::options_description project_options(ProjectArgs& a, po::options_description&
       "what the training framework overlaps and fuses: megatron-core (flash attention, grad-reduce and TP comm "
       "overlap), megatron-2021 (unfused attention, no overlap), maxtext (fused attention, collective matmul), "
       "ibt (fused attention, grad-reduce overlap only); topologies/projection/framework.hpp cites each")(
+      "stack", po::value(&a.stack),
+      "software stack: megatron-core, pytorch-fsdp2 (topologies/stacks) or a .json path: its measured GEMM "
+      "efficiency, attention kernel by sequence length and overlaps per device generation replace the topology's "
+      "fitted efficiency and --framework (default: none, the topology's figures and --framework)")(
+      "seq-len", po::value(&a.seq_len), "tokens per sequence instead of the model file's seq_len")(
       "fp8", po::bool_switch(&a.fp8),
       "linear-layer GEMMs in fp8 at the fp8 peak with their casts (Transformer Engine); MFU stays against --dtype's "
       "peak")("no-overlap", po::bool_switch(&a.no_overlap),
@@ -185,6 +192,7 @@ bool parse_project_args(int argc, char** argv, ProjectArgs& a) {
   }
   take_alias(vm, "mbs", "micro-batch-size", a.split.micro_batch_size);
   a.cp_given = !vm["cp"].defaulted();
+  a.framework_given = !vm["framework"].defaulted();
   a.failure = failure_overrides(vm);
   a.full_assumptions = wants_full_assumptions(vm);
   return true;
@@ -199,35 +207,30 @@ void check_project_args(const ProjectArgs& a) {
   if (!a.out.empty()) store::check_appendable(a.out);
 }
 
-// What the projection runs with: the model, the topology and the projection's settings.
-struct ProjectSetup {
-  models::ModelConfig model;
-  topo::Topology topology;
-  topo::ProjectionOptions options;
-  topo::FailureAssumptions failure;
-  topo::RankBy rank_by;
-  long long global_batch;  // sequences
+// What the projection runs with (topologies/projection/projection_setup.hpp) and the
+// global batch in sequences.
+struct ProjectSetup : topo::ProjectionSetup {
+  long long global_batch = 0;
 };
 
 ProjectSetup load_project_setup(const ProjectArgs& a) {
-  models::ModelConfig model = models::load_model(a.model);
-  topo::Topology topology = topo::load_topology(a.topology);
-  topo::ProjectionOptions options;
-  options.dtype = a.dtype.empty() ? topo::default_dtype(topology) : a.dtype;
-  topology.device.peak(options.dtype);  // rejects an unknown dtype name early
-  topo::FailureAssumptions failure = topo::failure_assumptions(topology, a.failure);
-  const topo::RankBy rank_by = topo::parse_rank_by(a.rank_by);
-  if (rank_by == topo::RankBy::goodput && !failure.complete())
-    throw UsageError("--rank-by goodput: goodput cannot be computed: " + failure.missing());
-  // fp32 compute means the fp32 engine: 4-byte activations and gradients, fp32 Adam.
-  if (options.dtype == "fp32") options.precision = models::fp32_adam();
-  topo::apply(topo::framework_profile(a.framework), options);
-  if (a.no_overlap) options.overlap_grad_reduce = false;
-  options.fp8_gemms = a.fp8;
-  options.usable_memory_fraction = a.memory_fraction;
-  options.keep_sim = !a.all;
-  const long long global_batch = a.batch.in_sequences(model.seq_len);
-  return {std::move(model), std::move(topology), options, std::move(failure), rank_by, global_batch};
+  topo::ProjectionFlags f;
+  f.model = a.model;
+  f.topology = a.topology;
+  f.dtype = a.dtype;
+  f.framework = a.framework;
+  f.framework_given = a.framework_given;
+  f.stack = a.stack;
+  f.seq_len = a.seq_len;
+  f.rank_by = a.rank_by;
+  f.no_overlap = a.no_overlap;
+  f.fp8 = a.fp8;
+  f.memory_fraction = a.memory_fraction;
+  f.keep_sim = !a.all;
+  f.failure = a.failure;
+  ProjectSetup s{topo::load_projection_setup(f), 0};
+  s.global_batch = a.batch.in_sequences(s.model.seq_len);
+  return s;
 }
 
 // The one split of a projection without --all, with everything it could refuse checked
@@ -261,7 +264,9 @@ void record_projection_attrs(RunRecorder& recorder, const ProjectArgs& a, const 
   recorder.set_attr("world_size", static_cast<std::int64_t>(a.gpus));
   recorder.set_attr("backend", std::string("sim"));
   recorder.set_attr("dtype", s.options.dtype);
-  recorder.set_attr("framework", a.framework);
+  recorder.set_attr("framework", s.stack ? s.stack->framework : a.framework);
+  if (s.stack) recorder.set_attr("stack", s.stack->name);
+  if (a.seq_len != topo::kSeqLenOfModel) recorder.set_attr("seq_len", static_cast<std::int64_t>(s.model.seq_len));
   recorder.set_attr("global_batch", static_cast<std::int64_t>(s.global_batch));
   recorder.set_attr("conventions", std::string(kConventions));
   recorder.set_attr("failure_assumptions", topo::describe_assumptions(s.failure));
@@ -331,6 +336,7 @@ int project_main(int argc, char** argv) {
   std::printf("ibt project: %s on %d x %s (%s), global batch %lld sequences x %d tokens\n", setup.model.name.c_str(),
               static_cast<int>(a.gpus), setup.topology.name.c_str(), setup.topology.device.name.c_str(),
               setup.global_batch, setup.model.seq_len);
+  if (setup.stack) std::printf("%s", topo::describe_stack(*setup.stack, setup.model, setup.topology).c_str());
   if (a.all)
     project_every_split(a, setup, recorder);
   else

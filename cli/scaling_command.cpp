@@ -10,19 +10,21 @@
 #include <iostream>
 #include <limits>
 #include <map>
+#include <optional>
 
+#include "cli/cli.hpp"
+#include "cli/commands.hpp"
+#include "cli/split_flags.hpp"
+#include "collectives/runtime/run_recorder.hpp"
 #include "core/errors.hpp"
 #include "core/text_wrap.hpp"
 #include "ibt/version.hpp"
 #include "models/plan/model_file.hpp"
-#include "cli/cli.hpp"
-#include "collectives/runtime/run_recorder.hpp"
-#include "topologies/studies/scaling_generations.hpp"
-#include "cli/split_flags.hpp"
-#include "cli/commands.hpp"
 #include "topologies/projection/projection_report.hpp"
+#include "topologies/projection/projection_setup.hpp"
 #include "topologies/sim/sim_pricer.hpp"
 #include "topologies/studies/scaling.hpp"
+#include "topologies/studies/scaling_generations.hpp"
 #include "topologies/studies/scaling_table.hpp"
 
 namespace ibt::suites {
@@ -133,7 +135,8 @@ const char* kAbout =
 
 // The parsed command line.
 struct ScalingArgs {
-  std::string model_name, topologies, gpus_text, mode_text = "strong", dtype, out, baseline;
+  std::string model_name, topologies, gpus_text, mode_text = "strong", dtype, out, baseline, stack;
+  long long seq_len = topo::kSeqLenOfModel;  // --seq-len
   double token_budget = 1e12;
   std::vector<std::string> measured;
   long long global_batch = -1, global_batch_tokens = 16LL * 1024 * 1024;
@@ -158,6 +161,10 @@ po::options_description scaling_options(ScalingArgs& a) {
       "sequences-per-device", po::value(&a.per_device), "weak: sequences per device per step")(
       "dtype", po::value(&a.dtype), "compute dtype the peak and MFU refer to (default bf16, else fp32)")(
       "memory-fraction", double_value(&a.memory_fraction), "usable fraction of device memory")(
+      "stack", po::value(&a.stack),
+      "software stack (topologies/stacks name or .json path) instead of the topologies' fitted efficiency "
+      "(ibt project --help; default: none)")("seq-len", po::value(&a.seq_len),
+                                             "tokens per sequence instead of the model file's seq_len")(
       "baseline", po::value(&a.baseline), "topology the speed-ups are against (default: the first --topology)")(
       "token-budget", double_value(&a.token_budget)->default_value(a.token_budget, "1e12"),
       "tokens to train, for the days-to-train column")(
@@ -237,6 +244,8 @@ void record_scaling_attrs(RunRecorder& recorder, const ScalingArgs& a, const mod
   recorder.set_attr("topology", a.topologies);
   recorder.set_attr("backend", std::string("sim"));
   recorder.set_attr("scaling", std::string(topo::to_string(batch.mode)));
+  if (!a.stack.empty()) recorder.set_attr("stack", a.stack);
+  if (a.seq_len != topo::kSeqLenOfModel) recorder.set_attr("seq_len", static_cast<std::int64_t>(model.seq_len));
   if (batch.mode == topo::ScalingMode::strong)
     recorder.set_attr("global_batch", static_cast<std::int64_t>(batch.global_batch));
   else
@@ -274,18 +283,26 @@ void take_points(std::vector<topo::ScalingPoint> points, const std::string& mode
 }
 
 // The projected points, one block per topology.
+topo::ProjectionFlags scaling_flags(const ScalingArgs& a) {
+  topo::ProjectionFlags f;  // scaling has no framework flag: the default profile
+  f.model = a.model_name;
+  f.dtype = a.dtype;
+  f.memory_fraction = a.memory_fraction;
+  f.stack = a.stack;
+  f.seq_len = a.seq_len;
+  return f;
+}
+
 void project_systems(const std::vector<topo::Topology>& systems, const ScalingArgs& a, const ScalingAxis& axis,
-                     const models::ModelConfig& model, const topo::ScalingBatch& batch,
-                     const GenerationContext& generations, RunRecorder& recorder,
+                     const models::ModelConfig& model, const std::optional<topo::SoftwareStack>& stack,
+                     const topo::ScalingBatch& batch, const GenerationContext& generations, RunRecorder& recorder,
                      std::vector<topo::ScalingPoint>& all) {
-  for (const auto& topology : systems) {
-    topo::ProjectionOptions options;
-    options.dtype = a.dtype.empty() ? topo::default_dtype(topology) : a.dtype;
-    topology.device.peak(options.dtype);  // an unknown dtype name fails here, naming it
-    if (options.dtype == "fp32") options.precision = models::fp32_adam();
-    options.usable_memory_fraction = a.memory_fraction;
+  for (const auto& system : systems) {
+    topo::Topology topology = system;  // a stack replaces its efficiencies
+    const topo::ProjectionOptions options = topo::projection_options(model, topology, scaling_flags(a), stack);
     std::printf("\n%s: %s, %d per scale-up domain, MFU against %s peak\n", topology.name.c_str(),
                 topology.device.name.c_str(), topology.domain_size(), options.dtype.c_str());
+    if (stack) std::printf("%s", topo::describe_stack(*stack, model, topology).c_str());
     take_points(topo::project_scaling(model, topology, axis.gpus, batch, options), model.name, axis.mode, generations,
                 recorder, all, a.wide);
   }
@@ -327,7 +344,8 @@ int scaling_main(int argc, char** argv) {
   ScalingArgs a;
   if (!parse_scaling_args(argc, argv, a)) return kExitOk;
   const ScalingAxis axis = check_scaling_args(a);
-  const models::ModelConfig model = models::load_model(a.model_name);
+  const models::ModelConfig model = topo::load_projection_model(scaling_flags(a));
+  const std::optional<topo::SoftwareStack> stack = topo::load_projection_stack(scaling_flags(a));
   std::vector<topo::Topology> systems;
   for (const auto& name : parse_list_of_names(a.topologies, "--topology")) systems.push_back(topo::load_topology(name));
   const GenerationContext generations = generation_context(a, systems);
@@ -338,7 +356,7 @@ int scaling_main(int argc, char** argv) {
   print_scaling_header(model, batch, systems.size(), axis.gpus.size());
   topo::keep_freed_memory_for_reuse();
   std::vector<topo::ScalingPoint> all;
-  project_systems(systems, a, axis, model, batch, generations, recorder, all);
+  project_systems(systems, a, axis, model, stack, batch, generations, recorder, all);
   add_measured(a, model, axis.mode, generations, recorder, all);
   print_generation_speed(all, generations);
   recorder.finish(store::RunStatus::complete);

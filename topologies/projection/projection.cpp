@@ -93,6 +93,7 @@ TopologyPricer make_pricer(const models::ModelConfig& model, const Topology& top
   TopologyPricer pricer(topology, split, dtype);
   pricer.set_kv_replicas(model.kv_replicas(split.tp));
   pricer.set_dispatch_overlaps_compute(options.dispatch_overlaps_compute);
+  pricer.set_attention_rates(options.attention_forward_flops_per_us, options.attention_backward_flops_per_us);
   if (options.fp8_gemms) pricer.set_fp8_gemms();
   pricer.set_node_limited_routing(model);
   if (options.tp_comm_overlap) pricer.set_tp_comm_overlap(model, options.precision.activation_bytes);

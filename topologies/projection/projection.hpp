@@ -59,6 +59,9 @@ struct ProjectionOptions {
   // Engine). memory_precision() folds them into `precision` for the memory plan.
   models::SelectivePolicy selective_policy = models::SelectivePolicy::attention_core;
   bool fp8_keeps_gemm_inputs_in_fp8 = false;
+  // The attention core at a software stack's measured kernel rate (stack.hpp), in FLOP/us
+  // per FLOP as the step program counts them; 0 = at the GEMM rate (peak x gemm_efficiency).
+  double attention_forward_flops_per_us = 0, attention_backward_flops_per_us = 0;
   models::Precision memory_precision() const {
     models::Precision p = precision;
     p.selective = selective_policy;

@@ -124,7 +124,11 @@ void TopologyPricer::set_tp_comm_overlap(const models::ModelConfig& model, doubl
 }
 
 double TopologyPricer::compute_us(double flops, double bytes) const {
-  const double roofline = std::max(flops / flops_per_us_, bytes / bytes_per_us_);
+  return compute_at_us(flops, bytes, flops_per_us_);
+}
+
+double TopologyPricer::compute_at_us(double flops, double bytes, double flops_per_us) const {
+  const double roofline = std::max(flops / flops_per_us, bytes / bytes_per_us_);
   return dispatch_overlaps_ ? std::max(roofline, overhead_us_) : roofline + overhead_us_;
 }
 
@@ -169,8 +173,10 @@ double TopologyPricer::op_us(const models::StepProgram&, const Op& op) {
     case OpKind::ep_counts: coll = CollOp::all_to_all; break;
     case OpKind::pp_exchange: throw RuntimeError("sim: pp_exchange is priced per half (exchange_half_us)");
     case OpKind::attention_core: {
-      const double mult = op.phase == models::Phase::backward ? 2.0 : 1.0;
-      return compute_us(op.flops, op.bytes + mult * score_bytes_forward_);
+      const bool backward = op.phase == models::Phase::backward;
+      const double rate = backward ? attention_backward_flops_per_us_ : attention_forward_flops_per_us_;
+      return compute_at_us(op.flops, op.bytes + (backward ? 2.0 : 1.0) * score_bytes_forward_,
+                           rate > 0 ? rate : flops_per_us_);
     }
     default: {
       const bool fp8 = gemm_flops_per_us_ != flops_per_us_ && is_linear_gemm(op.kind);

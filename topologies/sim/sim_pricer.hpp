@@ -75,6 +75,14 @@ class TopologyPricer : public OpPricer {
   // microbatch per forward (2x backward) are added to each attention_core op's bytes.
   void add_attention_score_traffic(const models::ModelConfig& model, double passes, double element_bytes);
   void set_dispatch_overlaps_compute(bool on) { dispatch_overlaps_ = on; }
+  // The attention core at a kernel's measured rate instead of peak x gemm_efficiency
+  // (a software stack's attention kernel, topologies/projection/stack.hpp): FLOP/us per
+  // FLOP as the step program counts them (full sequence; backward twice the forward), so
+  // the caller folds the kernel's own FLOP convention in. 0 keeps the GEMM rate.
+  void set_attention_rates(double forward_flops_per_us, double backward_flops_per_us) {
+    attention_forward_flops_per_us_ = forward_flops_per_us;
+    attention_backward_flops_per_us_ = backward_flops_per_us;
+  }
   void set_tp_comm_overlap(const models::ModelConfig& model, double element_bytes);
   void set_fp8_gemms();  // UsageError when the device has no fp8 peak
   // Node-limited routing (the model's route_groups > 1): the EP dispatch and combine
@@ -89,6 +97,8 @@ class TopologyPricer : public OpPricer {
   // The roofline of a compute op at `flops_per_us` (its passes' tile efficiencies
   // applied when the op is a GEMM and the device gives its tiles), without overhead.
   double roofline_us(const models::Op& op, double flops_per_us) const;
+  // compute_us at `flops_per_us` instead of the device's peak x efficiency.
+  double compute_at_us(double flops, double bytes, double flops_per_us) const;
 
   const Topology& t_;
   models::ParallelSplit split_;
@@ -100,6 +110,7 @@ class TopologyPricer : public OpPricer {
   double overhead_us_ = 0;
   bool dispatch_overlaps_ = false;  // max(roofline, overhead) instead of their sum
   double score_bytes_forward_ = 0;  // extra attention-core bytes per forward op
+  double attention_forward_flops_per_us_ = 0, attention_backward_flops_per_us_ = 0;  // 0: flops_per_us_
   // TP overlap: GEMM FLOPs hiding a collective, per byte of it (0 = no overlap).
   double tp_overlap_flops_per_byte_ = 0;
   // Node-limited routing: the fraction of the EP dispatch's bytes on the network
