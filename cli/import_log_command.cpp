@@ -10,15 +10,16 @@
 #include <iostream>
 #include <limits>
 
-#include "cli/cli.hpp"
-#include "cli/commands.hpp"
-#include "collectives/runtime/run_recorder.hpp"
 #include "core/errors.hpp"
 #include "core/input_file.hpp"
+#include "core/output_file.hpp"
 #include "ibt/version.hpp"
 #include "models/plan/accounting.hpp"
 #include "models/plan/model_file.hpp"
+#include "cli/cli.hpp"
+#include "collectives/runtime/run_recorder.hpp"
 #include "reports/ingest/sha256.hpp"
+#include "cli/commands.hpp"
 #include "reports/ingest/training_log.hpp"
 #include "topologies/hardware/topology.hpp"
 #include "topologies/projection/projection_report.hpp"
@@ -185,6 +186,9 @@ int import_log_main(int argc, char** argv) {
   if (a.out.empty()) throw UsageError("--out is required: the HDF5 file to store the run in");
   if (a.warmup < 0) throw UsageError("--warmup must be 0 or more logged intervals");
   if (a.world_size < 0) throw UsageError("--world-size must be a positive number of ranks");
+  refuse_output_over_inputs(
+      a.out, "--out",
+      {{"the log", a.file}, {"--config", a.config}, {"--model", a.model_name}, {"--topology", a.topology}});
   store::check_appendable(a.out);
 
   // Read through one descriptor each: a FIFO, device or folder is refused, never waited on.

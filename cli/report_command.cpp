@@ -14,6 +14,7 @@
 
 #include "core/data_dirs.hpp"
 #include "core/errors.hpp"
+#include "core/output_file.hpp"
 #include "reports/store/store.hpp"
 #include "cli/cli.hpp"
 #include "cli/commands.hpp"
@@ -150,6 +151,9 @@ int report_main(int argc, char** argv) {
   // (an earlier report, or anything else) is written into only when asked.
   if (fs::exists(out, ec) && !fs::is_directory(out, ec))
     throw UsageError("--out " + out + ": is a file, not a folder; the report is a folder (index.html and figures)");
+  std::vector<InputFile> inputs;
+  for (const auto& f : files) inputs.push_back({"the results file", f});
+  refuse_output_over_inputs(out, "--out", inputs, true);
   if (!force && fs::is_directory(out, ec) && !fs::is_empty(out, ec))
     throw UsageError("--out " + out +
                      ": the folder already holds files (an earlier report?) and is left as it is; "
