@@ -143,9 +143,10 @@ int report_main(int argc, char** argv) {
       if (!fs::is_regular_file(fs::path(d) / f))
         throw UsageError("--crossover-experiment " + d + ": no " + f +
                          " there (run scripts/cluster/crossover_experiment.sh)");
-  // The store's reader refuses a missing, foreign, corrupted or newer-schema file with a
-  // message naming it, before anything is drawn.
-  for (const auto& f : files) store::list_runs(f);
+  // The store's reader refuses a missing, foreign, corrupted or newer-schema file, or a
+  // table that no longer matches its digest, with a message naming it, before anything is
+  // drawn (the renderer's reader, ibt_h5.py, checks the digests again for direct use).
+  for (const auto& f : files) store::check_tables(f);
   std::error_code ec;
   // The renderer replaces index.html and figure files by name: a folder that holds files
   // (an earlier report, or anything else) is written into only when asked.
