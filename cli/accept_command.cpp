@@ -122,6 +122,11 @@ bool parse_accept_args(int argc, char** argv, const MpiSession& mpi, AcceptArgs&
 
 // Refused before anything is generated or measured (every rank sees the same files).
 void refuse_existing_outputs(const AcceptArgs& a) {
+  const std::vector<InputFile> inputs = {
+      {"--reference", a.reference_path}, {"--from", a.from}, {"--generate-reference", a.generate_from}};
+  refuse_output_over_inputs(a.junit, "--junit", inputs);
+  refuse_output_over_inputs(a.write_to, "--write", inputs);
+  refuse_output_over_inputs(a.out, "--out", inputs);
   if (!a.junit.empty() || a.junit_given) refuse_existing_output(a.junit, "--junit", a.force);
   if (!a.write_to.empty() || a.write_given) refuse_existing_output(a.write_to, "--write", a.force);
 }

@@ -92,11 +92,10 @@ bool parse_calibrate_args(int argc, char** argv, CalibrateArgs& a) {
 void check_out_and_name(CalibrateArgs& a) {
   if (a.inputs.empty()) throw UsageError("give at least one HDF5 results file");
   if (a.out.empty()) throw UsageError("--out is required");
-  for (const auto& f : a.inputs) {
-    std::error_code ec;
-    if (std::filesystem::exists(a.out, ec) && std::filesystem::equivalent(a.out, f, ec))
-      throw UsageError("--out " + a.out + ": is an input results file; choose another name for the topology");
-  }
+  std::vector<InputFile> inputs;
+  for (const auto& f : a.inputs) inputs.push_back({"the results file", f});
+  if (!a.base.empty()) inputs.push_back({"--topology", a.base});
+  refuse_output_over_inputs(a.out, "--out", inputs);
   refuse_existing_output(a.out, "--out", a.force);
   if (a.name.empty()) {
     a.name = a.out.substr(a.out.find_last_of('/') + 1);

@@ -33,13 +33,6 @@ const std::vector<std::string> kExamples = {
     "ibt export results.h5 --json --run last --out last-run.json",
     "python3 -c 'import pandas as pd; print(pd.read_csv(\"collectives.csv\"))'"};
 
-// Refuses to write the export over the results file it reads.
-void require_distinct(const std::string& output, const std::string& input) {
-  std::error_code ec;
-  if (std::filesystem::exists(output, ec) && std::filesystem::equivalent(output, input, ec))
-    throw UsageError(output + ": is the results file being exported; choose another --out");
-}
-
 }  // namespace
 
 int export_main(int argc, char** argv) {
@@ -70,7 +63,7 @@ int export_main(int argc, char** argv) {
   take_alias(vm, "output", "out", out_path);
   const bool to_file = vm.count("out") || vm.count("output");
   if (to_file) {  // refused before reading anything
-    require_distinct(out_path, path);
+    refuse_output_over_inputs(out_path, "--out", {{"the results file", path}});
     refuse_existing_output(out_path, "--out", vm.count("force") > 0);
   }
   reports::ExportSelection selection;

@@ -7,11 +7,13 @@
 #include <cctype>
 #include <cmath>
 #include <cstdio>
-#include <fstream>
 #include <iostream>
+#include <limits>
 #include <sstream>
 
 #include "core/errors.hpp"
+#include "core/input_file.hpp"
+#include "core/output_file.hpp"
 #include "ibt/version.hpp"
 #include "models/plan/accounting.hpp"
 #include "models/plan/model_file.hpp"
@@ -66,14 +68,6 @@ std::string model_key(const std::string& name) {
   return key;
 }
 
-std::string read_whole_file(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) throw UsageError(path + ": cannot be read (no such file or no permission)");
-  std::ostringstream text;
-  text << in.rdbuf();
-  return text.str();
-}
-
 // The log's model must be the catalog model named: its layers, width and sequence length,
 // or where the log names the model instead of sizing it (torchtitan), that name.
 void check_model(const TrainingLog& log, const models::ModelConfig& model) {
@@ -96,24 +90,16 @@ void check_model(const TrainingLog& log, const models::ModelConfig& model) {
 
 // The parallel layout from Megatron's arguments.
 models::ParallelSplit log_split(const TrainingLog& log) {
+  const LogLayout layout = read_log_layout(log);  // every number checked against its meaning
   models::ParallelSplit s;
-  s.tp = static_cast<int>(log.integer("tensor_model_parallel_size"));
-  s.pp = static_cast<int>(log.integer("pipeline_model_parallel_size"));
-  s.cp = static_cast<int>(log.integer("context_parallel_size", 1));
-  s.ep = static_cast<int>(log.integer("expert_model_parallel_size", 1));
-  const long long world = log.integer("world_size", 0);
-  s.dp = static_cast<int>(log.integer("data_parallel_size", world / std::max(1, s.tp * s.pp * s.cp)));
-  if (s.dp < 1 || (world > 0 && world != static_cast<long long>(s.world_size())))
-    throw UsageError(log.file + ": world_size " + std::to_string(world) + " is not data x tensor x pipeline x " +
-                     "context parallel sizes (" + std::to_string(s.world_size()) + ")");
-  s.micro_batch_size = static_cast<int>(log.integer("micro_batch_size"));
-  const long long global = log.integer("global_batch_size");
-  const long long per_step = static_cast<long long>(s.dp) * s.micro_batch_size;
-  if (per_step <= 0 || global % per_step != 0)
-    throw UsageError(log.file + ": global_batch_size " + std::to_string(global) +
-                     " is not a whole number of micro-batches per data-parallel replica");
-  s.microbatches = static_cast<int>(global / per_step);
-  s.vpp = static_cast<int>(log.integer("virtual_pipeline_model_parallel_size", 1));
+  s.tp = layout.tp;
+  s.pp = layout.pp;
+  s.cp = layout.cp;
+  s.ep = layout.ep;
+  s.dp = layout.dp;
+  s.micro_batch_size = layout.micro_batch_size;
+  s.microbatches = layout.microbatches;
+  s.vpp = layout.vpp;
   if (s.vpp > 1) s.schedule = models::ScheduleKind::interleaved;
   const auto sp = log.arguments.find("sequence_parallel");
   s.sequence_parallel = sp != log.arguments.end() && sp->second == "True";
@@ -184,10 +170,14 @@ int import_log_main(int argc, char** argv) {
   if (a.out.empty()) throw UsageError("--out is required: the HDF5 file to store the run in");
   if (a.warmup < 0) throw UsageError("--warmup must be 0 or more logged intervals");
   if (a.world_size < 0) throw UsageError("--world-size must be a positive number of ranks");
+  refuse_output_over_inputs(
+      a.out, "--out",
+      {{"the log", a.file}, {"--config", a.config}, {"--model", a.model_name}, {"--topology", a.topology}});
   store::check_appendable(a.out);
 
-  LogSource source{read_whole_file(a.file), a.file, "", a.config, a.world_size};
-  if (!a.config.empty()) source.config_text = read_whole_file(a.config);
+  // Read through one descriptor each: a FIFO, device or folder is refused, never waited on.
+  LogSource source{read_input_file(a.file, "log", kMaxLogBytes), a.file, "", a.config, a.world_size};
+  if (!a.config.empty()) source.config_text = read_input_file(a.config, "--config", kMaxInputFileBytes);
   const std::string& text = source.text;
   const TrainingLog log = format.parse(source);
   const models::ModelConfig model = models::load_model(a.model_name);

@@ -14,6 +14,7 @@
 
 #include "core/data_dirs.hpp"
 #include "core/errors.hpp"
+#include "core/output_file.hpp"
 #include "reports/store/store.hpp"
 #include "cli/cli.hpp"
 #include "cli/commands.hpp"
@@ -142,14 +143,18 @@ int report_main(int argc, char** argv) {
       if (!fs::is_regular_file(fs::path(d) / f))
         throw UsageError("--crossover-experiment " + d + ": no " + f +
                          " there (run scripts/cluster/crossover_experiment.sh)");
-  // The store's reader refuses a missing, foreign, corrupted or newer-schema file with a
-  // message naming it, before anything is drawn.
-  for (const auto& f : files) store::list_runs(f);
+  // The store's reader refuses a missing, foreign, corrupted or newer-schema file, or a
+  // table that no longer matches its digest, with a message naming it, before anything is
+  // drawn (the renderer's reader, ibt_h5.py, checks the digests again for direct use).
+  for (const auto& f : files) store::check_tables(f);
   std::error_code ec;
   // The renderer replaces index.html and figure files by name: a folder that holds files
   // (an earlier report, or anything else) is written into only when asked.
   if (fs::exists(out, ec) && !fs::is_directory(out, ec))
     throw UsageError("--out " + out + ": is a file, not a folder; the report is a folder (index.html and figures)");
+  std::vector<InputFile> inputs;
+  for (const auto& f : files) inputs.push_back({"the results file", f});
+  refuse_output_over_inputs(out, "--out", inputs, true);
   if (!force && fs::is_directory(out, ec) && !fs::is_empty(out, ec))
     throw UsageError("--out " + out +
                      ": the folder already holds files (an earlier report?) and is left as it is; "

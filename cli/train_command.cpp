@@ -13,6 +13,7 @@
 
 #include "collectives/arrival_gate.hpp"
 #include "core/errors.hpp"
+#include "core/output_file.hpp"
 #include "models/cuda/executor/attention_kernels.hpp"
 #include "models/plan/model_file.hpp"
 #include "reports/store/store.hpp"
@@ -193,6 +194,10 @@ int run(int argc, char** argv, MpiSession& mpi) {
   if (a.options.peak_tflops < 0 || a.options.gemm_peak_tflops < 0 || a.options.peak_gflops < 0)
     throw UsageError("--peak-gflops, --peak-tflops and --gemm-peak-tflops must not be negative");
   check_training(model, a.options, MPI_COMM_WORLD);  // before the run is opened: a refusal appends none
+  const std::vector<InputFile> inputs = {
+      {"--model", a.model}, {"--data", a.options.data_file}, {"--resume", a.options.resume_dir}};
+  refuse_output_over_inputs(a.out, "--out", inputs);
+  refuse_output_over_inputs(a.options.dump_path, "--dump", inputs);
   check_output_on_all_ranks(a.out, MPI_COMM_WORLD);
   check_output_on_all_ranks(a.options.dump_path, MPI_COMM_WORLD);
 

@@ -14,4 +14,11 @@ inline constexpr std::uint64_t kMaxInputFileBytes = 64ull << 20;  // JSON inputs
 // than the M an input may have" when PATH exists and is unfit.
 void require_input_file(const std::string& path, const std::string& what, std::uint64_t max_bytes = kMaxInputFileBytes);
 
+// The whole content of the regular file PATH, read through one descriptor: opened with
+// O_NONBLOCK (a FIFO swapped in after a stat() would otherwise block the open), then
+// fstat()ed, so what is judged is what is read. UsageError "`what` 'PATH' ..." when it is
+// missing or unreadable, not a regular file, or larger than `max_bytes` (also when it
+// grows past that while being read).
+std::string read_input_file(const std::string& path, const std::string& what, std::uint64_t max_bytes);
+
 }  // namespace ibt

@@ -6,6 +6,7 @@
 
 #include <cerrno>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 
 #include "core/errors.hpp"
@@ -31,7 +32,50 @@ std::string temporary_beside(const std::string& path) {
   return folder + "." + name + ".ibt-tmp-" + std::to_string(getpid());
 }
 
+// The canonical path and identity of PATH; false when it does not exist.
+bool identify(const std::string& path, std::string& real, struct stat& st) {
+  char* resolved = ::realpath(path.c_str(), nullptr);
+  if (!resolved) return false;
+  real = resolved;
+  std::free(resolved);
+  return ::stat(real.c_str(), &st) == 0;
+}
+
+bool same_file(const struct stat& a, const struct stat& b) { return a.st_dev == b.st_dev && a.st_ino == b.st_ino; }
+
+// Whether the folder `dir` is `real` or one of the folders above it.
+bool inside(const std::string& real, const struct stat& dir) {
+  for (std::string at = real; !at.empty();) {
+    struct stat st {};
+    if (::stat(at.c_str(), &st) == 0 && same_file(st, dir)) return true;
+    if (at == "/") break;
+    const std::size_t slash = at.find_last_of('/');
+    at = slash == 0 ? "/" : at.substr(0, slash);
+  }
+  return false;
+}
+
 }  // namespace
+
+void refuse_output_over_inputs(const std::string& path, const std::string& flag, const std::vector<InputFile>& inputs,
+                               bool folder) {
+  std::string out_real;
+  struct stat out {};
+  if (path.empty() || !identify(path, out_real, out)) return;
+  for (const InputFile& input : inputs) {
+    std::string in_real;
+    struct stat in {};
+    if (input.path.empty() || !identify(input.path, in_real, in)) continue;
+    if (same_file(out, in))
+      throw UsageError(flag + " " + path + ": is " + input.what + " " + input.path +
+                       ", one of this command's inputs; a command never writes over what it reads (--force or not): " +
+                       "choose another " + flag);
+    if (folder && S_ISDIR(out.st_mode) && inside(in_real, out))
+      throw UsageError(flag + " " + path + ": holds " + input.what + " " + input.path +
+                       ", one of this command's inputs, and the files written into it could replace it (--force or " +
+                       "not): choose another " + flag + " folder");
+  }
+}
 
 void refuse_existing_output(const std::string& path, const std::string& flag, bool force) {
   if (path.empty()) throw UsageError(flag + " is empty: give the file to write");

@@ -5,8 +5,23 @@
 // failed write (disk full, a file-size limit) leaves no half file and never damages the
 // file that was there. Results files (.h5) are appended to by the store, not written here.
 #include <string>
+#include <vector>
 
 namespace ibt {
+
+// A file a command reads, as its messages name it ("--from", "the log", "--model").
+struct InputFile {
+  std::string what, path;
+};
+
+// No command writes over one of its own inputs, with --force or without: throws
+// UsageError naming `flag`, PATH and the input when PATH is the same file as an input
+// (same device and inode after realpath, so a symlink or hard link is seen through) or,
+// with `folder` (a command that writes files into the folder PATH, as `report --out`),
+// when an input lies anywhere inside PATH. Paths that do not exist never clash: a new
+// output replaces nothing, a missing input is left to the reader's own message.
+void refuse_output_over_inputs(const std::string& path, const std::string& flag, const std::vector<InputFile>& inputs,
+                               bool folder = false);
 
 // Throws UsageError naming `flag` and PATH when PATH is empty, is a folder or not a
 // regular file (a device or FIFO), or exists and `force` is false.

@@ -11,6 +11,7 @@ packages=(
   zlib1g-dev                              # CRC-32 of checkpoint shards (models/checkpoint)
   libboost-program-options-dev nlohmann-json3-dev
   libopenblas-dev                         # GEMMs of the CPU training engine
+  libssl-dev libtomlplusplus-dev libyaml-cpp-dev libre2-dev  # import-log: SHA-256, TOML, YAML, RE2
   libgtest-dev libgmock-dev libbenchmark-dev
   python3-h5py python3-numpy python3-matplotlib  # `ibt report` figures, the README's h5py example
   chromium                                # the report's headless-browser test

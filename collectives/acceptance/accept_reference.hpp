@@ -179,6 +179,10 @@ inline AcceptReference parse_reference_text(const std::string& text, const std::
     throw UsageError(path + ": not valid JSON (" + std::string(e.what()) + ")");
   }
   if (!j.is_object()) throw UsageError(path + ": the reference must be a JSON object");
+  // Unknown keys are refused at every level, as in a metric: a misspelt "jobs" section
+  // would otherwise leave the job unchecked and PASS.
+  const JsonReader root(j, path);
+  root.allow({"system", "description", "derivation", "job", "metrics"});
   AcceptReference r;
   r.path = path;
   r.text = text;
@@ -186,12 +190,13 @@ inline AcceptReference parse_reference_text(const std::string& text, const std::
   r.description = detail::string_field(j, "description", path, false);
   r.derivation = detail::string_field(j, "derivation", path, false);
   if (j.contains("job")) {
-    const auto& job = j["job"];
+    const JsonReader job = root.child("job");
+    job.allow({"ranks", "domain_size", "iters", "warmup_iters"});
+    // Each is held as int (MPI counts ranks in int, `collectives -n` its iterations): a
+    // value beyond int is refused, so 2^32+2 ranks never read as 2.
     auto integer = [&](const char* key, int& out, int min) {
-      if (!job.contains(key)) return;
-      if (!job[key].is_number_integer() || job[key].get<long long>() < min)
-        throw UsageError(path + ": job." + key + " must be an integer >= " + std::to_string(min));
-      out = job[key].get<int>();
+      if (!job.has(key)) return;
+      out = static_cast<int>(job.integer(key, min, std::numeric_limits<int>::max()));
     };
     integer("ranks", r.job.ranks, 0);
     integer("domain_size", r.job.domain_size, 0);

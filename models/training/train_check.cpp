@@ -13,29 +13,6 @@ using models::TensorSums;
 
 namespace {
 
-// cpu, fp32 (see tests/models/executor/engine_train_check.cpp for why the scalar values).
-// Per tensor, the global norms' tolerances: a split only reorders fp32 additions (TP
-// partial sums, DP/EP reductions, microbatch accumulation), and every split of
-// tests/cli/check_tensors_test.sh and the other --check tests stays inside them,
-// while a tensor whose gradient is off by a factor (halved, scaled by 5e-5) is off by
-// orders of magnitude more.
-constexpr CheckTolerance kFp32Cpu{2e-5,
-                                  1e-4,
-                                  1e-5,
-                                  1e-4,
-                                  1e-5,
-                                  "relative: loss 2e-5, grad_norm 1e-4, param_norm 1e-5; per tensor: gradient "
-                                  "norm 1e-4, value norm 1e-5"};
-// cuda, fp32 GEMM operands: only summation order differs (cuBLAS, atomics in the
-// embedding and norm-gain gradients). Per tensor: the cuda executor has no per-tensor
-// figures yet, so its --check compares the scalars only.
-constexpr CheckTolerance kFp32Cuda{
-    1e-4, 1e-3, 1e-4, 1e-3, 1e-4, "relative: loss 1e-4, grad_norm 1e-3, param_norm 1e-4 (cuda, fp32 GEMMs)"};
-// cuda, bf16 GEMM operands (8-bit mantissa, relative rounding 2^-9 = 2e-3 per operand,
-// fp32 accumulation) at the tiny sizes --check is meant for. Not yet verified on a GPU.
-constexpr CheckTolerance kBf16Cuda{
-    2e-2, 1e-1, 1e-2, 1e-1, 1e-2, "relative: loss 2e-2, grad_norm 1e-1, param_norm 1e-2 (cuda, bf16 GEMMs)"};
-
 bool close(double got, double want, double rtol) { return std::abs(got - want) <= rtol * std::abs(want); }
 
 std::string difference(int step, const std::string& what, double got, double want, double rtol) {
@@ -67,11 +44,6 @@ std::string first_tensor_difference(const StepStats& got, const StepStats& ref, 
 }
 
 }  // namespace
-
-CheckTolerance check_tolerance(const std::string& kind, const std::string& precision) {
-  if (kind == "cpu") return kFp32Cpu;
-  return precision == "bf16" ? kBf16Cuda : kFp32Cuda;
-}
 
 GradFault parse_grad_fault(const std::string& spec) {
   if (spec.empty()) return {};

@@ -10,17 +10,15 @@
 #include <string>
 #include <vector>
 
+#include "models/engine/check_tolerance.hpp"
 #include "models/engine/reference_trainer.hpp"
 
 namespace ibt::suites {
 
-// Relative tolerances against the fp32 serial reference, by how the executor computes.
-struct CheckTolerance {
-  double loss, grad_norm, param_norm;
-  double tensor_grad, tensor_value;  // per tensor, on its gradient and value norms
-  const char* text;
-};
-CheckTolerance check_tolerance(const std::string& kind, const std::string& precision);
+// Relative tolerances against the fp32 serial reference, by how the executor computes:
+// the one table, in models/engine/check_tolerance.hpp.
+using models::check_tolerance;
+using models::CheckTolerance;
 
 // --inject-grad-fault TENSOR:SCALE (tests only): which tensor ("*" = all) and the factor.
 struct GradFault {

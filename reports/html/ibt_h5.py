@@ -5,6 +5,7 @@ strings (which h5py returns as bytes) decoded to str.
 """
 import json
 import os
+import zlib
 
 import h5py
 import numpy as np
@@ -41,13 +42,74 @@ OLD_COLUMN_NAMES = {
 }
 
 
+# The table digest (reports/store/table_digest.hpp), computed as ibt's reader computes it:
+# per row, per column, the value's type (0 int64, 1 uint64, 2 float64, 3 string: the index
+# in core/columns.hpp's Value) and 8 little-endian bytes (the number's bits, or a string's
+# length followed by its bytes), folded into one running CRC-32.
+DIGEST_ATTRIBUTE = "ibt_crc32"
+DIGEST_ROWS_ATTRIBUTE = "ibt_crc32_rows"
+
+
+def _value_blocks(rows, count):
+    """Per column: (9-byte heads as a (count, 9) uint8 array, the string bytes or None)."""
+    blocks = []
+    for col in rows.dtype.names or ():
+        data = rows[col][:count]
+        heads = np.empty((count, 9), dtype=np.uint8)
+        strings = None
+        kind = data.dtype.kind
+        if kind in "iu":
+            heads[:, 0] = 0 if kind == "i" else 1
+            bits = data.astype("<i8" if kind == "i" else "<u8")
+        elif kind == "f":
+            heads[:, 0] = 2
+            bits = data.astype("<f8")
+        else:
+            strings = [s if isinstance(s, bytes) else str(s).encode("utf-8") for s in data]
+            heads[:, 0] = 3
+            bits = np.array([len(s) for s in strings], dtype="<u8")
+        heads[:, 1:] = bits.view(np.uint8).reshape(count, 8)
+        blocks.append((heads, strings))
+    return blocks
+
+
+def _table_crc(rows, count):
+    blocks = _value_blocks(rows, count)
+    if all(strings is None for _, strings in blocks):
+        return zlib.crc32(np.hstack([heads for heads, _ in blocks]).tobytes()) if blocks else 0
+    crc = 0
+    for r in range(count):
+        for heads, strings in blocks:
+            crc = zlib.crc32(heads[r].tobytes(), crc)
+            if strings is not None:
+                crc = zlib.crc32(strings[r], crc)
+    return crc
+
+
+def check_digest(path, run_id, name, dataset, rows):
+    """InputError naming the table when its rows no longer match the digest ibt wrote with
+    them, as ibt's own reader refuses it (reports/store/store_reader.cpp): a writer killed
+    between a row and its digest leaves the digest one row short, which is taken as written.
+    Tables from before digests have none and are read unchecked."""
+    if DIGEST_ATTRIBUTE not in dataset.attrs or DIGEST_ROWS_ATTRIBUTE not in dataset.attrs:
+        return
+    stored_crc = int(dataset.attrs[DIGEST_ATTRIBUTE])
+    stored_rows = int(dataset.attrs[DIGEST_ROWS_ATTRIBUTE])
+    n = len(rows)
+    intact = stored_rows in (n, n - 1) and stored_rows >= 0 and _table_crc(rows, stored_rows) == stored_crc
+    if not intact:
+        raise InputError(f"{path}: /runs/{run_id}/{name} is damaged: its {n} rows do not match the CRC-32 written "
+                         "with them (the file was changed after ibt wrote it); nothing in it is read")
+
+
 class Table:
     """Rows of one compound dataset as a dict of NumPy columns (strings decoded), under
-    today's column names (OLD_COLUMN_NAMES)."""
+    today's column names (OLD_COLUMN_NAMES), checked against their digest."""
 
-    def __init__(self, name, dataset):
+    def __init__(self, name, dataset, path="", run_id=""):
         self.name = name
         rows = dataset[:]
+        check_digest(path, run_id, name, dataset, rows)
         self.units = {OLD_COLUMN_NAMES.get(k[len("unit:"):], k[len("unit:"):]): _text(v)
                       for k, v in dataset.attrs.items() if k.startswith("unit:")}
         self.columns = {}
@@ -80,7 +142,7 @@ class Run:
         self.tables = {}
         for name, item in group.items():
             if isinstance(item, h5py.Dataset) and item.dtype.names:
-                self.tables[name] = Table(name, item)
+                self.tables[name] = Table(name, item, path, run_id)
 
     @property
     def kind(self):

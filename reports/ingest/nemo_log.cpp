@@ -11,7 +11,12 @@
 //   ... | train_step_timing in s: 7.0 | consumed_samples: ..." (metrics averaged over the
 //   log interval) or the tqdm bar "Epoch 0: ... [..., global_step=9.00, ...,
 //   train_step_timing in s=7.0]"; the FLOPs callback adds "tflops_per_sec_per_gpu".
-#include <regex>
+// The YAML is parsed by yaml-cpp (flow style, quoting, anchors and block scalars as YAML
+// defines them); what stays here is where the dump ends inside a log and which keys mean
+// what.
+#include <yaml-cpp/yaml.h>
+
+#include <algorithm>
 #include <utility>
 #include <vector>
 
@@ -23,40 +28,65 @@ namespace {
 
 using Leaves = std::vector<std::pair<std::string, std::string>>;  // dotted path -> scalar text
 
-// A YAML scalar as Megatron's arguments block would print it.
-std::string megatron_spelling(std::string value) {
-  if (value.size() >= 2 && (value.front() == '"' || value.front() == '\'') && value.back() == value.front())
-    value = value.substr(1, value.size() - 2);
+// A YAML scalar as Megatron's arguments block would print it (yaml-cpp has removed quotes).
+std::string megatron_spelling(const std::string& value) {
   if (value == "true" || value == "True") return "True";
   if (value == "false" || value == "False") return "False";
   if (value == "null" || value == "~" || value.empty()) return "None";
   return value;
 }
 
-// The scalar leaves of block-style YAML (what OmegaConf.to_yaml writes). Stops at the
-// first line that is not YAML (the log going on) once a key has been read.
-Leaves yaml_leaves(const std::vector<std::string>& lines, size_t first) {
-  static const std::regex key_line(R"(^( *)([A-Za-z_][\w.-]*):(?: +(.*?))?\s*$)");
-  static const std::regex list_item(R"(^ *- )");
-  std::vector<std::pair<size_t, std::string>> parents;  // indent, key
+// The config's nesting is a few levels; a deeper one is no NeMo config, and a bound keeps
+// this walk's recursion from growing with the input.
+constexpr int kMaxYamlDepth = 32;
+
+// The scalar leaves under `node` (lists are skipped: no key read here sits in one).
+void collect_leaves(const YAML::Node& node, const std::string& path, int depth, const std::string& where,
+                    Leaves& leaves) {
+  if (depth > kMaxYamlDepth)
+    throw UsageError(where + ": the YAML nests deeper than " + std::to_string(kMaxYamlDepth) + " levels at '" + path +
+                     "' (not a NeMo config)");
+  for (const auto& entry : node) {
+    if (!entry.first.IsScalar()) continue;
+    const std::string key = path.empty() ? entry.first.Scalar() : path + "." + entry.first.Scalar();
+    const YAML::Node& value = entry.second;
+    if (value.IsMap())
+      collect_leaves(value, key, depth + 1, where, leaves);
+    else if (value.IsNull())
+      leaves.emplace_back(key, "None");
+    else if (value.IsScalar())
+      leaves.emplace_back(key, megatron_spelling(value.Scalar()));
+  }
+}
+
+// A top-level "key:" of block-style YAML (what OmegaConf.to_yaml writes).
+const re2::RE2& top_key() {
+  static const re2::RE2 pattern(R"(^[A-Za-z_][\w.-]*:(\s|$))");
+  return pattern;
+}
+
+// Whether a line can be part of block-style YAML: blank, a comment, indented, a list item
+// or a top-level key. A log line ("[NeMo I ...") is not.
+bool yaml_line(const std::string& line) {
+  return line.empty() || line[0] == ' ' || line[0] == '\t' || line[0] == '#' || line[0] == '-' ||
+         re2::RE2::PartialMatch(line, top_key());
+}
+
+// The scalar leaves of the YAML in lines[first..]: from the first top-level key to the
+// first line that is not YAML (the log going on).
+Leaves yaml_leaves(const std::vector<std::string>& lines, size_t first, const std::string& file) {
+  while (first < lines.size() && !re2::RE2::PartialMatch(lines[first], top_key())) ++first;
+  std::string text;
+  for (size_t last = first; last < lines.size() && yaml_line(lines[last]); ++last) text += lines[last] + "\n";
   Leaves leaves;
-  for (size_t i = first; i < lines.size(); ++i) {
-    const std::string& line = lines[i];
-    std::smatch m;
-    const size_t text_at = line.find_first_not_of(" \t");
-    if (text_at == std::string::npos || line[text_at] == '#' || std::regex_search(line, list_item)) continue;
-    if (!std::regex_match(line, m, key_line)) {
-      if (leaves.empty() && parents.empty()) continue;  // log lines before the YAML
-      break;
-    }
-    const size_t indent = m[1].length();
-    while (!parents.empty() && parents.back().first >= indent) parents.pop_back();
-    std::string path;
-    for (const auto& parent : parents) path += parent.second + ".";
-    if (m[3].length() == 0)
-      parents.emplace_back(indent, m[2].str());
-    else
-      leaves.emplace_back(path + m[2].str(), megatron_spelling(m[3].str()));
+  const std::string where = file + ":" + std::to_string(first + 1);
+  try {
+    const YAML::Node root = YAML::Load(text);
+    if (root.IsMap()) collect_leaves(root, "", 0, where, leaves);
+  } catch (const YAML::Exception& e) {
+    // e.mark.line counts from 0 within the YAML text, which starts at line first + 1.
+    throw UsageError(file + ":" + std::to_string(first + 1 + static_cast<size_t>(std::max(0, e.mark.line))) +
+                     ": not YAML (" + e.msg + ")");
   }
   return leaves;
 }
@@ -80,12 +110,13 @@ std::string leaf(const Leaves& leaves, const std::string& name, const std::strin
 
 Leaves nemo_config(const LogSource& source, const std::vector<std::string>& log_lines) {
   if (!source.config_text.empty()) {
-    const Leaves leaves = yaml_leaves(split_log_lines(source.config_text), 0);
+    const Leaves leaves = yaml_leaves(split_log_lines(source.config_text, source.config_file), 0, source.config_file);
     if (leaves.empty()) throw UsageError(source.config_file + ": no YAML 'key: value' lines in the NeMo config");
     return leaves;
   }
   for (size_t i = 0; i < log_lines.size(); ++i)
-    if (log_lines[i].find("Experiment configuration") != std::string::npos) return yaml_leaves(log_lines, i + 1);
+    if (log_lines[i].find("Experiment configuration") != std::string::npos)
+      return yaml_leaves(log_lines, i + 1, source.file);
   throw UsageError(source.file + ": no NeMo configuration dump ('Experiment configuration' then YAML) in the log: " +
                    "give the run's config with --config FILE.yaml");
 }
@@ -120,15 +151,15 @@ void read_layout(TrainingLog& log, const Leaves& leaves, const std::string& wher
 }  // namespace
 
 TrainingLog parse_nemo_log(const LogSource& source) {
-  static const std::regex step_time(R"(train_step_timing in s\s*[:=]\s*([-+0-9.eE]+))");
-  static const std::regex global_step(R"(\bglobal_step\s*[:=]\s*([0-9.]+))");
-  static const std::regex iteration(R"(\biteration\s+(\d+)\s*/)");
-  static const std::regex tflops(R"(\btflops_per_sec_per_gpu\s*[:=]\s*([-+0-9.eE]+))");
-  static const std::regex batch(R"(\bglobal_batch_size\s*[:=]\s*([0-9.]+))");
+  static const re2::RE2 step_time(R"(train_step_timing in s\s*[:=]\s*([-+0-9.eE]+))");
+  static const re2::RE2 global_step(R"(\bglobal_step\s*[:=]\s*([0-9.]+))");
+  static const re2::RE2 iteration(R"(\biteration\s+(\d+)\s*/)");
+  static const re2::RE2 tflops(R"(\btflops_per_sec_per_gpu\s*[:=]\s*([-+0-9.eE]+))");
+  static const re2::RE2 batch(R"(\bglobal_batch_size\s*[:=]\s*([0-9.]+))");
   TrainingLog log;
   log.file = source.file;
   log.parser_version = kNemoParserVersion;
-  const std::vector<std::string> lines = split_log_lines(source.text);
+  const std::vector<std::string> lines = split_log_lines(source.text, source.file);
   read_layout(log, nemo_config(source, lines), source.config_text.empty() ? source.file : source.config_file);
   for (size_t i = 0; i < lines.size(); ++i) {
     const std::string& line = lines[i];
@@ -139,11 +170,13 @@ TrainingLog parse_nemo_log(const LogSource& source) {
     if (!find_log_number(line, step_time, x) || !(x > 0))
       throw UsageError(where + ": 'train_step_timing in s' is not a positive number of seconds");
     it.step_s = x;
-    if (!find_log_number(line, global_step, x) && !find_log_number(line, iteration, x))
+    if (!find_log_step(line, global_step, where, it.iteration) && !find_log_step(line, iteration, where, it.iteration))
       throw UsageError(where + ": a step line with neither 'global_step' nor 'iteration N/M'");
-    it.iteration = static_cast<long long>(x);
     if (find_log_number(line, tflops, x)) it.tflops_per_gpu = x;
-    if (find_log_number(line, batch, x)) it.global_batch = static_cast<long long>(x);
+    std::string batch_text;
+    if (re2::RE2::PartialMatch(line, batch, &batch_text))
+      it.global_batch =
+          read_log_integer(batch_text, "global_batch_size", where, log_argument_range("global_batch_size"));
     add_logged_iteration(log, it);
   }
   require_logged_iterations(log, "'... global_step: N | ... train_step_timing in s: X' (Lightning's progress)");

@@ -11,9 +11,13 @@
 //   "step: 10  loss:  7.9000  [grad_norm: 2.0000  ]memory: 61.20GiB(77.33%)  tps: 1,234
 //   tflops: 420.50  mfu: 42.52%". tps is tokens per second per device; the line has no
 //   step time, so the step time is the global batch's tokens over tps times the world.
-#include <map>
-#include <regex>
-#include <sstream>
+// The TOML is parsed by toml++ (strings, escapes, inline tables, multi-line arrays as the
+// TOML spec has them); what stays here is which keys make the layout.
+#include <toml++/toml.h>
+
+#include <limits>
+#include <optional>
+#include <utility>
 
 #include "core/errors.hpp"
 #include "reports/ingest/training_log.hpp"
@@ -21,40 +25,38 @@
 namespace ibt::suites {
 namespace {
 
-using Toml = std::map<std::string, std::string>;  // "section.key" -> value text, unquoted
-
-// The one-line `key = value` entries of a TOML file by section (what torchtitan's job
-// configs use); multi-line arrays and inline tables are skipped, their keys unread.
-Toml toml_values(const std::string& text) {
-  static const std::regex section(R"(^\s*\[([\w.-]+)\]\s*(#.*)?$)");
-  static const std::regex entry(R"(^\s*([\w-]+)\s*=\s*("[^"]*"|'[^']*'|[^#]*?)\s*(#.*)?$)");
-  Toml values;
-  std::string prefix;
-  for (const std::string& line : split_log_lines(text)) {
-    std::smatch m;
-    if (std::regex_match(line, m, section)) {
-      prefix = m[1].str() + ".";
-    } else if (std::regex_match(line, m, entry)) {
-      std::string value = m[2].str();
-      if (value.size() >= 2 && (value.front() == '"' || value.front() == '\''))
-        value = value.substr(1, value.size() - 2);
-      values[prefix + m[1].str()] = value;
-    }
-  }
-  return values;
-}
-
-// The whole number at `key`; absent, `fallback`, or (fallback 0) a UsageError: the key is required.
-long long toml_integer(const Toml& toml, const std::string& key, long long fallback, const std::string& file) {
-  const auto it = toml.find(key);
-  if (it == toml.end()) {
+// The whole number at the dotted `key`; absent, `fallback`, or (fallback 0) a UsageError:
+// the key is required. A degree beyond int (2^32+2) or a float is refused, never cut.
+long long toml_integer(const toml::table& toml, const std::string& key, long long fallback, const std::string& file) {
+  const toml::node_view<const toml::node> node = toml.at_path(key);
+  if (!node) {
     if (fallback != 0) return fallback;
     throw UsageError(file + ": no '" + key + "' (needed for the run's layout)");
   }
-  double x = 0;
-  if (!read_log_number(it->second, x) || x != static_cast<double>(static_cast<long long>(x)))
-    throw UsageError(file + ": '" + key + "' is '" + it->second + "', not a whole number");
-  return static_cast<long long>(x);
+  const std::optional<std::int64_t> x = node.value_exact<std::int64_t>();
+  if (!x) throw UsageError(file + ": '" + key + "' is not a whole number (a TOML integer)");
+  if (*x < -1 || *x > std::numeric_limits<int>::max())
+    throw UsageError(file + ": '" + key + "' is " + std::to_string(*x) + ", out of range (it must be 1 .. " +
+                     std::to_string(std::numeric_limits<int>::max()) + ")");
+  return *x;
+}
+
+// The string at the dotted `key`, or none.
+std::optional<std::string> toml_string(const toml::table& toml, const std::string& key, const std::string& file) {
+  const toml::node_view<const toml::node> node = toml.at_path(key);
+  if (!node) return std::nullopt;
+  std::optional<std::string> text = node.value_exact<std::string>();
+  if (!text) throw UsageError(file + ": '" + key + "' is not a string");
+  return text;
+}
+
+toml::table parse_toml(const LogSource& source) {
+  try {
+    return toml::parse(source.config_text, source.config_file);
+  } catch (const toml::parse_error& e) {
+    throw UsageError(source.config_file + ":" + std::to_string(e.source().begin.line) + ": not TOML (" +
+                     std::string(e.description()) + ")");
+  }
 }
 
 struct Layout {
@@ -62,7 +64,7 @@ struct Layout {
   long long world() const { return dp_replicate * dp_shard * tp * pp * cp; }
 };
 
-Layout read_parallelism(const Toml& toml, const LogSource& source) {
+Layout read_parallelism(const toml::table& toml, const LogSource& source) {
   const std::string& file = source.config_file;
   Layout l;
   l.dp_replicate = toml_integer(toml, "parallelism.data_parallel_replicate_degree", 1, file);
@@ -71,7 +73,21 @@ Layout read_parallelism(const Toml& toml, const LogSource& source) {
   l.cp = toml_integer(toml, "parallelism.context_parallel_degree", 1, file);
   l.ep = toml_integer(toml, "parallelism.expert_parallel_degree", 1, file);
   l.dp_shard = toml_integer(toml, "parallelism.data_parallel_shard_degree", -1, file);
-  const long long others = l.dp_replicate * l.tp * l.pp * l.cp;
+  const std::pair<const char*, long long> degrees[] = {{"data_parallel_replicate_degree", l.dp_replicate},
+                                                       {"tensor_parallel_degree", l.tp},
+                                                       {"pipeline_parallel_degree", l.pp},
+                                                       {"context_parallel_degree", l.cp},
+                                                       {"expert_parallel_degree", l.ep}};
+  for (const auto& [key, degree] : degrees)
+    if (degree < 1)
+      throw UsageError(file + ": parallelism." + key + " is " + std::to_string(degree) + ": a degree is 1 or more");
+  // Each degree is at most int's largest, so the product of four fits in a long long only
+  // when checked step by step.
+  long long others = 1;
+  for (const long long d : {l.dp_replicate, l.tp, l.pp, l.cp})
+    if (__builtin_mul_overflow(others, d, &others) || others > std::numeric_limits<int>::max())
+      throw UsageError(file + ": the replicate x tensor x pipeline x context degrees are beyond " +
+                       std::to_string(std::numeric_limits<int>::max()) + " ranks");
   if (l.dp_shard == -1) {
     if (source.world_size <= 0)
       throw UsageError(file + ": data_parallel_shard_degree is -1 (the rest of the world): give the run's world " +
@@ -81,8 +97,12 @@ Layout read_parallelism(const Toml& toml, const LogSource& source) {
                        "replicate x tensor x pipeline x context degrees (" + std::to_string(others) + ") in " + file);
     l.dp_shard = source.world_size / others;
   }
-  if (l.dp_shard < 1 || others < 1)
-    throw UsageError(file + ": the parallel degrees must be 1 or more (data_parallel_shard_degree may be -1)");
+  if (l.dp_shard < 1)
+    throw UsageError(file + ": parallelism.data_parallel_shard_degree is " + std::to_string(l.dp_shard) +
+                     ": a degree is 1 or more (or -1, the rest of the world)");
+  if (l.world() > std::numeric_limits<int>::max())
+    throw UsageError(file + ": the parallel degrees lay out " + std::to_string(l.world()) + " ranks, beyond " +
+                     std::to_string(std::numeric_limits<int>::max()));
   if (source.world_size > 0 && source.world_size != l.world())
     throw UsageError("--world-size " + std::to_string(source.world_size) + " but " + file + " lays out " +
                      std::to_string(l.world()) + " ranks");
@@ -91,17 +111,23 @@ Layout read_parallelism(const Toml& toml, const LogSource& source) {
 
 // The layout and model under Megatron's argument names.
 void read_layout(TrainingLog& log, const LogSource& source) {
-  const Toml toml = toml_values(source.config_text);
+  const toml::table toml = parse_toml(source);
   const std::string& file = source.config_file;
   const Layout l = read_parallelism(toml, source);
   const long long dp = l.dp_replicate * l.dp_shard;
-  const long long local = toml.contains("training.local_batch_size")
+  const long long local = toml.at_path("training.local_batch_size")
                               ? toml_integer(toml, "training.local_batch_size", 0, file)
                               : toml_integer(toml, "training.batch_size", 0, file);
   const long long global = toml_integer(toml, "training.global_batch_size", -1, file);
   // Under pipeline parallelism a local batch is cut into microbatches of this size.
   const long long micro =
       l.pp > 1 ? toml_integer(toml, "parallelism.pipeline_parallel_microbatch_size", 1, file) : local;
+  // torchtitan's default global batch of -1 means local x dp; every other value is sequences.
+  const std::pair<const char*, bool> batches[] = {{"training.local_batch_size (or batch_size)", local >= 1},
+                                                  {"training.global_batch_size", global >= 1 || global == -1},
+                                                  {"parallelism.pipeline_parallel_microbatch_size", micro >= 1}};
+  for (const auto& [key, fine] : batches)
+    if (!fine) throw UsageError(file + ": " + key + " must be 1 or more sequences");
   auto& a = log.arguments;
   a["tensor_model_parallel_size"] = std::to_string(l.tp);
   a["pipeline_model_parallel_size"] = std::to_string(l.pp);
@@ -117,24 +143,22 @@ void read_layout(TrainingLog& log, const LogSource& source) {
   // FSDP2 over the shard degree is ZeRO-3; with replicas (HSDP) its groups are that size.
   if (l.dp_shard > 1) a["zero_stage"] = "3";
   if (l.dp_shard > 1 && l.dp_replicate > 1) a["zero_shard_group"] = std::to_string(l.dp_shard);
-  const auto mode = toml.find("activation_checkpoint.mode");
-  if (mode != toml.end()) a["recompute_granularity"] = mode->second == "none" ? "None" : mode->second;
-  const auto name = toml.find("model.name"), flavor = toml.find("model.flavor");
-  if (name == toml.end() || flavor == toml.end())
-    throw UsageError(file + ": no [model] name and flavor (the model the run trained)");
-  a["model_name"] = name->second + " " + flavor->second;
+  const auto mode = toml_string(toml, "activation_checkpoint.mode", file);
+  if (mode) a["recompute_granularity"] = *mode == "none" ? "None" : *mode;
+  const auto name = toml_string(toml, "model.name", file), flavor = toml_string(toml, "model.flavor", file);
+  if (!name || !flavor) throw UsageError(file + ": no [model] name and flavor (the model the run trained)");
+  a["model_name"] = *name + " " + *flavor;
 }
 
 // One metrics line, its ANSI colour codes already removed.
 LoggedIteration read_step(const std::string& line, const std::string& where, double tokens_per_step, long long world) {
-  static const std::regex step(R"((?:^|\s)step:\s*(\d+)\s)");
-  static const std::regex tps(R"(\btps:\s*([\d,]+(?:\.\d+)?))");
-  static const std::regex tflops(R"(\btflops:\s*([\d,]+(?:\.\d+)?))");
+  static const re2::RE2 step(R"((?:^|\s)step:\s*(\d+)\s)");
+  static const re2::RE2 tps(R"(\btps:\s*([\d,]+(?:\.\d+)?))");
+  static const re2::RE2 tflops(R"(\btflops:\s*([\d,]+(?:\.\d+)?))");
   LoggedIteration it;
   double x = 0;
-  if (!find_log_number(line, step, x))
+  if (!find_log_step(line, step, where, it.iteration))
     throw UsageError(where + ": a metrics line without 'step: N' (not torchtitan's format)");
-  it.iteration = static_cast<long long>(x);
   if (!find_log_number(line, tps, x) || !(x > 0))
     throw UsageError(where + ": step " + std::to_string(it.iteration) + " has no positive 'tps: N'");
   it.step_s = tokens_per_step / (x * static_cast<double>(world));
@@ -147,16 +171,17 @@ LoggedIteration read_step(const std::string& line, const std::string& where, dou
 TrainingLog parse_torchtitan_log(const LogSource& source) {
   if (source.config_text.empty())
     throw UsageError(source.file + ": a torchtitan log has no layout: give the job's TOML with --config job.toml");
-  static const std::regex ansi("\x1b\\[[0-9;]*m");
+  static const re2::RE2 ansi("\x1b\\[[0-9;]*m");
   TrainingLog log;
   log.file = source.file;
   log.parser_version = kTorchtitanParserVersion;
   read_layout(log, source);
   const double tokens_per_step = static_cast<double>(log.integer("global_batch_size") * log.integer("seq_length"));
   const long long world = log.integer("world_size");
-  const std::vector<std::string> lines = split_log_lines(source.text);
+  const std::vector<std::string> lines = split_log_lines(source.text, source.file);
   for (size_t i = 0; i < lines.size(); ++i) {
-    const std::string line = std::regex_replace(lines[i], ansi, "");
+    std::string line = lines[i];
+    re2::RE2::GlobalReplace(&line, ansi, "");
     if (line.find("tps:") == std::string::npos || line.find("loss:") == std::string::npos) continue;
     if (line.find("validate step:") != std::string::npos) continue;  // validation, not a training step
     add_logged_iteration(log, read_step(line, source.file + ":" + std::to_string(i + 1), tokens_per_step, world));

@@ -1,9 +1,6 @@
 #include "reports/ingest/training_log.hpp"
 
-#include <algorithm>
-#include <cmath>
-#include <cstdlib>
-#include <regex>
+#include <limits>
 #include <sstream>
 
 #include "core/errors.hpp"
@@ -28,10 +25,11 @@ std::map<std::string, std::string> line_fields(const std::string& line) {
   return fields;
 }
 
-LoggedIteration read_iteration(const std::string& line, const std::smatch& head, const std::string& where) {
+// One iteration line; `number` is the iteration's digits, `rest` what follows its head.
+LoggedIteration read_iteration(const std::string& number, const std::string& rest, const std::string& where) {
   LoggedIteration it;
-  it.iteration = std::stoll(head[1].str());
-  const auto fields = line_fields(line.substr(static_cast<size_t>(head.position(0) + head.length(0))));
+  it.iteration = read_log_integer(number, "the iteration number", where, {0, std::numeric_limits<long long>::max()});
+  const auto fields = line_fields(rest);
   double x = 0;
   const auto elapsed = fields.find("elapsed time per iteration (ms)");
   if (elapsed == fields.end() || !read_log_number(elapsed->second, x) || !(x > 0))
@@ -41,40 +39,13 @@ LoggedIteration read_iteration(const std::string& line, const std::smatch& head,
   const auto tflops = fields.find("throughput per GPU (TFLOP/s/GPU)");
   if (tflops != fields.end() && read_log_number(tflops->second, x)) it.tflops_per_gpu = x;
   const auto batch = fields.find("global batch size");
-  if (batch != fields.end() && read_log_number(batch->second, x)) it.global_batch = static_cast<long long>(x);
+  if (batch != fields.end())
+    it.global_batch =
+        read_log_integer(batch->second, "'global batch size'", where, log_argument_range("global_batch_size"));
   return it;
 }
 
 }  // namespace
-
-bool read_log_number(const std::string& text, double& out) {
-  char* end = nullptr;
-  out = std::strtod(text.c_str(), &end);
-  return end != text.c_str() && *end == '\0' && std::isfinite(out);
-}
-
-std::vector<std::string> split_log_lines(const std::string& text) {
-  std::vector<std::string> lines;
-  std::string line;
-  for (const char c : text) {
-    if (c == '\n' || c == '\r') {
-      lines.push_back(line);
-      line.clear();
-    } else {
-      line += c;
-    }
-  }
-  if (!line.empty()) lines.push_back(line);
-  return lines;
-}
-
-bool find_log_number(const std::string& line, const std::regex& pattern, double& out) {
-  std::smatch m;
-  if (!std::regex_search(line, m, pattern)) return false;
-  std::string digits = m[1].str();
-  digits.erase(std::remove(digits.begin(), digits.end(), ','), digits.end());
-  return read_log_number(digits, out);
-}
 
 void add_logged_iteration(TrainingLog& log, const LoggedIteration& it) {
   if (!log.iterations.empty() && log.iterations.back().iteration == it.iteration)
@@ -97,10 +68,7 @@ long long TrainingLog::integer(const std::string& name, long long fallback) cons
                      "' in the log's arguments or config (needed for the run's layout or "
                      "model)");
   }
-  double x = 0;
-  if (!read_log_number(it->second, x) || x != static_cast<double>(static_cast<long long>(x)))
-    throw UsageError(file + ": argument '" + name + "' is '" + it->second + "', not a whole number");
-  return static_cast<long long>(x);
+  return read_log_integer(it->second, "argument '" + name + "'", file, log_argument_range(name));
 }
 
 TrainingLog parse_megatron_log(const LogSource& source) {
@@ -108,28 +76,28 @@ TrainingLog parse_megatron_log(const LogSource& source) {
   TrainingLog log;
   log.file = file;
   log.parser_version = kMegatronParserVersion;
-  static const std::regex block_start(R"(^-+ arguments -+\s*$)");
-  static const std::regex block_end(R"(^-+ end of arguments -+\s*$)");
-  static const std::regex argument(R"(^\s+(\w+) \.+ (.*?)\s*$)");
-  static const std::regex iteration(R"(iteration\s+(\d+)\s*/\s*(\d+)\s*\|)");
+  static const re2::RE2 block_start(R"(^-+ arguments -+\s*$)");
+  static const re2::RE2 block_end(R"(^-+ end of arguments -+\s*$)");
+  static const re2::RE2 argument(R"(^\s+(\w+) \.+ (.*?)\s*$)");
+  static const re2::RE2 iteration(R"((iteration\s+(\d+)\s*/\s*\d+\s*\|))");
   enum { before, inside, after } state = before;
-  std::istringstream in(source.text);
-  std::string line;
-  int number = 0;
-  while (std::getline(in, line)) {
-    ++number;
-    const std::string where = file + ":" + std::to_string(number);
-    std::smatch m;
-    if (state == before && std::regex_search(line, block_start)) {
+  const std::vector<std::string> lines = split_log_lines(source.text, file, false);
+  for (size_t i = 0; i < lines.size(); ++i) {
+    const std::string& line = lines[i];
+    const std::string where = file + ":" + std::to_string(i + 1);
+    std::string name, value;
+    re2::StringPiece head;
+    if (state == before && re2::RE2::PartialMatch(line, block_start)) {
       state = inside;
-    } else if (state == inside && std::regex_search(line, block_end)) {
+    } else if (state == inside && re2::RE2::PartialMatch(line, block_end)) {
       state = after;
     } else if (state == inside) {
-      if (!std::regex_match(line, m, argument))
+      if (!re2::RE2::FullMatch(line, argument, &name, &value))
         throw UsageError(where + ": not an argument line ('  name ..... value') inside Megatron's arguments block");
-      log.arguments[m[1].str()] = m[2].str();
-    } else if (std::regex_search(line, m, iteration)) {
-      log.iterations.push_back(read_iteration(line, m, where));
+      log.arguments[name] = value;
+    } else if (re2::RE2::PartialMatch(line, iteration, &head, &value)) {
+      const size_t rest = static_cast<size_t>(head.data() - line.data()) + head.size();
+      log.iterations.push_back(read_iteration(value, line.substr(rest), where));
     }
   }
   if (state == before)

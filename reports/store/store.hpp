@@ -98,5 +98,9 @@ struct TableData {
 // Throws UsageError when the file is missing, not HDF5 or not ibt's schema.
 std::vector<RunInfo> list_runs(const std::string& path);
 TableData read_table(const std::string& path, const std::string& run_id, const std::string& table);
+// Every table of every run read once, each against its digest (table_digest.hpp): for a
+// reader that hands the file on (the HTML report's renderer) or an append, so a damaged
+// table is named (UsageError) before anything else reads it. Returns the runs.
+std::vector<RunInfo> check_tables(const std::string& path);
 
 }  // namespace ibt::store

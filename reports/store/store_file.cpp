@@ -109,8 +109,7 @@ PathState check_append_target(const std::string& path) {
   open_checked(path, true);  // closed again at once: the caller reopens it for writing
   // Every table's rows against their digest (table_digest.hpp): a run is never appended
   // to a file whose earlier runs were damaged since they were written.
-  for (const RunInfo& run : list_runs(path))
-    for (const std::string& table : run.tables) read_table(path, run.id, table);
+  check_tables(path);
   struct stat st {};
   if (stat(path.c_str(), &st) == 0) require_free_space(path, static_cast<std::uint64_t>(st.st_size));
   return PathState::ibt_results_file;

@@ -129,6 +129,13 @@ std::vector<RunInfo> list_runs(const std::string& path) {
   return runs;
 }
 
+std::vector<RunInfo> check_tables(const std::string& path) {
+  std::vector<RunInfo> runs = list_runs(path);
+  for (const RunInfo& run : runs)
+    for (const std::string& table : run.tables) read_table(path, run.id, table);
+  return runs;
+}
+
 TableData read_table(const std::string& path, const std::string& run_id, const std::string& table) {
   h5::Handle file = detail::open_results_read_only(path);
   const std::string id = normalized_run_id(run_id);

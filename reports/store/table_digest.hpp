@@ -3,7 +3,9 @@
 // attributes ibt_crc32 / ibt_crc32_rows and updated with every appended row, because
 // HDF5 checksums none of a table's data (nor the heap that holds its strings): a flipped
 // byte in a row would otherwise read back as a plausible value. Readers recompute it
-// (read_table) and an append first checks every table of the file (check_append_target),
+// (read_table; check_tables for a whole file, as `ibt report` does before its renderer,
+// whose reader reports/html/ibt_h5.py computes the same CRC in Python) and an append first
+// checks every table of the file (check_append_target),
 // so a damaged table is named instead of read or extended. Tables written before the
 // digest existed have none and are read unchecked.
 #include <cstdint>

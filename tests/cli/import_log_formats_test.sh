@@ -27,7 +27,7 @@ import sys, hashlib, h5py, math
 path, fmt, log, config, iters, times, tflops = sys.argv[1:8]
 sha = lambda p: hashlib.sha256(open(p, "rb").read()).hexdigest()
 f = h5py.File(path); run = f["runs"][sorted(f["runs"])[-1]]; a = run.attrs
-assert a["source_format"] == fmt and a["parser_version"] == fmt + "-1", dict(a)
+assert a["source_format"] == fmt and a["parser_version"] == fmt + "-2", dict(a)
 assert a["source_sha256"] == sha(log), a["source_sha256"]
 if config != "-":
     assert a["source_config_sha256"] == sha(config) and a["source_config_file"] == config

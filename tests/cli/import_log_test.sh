@@ -25,7 +25,7 @@ import sys, h5py
 f = h5py.File(sys.argv[1]); run = f["runs"][sorted(f["runs"])[-1]]
 a = run.attrs
 assert a["source_sha256"] == sys.argv[2], (a["source_sha256"], sys.argv[2])
-assert a["source_format"] == "megatron" and a["parser_version"] == "megatron-1"
+assert a["source_format"] == "megatron" and a["parser_version"] == "megatron-2"
 assert a["median_step_s"] == 7.1 and a["world_size"] == 16
 s = run["steps"][:]
 assert list(s["iteration"]) == [10, 20, 30, 40] and list(s["step"]) == [0, 1, 2, 3], s

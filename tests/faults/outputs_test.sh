@@ -2,7 +2,8 @@
 # Files a command creates whole are never written over without --force: calibrate's
 # topology, export's CSV/JSON, accept's JUnit XML and generated reference, report's
 # folder. A refusal exits 2 and leaves the file byte for byte as it was; --force
-# replaces it; an input results file is never the output, --force or not; a write that
+# replaces it; no command's output is one of its inputs (accept, export, calibrate,
+# report, import-log, train), --force or not, through a symlink or a hard link; a write that
 # fails (a file-size limit) exits 4 and leaves the old file whole, with no temporary left.
 source "$(dirname "$0")/lib.sh"
 cd "$dir" || exit 1
@@ -24,9 +25,9 @@ refused() {
 }
 
 # calibrate
-refused "calibrate over its input" r.h5 "is an input results file" \
+refused "calibrate over its input" r.h5 "is the results file r.h5, one of this command's inputs" \
   "$ibt" calibrate r.h5 --out r.h5 --allow-oversubscribed
-refused "calibrate over its input, --force" r.h5 "is an input results file" \
+refused "calibrate over its input, --force" r.h5 "is the results file r.h5, one of this command's inputs" \
   "$ibt" calibrate r.h5 --out r.h5 --allow-oversubscribed --force
 echo '{"mine": true}' >topo.json
 refused "calibrate over a file" topo.json "the file exists and is left as it is" \
@@ -41,7 +42,7 @@ refused "export --json over a results file" other.h5 "the file exists and is lef
   "$ibt" export r.h5 --json --output other.h5
 refused "export --csv over a file" topo.json "the file exists and is left as it is" \
   "$ibt" export r.h5 --csv --out topo.json
-refused "export over its input, --force" r.h5 "is the results file being exported" \
+refused "export over its input, --force" r.h5 "is the results file r.h5, one of this command's inputs" \
   "$ibt" export r.h5 --json --out r.h5 --force
 mkdir -p afolder
 refused "export to a folder" afolder "is a folder" "$ibt" export r.h5 --json --out afolder --force
@@ -63,6 +64,39 @@ ok "accept --write --force replaces the file"
 mkdir -p page && echo mine >page/notes.txt
 refused "report into a folder that holds files" page "already holds files" "$ibt" report r.h5 --out page
 refused "report over a results file" r.h5 "is a file, not a folder" "$ibt" report r.h5 --out r.h5 --force
+
+# No command writes over one of its own inputs, --force or not (the same file by device and
+# inode: a symlink or a hard link to an input is refused too).
+ln -sf r.h5 link.h5
+ln -f r.h5 hard.h5
+refused "accept --generate-reference F.h5 --write F.h5 --force" r.h5 "--write r.h5: is --generate-reference r.h5" \
+  "$ibt" accept --generate-reference r.h5 --write r.h5 --force
+refused "accept --write over its results file by a symlink" r.h5 "--write link.h5: is --generate-reference r.h5" \
+  "$ibt" accept --generate-reference r.h5 --write link.h5 --force
+refused "accept --junit over its --from, a hard link" r.h5 "--junit hard.h5: is --from r.h5" \
+  "$ibt" accept --reference "$(dirname "$0")/../../topologies/references/local-cpu.json" --from r.h5 \
+  --junit hard.h5 --force
+cp "$(dirname "$0")/../../topologies/references/local-cpu.json" ref.json
+refused "accept --junit over its --reference" ref.json "--junit ref.json: is --reference ref.json" \
+  "$ibt" accept --reference ref.json --from r.h5 --junit ref.json --force
+refused "accept --out onto its --from" r.h5 "--out r.h5: is --from r.h5" \
+  "$ibt" accept --reference ref.json --from r.h5 --out r.h5
+refused "export over its input by a symlink, --force" r.h5 "--out link.h5: is the results file r.h5" \
+  "$ibt" export r.h5 --csv --table collectives --out link.h5 --force
+mkdir -p reportdir && cp pristine.h5 reportdir/in.h5
+refused "report into the folder that holds its input, --force" reportdir "--out reportdir: holds the results file" \
+  "$ibt" report reportdir/in.h5 --out reportdir --force
+refused "report into a folder above its input, --force" reportdir "--out .: holds the results file" \
+  "$ibt" report reportdir/in.h5 --out . --force
+printf 'not a log\n' > train.log
+refused "import-log --out onto its log" train.log "--out train.log: is the log train.log" \
+  "$ibt" import-log train.log --format megatron --model llama3-8b --topology dgx-h100 --out train.log
+cp "$(dirname "$0")/../../models/catalog/tiny-dense.json" model.json
+refused "train --out onto its --model" model.json "--out model.json: is --model model.json" \
+  "$ibt" train --model model.json --steps 1 --out model.json
+refused "train --dump onto its --model" model.json "--dump model.json: is --model model.json" \
+  "$ibt" train --model model.json --steps 1 --dump model.json
+rm -f link.h5 hard.h5
 
 # A replacement that cannot be written (file-size limit): exit 4, the old file whole, no temporary.
 cp topo.json topo.before

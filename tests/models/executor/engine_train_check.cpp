@@ -7,11 +7,8 @@
 //   mpiexec -n 4 engine_train_check --model tiny-dense --dp 2 --tp 2 --steps 3
 //   mpiexec -n 4 engine_train_check --model tiny-dense --cp 2 --tp 2 --steps 3
 //
-// Tolerances (relative, fp32): loss 2e-5, gradient norm 1e-4, parameter norm 1e-5.
-// The split changes only the order of fp32 sums (TP partial sums, DP all-reduce,
-// microbatch accumulation): single-step differences are ~1e-7 relative; AdamW divides
-// by sqrt(v), which amplifies differences in near-zero gradient entries, so the
-// gradient norm gets the loosest bound.
+// Tolerances: the cpu fp32 row of the one --check table (models/engine/check_tolerance.hpp,
+// which says why each value), the same `ibt train --check` judges by.
 #include <mpi.h>
 
 #include <cmath>
@@ -22,6 +19,7 @@
 
 #include "core/errors.hpp"
 #include "models/engine/blas.hpp"
+#include "models/engine/check_tolerance.hpp"
 #include "models/engine/reference_trainer.hpp"
 #include "models/executor/cpu_executor.hpp"
 #include "models/plan/accounting.hpp"
@@ -137,11 +135,12 @@ int main(int argc, char** argv) {
             s, got.loss, want.loss, got.grad_norm, want.grad_norm, got.param_norm, want.param_norm, t.total, t.compute,
             t.tp, t.pp, t.dp, t.ep, t.cp);
       if (rank == 0 && got.aux_loss > 0) std::printf("        aux_loss %.9g (ref %.9g)\n", got.aux_loss, want.aux_loss);
-      const char* bad = !close(got.loss, want.loss, 2e-5)               ? "loss"
-                        : !close(got.grad_norm, want.grad_norm, 1e-4)   ? "grad_norm"
-                        : !close(got.param_norm, want.param_norm, 1e-5) ? "param_norm"
-                        : !close(got.aux_loss, want.aux_loss, 1e-5)     ? "aux_loss"
-                                                                        : nullptr;
+      const CheckTolerance& tol = kFp32Cpu;
+      const char* bad = !close(got.loss, want.loss, tol.loss)                     ? "loss"
+                        : !close(got.grad_norm, want.grad_norm, tol.grad_norm)    ? "grad_norm"
+                        : !close(got.param_norm, want.param_norm, tol.param_norm) ? "param_norm"
+                        : !close(got.aux_loss, want.aux_loss, tol.aux_loss)       ? "aux_loss"
+                                                                                  : nullptr;
       if (bad) {
         if (rank == 0) std::fprintf(stderr, "MISMATCH at step %d: %s differs from the serial reference\n", s, bad);
         status = 1;
