@@ -8,23 +8,23 @@
 #include <cstdio>
 #include <map>
 
+#include "cli/cli.hpp"
+#include "cli/collectives_args.hpp"
+#include "cli/collectives_results.hpp"
+#include "cli/commands.hpp"
 #include "collectives/arrival_gate.hpp"
 #include "collectives/harness.hpp"
 #include "collectives/host_memory.hpp"
-#include "collectives/provenance.hpp"
-#include "collectives/sizes.hpp"
-#include "ibt/version.hpp"
-#include "collectives/runtime/backends.hpp"
-#include "cli/cli.hpp"
-#include "cli/collectives_args.hpp"
 #include "collectives/nccl_tests_format.hpp"
-#include "cli/collectives_results.hpp"
+#include "collectives/provenance.hpp"
 #include "collectives/results_table.hpp"
+#include "collectives/runtime/backends.hpp"
 #include "collectives/runtime/job_facts.hpp"
 #include "collectives/runtime/job_guard.hpp"
 #include "collectives/runtime/mpi_session.hpp"
 #include "collectives/runtime/p2p_rows.hpp"
-#include "cli/commands.hpp"
+#include "collectives/sizes.hpp"
+#include "ibt/version.hpp"
 
 extern char** environ;
 
@@ -76,7 +76,7 @@ void print_collectives_header(const CollectivesArgs& args, const HarnessOptions&
       harness.rotate_bytes ? format_size(harness.rotate_bytes).c_str() : "off");
   if (recorder.active()) std::printf("# results: %s, run %s\n", args.out.c_str(), recorder.run_id().c_str());
   for (const auto& n : notes) std::fprintf(stderr, "# note: %s\n", n.c_str());
-  if (args.output_format != "nccl-tests") print_table_header(stdout);
+  if (args.output_format != "nccl-tests") results_table(args, mpi.size()).print_header(stdout);
   std::fflush(nullptr);
 }
 
