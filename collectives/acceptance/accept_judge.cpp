@@ -7,6 +7,7 @@
 #include <cstdio>
 
 #include "core/stats.hpp"
+#include "core/text_table.hpp"
 
 namespace ibt::suites {
 
@@ -95,9 +96,34 @@ std::vector<Verdict> judge_metrics(const AcceptReference& ref, const AcceptMeasu
 }
 
 // The PASS/FAIL table, each verdict stored as a row of table "accept".
+namespace {
+
+// The verdict table's columns at the printf widths it always had; each row is laid out on
+// its own (row_text), so a long metric name pushes only its own row, as printf did.
+TextTable verdict_table() {
+  using Align = TextTable::Align;
+  TextTable t;
+  t.add_column({"metric", Align::left, "", 44});
+  t.add_column({"statistic", Align::left, "", 18});
+  t.add_column({"measured", Align::right, "", 12});
+  t.add_column({"target", Align::right, "", 12});
+  t.add_column({"bounds", Align::right, "", 25});
+  t.add_column({"unit", Align::right, "", 6});
+  t.add_column({"margin", Align::right, "", 8});
+  t.add_column(TextTable::Column("verdict", Align::left).after("  "));
+  return t;
+}
+
+}  // namespace
+
 Failures print_and_record_verdicts(const std::vector<Verdict>& verdicts, RunRecorder& recorder) {
-  std::printf("#\n# %-44s %-18s %12s %12s %25s %6s %8s  %s\n", "metric", "statistic", "measured", "target", "bounds",
-              "unit", "margin", "verdict");
+  const TextTable table = verdict_table();
+  TextTable::Style style;
+  style.header_indent = "# ";
+  style.indent = "  ";
+  style.gap = " ";
+  style.rule = false;
+  std::printf("#\n%s", table.header_text(style).c_str());
   Failures failed;
   for (const auto& v : verdicts) {
     const auto& m = *v.metric;
@@ -105,10 +131,13 @@ Failures print_and_record_verdicts(const std::vector<Verdict>& verdicts, RunReco
         "[" + format_judged_value(m.lower_bound()) + ", " + format_judged_value(m.upper_bound()) + "]";
     char margin[32];
     std::snprintf(margin, sizeof margin, "%+.3f", v.judgement.margin);
-    std::printf("  %-44s %-18s %12s %12s %25s %6s %8s  %s%s%s\n", m.name.c_str(), m.quantity.c_str(),
-                format_judged_value(v.judgement.measured).c_str(), format_judged_value(m.target).c_str(),
-                bounds.c_str(), m.unit.c_str(), v.judgement.measured_ok ? margin : "n/a",
-                v.judgement.pass ? "PASS" : "FAIL", v.note.empty() ? "" : "  ", v.note.c_str());
+    const std::string verdict = std::string(v.judgement.pass ? "PASS" : "FAIL") + (v.note.empty() ? "" : "  ") + v.note;
+    std::printf("%s", table
+                          .row_text({m.name, m.quantity, format_judged_value(v.judgement.measured),
+                                     format_judged_value(m.target), bounds, m.unit,
+                                     v.judgement.measured_ok ? margin : "n/a", verdict},
+                                    style)
+                          .c_str());
     if (!v.judgement.pass) {
       ++failed.count;
       failed.names += (failed.names.empty() ? "" : ", ") + m.name;
