@@ -7,13 +7,16 @@
 #include <cstdio>
 #include <filesystem>
 #include <iostream>
+#include <tuple>
+#include <vector>
 
-#include "core/errors.hpp"
-#include "core/output_file.hpp"
-#include "models/engine/sgemm_peak.hpp"
-#include "reports/store/store.hpp"
 #include "cli/cli.hpp"
 #include "cli/commands.hpp"
+#include "core/errors.hpp"
+#include "core/output_file.hpp"
+#include "core/text_table.hpp"
+#include "models/engine/sgemm_peak.hpp"
+#include "reports/store/store.hpp"
 #include "topologies/calibration/calibration.hpp"
 #include "topologies/calibration/calibration_layout.hpp"
 #include "topologies/calibration/compute_fit.hpp"
@@ -181,12 +184,30 @@ TrainRunChoice choose_train_runs(const std::vector<std::string>& fit_train,
 
 // The fits with their residuals, what was not fitted, and the calibrated fabric.
 void print_fits(const topo::CalibrationReport& rep, bool measure_local) {
-  std::printf("%-16s %-6s %5s %6s %12s %12s %12s %9s %9s\n", "op", "scope", "n", "points", "alpha (us)", "algbw GB/s",
-              "busbw GB/s", "rms res", "max res");
+  using Align = TextTable::Align;
+  TextTable fits;  // at the printf widths it always had, each row laid out on its own
+  for (const auto& [name, align, width] :
+       std::vector<std::tuple<const char*, Align, std::size_t>>{{"op", Align::left, 16},
+                                                                {"scope", Align::left, 6},
+                                                                {"n", Align::right, 5},
+                                                                {"points", Align::right, 6},
+                                                                {"alpha (us)", Align::right, 12},
+                                                                {"algbw GB/s", Align::right, 12},
+                                                                {"busbw GB/s", Align::right, 12},
+                                                                {"rms res", Align::right, 9},
+                                                                {"max res", Align::right, 9}})
+    fits.add_column({name, align, "", width});
+  TextTable::Style style;
+  style.gap = " ";
+  style.rule = false;
+  std::printf("%s", fits.header_text(style).c_str());
   for (const auto& f : rep.topology.fits)
-    std::printf("%-16s %-6s %5d %6d %12.3f %12.3f %12.3f %8.1f%% %8.1f%%\n", f.op.c_str(), f.scope.c_str(),
-                f.group_size, f.points, f.alpha_us, f.algbw_GBps, f.busbw_GBps, 100 * f.rms_rel_residual,
-                100 * f.max_rel_residual);
+    std::printf("%s",
+                fits.row_text({f.op, f.scope, std::to_string(f.group_size), std::to_string(f.points),
+                               fixed(f.alpha_us, 3), fixed(f.algbw_GBps, 3), fixed(f.busbw_GBps, 3),
+                               fixed(100 * f.rms_rel_residual, 1) + "%", fixed(100 * f.max_rel_residual, 1) + "%"},
+                              style)
+                    .c_str());
   for (const auto& s : rep.skipped) std::printf("not fitted: %s\n", s.c_str());
   if (rep.topology.fits.empty()) throw UsageError("no collective could be fitted from the given files");
   std::printf("scale-up domain: %d devices (%s); scale-out: %s\n", rep.topology.domain_size(),
@@ -209,13 +230,32 @@ void fit_compute_efficiency(topo::Topology& topology, const TrainRunChoice& runs
   const topo::ComputeFit cf = topo::fit_compute(topology, runs.fit, runs.held_out);
   std::printf("compute fit: gemm_efficiency %.4f of fp32 peak %.4f TFLOP/s = %.2f GFLOP/s achieved, from %zu run(s)\n",
               cf.gemm_efficiency, topology.device.fp32.get(), cf.achieved_gflops, runs.fit.size());
-  std::printf("%-8s %-40s %12s %12s %8s %12s %12s %8s  %s\n", "use", "run", "compute s", "projected", "res", "step s",
-              "projected", "res", "model, split");
+  using Align = TextTable::Align;
+  TextTable table;  // at the printf widths it always had, each row laid out on its own
+  for (const auto& [name, align, width] :
+       std::vector<std::tuple<const char*, Align, std::size_t>>{{"use", Align::left, 8},
+                                                                {"run", Align::left, 40},
+                                                                {"compute s", Align::right, 12},
+                                                                {"projected", Align::right, 12},
+                                                                {"res", Align::right, 8},
+                                                                {"step s", Align::right, 12},
+                                                                {"projected", Align::right, 12},
+                                                                {"res", Align::right, 8}})
+    table.add_column({name, align, "", width});
+  table.add_column(TextTable::Column("model, split", Align::left).after("  "));
+  TextTable::Style style;
+  style.gap = " ";
+  style.rule = false;
+  std::printf("%s", table.header_text(style).c_str());
   for (const auto& r : cf.residuals)
-    std::printf("%-8s %-40s %12.5f %12.5f %+7.1f%% %12.5f %12.5f %+7.1f%%  %s\n", r.fitted ? "fit" : "held-out",
-                r.label.c_str(), r.measured_compute_s, r.projected_compute_s,
-                100 * (r.projected_compute_s / r.measured_compute_s - 1), r.measured_step_s, r.projected_step_s,
-                100 * (r.projected_step_s / r.measured_step_s - 1), r.what.c_str());
+    std::printf("%s", table
+                          .row_text({r.fitted ? "fit" : "held-out", r.label, fixed(r.measured_compute_s, 5),
+                                     fixed(r.projected_compute_s, 5),
+                                     signed_fixed(100 * (r.projected_compute_s / r.measured_compute_s - 1), 1) + "%",
+                                     fixed(r.measured_step_s, 5), fixed(r.projected_step_s, 5),
+                                     signed_fixed(100 * (r.projected_step_s / r.measured_step_s - 1), 1) + "%", r.what},
+                                    style)
+                          .c_str());
   topo::apply_compute_fit(topology, cf, runs.fit);
 }
 
