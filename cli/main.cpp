@@ -8,11 +8,12 @@
 #include <string>
 #include <vector>
 
+#include "cli/commands.hpp"
+#include "cli/old_short_options.hpp"
 #include "core/did_you_mean.hpp"
 #include "core/errors.hpp"
+#include "core/text_table.hpp"
 #include "ibt/version.hpp"
-#include "cli/old_short_options.hpp"
-#include "cli/commands.hpp"
 
 namespace {
 
@@ -63,13 +64,28 @@ const std::vector<Suite>& suites() {
   return list;
 }
 
+// The commands and what each does: the summary wraps under itself to fit `width` (0: one
+// line per command, however long).
+std::string command_list(std::size_t width) {
+  ibt::TextTable table;
+  table.add_column({"", ibt::TextTable::Align::left, "", 16});
+  table.add_column(ibt::TextTable::Column("", ibt::TextTable::Align::left).wrapping());
+  for (const auto& s : suites()) table.add_row({s.name, s.summary});
+  ibt::TextTable::Style style;
+  style.indent = "  ";
+  style.gap = " ";
+  style.header = false;
+  style.width = width;
+  return table.render(style);
+}
+
 void print_usage(std::FILE* out) {
   std::fprintf(out,
                "ibt %s (%s): a benchmark and conformance suite for interconnect-bound LLM training\n\n"
                "usage: ibt <command> [options]     (ibt <command> --help, or ibt help <command>, for its options)\n\n"
                "commands:\n",
                ibt::kVersion, ibt::kGitCommit);
-  for (const auto& s : suites()) std::fprintf(out, "  %-16s %s\n", s.name, s.summary);
+  std::fputs(command_list(0).c_str(), out);
   std::fprintf(out,
                "\nMulti-rank commands run under an MPI launcher, e.g.\n"
                "  mpiexec -n 4 ibt collectives --scope all --domain-size 2 --out results.h5\n"
