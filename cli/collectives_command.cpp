@@ -24,6 +24,7 @@
 #include "collectives/runtime/mpi_session.hpp"
 #include "collectives/runtime/p2p_rows.hpp"
 #include "collectives/sizes.hpp"
+#include "core/text_wrap.hpp"
 #include "ibt/version.hpp"
 
 extern char** environ;
@@ -59,21 +60,37 @@ void record_collectives_run(RunRecorder& recorder, int argc, char** argv, const 
   recorder.set_environment(allowed_environment(environ));
 }
 
+// A "# " line broken at spaces to fit 120 columns, each continuation "#   ..." (fit false:
+// as it is).
+std::string comment_lines(const std::string& text, bool fit) {
+  if (!fit) return text;
+  std::string out = wrap_lines(text, kReportColumns, 4);
+  for (std::size_t at = out.find("\n    "); at != std::string::npos; at = out.find("\n    ", at + 1)) out[at + 1] = '#';
+  return out;
+}
+
 // Rank 0: the header lines, the notes (stderr) and, for ibt's format, the table header.
 void print_collectives_header(const CollectivesArgs& args, const HarnessOptions& harness, const MpiSession& mpi,
                               const JobFacts& facts, const DomainLayout& layout, const Backend& backend,
                               const RunRecorder& recorder, const std::vector<std::string>& notes) {
-  std::printf("# ibt collectives %s (%s): %d ranks on %zu host(s), %d domain(s) by %s, backend %s\n", kVersion,
-              kGitCommit, mpi.size(), facts.hosts.size(), layout.num_domains, layout.method.c_str(),
-              backend.name().c_str());
-  std::printf(
-      "# timing %s: %d timed iterations of %d call(s) after %d warm-up; time = %s over ranks; check %s; "
-      "%s; rotate %s\n",
-      args.timing.c_str(), harness.iters, harness.agg_iters, harness.warmup_iters,
-      std::string(to_string(harness.aggregation)).c_str(),
-      harness.check ? (std::to_string(harness.check_iters) + "x").c_str() : "off",
-      harness.blocking ? "blocking" : "non-blocking",
-      harness.rotate_bytes ? format_size(harness.rotate_bytes).c_str() : "off");
+  // ibt's table fits 120 columns unless --wide: so do these lines, a continuation still a
+  // "#" comment for the scripts that skip them.
+  const bool fit = !args.wide && args.output_format != "nccl-tests";
+  char line[1024];
+  std::snprintf(line, sizeof line,
+                "# ibt collectives %s (%s): %d ranks on %zu host(s), %d domain(s) by %s, backend %s\n", kVersion,
+                kGitCommit, mpi.size(), facts.hosts.size(), layout.num_domains, layout.method.c_str(),
+                backend.name().c_str());
+  std::fputs(comment_lines(line, fit).c_str(), stdout);
+  std::snprintf(line, sizeof line,
+                "# timing %s: %d timed iterations of %d call(s) after %d warm-up; time = %s over ranks; check %s; "
+                "%s; rotate %s\n",
+                args.timing.c_str(), harness.iters, harness.agg_iters, harness.warmup_iters,
+                std::string(to_string(harness.aggregation)).c_str(),
+                harness.check ? (std::to_string(harness.check_iters) + "x").c_str() : "off",
+                harness.blocking ? "blocking" : "non-blocking",
+                harness.rotate_bytes ? format_size(harness.rotate_bytes).c_str() : "off");
+  std::fputs(comment_lines(line, fit).c_str(), stdout);
   if (recorder.active()) std::printf("# results: %s, run %s\n", args.out.c_str(), recorder.run_id().c_str());
   for (const auto& n : notes) std::fprintf(stderr, "# note: %s\n", n.c_str());
   if (args.output_format != "nccl-tests") results_table(args, mpi.size()).print_header(stdout);

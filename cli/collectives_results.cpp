@@ -57,7 +57,7 @@ std::string hosts_of(const std::vector<int>& ranks, const std::vector<std::strin
 }
 
 ResultsTable results_table(const CollectivesArgs& args, int ranks) {
-  return ResultsTable(true, parse_size(args.max_bytes, "--max-bytes"), ranks);
+  return ResultsTable(args.wide, parse_size(args.max_bytes, "--max-bytes"), ranks);
 }
 
 SizeResults::SizeResults(const CollectivesArgs& args, std::size_t outlier_bandwidth_from, const Backend& backend,
