@@ -13,6 +13,7 @@
 #include "core/did_you_mean.hpp"
 #include "core/errors.hpp"
 #include "core/text_table.hpp"
+#include "core/text_wrap.hpp"
 #include "ibt/version.hpp"
 
 namespace {
@@ -79,18 +80,45 @@ std::string command_list(std::size_t width) {
   return table.render(style);
 }
 
-void print_usage(std::FILE* out) {
+void print_usage(std::FILE* out, std::size_t width) {
   std::fprintf(out,
                "ibt %s (%s): a benchmark and conformance suite for interconnect-bound LLM training\n\n"
                "usage: ibt <command> [options]     (ibt <command> --help, or ibt help <command>, for its options)\n\n"
                "commands:\n",
                ibt::kVersion, ibt::kGitCommit);
-  std::fputs(command_list(0).c_str(), out);
+  std::fputs(command_list(width).c_str(), out);
   std::fprintf(out,
                "\nMulti-rank commands run under an MPI launcher, e.g.\n"
                "  mpiexec -n 4 ibt collectives --scope all --domain-size 2 --out results.h5\n"
                "Results go to HDF5 files (one file, many runs); `ibt show FILE` lists them.\n\n%s",
                ibt::kExitStatusTable);
+}
+
+// `ibt`, `ibt --help` (-h, help): the command list within 120 columns; with --wide
+// (`ibt --help --wide`) each command's summary on its one line, however long.
+int usage_main(int argc, char** argv) {
+  if (argc < 2) {
+    print_usage(stdout, ibt::kReportColumns);
+    return ibt::kExitUsage;
+  }
+  bool wide = false, asked = false;
+  for (int i = 1; i < argc; ++i) {
+    const std::string word = argv[i];
+    if (word == "--wide" && !wide) {
+      wide = true;
+    } else if ((word == "--help" || word == "-h" || word == "help") && !asked) {
+      asked = true;
+    } else {
+      std::fprintf(stderr, "ibt --help: unexpected '%s' (ibt --help [--wide], or ibt help <command>)\n", argv[i]);
+      return ibt::kExitUsage;
+    }
+  }
+  if (!asked) {
+    std::fprintf(stderr, "ibt: --wide is an option of --help or of a command (ibt --help --wide)\n");
+    return ibt::kExitUsage;
+  }
+  print_usage(stdout, wide ? 0 : ibt::kReportColumns);
+  return ibt::kExitOk;
 }
 
 }  // namespace
@@ -102,15 +130,14 @@ int main(int argc, char** argv) {
   // `ibt help CMD` is `ibt CMD --help`.
   std::vector<char*> help_args;
   static char help_flag[] = "--help";
-  if (argc == 3 && !std::strcmp(argv[1], "help")) {
+  if (argc == 3 && !std::strcmp(argv[1], "help") && std::strcmp(argv[2], "--wide") != 0) {
     help_args = {argv[0], argv[2], help_flag};
     argc = 3;
     argv = help_args.data();
   }
-  if (argc < 2 || !std::strcmp(argv[1], "--help") || !std::strcmp(argv[1], "-h") || !std::strcmp(argv[1], "help")) {
-    print_usage(stdout);
-    return argc < 2 ? ibt::kExitUsage : ibt::kExitOk;
-  }
+  const bool help = argc >= 2 && (!std::strcmp(argv[1], "--help") || !std::strcmp(argv[1], "-h") ||
+                                  !std::strcmp(argv[1], "help") || !std::strcmp(argv[1], "--wide"));
+  if (argc < 2 || help) return usage_main(argc, argv);
   if (!std::strcmp(argv[1], "--version")) {
     std::printf("ibt %s (%s)\n", ibt::kVersion, ibt::kGitCommit);
     return ibt::kExitOk;
