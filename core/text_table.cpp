@@ -45,6 +45,18 @@ std::size_t longest_word(const std::string& text) {
   return longest;
 }
 
+// A wrapping column keeps words up to this long whole; a longer one (a JSON attribute, a
+// path) is cut where its column ends rather than holding the table past its width.
+constexpr std::size_t kWholeWord = 24;
+
+// A wrapping cell's lines: broken at spaces, a word longer than the column cut.
+std::vector<std::string> pieces_of(const std::string& text, std::size_t width) {
+  std::vector<std::string> out;
+  for (const auto& piece : cell_pieces(text, width))
+    for (std::size_t at = 0; at == 0 || at < piece.size(); at += width) out.push_back(piece.substr(at, width));
+  return out;
+}
+
 // A row's further line that names no column to sit under starts this far past the indent.
 constexpr std::size_t kContinuationIndent = 4;
 
@@ -84,7 +96,7 @@ TextTable::Layout TextTable::layout(const Style& style) const {
     }
     for (const auto& row : rows_) {
       width = std::max(width, row[i].size());
-      if (c.wraps) floor = std::max(floor, longest_word(row[i]));
+      if (c.wraps) floor = std::max(floor, std::min(longest_word(row[i]), kWholeWord));
     }
     l.widths.push_back(width);
     floors.push_back(floor);
@@ -135,7 +147,7 @@ std::string TextTable::segment_lines(const std::vector<std::string>& cells, cons
   std::size_t height = 1;
   for (std::size_t i = first; i < end; ++i) {
     const bool breaks = wrap && columns_[i].wraps && cells[i].size() > l.widths[i];
-    pieces.push_back(breaks ? cell_pieces(cells[i], l.widths[i]) : std::vector<std::string>{cells[i]});
+    pieces.push_back(breaks ? pieces_of(cells[i], l.widths[i]) : std::vector<std::string>{cells[i]});
     height = std::max(height, pieces.back().size());
   }
   std::string out;

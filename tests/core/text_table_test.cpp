@@ -153,6 +153,19 @@ TEST(TextTable, WithoutABreakColumnARowTakesTheColumnsThatFitPerLine) {
             "           4\n");
 }
 
+TEST(TextTable, AWordLongerThanAWrappingColumnIsCutAtItsEdge) {
+  TextTable t;
+  t.add_column("name", Align::left);
+  t.add_column(TextTable::Column("value", Align::left).wrapping());
+  t.add_row({"config", "{\"a\":1,\"b\":2,\"c\":3,\"d\":4,\"e\":5,\"f\":6,\"g\":7}"});
+  TextTable::Style s;
+  s.header = false;
+  s.width = 34;  // the value column 26 wide
+  EXPECT_EQ(t.render(s),
+            "config  {\"a\":1,\"b\":2,\"c\":3,\"d\":4,\"\n"
+            "        e\":5,\"f\":6,\"g\":7}\n");
+}
+
 TEST(TextTable, AColumnMayHaveItsOwnSeparator) {
   TextTable t;
   t.add_column({"margin", Align::right});
