@@ -60,22 +60,13 @@ void record_collectives_run(RunRecorder& recorder, int argc, char** argv, const 
   recorder.set_environment(allowed_environment(environ));
 }
 
-// A "# " line broken at spaces to fit 120 columns, each continuation "#   ..." (fit false:
-// as it is).
-std::string comment_lines(const std::string& text, bool fit) {
-  if (!fit) return text;
-  std::string out = wrap_lines(text, kReportColumns, 4);
-  for (std::size_t at = out.find("\n    "); at != std::string::npos; at = out.find("\n    ", at + 1)) out[at + 1] = '#';
-  return out;
-}
-
 // Rank 0: the header lines, the notes (stderr) and, for ibt's format, the table header.
 void print_collectives_header(const CollectivesArgs& args, const HarnessOptions& harness, const MpiSession& mpi,
                               const JobFacts& facts, const DomainLayout& layout, const Backend& backend,
                               const RunRecorder& recorder, const std::vector<std::string>& notes) {
   // ibt's table fits 120 columns unless --wide: so do these lines, a continuation still a
   // "#" comment for the scripts that skip them.
-  const bool fit = !args.wide && args.output_format != "nccl-tests";
+  const std::size_t fit = !args.wide && args.output_format != "nccl-tests" ? kReportColumns : 0;
   char line[1024];
   std::snprintf(line, sizeof line,
                 "# ibt collectives %s (%s): %d ranks on %zu host(s), %d domain(s) by %s, backend %s\n", kVersion,

@@ -112,13 +112,17 @@ TextTable::Layout TextTable::layout(const Style& style) const {
   for (std::size_t i = 1; i < columns_.size(); ++i)
     if (columns_[i].break_under) l.segments.push_back(i);
   place(columns_, style.indent.size(), style.gap, l.widths, l.segments, l.starts);
-  // Then the wrapping columns give up what is still over, the last of a line first.
+  // Then the wrapping columns give up what is still over, a column at a time from the
+  // widest, so that no one column is squeezed to its floor while another stays wide.
   for (std::size_t s = 0; s < l.segments.size(); ++s) {
     const std::size_t end = s + 1 < l.segments.size() ? l.segments[s + 1] : columns_.size();
-    for (std::size_t i = end; i-- > l.segments[s] && too_wide(s);) {
-      if (!columns_[i].wraps) continue;
-      const std::size_t give = std::min(end_of(s) - style.width, l.widths[i] - floors[i]);
-      l.widths[i] -= give;
+    while (too_wide(s)) {
+      std::size_t widest = end;
+      for (std::size_t i = l.segments[s]; i < end; ++i)
+        if (columns_[i].wraps && l.widths[i] > floors[i] && (widest == end || l.widths[i] > l.widths[widest]))
+          widest = i;
+      if (widest == end) break;
+      --l.widths[widest];
       place(columns_, style.indent.size(), style.gap, l.widths, l.segments, l.starts);
     }
   }
@@ -146,8 +150,13 @@ std::string TextTable::segment_lines(const std::vector<std::string>& cells, cons
   std::vector<std::vector<std::string>> pieces;
   std::size_t height = 1;
   for (std::size_t i = first; i < end; ++i) {
-    const bool breaks = wrap && columns_[i].wraps && cells[i].size() > l.widths[i];
-    pieces.push_back(breaks ? pieces_of(cells[i], l.widths[i]) : std::vector<std::string>{cells[i]});
+    // Without a budget a cell is never broken: a row printed on its own may be wider than
+    // the header made its column, as printf's widths were. The last column of a line may
+    // use what the budget leaves.
+    std::size_t room = l.widths[i];
+    if (i + 1 == end && style.width > l.starts[i]) room = std::max(room, style.width - l.starts[i]);
+    const bool breaks = wrap && style.width > 0 && columns_[i].wraps && cells[i].size() > room;
+    pieces.push_back(breaks ? pieces_of(cells[i], room) : std::vector<std::string>{cells[i]});
     height = std::max(height, pieces.back().size());
   }
   std::string out;

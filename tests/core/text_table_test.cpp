@@ -177,6 +177,17 @@ TEST(TextTable, AColumnMayHaveItsOwnSeparator) {
   EXPECT_EQ(t.render(s), "margin  verdict\n+0.500  PASS\n");
 }
 
+TEST(TextTable, ARowPrintedOnItsOwnWithoutABudgetIsNeverBroken) {
+  TextTable t;
+  t.add_column({"metric", Align::left, "", 8});
+  t.add_column(TextTable::Column("verdict", Align::left).wrapping());
+  TextTable::Style s;
+  s.gap = " ";
+  EXPECT_EQ(t.row_text({"latency", "FAIL  not in the file"}, s), "latency  FAIL  not in the file\n");
+  s.width = 20;  // the last column may take what the budget leaves: 11
+  EXPECT_EQ(t.row_text({"latency", "FAIL  not in the file"}, s), "latency  FAIL not in\n         the file\n");
+}
+
 TEST(TextTable, FormatsFixedDecimals) {
   EXPECT_EQ(fixed(2.0, 2), "2.00");
   EXPECT_EQ(fixed(1234.5678, 0), "1235");
