@@ -3,7 +3,6 @@
 #include "cli/accept_measure.hpp"
 
 #include <cstdio>
-#include <utility>
 
 #include "cli/collectives_results.hpp"
 #include "collectives/harness.hpp"
@@ -26,9 +25,10 @@ std::vector<std::size_t> sizes_of(const AcceptMetric& m) {
   return expand(sweep);
 }
 
-// A measurement as one aligned line while accept measures: words and figures in columns
-// at the printf widths these lines always had.
-TextTable measured_line() {
+// A measurement as one aligned line while accept measures: words and figures in columns.
+// Wide, at the printf widths these lines always had (123 columns); by default the times and
+// the bandwidth a little narrower, so that the line fits 120.
+TextTable measured_line(bool wide) {
   using Align = TextTable::Align;
   TextTable t;
   t.add_column({"", Align::left});
@@ -37,12 +37,12 @@ TextTable measured_line() {
   t.add_column({"", Align::left, "", 8});
   t.add_column({"", Align::right, "", 10});
   t.add_column({"", Align::left});
-  for (const auto& [label, width] : {std::pair{"mean", 10}, std::pair{"p50", 10}, std::pair{"busbw", 8}}) {
-    t.add_column(TextTable::Column(label, Align::left).after("  "));
-    t.add_column({"", Align::right, "", static_cast<std::size_t>(width)});
+  for (const std::size_t width : {wide ? 10u : 9u, wide ? 10u : 9u, wide ? 8u : 7u}) {
+    t.add_column(TextTable::Column("", Align::left).after("  "));
+    t.add_column({"", Align::right, "", width});
     t.add_column({"", Align::left});
   }
-  t.add_column(TextTable::Column("", Align::left).after("  "));
+  t.add_column(TextTable::Column("", Align::left).after(wide ? "  " : " "));
   t.add_column({"", Align::left});
   return t;
 }
@@ -106,7 +106,7 @@ void measure_accept_collectives(const AcceptWork& work, const AcceptReference& r
       if (!m) return;
       measured.collectives[{m->op, m->scope, m->dtype, m->bytes}] = *m;
       measured.wrong += m->wrong;
-      std::fputs(measured_line()
+      std::fputs(measured_line(job.wide)
                      .row_text({"measured", m->op, m->scope, m->dtype, std::to_string(m->bytes), "B", "mean",
                                 fixed(m->time_us, 2), "us", "p50", fixed(m->p50_us, 2), "us", "busbw",
                                 fixed(m->busbw_GBps, 3), "GB/s", "#wrong", std::to_string(m->wrong)},

@@ -8,6 +8,7 @@
 
 #include "collectives/results_schema.hpp"
 #include "core/errors.hpp"
+#include "core/text_wrap.hpp"
 #include "reports/text/run_selection.hpp"
 
 namespace ibt::suites {
@@ -35,7 +36,7 @@ bool has_table(const store::RunInfo& run, const std::string& table) {
 // the same file) stored. The run must be of the reference's job size.
 AcceptMeasurements read_accept_measurements(const std::string& from, const std::string& run_spec,
                                             const std::string& reference_path, const AcceptReference& ref,
-                                            std::FILE* log) {
+                                            std::FILE* log, std::size_t width) {
   const auto runs = store::list_runs(from);
   std::vector<store::RunInfo> with_collectives;
   for (const auto& r : runs)
@@ -98,8 +99,10 @@ AcceptMeasurements read_accept_measurements(const std::string& from, const std::
       measured.collectives[key] = m;
     ++rows;
   }
-  std::fprintf(log, "# judging %s: %zu collectives rows%s\n", measured.source.c_str(), rows,
-               measured.intra_is_world ? " (one domain: intra metrics read the world rows)" : "");
+  const std::string judging = "# judging " + measured.source + ": " + std::to_string(rows) + " collectives rows" +
+                              (measured.intra_is_world ? " (one domain: intra metrics read the world rows)" : "") +
+                              "\n";
+  std::fputs(comment_lines(judging, width).c_str(), log);
   for (auto it = runs.rbegin(); it != runs.rend(); ++it) {
     if (!has_table(*it, kP2pTable)) continue;
     const store::TableData p = store::read_table(from, it->id, kP2pTable);
@@ -118,7 +121,9 @@ AcceptMeasurements read_accept_measurements(const std::string& from, const std::
     }
     measured.p2p_read = true;
     measured.source += ", p2p matrix from run " + it->id;
-    std::fprintf(log, "# judging p2p metrics from run %s: %zu pairs x sizes\n", it->id.c_str(), p.rows.size());
+    const std::string p2p =
+        "# judging p2p metrics from run " + it->id + ": " + std::to_string(p.rows.size()) + " pairs x sizes\n";
+    std::fputs(comment_lines(p2p, width).c_str(), log);
     break;
   }
   return measured;

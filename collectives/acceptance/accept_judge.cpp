@@ -95,49 +95,56 @@ std::vector<Verdict> judge_metrics(const AcceptReference& ref, const AcceptMeasu
   return verdicts;
 }
 
-// The PASS/FAIL table, each verdict stored as a row of table "accept".
 namespace {
 
-// The verdict table's columns at the printf widths it always had; each row is laid out on
-// its own (row_text), so a long metric name pushes only its own row, as printf did.
-TextTable verdict_table() {
+// The verdict table. Wide: the printf widths it always had, each row laid out on its own
+// (row_text), so a long metric name pushes only its own row, as printf did. Otherwise the
+// columns as wide as their cells, the verdict and its note wrapping within `width`.
+TextTable verdict_table(bool wide) {
   using Align = TextTable::Align;
   TextTable t;
-  t.add_column({"metric", Align::left, "", 44});
-  t.add_column({"statistic", Align::left, "", 18});
-  t.add_column({"measured", Align::right, "", 12});
-  t.add_column({"target", Align::right, "", 12});
-  t.add_column({"bounds", Align::right, "", 25});
-  t.add_column({"unit", Align::right, "", 6});
-  t.add_column({"margin", Align::right, "", 8});
-  t.add_column(TextTable::Column("verdict", Align::left).after("  "));
+  t.add_column({"metric", Align::left, "", wide ? 44u : 0u});
+  t.add_column({"statistic", Align::left, "", wide ? 18u : 0u});
+  t.add_column({"measured", Align::right, "", wide ? 12u : 0u});
+  t.add_column({"target", Align::right, "", wide ? 12u : 0u});
+  t.add_column({"bounds", Align::right, "", wide ? 25u : 0u});
+  t.add_column({"unit", Align::right, "", wide ? 6u : 0u});
+  t.add_column({"margin", Align::right, "", wide ? 8u : 0u});
+  t.add_column(TextTable::Column("verdict", Align::left).after("  ").wrapping());
   return t;
+}
+
+std::vector<std::string> verdict_cells(const Verdict& v) {
+  const auto& m = *v.metric;
+  const std::string bounds =
+      "[" + format_judged_value(m.lower_bound()) + ", " + format_judged_value(m.upper_bound()) + "]";
+  char margin[32];
+  std::snprintf(margin, sizeof margin, "%+.3f", v.judgement.margin);
+  const std::string verdict = std::string(v.judgement.pass ? "PASS" : "FAIL") + (v.note.empty() ? "" : "  ") + v.note;
+  return {m.name, m.quantity, format_judged_value(v.judgement.measured), format_judged_value(m.target),
+          bounds, m.unit,     v.judgement.measured_ok ? margin : "n/a",  verdict};
 }
 
 }  // namespace
 
-Failures print_and_record_verdicts(const std::vector<Verdict>& verdicts, RunRecorder& recorder) {
-  const TextTable table = verdict_table();
+Failures print_and_record_verdicts(const std::vector<Verdict>& verdicts, RunRecorder& recorder, std::size_t width) {
+  TextTable table = verdict_table(width == 0);
   TextTable::Style style;
   style.header_indent = "# ";
   style.indent = "  ";
   style.gap = " ";
   style.rule = false;
-  std::printf("#\n%s", table.header_text(style).c_str());
+  style.width = width;
+  if (width == 0) {
+    std::printf("#\n%s", table.header_text(style).c_str());
+    for (const auto& v : verdicts) std::printf("%s", table.row_text(verdict_cells(v), style).c_str());
+  } else {
+    for (const auto& v : verdicts) table.add_row(verdict_cells(v));
+    std::printf("#\n%s", table.render(style).c_str());
+  }
   Failures failed;
   for (const auto& v : verdicts) {
     const auto& m = *v.metric;
-    const std::string bounds =
-        "[" + format_judged_value(m.lower_bound()) + ", " + format_judged_value(m.upper_bound()) + "]";
-    char margin[32];
-    std::snprintf(margin, sizeof margin, "%+.3f", v.judgement.margin);
-    const std::string verdict = std::string(v.judgement.pass ? "PASS" : "FAIL") + (v.note.empty() ? "" : "  ") + v.note;
-    std::printf("%s", table
-                          .row_text({m.name, m.quantity, format_judged_value(v.judgement.measured),
-                                     format_judged_value(m.target), bounds, m.unit,
-                                     v.judgement.measured_ok ? margin : "n/a", verdict},
-                                    style)
-                          .c_str());
     if (!v.judgement.pass) {
       ++failed.count;
       failed.names += (failed.names.empty() ? "" : ", ") + m.name;
