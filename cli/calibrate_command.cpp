@@ -15,6 +15,7 @@
 #include "core/errors.hpp"
 #include "core/output_file.hpp"
 #include "core/text_table.hpp"
+#include "core/text_wrap.hpp"
 #include "models/engine/sgemm_peak.hpp"
 #include "reports/store/store.hpp"
 #include "topologies/calibration/calibration.hpp"
@@ -50,6 +51,7 @@ struct CalibrateArgs {
   std::vector<std::string> inputs;
   std::string out, base = "local-cpu", name;
   bool measure_local = false, allow_oversubscribed = false, force = false;
+  bool wide = false;  // the residual table at its old fixed widths
   std::vector<std::string> fit_train;
 };
 
@@ -66,6 +68,9 @@ po::options_description calibrate_options(CalibrateArgs& a) {
       "fit-train", po::value(&a.fit_train)->composing(),
       "FILE.h5:RUN_ID or FILE.h5 (repeatable): fit compute efficiency to these train runs only; the other "
       "train runs in the input files are held out and reported")(
+      "wide", po::bool_switch(&a.wide),
+      "the compute fit's residual table at fixed widths, one line per run (about 150 columns); by default every "
+      "line fits 120 columns, a long run name or split continuing under itself")(
       "allow-oversubscribed", po::bool_switch(&a.allow_oversubscribed),
       "fit runs measured with more ranks than cores on a host (refused without it: such timings measure the "
       "scheduler, with residuals of 40-67% seen)");
@@ -221,7 +226,8 @@ void print_fits(const topo::CalibrationReport& rep, bool measure_local) {
 
 // model.gemm_efficiency fitted to the chosen train runs, each run's residual printed; with
 // none, the base topology's efficiency stays.
-void fit_compute_efficiency(topo::Topology& topology, const TrainRunChoice& runs, const std::string& base_name) {
+void fit_compute_efficiency(topo::Topology& topology, const TrainRunChoice& runs, const std::string& base_name,
+                            std::size_t width) {
   if (runs.fit.empty()) {
     std::printf("compute: no train run to fit, gemm_efficiency %.3f kept from '%s'\n",
                 topology.model.gemm_efficiency.get(), base_name.c_str());
@@ -231,8 +237,11 @@ void fit_compute_efficiency(topo::Topology& topology, const TrainRunChoice& runs
   std::printf("compute fit: gemm_efficiency %.4f of fp32 peak %.4f TFLOP/s = %.2f GFLOP/s achieved, from %zu run(s)\n",
               cf.gemm_efficiency, topology.device.fp32.get(), cf.achieved_gflops, runs.fit.size());
   using Align = TextTable::Align;
-  TextTable table;  // at the printf widths it always had, each row laid out on its own
-  for (const auto& [name, align, width] :
+  // Wide (width 0): the printf widths it always had, each row laid out on its own. Otherwise
+  // the columns as wide as their cells, run and split wrapping within `width`.
+  const bool wide = width == 0;
+  TextTable table;
+  for (const auto& [name, align, min_width] :
        std::vector<std::tuple<const char*, Align, std::size_t>>{{"use", Align::left, 8},
                                                                 {"run", Align::left, 40},
                                                                 {"compute s", Align::right, 12},
@@ -240,22 +249,34 @@ void fit_compute_efficiency(topo::Topology& topology, const TrainRunChoice& runs
                                                                 {"res", Align::right, 8},
                                                                 {"step s", Align::right, 12},
                                                                 {"projected", Align::right, 12},
-                                                                {"res", Align::right, 8}})
-    table.add_column({name, align, "", width});
-  table.add_column(TextTable::Column("model, split", Align::left).after("  "));
+                                                                {"res", Align::right, 8}}) {
+    TextTable::Column column(name, align, "", wide ? min_width : 0);
+    if (std::string(name) == "run") column.wrapping();
+    table.add_column(column);
+  }
+  table.add_column(TextTable::Column("model, split", Align::left).after("  ").wrapping());
   TextTable::Style style;
   style.gap = " ";
   style.rule = false;
-  std::printf("%s", table.header_text(style).c_str());
-  for (const auto& r : cf.residuals)
-    std::printf("%s", table
-                          .row_text({r.fitted ? "fit" : "held-out", r.label, fixed(r.measured_compute_s, 5),
-                                     fixed(r.projected_compute_s, 5),
-                                     signed_fixed(100 * (r.projected_compute_s / r.measured_compute_s - 1), 1) + "%",
-                                     fixed(r.measured_step_s, 5), fixed(r.projected_step_s, 5),
-                                     signed_fixed(100 * (r.projected_step_s / r.measured_step_s - 1), 1) + "%", r.what},
-                                    style)
-                          .c_str());
+  style.width = width;
+  auto cells = [](const topo::TrainResidual& r) -> std::vector<std::string> {
+    return {r.fitted ? "fit" : "held-out",
+            r.label,
+            fixed(r.measured_compute_s, 5),
+            fixed(r.projected_compute_s, 5),
+            signed_fixed(100 * (r.projected_compute_s / r.measured_compute_s - 1), 1) + "%",
+            fixed(r.measured_step_s, 5),
+            fixed(r.projected_step_s, 5),
+            signed_fixed(100 * (r.projected_step_s / r.measured_step_s - 1), 1) + "%",
+            r.what};
+  };
+  if (wide) {
+    std::printf("%s", table.header_text(style).c_str());
+    for (const auto& r : cf.residuals) std::printf("%s", table.row_text(cells(r), style).c_str());
+  } else {
+    for (const auto& r : cf.residuals) table.add_row(cells(r));
+    std::printf("%s", table.render(style).c_str());
+  }
   topo::apply_compute_fit(topology, cf, runs.fit);
 }
 
@@ -284,11 +305,13 @@ int calibrate_main(int argc, char** argv) {
   for (const auto& r : train_runs.fit)
     if (!r.oversubscription.empty()) oversubscribed_fit.push_back(r.label() + " (" + r.oversubscription + ")");
   if (!oversubscribed_fit.empty()) refuse_or_warn_oversubscribed(oversubscribed_fit, a.allow_oversubscribed);
-  fit_compute_efficiency(rep.topology, train_runs, base_topology.name);
+  fit_compute_efficiency(rep.topology, train_runs, base_topology.name, a.wide ? 0 : kReportColumns);
   const std::string text = topo::to_json(rep.topology);
   topo::parse_topology(text, a.out);  // what we write must load back
   write_output_file(a.out, text, "--out");
-  std::printf("wrote %s (%zu fits); use it as --topology %s\n", a.out.c_str(), rep.topology.fits.size(), a.out.c_str());
+  const std::string wrote = "wrote " + a.out + " (" + std::to_string(rep.topology.fits.size()) +
+                            " fits); use it as --topology " + a.out + "\n";
+  std::printf("%s", wrap_lines(wrote, a.wide ? 0 : kReportColumns, 2).c_str());
   return kExitOk;
 }
 
