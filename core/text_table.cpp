@@ -159,6 +159,9 @@ std::string TextTable::segment_lines(const std::vector<std::string>& cells, cons
     pieces.push_back(breaks ? pieces_of(cells[i], room) : std::vector<std::string>{cells[i]});
     height = std::max(height, pieces.back().size());
   }
+  // A further line of a row with nothing on it (no note, say) is not printed.
+  if (s > 0 && std::all_of(pieces.begin(), pieces.end(), [](const auto& p) { return p.size() == 1 && p[0].empty(); }))
+    return "";
   std::string out;
   for (std::size_t p = 0; p < height; ++p) {
     std::string line = indent;

@@ -110,19 +110,30 @@ TextTable verdict_table(bool wide) {
   t.add_column({"bounds", Align::right, "", wide ? 25u : 0u});
   t.add_column({"unit", Align::right, "", wide ? 6u : 0u});
   t.add_column({"margin", Align::right, "", wide ? 8u : 0u});
-  t.add_column(TextTable::Column("verdict", Align::left).after("  ").wrapping());
+  t.add_column(TextTable::Column("verdict", Align::left).after("  "));
+  // Within a width, a verdict's note goes on a line of its own under the statistic, so a
+  // long one reads as a sentence; wide, it follows the verdict on its line as it always did.
+  if (!wide) t.add_column(TextTable::Column("", Align::left).after("  ").breaking_under(1).wrapping());
   return t;
 }
 
-std::vector<std::string> verdict_cells(const Verdict& v) {
+std::vector<std::string> verdict_cells(const Verdict& v, bool wide) {
   const auto& m = *v.metric;
   const std::string bounds =
       "[" + format_judged_value(m.lower_bound()) + ", " + format_judged_value(m.upper_bound()) + "]";
   char margin[32];
   std::snprintf(margin, sizeof margin, "%+.3f", v.judgement.margin);
-  const std::string verdict = std::string(v.judgement.pass ? "PASS" : "FAIL") + (v.note.empty() ? "" : "  ") + v.note;
-  return {m.name, m.quantity, format_judged_value(v.judgement.measured), format_judged_value(m.target),
-          bounds, m.unit,     v.judgement.measured_ok ? margin : "n/a",  verdict};
+  const std::string pass = v.judgement.pass ? "PASS" : "FAIL";
+  std::vector<std::string> cells = {m.name,
+                                    m.quantity,
+                                    format_judged_value(v.judgement.measured),
+                                    format_judged_value(m.target),
+                                    bounds,
+                                    m.unit,
+                                    v.judgement.measured_ok ? margin : "n/a",
+                                    wide ? pass + (v.note.empty() ? "" : "  ") + v.note : pass};
+  if (!wide) cells.push_back(v.note);
+  return cells;
 }
 
 }  // namespace
@@ -137,9 +148,9 @@ Failures print_and_record_verdicts(const std::vector<Verdict>& verdicts, RunReco
   style.width = width;
   if (width == 0) {
     std::printf("#\n%s", table.header_text(style).c_str());
-    for (const auto& v : verdicts) std::printf("%s", table.row_text(verdict_cells(v), style).c_str());
+    for (const auto& v : verdicts) std::printf("%s", table.row_text(verdict_cells(v, true), style).c_str());
   } else {
-    for (const auto& v : verdicts) table.add_row(verdict_cells(v));
+    for (const auto& v : verdicts) table.add_row(verdict_cells(v, false));
     std::printf("#\n%s", table.render(style).c_str());
   }
   Failures failed;

@@ -188,6 +188,24 @@ TEST(TextTable, ARowPrintedOnItsOwnWithoutABudgetIsNeverBroken) {
   EXPECT_EQ(t.row_text({"latency", "FAIL  not in the file"}, s), "latency  FAIL not in\n         the file\n");
 }
 
+TEST(TextTable, AnEmptySecondLineIsNotPrinted) {
+  TextTable t;
+  t.add_column({"metric", Align::left});
+  t.add_column({"verdict", Align::left});
+  t.add_column(TextTable::Column("", Align::left).breaking_under(1));
+  t.add_row({"latency", "PASS", ""});
+  t.add_row({"bandwidth", "FAIL", "not in the file"});
+  TextTable::Style s;
+  s.width = 24;
+  EXPECT_EQ(t.render(s),
+            "metric     verdict\n"
+            "---------  -------\n"
+            "           ---------------\n"
+            "latency    PASS\n"
+            "bandwidth  FAIL\n"
+            "           not in the file\n");
+}
+
 TEST(TextTable, FormatsFixedDecimals) {
   EXPECT_EQ(fixed(2.0, 2), "2.00");
   EXPECT_EQ(fixed(1234.5678, 0), "1235");
