@@ -12,24 +12,25 @@
 #include <cstdio>
 #include <iostream>
 
-#include "collectives/arrival_gate.hpp"
-#include "collectives/provenance.hpp"
-#include "core/output_file.hpp"
-#include "ibt/version.hpp"
-#include "reports/store/store.hpp"
+#include "cli/accept_measure.hpp"
+#include "cli/cli.hpp"
+#include "cli/commands.hpp"
 #include "collectives/acceptance/accept_baseline.hpp"
 #include "collectives/acceptance/accept_from_file.hpp"
 #include "collectives/acceptance/accept_generate.hpp"
 #include "collectives/acceptance/accept_judge.hpp"
 #include "collectives/acceptance/accept_junit.hpp"
-#include "cli/accept_measure.hpp"
 #include "collectives/acceptance/accept_reference.hpp"
+#include "collectives/arrival_gate.hpp"
+#include "collectives/provenance.hpp"
 #include "collectives/runtime/backends.hpp"
-#include "cli/cli.hpp"
 #include "collectives/runtime/job_facts.hpp"
 #include "collectives/runtime/job_guard.hpp"
 #include "collectives/runtime/mpi_session.hpp"
-#include "cli/commands.hpp"
+#include "core/output_file.hpp"
+#include "core/text_wrap.hpp"
+#include "ibt/version.hpp"
+#include "reports/store/store.hpp"
 
 extern char** environ;
 
@@ -65,6 +66,7 @@ struct AcceptArgs {
   double timeout = 60, efficiency = 0;
   int generate_ranks = 0;
   bool force = false;
+  bool wide = false;  // the verdict table at its old widths, one line per metric
   // Given on the command line (an empty --junit or --write is refused by name, --efficiency
   // checked only when given).
   bool junit_given = false, write_given = false, efficiency_given = false;
@@ -89,6 +91,9 @@ po::options_description accept_options(AcceptArgs& a) {
       "--generate-reference: fraction of link bandwidth to expect (default: the topology's model efficiencies)")(
       "write", po::value(&a.write_to), "--generate-reference: the file to write (default: standard output)")(
       "force", po::bool_switch(&a.force), "replace the --junit or --write file when it exists")(
+      "wide", po::bool_switch(&a.wide),
+      "the verdict table with one line per metric at fixed widths (about 140 columns and more with a note); by "
+      "default every line fits 120 columns, a verdict's note continuing under it")(
       "from", po::value(&a.from),
       "FILE.h5: judge a results file instead of measuring (no MPI job needed): the collectives run --run names, "
       "and for p2p metrics the newest run in the file with a p2p matrix")(
@@ -200,9 +205,12 @@ void start_accept_run(RunRecorder& recorder, int argc, char** argv, const MpiSes
   recorder.set_attr("reference_system", ref.system);
   recorder.set_attr("reference_json", ref.text);
   recorder.set_environment(allowed_environment(environ));
-  std::printf("# ibt accept %s (%s): reference %s (%s), %zu metrics, %d ranks on %zu host(s), %d domain(s) by %s\n",
-              kVersion, kGitCommit, a.reference_path.c_str(), ref.system.c_str(), ref.metrics.size(), mpi.size(),
-              facts.hosts.size(), layout.num_domains, layout.method.c_str());
+  char line[2048];
+  std::snprintf(line, sizeof line,
+                "# ibt accept %s (%s): reference %s (%s), %zu metrics, %d ranks on %zu host(s), %d domain(s) by %s\n",
+                kVersion, kGitCommit, a.reference_path.c_str(), ref.system.c_str(), ref.metrics.size(), mpi.size(),
+                facts.hosts.size(), layout.num_domains, layout.method.c_str());
+  std::fputs(comment_lines(line, report_width(a.wide)).c_str(), stdout);
   std::fflush(nullptr);
 }
 
@@ -211,8 +219,10 @@ int finish_accept_run(const AcceptArgs& a, const AcceptReference& ref, const std
                       const Failures& failed, std::uint64_t wrong, double started, RunRecorder& recorder) {
   std::printf("# correctness: %llu wrong values %s\n", static_cast<unsigned long long>(wrong), wrong ? "FAIL" : "PASS");
   const bool ok = failed.count == 0 && wrong == 0;
-  std::printf("# verdict: %s (%zu metrics, %d failed%s%s)\n", ok ? "PASS" : "FAIL", verdicts.size(), failed.count,
-              failed.count ? ": " : "", failed.names.c_str());
+  const std::string verdict = std::string("# verdict: ") + (ok ? "PASS" : "FAIL") + " (" +
+                              std::to_string(verdicts.size()) + " metrics, " + std::to_string(failed.count) +
+                              " failed" + (failed.count ? ": " : "") + failed.names + ")\n";
+  std::fputs(comment_lines(verdict, report_width(a.wide)).c_str(), stdout);
   if (!a.junit.empty()) {
     write_junit(a.junit, ref, verdicts, wrong, MPI_Wtime() - started);
     std::printf("# JUnit XML: %s\n", a.junit.c_str());
@@ -233,7 +243,8 @@ int finish_accept_run(const AcceptArgs& a, const AcceptReference& ref, const std
 int judge_file(int argc, char** argv, const AcceptArgs& a, const AcceptReference& ref, const MpiSession& mpi) {
   if (mpi.size() > 1) throw UsageError("--from judges a file: run it as one process (without mpiexec)");
   const double started = MPI_Wtime();
-  AcceptMeasurements measured = read_accept_measurements(a.from, a.run_spec, a.reference_path, ref);
+  AcceptMeasurements measured =
+      read_accept_measurements(a.from, a.run_spec, a.reference_path, ref, stdout, report_width(a.wide));
   if (!a.out.empty()) check_output_on_all_ranks(a.out, MPI_COMM_WORLD);
   RunRecorder recorder(a.out, "accept");
   recorder.set_attr("command_line", joined_command_line(argc, argv));
@@ -243,10 +254,12 @@ int judge_file(int argc, char** argv, const AcceptArgs& a, const AcceptReference
   recorder.set_attr("reference_system", ref.system);
   recorder.set_attr("reference_json", ref.text);
   recorder.set_attr("judged_from", measured.source);
-  std::printf("# ibt accept %s (%s): reference %s (%s), %zu metrics, judged from %s\n", kVersion, kGitCommit,
-              a.reference_path.c_str(), ref.system.c_str(), ref.metrics.size(), measured.source.c_str());
+  const std::string header = std::string("# ibt accept ") + kVersion + " (" + kGitCommit + "): reference " +
+                             a.reference_path + " (" + ref.system + "), " + std::to_string(ref.metrics.size()) +
+                             " metrics, judged from " + measured.source + "\n";
+  std::fputs(comment_lines(header, report_width(a.wide)).c_str(), stdout);
   const std::vector<Verdict> verdicts = judge_metrics(ref, measured);
-  const Failures failed = print_and_record_verdicts(verdicts, recorder);
+  const Failures failed = print_and_record_verdicts(verdicts, recorder, report_width(a.wide));
   return finish_accept_run(a, ref, verdicts, failed, measured.wrong, started, recorder);
 }
 
@@ -284,7 +297,7 @@ int run(int argc, char** argv, MpiSession& mpi) {
 
   ArrivalGate gate(MPI_COMM_WORLD);
   AcceptMeasurements measured;
-  const MeasureContext job{*backend, layout, gate, guard, recorder.get()};
+  const MeasureContext job{*backend, layout, gate, guard, recorder.get(), a.wide};
   try {
     measure_accept_collectives(work, ref, a.timeout, job, measured);
     if (!work.p2p_sizes.empty()) measure_accept_p2p(work, ref, a.timeout, mpi, facts, job, measured);
@@ -298,7 +311,7 @@ int run(int argc, char** argv, MpiSession& mpi) {
   }
 
   const std::vector<Verdict> verdicts = judge_metrics(ref, measured);
-  const Failures failed = print_and_record_verdicts(verdicts, *recorder);
+  const Failures failed = print_and_record_verdicts(verdicts, *recorder, report_width(a.wide));
   return finish_accept_run(a, ref, verdicts, failed, measured.wrong, started, *recorder);
 }
 

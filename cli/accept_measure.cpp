@@ -4,13 +4,14 @@
 
 #include <cstdio>
 
+#include "cli/collectives_results.hpp"
 #include "collectives/harness.hpp"
 #include "collectives/p2p_matrix.hpp"
-#include "reports/tables/collectives_table.hpp"
-#include "collectives/sizes.hpp"
-#include "core/errors.hpp"
-#include "cli/collectives_results.hpp"
 #include "collectives/runtime/p2p_rows.hpp"
+#include "collectives/sizes.hpp"
+#include "reports/tables/collectives_table.hpp"
+#include "core/errors.hpp"
+#include "core/text_table.hpp"
 
 namespace ibt::suites {
 namespace {
@@ -22,6 +23,36 @@ std::vector<std::size_t> sizes_of(const AcceptMetric& m) {
   sweep.max_bytes = m.max_bytes;
   sweep.factor = 2;
   return expand(sweep);
+}
+
+// A measurement as one aligned line while accept measures: words and figures in columns.
+// Wide, at the printf widths these lines always had (123 columns); by default the times and
+// the bandwidth a little narrower, so that the line fits 120.
+TextTable measured_line(bool wide) {
+  using Align = TextTable::Align;
+  TextTable t;
+  t.add_column({"", Align::left});
+  t.add_column({"", Align::left, "", 14});
+  t.add_column({"", Align::left, "", 5});
+  t.add_column({"", Align::left, "", 8});
+  t.add_column({"", Align::right, "", 10});
+  t.add_column({"", Align::left});
+  for (const std::size_t width : {wide ? 10u : 9u, wide ? 10u : 9u, wide ? 8u : 7u}) {
+    t.add_column(TextTable::Column("", Align::left).after("  "));
+    t.add_column({"", Align::right, "", width});
+    t.add_column({"", Align::left});
+  }
+  t.add_column(TextTable::Column("", Align::left).after(wide ? "  " : " "));
+  t.add_column({"", Align::left});
+  return t;
+}
+
+TextTable::Style measured_style() {
+  TextTable::Style s;
+  s.indent = "  ";
+  s.gap = " ";
+  s.header = false;
+  return s;
 }
 
 }  // namespace
@@ -75,9 +106,13 @@ void measure_accept_collectives(const AcceptWork& work, const AcceptReference& r
       if (!m) return;
       measured.collectives[{m->op, m->scope, m->dtype, m->bytes}] = *m;
       measured.wrong += m->wrong;
-      std::printf("  measured %-14s %-5s %-8s %10zu B  mean %10.2f us  p50 %10.2f us  busbw %8.3f GB/s  #wrong %llu\n",
-                  m->op.c_str(), m->scope.c_str(), m->dtype.c_str(), m->bytes, m->time_us, m->p50_us, m->busbw_GBps,
-                  static_cast<unsigned long long>(m->wrong));
+      std::fputs(measured_line(job.wide)
+                     .row_text({"measured", m->op, m->scope, m->dtype, std::to_string(m->bytes), "B", "mean",
+                                fixed(m->time_us, 2), "us", "p50", fixed(m->p50_us, 2), "us", "busbw",
+                                fixed(m->busbw_GBps, 3), "GB/s", "#wrong", std::to_string(m->wrong)},
+                               measured_style())
+                     .c_str(),
+                 stdout);
       job.recorder->append(collectives_row(*m, job.backend.name()));
     };
     events.on_note = [](const std::string& text) { std::fprintf(stderr, "# note: %s\n", text.c_str()); };

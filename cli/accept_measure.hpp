@@ -7,9 +7,9 @@
 #include <string>
 #include <tuple>
 
+#include "collectives/acceptance/accept_judge.hpp"
 #include "collectives/arrival_gate.hpp"
 #include "collectives/domains.hpp"
-#include "collectives/acceptance/accept_judge.hpp"
 #include "collectives/runtime/backends.hpp"
 #include "collectives/runtime/job_facts.hpp"
 #include "collectives/runtime/job_guard.hpp"
@@ -39,6 +39,7 @@ struct MeasureContext {
   ArrivalGate& gate;
   JobGuard& guard;
   RunRecorder* recorder;  // rank 0's; nullptr elsewhere
+  bool wide = false;      // --wide: the "measured" lines at the widths they always had
 };
 
 // One harness pass per (scope, op, dtype); each size printed and stored (rank 0) as it comes.

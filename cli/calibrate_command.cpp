@@ -7,13 +7,17 @@
 #include <cstdio>
 #include <filesystem>
 #include <iostream>
+#include <tuple>
+#include <vector>
 
-#include "core/errors.hpp"
-#include "core/output_file.hpp"
-#include "models/engine/sgemm_peak.hpp"
-#include "reports/store/store.hpp"
 #include "cli/cli.hpp"
 #include "cli/commands.hpp"
+#include "core/errors.hpp"
+#include "core/output_file.hpp"
+#include "core/text_table.hpp"
+#include "core/text_wrap.hpp"
+#include "models/engine/sgemm_peak.hpp"
+#include "reports/store/store.hpp"
 #include "topologies/calibration/calibration.hpp"
 #include "topologies/calibration/calibration_layout.hpp"
 #include "topologies/calibration/compute_fit.hpp"
@@ -47,6 +51,7 @@ struct CalibrateArgs {
   std::vector<std::string> inputs;
   std::string out, base = "local-cpu", name;
   bool measure_local = false, allow_oversubscribed = false, force = false;
+  bool wide = false;  // the residual table at its old fixed widths
   std::vector<std::string> fit_train;
 };
 
@@ -63,6 +68,9 @@ po::options_description calibrate_options(CalibrateArgs& a) {
       "fit-train", po::value(&a.fit_train)->composing(),
       "FILE.h5:RUN_ID or FILE.h5 (repeatable): fit compute efficiency to these train runs only; the other "
       "train runs in the input files are held out and reported")(
+      "wide", po::bool_switch(&a.wide),
+      "the compute fit's residual table at fixed widths, one line per run (about 150 columns); by default every "
+      "line fits 120 columns, a long run name or split continuing under itself")(
       "allow-oversubscribed", po::bool_switch(&a.allow_oversubscribed),
       "fit runs measured with more ranks than cores on a host (refused without it: such timings measure the "
       "scheduler, with residuals of 40-67% seen)");
@@ -180,12 +188,30 @@ TrainRunChoice choose_train_runs(const std::vector<std::string>& fit_train,
 
 // The fits with their residuals, what was not fitted, and the calibrated fabric.
 void print_fits(const topo::CalibrationReport& rep, bool measure_local) {
-  std::printf("%-16s %-6s %5s %6s %12s %12s %12s %9s %9s\n", "op", "scope", "n", "points", "alpha (us)", "algbw GB/s",
-              "busbw GB/s", "rms res", "max res");
+  using Align = TextTable::Align;
+  TextTable fits;  // at the printf widths it always had, each row laid out on its own
+  for (const auto& [name, align, width] :
+       std::vector<std::tuple<const char*, Align, std::size_t>>{{"op", Align::left, 16},
+                                                                {"scope", Align::left, 6},
+                                                                {"n", Align::right, 5},
+                                                                {"points", Align::right, 6},
+                                                                {"alpha (us)", Align::right, 12},
+                                                                {"algbw GB/s", Align::right, 12},
+                                                                {"busbw GB/s", Align::right, 12},
+                                                                {"rms res", Align::right, 9},
+                                                                {"max res", Align::right, 9}})
+    fits.add_column({name, align, "", width});
+  TextTable::Style style;
+  style.gap = " ";
+  style.rule = false;
+  std::printf("%s", fits.header_text(style).c_str());
   for (const auto& f : rep.topology.fits)
-    std::printf("%-16s %-6s %5d %6d %12.3f %12.3f %12.3f %8.1f%% %8.1f%%\n", f.op.c_str(), f.scope.c_str(),
-                f.group_size, f.points, f.alpha_us, f.algbw_GBps, f.busbw_GBps, 100 * f.rms_rel_residual,
-                100 * f.max_rel_residual);
+    std::printf("%s",
+                fits.row_text({f.op, f.scope, std::to_string(f.group_size), std::to_string(f.points),
+                               fixed(f.alpha_us, 3), fixed(f.algbw_GBps, 3), fixed(f.busbw_GBps, 3),
+                               fixed(100 * f.rms_rel_residual, 1) + "%", fixed(100 * f.max_rel_residual, 1) + "%"},
+                              style)
+                    .c_str());
   for (const auto& s : rep.skipped) std::printf("not fitted: %s\n", s.c_str());
   if (rep.topology.fits.empty()) throw UsageError("no collective could be fitted from the given files");
   std::printf("scale-up domain: %d devices (%s); scale-out: %s\n", rep.topology.domain_size(),
@@ -199,7 +225,8 @@ void print_fits(const topo::CalibrationReport& rep, bool measure_local) {
 
 // model.gemm_efficiency fitted to the chosen train runs, each run's residual printed; with
 // none, the base topology's efficiency stays.
-void fit_compute_efficiency(topo::Topology& topology, const TrainRunChoice& runs, const std::string& base_name) {
+void fit_compute_efficiency(topo::Topology& topology, const TrainRunChoice& runs, const std::string& base_name,
+                            std::size_t width) {
   if (runs.fit.empty()) {
     std::printf("compute: no train run to fit, gemm_efficiency %.3f kept from '%s'\n",
                 topology.model.gemm_efficiency.get(), base_name.c_str());
@@ -208,13 +235,47 @@ void fit_compute_efficiency(topo::Topology& topology, const TrainRunChoice& runs
   const topo::ComputeFit cf = topo::fit_compute(topology, runs.fit, runs.held_out);
   std::printf("compute fit: gemm_efficiency %.4f of fp32 peak %.4f TFLOP/s = %.2f GFLOP/s achieved, from %zu run(s)\n",
               cf.gemm_efficiency, topology.device.fp32.get(), cf.achieved_gflops, runs.fit.size());
-  std::printf("%-8s %-40s %12s %12s %8s %12s %12s %8s  %s\n", "use", "run", "compute s", "projected", "res", "step s",
-              "projected", "res", "model, split");
-  for (const auto& r : cf.residuals)
-    std::printf("%-8s %-40s %12.5f %12.5f %+7.1f%% %12.5f %12.5f %+7.1f%%  %s\n", r.fitted ? "fit" : "held-out",
-                r.label.c_str(), r.measured_compute_s, r.projected_compute_s,
-                100 * (r.projected_compute_s / r.measured_compute_s - 1), r.measured_step_s, r.projected_step_s,
-                100 * (r.projected_step_s / r.measured_step_s - 1), r.what.c_str());
+  using Align = TextTable::Align;
+  // Wide (width 0): the printf widths it always had, each row laid out on its own. Otherwise
+  // the columns as wide as their cells, run and split wrapping within `width`.
+  const bool wide = width == 0;
+  TextTable table;
+  for (const auto& [name, align, min_width] :
+       std::vector<std::tuple<const char*, Align, std::size_t>>{{"use", Align::left, 8},
+                                                                {"run", Align::left, 40},
+                                                                {"compute s", Align::right, 12},
+                                                                {"projected", Align::right, 12},
+                                                                {"res", Align::right, 8},
+                                                                {"step s", Align::right, 12},
+                                                                {"projected", Align::right, 12},
+                                                                {"res", Align::right, 8}}) {
+    TextTable::Column column(name, align, "", wide ? min_width : 0);
+    if (std::string(name) == "run") column.wrapping();
+    table.add_column(column);
+  }
+  table.add_column(TextTable::Column("model, split", Align::left).after("  ").wrapping());
+  TextTable::Style style;
+  style.gap = " ";
+  style.rule = false;
+  style.width = width;
+  auto cells = [](const topo::TrainResidual& r) -> std::vector<std::string> {
+    return {r.fitted ? "fit" : "held-out",
+            r.label,
+            fixed(r.measured_compute_s, 5),
+            fixed(r.projected_compute_s, 5),
+            signed_fixed(100 * (r.projected_compute_s / r.measured_compute_s - 1), 1) + "%",
+            fixed(r.measured_step_s, 5),
+            fixed(r.projected_step_s, 5),
+            signed_fixed(100 * (r.projected_step_s / r.measured_step_s - 1), 1) + "%",
+            r.what};
+  };
+  if (wide) {
+    std::printf("%s", table.header_text(style).c_str());
+    for (const auto& r : cf.residuals) std::printf("%s", table.row_text(cells(r), style).c_str());
+  } else {
+    for (const auto& r : cf.residuals) table.add_row(cells(r));
+    std::printf("%s", table.render(style).c_str());
+  }
   topo::apply_compute_fit(topology, cf, runs.fit);
 }
 
@@ -243,11 +304,13 @@ int calibrate_main(int argc, char** argv) {
   for (const auto& r : train_runs.fit)
     if (!r.oversubscription.empty()) oversubscribed_fit.push_back(r.label() + " (" + r.oversubscription + ")");
   if (!oversubscribed_fit.empty()) refuse_or_warn_oversubscribed(oversubscribed_fit, a.allow_oversubscribed);
-  fit_compute_efficiency(rep.topology, train_runs, base_topology.name);
+  fit_compute_efficiency(rep.topology, train_runs, base_topology.name, a.wide ? 0 : kReportColumns);
   const std::string text = topo::to_json(rep.topology);
   topo::parse_topology(text, a.out);  // what we write must load back
   write_output_file(a.out, text, "--out");
-  std::printf("wrote %s (%zu fits); use it as --topology %s\n", a.out.c_str(), rep.topology.fits.size(), a.out.c_str());
+  const std::string wrote = "wrote " + a.out + " (" + std::to_string(rep.topology.fits.size()) +
+                            " fits); use it as --topology " + a.out + "\n";
+  std::printf("%s", wrap_lines(wrote, a.wide ? 0 : kReportColumns, 2).c_str());
   return kExitOk;
 }
 

@@ -5,9 +5,9 @@
 #include <boost/program_options.hpp>
 #include <iostream>
 
+#include "cli/cli.hpp"
 #include "collectives/sizes.hpp"
 #include "core/errors.hpp"
-#include "cli/cli.hpp"
 
 namespace ibt::suites {
 namespace {
@@ -88,6 +88,9 @@ po::options_description describe_options(CollectivesArgs& a) {
       "output-format", po::value(&a.output_format)->default_value(a.output_format),
       "ibt (scope, group, p50/p99 columns) or nccl-tests (nccl-tests' own lines, read unchanged by "
       "scripts that parse nccl-tests logs)")(
+      "wide", po::bool_switch(&a.wide),
+      "ibt's table with one line per size (174 columns), out-of-place and in-place side by side; by default "
+      "each line fits 120 columns, a size's in-place half on the line below its out-of-place half")(
       "outlier-threshold", po::value(&a.outlier_threshold)->default_value(a.outlier_threshold),
       "intra/inter: a domain (rail) whose busbw is below median x (1 - t) at sizes >= "
       "--outlier-bandwidth-from, or whose time is above median x (1 + t) below it, is named (as "
@@ -156,6 +159,8 @@ std::size_t check_output_flags(CollectivesArgs& args, bool rotate_given) {
   check_backend_flags(args.backend_flags, args.backend);
   if (args.output_format != "ibt" && args.output_format != "nccl-tests")
     throw UsageError("--output-format must be ibt or nccl-tests (got '" + args.output_format + "')");
+  if (args.wide && args.output_format == "nccl-tests")
+    throw UsageError("--wide lays out ibt's table; --output-format nccl-tests prints nccl-tests' own lines: give one");
   // IMB reuses one buffer per role unless told otherwise (-off_cache): so does imb timing.
   if (args.timing == "imb" && !rotate_given) args.rotate = "0";
   return parse_size(args.outlier_bandwidth_from, "--outlier-bandwidth-from");

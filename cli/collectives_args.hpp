@@ -8,8 +8,8 @@
 
 #include "collectives/domains.hpp"
 #include "collectives/harness.hpp"
-#include "collectives/runtime/backends.hpp"
 #include "collectives/nccl_tests_flags.hpp"
+#include "collectives/runtime/backends.hpp"
 #include "collectives/runtime/mpi_session.hpp"
 
 namespace ibt::suites {
@@ -21,6 +21,7 @@ struct CollectivesArgs {
   std::string ops = "all", dtypes = "float32", reduce_op = "sum", scopes = "all", placement = "both";
   std::string aggregation = "avg", backend = "mpi", out, rotate = "64M", inject_stall, nccl_comm = "split";
   std::string output_format = "ibt", timing = "loop", outlier_bandwidth_from = "64K";
+  bool wide = false;  // ibt's table on one line per size (174 columns) instead of 120
   int cuda_graph = 0;
   int iters = 20, warmup = 5, check = 1, blocking = 0, root = 0, domain_size = 0, inject_wrong = -1;
   int cycles = 1;

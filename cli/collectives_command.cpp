@@ -8,23 +8,24 @@
 #include <cstdio>
 #include <map>
 
+#include "cli/cli.hpp"
+#include "cli/collectives_args.hpp"
+#include "cli/collectives_results.hpp"
+#include "cli/commands.hpp"
 #include "collectives/arrival_gate.hpp"
 #include "collectives/harness.hpp"
 #include "collectives/host_memory.hpp"
-#include "collectives/provenance.hpp"
-#include "collectives/sizes.hpp"
-#include "ibt/version.hpp"
-#include "collectives/runtime/backends.hpp"
-#include "cli/cli.hpp"
-#include "cli/collectives_args.hpp"
 #include "collectives/nccl_tests_format.hpp"
-#include "cli/collectives_results.hpp"
+#include "collectives/provenance.hpp"
 #include "collectives/results_table.hpp"
+#include "collectives/runtime/backends.hpp"
 #include "collectives/runtime/job_facts.hpp"
 #include "collectives/runtime/job_guard.hpp"
 #include "collectives/runtime/mpi_session.hpp"
 #include "collectives/runtime/p2p_rows.hpp"
-#include "cli/commands.hpp"
+#include "collectives/sizes.hpp"
+#include "core/text_wrap.hpp"
+#include "ibt/version.hpp"
 
 extern char** environ;
 
@@ -63,20 +64,27 @@ void record_collectives_run(RunRecorder& recorder, int argc, char** argv, const 
 void print_collectives_header(const CollectivesArgs& args, const HarnessOptions& harness, const MpiSession& mpi,
                               const JobFacts& facts, const DomainLayout& layout, const Backend& backend,
                               const RunRecorder& recorder, const std::vector<std::string>& notes) {
-  std::printf("# ibt collectives %s (%s): %d ranks on %zu host(s), %d domain(s) by %s, backend %s\n", kVersion,
-              kGitCommit, mpi.size(), facts.hosts.size(), layout.num_domains, layout.method.c_str(),
-              backend.name().c_str());
-  std::printf(
-      "# timing %s: %d timed iterations of %d call(s) after %d warm-up; time = %s over ranks; check %s; "
-      "%s; rotate %s\n",
-      args.timing.c_str(), harness.iters, harness.agg_iters, harness.warmup_iters,
-      std::string(to_string(harness.aggregation)).c_str(),
-      harness.check ? (std::to_string(harness.check_iters) + "x").c_str() : "off",
-      harness.blocking ? "blocking" : "non-blocking",
-      harness.rotate_bytes ? format_size(harness.rotate_bytes).c_str() : "off");
+  // ibt's table fits 120 columns unless --wide: so do these lines, a continuation still a
+  // "#" comment for the scripts that skip them.
+  const std::size_t fit = !args.wide && args.output_format != "nccl-tests" ? kReportColumns : 0;
+  char line[1024];
+  std::snprintf(line, sizeof line,
+                "# ibt collectives %s (%s): %d ranks on %zu host(s), %d domain(s) by %s, backend %s\n", kVersion,
+                kGitCommit, mpi.size(), facts.hosts.size(), layout.num_domains, layout.method.c_str(),
+                backend.name().c_str());
+  std::fputs(comment_lines(line, fit).c_str(), stdout);
+  std::snprintf(line, sizeof line,
+                "# timing %s: %d timed iterations of %d call(s) after %d warm-up; time = %s over ranks; check %s; "
+                "%s; rotate %s\n",
+                args.timing.c_str(), harness.iters, harness.agg_iters, harness.warmup_iters,
+                std::string(to_string(harness.aggregation)).c_str(),
+                harness.check ? (std::to_string(harness.check_iters) + "x").c_str() : "off",
+                harness.blocking ? "blocking" : "non-blocking",
+                harness.rotate_bytes ? format_size(harness.rotate_bytes).c_str() : "off");
+  std::fputs(comment_lines(line, fit).c_str(), stdout);
   if (recorder.active()) std::printf("# results: %s, run %s\n", args.out.c_str(), recorder.run_id().c_str());
   for (const auto& n : notes) std::fprintf(stderr, "# note: %s\n", n.c_str());
-  if (args.output_format != "nccl-tests") print_table_header(stdout);
+  if (args.output_format != "nccl-tests") results_table(args, mpi.size()).print_header(stdout);
   std::fflush(nullptr);
 }
 

@@ -6,9 +6,9 @@
 #include <cstdio>
 
 #include "collectives/group_outliers.hpp"
-#include "reports/tables/collectives_table.hpp"
-#include "collectives/sizes.hpp"
 #include "collectives/results_table.hpp"
+#include "collectives/sizes.hpp"
+#include "reports/tables/collectives_table.hpp"
 
 namespace ibt::suites {
 
@@ -58,6 +58,10 @@ std::string hosts_of(const std::vector<int>& ranks, const std::vector<std::strin
   return out;
 }
 
+ResultsTable results_table(const CollectivesArgs& args, int ranks) {
+  return ResultsTable(args.wide, parse_size(args.max_bytes, "--max-bytes"), ranks);
+}
+
 SizeResults::SizeResults(const CollectivesArgs& args, std::size_t outlier_bandwidth_from, const Backend& backend,
                          RunRecorder* recorder, std::vector<std::string> host_of_rank)
     : args_(args),
@@ -81,13 +85,14 @@ SizeResults::SizeResults(const CollectivesArgs& args, std::size_t outlier_bandwi
                              args.root,
                              {},
                              {},
-                             -1}) {}
+                             -1}),
+      table_(results_table(args, static_cast<int>(host_of_rank_.size()))) {}
 
 void SizeResults::on_size(const SizeResult& r) {
   if (nccl_format_)
     nccl_printer_.line(r);
   else
-    print_table_line(stdout, r, args_.reduce_op);
+    table_.print_line(stdout, r, args_.reduce_op);
   for (const auto* m : {&r.out_of_place, &r.in_place}) {
     if (!*m) continue;
     summary_.add(**m);

@@ -8,12 +8,13 @@
 #include <utility>
 #include <vector>
 
-#include "collectives/harness.hpp"
-#include "reports/store/store.hpp"
-#include "collectives/runtime/backends.hpp"
 #include "cli/collectives_args.hpp"
+#include "collectives/harness.hpp"
 #include "collectives/nccl_tests_format.hpp"
+#include "collectives/results_table.hpp"
+#include "collectives/runtime/backends.hpp"
 #include "collectives/runtime/run_recorder.hpp"
+#include "reports/store/store.hpp"
 #include "reports/tables/collectives_table.hpp"
 
 namespace ibt::suites {
@@ -42,6 +43,9 @@ struct Summary {
     wrong += m.wrong;
   }
 };
+
+// ibt's table for this command line and job of `ranks` ranks (--wide, the largest size).
+ResultsTable results_table(const CollectivesArgs& args, int ranks);
 
 // Each size's results as they come (rank 0): printed in the chosen format, summed for the
 // summary, stored with one row per group, and slow groups named on stderr.
@@ -72,6 +76,7 @@ class SizeResults {
   std::vector<std::string> host_of_rank_;
   Summary summary_;
   NcclTestsPrinter nccl_printer_;
+  ResultsTable table_;
   std::size_t outliers_ = 0;
   bool below_min_bw_ = false;
 };

@@ -8,14 +8,15 @@
 #include "collectives/provenance.hpp"
 #include "core/errors.hpp"
 #include "core/no_gpu.hpp"
+#include "core/text_table.hpp"
 #include "ibt/version.hpp"
 #include "models/cuda/gemm_shapes.hpp"
 #ifdef IBT_HAVE_CUDA
 #include "models/cuda/gemm_bench.hpp"
 #endif
 #include "cli/cli.hpp"
-#include "collectives/runtime/run_recorder.hpp"
 #include "cli/commands.hpp"
+#include "collectives/runtime/run_recorder.hpp"
 
 #ifdef IBT_HAVE_CUDA
 extern char** environ;
@@ -125,17 +126,34 @@ int gemm_main(int argc, char** argv) {
   std::printf("# ibt gemm on %s (sm_%d%d, %d SMs, %s), cuBLASLt %s, %d reps after %d warm-up\n", dev.name.c_str(),
               dev.cc_major, dev.cc_minor, dev.multiprocessors, dev.pci_bus_id.c_str(), bench.cublaslt_version().c_str(),
               a.measure.reps, a.measure.warmup);
-  std::printf("%-16s %7s %7s %7s %-9s %11s %11s %9s %9s\n", "name", "m", "n", "k", "dtype", "median_us", "min_us",
-              "TFLOP/s", "rel_err");
+  using Align = TextTable::Align;
+  TextTable table;  // at the printf widths it always had, each row laid out on its own
+  table.add_column({"name", Align::left, "", 16});
+  for (const char* dim : {"m", "n", "k"}) table.add_column({dim, Align::right, "", 7});
+  table.add_column({"dtype", Align::left, "", 9});
+  table.add_column({"median_us", Align::right, "", 11});
+  table.add_column({"min_us", Align::right, "", 11});
+  table.add_column({"TFLOP/s", Align::right, "", 9});
+  table.add_column({"rel_err", Align::right, "", 9});
+  table.add_column(TextTable::Column("", Align::left).after(""));  // "  WRONG", its own gap
+  TextTable::Style style;
+  style.gap = " ";
+  style.rule = false;
+  std::printf("%s", table.header_text(style).c_str());
   int wrong = 0;
   double best = 0;
   for (auto p : precisions) {
     for (const auto& shape : shapes) {
       const auto r = bench.measure(shape, p, a.measure);
-      std::printf("%-16s %7lld %7lld %7lld %-9s %11.1f %11.1f %9.1f %9.2e%s\n", shape.name.c_str(),
-                  static_cast<long long>(shape.m), static_cast<long long>(shape.n), static_cast<long long>(shape.k),
-                  std::string(gpu::to_string(p)).c_str(), r.median_s * 1e6, r.min_s * 1e6, r.tflops, r.rel_error,
-                  r.correct ? "" : "  WRONG");
+      char rel_err[32];
+      std::snprintf(rel_err, sizeof rel_err, "%.2e", r.rel_error);
+      std::printf("%s",
+                  table
+                      .row_text({shape.name, std::to_string(shape.m), std::to_string(shape.n), std::to_string(shape.k),
+                                 std::string(gpu::to_string(p)), fixed(r.median_s * 1e6, 1), fixed(r.min_s * 1e6, 1),
+                                 fixed(r.tflops, 1), rel_err, r.correct ? "" : "  WRONG"},
+                                style)
+                      .c_str());
       std::fflush(stdout);
       recorder.append("gemm", gemm_columns(),
                       {shape.name, shape.m, shape.n, shape.k, std::string(gpu::to_string(p)), r.median_s * 1e6,

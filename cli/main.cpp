@@ -8,11 +8,13 @@
 #include <string>
 #include <vector>
 
+#include "cli/commands.hpp"
+#include "cli/old_short_options.hpp"
 #include "core/did_you_mean.hpp"
 #include "core/errors.hpp"
+#include "core/text_table.hpp"
+#include "core/text_wrap.hpp"
 #include "ibt/version.hpp"
-#include "cli/old_short_options.hpp"
-#include "cli/commands.hpp"
 
 namespace {
 
@@ -63,18 +65,60 @@ const std::vector<Suite>& suites() {
   return list;
 }
 
-void print_usage(std::FILE* out) {
+// The commands and what each does: the summary wraps under itself to fit `width` (0: one
+// line per command, however long).
+std::string command_list(std::size_t width) {
+  ibt::TextTable table;
+  table.add_column({"", ibt::TextTable::Align::left, "", 16});
+  table.add_column(ibt::TextTable::Column("", ibt::TextTable::Align::left).wrapping());
+  for (const auto& s : suites()) table.add_row({s.name, s.summary});
+  ibt::TextTable::Style style;
+  style.indent = "  ";
+  style.gap = " ";
+  style.header = false;
+  style.width = width;
+  return table.render(style);
+}
+
+void print_usage(std::FILE* out, std::size_t width) {
   std::fprintf(out,
                "ibt %s (%s): a benchmark and conformance suite for interconnect-bound LLM training\n\n"
                "usage: ibt <command> [options]     (ibt <command> --help, or ibt help <command>, for its options)\n\n"
                "commands:\n",
                ibt::kVersion, ibt::kGitCommit);
-  for (const auto& s : suites()) std::fprintf(out, "  %-16s %s\n", s.name, s.summary);
+  std::fputs(command_list(width).c_str(), out);
   std::fprintf(out,
                "\nMulti-rank commands run under an MPI launcher, e.g.\n"
                "  mpiexec -n 4 ibt collectives --scope all --domain-size 2 --out results.h5\n"
                "Results go to HDF5 files (one file, many runs); `ibt show FILE` lists them.\n\n%s",
                ibt::kExitStatusTable);
+}
+
+// `ibt`, `ibt --help` (-h, help): the command list within 120 columns; with --wide
+// (`ibt --help --wide`) each command's summary on its one line, however long.
+int usage_main(int argc, char** argv) {
+  if (argc < 2) {
+    print_usage(stdout, ibt::kReportColumns);
+    return ibt::kExitUsage;
+  }
+  bool wide = false, asked = false;
+  for (int i = 1; i < argc; ++i) {
+    const std::string word = argv[i];
+    if (word == "--wide" && !wide) {
+      wide = true;
+    } else if ((word == "--help" || word == "-h" || word == "help") && !asked) {
+      asked = true;
+    } else {
+      std::fprintf(stderr, "ibt --help: unexpected '%s' (ibt --help [--wide], or ibt help <command>)\n", argv[i]);
+      return ibt::kExitUsage;
+    }
+  }
+  if (!asked) {
+    std::fprintf(stderr, "ibt: --wide is an option of --help or of a command (ibt --help --wide)\n");
+    return ibt::kExitUsage;
+  }
+  print_usage(stdout, wide ? 0 : ibt::kReportColumns);
+  return ibt::kExitOk;
 }
 
 }  // namespace
@@ -86,15 +130,14 @@ int main(int argc, char** argv) {
   // `ibt help CMD` is `ibt CMD --help`.
   std::vector<char*> help_args;
   static char help_flag[] = "--help";
-  if (argc == 3 && !std::strcmp(argv[1], "help")) {
+  if (argc == 3 && !std::strcmp(argv[1], "help") && std::strcmp(argv[2], "--wide") != 0) {
     help_args = {argv[0], argv[2], help_flag};
     argc = 3;
     argv = help_args.data();
   }
-  if (argc < 2 || !std::strcmp(argv[1], "--help") || !std::strcmp(argv[1], "-h") || !std::strcmp(argv[1], "help")) {
-    print_usage(stdout);
-    return argc < 2 ? ibt::kExitUsage : ibt::kExitOk;
-  }
+  const bool help = argc >= 2 && (!std::strcmp(argv[1], "--help") || !std::strcmp(argv[1], "-h") ||
+                                  !std::strcmp(argv[1], "help") || !std::strcmp(argv[1], "--wide"));
+  if (argc < 2 || help) return usage_main(argc, argv);
   if (!std::strcmp(argv[1], "--version")) {
     std::printf("ibt %s (%s)\n", ibt::kVersion, ibt::kGitCommit);
     return ibt::kExitOk;

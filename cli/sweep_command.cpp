@@ -10,15 +10,16 @@
 #include <memory>
 #include <sstream>
 
-#include "collectives/arrival_gate.hpp"
-#include "core/errors.hpp"
-#include "models/plan/model_file.hpp"
 #include "cli/cli.hpp"
+#include "cli/zero_flags.hpp"
+#include "collectives/arrival_gate.hpp"
 #include "collectives/runtime/job_guard.hpp"
 #include "collectives/runtime/mpi_session.hpp"
 #include "collectives/runtime/run_recorder.hpp"
+#include "core/errors.hpp"
+#include "core/text_table.hpp"
+#include "models/plan/model_file.hpp"
 #include "models/training/train_runner.hpp"
-#include "cli/zero_flags.hpp"
 
 namespace po = boost::program_options;
 
@@ -166,13 +167,32 @@ void print_ranking(std::vector<Ranked> results, const std::string& out) {
   std::stable_sort(results.begin(), results.end(),
                    [](const Ranked& a, const Ranked& b) { return a.outcome.mfu > b.outcome.mfu; });
   std::printf("\n# ranked by MFU (PP = uses pipeline parallelism)\n");
-  std::printf("# %4s %-56s %3s %10s %10s %8s %8s %7s\n", "rank", "split", "PP", "s/step", "tokens/s", "MFU", "pp+idle",
-              "run");
+  using Align = TextTable::Align;
+  TextTable table;  // at the printf widths it always had, each row laid out on its own
+  table.add_column({"rank", Align::right, "", 4});
+  table.add_column({"split", Align::left, "", 56});
+  table.add_column({"PP", Align::right, "", 3});
+  table.add_column({"s/step", Align::right, "", 10});
+  table.add_column({"tokens/s", Align::right, "", 10});
+  table.add_column({"MFU", Align::right, "", 8});
+  table.add_column({"pp+idle", Align::right, "", 8});
+  table.add_column({"run", Align::right, "", 7});
+  TextTable::Style style;
+  style.header_indent = "# ";
+  style.indent = "  ";
+  style.gap = " ";
+  style.rule = false;
+  style.trim = false;  // padded as printf padded, an empty last cell included
+  std::printf("%s", table.header_text(style).c_str());
   for (size_t i = 0; i < results.size(); ++i) {
     const Ranked& r = results[i];
-    std::printf("  %4zu %-56s %3s %10.4f %10.1f %7.3f%% %7.1f%% %7s\n", i + 1, models::describe(r.split).c_str(),
-                r.split.pp > 1 ? "PP" : "", r.outcome.mean_step_s, r.outcome.tokens_per_s, 100 * r.outcome.mfu,
-                100 * r.outcome.bubble_fraction, r.run_id.c_str());
+    std::printf("%s", table
+                          .row_text({std::to_string(i + 1), models::describe(r.split), r.split.pp > 1 ? "PP" : "",
+                                     fixed(r.outcome.mean_step_s, 4), fixed(r.outcome.tokens_per_s, 1),
+                                     fixed(100 * r.outcome.mfu, 3) + "%",
+                                     fixed(100 * r.outcome.bubble_fraction, 1) + "%", r.run_id},
+                                    style)
+                          .c_str());
   }
   for (bool with_pp : {false, true}) {
     auto it =

@@ -56,6 +56,13 @@ std::string wrap_lines(const std::string& text, std::size_t width, std::size_t i
   return out;
 }
 
+std::string comment_lines(const std::string& text, std::size_t width) {
+  if (width == 0) return text;
+  std::string out = wrap_lines(text, width, 4);
+  for (std::size_t at = out.find("\n    "); at != std::string::npos; at = out.find("\n    ", at + 1)) out[at + 1] = '#';
+  return out;
+}
+
 std::vector<std::string> cell_pieces(const std::string& text, std::size_t width) {
   std::vector<std::string> pieces(1);
   std::size_t start = 0;

@@ -21,6 +21,10 @@ inline constexpr std::size_t kIndentUnderValue = static_cast<std::size_t>(-1);
 // "label  " (two or more spaces), else two spaces in. width 0 returns `text` unchanged.
 std::string wrap_lines(const std::string& text, std::size_t width, std::size_t indent = kIndentUnderValue);
 
+// Each "#" comment line of `text` longer than `width` broken at spaces, its continuations
+// "#   ..." (still comments to the scripts that skip them); width 0 returns `text` unchanged.
+std::string comment_lines(const std::string& text, std::size_t width);
+
 // A table cell's text broken at spaces into pieces of at most `width` characters (a word
 // longer than that stays whole), so a long cell continues on the lines below its row in
 // its own column instead of pushing the row past the width. Always at least one piece.

@@ -9,6 +9,7 @@
 
 #include "collectives/runtime/p2p_tables.hpp"
 #include "core/errors.hpp"
+#include "core/text_wrap.hpp"
 #include "reports/tables/collectives_table.hpp"
 #include "reports/text/run_selection.hpp"
 
@@ -41,7 +42,7 @@ void warn_about_load(const store::RunInfo& run, const std::string& from) {
 // the same file) stored. The run must be of the reference's job size.
 AcceptMeasurements read_accept_measurements(const std::string& from, const std::string& run_spec,
                                             const std::string& reference_path, const AcceptReference& ref,
-                                            std::FILE* log) {
+                                            std::FILE* log, std::size_t width) {
   const auto runs = store::list_runs(from);
   std::vector<store::RunInfo> with_collectives;
   for (const auto& r : runs)
@@ -112,8 +113,10 @@ AcceptMeasurements read_accept_measurements(const std::string& from, const std::
       measured.collectives[key] = m;
     ++rows;
   }
-  std::fprintf(log, "# judging %s: %zu collectives rows%s\n", measured.source.c_str(), rows,
-               measured.intra_is_world ? " (one domain: intra metrics read the world rows)" : "");
+  const std::string judging = "# judging " + measured.source + ": " + std::to_string(rows) + " collectives rows" +
+                              (measured.intra_is_world ? " (one domain: intra metrics read the world rows)" : "") +
+                              "\n";
+  std::fputs(comment_lines(judging, width).c_str(), log);
   for (auto it = runs.rbegin(); it != runs.rend(); ++it) {
     if (!has_table(*it, std::string(P2pRow::kTable))) continue;
     const store::TableData p = store::read_table(from, it->id, std::string(P2pRow::kTable));
@@ -137,7 +140,9 @@ AcceptMeasurements read_accept_measurements(const std::string& from, const std::
     }
     measured.p2p_read = true;
     measured.source += ", p2p matrix from run " + it->id;
-    std::fprintf(log, "# judging p2p metrics from run %s: %zu pairs x sizes\n", it->id.c_str(), p.rows.size());
+    const std::string p2p =
+        "# judging p2p metrics from run " + it->id + ": " + std::to_string(p.rows.size()) + " pairs x sizes\n";
+    std::fputs(comment_lines(p2p, width).c_str(), log);
     break;
   }
   return measured;

@@ -8,6 +8,7 @@
 
 #include "collectives/acceptance/accept_table.hpp"
 #include "core/stats.hpp"
+#include "core/text_table.hpp"
 
 namespace ibt::suites {
 
@@ -76,21 +77,67 @@ std::vector<Verdict> judge_metrics(const AcceptReference& ref, const AcceptMeasu
   return verdicts;
 }
 
-// The PASS/FAIL table, each verdict stored as a row of table "accept".
-Failures print_and_record_verdicts(const std::vector<Verdict>& verdicts, RunRecorder& recorder) {
-  std::printf("#\n# %-44s %-18s %12s %12s %25s %6s %8s  %s\n", "metric", "statistic", "measured", "target", "bounds",
-              "unit", "margin", "verdict");
+namespace {
+
+// The verdict table. Wide: the printf widths it always had, each row laid out on its own
+// (row_text), so a long metric name pushes only its own row, as printf did. Otherwise the
+// columns as wide as their cells, the verdict and its note wrapping within `width`.
+TextTable verdict_table(bool wide) {
+  using Align = TextTable::Align;
+  TextTable t;
+  t.add_column({"metric", Align::left, "", wide ? 44u : 0u});
+  t.add_column({"statistic", Align::left, "", wide ? 18u : 0u});
+  t.add_column({"measured", Align::right, "", wide ? 12u : 0u});
+  t.add_column({"target", Align::right, "", wide ? 12u : 0u});
+  t.add_column({"bounds", Align::right, "", wide ? 25u : 0u});
+  t.add_column({"unit", Align::right, "", wide ? 6u : 0u});
+  t.add_column({"margin", Align::right, "", wide ? 8u : 0u});
+  t.add_column(TextTable::Column("verdict", Align::left).after("  "));
+  // Within a width, a verdict's note goes on a line of its own under the statistic, so a
+  // long one reads as a sentence; wide, it follows the verdict on its line as it always did.
+  if (!wide) t.add_column(TextTable::Column("", Align::left).after("  ").breaking_under(1).wrapping());
+  return t;
+}
+
+std::vector<std::string> verdict_cells(const Verdict& v, bool wide) {
+  const auto& m = *v.metric;
+  const std::string bounds =
+      "[" + format_judged_value(m.lower_bound()) + ", " + format_judged_value(m.upper_bound()) + "]";
+  char margin[32];
+  std::snprintf(margin, sizeof margin, "%+.3f", v.judgement.margin);
+  const std::string pass = v.judgement.pass ? "PASS" : "FAIL";
+  std::vector<std::string> cells = {m.name,
+                                    m.quantity,
+                                    format_judged_value(v.judgement.measured),
+                                    format_judged_value(m.target),
+                                    bounds,
+                                    m.unit,
+                                    v.judgement.measured_ok ? margin : "n/a",
+                                    wide ? pass + (v.note.empty() ? "" : "  ") + v.note : pass};
+  if (!wide) cells.push_back(v.note);
+  return cells;
+}
+
+}  // namespace
+
+Failures print_and_record_verdicts(const std::vector<Verdict>& verdicts, RunRecorder& recorder, std::size_t width) {
+  TextTable table = verdict_table(width == 0);
+  TextTable::Style style;
+  style.header_indent = "# ";
+  style.indent = "  ";
+  style.gap = " ";
+  style.rule = false;
+  style.width = width;
+  if (width == 0) {
+    std::printf("#\n%s", table.header_text(style).c_str());
+    for (const auto& v : verdicts) std::printf("%s", table.row_text(verdict_cells(v, true), style).c_str());
+  } else {
+    for (const auto& v : verdicts) table.add_row(verdict_cells(v, false));
+    std::printf("#\n%s", table.render(style).c_str());
+  }
   Failures failed;
   for (const auto& v : verdicts) {
     const auto& m = *v.metric;
-    const std::string bounds =
-        "[" + format_judged_value(m.lower_bound()) + ", " + format_judged_value(m.upper_bound()) + "]";
-    char margin[32];
-    std::snprintf(margin, sizeof margin, "%+.3f", v.judgement.margin);
-    std::printf("  %-44s %-18s %12s %12s %25s %6s %8s  %s%s%s\n", m.name.c_str(), m.quantity.c_str(),
-                format_judged_value(v.judgement.measured).c_str(), format_judged_value(m.target).c_str(),
-                bounds.c_str(), m.unit.c_str(), v.judgement.measured_ok ? margin : "n/a",
-                v.judgement.pass ? "PASS" : "FAIL", v.note.empty() ? "" : "  ", v.note.c_str());
     if (!v.judgement.pass) {
       ++failed.count;
       failed.names += (failed.names.empty() ? "" : ", ") + m.name;

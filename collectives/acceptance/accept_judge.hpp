@@ -1,6 +1,7 @@
 #pragma once
 // ibt accept's verdicts: what a job (or a results file) measured, each reference metric
 // judged on it, the PASS/FAIL table printed and stored as table "accept" (accept_table.hpp).
+#include <cstddef>
 #include <cstdint>
 #include <map>
 #include <memory>
@@ -49,7 +50,9 @@ std::string format_judged_value(double v);
 // Every metric of the reference judged on the measurements.
 std::vector<Verdict> judge_metrics(const AcceptReference& ref, const AcceptMeasurements& measured);
 
-// The PASS/FAIL table, each verdict stored as a row of table "accept".
-Failures print_and_record_verdicts(const std::vector<Verdict>& verdicts, RunRecorder& recorder);
+// The PASS/FAIL table, each verdict stored as a row of table "accept". Within `width`
+// columns (the verdict's note wrapping under it); 0 (--wide): one line per metric at the
+// widths it always had.
+Failures print_and_record_verdicts(const std::vector<Verdict>& verdicts, RunRecorder& recorder, std::size_t width = 0);
 
 }  // namespace ibt::suites

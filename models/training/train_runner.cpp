@@ -10,6 +10,8 @@
 #include <cstdlib>
 #include <fstream>
 #include <memory>
+#include <string>
+#include <utility>
 #include <vector>
 
 #include <nlohmann/json.hpp>
@@ -21,6 +23,7 @@
 #include "collectives/runtime/run_recorder.hpp"
 #include "core/command_line.hpp"
 #include "core/errors.hpp"
+#include "core/text_table.hpp"
 #include "ibt/version.hpp"
 #include "models/engine/blas.hpp"
 #include "models/engine/data.hpp"
@@ -268,6 +271,30 @@ void record_training_attrs(RunRecorder& recorder, const ModelConfig& model, cons
   if (o.check) recorder.set_attr("check_tolerance", std::string(s.tol.text));
 }
 
+// The step lines' columns at the printf widths they always had, each line laid out on its
+// own as the step ends: the step's figures, then its time breakdown after a bar, then the
+// check against the reference (with --check).
+TextTable step_table() {
+  using Align = TextTable::Align;
+  TextTable t;
+  for (const auto& [name, width] : {std::pair{"step", 4}, std::pair{"loss", 10}, std::pair{"time_s", 9},
+                                    std::pair{"tokens/s", 10}, std::pair{"TFLOP/s", 9}, std::pair{"MFU", 7}})
+    t.add_column({name, Align::right, "", static_cast<std::size_t>(width)});
+  t.add_column(TextTable::Column("compute", Align::right, "", 8).after(" | "));
+  for (const char* name : {"tp", "pp+idle", "dp", "ep", "cp"}) t.add_column({name, Align::right, "", 8});
+  t.add_column(TextTable::Column("(seconds, mean over ranks)", Align::left).after("  "));
+  return t;
+}
+
+TextTable::Style step_style() {
+  TextTable::Style s;
+  s.header_indent = "# ";
+  s.indent = "  ";
+  s.gap = " ";
+  s.rule = false;
+  return s;
+}
+
 void print_training_header(const ModelConfig& model, const TrainOptions& o, const TrainSetup& s, int size) {
   const TrainExecutor& exec = *s.executor;
   const bool on_gpu = o.executor.kind == "cuda";
@@ -279,8 +306,7 @@ void print_training_header(const ModelConfig& model, const TrainOptions& o, cons
   if (s.gemm_peak.gflops > 0)
     std::printf("# MFU also against a measured GEMM peak of %.1f TFLOP/s per GPU (%s)\n", s.gemm_peak.gflops * 1e-3,
                 s.gemm_peak.source.c_str());
-  std::printf("# %4s %10s %9s %10s %9s %7s | %8s %8s %8s %8s %8s %8s  (seconds, mean over ranks)\n", "step", "loss",
-              "time_s", "tokens/s", "TFLOP/s", "MFU", "compute", "tp", "pp+idle", "dp", "ep", "cp");
+  std::printf("%s", step_table().header_text(step_style()).c_str());
 }
 
 // One step as the job saw it: this rank's stats, the breakdown averaged over ranks
@@ -364,11 +390,11 @@ void agree_on_divergence(const TrainOptions& o, const StepStats& st, int step, i
 }
 
 void print_step_line(const TrainOptions& o, int step, const StepFigures& f, const StepVerdict& v) {
-  std::printf("  %4d %10.6f %9.4f %10.1f %9.5f %6.2f%% | %8.4f %8.4f %8.4f %8.4f %8.4f %8.4f", step, f.st.loss,
-              f.step_time, f.tokens_per_s, f.tflops, 100 * f.mfu, f.parts[0], f.parts[1], f.parts[2], f.parts[3],
-              f.parts[4], f.parts[7]);
-  if (o.check) std::printf("  ref %.6f %s", v.ref.loss, v.bad ? "MISMATCH" : "ok");
-  std::printf("\n");
+  std::vector<std::string> cells = {std::to_string(step),     fixed(f.st.loss, 6), fixed(f.step_time, 4),
+                                    fixed(f.tokens_per_s, 1), fixed(f.tflops, 5),  fixed(100 * f.mfu, 2) + "%"};
+  for (const int part : {0, 1, 2, 3, 4, 7}) cells.push_back(fixed(f.parts[part], 4));
+  cells.push_back(o.check ? "ref " + fixed(v.ref.loss, 6) + " " + (v.bad ? "MISMATCH" : "ok") : "");
+  std::printf("%s", step_table().row_text(cells, step_style()).c_str());
   std::fflush(stdout);
 }
 

@@ -6,8 +6,8 @@
 #include <type_traits>
 #include <variant>
 
+#include "core/text_table.hpp"
 #include "reports/text/run_selection.hpp"
-#include "reports/text/text_table.hpp"
 
 namespace ibt::reports {
 
@@ -47,7 +47,7 @@ std::string display_value(const store::Value& value) {
       value);
 }
 
-void print_run_list(std::ostream& out, const std::vector<store::RunInfo>& runs) {
+void print_run_list(std::ostream& out, const std::vector<store::RunInfo>& runs, std::size_t width) {
   if (runs.empty()) {
     out << "(no runs)\n";
     return;
@@ -59,14 +59,16 @@ void print_run_list(std::ostream& out, const std::vector<store::RunInfo>& runs) 
   table.add_column("status", Align::left);
   table.add_column("start (UTC)", Align::left);
   table.add_column("ranks", Align::right);
-  table.add_column("command", Align::left);
+  table.add_column(TextTable::Column("command", Align::left).wrapping());
   for (const auto& run : runs)
     table.add_row({run.id, run.attr_string("kind"), run.attr_string("status"), run.attr_string("start_time"),
                    run.attr_string("world_size"), run.attr_string("command_line")});
-  table.print(out);
+  TextTable::Style style;
+  style.width = width;
+  out << table.render(style);
 }
 
-void print_table(std::ostream& out, const store::TableData& data, const std::string& indent) {
+void print_table(std::ostream& out, const store::TableData& data, const std::string& indent, std::size_t width) {
   TextTable table;
   for (const auto& c : data.columns)
     table.add_column(c.name, is_number(c.type) ? TextTable::Align::right : TextTable::Align::left, c.unit);
@@ -76,21 +78,28 @@ void print_table(std::ostream& out, const store::TableData& data, const std::str
     for (const auto& v : row) cells.push_back(display_value(v));
     table.add_row(std::move(cells));
   }
-  table.print(out, indent);
+  TextTable::Style style;
+  style.indent = indent;
+  style.width = width;
+  out << table.render(style);
 }
 
 void print_run(std::ostream& out, const std::string& path, const store::RunInfo& run,
-               const std::optional<std::string>& table_filter) {
+               const std::optional<std::string>& table_filter, std::size_t width) {
   out << "run " << run.id << " of " << path << "\n\nattributes:\n";
   TextTable attrs;
   attrs.add_column("", TextTable::Align::left);
-  attrs.add_column("", TextTable::Align::left);
+  attrs.add_column(TextTable::Column("", TextTable::Align::left).wrapping());
   for (const auto& name : kLeadingAttributes)
     if (run.attr(name)) attrs.add_row({name, run.attr_string(name)});
   for (const auto& [name, value] : run.attrs)
     if (std::find(kLeadingAttributes.begin(), kLeadingAttributes.end(), name) == kLeadingAttributes.end())
       attrs.add_row({name, run.attr_string(name)});
-  attrs.print(out, "  ", /*header=*/false);
+  TextTable::Style attr_style;
+  attr_style.indent = "  ";
+  attr_style.header = false;
+  attr_style.width = width;
+  out << attrs.render(attr_style);
 
   out << "\nenvironment:\n";
   if (run.environment.empty()) out << "  (none recorded)\n";
@@ -102,7 +111,7 @@ void print_run(std::ostream& out, const std::string& path, const store::RunInfo&
   for (const auto& name : tables) {
     const store::TableData data = store::read_table(path, run.id, name);
     out << "\ntable " << name << " (" << data.rows.size() << (data.rows.size() == 1 ? " row" : " rows") << "):\n";
-    print_table(out, data);
+    print_table(out, data, "  ", width);
   }
 }
 

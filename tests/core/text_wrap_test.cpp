@@ -90,5 +90,14 @@ TEST(CellPieces, LongTextBrokenAtSpacesWithinTheWidth) {
   EXPECT_EQ(cell_pieces("pp4 recompute=selective", 10), (std::vector<std::string>{"pp4", "recompute=selective"}));
 }
 
+TEST(CommentLines, ALongCommentContinuesAsAComment) {
+  const std::string line = "# ibt accept 0.1.0: reference local-cpu.json (local-cpu), 11 metrics, judged from c.h5\n";
+  EXPECT_EQ(comment_lines(line, 0), line);
+  EXPECT_EQ(comment_lines(line, 50),
+            "# ibt accept 0.1.0: reference local-cpu.json\n"
+            "#   (local-cpu), 11 metrics, judged from c.h5\n");
+  EXPECT_EQ(comment_lines("# short\n", 50), "# short\n");
+}
+
 }  // namespace
 }  // namespace ibt

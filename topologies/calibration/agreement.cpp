@@ -3,6 +3,7 @@
 #include <cmath>
 
 #include "core/errors.hpp"
+#include "core/text_table.hpp"
 #include "models/plan/accounting.hpp"
 #include "models/plan/model_file.hpp"
 #include "topologies/hardware/collective_model.hpp"
@@ -130,24 +131,49 @@ void print_agreement(std::FILE* out, const Agreement& a, double bound) {
     std::fprintf(out, "  warning: made with --check: the measured times include the serial reference on rank 0\n");
   // A framework's log gives the step time only: its projection is shown whole, no diffs.
   const bool has_breakdown = a.run.source_format.empty();
-  std::fprintf(out, "  %-10s %12s %12s %10s\n", "component", "measured s", "projected s", "diff");
+  // At the printf widths it always had; the note carries its own separator, so a row
+  // without one ends where its last column does.
+  using Align = TextTable::Align;
+  TextTable table;
+  table.add_column({"component", Align::left, "", 10});
+  table.add_column({"measured s", Align::right, "", 12});
+  table.add_column({"projected s", Align::right, "", 12});
+  table.add_column({"diff", Align::right, "", 10});
+  table.add_column(TextTable::Column("", Align::left).after(""));
+  TextTable::Style style;
+  style.indent = "  ";
+  style.gap = " ";
+  style.rule = false;
+  TextTable::Style padded = style;  // a row without a diff, as "%10s" padded it
+  padded.trim = false;
+  auto row = [&](const std::vector<std::string>& cells, const TextTable::Style& st) {
+    std::fputs(table.row_text(cells, st).c_str(), out);
+  };
+  std::fputs(table.header_text(style).c_str(), out);
   for (const auto& c : a.components) {
     if (!has_breakdown) {
-      std::fprintf(out, "  %-10s %12s %12.5f %10s\n", c.name.c_str(), "-", c.projected_s, "");
+      row({c.name, "-", fixed(c.projected_s, 5), "", ""}, padded);
       continue;
     }
-    std::fprintf(out, "  %-10s %12.5f %12.5f %+10.5f%s\n", c.name.c_str(), c.measured_s, c.projected_s,
-                 c.projected_s - c.measured_s, c.name == "other" ? "  (statistics + waiting for the last stage)" : "");
+    row({c.name, fixed(c.measured_s, 5), fixed(c.projected_s, 5), signed_fixed(c.projected_s - c.measured_s, 5),
+         c.name == "other" ? "  (statistics + waiting for the last stage)" : ""},
+        style);
   }
+  char verdict[64];
+  std::snprintf(verdict, sizeof verdict, "  bound %.0f%%: %s", 100 * bound, ok ? "PASS" : "FAIL");
+  const std::vector<std::string> step = {"step", fixed(a.measured_step_s, 5), fixed(a.projected_step_s, 5),
+                                         signed_fixed(100 * a.rel_diff, 1) + "%"};
   if (!has_breakdown) {
-    std::fprintf(out, "  %-10s %12.5f %12.5f %+9.1f%%  bound %.0f%%: %s (a %s log has no time breakdown)\n", "step",
-                 a.measured_step_s, a.projected_step_s, 100 * a.rel_diff, 100 * bound, ok ? "PASS" : "FAIL",
-                 a.run.source_format.c_str());
+    std::vector<std::string> cells = step;
+    cells.push_back(verdict + std::string(" (a ") + a.run.source_format + " log has no time breakdown)");
+    row(cells, style);
     return;
   }
-  std::fprintf(out, "  %-10s %12.5f %12.5f %+9.1f%%  bound %.0f%%: %s; differs most: %s (%+.5f s)\n", "step",
-               a.measured_step_s, a.projected_step_s, 100 * a.rel_diff, 100 * bound, ok ? "PASS" : "FAIL",
-               a.worst.c_str(), a.worst_diff_s);
+  char worst[64];
+  std::snprintf(worst, sizeof worst, " (%+.5f s)", a.worst_diff_s);
+  std::vector<std::string> cells = step;
+  cells.push_back(verdict + std::string("; differs most: ") + a.worst + worst);
+  row(cells, style);
 }
 
 }  // namespace ibt::topo

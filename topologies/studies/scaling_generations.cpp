@@ -6,6 +6,7 @@
 #include <cstdio>
 
 #include "core/stats.hpp"
+#include "core/text_table.hpp"
 
 namespace ibt::suites {
 namespace {
@@ -64,21 +65,37 @@ void print_generation_speed(const std::vector<topo::ScalingPoint>& all, const Ge
       "\nSpeed by generation (slowest first; speed-up = tokens/s per device over %s's at the same count;\n"
       "days to train %.3g tokens; J/token = device board power / tokens/s per device; '-': no figure):\n",
       ctx.baseline.c_str(), ctx.token_budget);
-  std::printf("  %-30s %8s %11s %9s %9s %7s %9s\n", "system", "devices", "tok/s/dev", "speed-up", "days", "MFU",
-              "J/token");
+  // Printed as printf always printed it: each row laid out on its own at these widths.
+  using Align = TextTable::Align;
+  TextTable table;
+  table.add_column({"system", Align::left, "", 30});
+  table.add_column({"devices", Align::right, "", 8});
+  table.add_column({"tok/s/dev", Align::right, "", 11});
+  table.add_column({"speed-up", Align::right, "", 9});
+  table.add_column({"days", Align::right, "", 9});
+  table.add_column({"MFU", Align::right, "", 7});
+  table.add_column({"J/token", Align::right, "", 9});
+  TextTable::Style style;
+  style.indent = "  ";
+  style.gap = " ";
+  style.rule = false;
+  style.trim = false;  // padded as printf padded, an empty last cell included
+  std::printf("%s", table.header_text(style).c_str());
   for (const auto& key : systems)
     for (const auto& pt : all) {
       if (key_of(pt) != key) continue;
+      const std::string name = key.substr(0, 30), devices = std::to_string(pt.devices);
       if (!pt.best.feasible) {
-        std::printf("  %-30s %8d %11s %9s %9s %7s %9s\n", key.substr(0, 30).c_str(), pt.devices, "-", "-", "-", "-",
-                    "-");
+        std::printf("%s", table.row_text({name, devices, "-", "-", "-", "-", "-"}, style).c_str());
         continue;
       }
       const topo::GenerationSpeed g = speed_of(pt, all, ctx);
-      std::printf("  %-30s %8d %11.0f %9s %9s %6.1f%% %9s\n", key.substr(0, 30).c_str(), pt.devices,
-                  pt.tokens_per_s_per_device(), cell(g.speedup, "%.2fx").c_str(),
-                  cell(g.time_to_budget_s / 86400, "%.1f").c_str(), 100 * pt.best.mfu,
-                  cell(g.joules_per_token, "%.3g").c_str());
+      std::printf("%s", table
+                            .row_text({name, devices, fixed(pt.tokens_per_s_per_device(), 0), cell(g.speedup, "%.2fx"),
+                                       cell(g.time_to_budget_s / 86400, "%.1f"), fixed(100 * pt.best.mfu, 1) + "%",
+                                       cell(g.joules_per_token, "%.3g")},
+                                      style)
+                            .c_str());
     }
 }
 
