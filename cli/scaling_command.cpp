@@ -323,17 +323,27 @@ GenerationContext generation_context(const ScalingArgs& a, std::vector<topo::Top
   return g;
 }
 
-// The measured points of each --measured file.
-void add_measured(const ScalingArgs& a, const models::ModelConfig& model, topo::ScalingMode mode,
-                  const GenerationContext& generations, RunRecorder& recorder, std::vector<topo::ScalingPoint>& all) {
+// The measured points of each --measured file, read before anything is projected: a file
+// with no run of the model is an error (exit 2), not a line among the results.
+std::vector<std::pair<std::string, std::vector<topo::ScalingPoint>>> read_measured(const ScalingArgs& a,
+                                                                                   const models::ModelConfig& model) {
+  std::vector<std::pair<std::string, std::vector<topo::ScalingPoint>>> out;
   for (const auto& path : a.measured) {
     auto points = topo::measured_scaling(path, model);
+    if (points.empty())
+      throw UsageError("--measured " + path + ": no complete `ibt train` or imported run of " + model.name +
+                       " in it (is --model the model that file trained?)");
+    out.emplace_back(path, std::move(points));
+  }
+  return out;
+}
+
+void add_measured(std::vector<std::pair<std::string, std::vector<topo::ScalingPoint>>> measured,
+                  const ScalingArgs& a, const models::ModelConfig& model, topo::ScalingMode mode,
+                  const GenerationContext& generations, RunRecorder& recorder, std::vector<topo::ScalingPoint>& all) {
+  for (auto& [path, points] : measured) {
     std::printf("\nmeasured (%s): %zu point(s) of %s (fastest timed step of each run; the best run per size)\n",
                 path.c_str(), points.size(), model.name.c_str());
-    if (points.empty()) {
-      std::printf("  no complete `ibt train` run of %s in %s\n", model.name.c_str(), path.c_str());
-      continue;
-    }
     take_points(std::move(points), model.name, mode, generations, recorder, all, a.wide);
   }
 }
@@ -350,6 +360,7 @@ int scaling_main(int argc, char** argv) {
   for (const auto& name : parse_list_of_names(a.topologies, "--topology")) systems.push_back(topo::load_topology(name));
   const GenerationContext generations = generation_context(a, systems);
   const topo::ScalingBatch batch = scaling_batch(a, axis, model);
+  auto measured = read_measured(a, model);
 
   RunRecorder recorder(a.out, "scaling");
   record_scaling_attrs(recorder, a, model, batch, argc, argv);
@@ -357,7 +368,7 @@ int scaling_main(int argc, char** argv) {
   topo::keep_freed_memory_for_reuse();
   std::vector<topo::ScalingPoint> all;
   project_systems(systems, a, axis, model, stack, batch, generations, recorder, all);
-  add_measured(a, model, axis.mode, generations, recorder, all);
+  add_measured(std::move(measured), a, model, axis.mode, generations, recorder, all);
   print_generation_speed(all, generations);
   recorder.finish(store::RunStatus::complete);
   if (recorder.active()) std::printf("run %s written to %s\n", recorder.run_id().c_str(), a.out.c_str());

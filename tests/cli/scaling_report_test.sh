@@ -78,6 +78,10 @@ $mpirun -n 1 "$ibt" train --model tiny-dense --steps 4 --peak-tflops 1 --out "$d
   --out "$dir/s.h5" > "$dir/measured.log"
 grep -q "^measured ($dir/m.h5): 1 point(s) of tiny-dense" "$dir/measured.log" ||
   { cat "$dir/measured.log"; fail "the measured train run did not join"; }
+# A --measured file with no run of the model is refused before anything is projected.
+"$(dirname "$0")/../expect_exit.sh" 2 "--measured $dir/m.h5: no complete .ibt train. or imported run of small-dense" \
+  "$ibt" scaling --model small-dense --topology local-cpu --gpus 1,2 --global-batch 4 --measured "$dir/m.h5" ||
+  fail "a --measured file without the model's runs was not refused"
 
 "$py" - "$dir" <<'EOF' || fail "stored scaling table"
 import math, sys
