@@ -11,6 +11,7 @@
 
 #include "collectives/acceptance/accept_table.hpp"
 #include "collectives/runtime/p2p_tables.hpp"
+#include "models/checkpoint/bench_tables.hpp"
 #include "models/training/train_tables.hpp"
 #include "reports/tables/collectives_table.hpp"
 #include "reports/tables/steps_table.hpp"
@@ -84,6 +85,8 @@ int main(int argc, char** argv) {
   emit<ibt::suites::MemoryRow>(text);
   emit<ibt::suites::CheckpointRow>(text);
   emit<ibt::suites::CheckpointRankRow>(text);
+  emit<ibt::checkpoint::BenchSampleRow>(text);
+  emit<ibt::checkpoint::BenchSummaryRow>(text);
   emit<ibt::topo::ProjectionRow>(text);
   emit<ibt::topo::ProjectionStageRow>(text);
   emit<ibt::topo::CrossoverCellRow>(text);
