@@ -16,6 +16,7 @@
 #include "reports/tables/collectives_table.hpp"
 #include "reports/tables/steps_table.hpp"
 #include "topologies/projection/projection_tables.hpp"
+#include "topologies/studies/atlas_table.hpp"
 #include "topologies/studies/crossover_table.hpp"
 #include "topologies/studies/scaling_table.hpp"
 
@@ -91,6 +92,7 @@ int main(int argc, char** argv) {
   emit<ibt::topo::ProjectionStageRow>(text);
   emit<ibt::topo::CrossoverCellRow>(text);
   emit<ibt::topo::ScalingRow>(text);
+  emit<ibt::topo::AtlasRow>(text);
   text << kTail;
   std::ofstream out(argv[1], std::ios::binary);
   out << text.str();
