@@ -298,6 +298,19 @@ TABLES = {
         ("deciding_term", "", "the part of the step that separates the two bests"),
         ("why", "", "one sentence with the deciding term's seconds on each side"),
     ),
+    "gemm": (
+        ("name", "", "the product: a layer's GEMM (\"mlp_up.fwd\") or MxNxK given by hand"),
+        ("m", "", "rows of the output"),
+        ("n", "", "columns of the output"),
+        ("k", "", "the inner dimension"),
+        ("dtype", "", "the input precision (bf16 or fp8_e4m3)"),
+        ("time_us", "us", "the median over the timed repetitions"),
+        ("min_us", "us", "the fastest timed repetition"),
+        ("tflops", "TFLOP/s", "2mnk over the median time"),
+        ("rel_error", "", "sampled ||D - ref|| / ||ref|| against a float64 reference"),
+        ("reps", "repetitions", "the timed repetitions"),
+        ("input_sets", "sets", "the input buffers the repetitions rotate through, so L2 does not hold them"),
+    ),
 }
 
 

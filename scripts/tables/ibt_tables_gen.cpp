@@ -15,6 +15,7 @@
 #include "models/training/train_tables.hpp"
 #include "reports/tables/collectives_table.hpp"
 #include "reports/tables/steps_table.hpp"
+#include "topologies/calibration/gemm_table.hpp"
 #include "topologies/projection/projection_tables.hpp"
 #include "topologies/studies/atlas_table.hpp"
 #include "topologies/studies/crossover_table.hpp"
@@ -93,6 +94,7 @@ int main(int argc, char** argv) {
   emit<ibt::topo::CrossoverCellRow>(text);
   emit<ibt::topo::ScalingRow>(text);
   emit<ibt::topo::AtlasRow>(text);
+  emit<ibt::topo::GemmRow>(text);
   text << kTail;
   std::ofstream out(argv[1], std::ios::binary);
   out << text.str();
