@@ -13,17 +13,18 @@
 #include <memory>
 #include <nlohmann/json.hpp>
 
-#include "collectives/host_memory.hpp"
-#include "collectives/sizes.hpp"
-#include "core/errors.hpp"
-#include "core/stats.hpp"
-#include "models/checkpoint/checkpointer.hpp"
-#include "models/checkpoint/shard_io.hpp"
 #include "cli/cli.hpp"
+#include "cli/commands.hpp"
+#include "collectives/host_memory.hpp"
 #include "collectives/runtime/job_guard.hpp"
 #include "collectives/runtime/mpi_session.hpp"
 #include "collectives/runtime/run_recorder.hpp"
-#include "cli/commands.hpp"
+#include "collectives/sizes.hpp"
+#include "core/errors.hpp"
+#include "core/stats.hpp"
+#include "models/checkpoint/bench_tables.hpp"
+#include "models/checkpoint/checkpointer.hpp"
+#include "models/checkpoint/shard_io.hpp"
 #include "models/training/train_runner.hpp"
 
 namespace ibt::suites {
@@ -79,24 +80,6 @@ struct Stats {
 };
 Stats stats_of(const std::vector<double>& v) {
   return {quantile(v, 0.5), *std::min_element(v.begin(), v.end()), *std::max_element(v.begin(), v.end())};
-}
-
-std::vector<store::Column> sample_columns() {
-  using store::ColumnType;
-  return {{"repeat", ColumnType::i64, ""},         {"rank", ColumnType::i64, ""},
-          {"bytes", ColumnType::f64, "B"},         {"write_s", ColumnType::f64, "s"},
-          {"write_GBps", ColumnType::f64, "GB/s"}, {"read_s", ColumnType::f64, "s"},
-          {"read_GBps", ColumnType::f64, "GB/s"},  {"resident_before_read", ColumnType::f64, ""}};
-}
-std::vector<store::Column> summary_columns() {
-  using store::ColumnType;
-  return {{"op", ColumnType::str, ""},
-          {"per_rank_median_GBps", ColumnType::f64, "GB/s"},
-          {"per_rank_min_GBps", ColumnType::f64, "GB/s"},
-          {"per_rank_max_GBps", ColumnType::f64, "GB/s"},
-          {"aggregate_median_GBps", ColumnType::f64, "GB/s"},
-          {"aggregate_min_GBps", ColumnType::f64, "GB/s"},
-          {"aggregate_max_GBps", ColumnType::f64, "GB/s"}};
 }
 
 // Parses argv into `args`; false when --help was asked for (rank 0 has printed it).
@@ -248,9 +231,8 @@ void add_round(int rep, const RoundTrip& t, int rank, int size, RunRecorder* rec
   std::fflush(stdout);
   if (recorder->active())
     for (int r = 0; r < size; ++r)
-      recorder->append("samples", sample_columns(),
-                       {static_cast<std::int64_t>(rep), static_cast<std::int64_t>(r), static_cast<double>(w.bytes[r]),
-                        w.write_seconds[r], wbw[r] * 1e-9, t.read_s[r], rbw[r] * 1e-9, t.resident[r]});
+      recorder->append(checkpoint::BenchSampleRow{rep, r, static_cast<double>(w.bytes[r]), w.write_seconds[r],
+                                                  wbw[r] * 1e-9, t.read_s[r], rbw[r] * 1e-9, t.resident[r]});
 }
 
 // Rank 0: removes the step directories written (and --dir when left empty).
@@ -279,9 +261,8 @@ int finish_bench(const BenchArgs& args, const BenchTotals& totals, RunRecorder& 
       100 * totals.max_resident);
   if (recorder.active()) {
     for (auto [op, r, a] : {std::tuple{"write", wr, wa}, std::tuple{"read", rr, ra}})
-      recorder.append(
-          "summary", summary_columns(),
-          {std::string(op), r.median * 1e-9, r.min * 1e-9, r.max * 1e-9, a.median * 1e-9, a.min * 1e-9, a.max * 1e-9});
+      recorder.append(checkpoint::BenchSummaryRow{op, r.median * 1e-9, r.min * 1e-9, r.max * 1e-9, a.median * 1e-9,
+                                                  a.min * 1e-9, a.max * 1e-9});
     std::printf("# results: %s, run %s\n", args.out.c_str(), recorder.run_id().c_str());
   }
   if (totals.wrong) {

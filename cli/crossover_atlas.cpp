@@ -9,47 +9,18 @@
 #include <limits>
 #include <sstream>
 
+#include "cli/cli.hpp"
+#include "collectives/runtime/run_recorder.hpp"
 #include "core/errors.hpp"
 #include "core/text_wrap.hpp"
 #include "ibt/version.hpp"
 #include "models/plan/parallel_split.hpp"
-#include "cli/cli.hpp"
-#include "collectives/runtime/run_recorder.hpp"
 #include "topologies/projection/projection_report.hpp"
 #include "topologies/studies/atlas.hpp"
+#include "topologies/studies/atlas_table.hpp"
 
 namespace ibt::suites {
 namespace {
-
-std::vector<store::Column> atlas_columns() {
-  using store::ColumnType;
-  return {{"model", ColumnType::str},
-          {"topology", ColumnType::str},
-          {"devices", ColumnType::i64, "devices"},
-          {"global_batch", ColumnType::i64, "sequences"},
-          {"domain_size", ColumnType::i64, "devices"},
-          {"scale_out_gbps", ColumnType::f64, "Gb/s"},
-          {"framework", ColumnType::str},
-          {"scale", ColumnType::str},
-          {"scale_source", ColumnType::str},
-          {"mfu_with_pp", ColumnType::f64, "fraction"},
-          {"mfu_with_pp_low", ColumnType::f64, "fraction"},
-          {"mfu_with_pp_high", ColumnType::f64, "fraction"},
-          {"split_with_pp", ColumnType::str},
-          {"mfu_no_pp", ColumnType::f64, "fraction"},
-          {"mfu_no_pp_low", ColumnType::f64, "fraction"},
-          {"mfu_no_pp_high", ColumnType::f64, "fraction"},
-          {"split_no_pp", ColumnType::str},
-          {"band_families", ColumnType::str},
-          {"gain", ColumnType::f64, ""},
-          {"uncertainty", ColumnType::f64, ""},
-          {"verdict", ColumnType::str},
-          {"practice", ColumnType::str},
-          {"practice_source", ColumnType::str},
-          {"agreement", ColumnType::str},
-          {"deciding_term", ColumnType::str},
-          {"why", ColumnType::str}};
-}
 
 std::string fit(std::string s, size_t n) { return s.size() < n ? s : s.substr(0, n - 1); }
 
@@ -206,21 +177,20 @@ int run_atlas(const AtlasFlags& flags, int argc, char** argv) {
     auto band = [&](const topo::Projection& p, bool high) {
       return p.feasible && p.mfu_band.known ? (high ? p.mfu_band.high : p.mfu_band.low) : nan;
     };
-    recorder.append(
-        "atlas", atlas_columns(),
-        {c.entry.model, c.entry.topology, static_cast<std::int64_t>(c.entry.devices),
-         static_cast<std::int64_t>(c.entry.global_batch), static_cast<std::int64_t>(c.cell.domain_size),
-         c.cell.scale_out_gbps, c.entry.framework, c.entry.scale, c.entry.scale_source, w.feasible ? w.mfu : nan,
-         band(w, false), band(w, true), fit(w.feasible ? topo::strategy_and_split(w.split) : "(none fits)", 120),
-         n.feasible ? n.mfu : nan, band(n, false), band(n, true),
-         fit(n.feasible ? topo::strategy_and_split(n.split) : "(none fits)", 120),
-         any.mfu_band.known ? any.mfu_band.family : std::string(),
-         // As ibt crossover stores it: NaN where nothing fits (no gain), 1e300 for "only PP fits".
-         !w.feasible && !n.feasible ? nan
-         : std::isinf(c.cell.gain)  ? 1e300
-                                    : c.cell.gain,
-         c.cell.uncertainty, std::string(topo::verdict_text(c.cell.verdict)), c.entry.practice, c.entry.practice_source,
-         c.agreement, c.deciding_term, fit(c.why, 200)});
+    recorder.append(topo::AtlasRow{
+        c.entry.model, c.entry.topology, static_cast<std::int64_t>(c.entry.devices),
+        static_cast<std::int64_t>(c.entry.global_batch), static_cast<std::int64_t>(c.cell.domain_size),
+        c.cell.scale_out_gbps, c.entry.framework, c.entry.scale, c.entry.scale_source, w.feasible ? w.mfu : nan,
+        band(w, false), band(w, true), fit(w.feasible ? topo::strategy_and_split(w.split) : "(none fits)", 120),
+        n.feasible ? n.mfu : nan, band(n, false), band(n, true),
+        fit(n.feasible ? topo::strategy_and_split(n.split) : "(none fits)", 120),
+        any.mfu_band.known ? any.mfu_band.family : std::string(),
+        // As ibt crossover stores it: NaN where nothing fits (no gain), 1e300 for "only PP fits".
+        !w.feasible && !n.feasible ? nan
+        : std::isinf(c.cell.gain)  ? 1e300
+                                   : c.cell.gain,
+        c.cell.uncertainty, std::string(topo::verdict_text(c.cell.verdict)), c.entry.practice, c.entry.practice_source,
+        c.agreement, c.deciding_term, fit(c.why, 200)});
   }
   recorder.finish(store::RunStatus::complete);
   if (recorder.active()) std::printf("run %s written to %s\n", recorder.run_id().c_str(), flags.out.c_str());

@@ -17,6 +17,7 @@
 #include "cli/cli.hpp"
 #include "cli/commands.hpp"
 #include "collectives/runtime/run_recorder.hpp"
+#include "topologies/calibration/gemm_table.hpp"
 
 #ifdef IBT_HAVE_CUDA
 extern char** environ;
@@ -34,23 +35,6 @@ struct GemmArgs {
   int device = 0;
   gpu::GemmOptions measure;
 };
-
-[[maybe_unused]] std::vector<store::Column> gemm_columns() {  // used only with CUDA
-  using store::ColumnType;
-  return {
-      {"name", ColumnType::str},
-      {"m", ColumnType::i64, ""},
-      {"n", ColumnType::i64, ""},
-      {"k", ColumnType::i64, ""},
-      {"dtype", ColumnType::str},
-      {"time_us", ColumnType::f64, "us"},  // median over the timed repetitions
-      {"min_us", ColumnType::f64, "us"},
-      {"tflops", ColumnType::f64, "TFLOP/s"},  // 2mnk / median time
-      {"rel_error", ColumnType::f64, ""},      // sampled ||D - ref|| / ||ref||
-      {"reps", ColumnType::i64, "repetitions"},
-      {"input_sets", ColumnType::i64, "sets"},
-  };
-}
 
 }  // namespace
 
@@ -155,9 +139,9 @@ int gemm_main(int argc, char** argv) {
                                 style)
                       .c_str());
       std::fflush(stdout);
-      recorder.append("gemm", gemm_columns(),
-                      {shape.name, shape.m, shape.n, shape.k, std::string(gpu::to_string(p)), r.median_s * 1e6,
-                       r.min_s * 1e6, r.tflops, r.rel_error, std::int64_t{a.measure.reps}, std::int64_t{r.input_sets}});
+      recorder.append(topo::GemmRow{shape.name, shape.m, shape.n, shape.k, std::string(gpu::to_string(p)),
+                                    r.median_s * 1e6, r.min_s * 1e6, r.tflops, r.rel_error,
+                                    std::int64_t{a.measure.reps}, std::int64_t{r.input_sets}});
       if (!r.correct) ++wrong;
       if (r.correct) best = std::max(best, r.tflops);
     }

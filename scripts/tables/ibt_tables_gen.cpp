@@ -11,10 +11,13 @@
 
 #include "collectives/acceptance/accept_table.hpp"
 #include "collectives/runtime/p2p_tables.hpp"
+#include "models/checkpoint/bench_tables.hpp"
 #include "models/training/train_tables.hpp"
 #include "reports/tables/collectives_table.hpp"
 #include "reports/tables/steps_table.hpp"
+#include "topologies/calibration/gemm_table.hpp"
 #include "topologies/projection/projection_tables.hpp"
+#include "topologies/studies/atlas_table.hpp"
 #include "topologies/studies/crossover_table.hpp"
 #include "topologies/studies/scaling_table.hpp"
 
@@ -84,10 +87,14 @@ int main(int argc, char** argv) {
   emit<ibt::suites::MemoryRow>(text);
   emit<ibt::suites::CheckpointRow>(text);
   emit<ibt::suites::CheckpointRankRow>(text);
+  emit<ibt::checkpoint::BenchSampleRow>(text);
+  emit<ibt::checkpoint::BenchSummaryRow>(text);
   emit<ibt::topo::ProjectionRow>(text);
   emit<ibt::topo::ProjectionStageRow>(text);
   emit<ibt::topo::CrossoverCellRow>(text);
   emit<ibt::topo::ScalingRow>(text);
+  emit<ibt::topo::AtlasRow>(text);
+  emit<ibt::topo::GemmRow>(text);
   text << kTail;
   std::ofstream out(argv[1], std::ios::binary);
   out << text.str();

@@ -4,6 +4,7 @@
 
 #include "core/errors.hpp"
 #include "reports/store/store.hpp"
+#include "topologies/calibration/gemm_table.hpp"
 
 namespace ibt::topo {
 
@@ -28,9 +29,11 @@ MeasuredGemmPeak measured_gemm_peak(const std::string& path, const std::string& 
       if (seen.find(gpu) == std::string::npos) seen += (seen.empty() ? "" : ", ") + gpu;
       continue;
     }
-    const store::TableData t = store::read_table(path, run->id, "gemm");
-    const int c_dtype = t.column_index("dtype"), c_tflops = t.column_index("tflops"),
-              c_err = t.column_index("rel_error"), c_name = t.column_index("name");
+    const store::TableData t = store::read_table(path, run->id, std::string(GemmRow::kTable));
+    const int c_dtype = t.column_index(store::column_name(&GemmRow::dtype)),
+              c_tflops = t.column_index(store::column_name(&GemmRow::tflops)),
+              c_err = t.column_index(store::column_name(&GemmRow::rel_error)),
+              c_name = t.column_index(store::column_name(&GemmRow::name));
     if (c_dtype < 0 || c_tflops < 0 || c_err < 0 || c_name < 0)
       throw UsageError(path + ": run " + run->id + " has no gemm table with dtype, tflops, rel_error and name");
     MeasuredGemmPeak best;
