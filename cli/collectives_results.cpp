@@ -8,6 +8,7 @@
 #include "collectives/group_outliers.hpp"
 #include "collectives/results_table.hpp"
 #include "collectives/sizes.hpp"
+#include "core/text_table.hpp"
 #include "reports/tables/collectives_table.hpp"
 
 namespace ibt::suites {
@@ -108,15 +109,25 @@ std::uint64_t SizeResults::print_summary(bool checked) {
   } else {
     const double min_bw = nccl_printer_.facts().min_bw;
     std::printf("#\n# Average bus bandwidth (GB/s, over sizes and placements):\n");
+    // Collective, scope, average and the NCCL_TESTS_MIN_BW verdict (its own gap), at the
+    // printf widths they always had, each line laid out on its own.
+    using Align = TextTable::Align;
+    TextTable averages;
+    averages.add_column({"collective", Align::left, "", 14});
+    averages.add_column({"scope", Align::left, "", 5});
+    averages.add_column({"GB/s", Align::right, "", 10});
+    averages.add_column(TextTable::Column("", Align::left).after(""));
+    TextTable::Style style;
+    style.indent = "#   ";
+    style.gap = " ";
+    style.header = false;
     for (const auto& key : summary_.order) {
       const auto& [sum, n] = summary_.busbw[key];
       const double avg = n ? sum / n : 0.0;
       const bool below = min_bw >= 0 && avg < min_bw * 0.9;
       below_min_bw_ = below_min_bw_ || below;
-      std::printf("#   %-14s %-5s %10.3f%s\n", key.first.c_str(), key.second.c_str(), avg,
-                  min_bw < 0 ? ""
-                  : below    ? "  FAILED (NCCL_TESTS_MIN_BW)"
-                             : "  OK");
+      const char* verdict = min_bw < 0 ? "" : below ? "  FAILED (NCCL_TESTS_MIN_BW)" : "  OK";
+      std::printf("%s", averages.row_text({key.first, key.second, fixed(avg, 3), verdict}, style).c_str());
     }
   }
   if (outliers_ > 0)

@@ -12,6 +12,7 @@
 #include "cli/cli.hpp"
 #include "collectives/runtime/run_recorder.hpp"
 #include "core/errors.hpp"
+#include "core/text_table.hpp"
 #include "core/text_wrap.hpp"
 #include "ibt/version.hpp"
 #include "models/plan/parallel_split.hpp"
@@ -69,6 +70,37 @@ struct AtlasTable {
   }
   static std::string best_text(const topo::Projection& p) { return p.feasible ? models::strategy_label(p.split) : "-"; }
 
+  // The narrow table's columns at the printf widths they always had; each row is laid out
+  // on its own (row_text), so a cell wider than its column pushes only its own row.
+  TextTable columns() const {
+    using Align = TextTable::Align;
+    TextTable table;
+    table.add_column({"model", Align::left, "", static_cast<std::size_t>(model)});
+    table.add_column({"system", Align::left, "", static_cast<std::size_t>(system)});
+    table.add_column({"devices x batch (scale)", Align::left, "", static_cast<std::size_t>(scale)});
+    table.add_column({"gain", Align::right, "", 7});
+    table.add_column({"verdict", Align::left, "", 18});
+    table.add_column({"practice", Align::left, "", 8});
+    table.add_column({"agreement", Align::left, "", 12});
+    table.add_column({"deciding term", Align::left});
+    return table;
+  }
+  // The two lines under each row: which best, its MFU (band), its strategy.
+  static TextTable bests() {
+    using Align = TextTable::Align;
+    TextTable table;
+    table.add_column({"", Align::left, "", 10});
+    table.add_column(TextTable::Column("", Align::left, "", 19).after("  "));
+    table.add_column({"", Align::left});
+    return table;
+  }
+  static TextTable::Style style() {
+    TextTable::Style s;
+    s.gap = " ";
+    s.rule = false;
+    return s;
+  }
+
   void print_header() const {
     if (wide) {
       std::printf(
@@ -77,8 +109,7 @@ struct AtlasTable {
       std::printf("|---|---|---|---|---|---|---|---|---|---|---|---|---|\n");
       return;
     }
-    std::printf("%-*s %-*s %-*s %7s %-18s %-8s %-12s %s\n", model, "model", system, "system", scale,
-                "devices x batch (scale)", "gain", "verdict", "practice", "agreement", "deciding term");
+    std::printf("%s", columns().header_text(style()).c_str());
     std::printf("  (under each: the best split with and without PP, its MFU (band) and strategy)\n");
   }
 
@@ -93,11 +124,15 @@ struct AtlasTable {
                   topo::verdict_text(c.cell.verdict), e.practice.c_str(), c.agreement.c_str(), c.deciding_term.c_str());
       return;
     }
-    std::printf("%-*s %-*s %-*s %7s %-18s %-8s %-12s %s\n", model, e.model.c_str(), system, e.topology.c_str(), scale,
-                scale_text(e).c_str(), gain_text(c.cell.gain).c_str(), topo::verdict_text(c.cell.verdict),
-                e.practice.c_str(), c.agreement.c_str(), c.deciding_term.c_str());
-    std::printf("  with PP     %-19s %s\n", mfu_text(w).c_str(), best_text(w).c_str());
-    std::printf("  without PP  %-19s %s\n", mfu_text(n).c_str(), best_text(n).c_str());
+    std::printf("%s", columns()
+                          .row_text({e.model, e.topology, scale_text(e), gain_text(c.cell.gain),
+                                     topo::verdict_text(c.cell.verdict), e.practice, c.agreement, c.deciding_term},
+                                    style())
+                          .c_str());
+    TextTable::Style under = style();
+    under.indent = "  ";
+    std::printf("%s", bests().row_text({"with PP", mfu_text(w), best_text(w)}, under).c_str());
+    std::printf("%s", bests().row_text({"without PP", mfu_text(n), best_text(n)}, under).c_str());
   }
 };
 

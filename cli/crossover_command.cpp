@@ -22,6 +22,7 @@
 #include "collectives/runtime/run_recorder.hpp"
 #include "core/errors.hpp"
 #include "core/progress.hpp"
+#include "core/text_table.hpp"
 #include "core/text_wrap.hpp"
 #include "ibt/version.hpp"
 #include "models/plan/model_file.hpp"
@@ -230,20 +231,56 @@ std::vector<std::string> strategy_pieces(const std::string& label, int width) {
   return pieces;
 }
 
+// The grid's columns at the printf widths they always had; each row is laid out on its own
+// (row_text), so a cell wider than its column pushes only its own row, as printf did.
+// Narrow, the two best splits share best_split_width and the own-fabric mark follows the
+// second; wide, the second (and its mark) is as long as its label.
+TextTable grid_columns(bool with_goodput, bool wide) {
+  using Align = TextTable::Align;
+  using Column = TextTable::Column;
+  TextTable table;
+  const std::size_t split = wide ? 70 : static_cast<std::size_t>(best_split_width(with_goodput));
+  table.add_column({"domain", Align::right, "", wide ? 7u : 6u});
+  table.add_column({"Gb/s", Align::right, "", wide ? 9u : 6u});
+  table.add_column({"MFU pp1", Align::right, "", 8});
+  table.add_column({"MFU pp>1", Align::right, "", 8});
+  if (with_goodput) {
+    table.add_column({"gMFU pp1", Align::right, "", 8});
+    table.add_column({"gMFU pp>1", Align::right, "", 9});
+  }
+  table.add_column({"gain", Align::right, "", wide ? 8u : 7u});
+  table.add_column({"verdict", Align::left, "", 18});
+  table.add_column(Column(wide ? "best PP=1 split" : "best PP=1", Align::left, "", split).after(wide ? "  " : " "));
+  if (wide) {
+    table.add_column({"best PP>1 split", Align::left});
+  } else {
+    table.add_column({"best PP>1", Align::left, "", split});
+    table.add_column(Column("", Align::left).after(""));  // the own-fabric mark, its own gap
+  }
+  return table;
+}
+
+TextTable::Style grid_style() {
+  TextTable::Style style;
+  style.gap = " ";
+  style.rule = false;
+  return style;
+}
+
 void print_grid_columns(const CrossoverSetup& s, bool wide) {
   const bool with_goodput = s.failure.complete();
   std::printf("%s", wrap_lines("compared by " + std::string(topo::to_string(s.rank_by)) +
                                    (with_goodput ? "" : "; goodput not computed: " + s.failure.missing()) + "\n",
                                report_width(wide))
                         .c_str());
-  if (wide)
-    std::printf("%7s %9s %8s %8s %s%8s %-18s  %-70s %s\n", "domain", "Gb/s", "MFU pp1", "MFU pp>1",
-                with_goodput ? "gMFU pp1 gMFU pp>1 " : "", "gain", "verdict", "best PP=1 split", "best PP>1 split");
-  else
-    std::printf("%6s %6s %8s %8s %s%7s %-18s %-*s %s\n", "domain", "Gb/s", "MFU pp1", "MFU pp>1",
-                with_goodput ? "gMFU pp1 gMFU pp>1 " : "", "gain", "verdict", best_split_width(with_goodput),
-                "best PP=1", "best PP>1");
+  std::printf("%s", grid_columns(with_goodput, wide).header_text(grid_style()).c_str());
   std::fflush(stdout);
+}
+
+std::string format_g(double value) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%g", value);
+  return buf;
 }
 
 // One printed cell of the grid; `mark` follows it (the topology's own cell). By default
@@ -251,45 +288,37 @@ void print_grid_columns(const CrossoverSetup& s, bool wide) {
 // the row within 120 columns (a longer name continues on the next line, in its column);
 // wide, by strategy and full split (the results file keeps both either way).
 std::string cell_line(const topo::CrossoverCell& c, bool with_goodput, bool wide, const std::string& mark = "") {
-  char gain[16];
-  if (std::isinf(c.gain))
-    std::snprintf(gain, sizeof gain, "inf");
-  else
-    std::snprintf(gain, sizeof gain, "%+.1f%%", 100 * c.gain);
-  char gmfu[40] = "";
-  if (with_goodput)
-    std::snprintf(gmfu, sizeof gmfu, "%7.1f%% %8.1f%% ",
-                  c.best_no_pp.goodput.computed ? 100 * c.best_no_pp.goodput.goodput_mfu : 0.0,
-                  c.best_with_pp.goodput.computed ? 100 * c.best_with_pp.goodput.goodput_mfu : 0.0);
   auto best = [wide](const topo::Projection& p) {
     if (!p.feasible) return std::string("(none fits)");
     return wide ? topo::strategy_and_split(p.split) : models::strategy_label(p.split);
   };
-  const double mfu_no_pp = c.best_no_pp.feasible ? 100 * c.best_no_pp.mfu : 0.0;
-  const double mfu_with_pp = c.best_with_pp.feasible ? 100 * c.best_with_pp.mfu : 0.0;
-  char line[640];
-  if (wide)  // the grid as before --wide existed: a row as long as its labels
-    std::snprintf(line, sizeof line, "%7d %9g %7.1f%% %7.1f%% %s%8s %-18s  %-70s %s%s\n", c.domain_size,
-                  c.scale_out_gbps, mfu_no_pp, mfu_with_pp, gmfu, gain, topo::verdict_text(c.verdict),
-                  best(c.best_no_pp).c_str(), best(c.best_with_pp).c_str(), mark.c_str());
-  if (wide) {
-    std::string text(line);
-    const std::size_t end = text.find_last_not_of(" \n");  // no padding after the last column
-    return text.substr(0, end + 1) + "\n";
+  std::vector<std::string> cells{std::to_string(c.domain_size), format_g(c.scale_out_gbps),
+                                 fixed(c.best_no_pp.feasible ? 100 * c.best_no_pp.mfu : 0.0, 1) + "%",
+                                 fixed(c.best_with_pp.feasible ? 100 * c.best_with_pp.mfu : 0.0, 1) + "%"};
+  if (with_goodput) {
+    cells.push_back(fixed(c.best_no_pp.goodput.computed ? 100 * c.best_no_pp.goodput.goodput_mfu : 0.0, 1) + "%");
+    cells.push_back(fixed(c.best_with_pp.goodput.computed ? 100 * c.best_with_pp.goodput.goodput_mfu : 0.0, 1) + "%");
+  }
+  cells.push_back(std::isinf(c.gain) ? std::string("inf") : signed_fixed(100 * c.gain, 1) + "%");
+  cells.push_back(topo::verdict_text(c.verdict));
+  const TextTable table = grid_columns(with_goodput, wide);
+  const TextTable::Style style = grid_style();
+  if (wide) {  // the grid as before --wide existed: a row as long as its labels
+    cells.push_back(best(c.best_no_pp));
+    cells.push_back(best(c.best_with_pp) + mark);
+    return table.row_text(cells, style);
   }
   const int width = best_split_width(with_goodput);
   const std::vector<std::string> no_pp = strategy_pieces(best(c.best_no_pp), width);
   const std::vector<std::string> with_pp = strategy_pieces(best(c.best_with_pp), width);
-  std::snprintf(line, sizeof line, "%6d %6g %7.1f%% %7.1f%% %s%7s %-18s ", c.domain_size, c.scale_out_gbps, mfu_no_pp,
-                mfu_with_pp, gmfu, gain, topo::verdict_text(c.verdict));
-  const std::string lead(line);
+  const std::size_t lead = cells.size();
   std::string text;
   for (size_t k = 0; k < std::max(no_pp.size(), with_pp.size()); ++k) {  // continuations: under their columns
-    char splits[256];
-    std::snprintf(splits, sizeof splits, "%-*s %-*s%s", width, k < no_pp.size() ? no_pp[k].c_str() : "", width,
-                  k < with_pp.size() ? with_pp[k].c_str() : "", k == 0 ? mark.c_str() : "");
-    std::string row = (k == 0 ? lead : std::string(lead.size(), ' ')) + splits;
-    text += row.substr(0, row.find_last_not_of(' ') + 1) + "\n";
+    if (k > 0) cells.assign(lead, "");
+    cells.push_back(k < no_pp.size() ? no_pp[k] : "");
+    cells.push_back(k < with_pp.size() ? with_pp[k] : "");
+    cells.push_back(k == 0 ? mark : "");
+    text += table.row_text(cells, style);
   }
   return text;
 }

@@ -6,9 +6,11 @@
 #include <cstdio>
 #include <cstdlib>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "core/errors.hpp"
+#include "core/text_table.hpp"
 #include "topologies/calibration/vtrain.hpp"
 
 namespace {
@@ -106,6 +108,22 @@ ibt::topo::Topology fit_topology(ibt::topo::Topology t, const Args& a) {
   return t;
 }
 
+// The --verbose line of each row: its fields named inline ("gpus   8 gb   32 ..."), each
+// name the separator before its value (the indent names the first), at the printf widths
+// they always had; no header.
+ibt::TextTable row_columns() {
+  using Align = ibt::TextTable::Align;
+  using Column = ibt::TextTable::Column;
+  ibt::TextTable table;
+  table.add_column(Column("gpus", Align::right, "", 3));  // named by the indent
+  const std::pair<const char*, std::size_t> fields[] = {
+      {" gb ", 4}, {" mb ", 2}, {" h ", 5},  {" a ", 3},         {" l ", 3},           {" s ", 4},
+      {" tp ", 1}, {" dp ", 3}, {" pp ", 2}, {": measured ", 9}, {" ms projected ", 9}};
+  for (const auto& [gap, width] : fields) table.add_column(Column("", Align::right, "", width).after(gap));
+  table.add_column(Column("error", Align::left).after(" ms "));
+  return table;
+}
+
 // Projects one vTrain file and prints its MAPE; false when it exceeds its bound.
 bool report_file(const ibt::topo::Topology& t, const Args& a, bool multi) {
   const std::string file = a.dir + (multi ? "/ground_truth_multi.csv" : "/ground_truth_single.csv");
@@ -127,13 +145,23 @@ bool report_file(const ibt::topo::Topology& t, const Args& a, bool multi) {
       "%d rows not in the fit subset: %.2f%%)%s\n",
       multi ? "multi" : "single", m.rows, m.skipped, 100 * m.mape, m.rows ? 100 * bias / m.rows : 0.0, 100 * worst,
       h.rows, 100 * h.mape, multi ? "  [vTrain: 14.73%]" : "  [vTrain: 8.37%]");
-  if (a.verbose)
+  if (a.verbose) {
+    const ibt::TextTable table = row_columns();
+    ibt::TextTable::Style style;
+    style.header = false;
+    style.indent = "  gpus ";
+    style.trim = false;  // "ms " ends a row without error, as it always did
     for (const auto& r : results)
-      std::printf(
-          "  gpus %3d gb %4d mb %2d h %5d a %3d l %3d s %4d tp %d dp %3d pp %2d: measured %9.1f ms projected %9.1f "
-          "ms %s\n",
-          r.row.gpus, r.row.global_batch, r.row.micro_batch, r.row.hidden, r.row.heads, r.row.layers, r.row.seq,
-          r.row.tp, r.row.dp, r.row.pp, r.row.measured_ms, r.projected_ms, r.error.c_str());
+      std::printf("%s",
+                  table
+                      .row_text({std::to_string(r.row.gpus), std::to_string(r.row.global_batch),
+                                 std::to_string(r.row.micro_batch), std::to_string(r.row.hidden),
+                                 std::to_string(r.row.heads), std::to_string(r.row.layers), std::to_string(r.row.seq),
+                                 std::to_string(r.row.tp), std::to_string(r.row.dp), std::to_string(r.row.pp),
+                                 ibt::fixed(r.row.measured_ms, 1), ibt::fixed(r.projected_ms, 1), r.error},
+                                style)
+                      .c_str());
+  }
   const double bound = multi ? a.max_multi : a.max_single;
   if (bound > 0 && 100 * m.mape > bound) {
     std::printf("FAIL: %s MAPE %.2f%% exceeds the bound %.2f%%\n", multi ? "multi" : "single", 100 * m.mape, bound);

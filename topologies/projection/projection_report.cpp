@@ -6,6 +6,7 @@
 #include <limits>
 #include <string>
 
+#include "core/text_table.hpp"
 #include "core/text_wrap.hpp"
 
 namespace ibt::topo {
@@ -130,27 +131,11 @@ bool shown_row(const Projection& p, size_t shown, size_t limit) {
 struct SplitColumns {
   bool wide;
   int width;
-  std::string header() const {
-    char buf[128];
-    if (wide)
-      std::snprintf(buf, sizeof buf, "%-18s %-66s", "strategy", "split");
-    else
-      std::snprintf(buf, sizeof buf, "%-*s", width, "split");
-    return buf;
-  }
-  // The row's cells, then the label's continuation pieces (none when wide or it fits).
+  // The row's cells (strategy and label when wide, else the label's first piece), then
+  // the label's continuation pieces (none when wide or it fits).
   std::vector<std::string> cells(const models::ParallelSplit& s) const {
-    char buf[256];
-    if (wide) {
-      std::snprintf(buf, sizeof buf, "%-18s %-66s", models::strategy_label(s).c_str(), split_label(s).c_str());
-      return {buf};
-    }
-    std::vector<std::string> pieces = cell_pieces(models::compact_label(s), static_cast<std::size_t>(width));
-    for (auto& piece : pieces) {
-      std::snprintf(buf, sizeof buf, "%-*s", width, piece.c_str());
-      piece = buf;
-    }
-    return pieces;
+    if (wide) return {models::strategy_label(s), split_label(s)};
+    return cell_pieces(models::compact_label(s), static_cast<std::size_t>(width));
   }
 };
 
@@ -173,20 +158,46 @@ SplitColumns split_columns(const std::vector<Projection>& ranked, size_t limit, 
   return c;
 }
 
+// The ranking's columns at the printf widths they always had; each row is laid out on its
+// own (row_text), so a cell wider than its column pushes only its own row, as printf did.
+TextTable ranking_columns(const SplitColumns& split, bool goodput) {
+  using Align = TextTable::Align;
+  using Column = TextTable::Column;
+  TextTable table;
+  table.add_column({"rank", Align::right, "", 4});
+  if (split.wide) {
+    table.add_column(Column("strategy", Align::left, "", 18).after("  "));
+    table.add_column({"split", Align::left, "", 66});
+  } else {
+    table.add_column(Column("split", Align::left, "", static_cast<std::size_t>(split.width)).after("  "));
+  }
+  table.add_column({"PP", Align::right, "", 3});
+  table.add_column({"step (s)", Align::right, "", 10});
+  table.add_column({"MFU", Align::right, "", 6});
+  table.add_column({"HFU", Align::right, "", 6});
+  table.add_column({"mem GB", Align::right, "", 8});
+  if (goodput) {
+    table.add_column(Column("goodput", Align::right, "", 7).after("  "));
+    table.add_column({"gMFU", Align::right, "", 6});
+  }
+  table.add_column(Column(exposure_header(split.wide), Align::left).after("  "));
+  return table;
+}
+
 }  // namespace
 
 std::string ranking_table(const std::vector<Projection>& ranked, size_t limit, bool wide) {
-  std::string out;
-  char line[400];
   // Goodput columns only when the failure figures were given (failure_model.hpp).
   bool goodput = false;
   for (const auto& p : ranked) goodput = goodput || p.goodput.computed;
   // rank, then PP, step, MFU, HFU, memory and the goodput columns around the split.
-  const int fixed = 6 + 40 + (goodput ? 16 : 0);
-  const SplitColumns columns = split_columns(ranked, limit, wide, fixed);
-  std::snprintf(line, sizeof line, "%4s  %s %3s %10s %6s %6s %8s  %s%s\n", "rank", columns.header().c_str(), "PP",
-                "step (s)", "MFU", "HFU", "mem GB", goodput ? "goodput   gMFU  " : "", exposure_header(wide));
-  out += line;
+  const int fixed_width = 6 + 40 + (goodput ? 16 : 0);
+  const SplitColumns columns = split_columns(ranked, limit, wide, fixed_width);
+  const TextTable table = ranking_columns(columns, goodput);
+  TextTable::Style style;
+  style.gap = " ";
+  style.rule = false;
+  std::string out = table.header_text(style);
   size_t shown = 0, infeasible = 0, bounded = 0;
   const Projection* bounded_example = nullptr;
   for (size_t i = 0; i < ranked.size(); ++i) {
@@ -202,17 +213,24 @@ std::string ranking_table(const std::vector<Projection>& ranked, size_t limit, b
     }
     if (limit && shown >= limit) continue;
     ++shown;
-    char gp[32] = "";
-    if (goodput)
-      std::snprintf(gp, sizeof gp, "%6.2f%% %5.1f%%  ", 100 * p.goodput.goodput, 100 * p.goodput.goodput_mfu);
     const std::vector<std::string> split = columns.cells(p.split);
-    std::snprintf(line, sizeof line, "%4zu  %s %3s %10.4f %5.1f%% %5.1f%% %8.1f  %s%s\n", i + 1, split[0].c_str(),
-                  p.split.pp > 1 ? "yes" : "no", p.step_s, 100 * p.mfu, 100 * p.hfu, p.memory.total() / 1e9, gp,
-                  largest_exposure(p).c_str());
-    out += line;
-    for (size_t k = 1; k < split.size(); ++k) {  // the label's continuation, in its column
-      std::string more = "      " + split[k];
-      out += more.substr(0, more.find_last_not_of(' ') + 1) + "\n";
+    std::vector<std::string> cells{std::to_string(i + 1)};
+    const std::size_t split_cells = wide ? 2 : 1;
+    cells.insert(cells.end(), split.begin(), split.begin() + static_cast<std::ptrdiff_t>(split_cells));
+    for (std::string cell :
+         {std::string(p.split.pp > 1 ? "yes" : "no"), fixed(p.step_s, 4), fixed(100 * p.mfu, 1) + "%",
+          fixed(100 * p.hfu, 1) + "%", fixed(p.memory.total() / 1e9, 1)})
+      cells.push_back(cell);
+    if (goodput) {
+      cells.push_back(fixed(100 * p.goodput.goodput, 2) + "%");
+      cells.push_back(fixed(100 * p.goodput.goodput_mfu, 1) + "%");
+    }
+    cells.push_back(largest_exposure(p));
+    out += table.row_text(cells, style);
+    for (size_t k = split_cells; k < split.size(); ++k) {  // the label's continuation, in its column
+      std::vector<std::string> more(table.columns());
+      more[1] = split[k];
+      out += table.row_text(more, style);
     }
   }
   size_t feasible = ranked.size() - infeasible - bounded;
