@@ -9,9 +9,9 @@
 #include "collectives/p2p_matrix.hpp"
 #include "collectives/runtime/p2p_rows.hpp"
 #include "collectives/sizes.hpp"
-#include "reports/tables/collectives_table.hpp"
 #include "core/errors.hpp"
 #include "core/text_table.hpp"
+#include "reports/tables/collectives_table.hpp"
 
 namespace ibt::suites {
 namespace {

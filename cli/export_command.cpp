@@ -6,11 +6,11 @@
 #include <string>
 #include <vector>
 
+#include "cli/cli.hpp"
+#include "cli/commands.hpp"
 #include "core/errors.hpp"
 #include "core/output_file.hpp"
 #include "reports/text/export.hpp"
-#include "cli/cli.hpp"
-#include "cli/commands.hpp"
 
 namespace po = boost::program_options;
 

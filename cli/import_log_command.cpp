@@ -11,20 +11,20 @@
 #include <limits>
 #include <sstream>
 
+#include "cli/cli.hpp"
+#include "cli/commands.hpp"
+#include "collectives/runtime/run_recorder.hpp"
 #include "core/errors.hpp"
 #include "core/input_file.hpp"
 #include "core/output_file.hpp"
 #include "ibt/version.hpp"
 #include "models/plan/accounting.hpp"
 #include "models/plan/model_file.hpp"
-#include "cli/cli.hpp"
-#include "collectives/runtime/run_recorder.hpp"
 #include "reports/ingest/sha256.hpp"
-#include "cli/commands.hpp"
 #include "reports/ingest/training_log.hpp"
+#include "reports/tables/steps_table.hpp"
 #include "topologies/hardware/topology.hpp"
 #include "topologies/projection/projection_report.hpp"
-#include "reports/tables/steps_table.hpp"
 
 namespace ibt::suites {
 namespace {

@@ -8,18 +8,18 @@
 #include <nlohmann/json.hpp>
 #include <sstream>
 
+#include "cli/cli.hpp"
+#include "cli/commands.hpp"
 #include "collectives/arrival_gate.hpp"
 #include "collectives/host_memory.hpp"
 #include "collectives/p2p_matrix.hpp"
 #include "collectives/provenance.hpp"
-#include "collectives/sizes.hpp"
-#include "ibt/version.hpp"
-#include "cli/cli.hpp"
 #include "collectives/runtime/job_facts.hpp"
 #include "collectives/runtime/job_guard.hpp"
 #include "collectives/runtime/mpi_session.hpp"
 #include "collectives/runtime/p2p_rows.hpp"
-#include "cli/commands.hpp"
+#include "collectives/sizes.hpp"
+#include "ibt/version.hpp"
 
 extern char** environ;
 

@@ -6,9 +6,9 @@
 #include <cstdio>
 #include <iostream>
 
-#include "core/errors.hpp"
 #include "cli/cli.hpp"
 #include "cli/commands.hpp"
+#include "core/errors.hpp"
 #include "topologies/calibration/agreement.hpp"
 #include "topologies/calibration/train_runs.hpp"
 #include "topologies/hardware/topology.hpp"

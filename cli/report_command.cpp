@@ -12,12 +12,12 @@
 #include <iostream>
 #include <vector>
 
+#include "cli/cli.hpp"
+#include "cli/commands.hpp"
 #include "core/data_dirs.hpp"
 #include "core/errors.hpp"
 #include "core/output_file.hpp"
 #include "reports/store/store.hpp"
-#include "cli/cli.hpp"
-#include "cli/commands.hpp"
 
 namespace ibt::suites {
 namespace {

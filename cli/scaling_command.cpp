@@ -278,8 +278,7 @@ void take_points(std::vector<topo::ScalingPoint> points, const std::string& mode
   const std::size_t first = all.size();
   for (auto& pt : points) all.push_back(std::move(pt));
   // The baseline projects first, so every later point finds its baseline in `all`.
-  for (std::size_t i = first; i < all.size(); ++i)
-    recorder.append(scaling_row(all[i], model, mode, all, generations));
+  for (std::size_t i = first; i < all.size(); ++i) recorder.append(scaling_row(all[i], model, mode, all, generations));
 }
 
 // The projected points, one block per topology.
@@ -338,9 +337,9 @@ std::vector<std::pair<std::string, std::vector<topo::ScalingPoint>>> read_measur
   return out;
 }
 
-void add_measured(std::vector<std::pair<std::string, std::vector<topo::ScalingPoint>>> measured,
-                  const ScalingArgs& a, const models::ModelConfig& model, topo::ScalingMode mode,
-                  const GenerationContext& generations, RunRecorder& recorder, std::vector<topo::ScalingPoint>& all) {
+void add_measured(std::vector<std::pair<std::string, std::vector<topo::ScalingPoint>>> measured, const ScalingArgs& a,
+                  const models::ModelConfig& model, topo::ScalingMode mode, const GenerationContext& generations,
+                  RunRecorder& recorder, std::vector<topo::ScalingPoint>& all) {
   for (auto& [path, points] : measured) {
     std::printf("\nmeasured (%s): %zu point(s) of %s (fastest timed step of each run; the best run per size)\n",
                 path.c_str(), points.size(), model.name.c_str());

@@ -11,19 +11,19 @@
 #include <iostream>
 #include <memory>
 
+#include "cli/cli.hpp"
+#include "cli/split_flags.hpp"
+#include "cli/zero_flags.hpp"
 #include "collectives/arrival_gate.hpp"
+#include "collectives/runtime/job_guard.hpp"
+#include "collectives/runtime/mpi_session.hpp"
+#include "collectives/runtime/run_recorder.hpp"
 #include "core/errors.hpp"
 #include "core/output_file.hpp"
 #include "models/cuda/executor/attention_kernels.hpp"
 #include "models/plan/model_file.hpp"
-#include "reports/store/store.hpp"
-#include "cli/cli.hpp"
-#include "collectives/runtime/job_guard.hpp"
-#include "collectives/runtime/mpi_session.hpp"
-#include "collectives/runtime/run_recorder.hpp"
-#include "cli/split_flags.hpp"
 #include "models/training/train_runner.hpp"
-#include "cli/zero_flags.hpp"
+#include "reports/store/store.hpp"
 
 namespace po = boost::program_options;
 

@@ -9,14 +9,14 @@
 #include <tuple>
 #include <vector>
 
-#include "core/errors.hpp"
-#include "core/hdf5.hpp"
-#include "core/stats.hpp"
 #include "collectives/acceptance/accept_from_file.hpp"
 #include "collectives/acceptance/accept_generate.hpp"
 #include "collectives/acceptance/accept_judge.hpp"
-#include "reports/tables/collectives_table.hpp"
+#include "core/errors.hpp"
+#include "core/hdf5.hpp"
+#include "core/stats.hpp"
 #include "reports/store/store.hpp"
+#include "reports/tables/collectives_table.hpp"
 
 namespace ibt::suites {
 namespace {
@@ -162,9 +162,8 @@ BaselineTarget baseline_target(const std::string& name, std::vector<double> valu
   if (hi > lo * (1 + kSpreadWarning)) {
     char text[96];
     std::snprintf(text, sizeof text, "%.0f%%", 100 * (hi / lo - 1));
-    out.warning = name + " spreads " + text + " across the " + std::to_string(values.size()) + " runs (" +
-                  compact(lo) + " to " + compact(hi) + " " + unit +
-                  "): the system was not quiet, or changed between them";
+    out.warning = name + " spreads " + text + " across the " + std::to_string(values.size()) + " runs (" + compact(lo) +
+                  " to " + compact(hi) + " " + unit + "): the system was not quiet, or changed between them";
   }
   return out;
 }

@@ -8,8 +8,8 @@
 #include <thread>
 
 #include "collectives/op_in_flight.hpp"
-#include "core/errors.hpp"
 #include "collectives/runtime/job_signals.hpp"
+#include "core/errors.hpp"
 
 namespace ibt::suites {
 namespace {

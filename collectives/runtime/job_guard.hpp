@@ -8,8 +8,8 @@
 #include <memory>
 #include <string>
 
-#include "collectives/watchdog.hpp"
 #include "collectives/runtime/run_recorder.hpp"
+#include "collectives/watchdog.hpp"
 
 namespace ibt::suites {
 

@@ -8,9 +8,9 @@
 #include <cstdint>
 #include <string>
 
+#include "collectives/runtime/run_recorder.hpp"
 #include "models/checkpoint/manifest.hpp"
 #include "models/executor/cpu_executor.hpp"
-#include "collectives/runtime/run_recorder.hpp"
 #include "models/training/train_runner.hpp"
 
 namespace ibt::suites {

@@ -8,10 +8,10 @@
 
 #include <string>
 
+#include "collectives/runtime/run_recorder.hpp"
 #include "collectives/watchdog.hpp"
 #include "models/plan/model_config.hpp"
 #include "models/plan/parallel_split.hpp"
-#include "collectives/runtime/run_recorder.hpp"
 #include "models/training/train_executor.hpp"
 
 namespace ibt::suites {

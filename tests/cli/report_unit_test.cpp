@@ -4,10 +4,10 @@
 
 #include <set>
 
-#include "collectives/p2p_matrix.hpp"
-#include "core/errors.hpp"
 #include "collectives/acceptance/accept_generate.hpp"
 #include "collectives/acceptance/accept_reference.hpp"
+#include "collectives/p2p_matrix.hpp"
+#include "core/errors.hpp"
 #include "topologies/hardware/topology.hpp"
 
 namespace ibt {

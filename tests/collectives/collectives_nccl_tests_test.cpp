@@ -7,9 +7,9 @@
 #include <vector>
 
 #include "collectives/group_outliers.hpp"
-#include "core/errors.hpp"
 #include "collectives/nccl_tests_flags.hpp"
 #include "collectives/nccl_tests_format.hpp"
+#include "core/errors.hpp"
 
 namespace ibt::suites {
 namespace {

@@ -5,7 +5,13 @@
 set -uo pipefail
 cd "$1" || exit 2
 command -v clang-format >/dev/null || { echo "FAIL: clang-format is not installed (scripts/setup.sh installs it)"; exit 1; }
-mapfile -t files < <(git ls-files '*.cpp' '*.hpp' '*.h' '*.c' '*.cu' '*.cuh')
+# The tracked sources; outside a git checkout (a copied tree), every such file but build/'s.
+if git rev-parse --is-inside-work-tree >/dev/null 2>&1; then
+  mapfile -t files < <(git ls-files '*.cpp' '*.hpp' '*.h' '*.c' '*.cu' '*.cuh')
+else
+  mapfile -t files < <(find . -path ./build -prune -o -type f \( -name '*.cpp' -o -name '*.hpp' -o -name '*.h' \
+    -o -name '*.c' -o -name '*.cu' -o -name '*.cuh' \) -print | sed 's|^\./||' | sort)
+fi
 ((${#files[@]})) || { echo "FAIL: no tracked sources found under $1 (not a git checkout?)"; exit 1; }
 bad=()
 for f in "${files[@]}"; do

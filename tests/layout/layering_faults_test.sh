@@ -3,7 +3,8 @@
 # of SOURCE to a scratch folder, checks that the clean copy passes, then injects one fault
 # of each kind the check knows (a library including a folder above it, a test reaching above
 # its folder, a link to a library above, a folder the block does not name) and checks that
-# each is reported by file and line and that the check exits 1.
+# each is reported by file and line and that the check exits 1; then a badly formatted
+# line, which the clang-format check must name.
 set -euo pipefail
 src=$(cd "$1" && pwd)
 work=$(mktemp -d)
@@ -36,4 +37,13 @@ expect 'collectives/runtime/CMakeLists.txt:'
 expect 'ibt_runtime links ibt_projection of topologies/projection/'
 expect 'unlisted/a.cpp: in no folder of the layering block'
 expect 'check_layering: 4 fault(s)'
-echo "PASS: every injected fault was named"
+# The formatting check fails too: a line clang-format would change.
+here=$(cd "$(dirname "$0")" && pwd)
+printf 'int   badly_formatted ( ) { return 0 ; }\n' >> "$work/core/stats.cpp"
+set +e
+fmt=$("$here/clang_format_test.sh" "$work" 2>&1)
+frc=$?
+set -e
+[[ $frc -eq 1 ]] || { echo "$fmt"; echo "FAIL: clang_format_test exit $frc on a badly formatted file, expected 1"; exit 1; }
+grep -qF "not formatted: core/stats.cpp" <<<"$fmt" || { echo "$fmt"; echo "FAIL: the unformatted file is not named"; exit 1; }
+echo "PASS: every injected fault was named, the unformatted file too"
