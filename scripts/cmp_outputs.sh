@@ -45,6 +45,23 @@ compare() {
   fi
 }
 
+# compare_written COMMAND...: as `compare all`, for a command that must write a results
+# file: each binary gets its own --out (DIR/N.old.h5, DIR/N.new.h5), named OUT.h5 in both
+# outputs before they are compared (scripts/cmp_tables.sh compares the files themselves).
+compare_written() {
+  local ro rn tag=$n
+  n=$((n + 1))
+  "$old" "$@" --out "$dir/$tag.old.h5" > "$dir/$tag.old" 2>&1; ro=$?
+  "$new" "$@" --out "$dir/$tag.new.h5" > "$dir/$tag.new" 2>&1; rn=$?
+  sed -Ei -e 's/^(ibt [0-9]+\.[0-9]+\.[0-9]+) \([0-9a-f]{12}\)/\1 (COMMIT)/' -e "s|$dir/$tag\.(old\|new)\.h5|OUT.h5|g" \
+    "$dir/$tag.old" "$dir/$tag.new"
+  if [[ $ro != "$rn" ]] || ! cmp -s "$dir/$tag.old" "$dir/$tag.new"; then
+    echo "DIFFERENT ($ro/$rn) [$tag]: ibt $* --out N.h5"; status=1
+  else
+    echo "same (exit $rn, $(wc -l < "$dir/$tag.new") lines) [$tag]: ibt $* --out N.h5"
+  fi
+}
+
 projections=(
   "project --model llama3-8b --topology dgx-h100 --gpus 64 --tp 8"
   "project --model llama3-405b --topology dgx-h100 --gpus 8192 --tp 8 --pp 16 --zero 1"
@@ -81,18 +98,18 @@ rm -rf "$files" && mkdir -p "$files"
 for f in mixed cluster; do
   compare all show "$files/$f.h5"
   compare all show "$files/$f.h5" --run 1
-  compare all export "$files/$f.h5" --format csv
-  compare all export "$files/$f.h5" --format json
+  compare all export "$files/$f.h5" --csv
+  compare all export "$files/$f.h5" --json
 done
 compare all accept --reference "$src/topologies/references/local-cpu.json" --from "$files/cluster.h5"
 
 common=(--model llama3-8b --topology dgx-h100)
-compare all import-log "$logs/megatron_llama3_8b.log" --format megatron "${common[@]}"
-compare all import-log "$logs/megatron_truncated.log" --format megatron "${common[@]}"
-compare all import-log "$logs/nemo1_llama3_8b.log" --format nemo "${common[@]}"
-compare all import-log "$logs/nemo2_llama3_8b.log" --format nemo --config "$logs/nemo2_llama3_8b.yaml" "${common[@]}"
-compare all import-log "$logs/nemo_truncated.log" --format nemo "${common[@]}"
-compare all import-log "$logs/torchtitan_llama3_8b.log" --format torchtitan \
+compare_written import-log "$logs/megatron_llama3_8b.log" --format megatron "${common[@]}"
+compare_written import-log "$logs/megatron_truncated.log" --format megatron "${common[@]}"
+compare_written import-log "$logs/nemo1_llama3_8b.log" --format nemo "${common[@]}"
+compare_written import-log "$logs/nemo2_llama3_8b.log" --format nemo --config "$logs/nemo2_llama3_8b.yaml" "${common[@]}"
+compare_written import-log "$logs/nemo_truncated.log" --format nemo "${common[@]}"
+compare_written import-log "$logs/torchtitan_llama3_8b.log" --format torchtitan \
   --config "$logs/torchtitan_llama3_8b.toml" --world-size 16 "${common[@]}"
 
 compare all no-such-command
@@ -103,7 +120,7 @@ compare all show /dev/null
 compare all show "$src"
 compare all export "$files/cluster.h5" --format xml
 compare all import-log /dev/null --format megatron "${common[@]}"
-compare all import-log "$logs/megatron_llama3_8b.log" --format nosuch "${common[@]}"
+compare_written import-log "$logs/megatron_llama3_8b.log" --format nosuch "${common[@]}"
 compare all accept --reference /dev/null --from "$files/cluster.h5"
 compare all train --tp 0
 exit $status
