@@ -11,12 +11,16 @@ import matplotlib.pyplot as plt
 
 import figure_style as FS
 from figures import BREAKDOWN, Figure, _fmt, projection_parts, stacked_breakdown
+from ibt_tables import Columns
+
+SCALE = Columns("scaling")  # the scaling table's column names, from its C++ schema
+PROJ = Columns("projections")
 
 # The scaling table's breakdown columns per component label (figures.BREAKDOWN's labels).
-SCALING_PARTS = (("compute", ("compute_s",)), ("TP comm", ("exposed_tp_s",)),
-                 ("DP comm", ("exposed_dp_s", "exposed_expert_dp_s")), ("EP comm", ("exposed_ep_s",)),
-                 ("PP comm", ("exposed_pp_s",)), ("bubble", ("bubble_s",)), ("other", ("other_s",)),
-                 ("CP comm", ("exposed_cp_s",)))
+SCALING_PARTS = (("compute", (SCALE.compute_s,)), ("TP comm", (SCALE.exposed_tp_s,)),
+                 ("DP comm", (SCALE.exposed_dp_s, SCALE.exposed_expert_dp_s)), ("EP comm", (SCALE.exposed_ep_s,)),
+                 ("PP comm", (SCALE.exposed_pp_s,)), ("bubble", (SCALE.bubble_s,)), ("other", (SCALE.other_s,)),
+                 ("CP comm", (SCALE.exposed_cp_s,)))
 
 
 # Systems get colours of their own, none of them a breakdown component's
@@ -37,15 +41,15 @@ def _scaling_rows(runs):
     """[dict] of every scaling row, with its run."""
     rows = []
     for run in runs:
-        t = run.tables.get("scaling")
+        t = run.tables.get(SCALE.table)
         if t is None:
             continue
         for i in range(t.length):
             r = {c: t[c][i] for c in t.columns}
             r["run"] = run
-            measured = str(r["source"]).startswith("measured")
-            where = r["system"] if measured else f"{r['topology']} ({r['system']})"
-            r["line"] = f"{where} · {r['model']}" + (" · measured" if measured else "")
+            measured = str(r[SCALE.source]).startswith("measured")
+            where = r[SCALE.system] if measured else f"{r[SCALE.topology]} ({r[SCALE.system]})"
+            r["line"] = f"{where} · {r[SCALE.model]}" + (" · measured" if measured else "")
             parts = {}
             for label, cols in SCALING_PARTS:
                 vals = [_num(r[c]) for c in cols if c in r]
@@ -62,7 +66,7 @@ def _scaling_rows(runs):
 def _speed(rows):
     """Mean tokens/s per device of a line's feasible points (0 when none): lines and
     systems are ordered by it, slowest first, never alphabetically."""
-    vals = [float(r["tokens_per_s_per_device"]) for r in rows if int(r["feasible"])]
+    vals = [float(r[SCALE.tokens_per_s_per_device]) for r in rows if int(r[SCALE.feasible])]
     vals = [v for v in vals if not math.isnan(v)]
     return sum(vals) / len(vals) if vals else 0.0
 
@@ -79,9 +83,9 @@ def scaling_figures(runs):
     figures = []
     groups = defaultdict(list)  # (model, scaling mode) -> rows
     for r in rows:
-        groups[(str(r["model"]), str(r["scaling"]))].append(r)
+        groups[(str(r[SCALE.model]), str(r[SCALE.scaling]))].append(r)
     for (model, mode), mine in sorted(groups.items()):
-        if not any(int(r["feasible"]) for r in mine):
+        if not any(int(r[SCALE.feasible]) for r in mine):
             continue  # nothing to draw; the per-generation lines say '-' and the stored reason stays in the file
         run_labels = sorted({r["run"].label for r in mine})
         lines = defaultdict(list)
@@ -93,24 +97,24 @@ def scaling_figures(runs):
         order = sorted(lines, key=lambda line: _speed(lines[line]))  # slowest generation first
         for n, line in enumerate(order):
             pts = lines[line]
-            pts.sort(key=lambda r: int(r["devices"]))
-            ok = [r for r in pts if int(r["feasible"])]
+            pts.sort(key=lambda r: int(r[SCALE.devices]))
+            ok = [r for r in pts if int(r[SCALE.feasible])]
             style = dict(marker="o", ls="-" if "measured" in line else "--", label=_line_label(line), color=system_colour(n))
-            ax_mfu.plot([int(r["devices"]) for r in ok], [100 * float(r["mfu"]) for r in ok], **style)
-            ax_tok.plot([int(r["devices"]) for r in ok], [float(r["tokens_per_s_per_device"]) for r in ok], **style)
+            ax_mfu.plot([int(r[SCALE.devices]) for r in ok], [100 * float(r[SCALE.mfu]) for r in ok], **style)
+            ax_tok.plot([int(r[SCALE.devices]) for r in ok], [float(r[SCALE.tokens_per_s_per_device]) for r in ok], **style)
             # Scaling efficiency: tokens/s per device against the line's smallest point, so
             # 100% is ideal scaling (weak: per-device throughput held; strong: the same).
-            if ok and float(ok[0]["tokens_per_s_per_device"]) > 0:
-                base = float(ok[0]["tokens_per_s_per_device"])
-                eff = [100 * float(r["tokens_per_s_per_device"]) / base for r in ok]
+            if ok and float(ok[0][SCALE.tokens_per_s_per_device]) > 0:
+                base = float(ok[0][SCALE.tokens_per_s_per_device])
+                eff = [100 * float(r[SCALE.tokens_per_s_per_device]) / base for r in ok]
                 efficiencies += eff
-                ax_eff.plot([int(r["devices"]) for r in ok], eff, **style)
+                ax_eff.plot([int(r[SCALE.devices]) for r in ok], eff, **style)
             for r in pts:
-                table.append([r["system"], str(r["source"]).split(" ")[0], str(int(r["devices"])),
-                              str(int(r["global_batch"])), r["split"] if int(r["feasible"]) else r["reason"],
-                              _fmt(100 * float(r["mfu"]), 3), _fmt(float(r["tokens_per_s_per_device"])),
-                              _fmt(float(r["step_s"]))])
-        devices = sorted({int(r["devices"]) for r in mine if int(r["feasible"])})
+                table.append([r[SCALE.system], str(r[SCALE.source]).split(" ")[0], str(int(r[SCALE.devices])),
+                              str(int(r[SCALE.global_batch])), r[SCALE.split] if int(r[SCALE.feasible]) else r[SCALE.reason],
+                              _fmt(100 * float(r[SCALE.mfu]), 3), _fmt(float(r[SCALE.tokens_per_s_per_device])),
+                              _fmt(float(r[SCALE.step_s]))])
+        devices = sorted({int(r[SCALE.devices]) for r in mine if int(r[SCALE.feasible])})
         ax_eff.axhline(100, color="#888888", ls=":", lw=1.2, label="ideal scaling (100%)")
         for ax, ylabel in ((ax_mfu, "MFU (%, axis 0-100)"), (ax_tok, "tokens/s per device"),
                            (ax_eff, "scaling efficiency (%)")):
@@ -121,9 +125,9 @@ def scaling_figures(runs):
             ax.set_xlabel("devices")
             ax.set_ylabel(ylabel)
             ax.grid(True, which="both", alpha=0.3)
-        FS.mfu_axis(ax_mfu, values_pct=[100 * float(r["mfu"]) for r in mine if int(r["feasible"])])
+        FS.mfu_axis(ax_mfu, values_pct=[100 * float(r[SCALE.mfu]) for r in mine if int(r[SCALE.feasible])])
         # Throughput from zero, as MFU: a 0.1% change per device must not fill the panel.
-        tokens = [float(r["tokens_per_s_per_device"]) for r in mine if int(r["feasible"])]
+        tokens = [float(r[SCALE.tokens_per_s_per_device]) for r in mine if int(r[SCALE.feasible])]
         ax_tok.set_ylim(0, max([1.0, *[t for t in tokens if t == t]]) * 1.15)
         ax_tok.yaxis.set_major_formatter(FS.ticker.FuncFormatter(lambda v, _: FS.plain_number(v)))
         ax_eff.set_ylim(0, max([110.0, *efficiencies]) * 1.05)
@@ -146,25 +150,25 @@ def scaling_figures(runs):
         # Breakdown per point as shares of the step, one panel per system.
         # A line without a breakdown (an imported log has only its step time) gets no panel.
         systems = [line for line in order
-                   if any(int(r["feasible"]) and any(v > 0 for v in r["parts"].values()) for r in lines[line])]
+                   if any(int(r[SCALE.feasible]) and any(v > 0 for v in r["parts"].values()) for r in lines[line])]
         if not systems:
             continue
         fig, axes = plt.subplots(1, len(systems), figsize=(FS.panel_width(len(systems)) * len(systems), 3.6),
                                  squeeze=False, sharey=True)
         drawn = set()
         for ax, line in zip(axes[0], systems):
-            ok = sorted((r for r in lines[line] if int(r["feasible"])), key=lambda r: int(r["devices"]))
-            shares = [{k: v / float(r["step_s"]) for k, v in r["parts"].items()} for r in ok]
-            drawn |= set(stacked_breakdown(ax, [str(int(r["devices"])) for r in ok], shares, horizontal=False))
+            ok = sorted((r for r in lines[line] if int(r[SCALE.feasible])), key=lambda r: int(r[SCALE.devices]))
+            shares = [{k: v / float(r[SCALE.step_s]) for k, v in r["parts"].items()} for r in ok]
+            drawn |= set(stacked_breakdown(ax, [str(int(r[SCALE.devices])) for r in ok], shares, horizontal=False))
             ax.set_title(FS.wrap(_line_label(line), 34), fontsize=FS.MIN_FONT_PT + 1)
             ax.set_xlabel("devices")
         axes[0][0].set_ylabel("share of step time (bottleneck stage)")
         FS.title(fig, f"{model}, {mode} scaling on {where}: where the step goes")
         FS.legend_below(fig, *FS.merged_handles(axes[0]))
         order = [lab for lab, _, _ in BREAKDOWN if lab in drawn]
-        btable = [[r["system"], str(int(r["devices"])), r["split"], str(int(r["breakdown_stage"]))] +
+        btable = [[r[SCALE.system], str(int(r[SCALE.devices])), r[SCALE.split], str(int(r[SCALE.breakdown_stage]))] +
                   [_fmt(r["parts"].get(lab, 0.0)) for lab in order]
-                  for line in systems for r in sorted(lines[line], key=lambda r: int(r["devices"])) if int(r["feasible"])]
+                  for line in systems for r in sorted(lines[line], key=lambda r: int(r[SCALE.devices])) if int(r[SCALE.feasible])]
         figures.append(Figure(f"scaling_breakdown_{model}_{mode}", fig,
                               f"{model}, {mode} scaling: where the step goes at each point, as shares of the step time "
                               "(projections: the bottleneck pipeline stage, the busiest (least idle) one, named in the "
@@ -177,8 +181,8 @@ def generation_lines(runs):
     """The report's one line per hardware generation: [(system · model, "512: 41.2%, ...")]."""
     per = defaultdict(list)
     for r in _scaling_rows(runs):
-        mfu = f"{100 * float(r['mfu']):.1f}%" if int(r["feasible"]) else "-"
-        per[r["line"] + f" ({r['scaling']})"].append((int(r["devices"]), mfu))
+        mfu = f"{100 * float(r[SCALE.mfu]):.1f}%" if int(r[SCALE.feasible]) else "-"
+        per[r["line"] + f" ({r[SCALE.scaling]})"].append((int(r[SCALE.devices]), mfu))
     return [[k, ", ".join(f"{d}: {m}" for d, m in sorted(v))] for k, v in sorted(per.items())]
 
 
@@ -191,22 +195,22 @@ def _projection_rows(runs):
     across generations."""
     out = defaultdict(lambda: defaultdict(dict))
     for r in _scaling_rows(runs):
-        if str(r["source"]).startswith("measured") or not int(r["feasible"]):
+        if str(r[SCALE.source]).startswith("measured") or not int(r[SCALE.feasible]):
             continue
-        system = f"{r['topology']} ({r['system']})"
-        key = (str(r["model"]), int(r["devices"]), int(r["global_batch"]))
-        out[key][str(r["split"])][system] = (float(r["mfu"]), float(r["step_s"]), r["parts"])
+        system = f"{r[SCALE.topology]} ({r[SCALE.system]})"
+        key = (str(r[SCALE.model]), int(r[SCALE.devices]), int(r[SCALE.global_batch]))
+        out[key][str(r[SCALE.split])][system] = (float(r[SCALE.mfu]), float(r[SCALE.step_s]), r["parts"])
     for run in runs:
-        t = run.tables.get("projections")
-        if t is None or not t.has("split", "mfu", "devices"):
+        t = run.tables.get(PROJ.table)
+        if t is None or not t.has(PROJ.split, PROJ.mfu, PROJ.devices):
             continue
         batch = int(run.attrs.get("global_batch", 0))
         for i in range(t.length):
-            if t.has("feasible") and not int(t["feasible"][i]):
+            if t.has(PROJ.feasible) and not int(t[PROJ.feasible][i]):
                 continue
             parts, _ = projection_parts(run, t, i)
-            key = (str(run.attrs.get("model", "?")), int(t["devices"][i]), batch)
-            out[key][str(t["split"][i])][run.system] = (float(t["mfu"][i]), float(t["step_s"][i]), parts)
+            key = (str(run.attrs.get("model", "?")), int(t[PROJ.devices][i]), batch)
+            out[key][str(t[PROJ.split][i])][run.system] = (float(t[PROJ.mfu][i]), float(t[PROJ.step_s][i]), parts)
     return out
 
 
