@@ -5,7 +5,10 @@
 # constants (GEMM efficiency, per-op overhead) come from every 4th row of each file, on
 # top of the all-reduce fits of topologies/validation/vtrain-a100-allreduce.csv
 # (--refit redoes both and rewrites topologies/validation/dgx-a100-vtrain-fit.json).
-#   scripts/validate_vtrain.sh [BUILD_DIR] [--refit] [--verbose] [--dir DATA_DIR]
+# With --pp-pairs it checks the PP verdict instead of the times, on both topologies: the
+# 122 groups measured with and without PP (topologies/calibration/pp_pairs.hpp); --groups N
+# takes the first N groups only.
+#   scripts/validate_vtrain.sh [BUILD_DIR] [--refit] [--verbose] [--dir DATA_DIR] [--pp-pairs [--groups N]]
 # DATA_DIR holds ground_truth_{single,multi}.csv (default: ../shared/validation/vtrain
 # beside the checkout, compiled into ibt_validate_vtrain).
 set -euo pipefail
@@ -15,11 +18,14 @@ if [ $# -gt 0 ] && [ "${1#--}" = "$1" ]; then build="$1"; shift; fi
 exe="$build/topologies/calibration/ibt_validate_vtrain"
 [ -x "$exe" ] || { echo "validate_vtrain.sh: $exe not built (cmake --build $build --target ibt_validate_vtrain)" >&2; exit 2; }
 fitted="$here/topologies/validation/dgx-a100-vtrain-fit.json"
-args=() data=() refit=0
+args=() pairs=() data=() refit=0
 while [ $# -gt 0 ]; do
   case "$1" in
     --refit) refit=1 ;;
     --verbose) args+=(--verbose) ;;
+    --pp-pairs) pairs+=(--pp-pairs) ;;
+    --groups) [ $# -ge 2 ] || { echo "validate_vtrain.sh: --groups needs a value" >&2; exit 2; }
+              pairs+=(--groups "$2"); shift ;;
     --dir) [ $# -ge 2 ] || { echo "validate_vtrain.sh: --dir needs a value" >&2; exit 2; }
            data=(--dir "$2"); shift ;;
     *) echo "validate_vtrain.sh: unknown option $1" >&2; exit 2 ;;
@@ -28,6 +34,6 @@ while [ $# -gt 0 ]; do
 done
 if [ "$refit" = 1 ]; then "$exe" "${data[@]}" --fit --write "$fitted"; fi
 echo "catalog dgx-a100 (default efficiency model, nothing fitted):"
-"$exe" "${data[@]}" --topology dgx-a100
+"$exe" "${data[@]}" --topology dgx-a100 ${pairs[@]+"${pairs[@]}"} ${pairs[@]+${args[@]+"${args[@]}"}}
 echo "dgx-a100 with the efficiency model fitted once ($fitted):"
-"$exe" "${data[@]}" --topology "$fitted" "${args[@]}"
+"$exe" "${data[@]}" --topology "$fitted" ${pairs[@]+"${pairs[@]}"} "${args[@]}"
