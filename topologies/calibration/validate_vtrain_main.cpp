@@ -14,6 +14,7 @@
 
 #include "core/errors.hpp"
 #include "core/text_table.hpp"
+#include "topologies/calibration/gain_error.hpp"
 #include "topologies/calibration/pp_pairs.hpp"
 #include "topologies/calibration/vtrain.hpp"
 
@@ -21,6 +22,7 @@ namespace {
 
 struct Args {
   std::string dir = IBT_VTRAIN_DIR, topology = "dgx-a100", allreduce = IBT_VTRAIN_ALLREDUCE, write;
+  std::string gain_error_file, gain_error_kind, gain_error_command, gain_error_note;  // --pp-pairs --write-gain-error
   double max_single = 0, max_multi = 0, threshold = 0.05;
   int groups = 0;  // --pp-pairs: the first N groups only (0: all)
   bool verbose = false, fit = false, pp_pairs = false;
@@ -56,6 +58,14 @@ Args parse_args(int argc, char** argv) {
       a.allreduce = next();
     else if (arg == "--pp-pairs")
       a.pp_pairs = true;
+    else if (arg == "--write-gain-error")
+      a.gain_error_file = next();
+    else if (arg == "--gain-error-kind")
+      a.gain_error_kind = next();
+    else if (arg == "--gain-error-command")
+      a.gain_error_command = next();
+    else if (arg == "--gain-error-note")
+      a.gain_error_note = next();
     else if (arg == "--groups" || arg == "--threshold") {
       const std::string v = next();
       char* end = nullptr;
@@ -71,10 +81,11 @@ Args parse_args(int argc, char** argv) {
       else
         a.threshold = x;
     } else {
-      std::fprintf(
-          stderr,
-          "usage: ibt_validate_vtrain [--dir DIR] [--topology T] [--max-single PCT] [--max-multi PCT] "
-          "[--verbose] [--fit [--allreduce CSV] [--write FILE.json]] [--pp-pairs [--groups N] [--threshold F]]\n");
+      std::fprintf(stderr,
+                   "usage: ibt_validate_vtrain [--dir DIR] [--topology T] [--max-single PCT] [--max-multi PCT] "
+                   "[--verbose] [--fit [--allreduce CSV] [--write FILE.json]] [--pp-pairs [--groups N] [--threshold F] "
+                   "[--write-gain-error FILE.json --gain-error-kind catalog|calibrated "
+                   "[--gain-error-command TEXT] [--gain-error-note TEXT]]]\n");
       std::exit(2);
     }
   }
@@ -221,6 +232,15 @@ void report_pp_pairs(const ibt::topo::Topology& t, const Args& a) {
               s.groups, pct(s.top1), s.regret_median, s.regret_p90);
   std::printf("  gain error (projected - measured gain, points): median %+.1f, p10 %+.1f, p90 %+.1f, |err| p80 %.1f\n",
               s.err_median, s.err_p10, s.err_p90, s.abs_err_p80);
+  if (!a.gain_error_file.empty()) {
+    // The verdict's uncertainty rests on every pair: a subset would understate how few it has.
+    if (a.groups)
+      throw ibt::UsageError("--write-gain-error with --groups: the stored error must come from every group");
+    ibt::topo::write_gain_error(a.gain_error_file, a.gain_error_kind, t.name, s, a.threshold,
+                                a.gain_error_command.empty() ? "ibt_validate_vtrain --pp-pairs" : a.gain_error_command,
+                                a.gain_error_note);
+    std::printf("wrote the %s gain error to %s\n", a.gain_error_kind.c_str(), a.gain_error_file.c_str());
+  }
 }
 
 }  // namespace
@@ -230,6 +250,7 @@ int main(int argc, char** argv) {
   try {
     auto t = ibt::topo::load_topology(a.topology);
     if (a.fit) t = fit_topology(t, a);
+    if (!a.gain_error_file.empty() && !a.pp_pairs) throw ibt::UsageError("--write-gain-error needs --pp-pairs");
     if (a.pp_pairs) {
       report_pp_pairs(t, a);
       return 0;

@@ -55,4 +55,26 @@ sed '3s/,[^,]*$//' "$data/ground_truth_single.csv" >"$dir/bad/ground_truth_singl
 "$expect" 2 "ground_truth_single.csv:3: 10 columns, expected 11" "$exe" --dir "$dir/bad" --pp-pairs || exit 1
 "$expect" 2 "--groups '0': expected a whole number of groups >= 1" "$exe" --pp-pairs --groups 0 || exit 1
 "$expect" 2 "--threshold 'x': expected a fraction in \[0, 1\)" "$exe" --pp-pairs --threshold x || exit 1
+# --write-gain-error stores the run's |err| p80 under its kind, keeping the other kind's.
+"$exe" --dir "$data" --pp-pairs --write-gain-error "$dir/ge.json" --gain-error-kind catalog >/dev/null &&
+  "$exe" --dir "$data" --topology "$fitted" --pp-pairs --write-gain-error "$dir/ge.json" \
+    --gain-error-kind calibrated --gain-error-note "in-sample" >/dev/null || fail "--write-gain-error failed"
+p80=$(grep -o "|err| p80 [0-9.]*" "$dir/dgx-a100.txt" | cut -d' ' -f3)
+/usr/bin/python3 -c "
+import json, sys
+j = json.load(open('$dir/ge.json'))
+assert j['kinds']['catalog']['abs_err_p80_points'] == float('$p80'), j['kinds']['catalog']
+assert j['kinds']['catalog']['groups'] == 122 and j['kinds']['calibrated']['note'] == 'in-sample'
+assert j['kinds']['calibrated']['abs_err_p80_points'] < j['kinds']['catalog']['abs_err_p80_points']
+" || fail "the written gain error is not the run's"
+"$expect" 2 "--write-gain-error needs --pp-pairs" "$exe" --write-gain-error "$dir/x.json" || exit 1
+"$expect" 2 "--gain-error-kind 'mine': expected catalog or calibrated" \
+  "$exe" --dir "$data" --pp-pairs --write-gain-error "$dir/x.json" --gain-error-kind mine || exit 1
+"$expect" 2 "--write-gain-error with --groups: the stored error must come from every group" \
+  "$exe" --dir "$data" --pp-pairs --groups 3 --write-gain-error "$dir/x.json" --gain-error-kind catalog || exit 1
+echo "not json" >"$dir/x.json"
+"$expect" 2 "x.json is not JSON" \
+  "$exe" --dir "$data" --pp-pairs --write-gain-error "$dir/x.json" --gain-error-kind catalog || exit 1
+"$expect" 2 "cannot write $dir/no/such/ge.json" \
+  "$exe" --dir "$data" --pp-pairs --write-gain-error "$dir/no/such/ge.json" --gain-error-kind catalog || exit 1
 echo "vtrain_pp_pairs_test: ok"
