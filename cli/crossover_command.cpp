@@ -26,6 +26,7 @@
 #include "core/text_wrap.hpp"
 #include "ibt/version.hpp"
 #include "models/plan/model_file.hpp"
+#include "topologies/calibration/gain_error.hpp"
 #include "topologies/projection/projection_report.hpp"
 #include "topologies/projection/projection_setup.hpp"
 #include "topologies/sim/sim_pricer.hpp"
@@ -43,8 +44,11 @@ const char* kAbout =
     "other figure is the base's), every valid split is projected and the best MFU with\n"
     "PP = 1 and with PP > 1 are compared:\n"
     "  gain = MFU(PP>1) / MFU(PP=1) - 1 (infinite when no PP = 1 split fits in memory);\n"
-    "  with u the projection's uncertainty on --topology (the median out-of-family |MFU error|\n"
-    "  of its published runs, topologies/validation/bands.json; 0 without a band), a cell is\n"
+    "  with u the gain's uncertainty (the p80 |projected - measured PP gain|, in points, of the\n"
+    "  vTrain groups measured with and without PP on DGX A100, for --topology's kind: catalog,\n"
+    "  or calibrated when it carries collective fits; topologies/validation/pp-gain-error.json;\n"
+    "  without that file the median out-of-family |MFU error| of its published runs,\n"
+    "  topologies/validation/bands.json; 0 without either), a cell is\n"
     "  'PP needed' when gain > --threshold + u (or only PP splits fit), 'PP not needed' when\n"
     "  gain < --threshold - u (or only no-PP splits fit), else 'within uncertainty'; 'nothing\n"
     "  fits' when no split fits. --topology's own fabric (its domain size and scale-out Gb/s)\n"
@@ -355,6 +359,10 @@ topo::CrossoverResult price_cells(const CrossoverArgs& a, const CrossoverSetup& 
   Progress progress("crossover: cells", domains.size() * gbps.size());
   topo::CrossoverRun run;
   run.jobs = jobs;
+  // The verdict's uncertainty: the PP gain's error on measured pairs for this kind of
+  // topology (catalog or calibrated; topologies/validation/pp-gain-error.json).
+  const topo::GainError gain_error = topo::gain_error_of(s.topology);
+  run.gain_error = &gain_error;
   run.on_cell = [&](const topo::CrossoverCell& c) {
     on_cell(c, progress);
     progress.advance();
@@ -380,35 +388,50 @@ void print_own_cell(const CrossoverArgs& a, const CrossoverGrid& g, const Crosso
   bool on_grid = false;
   for (int d : g.domain_sizes)
     for (double b : g.scale_out_gbps) on_grid |= d == own.domain_size && b == own.gbps;
-  char gain[16] = "inf";
-  if (!std::isinf(c.gain)) std::snprintf(gain, sizeof gain, "%+.1f%%", 100 * c.gain);
   char line[512];
-  std::snprintf(line, sizeof line, "%s's own fabric (domain %d, %g Gb/s): %s (gain %s)%s\n", s.topology.name.c_str(),
-                own.domain_size, own.gbps, topo::verdict_text(c.verdict), gain,
+  std::snprintf(line, sizeof line, "%s's own fabric (domain %d, %g Gb/s): %s (%s)%s\n", s.topology.name.c_str(),
+                own.domain_size, own.gbps, topo::verdict_text(c.verdict),
+                topo::format_gain(c.gain, r.gain_error).c_str(),
                 on_grid ? "; marked '<- own' in the grid" : "; not a cell of the grid");
   std::printf("%s", wrap_lines(line, report_width(a.wide)).c_str());
 }
 
+// The line saying what the verdicts' uncertainty u is and where it comes from ("" for a
+// grid without cells); printed below the grid and stored as the run's `uncertainty`.
+std::string uncertainty_text(const topo::CrossoverResult& r, const CrossoverSetup& s) {
+  if (r.cells.empty()) return "";
+  char line[1024];
+  const topo::CrossoverCell& c0 = r.cells.front();
+  const topo::Projection& any = c0.best_no_pp.feasible ? c0.best_no_pp : c0.best_with_pp;
+  const topo::GainError& e = r.gain_error;
+  if (e.known)
+    std::snprintf(line, sizeof line,
+                  "uncertainty: +-%.1f points of gain: |projected - measured PP gain| of %.0f%% of %d measured pairs "
+                  "(vTrain groups measured with and without PP on DGX A100, projected on %s, a %s topology as %s is; "
+                  "topologies/validation/pp-gain-error.json, from %s): a gain within threshold +- that is 'within "
+                  "uncertainty'\n",
+                  100 * e.points, 100 * e.coverage, e.groups, e.topology.c_str(), e.kind.c_str(),
+                  s.topology.name.c_str(), e.command.c_str());
+  else if (any.mfu_band.known)
+    std::snprintf(
+        line, sizeof line,
+        "uncertainty: +-%.1f%% (median out-of-family |MFU error| of the %d published runs of %s, families %s; "
+        "topologies/validation/bands.json; no measured PP gain error for a %s topology in "
+        "topologies/validation/pp-gain-error.json): a gain within threshold +- that is 'within uncertainty'\n",
+        100 * c0.uncertainty, any.mfu_band.rows, any.mfu_band.scope.c_str(), any.mfu_band.family.c_str(),
+        e.kind.c_str());
+  else
+    std::snprintf(line, sizeof line,
+                  "uncertainty: no validation band for %s (no published runs on it in "
+                  "topologies/validation/published-runs.csv): verdicts compare the gain with the threshold alone\n",
+                  s.topology.name.c_str());
+  return line;
+}
+
 // The uncertainty, verdict and search lines below the grid, and the failure assumptions.
 void print_grid_summary(const topo::CrossoverResult& r, const CrossoverSetup& s, bool full_assumptions, bool wide) {
-  std::string out;
+  std::string out = uncertainty_text(r, s);
   char line[1024];
-  if (!r.cells.empty()) {
-    const topo::CrossoverCell& c0 = r.cells.front();
-    const topo::Projection& any = c0.best_no_pp.feasible ? c0.best_no_pp : c0.best_with_pp;
-    if (any.mfu_band.known)
-      std::snprintf(
-          line, sizeof line,
-          "uncertainty: +-%.1f%% (median out-of-family |MFU error| of the %d published runs of %s, families %s; "
-          "topologies/validation/bands.json): a gain within threshold +- that is 'within uncertainty'\n",
-          100 * c0.uncertainty, any.mfu_band.rows, any.mfu_band.scope.c_str(), any.mfu_band.family.c_str());
-    else
-      std::snprintf(line, sizeof line,
-                    "uncertainty: no validation band for %s (no published runs on it in "
-                    "topologies/validation/published-runs.csv): verdicts compare the gain with the threshold alone\n",
-                    s.topology.name.c_str());
-    out += line;
-  }
   out += "verdict: " + r.verdict + "\n";
   if (r.skipped > 0) {
     std::snprintf(line, sizeof line,
@@ -455,6 +478,7 @@ void record_crossover(const CrossoverArgs& a, const CrossoverSetup& s, const top
   if (s.stack) recorder.set_attr("stack", s.stack->name);
   if (a.seq_len != topo::kSeqLenOfModel) recorder.set_attr("seq_len", static_cast<std::int64_t>(s.model.seq_len));
   recorder.set_attr("verdict", r.verdict);
+  recorder.set_attr("uncertainty", uncertainty_text(r, s));
   recorder.set_attr("rank_by", std::string(topo::to_string(s.rank_by)));
   recorder.set_attr("failure_assumptions", topo::describe_assumptions(s.failure));
   for (const auto& c : r.cells) recorder.append(topo::crossover_row(c));

@@ -220,6 +220,7 @@ TABLES = {
         ("step_no_pp_s", "s", "the step time of the best split without PP"),
         ("step_with_pp_s", "s", "the step time of the best split with PP"),
         ("gain", "", "PP's relative gain in the ranking figure"),
+        ("gain_uncertainty", "", "u: the gain's uncertainty the verdict used (0.166 = +-16.6 points; the run's `uncertainty` says its source)"),
         ("verdict", "", "pp_verdict()'s words (topologies/studies/verdict.hpp)"),
         ("pp_needed", "", "1 exactly when the verdict is \"PP needed\""),
         ("split_no_pp", "", "the best split without PP, or (none fits)"),

@@ -25,7 +25,8 @@ VERDICT_COLOURS = {"PP needed": "#d73027", "PP not needed": "#1a9850", "within u
                    "nothing fits": "#d9d9d9"}
 NOT_STORED = "verdict not stored"
 RULE = ("rule (topologies/studies/verdict.hpp): PP needed when gain > threshold + u, PP not needed when "
-        "gain < threshold - u, else within uncertainty; u = the projection's uncertainty on the system")
+        "gain < threshold - u, else within uncertainty; u = the gain's uncertainty on the system (ibt crossover: "
+        "the error of PP gains measured on pairs of splits, topologies/validation/pp-gain-error.json)")
 
 
 def cell_id(row, column, verdict):
@@ -65,6 +66,14 @@ def _gain_text(g):
     return "inf" if g >= 1e299 or math.isinf(g) else f"{100 * g:+.1f}%"
 
 
+def _gain_with_uncertainty(t, i):
+    """"+12.0% +/- 16.6" where the run stored the verdict's u (gain_uncertainty), else the gain."""
+    g = _gain_text(float(t["gain"][i]))
+    if not t.has("gain_uncertainty") or g in ("-", "inf"):
+        return g
+    return f"{g} \u00b1 {100 * float(t['gain_uncertainty'][i]):.1f}"
+
+
 def crossover_figures(runs):
     figures = []
     for run in runs:
@@ -77,7 +86,7 @@ def crossover_figures(runs):
         cells = {}
         for i in range(t.length):
             a, b = doms.index(int(t["domain_size"][i])), bws.index(float(t["scale_out_Gbps"][i]))
-            cells[(a, b)] = (verdicts[i], f"{_gain_text(float(t['gain'][i]))}\n{verdicts[i]}")
+            cells[(a, b)] = (verdicts[i], f"{_gain_with_uncertainty(t, i)}\n{verdicts[i]}")
         fig, ax = plt.subplots(figsize=(1.5 * len(bws) + 3.6, 0.8 * len(doms) + 1.8))
         thr = float(run.attrs.get("threshold", 0.05))
         # The gain is of MFU or of goodput-adjusted MFU (ibt crossover --rank-by).
@@ -97,6 +106,11 @@ def crossover_figures(runs):
                  t["split_no_pp"][i], t["split_with_pp"][i]]
                 for i in range(t.length)]
         header = ["domain", "Gb/s", "MFU no PP %", "MFU PP %", "gain", "verdict", "best PP=1", "best PP>1"]
+        # The verdict's uncertainty u beside the gain (files before gain_uncertainty have none).
+        if t.has("gain_uncertainty"):
+            header.insert(5, "u (gain points)")
+            for i, row in enumerate(rows):
+                row.insert(5, f"\u00b1{100 * float(t['gain_uncertainty'][i]):.1f}")
         # Goodput-adjusted MFU beside MFU when the run computed it (NaN otherwise).
         if t.has("goodput_mfu_no_pp") and not all(math.isnan(float(x)) for x in t["goodput_mfu_no_pp"]):
             header[4:4] = ["goodput-adj. MFU no PP %", "goodput-adj. MFU PP %"]
@@ -110,7 +124,8 @@ def crossover_figures(runs):
                               "per device; its text is the gain (best MFU with PP / best without - 1) and the "
                               "verdict. The crossover frontier is where the colours change: fabrics on the red side "
                               "need PP, on the green side they do not. "
-                              f"Cells: {verdict_counts(verdicts)}. "
+                              + (f"{run.attrs['uncertainty'].strip()} " if "uncertainty" in run.attrs else "")
+                              + f"Cells: {verdict_counts(verdicts)}. "
                               f"Verdict: {run.attrs.get('verdict', '?')}.{stored}",
                               (header, rows)))
     return figures

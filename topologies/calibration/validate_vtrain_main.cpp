@@ -2,6 +2,9 @@
 // iteration times on DGX A100) with the dgx-a100 topology and prints the mean absolute
 // percentage error, single-node and multi-node separately (the model: vtrain.hpp).
 // With --max-single / --max-multi it fails (exit 1) when a MAPE exceeds its bound.
+// With --pp-pairs it checks the PP verdict instead, on the groups measured both with and
+// without PP (pp_pairs.hpp): verdict agreement, confusion, best-split top-1 and regret,
+// and the gain error the crossover verdict's uncertainty is taken from.
 #include <algorithm>
 #include <cstdio>
 #include <cstdlib>
@@ -11,14 +14,18 @@
 
 #include "core/errors.hpp"
 #include "core/text_table.hpp"
+#include "topologies/calibration/gain_error.hpp"
+#include "topologies/calibration/pp_pairs.hpp"
 #include "topologies/calibration/vtrain.hpp"
 
 namespace {
 
 struct Args {
   std::string dir = IBT_VTRAIN_DIR, topology = "dgx-a100", allreduce = IBT_VTRAIN_ALLREDUCE, write;
-  double max_single = 0, max_multi = 0;
-  bool verbose = false, fit = false;
+  std::string gain_error_file, gain_error_kind, gain_error_command, gain_error_note;  // --pp-pairs --write-gain-error
+  double max_single = 0, max_multi = 0, threshold = 0.05;
+  int groups = 0;  // --pp-pairs: the first N groups only (0: all)
+  bool verbose = false, fit = false, pp_pairs = false;
 };
 
 // The arguments, or exit 2 with the usage line.
@@ -49,10 +56,36 @@ Args parse_args(int argc, char** argv) {
       a.write = next();
     else if (arg == "--allreduce")
       a.allreduce = next();
-    else {
+    else if (arg == "--pp-pairs")
+      a.pp_pairs = true;
+    else if (arg == "--write-gain-error")
+      a.gain_error_file = next();
+    else if (arg == "--gain-error-kind")
+      a.gain_error_kind = next();
+    else if (arg == "--gain-error-command")
+      a.gain_error_command = next();
+    else if (arg == "--gain-error-note")
+      a.gain_error_note = next();
+    else if (arg == "--groups" || arg == "--threshold") {
+      const std::string v = next();
+      char* end = nullptr;
+      const double x = std::strtod(v.c_str(), &end);
+      const bool groups = arg == "--groups";
+      if (end == v.c_str() || *end || (groups ? (x < 1 || x != static_cast<int>(x)) : (x < 0 || x >= 1))) {
+        std::fprintf(stderr, "ibt_validate_vtrain: %s '%s': expected %s\n", arg.c_str(), v.c_str(),
+                     groups ? "a whole number of groups >= 1" : "a fraction in [0, 1), e.g. 0.05");
+        std::exit(2);
+      }
+      if (groups)
+        a.groups = static_cast<int>(x);
+      else
+        a.threshold = x;
+    } else {
       std::fprintf(stderr,
                    "usage: ibt_validate_vtrain [--dir DIR] [--topology T] [--max-single PCT] [--max-multi PCT] "
-                   "[--verbose] [--fit [--allreduce CSV] [--write FILE.json]]\n");
+                   "[--verbose] [--fit [--allreduce CSV] [--write FILE.json]] [--pp-pairs [--groups N] [--threshold F] "
+                   "[--write-gain-error FILE.json --gain-error-kind catalog|calibrated "
+                   "[--gain-error-command TEXT] [--gain-error-note TEXT]]]\n");
       std::exit(2);
     }
   }
@@ -170,6 +203,46 @@ bool report_file(const ibt::topo::Topology& t, const Args& a, bool multi) {
   return true;
 }
 
+// --pp-pairs: the PP verdict against the groups measured with and without PP.
+void report_pp_pairs(const ibt::topo::Topology& t, const Args& a) {
+  std::vector<ibt::topo::VtrainRow> rows;
+  for (bool multi : {false, true}) {
+    const auto r =
+        ibt::topo::read_vtrain_csv(a.dir + (multi ? "/ground_truth_multi.csv" : "/ground_truth_single.csv"), multi);
+    rows.insert(rows.end(), r.begin(), r.end());
+  }
+  const auto groups = ibt::topo::pp_groups(rows, a.groups);
+  const auto pairs = ibt::topo::compare_pp_pairs(groups, t, a.threshold);
+  if (a.verbose)
+    for (const auto& p : pairs)
+      std::printf(
+          "  %-44s splits %2zu: gain measured %+7.1f%% projected %+7.1f%% (err %+6.1f pts) %s%s%s\n",
+          ibt::topo::group_label(p.key).c_str(), p.splits.size(), 100 * p.measured_gain, 100 * p.projected_gain,
+          100 * (p.projected_gain - p.measured_gain), p.projected_needed ? "said PP needed" : "said PP not needed",
+          p.measured_needed == p.projected_needed ? "" : " (measured: the other)", p.top1 ? ", best split found" : "");
+  const auto s = ibt::topo::summarize(pairs);
+  const auto pct = [&](int n) { return s.groups ? 100.0 * n / s.groups : 0.0; };
+  std::printf("PP verdict on %s, %d groups measured with and without PP (verdict: gain > %.0f%%):\n", t.name.c_str(),
+              s.groups, 100 * a.threshold);
+  std::printf("  verdict agrees with the measured one: %d/%d (%.0f%%)\n", s.agree, s.groups, pct(s.agree));
+  std::printf("  said PP not needed where PP won: %d; said PP needed where it did not: %d\n", s.confusion[1][0],
+              s.confusion[0][1]);
+  std::printf("  agreed PP needed: %d; agreed PP not needed: %d\n", s.confusion[1][1], s.confusion[0][0]);
+  std::printf("  best split among the measured: top-1 %d/%d (%.0f%%), regret median %.1f%%, p90 %.1f%%\n", s.top1,
+              s.groups, pct(s.top1), s.regret_median, s.regret_p90);
+  std::printf("  gain error (projected - measured gain, points): median %+.1f, p10 %+.1f, p90 %+.1f, |err| p80 %.1f\n",
+              s.err_median, s.err_p10, s.err_p90, s.abs_err_p80);
+  if (!a.gain_error_file.empty()) {
+    // The verdict's uncertainty rests on every pair: a subset would understate how few it has.
+    if (a.groups)
+      throw ibt::UsageError("--write-gain-error with --groups: the stored error must come from every group");
+    ibt::topo::write_gain_error(a.gain_error_file, a.gain_error_kind, t.name, s, a.threshold,
+                                a.gain_error_command.empty() ? "ibt_validate_vtrain --pp-pairs" : a.gain_error_command,
+                                a.gain_error_note);
+    std::printf("wrote the %s gain error to %s\n", a.gain_error_kind.c_str(), a.gain_error_file.c_str());
+  }
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -177,6 +250,11 @@ int main(int argc, char** argv) {
   try {
     auto t = ibt::topo::load_topology(a.topology);
     if (a.fit) t = fit_topology(t, a);
+    if (!a.gain_error_file.empty() && !a.pp_pairs) throw ibt::UsageError("--write-gain-error needs --pp-pairs");
+    if (a.pp_pairs) {
+      report_pp_pairs(t, a);
+      return 0;
+    }
     int status = 0;
     for (bool multi : {false, true})
       if (!report_file(t, a, multi)) status = 1;

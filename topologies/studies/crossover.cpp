@@ -203,7 +203,8 @@ class GridSweep {
   }
 
   // The cell's bests in split order (as a serial sweep would pick them), its gain and
-  // its verdict, which carries the projection's uncertainty: the median out-of-family
+  // its verdict, which carries the gain's uncertainty: the gain error of measured pairs
+  // when known (gain_error.hpp), else the projection's -- the median out-of-family
   // |MFU error| of the published runs whose band the topology takes (its own, its
   // generation's or the whole set's: topologies/validation/bands.json, uncertainty.hpp).
   void settle_cell(size_t g) {
@@ -220,7 +221,10 @@ class GridSweep {
     else
       cell.gain = cell.best_no_pp.feasible ? -1.0 : 0.0;
     const Projection& any = cell.best_no_pp.feasible ? cell.best_no_pp : cell.best_with_pp;
-    cell.uncertainty = any.mfu_band.known ? any.mfu_band.relative : 0.0;
+    if (result_.gain_error.known)
+      cell.uncertainty = result_.gain_error.points;
+    else
+      cell.uncertainty = any.mfu_band.known ? any.mfu_band.relative : 0.0;
     cell.verdict = pp_verdict({cell.gain, cell.uncertainty, cell.best_no_pp.feasible, cell.best_with_pp.feasible},
                               result_.threshold);
     if (run_.on_cell) run_.on_cell(cell);
@@ -266,6 +270,7 @@ CrossoverResult crossover(const models::ModelConfig& model, const Topology& base
   r.scale_out_gbps = scale_out_gbps;
   r.threshold = threshold;
   r.rank_by = rank_by;
+  if (run.gain_error) r.gain_error = *run.gain_error;
   GridSweep sweep(model, options, failure, rank_by, run, r);
   sweep.make_cells(base);
   sweep.prepare_splits(base, devices, global_batch, max_cp);

@@ -8,8 +8,11 @@
 // interleaved v = 2/4/8, recompute none/selective/full, ZeRO-1 on/off, without PP also
 // ZeRO-2, FSDP and HSDP, SP when tp > 1, tp <= domain size; or run.search when given,
 // its max_tp replaced by the largest domain). gain = MFU(PP>1) / MFU(PP=1) - 1 (infinite when no PP = 1 split
-// fits in memory). With u the scope's median out-of-family |MFU error| on published runs
-// (uncertainty.hpp; 0 where no band is known), each cell's verdict is pp_verdict()'s
+// fits in memory). With u the gain's error measured on pairs of splits (CrossoverRun::
+// gain_error, gain_error.hpp: p80 |projected - measured gain| of the measured pairs, for
+// the base's kind, catalog or calibrated) -- or, where that is not given (the atlas) or
+// not known, the scope's median out-of-family |MFU error| on published runs
+// (uncertainty.hpp; 0 where no band is known) -- each cell's verdict is pp_verdict()'s
 // (verdict.hpp: "PP needed", "PP not needed", "within uncertainty", or "nothing fits"),
 // and it names the best no-PP split beside the best PP split.
 //
@@ -28,6 +31,7 @@
 #include <vector>
 
 #include "models/plan/model_config.hpp"
+#include "topologies/calibration/gain_error.hpp"
 #include "topologies/goodput/failure_model.hpp"
 #include "topologies/hardware/topology.hpp"
 #include "topologies/projection/projection.hpp"
@@ -52,6 +56,7 @@ struct CrossoverResult {
   double threshold = 0.05;
   RankBy rank_by = RankBy::mfu;  // the figure the bests and the gain compare
   std::string verdict;           // one line
+  GainError gain_error;          // u of every cell when known (CrossoverRun::gain_error)
   // split x cell pricings of the sweep: done, and skipped by the lower bound (ranked by
   // MFU; CrossoverRun::exhaustive turns that off).
   size_t pricings = 0, skipped = 0;
@@ -66,6 +71,8 @@ struct CrossoverRun {
   std::function<void(size_t done, size_t total)> progress;
   const models::SplitSearch* search = nullptr;  // else default_search()
   bool exhaustive = false;                      // price every split on every cell (no lower-bound pruning): for checks
+  // The verdict's uncertainty u: this gain error when given and known, else the MFU band's.
+  const GainError* gain_error = nullptr;
 };
 
 CrossoverResult crossover(const models::ModelConfig& model, const Topology& base, int devices,

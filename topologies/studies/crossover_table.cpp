@@ -23,6 +23,7 @@ CrossoverCellRow crossover_row(const CrossoverCell& c) {
     r.step_with_pp_s = w.step_s;
   }
   if (n.feasible || w.feasible) r.gain = std::isinf(c.gain) ? 1e300 : c.gain;  // else no gain to speak of
+  r.gain_uncertainty = c.uncertainty;
   r.verdict = verdict_text(c.verdict);
   r.pp_needed = c.verdict == PpVerdict::needed;
   r.split_no_pp = n.feasible ? split_label(n.split) : "(none fits)";

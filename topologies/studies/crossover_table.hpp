@@ -18,13 +18,14 @@ struct CrossoverCellRow {
   std::int64_t domain_size = 0;
   double scale_out_Gbps = 0;
   double mfu_no_pp = kNone, mfu_with_pp = kNone, step_no_pp_s = kNone, step_with_pp_s = kNone, gain = kNone;
+  double gain_uncertainty = 0;
   std::string verdict;
   std::int64_t pp_needed = 0;
   std::string split_no_pp, split_with_pp, strategy_no_pp, strategy_with_pp;
   double goodput_no_pp = kNone, goodput_with_pp = kNone, goodput_mfu_no_pp = kNone, goodput_mfu_with_pp = kNone;
 
   static constexpr std::string_view kTable = "crossover";
-  static constexpr std::array<store::Field<CrossoverCellRow>, 17> kFields{{
+  static constexpr std::array<store::Field<CrossoverCellRow>, 18> kFields{{
       {"domain_size", &CrossoverCellRow::domain_size, "devices", "devices per scale-up domain"},
       {"scale_out_Gbps", &CrossoverCellRow::scale_out_Gbps, "Gb/s", "the scale-out network's rate per device"},
       {"mfu_no_pp", &CrossoverCellRow::mfu_no_pp, "fraction", "the best MFU without pipeline parallelism"},
@@ -32,6 +33,8 @@ struct CrossoverCellRow {
       {"step_no_pp_s", &CrossoverCellRow::step_no_pp_s, "s", "the step time of the best split without PP"},
       {"step_with_pp_s", &CrossoverCellRow::step_with_pp_s, "s", "the step time of the best split with PP"},
       {"gain", &CrossoverCellRow::gain, "", "PP's relative gain in the ranking figure"},
+      {"gain_uncertainty", &CrossoverCellRow::gain_uncertainty, "",
+       "u: the gain's uncertainty the verdict used (0.166 = +-16.6 points; the run's `uncertainty` says its source)"},
       {"verdict", &CrossoverCellRow::verdict, "", "pp_verdict()'s words (topologies/studies/verdict.hpp)"},
       {"pp_needed", &CrossoverCellRow::pp_needed, "", "1 exactly when the verdict is \"PP needed\""},
       {"split_no_pp", &CrossoverCellRow::split_no_pp, "", "the best split without PP, or (none fits)"},

@@ -5,8 +5,13 @@
 // nothing else decides. The report reads the stored words, never recomputes them.
 //
 // The rule. gain = best MFU with PP / best MFU without PP - 1 (of the rank_by figure);
-// u = the projection's relative uncertainty on that system (the scope's median
-// out-of-family |MFU error|, uncertainty.hpp; 0 where no band is known); t = --threshold:
+// u = the gain's uncertainty on that system, as a fraction: for `ibt crossover` the error
+// of PP gains measured on pairs of splits run on the same system (gain_error.hpp: the p80
+// |projected - measured gain| of the vTrain pairs, per kind of topology, catalog or
+// calibrated); for the atlas, and where that file is missing, the scope's median
+// out-of-family |MFU error| (uncertainty.hpp); 0 where neither is known; t = --threshold.
+// The threshold keeps its meaning (PP must win by more than t, 5% by default, to be
+// needed); u widens the band around it that the projection cannot resolve:
 //   "PP needed"          gain > t + u, or only splits with PP fit in memory;
 //   "PP not needed"      gain < t - u, or only splits without PP fit in memory;
 //   "within uncertainty" otherwise: the two bests are closer to the threshold than the

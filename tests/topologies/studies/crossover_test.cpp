@@ -3,6 +3,7 @@
 
 #include <cmath>
 
+#include "core/text_table.hpp"
 #include "models/plan/model_file.hpp"
 #include "topologies/studies/crossover.hpp"
 
@@ -42,6 +43,51 @@ TEST(Crossover, GridIsCompleteAndFasterNetworksNeverHurt) {
   // One 64-GPU domain: nothing crosses the network, bandwidth changes nothing.
   EXPECT_NEAR(r.cells[2].best_no_pp.mfu, r.cells[3].best_no_pp.mfu, 1e-12);
   EXPECT_FALSE(r.verdict.empty());
+}
+
+// `ibt crossover`'s verdicts take u from the gain error of measured pairs when given
+// (gain_error.hpp): every cell then carries it, and the verdict is the rule's with it.
+TEST(Crossover, GainErrorIsTheVerdictsUncertaintyWhenGiven) {
+  const auto m = models::load_model("llama3-8b");
+  const Topology base = load_topology("dgx-h100");
+  GainError e;
+  e.known = true;
+  e.kind = "catalog";
+  e.points = 0.30;
+  CrossoverRun run;
+  run.gain_error = &e;
+  const auto r = crossover(m, base, 64, {8}, {100, 1600}, 64, 0.05, ProjectionOptions{}, nullptr, RankBy::mfu, 0, run);
+  ASSERT_EQ(r.cells.size(), 2u);
+  EXPECT_TRUE(r.gain_error.known);
+  for (const auto& c : r.cells) {
+    EXPECT_DOUBLE_EQ(c.uncertainty, 0.30);
+    EXPECT_EQ(c.verdict, pp_verdict({c.gain, 0.30, c.best_no_pp.feasible, c.best_with_pp.feasible}, 0.05));
+  }
+  // Not given (the atlas): the MFU band's median |error| as before.
+  const auto without = crossover(m, base, 64, {8}, {100}, 64, 0.05, ProjectionOptions{});
+  EXPECT_FALSE(without.gain_error.known);
+  EXPECT_DOUBLE_EQ(without.cells[0].uncertainty, without.cells[0].best_no_pp.mfu_band.relative);
+}
+
+// The measured gain error per kind of topology (topologies/validation/pp-gain-error.json):
+// the catalog's figures get the catalog's, a topology with collective fits the calibrated one.
+TEST(GainError, KindOfTopologyPicksItsMeasuredError) {
+  const Topology catalog = load_topology("dgx-h100");
+  EXPECT_EQ(gain_error_kind(catalog), "catalog");
+  Topology calibrated = catalog;
+  calibrated.fits.push_back(CollectiveFit{});
+  EXPECT_EQ(gain_error_kind(calibrated), "calibrated");
+  const GainError c = gain_error_of(catalog), k = gain_error_of(calibrated);
+  ASSERT_TRUE(c.known);
+  ASSERT_TRUE(k.known);
+  EXPECT_EQ(c.groups, 122);
+  EXPECT_DOUBLE_EQ(c.coverage, 0.8);
+  // The calibrated projection's gains were closer to the measured ones than the catalog's.
+  EXPECT_LT(k.points, c.points);
+  EXPECT_EQ(c.topology, "dgx-a100");
+  EXPECT_NE(c.command.find("--write-gain-error"), std::string::npos);
+  EXPECT_EQ(format_gain(0.12, k), "gain +12.0% +/- " + fixed(100 * k.points, 1) + " points (80% of measured pairs)");
+  EXPECT_EQ(format_gain(0.12, GainError{}), "gain +12.0%");
 }
 
 // Every projected MFU carries a band from the out-of-family (leave-one-family-out)
