@@ -35,10 +35,11 @@ std::string mfu_text(const topo::Projection& p) {
   return buf;
 }
 
-std::string gain_text(double g) {
-  if (std::isinf(g)) return "inf";
+// No gain where one side has no split (divisibility or memory): the cell's why says which.
+std::string gain_text(const topo::CrossoverCell& c) {
+  if (c.decided_by != topo::PpDecidedBy::gain) return "-";
   char buf[16];
-  std::snprintf(buf, sizeof buf, "%+.1f%%", 100 * g);
+  std::snprintf(buf, sizeof buf, "%+.1f%%", 100 * c.gain);
   return buf;
 }
 
@@ -120,12 +121,12 @@ struct AtlasTable {
       std::printf("| %s | %s | %d x %lld | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s |\n", e.model.c_str(),
                   e.topology.c_str(), e.devices, e.global_batch, e.scale.c_str(), mfu_text(w).c_str(),
                   w.feasible ? topo::strategy_and_split(w.split).c_str() : "-", mfu_text(n).c_str(),
-                  n.feasible ? topo::strategy_and_split(n.split).c_str() : "-", gain_text(c.cell.gain).c_str(),
+                  n.feasible ? topo::strategy_and_split(n.split).c_str() : "-", gain_text(c.cell).c_str(),
                   topo::verdict_text(c.cell.verdict), e.practice.c_str(), c.agreement.c_str(), c.deciding_term.c_str());
       return;
     }
     std::printf("%s", columns()
-                          .row_text({e.model, e.topology, scale_text(e), gain_text(c.cell.gain),
+                          .row_text({e.model, e.topology, scale_text(e), gain_text(c.cell),
                                      topo::verdict_text(c.cell.verdict), e.practice, c.agreement, c.deciding_term},
                                     style())
                           .c_str());

@@ -32,6 +32,7 @@
 #include "topologies/sim/sim_pricer.hpp"
 #include "topologies/studies/crossover.hpp"
 #include "topologies/studies/crossover_table.hpp"
+#include "topologies/studies/verdict_reason.hpp"
 
 namespace ibt::suites {
 namespace {
@@ -43,7 +44,8 @@ const char* kAbout =
     "derived from --topology (devices per scale-up domain x scale-out Gb/s per device; every\n"
     "other figure is the base's), every valid split is projected and the best MFU with\n"
     "PP = 1 and with PP > 1 are compared:\n"
-    "  gain = MFU(PP>1) / MFU(PP=1) - 1 (infinite when no PP = 1 split fits in memory);\n"
+    "  gain = MFU(PP>1) / MFU(PP=1) - 1 (printed '-' where one side has no split: the line\n"
+    "  below the grid names why, divisibility or memory);\n"
     "  with u the gain's uncertainty (the p80 |projected - measured PP gain|, in points, of the\n"
     "  vTrain groups measured with and without PP on DGX A100, for --topology's kind: catalog,\n"
     "  or calibrated when it carries collective fits; topologies/validation/pp-gain-error.json;\n"
@@ -69,7 +71,14 @@ const char* kAbout =
     "at the system's own domain size and scale-out bandwidth, with the framework the cell names.\n"
     "Per cell: the best split with PP and without (FSDP/HSDP/CP/TP/EP count as no PP), their\n"
     "MFU bands, the gain, the verdict, whether it agrees with published practice, and the part\n"
-    "of the step that decides. Takes --threshold, --jobs, --out; ignores the grid and model flags.\n";
+    "of the step that decides. Takes --threshold, --jobs, --out, --wide; refuses (exit 2) the flags\n"
+    "that name a job (--gpus, --model, --topology, --global-batch, --domain-sizes, ...): its cells name theirs.\n\n"
+    "Several systems (--topology A,B): each is priced at its own fabric only (no grid), and\n"
+    "each answers in one sentence: the verdict, the gain and its uncertainty, and the part\n"
+    "of the step that decides it (the largest difference between the two bests' breakdowns;\n"
+    "with PP its first stage's, as the search walks it), or why one side has no split (the global batch or model does "
+    "not divide, or\n"
+    "memory); where --gpus does not fill whole domains, it says so.\n";
 
 // The parsed command line.
 struct CrossoverArgs {
@@ -84,6 +93,8 @@ struct CrossoverArgs {
   bool atlas = false;
   std::string atlas_file, atlas_models, atlas_topologies;
   bool atlas_flags_given = false;  // --atlas-file, --atlas-models or --atlas-topologies
+  bool grid_given = false;         // --domain-sizes or --scale-out-Gbps on the command line
+  std::string job_flag_given;      // the first flag naming the job (--gpus, --model, ...), for --atlas
   ZeroFlags zero;
   topo::FailureOverrides failure;
   bool full_assumptions = false;
@@ -98,7 +109,9 @@ po::options_description crossover_options(CrossoverArgs& a, po::options_descript
                                                        "comma list of devices per scale-up domain")(
       "scale-out-Gbps", po::value(&a.gbps)->default_value(a.gbps),
       "comma list of scale-out bandwidths per device, Gb/s (gigabits; GBps is gigabytes)")(
-      "topology", po::value(&a.base)->default_value(a.base), "topology giving the device and the other figures");
+      "topology", po::value(&a.base)->default_value(a.base),
+      "topology giving the device and the other figures; a comma list (A,B): each system at its own fabric, "
+      "one sentence each, no grid");
   add_global_batch_options(opts, a.batch);
   opts.add_options()(
       "cp", po::value(&a.max_cp)->default_value(a.max_cp),
@@ -153,12 +166,23 @@ bool parse_crossover_args(int argc, char** argv, CrossoverArgs& a) {
   take_alias(vm, "scale-out-gbps", "scale-out-Gbps", a.gbps);
   a.framework_given = !vm["framework"].defaulted();
   a.atlas_flags_given = vm.count("atlas-file") || vm.count("atlas-models") || vm.count("atlas-topologies");
+  auto given = [&vm](const char* name) { return vm.count(name) && !vm[name].defaulted(); };
+  a.grid_given = given("domain-sizes") || given("scale-out-Gbps") || given("scale-out-gbps");
+  for (const char* name : {"gpus", "model", "topology", "base-topology", "global-batch", "global-batch-tokens",
+                           "domain-sizes", "scale-out-Gbps", "scale-out-gbps", "cp", "dtype", "framework", "rank-by"})
+    if (a.job_flag_given.empty() && given(name)) a.job_flag_given = std::string("--") + name;
   a.failure = failure_overrides(vm);
   a.full_assumptions = wants_full_assumptions(vm);
   return true;
 }
 
 int run_crossover_atlas(const CrossoverArgs& a, int argc, char** argv) {
+  // Each atlas cell names its own job; a flag naming another would be ignored, so it is refused.
+  if (!a.job_flag_given.empty())
+    throw UsageError(a.job_flag_given +
+                     " does not apply to --atlas: each atlas cell runs its own model, devices, global batch and "
+                     "framework (the atlas file's cells, at the system's own fabric); to ask at one size on several "
+                     "systems, use --model M --gpus N --topology A,B without --atlas");
   if (!(a.threshold >= 0)) throw UsageError("--threshold must be >= 0");
   AtlasFlags f;
   f.file = a.atlas_file;
@@ -303,7 +327,8 @@ std::string cell_line(const topo::CrossoverCell& c, bool with_goodput, bool wide
     cells.push_back(fixed(c.best_no_pp.goodput.computed ? 100 * c.best_no_pp.goodput.goodput_mfu : 0.0, 1) + "%");
     cells.push_back(fixed(c.best_with_pp.goodput.computed ? 100 * c.best_with_pp.goodput.goodput_mfu : 0.0, 1) + "%");
   }
-  cells.push_back(std::isinf(c.gain) ? std::string("inf") : signed_fixed(100 * c.gain, 1) + "%");
+  // No gain where one side has no split: the line below the grid says why (forced_lines).
+  cells.push_back(c.decided_by != topo::PpDecidedBy::gain ? std::string("-") : signed_fixed(100 * c.gain, 1) + "%");
   cells.push_back(topo::verdict_text(c.verdict));
   const TextTable table = grid_columns(with_goodput, wide);
   const TextTable::Style style = grid_style();
@@ -384,15 +409,17 @@ void print_own_cell(const CrossoverArgs& a, const CrossoverGrid& g, const Crosso
   }
   const topo::CrossoverResult r =
       price_cells(a, s, search, g.jobs, {own.domain_size}, {own.gbps}, [](const topo::CrossoverCell&, Progress&) {});
+  // The deciding term from the search's breakdowns (no walk of every stage: that costs as
+  // much as the grid for a large batch, and crossover runs in loops).
   const topo::CrossoverCell& c = r.cells.front();
   bool on_grid = false;
   for (int d : g.domain_sizes)
     for (double b : g.scale_out_gbps) on_grid |= d == own.domain_size && b == own.gbps;
-  char line[512];
-  std::snprintf(line, sizeof line, "%s's own fabric (domain %d, %g Gb/s): %s (%s)%s\n", s.topology.name.c_str(),
-                own.domain_size, own.gbps, topo::verdict_text(c.verdict),
-                topo::format_gain(c.gain, r.gain_error).c_str(),
-                on_grid ? "; marked '<- own' in the grid" : "; not a cell of the grid");
+  char where[256];
+  std::snprintf(where, sizeof where, "%s's own fabric (domain %d, %g Gb/s): ", s.topology.name.c_str(), own.domain_size,
+                own.gbps);
+  const std::string line = where + topo::verdict_sentence(c, r.gain_error) +
+                           (on_grid ? "; marked '<- own' in the grid" : "; not a cell of the grid") + "\n";
   std::printf("%s", wrap_lines(line, report_width(a.wide)).c_str());
 }
 
@@ -428,10 +455,32 @@ std::string uncertainty_text(const topo::CrossoverResult& r, const CrossoverSetu
   return line;
 }
 
+// The grid's cells whose verdict no gain decided (one side has no split), one line per
+// reason with its domain sizes: divisibility and memory do not depend on the Gb/s.
+std::string forced_lines(const topo::CrossoverResult& r) {
+  std::vector<std::pair<std::string, std::vector<int>>> reasons;
+  for (const topo::CrossoverCell& c : r.cells) {
+    if (c.decided_by == topo::PpDecidedBy::gain) continue;
+    const std::string why = std::string(topo::verdict_text(c.verdict)) + ": " + c.decided_why;
+    auto it = std::find_if(reasons.begin(), reasons.end(), [&](const auto& x) { return x.first == why; });
+    if (it == reasons.end()) it = reasons.insert(reasons.end(), {why, {}});
+    if (std::find(it->second.begin(), it->second.end(), c.domain_size) == it->second.end())
+      it->second.push_back(c.domain_size);
+  }
+  std::string out;
+  for (const auto& [why, domains] : reasons) {
+    std::string list;
+    for (int d : domains) list += (list.empty() ? "" : ", ") + std::to_string(d);
+    out += "gain '-' at domain " + list + " (every Gb/s): " + why + "\n";
+  }
+  return out;
+}
+
 // The uncertainty, verdict and search lines below the grid, and the failure assumptions.
 void print_grid_summary(const topo::CrossoverResult& r, const CrossoverSetup& s, bool full_assumptions, bool wide) {
   std::string out = uncertainty_text(r, s);
   char line[1024];
+  out += forced_lines(r);
   out += "verdict: " + r.verdict + "\n";
   if (r.skipped > 0) {
     std::snprintf(line, sizeof line,
@@ -486,6 +535,112 @@ void record_crossover(const CrossoverArgs& a, const CrossoverSetup& s, const top
   if (recorder.active()) std::printf("run %s written to %s\n", recorder.run_id().c_str(), a.out.c_str());
 }
 
+// --topology A,B: the names in order, each once; refused (exit 2) before anything loads.
+std::vector<std::string> topology_list(const std::string& text) {
+  std::vector<std::string> names;
+  for (std::size_t start = 0;;) {
+    const std::size_t comma = text.find(',', start);
+    const std::string name = text.substr(start, comma == std::string::npos ? std::string::npos : comma - start);
+    if (name.empty())
+      throw UsageError("--topology '" + text +
+                       "': an empty name in the list; give catalog names or .json paths separated by single commas, "
+                       "e.g. --topology dgx-h100,gb200-nvl72");
+    if (std::find(names.begin(), names.end(), name) != names.end())
+      throw UsageError("--topology '" + text + "': '" + name + "' is listed twice; name each system once");
+    names.push_back(name);
+    if (comma == std::string::npos) return names;
+    start = comma + 1;
+  }
+}
+
+// One system of --topology A,B, at its own fabric: its cell, or why it was not priced.
+struct SystemAnswer {
+  CrossoverArgs args;  // with base = the system
+  CrossoverSetup setup;
+  topo::CrossoverResult result;
+  bool priced = false;
+  std::string line;
+};
+
+SystemAnswer answer_system(const CrossoverArgs& a, const CrossoverGrid& g, const std::string& name,
+                           CrossoverSetup setup) {
+  SystemAnswer ans{a, std::move(setup), {}, false, ""};
+  ans.args.base = name;
+  const topo::Topology& t = ans.setup.topology;
+  const int domain = t.domain_size();
+  const OwnFabric own = own_fabric(t);
+  char where[256];
+  std::snprintf(where, sizeof where, "%s (%s, domain %d, ", name.c_str(), t.device.name.c_str(), domain);
+  std::string head = where;
+  if (own.present) {
+    head += format_g(own.gbps) + " Gb/s";
+  } else if (a.gpus > domain) {  // crossover() needs a scale-out network to reach past one domain
+    ans.line = head + "no scale-out network): not priced: " + std::to_string(a.gpus) + " devices exceed its one " +
+               std::to_string(domain) + "-device domain\n";
+    return ans;
+  } else {
+    head += "no scale-out network";
+  }
+  const std::string fit = topo::domain_fit_note(static_cast<int>(a.gpus), domain);
+  head += (fit.empty() ? "" : "; " + fit) + "): ";
+  models::SplitSearch search = topo::default_search(t, ans.setup.global_batch);
+  search.shard_domains = {domain};  // HSDP inside its domain
+  apply_zero_flags(a.zero, search);
+  // A system without scale-out holds the job in one domain, where that network carries
+  // nothing (as in the atlas): 1 Gb/s stands in, and the stored cell says 0.
+  const double gbps = own.present ? own.gbps : 1.0;
+  ans.result =
+      price_cells(a, ans.setup, search, g.jobs, {domain}, {gbps}, [](const topo::CrossoverCell&, Progress&) {});
+  topo::CrossoverCell& c = ans.result.cells.front();  // the term from the search's breakdowns, as above
+  if (!own.present) c.scale_out_gbps = 0;
+  ans.priced = true;
+  ans.line = head + topo::verdict_sentence(c, ans.result.gain_error) + "\n";
+  return ans;
+}
+
+// --topology A,B --gpus N: every system at its own fabric, one sentence each; with --out
+// one run of kind "crossover" per system (its one cell).
+int run_crossover_systems(const CrossoverArgs& a, const std::vector<std::string>& names, int argc, char** argv) {
+  if (a.grid_given)
+    throw UsageError(
+        "--domain-sizes and --scale-out-Gbps make a grid around one --topology; with several (--topology " + a.base +
+        ") each system is priced at its own fabric: drop them, or give one topology");
+  const CrossoverGrid grid = check_grid_args(a);
+  std::vector<CrossoverSetup> setups;  // every name loaded (and checked) before any pricing
+  for (const std::string& name : names) {
+    CrossoverArgs one = a;
+    one.base = name;
+    setups.push_back(load_crossover_setup(one));
+    require_search_memory(setups.back().global_batch, a.gpus, setups.back().model.layers, 2, grid.jobs,
+                          "--global-batch " + std::to_string(setups.back().global_batch));
+  }
+  const CrossoverSetup& first = setups.front();
+  char intro[512];
+  std::snprintf(intro, sizeof intro,
+                "ibt crossover: %s on %ld devices of each of %zu systems, global batch %lld sequences x %d tokens, "
+                "threshold %.0f%%, compared by %s; each system at its own fabric (domain size and scale-out Gb/s)\n",
+                first.model.name.c_str(), a.gpus, names.size(), first.global_batch, first.model.seq_len,
+                100 * a.threshold, topo::to_string(first.rank_by));
+  std::printf("%s", wrap_lines(intro, report_width(a.wide)).c_str());
+  std::fflush(stdout);
+  std::vector<SystemAnswer> answers;
+  bool anything_fits = false;
+  for (size_t i = 0; i < names.size(); ++i) {
+    answers.push_back(answer_system(a, grid, names[i], setups[i]));
+    const SystemAnswer& ans = answers.back();
+    std::printf("%s", wrap_lines(ans.line, report_width(a.wide)).c_str());
+    std::fflush(stdout);
+    anything_fits |= ans.priced && ans.result.cells.front().verdict != topo::PpVerdict::nothing_fits;
+  }
+  if (!anything_fits)
+    throw UsageError("--gpus " + std::to_string(a.gpus) + ": no split of " + first.model.name +
+                     " fits on any of the systems (lines above); give a device count their domain sizes and the "
+                     "global batch divide (e.g. a multiple of 8)");
+  for (const SystemAnswer& ans : answers)
+    if (ans.priced && !a.out.empty()) record_crossover(ans.args, ans.setup, ans.result, argc, argv);
+  return kExitOk;
+}
+
 }  // namespace
 
 int crossover_main(int argc, char** argv) {
@@ -496,6 +651,8 @@ int crossover_main(int argc, char** argv) {
   if (a.atlas && (!a.stack.empty() || a.seq_len != topo::kSeqLenOfModel))
     throw UsageError("--stack and --seq-len do not apply to --atlas: its cells name their framework and model");
   if (a.atlas) return run_crossover_atlas(a, argc, argv);
+  const std::vector<std::string> systems = topology_list(a.base);
+  if (systems.size() > 1) return run_crossover_systems(a, systems, argc, argv);
   const CrossoverGrid grid = check_grid_args(a);
   const CrossoverSetup setup = load_crossover_setup(a);
   require_search_memory(setup.global_batch, a.gpus, setup.model.layers, 2, grid.jobs,

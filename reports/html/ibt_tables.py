@@ -231,6 +231,8 @@ TABLES = {
         ("goodput_with_pp", "", "goodput of the best split with PP"),
         ("goodput_mfu_no_pp", "", "MFU x goodput without PP"),
         ("goodput_mfu_with_pp", "", "MFU x goodput with PP"),
+        ("decided_by", "", "what settled the verdict: gain, divisibility, memory or nothing fits (crossover.hpp's PpDecidedBy)"),
+        ("verdict_reason", "", "unless the gain decided, why in words, e.g. no split without PP fits in 80 GB"),
     ),
     "scaling": (
         ("source", "", "projected, or measured FILE:RUN (an ibt train or sweep run)"),

@@ -74,6 +74,14 @@ def _gain_with_uncertainty(t, i):
     return f"{g} \u00b1 {100 * float(t['gain_uncertainty'][i]):.1f}"
 
 
+def forced_reasons(t):
+    """Per row (decided_by, verdict_reason) where no gain decided the verdict (one side had
+    no split: divisibility or memory), else ("", ""); files before the columns: ("", "")."""
+    if not t.has("decided_by"):
+        return [("", "")] * t.length
+    return [("", "") if str(d) == "gain" else (str(d), str(w)) for d, w in zip(t["decided_by"], t["verdict_reason"])]
+
+
 def crossover_figures(runs):
     figures = []
     for run in runs:
@@ -83,10 +91,13 @@ def crossover_figures(runs):
         doms = sorted(set(int(x) for x in t["domain_size"]))
         bws = sorted(set(float(x) for x in t["scale_out_Gbps"]))
         verdicts = stored_verdicts(t)
+        forced = forced_reasons(t)
         cells = {}
         for i in range(t.length):
             a, b = doms.index(int(t["domain_size"][i])), bws.index(float(t["scale_out_Gbps"][i]))
-            cells[(a, b)] = (verdicts[i], f"{_gain_with_uncertainty(t, i)}\n{verdicts[i]}")
+            # A verdict no gain decided shows what did (divisibility or memory), not a gain.
+            what = forced[i][0] if forced[i][0] else _gain_with_uncertainty(t, i)
+            cells[(a, b)] = (verdicts[i], f"{what}\n{verdicts[i]}")
         fig, ax = plt.subplots(figsize=(1.5 * len(bws) + 3.6, 0.8 * len(doms) + 1.8))
         thr = float(run.attrs.get("threshold", 0.05))
         # The gain is of MFU or of goodput-adjusted MFU (ibt crossover --rank-by).
@@ -102,7 +113,8 @@ def crossover_figures(runs):
         FS.title(fig, f"{run.attrs.get('model', '?')} on {where}: PP crossover on {basis} ({run.label})")
         fig.tight_layout()
         rows = [[str(t["domain_size"][i]), _fmt(float(t["scale_out_Gbps"][i])), f"{100 * float(t['mfu_no_pp'][i]):.1f}",
-                 f"{100 * float(t['mfu_with_pp'][i]):.1f}", _fmt(float(t["gain"][i]), 3), verdicts[i],
+                 f"{100 * float(t['mfu_with_pp'][i]):.1f}",
+                 forced[i][1] if forced[i][0] else _fmt(float(t["gain"][i]), 3), verdicts[i],
                  t["split_no_pp"][i], t["split_with_pp"][i]]
                 for i in range(t.length)]
         header = ["domain", "Gb/s", "MFU no PP %", "MFU PP %", "gain", "verdict", "best PP=1", "best PP>1"]

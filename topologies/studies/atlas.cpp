@@ -16,6 +16,7 @@
 #include "models/plan/model_file.hpp"
 #include "topologies/projection/framework.hpp"
 #include "topologies/sim/sim_pricer.hpp"
+#include "topologies/studies/verdict_reason.hpp"
 
 namespace ibt::topo {
 
@@ -126,76 +127,25 @@ std::string atlas_agreement(const std::string& verdict, const std::string& pract
   return atlas_agreement(parse_verdict(verdict), practice);
 }
 
-namespace {
-
-// The bottleneck stage's breakdown where every stage was walked (detail_bests), else the
-// first stage's (all a search walks in detail).
-Projection::StageBreakdown bottleneck_breakdown(const Projection& p) {
-  if (p.bottleneck_stage < static_cast<int>(p.stages.size())) return p.stages[p.bottleneck_stage];
-  Projection::StageBreakdown first;
-  first.compute_s = p.compute_s;
-  first.exposed_s = p.exposed_s;
-  return first;
-}
-
-// A search walks only stage 0 of each split in detail; the cell's two bests again with
-// every stage, for the bottleneck stage's breakdown.
-void detail_bests(const models::ModelConfig& model, const Topology& fabric, const ProjectionOptions& options,
-                  CrossoverCell& cell) {
-  for (Projection* best : {&cell.best_no_pp, &cell.best_with_pp}) {
-    if (!best->feasible) continue;
-    Projection again = project_every_stage(model, fabric, best->split, options);
-    best->stages = std::move(again.stages);
-    best->bottleneck_stage = again.bottleneck_stage;
-  }
-}
-
-}  // namespace
-
 void explain(AtlasCell& c) {
   const Projection& a = c.cell.best_no_pp;
   const Projection& b = c.cell.best_with_pp;
   c.agreement = atlas_agreement(c.cell.verdict, c.entry.practice);
-  if (!a.feasible && !b.feasible) {  // verdict "nothing fits" (verdict.hpp)
+  if (!a.feasible || !b.feasible) {  // forced, or "nothing fits" (verdict.hpp)
     c.deciding_term = "memory";
-    c.why = "no split fits in device memory at this scale";
+    c.why = !a.feasible && !b.feasible ? "no split fits in device memory at this scale"
+            : !a.feasible              ? "no split without PP fits in device memory"
+                                       : "no split with PP fits in device memory";
+    // The sweep knows whether memory or divisibility left a side without a split.
+    if (c.cell.decided_by == PpDecidedBy::divisibility) c.deciding_term = "divisibility";
+    if (!c.cell.decided_why.empty()) c.why = c.cell.decided_why;
     return;
   }
-  if (!a.feasible) {
-    c.deciding_term = "memory";
-    c.why = "no split without PP fits in device memory";
-    return;
-  }
-  if (!b.feasible) {
-    c.deciding_term = "memory";
-    c.why = "no split with PP fits in device memory";
-    return;
-  }
-  // Parts of each best's bottleneck stage (they add up to its step time); the winner is
-  // the faster. Stage 0 of a pipeline is often mostly waiting (an MoE pipeline's first
-  // stage idles behind its expert stages), which would name "bubble" for any cause.
-  const Projection::StageBreakdown sa = bottleneck_breakdown(a);
-  const Projection::StageBreakdown sb = bottleneck_breakdown(b);
-  std::vector<std::pair<std::string, std::pair<double, double>>> parts = {{"compute", {sa.compute_s, sb.compute_s}}};
-  for (int k = 0; k < kNumExposures; ++k) {
-    const auto e = static_cast<Exposure>(k);
-    parts.push_back({e == Exposure::bubble ? "bubble" : std::string("exposed ") + to_string(e),
-                     {sa.exposed_s[k], sb.exposed_s[k]}});
-  }
-  const bool pp_wins = b.step_s < a.step_s;
-  // The part the winner saves most on (loser's seconds - winner's).
-  size_t best = 0;
-  double best_saving = -1e300;
-  for (size_t i = 0; i < parts.size(); ++i) {
-    const auto [no_pp, with_pp] = parts[i].second;
-    const double saving = pp_wins ? no_pp - with_pp : with_pp - no_pp;
-    if (saving > best_saving) best_saving = saving, best = i;
-  }
-  c.deciding_term = parts[best].first;
+  const DecidingTerm d = deciding_term(c.cell);
+  c.deciding_term = d.term;
   char buf[256];
   std::snprintf(buf, sizeof buf, "%s wins on %s: %.3f s without PP vs %.3f s with PP (steps %.3f s vs %.3f s)",
-                pp_wins ? "PP" : "no PP", c.deciding_term.c_str(), parts[best].second.first, parts[best].second.second,
-                a.step_s, b.step_s);
+                d.pp_wins ? "PP" : "no PP", d.term.c_str(), d.no_pp_s, d.with_pp_s, a.step_s, b.step_s);
   c.why = buf;
 }
 

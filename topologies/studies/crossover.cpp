@@ -69,14 +69,18 @@ class GridSweep {
     if (max_cp > 0) search.max_cp = max_cp;
     if (!run_.search) search.shard_domains = domains;  // HSDP inside each cell's domain
     splits_ = models::enumerate_splits(model_, devices, search);
+    search_ = search;
+    devices_ = devices;
+    global_batch_ = global_batch;
+    memory_GB_ = base.device.memory_GB.get();
     prepared_.resize(splits_.size());
-    std::vector<char> fits(splits_.size(), 0);
+    fits_.assign(splits_.size(), 0);
     parallel_for(splits_.size(), run_.jobs, [&](size_t i) {
       prepared_[i].split = splits_[i];
-      fits[i] = prepare(model_, base, options_, prepared_[i]);
+      fits_[i] = prepare(model_, base, options_, prepared_[i]);
     });
     for (size_t i = 0; i < splits_.size(); ++i)
-      if (fits[i]) feasible_.push_back(i);
+      if (fits_[i]) feasible_.push_back(i);
     for (int d : domains)
       for (size_t i : feasible_) total_ += splits_[i].tp <= d ? bandwidths_ : 0;
   }
@@ -101,6 +105,7 @@ class GridSweep {
     else
       price_row_exhaustively();
     result_.pricings += pricings_;
+    count_row_splits();
     for (size_t g = 0; g < bandwidths_; ++g) settle_cell(g);
   }
 
@@ -202,6 +207,58 @@ class GridSweep {
     }
   }
 
+  // The row's splits without PP [0] and with PP [1] searched (tp within the domain): with
+  // none, a side's missing best is divisibility's doing, else memory's (which does not
+  // depend on the fabric).
+  void count_row_splits() {
+    const int d = result_.domain_sizes[row_];
+    searched_ = {0, 0};
+    row_why_ = {"", ""};
+    for (size_t i = 0; i < splits_.size(); ++i) {
+      if (splits_[i].tp > d) continue;
+      ++searched_[splits_[i].pp > 1];
+    }
+  }
+
+  // Why side (0 without PP, 1 with) has no best on this row. No split searched: a split of
+  // that kind exists without the global batch (then the batch does not divide) or none
+  // suits the model at all; else none fits in memory.
+  std::string why_none(int side) {
+    if (row_why_[side].empty()) row_why_[side] = why_none_of_row(side);  // every cell of the row alike
+    return row_why_[side];
+  }
+  std::string why_none_of_row(int side) {
+    const std::string kind = side ? "with PP" : "without PP";
+    char gb[32];
+    std::snprintf(gb, sizeof gb, "%g GB", memory_GB_);
+    if (searched_[side] > 0) return "no split " + kind + " fits in " + gb;
+    const int d = result_.domain_sizes[row_];
+    models::SplitSearch any_batch = search_;
+    any_batch.global_batch = 0;
+    bool exists = false;
+    for (const models::ParallelSplit& sp : models::enumerate_splits(model_, devices_, any_batch))
+      exists |= sp.tp <= d && (sp.pp > 1) == (side == 1);
+    if (exists)
+      return "no split " + kind + " divides global batch " + std::to_string(global_batch_) + " over " +
+             std::to_string(devices_) + " devices";
+    return "no split " + kind + " of " + std::to_string(devices_) + " devices is valid for " + model_.name +
+           " with tp <= " + std::to_string(d);
+  }
+
+  // What settled the verdict (PpDecidedBy) and, unless the gain did, why in words.
+  void settle_reason(CrossoverCell& cell) {
+    const bool a = cell.best_no_pp.feasible, b = cell.best_with_pp.feasible;
+    if (a && b) return;
+    if (!a && !b) {
+      cell.decided_by = PpDecidedBy::nothing_fits;
+      cell.decided_why = why_none(0) + "; " + why_none(1);
+      return;
+    }
+    const int side = a ? 1 : 0;  // the side with no best
+    cell.decided_by = searched_[side] > 0 ? PpDecidedBy::memory : PpDecidedBy::divisibility;
+    cell.decided_why = why_none(side);
+  }
+
   // The cell's bests in split order (as a serial sweep would pick them), its gain and
   // its verdict, which carries the gain's uncertainty: the gain error of measured pairs
   // when known (gain_error.hpp), else the projection's -- the median out-of-family
@@ -227,6 +284,7 @@ class GridSweep {
       cell.uncertainty = any.mfu_band.known ? any.mfu_band.relative : 0.0;
     cell.verdict = pp_verdict({cell.gain, cell.uncertainty, cell.best_no_pp.feasible, cell.best_with_pp.feasible},
                               result_.threshold);
+    settle_reason(cell);
     if (run_.on_cell) run_.on_cell(cell);
   }
 
@@ -241,8 +299,15 @@ class GridSweep {
   std::vector<Topology> fabrics_;
   std::vector<models::ParallelSplit> splits_;
   std::vector<Projection> prepared_;  // per split, checked against memory
-  std::vector<size_t> feasible_;      // the splits that fit
-  size_t total_ = 0, done_ = 0;       // progress: split x cell pricings
+  std::vector<char> fits_;            // per split: prepared_ fits in memory
+  models::SplitSearch search_;        // what enumerated splits_
+  int devices_ = 0;
+  long long global_batch_ = 0;
+  double memory_GB_ = 0;
+  std::array<std::string, 2> row_why_;  // why_none() of the row, once known
+  std::array<size_t, 2> searched_{};    // the row's splits without [0] and with PP [1] (count_row_splits)
+  std::vector<size_t> feasible_;        // the splits that fit
+  size_t total_ = 0, done_ = 0;         // progress: split x cell pricings
   std::mutex progress_mutex_;
   // The row in hand: its splits (indices into splits_), their prices per cell, lower
   // bounds, and the pricings still pending (skipped by the bound when the row ends).
@@ -255,6 +320,16 @@ class GridSweep {
 };
 
 }  // namespace
+
+const char* to_string(PpDecidedBy d) {
+  switch (d) {
+    case PpDecidedBy::gain: return "gain";
+    case PpDecidedBy::divisibility: return "divisibility";
+    case PpDecidedBy::memory: return "memory";
+    case PpDecidedBy::nothing_fits: return "nothing fits";
+  }
+  return "?";
+}
 
 CrossoverResult crossover(const models::ModelConfig& model, const Topology& base, int devices,
                           const std::vector<int>& domain_sizes, const std::vector<double>& scale_out_gbps,

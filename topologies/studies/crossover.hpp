@@ -39,6 +39,12 @@
 
 namespace ibt::topo {
 
+// What settled a cell's verdict: the gain against the threshold, or one side having no
+// split at all (none of its dp x tp x cp x pp factorisations divides the global batch or
+// suits the model) or none that fits in device memory, or nothing fitting on either side.
+enum class PpDecidedBy { gain, divisibility, memory, nothing_fits };
+const char* to_string(PpDecidedBy d);  // "gain", "divisibility", "memory", "nothing fits"
+
 struct CrossoverCell {
   int domain_size = 0;
   double scale_out_gbps = 0;
@@ -47,6 +53,10 @@ struct CrossoverCell {
   double gain = 0;                              // relative, of the rank_by figure; +inf when only PP fits
   PpVerdict verdict = PpVerdict::nothing_fits;  // pp_verdict() of the cell (verdict.hpp)
   double uncertainty = 0;                       // u above
+  PpDecidedBy decided_by = PpDecidedBy::gain;
+  // Unless decided_by == gain, why in words: "no split without PP divides global batch
+  // 1536 over 7 devices", "no split without PP fits in 80 GB", "no split fits in 80 GB".
+  std::string decided_why;
 };
 
 struct CrossoverResult {

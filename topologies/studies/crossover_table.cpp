@@ -1,7 +1,5 @@
 #include "topologies/studies/crossover_table.hpp"
 
-#include <cmath>
-
 #include "topologies/projection/projection_report.hpp"
 #include "topologies/studies/crossover.hpp"
 #include "topologies/studies/verdict.hpp"
@@ -22,7 +20,9 @@ CrossoverCellRow crossover_row(const CrossoverCell& c) {
     r.mfu_with_pp = w.mfu;
     r.step_with_pp_s = w.step_s;
   }
-  if (n.feasible || w.feasible) r.gain = std::isinf(c.gain) ? 1e300 : c.gain;  // else no gain to speak of
+  if (c.decided_by == PpDecidedBy::gain) r.gain = c.gain;  // else no gain to speak of: decided_by says why
+  r.decided_by = to_string(c.decided_by);
+  r.verdict_reason = c.decided_why;
   r.gain_uncertainty = c.uncertainty;
   r.verdict = verdict_text(c.verdict);
   r.pp_needed = c.verdict == PpVerdict::needed;

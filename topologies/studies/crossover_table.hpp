@@ -1,8 +1,10 @@
 #pragma once
 // The "crossover" table of an `ibt crossover` run, one row per (domain size, scale-out
 // rate) cell (core/row_schema.hpp); the report and `ibt report --compare` read it. Where
-// no split fits, the MFUs, step times and gain are NaN, never 0; a gain where only PP
-// fits is stored as 1e300.
+// no split fits, the MFUs, step times and gain are NaN, never 0. Where only one side has
+// a split that fits (a verdict forced by divisibility or memory) the gain is NaN too and
+// decided_by / verdict_reason say why (files before them stored 1e300 where only PP fit
+// and -1 where only no PP did).
 #include <array>
 #include <cstdint>
 #include <limits>
@@ -23,9 +25,10 @@ struct CrossoverCellRow {
   std::int64_t pp_needed = 0;
   std::string split_no_pp, split_with_pp, strategy_no_pp, strategy_with_pp;
   double goodput_no_pp = kNone, goodput_with_pp = kNone, goodput_mfu_no_pp = kNone, goodput_mfu_with_pp = kNone;
+  std::string decided_by, verdict_reason;
 
   static constexpr std::string_view kTable = "crossover";
-  static constexpr std::array<store::Field<CrossoverCellRow>, 18> kFields{{
+  static constexpr std::array<store::Field<CrossoverCellRow>, 20> kFields{{
       {"domain_size", &CrossoverCellRow::domain_size, "devices", "devices per scale-up domain"},
       {"scale_out_Gbps", &CrossoverCellRow::scale_out_Gbps, "Gb/s", "the scale-out network's rate per device"},
       {"mfu_no_pp", &CrossoverCellRow::mfu_no_pp, "fraction", "the best MFU without pipeline parallelism"},
@@ -45,6 +48,10 @@ struct CrossoverCellRow {
       {"goodput_with_pp", &CrossoverCellRow::goodput_with_pp, "", "goodput of the best split with PP"},
       {"goodput_mfu_no_pp", &CrossoverCellRow::goodput_mfu_no_pp, "", "MFU x goodput without PP"},
       {"goodput_mfu_with_pp", &CrossoverCellRow::goodput_mfu_with_pp, "", "MFU x goodput with PP"},
+      {"decided_by", &CrossoverCellRow::decided_by, "",
+       "what settled the verdict: gain, divisibility, memory or nothing fits (crossover.hpp's PpDecidedBy)"},
+      {"verdict_reason", &CrossoverCellRow::verdict_reason, "",
+       "unless the gain decided, why in words, e.g. no split without PP fits in 80 GB"},
   }};
 };
 

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # `ibt crossover`'s verdict uncertainty is the measured error of the PP gain
 # (topologies/validation/pp-gain-error.json, gain_error.hpp): the own-cell line states
-# "gain +X% +/- Y points (80% of measured pairs)", the uncertainty line names the pairs,
+# "(gain +X%, uncertainty +-Y points (80% of measured pairs))", the uncertainty line names the pairs,
 # the HDF5 table stores u per cell (gain_uncertainty) and the run its source, and every
 # stored verdict is the rule's with that u, and the report shows it; a calibrated topology (collective fits) gets
 # the calibrated figure. Without the file the MFU band is used and said so; a damaged file
@@ -22,8 +22,8 @@ check() {
   out=$("$ibt" crossover "${grid[@]}" --topology "$1" --out "$h5") || fail "crossover on $1 failed"
   printf '%s\n' "$out" >"$dir/$2.txt"
   out=$(tr '\n' ' ' <<<"$out" | tr -s ' ')  # the 120-column wrapping undone
-  grep -Eq "own fabric \(domain [0-9]+, [0-9.]+ Gb/s\): (PP needed|PP not needed|within uncertainty) \(gain [-+][0-9.]+% \+/- $3 points \(80% of measured pairs\)\)" \
-    <<<"$out" || fail "$1: no 'gain +X% +/- $3 points (80% of measured pairs)' on the own-cell line"
+  grep -Eq "own fabric \(domain [0-9]+, [0-9.]+ Gb/s\): (PP needed|PP not needed|within uncertainty) \\(gain [-+][0-9.]+%, uncertainty \+-$3 points \(80% of measured pairs\)\)" \
+    <<<"$out" || fail "$1: no '(gain +X%, uncertainty +-$3 points (80% of measured pairs))' on the own-cell line"
   grep -q " uncertainty: +-$3 points of gain: |projected - measured PP gain| of 80% of 122 measured pairs" <<<"$out" ||
     fail "$1: the uncertainty line does not name the measured pairs"
   grep -q "a $2 topology as" <<<"$out" || fail "$1: not taken as a $2 topology"
