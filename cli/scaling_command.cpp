@@ -83,6 +83,11 @@ topo::ScalingRow scaling_row(const topo::ScalingPoint& pt, const std::string& mo
   r.time_to_budget_s = speed.time_to_budget_s;
   r.device_power_W = power_of(pt, generations);
   r.energy_J_per_token = speed.joules_per_token;
+  if (pt.source != "projected") {
+    r.own_split_topology = pt.own_split_topology;
+    r.own_split_mfu = pt.own_split_mfu;
+    r.own_split_diff = ok && pt.own_split_mfu > 0 ? p.mfu / pt.own_split_mfu - 1 : kNaN;
+  }
   return r;
 }
 
@@ -337,13 +342,48 @@ std::vector<std::pair<std::string, std::vector<topo::ScalingPoint>>> read_measur
   return out;
 }
 
+// The system a measured point is compared on: the --topology whose device the run names
+// (an imported or cuda run's GPU), else the baseline (the first --topology).
+const topo::Topology& own_split_system(const topo::ScalingPoint& pt, const std::vector<topo::Topology>& systems,
+                                       const GenerationContext& generations) {
+  for (const auto& t : systems)
+    if (!pt.system.empty() && t.device.name == pt.system) return t;
+  for (const auto& t : systems)
+    if (t.name == generations.baseline) return t;
+  return systems.front();
+}
+
+// Each measured point beside the projection of its own split, not the best one: the
+// like-for-like figure (the best split's MFU answers another question).
+void print_own_splits(const std::vector<topo::ScalingPoint>& points, bool wide) {
+  std::string out = "measured against the projection of its own split (as ibt project-compare prices it):\n";
+  for (const auto& pt : points) {
+    char line[512];
+    if (pt.own_split_mfu > 0)
+      std::snprintf(line, sizeof line,
+                    "  %d device(s), %s: measured MFU %.1f%%, its split projected on %s %.1f%% (%+.1f%%)\n", pt.devices,
+                    models::compact_label(pt.best.split).c_str(), 100 * pt.best.mfu, pt.own_split_topology.c_str(),
+                    100 * pt.own_split_mfu, 100 * (pt.best.mfu / pt.own_split_mfu - 1));
+    else
+      std::snprintf(line, sizeof line, "  %d device(s), %s: its split does not project on %s: %s\n", pt.devices,
+                    models::compact_label(pt.best.split).c_str(), pt.own_split_topology.c_str(),
+                    pt.own_split_note.c_str());
+    out += line;
+  }
+  std::printf("%s", wrap_lines(out, report_width(wide)).c_str());
+}
+
 void add_measured(std::vector<std::pair<std::string, std::vector<topo::ScalingPoint>>> measured, const ScalingArgs& a,
                   const models::ModelConfig& model, topo::ScalingMode mode, const GenerationContext& generations,
-                  RunRecorder& recorder, std::vector<topo::ScalingPoint>& all) {
+                  const std::vector<topo::Topology>& systems, RunRecorder& recorder,
+                  std::vector<topo::ScalingPoint>& all) {
   for (auto& [path, points] : measured) {
     std::printf("\nmeasured (%s): %zu point(s) of %s (fastest timed step of each run; the best run per size)\n",
                 path.c_str(), points.size(), model.name.c_str());
+    for (auto& pt : points) topo::price_own_split(pt, model, own_split_system(pt, systems, generations));
+    std::vector<topo::ScalingPoint> shown = points;
     take_points(std::move(points), model.name, mode, generations, recorder, all, a.wide);
+    print_own_splits(shown, a.wide);
   }
 }
 
@@ -367,7 +407,7 @@ int scaling_main(int argc, char** argv) {
   topo::keep_freed_memory_for_reuse();
   std::vector<topo::ScalingPoint> all;
   project_systems(systems, a, axis, model, stack, batch, generations, recorder, all);
-  add_measured(std::move(measured), a, model, axis.mode, generations, recorder, all);
+  add_measured(std::move(measured), a, model, axis.mode, generations, systems, recorder, all);
   print_generation_speed(all, generations);
   recorder.finish(store::RunStatus::complete);
   if (recorder.active()) std::printf("run %s written to %s\n", recorder.run_id().c_str(), a.out.c_str());

@@ -272,6 +272,9 @@ TABLES = {
         ("time_to_budget_s", "s", "token budget / the whole job's tokens/s"),
         ("device_power_W", "W", "board power per device (NaN: unknown)"),
         ("energy_J_per_token", "J/token", "board power / tokens/s per device: devices only (no hosts, network, cooling)"),
+        ("own_split_topology", "", "measured rows: the topology their own split was projected on (projected rows: empty)"),
+        ("own_split_mfu", "fraction", "measured rows: MFU of the projection of the run's own split (not the best split), against the run's peak"),
+        ("own_split_diff", "fraction", "measured rows: measured MFU / own_split_mfu - 1 (= projected step / measured step - 1)"),
     ),
     "atlas": (
         ("model", "", "the catalog model"),

@@ -37,6 +37,16 @@ def _num(v):
     return None if math.isnan(v) else v
 
 
+def _own_split_mfu(r):
+    """A measured row's projection of its own split (MFU), None where there is none (a
+    projected row, a split that did not project, a file from before the column)."""
+    v = r.get(SCALE.own_split_mfu)
+    if v is None or not str(r[SCALE.source]).startswith("measured"):
+        return None
+    v = float(v)
+    return v if v > 0 else None
+
+
 def _scaling_rows(runs):
     """[dict] of every scaling row, with its run."""
     rows = []
@@ -101,6 +111,13 @@ def scaling_figures(runs):
             ok = [r for r in pts if int(r[SCALE.feasible])]
             style = dict(marker="o", ls="-" if "measured" in line else "--", label=_line_label(line), color=system_colour(n))
             ax_mfu.plot([int(r[SCALE.devices]) for r in ok], [100 * float(r[SCALE.mfu]) for r in ok], **style)
+            # A measured point beside the projection of its own split (like for like; the
+            # dashed lines are each system's best split, another question).
+            own = [r for r in ok if _own_split_mfu(r) is not None]
+            if own:
+                ax_mfu.plot([int(r[SCALE.devices]) for r in own], [100 * _own_split_mfu(r) for r in own], marker="D",
+                            mfc="none", ls=":", color=system_colour(n),
+                            label=f"{_line_label(line)} (its split projected)")
             ax_tok.plot([int(r[SCALE.devices]) for r in ok], [float(r[SCALE.tokens_per_s_per_device]) for r in ok], **style)
             # Scaling efficiency: tokens/s per device against the line's smallest point, so
             # 100% is ideal scaling (weak: per-device throughput held; strong: the same).
@@ -110,10 +127,13 @@ def scaling_figures(runs):
                 efficiencies += eff
                 ax_eff.plot([int(r[SCALE.devices]) for r in ok], eff, **style)
             for r in pts:
+                own_mfu = _own_split_mfu(r)
                 table.append([r[SCALE.system], str(r[SCALE.source]).split(" ")[0], str(int(r[SCALE.devices])),
                               str(int(r[SCALE.global_batch])), r[SCALE.split] if int(r[SCALE.feasible]) else r[SCALE.reason],
                               _fmt(100 * float(r[SCALE.mfu]), 3), _fmt(float(r[SCALE.tokens_per_s_per_device])),
-                              _fmt(float(r[SCALE.step_s]))])
+                              _fmt(float(r[SCALE.step_s])),
+                              "-" if own_mfu is None else f"{100 * own_mfu:.1f} on {r[SCALE.own_split_topology]}",
+                              "-" if own_mfu is None else f"{100 * (float(r[SCALE.mfu]) / own_mfu - 1):+.1f}%"])
         devices = sorted({int(r[SCALE.devices]) for r in mine if int(r[SCALE.feasible])})
         ax_eff.axhline(100, color="#888888", ls=":", lw=1.2, label="ideal scaling (100%)")
         for ax, ylabel in ((ax_mfu, "MFU (%, axis 0-100)"), (ax_tok, "tokens/s per device"),
@@ -144,9 +164,12 @@ def scaling_figures(runs):
                               f"{model}, {mode} scaling ({'fixed global batch' if mode == 'strong' else 'fixed batch per device'}): "
                               "MFU (on 0-100%), tokens/s per device and scaling efficiency (tokens/s per device over the "
                               "line's smallest point's; dotted: ideal, 100%) of the best split at each device count; "
-                              f"dashed: projected, solid: measured. Runs: {', '.join(run_labels)}.{merged}",
+                              f"dashed: projected, solid: measured; hollow diamonds: the projection of a measured "
+                              "run's own split, its like-for-like figure (the table's last columns: that MFU and the "
+                              f"measured one's difference from it). Runs: {', '.join(run_labels)}.{merged}",
                               (["system", "source", "devices", "global batch", "best split", "MFU %",
-                                "tokens/s/device", "step s"], table)))
+                                "tokens/s/device", "step s", "own split projected MFU %", "measured vs own split"],
+                               table)))
         # Breakdown per point as shares of the step, one panel per system.
         # A line without a breakdown (an imported log has only its step time) gets no panel.
         systems = [line for line in order

@@ -40,6 +40,11 @@ grep -Eq "^  step +7\.00000 +[0-9.]+ .*\(a megatron log has no time breakdown\)"
 awk '$1 == "step" { exit !($3 > 1 && $3 < 20) }' "$dir/pc.txt" || { cat "$dir/pc.txt"; fail "not priced in bf16"; }
 "$ibt" scaling --model llama3-8b --topology dgx-h100 --gpus 16 --global-batch 64 --measured "$dir/m.h5" > "$dir/sc.txt"
 grep -q "measured ($dir/m.h5): 1 point" "$dir/sc.txt" || { cat "$dir/sc.txt"; fail "scaling --measured lacks the run"; }
+# The log's point beside the projection of its own split: the difference is project-compare's
+# (projected step / measured step - 1), not the gap to ibt's best split.
+want=$(awk '$1 == "step" { printf "%+.1f", 100 * ($3 / $2 - 1) }' "$dir/pc.txt")
+tr '\n' ' ' < "$dir/sc.txt" | tr -s ' ' | grep -q "its split projected on dgx-h100 [0-9.]*% ($want%)" ||
+  { cat "$dir/sc.txt"; fail "the log's point is not beside its own split's projection ($want%)"; }
 grep -Eq "^ +16 +64 .* - \(a log has no breakdown\)$" "$dir/sc.txt" || { cat "$dir/sc.txt"; fail "the log's row does not say it has no breakdown"; }
 # The report of the projection and the log: figures that pass the layout check (a log has no
 # breakdown, so it draws no breakdown bar; an empty panel would fail as 'no data elements').

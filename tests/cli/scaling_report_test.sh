@@ -78,6 +78,9 @@ $mpirun -n 1 "$ibt" train --model tiny-dense --steps 4 --peak-tflops 1 --out "$d
   --out "$dir/s.h5" > "$dir/measured.log"
 grep -q "^measured ($dir/m.h5): 1 point(s) of tiny-dense" "$dir/measured.log" ||
   { cat "$dir/measured.log"; fail "the measured train run did not join"; }
+# ... beside the projection of its own split (like for like), not only the best split's.
+grep -Eq "^  1 device\(s\), dp1 m1: measured MFU [0-9.]+%, its split projected on local-cpu [0-9.]+% \([-+][0-9.]+%\)$" \
+  "$dir/measured.log" || { cat "$dir/measured.log"; fail "the measured point is not beside its own split's projection"; }
 # A --measured file with no run of the model is refused before anything is projected.
 "$(dirname "$0")/../expect_exit.sh" 2 "--measured $dir/m.h5: no complete .ibt train. or imported run of small-dense" \
   "$ibt" scaling --model small-dense --topology local-cpu --gpus 1,2 --global-batch 4 --measured "$dir/m.h5" ||
@@ -122,6 +125,11 @@ assert r["feasible"] == 0 and math.isnan(r["mfu"]) and math.isnan(r["step_s"]) a
 assert [int(x) for x in weak[1]["global_batch"]] == [32, 64], weak[1]["global_batch"]
 m = [x for x in measured[1] if x["source"].startswith(b"measured")]
 assert len(m) == 1 and m[0]["devices"] == 1 and 0 < m[0]["mfu"] < 1 and m[0]["system"].startswith(b"CPU ("), m
+own = m[0]["own_split_mfu"]
+assert m[0]["own_split_topology"] == b"local-cpu" and 0 < own < 1, m
+assert abs(m[0]["own_split_diff"] - (m[0]["mfu"] / own - 1)) < 1e-12, m
+projected = [x for x in measured[1] if x["source"] == b"projected"]
+assert projected and all(math.isnan(x["own_split_mfu"]) and x["own_split_topology"] == b"" for x in projected), projected
 print("stored scaling table: ok")
 EOF
 

@@ -7,6 +7,7 @@
 
 #include "core/errors.hpp"
 #include "reports/store/store.hpp"
+#include "topologies/calibration/agreement.hpp"
 #include "topologies/calibration/train_runs.hpp"
 
 namespace ibt::topo {
@@ -132,12 +133,30 @@ std::vector<ScalingPoint> measured_scaling(const std::string& path, const models
     p.exposed_s[static_cast<int>(Exposure::bubble)] = std::nan("");
     p.exposed_s[static_cast<int>(Exposure::cp)] = std::nan("");  // not in a train run's steps table
     pt.other_s = m.other_s;
+    pt.run = m;
     auto it = best.find(ranks);
     if (it == best.end() || it->second.best.mfu < p.mfu) best[ranks] = std::move(pt);
   }
   std::vector<ScalingPoint> out;
   for (auto& [ranks, pt] : best) out.push_back(std::move(pt));
   return out;
+}
+
+void price_own_split(ScalingPoint& measured, const models::ModelConfig& model, const Topology& topology) {
+  measured.own_split_topology = topology.name;
+  measured.own_split_mfu = std::nan("");
+  try {
+    const Agreement a = compare_run(measured.run, model, topology);
+    if (!(a.projected_step_s > 0)) {
+      measured.own_split_note = "the projected step is not positive";
+      return;
+    }
+    // The same FLOPs and the same peak on both sides: MFU scales with 1 / step time.
+    measured.own_split_mfu = measured.best.mfu * measured.best.step_s / a.projected_step_s;
+    measured.own_split_note.clear();
+  } catch (const UsageError& e) {
+    measured.own_split_note = e.what();
+  }
 }
 
 }  // namespace ibt::topo

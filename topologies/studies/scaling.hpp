@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "models/plan/model_config.hpp"
+#include "topologies/calibration/train_runs.hpp"
 #include "topologies/hardware/topology.hpp"
 #include "topologies/projection/projection.hpp"
 
@@ -47,6 +48,13 @@ struct ScalingPoint {
   // exposed_s[pp] holds both, exposed_s[bubble] is NaN, and other_s the time no
   // component claimed. Projections: other_s is NaN.
   double other_s = std::nan("");
+  // Measured points only: the run itself, and the projection of its own split (not the
+  // best split) on a topology, so that a measured point meets a like-for-like figure
+  // (price_own_split). NaN, with own_split_note saying why, until priced or when the
+  // split does not project.
+  MeasuredTrainRun run;
+  std::string own_split_topology, own_split_note;
+  double own_split_mfu = std::nan("");
   double tokens_per_s_per_device() const;
 };
 
@@ -76,5 +84,14 @@ std::vector<ScalingPoint> project_scaling(const models::ModelConfig& model, cons
 // the run's peak_gflops_per_rank), the run's own convention. The system is the GPU's
 // name for --executor cuda runs, else "CPU (hosts)".
 std::vector<ScalingPoint> measured_scaling(const std::string& path, const models::ModelConfig& model);
+
+// Prices a measured point's own split (model, split, microbatches, schedule) on `topology`
+// as `ibt project-compare` does (agreement.hpp: the cpu engine's way for `ibt train` runs,
+// the framework's for imported logs), and sets own_split_mfu to the MFU that projected step
+// gives against the run's own peak: measured MFU / own_split_mfu - 1 is then exactly
+// projected step / measured step - 1, the like-for-like difference. A split that does not
+// project there (its groups span domains the topology cannot price, it does not fit) leaves
+// NaN and the reason in own_split_note.
+void price_own_split(ScalingPoint& measured, const models::ModelConfig& model, const Topology& topology);
 
 }  // namespace ibt::topo
