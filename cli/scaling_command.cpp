@@ -79,6 +79,7 @@ topo::ScalingRow scaling_row(const topo::ScalingPoint& pt, const std::string& mo
   r.memory_bytes = ok && p.memory.total() > 0 ? p.memory.total() : kNaN;
   r.baseline = generations.baseline;
   r.speedup_vs_baseline = speed.speedup;
+  r.speedup_uncertainty = speed.speedup_uncertainty;
   r.token_budget = generations.token_budget;
   r.time_to_budget_s = speed.time_to_budget_s;
   r.device_power_W = power_of(pt, generations);

@@ -272,6 +272,7 @@ TABLES = {
         ("time_to_budget_s", "s", "token budget / the whole job's tokens/s"),
         ("device_power_W", "W", "board power per device (NaN: unknown)"),
         ("energy_J_per_token", "J/token", "board power / tokens/s per device: devices only (no hosts, network, cooling)"),
+        ("speedup_uncertainty", "x", "half-width of the speed-up's band: speed-up x hypot of both projections' relative MFU uncertainty"),
         ("own_split_topology", "", "measured rows: the topology their own split was projected on (projected rows: empty)"),
         ("own_split_mfu", "fraction", "measured rows: MFU of the projection of the run's own split (not the best split), against the run's peak"),
         ("own_split_diff", "fraction", "measured rows: measured MFU / own_split_mfu - 1 (= projected step / measured step - 1)"),

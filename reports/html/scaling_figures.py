@@ -37,6 +37,20 @@ def _num(v):
     return None if math.isnan(v) else v
 
 
+def _cell(v, form):
+    """A table cell as a reader writes it (12,449 not 1.245e+04); '-' for no figure (NaN)."""
+    return "-" if v is None or math.isnan(v) else form.format(v)
+
+
+def _speedup_text(r):
+    """"2.17x ± 0.16" (the band where the run stored one), "1.00x", or "-"."""
+    x = _num(r[SCALE.speedup_vs_baseline]) if SCALE.speedup_vs_baseline in r else None
+    if x is None:
+        return "-"
+    u = _num(r.get(SCALE.speedup_uncertainty)) if SCALE.speedup_uncertainty in r else None
+    return f"{x:.2f}x" + (f" \u00b1 {u:.2f}" if u is not None else "")
+
+
 def _own_split_mfu(r):
     """A measured row's projection of its own split (MFU), None where there is none (a
     projected row, a split that did not project, a file from before the column)."""
@@ -130,10 +144,12 @@ def scaling_figures(runs):
                 own_mfu = _own_split_mfu(r)
                 table.append([r[SCALE.system], str(r[SCALE.source]).split(" ")[0], str(int(r[SCALE.devices])),
                               str(int(r[SCALE.global_batch])), r[SCALE.split] if int(r[SCALE.feasible]) else r[SCALE.reason],
-                              _fmt(100 * float(r[SCALE.mfu]), 3), _fmt(float(r[SCALE.tokens_per_s_per_device])),
+                              _fmt(100 * float(r[SCALE.mfu]), 3), _cell(float(r[SCALE.tokens_per_s_per_device]), "{:,.0f}"),
                               _fmt(float(r[SCALE.step_s])),
                               "-" if own_mfu is None else f"{100 * own_mfu:.1f} on {r[SCALE.own_split_topology]}",
-                              "-" if own_mfu is None else f"{100 * (float(r[SCALE.mfu]) / own_mfu - 1):+.1f}%"])
+                              "-" if own_mfu is None else f"{100 * (float(r[SCALE.mfu]) / own_mfu - 1):+.1f}%",
+                              _speedup_text(r), _cell(float(r[SCALE.time_to_budget_s]) / 86400, "{:.1f}"),
+                              _cell(float(r[SCALE.energy_J_per_token]), "{:.3g}")])
         devices = sorted({int(r[SCALE.devices]) for r in mine if int(r[SCALE.feasible])})
         ax_eff.axhline(100, color="#888888", ls=":", lw=1.2, label="ideal scaling (100%)")
         for ax, ylabel in ((ax_mfu, "MFU (%, axis 0-100)"), (ax_tok, "tokens/s per device"),
@@ -168,7 +184,8 @@ def scaling_figures(runs):
                               "run's own split, its like-for-like figure (the table's last columns: that MFU and the "
                               f"measured one's difference from it). Runs: {', '.join(run_labels)}.{merged}",
                               (["system", "source", "devices", "global batch", "best split", "MFU %",
-                                "tokens/s/device", "step s", "own split projected MFU %", "measured vs own split"],
+                                "tokens/s/device", "step s", "own split projected MFU %", "measured vs own split",
+                                "speed-up vs baseline", "days to token budget", "J/token"],
                                table)))
         # Breakdown per point as shares of the step, one panel per system.
         # A line without a breakdown (an imported log has only its step time) gets no panel.

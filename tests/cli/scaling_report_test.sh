@@ -35,6 +35,7 @@ awk '/^Speed by generation/ { on = 1 } on && $1 ~ /^dgx-/ { print $1 }' "$dir/bh
   grep -qx "dgx-h100 dgx-b200 " || { cat "$dir/bh.log"; fail "systems not ordered slowest first"; }
 awk '$1 == "dgx-b200" && $2 == 64 { sub(/x$/, "", $4); exit !($4 > 1.5) }' "$dir/bh.log" ||
   { cat "$dir/bh.log"; fail "B200 not faster than H100 per device"; }
+grep -Eq "^  dgx-b200 +64 +[0-9]+ +[0-9.]+x \+-[0-9.]+ " "$dir/bh.log" || { cat "$dir/bh.log"; fail "no band on B200's speed-up"; }
 "$py" - "$dir/bh.h5" <<'PY' || fail "stored speed columns"
 import math, sys
 import h5py
@@ -51,6 +52,8 @@ for r, watts in ((h, 700), (b, 1000)):
     assert r["device_power_W"] == watts and abs(r["energy_J_per_token"] - watts / r["tokens_per_s_per_device"]) < 1e-12
     assert abs(r["time_to_budget_s"] - 1e11 / (r["tokens_per_s_per_device"] * 64)) < 1e-6 * r["time_to_budget_s"]
 assert units["unit:energy_J_per_token"] == "J/token" and units["unit:speedup_vs_baseline"] == "x", units
+# The speed-up's band: none for the baseline against itself, a part of the speed-up otherwise.
+assert math.isnan(h["speedup_uncertainty"]) and 0 < b["speedup_uncertainty"] < 0.5 * b["speedup_vs_baseline"], b
 print("stored speed columns: ok")
 PY
 "$here/../expect_exit.sh" 2 "--baseline dgx-a100 is not one of the --topology systems" \

@@ -41,7 +41,13 @@ GenerationSpeed generation_speed(const ScalingPoint& point, const ScalingPoint* 
   GenerationSpeed g;
   const double per_device = point.tokens_per_s_per_device();
   if (!(per_device > 0)) return g;
-  if (baseline && baseline->tokens_per_s_per_device() > 0) g.speedup = per_device / baseline->tokens_per_s_per_device();
+  if (baseline && baseline->tokens_per_s_per_device() > 0) {
+    g.speedup = per_device / baseline->tokens_per_s_per_device();
+    const MfuBand &a = point.best.mfu_band, &b = baseline->best.mfu_band;
+    // The baseline against itself is 1 exactly: no band.
+    if (point.source == "projected" && point.topology != baseline->topology && a.known && b.known)
+      g.speedup_uncertainty = g.speedup * std::hypot(a.relative, b.relative);
+  }
   g.time_to_budget_s = token_budget / point.best.tokens_per_s;
   if (power_W > 0) g.joules_per_token = power_W / per_device;
   return g;

@@ -65,8 +65,15 @@ struct ScalingPoint {
 //   time to budget = token budget / the whole job's tokens/s (seconds);
 //   energy        = device board power (W) / tokens/s per device = J per token, devices
 //                   only (no hosts, network or cooling); NaN when the power is unknown.
+//   speed-up band = speed-up x sqrt(r_point^2 + r_baseline^2), r each projection's
+//                   relative MFU uncertainty (its validation band's median out-of-family
+//                   |MFU error|, uncertainty.hpp): the two errors taken as independent,
+//                   the cautious choice (errors shared by both systems -- the same model
+//                   and software -- would cancel in the ratio). NaN without both bands
+//                   or for a measured point (its speed is measured, not projected).
 struct GenerationSpeed {
   double speedup = std::nan("");
+  double speedup_uncertainty = std::nan("");  // x, the band's half-width
   double time_to_budget_s = std::nan("");
   double joules_per_token = std::nan("");
 };

@@ -26,6 +26,14 @@ std::string cell(double v, const char* format) {
   return buf;
 }
 
+// "2.17x +-0.26" (the band where both projections have one), "1.00x" for the baseline itself.
+std::string speedup_cell(const topo::GenerationSpeed& g) {
+  if (!std::isfinite(g.speedup)) return "-";
+  std::string out = cell(g.speedup, "%.2fx");
+  if (std::isfinite(g.speedup_uncertainty)) out += " +-" + cell(g.speedup_uncertainty, "%.2f");
+  return out;
+}
+
 }  // namespace
 
 double power_of(const topo::ScalingPoint& point, const GenerationContext& ctx) {
@@ -63,7 +71,8 @@ void print_generation_speed(const std::vector<topo::ScalingPoint>& all, const Ge
 
   std::printf(
       "\nSpeed by generation (slowest first; speed-up = tokens/s per device over %s's at the same count;\n"
-      "days to train %.3g tokens; J/token = device board power / tokens/s per device; '-': no figure):\n",
+      "+- = both projections' validation bands, taken as independent; days to train %.3g tokens;\n"
+      "J/token = device board power / tokens/s per device; '-': no figure):\n",
       ctx.baseline.c_str(), ctx.token_budget);
   // Printed as printf always printed it: each row laid out on its own at these widths.
   using Align = TextTable::Align;
@@ -71,7 +80,7 @@ void print_generation_speed(const std::vector<topo::ScalingPoint>& all, const Ge
   table.add_column({"system", Align::left, "", 30});
   table.add_column({"devices", Align::right, "", 8});
   table.add_column({"tok/s/dev", Align::right, "", 11});
-  table.add_column({"speed-up", Align::right, "", 9});
+  table.add_column({"speed-up", Align::right, "", 14});
   table.add_column({"days", Align::right, "", 9});
   table.add_column({"MFU", Align::right, "", 7});
   table.add_column({"J/token", Align::right, "", 9});
@@ -91,7 +100,7 @@ void print_generation_speed(const std::vector<topo::ScalingPoint>& all, const Ge
       }
       const topo::GenerationSpeed g = speed_of(pt, all, ctx);
       std::printf("%s", table
-                            .row_text({name, devices, fixed(pt.tokens_per_s_per_device(), 0), cell(g.speedup, "%.2fx"),
+                            .row_text({name, devices, fixed(pt.tokens_per_s_per_device(), 0), speedup_cell(g),
                                        cell(g.time_to_budget_s / 86400, "%.1f"), fixed(100 * pt.best.mfu, 1) + "%",
                                        cell(g.joules_per_token, "%.3g")},
                                       style)

@@ -29,11 +29,12 @@ struct ScalingRow {
   std::string baseline;
   double speedup_vs_baseline = kNone, token_budget = kNone, time_to_budget_s = kNone, device_power_W = kNone,
          energy_J_per_token = kNone;
+  double speedup_uncertainty = kNone;
   std::string own_split_topology;
   double own_split_mfu = kNone, own_split_diff = kNone;
 
   static constexpr std::string_view kTable = "scaling";
-  static constexpr std::array<store::Field<ScalingRow>, 40> kFields{{
+  static constexpr std::array<store::Field<ScalingRow>, 41> kFields{{
       {"source", &ScalingRow::source, "", "projected, or measured FILE:RUN (an ibt train or sweep run)"},
       {"topology", &ScalingRow::topology, "", "the topology's name (catalog name or calibrated file's)"},
       {"system", &ScalingRow::system, "", "its device, e.g. H100 SXM5 80GB"},
@@ -74,6 +75,8 @@ struct ScalingRow {
       {"device_power_W", &ScalingRow::device_power_W, "W", "board power per device (NaN: unknown)"},
       {"energy_J_per_token", &ScalingRow::energy_J_per_token, "J/token",
        "board power / tokens/s per device: devices only (no hosts, network, cooling)"},
+      {"speedup_uncertainty", &ScalingRow::speedup_uncertainty, "x",
+       "half-width of the speed-up's band: speed-up x hypot of both projections' relative MFU uncertainty"},
       {"own_split_topology", &ScalingRow::own_split_topology, "",
        "measured rows: the topology their own split was projected on (projected rows: empty)"},
       {"own_split_mfu", &ScalingRow::own_split_mfu, "fraction",
