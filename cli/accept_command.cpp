@@ -80,8 +80,9 @@ po::options_description accept_options(AcceptArgs& a) {
       "out", po::value(&a.out), "append this run (kind accept) to an HDF5 results file")(
       "timeout,T", double_value(&a.timeout),
       "seconds without progress before a measurement counts as stalled "
-      "(no call of the op completed; a rank not arriving)")(
-      "backend", po::value(&a.backend_name)->default_value(a.backend_name), "mpi or nccl (collectives; p2p is MPI)")(
+      "(no call of the op completed; a rank not arriving); a rank that stops progressing, rank 0 "
+      "included, ends the job within T + 15 s")("backend", po::value(&a.backend_name)->default_value(a.backend_name),
+                                                "mpi or nccl (collectives; p2p is MPI)")(
       "generate-reference", po::value(&a.generate_from),
       "SOURCE: instead of measuring, write a reference. From a catalog topology (name or .json path): "
       "targets from its link figures, before anything is measured. From a results file (.h5): targets are what "

@@ -63,8 +63,10 @@ po::options_description describe_options(CollectivesArgs& a) {
       "timeout,T", po::value(&a.timeout)->default_value(a.timeout),
       "seconds a rank may wait for the others at a measurement's start, and that may pass without "
       "any call of the op completing (a slow measurement that keeps completing calls is not a "
-      "stall); past it the job ends, naming the op, scope, size and the ranks that did not arrive, "
-      "and the run is marked failed with every row measured before kept")(
+      "stall); past it the job ends, naming the op, scope, size and the ranks that did not arrive "
+      "(pid and host), and the run is marked failed with every row measured before kept. A rank "
+      "that stops progressing, rank 0 included, ends the job within T + 15 s; a killed one at once "
+      "(the launcher names its pid, the run's rank_pids maps it to the rank)")(
       "rotate-bytes", po::value(&a.rotate)->default_value(a.rotate),
       "rotate smaller messages through a pool of this size so caches do not flatter them "
       "(0: reuse one buffer, as OSU and IMB do by default)")(

@@ -63,7 +63,8 @@ po::options_description describe_options(P2pArgs& a) {
       "sizes from this one up are judged by bandwidth, smaller ones by latency")(
       "fail-on-outliers", po::bool_switch(&a.fail_on_outliers), "exit 1 when any outlier is found")(
       "timeout,T", double_value(&a.timeout),
-      "seconds one round may take; past it the job ends naming the ranks that did not arrive")(
+      "seconds one round may take; past it the job ends naming the ranks that did not arrive (pid and "
+      "host); a rank that stops progressing, rank 0 included, ends the job within T + 15 s")(
       "out", po::value(&a.out), "append this run (kind p2p_matrix) to an HDF5 results file")(
       "inject-delay", po::value(&a.inject_delay),
       "RANK:US - RANK waits US microseconds before every send (testing the outlier detection)");

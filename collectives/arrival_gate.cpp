@@ -1,14 +1,22 @@
 #include "collectives/arrival_gate.hpp"
 
+#include <unistd.h>
+
 #include <chrono>
 #include <sstream>
 #include <thread>
+
+#include "collectives/rank_identity.hpp"
 
 namespace ibt {
 namespace {
 
 constexpr int kArriveTag = 9101;
 constexpr int kReleaseTag = 9102;
+// How much longer than rank 0 the others wait for its release: rank 0 arrives a little
+// after them (it stores and prints each measurement's rows first), decides T s after its
+// own arrival and records the verdict. Small, so a stopped rank 0 is noticed at T + 5 s.
+constexpr double kReleaseMarginSeconds = 5.0;
 
 // Polls a request until it completes or the deadline passes. Sleeps between polls so
 // oversubscribed ranks leave the cores to the ranks doing work.
@@ -42,6 +50,7 @@ ArrivalGate::ArrivalGate(MPI_Comm world) {
   MPI_Comm_dup(world, &comm_);
   MPI_Comm_rank(comm_, &rank_);
   MPI_Comm_size(comm_, &size_);
+  gather_rank_identities(comm_);
 }
 
 ArrivalGate::~ArrivalGate() {
@@ -58,9 +67,15 @@ void ArrivalGate::pass(const std::string& where, double timeout_seconds) {
     MPI_Isend(&sequence_, 1, MPI_LONG, 0, kArriveTag, comm_, &arrive);
     MPI_Irecv(&go, 1, MPI_LONG, 0, kReleaseTag, comm_, &release);
     // Rank 0 decides and reports; the others wait a little longer so that it can.
-    if (!wait_until(&release, after(timeout_seconds * 1.5 + 5.0)))
-      throw TimeoutError(
-          "timed out after " + std::to_string(timeout_seconds) + " s waiting for rank 0 to release " + where, {});
+    if (!wait_until(&release, after(timeout_seconds + kReleaseMarginSeconds))) {
+      char host[256] = {};
+      gethostname(host, sizeof host - 1);
+      std::ostringstream msg;
+      msg << "timed out after " << timeout_seconds + kReleaseMarginSeconds << " s waiting for rank 0"
+          << rank_processes_suffix({0}) << " to release the start of " << where
+          << ": rank 0 stopped progressing or died (noticed by rank " << rank_ << " on host " << host << ")";
+      throw TimeoutError(msg.str(), {0});
+    }
     MPI_Wait(&arrive, MPI_STATUS_IGNORE);
     return;
   }
@@ -74,7 +89,8 @@ void ArrivalGate::pass(const std::string& where, double timeout_seconds) {
   if (!missing.empty()) {
     std::ostringstream msg;
     msg << "timed out after " << timeout_seconds << " s before " << where << ": rank"
-        << (missing.size() > 1 ? "s " : " ") << join_ranks(missing) << " did not arrive";
+        << (missing.size() > 1 ? "s " : " ") << join_ranks(missing) << " did not arrive"
+        << rank_processes_suffix(missing);
     throw TimeoutError(msg.str(), missing);  // requests stay pending: the job is ending
   }
   std::vector<MPI_Request> releases(size_, MPI_REQUEST_NULL);

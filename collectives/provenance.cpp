@@ -1,5 +1,7 @@
 #include "collectives/provenance.hpp"
 
+#include "collectives/rank_identity.hpp"
+
 #include <algorithm>
 #include <cctype>
 #include <chrono>
@@ -56,6 +58,7 @@ JobFacts gather_job_facts(MPI_Comm world) {
   const int cores = static_cast<int>(sysconf(_SC_NPROCESSORS_ONLN));
   std::vector<int> all_cores(static_cast<std::size_t>(size));
   MPI_Gather(&cores, 1, MPI_INT, all_cores.data(), 1, MPI_INT, 0, world);
+  gather_rank_identities(world);
   JobFacts facts;
   if (rank != 0) return facts;
   for (int r = 0; r < size; ++r) {
@@ -69,6 +72,7 @@ JobFacts gather_job_facts(MPI_Comm world) {
       ++facts.ranks_per_host[it - facts.hosts.begin()];
     }
     facts.host_of_rank_list += (r ? "," : "") + std::string("r") + std::to_string(r) + "=" + host;
+    facts.pid_of_rank_list += (r ? "," : "") + std::string("r") + std::to_string(r) + "=" + std::to_string(rank_pid(r));
   }
   return facts;
 }

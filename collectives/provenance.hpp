@@ -27,13 +27,17 @@ struct JobFacts {
   std::vector<std::string> hosts;   // distinct host names, in rank order of first appearance
   std::vector<int> ranks_per_host;  // parallel to hosts
   std::string host_of_rank_list;    // "r0=host-a,r1=host-a,..." (compact per-rank map)
+  // "r0=4711,r1=4712,...": each rank's pid on its host, so the pid MPICH's launcher names
+  // when it reports a killed rank ("PID 4712 RUNNING AT host-a") maps to the rank.
+  std::string pid_of_rank_list;
   std::vector<int> cores_per_host;  // parallel to hosts: online CPUs its first rank saw
   // Ranks outnumber cores on some host: then MPI ranks busy-poll against each other and
   // timings measure the scheduler, not the interconnect. "" when not, else e.g.
   // "4 ranks on 2 cores of host-a".
   std::string oversubscription() const;
 };
-// Collective over world; the result is complete on rank 0.
+// Collective over world; the result is complete on rank 0. Gathers the rank identities
+// (rank_identity.hpp) too, for the messages about a rank that stops or dies.
 JobFacts gather_job_facts(MPI_Comm world);
 
 }  // namespace ibt

@@ -1,5 +1,7 @@
 #include "collectives/watchdog.hpp"
 
+#include <algorithm>
+
 namespace ibt {
 
 Watchdog::Watchdog(Handler on_expiry) : on_expiry_(std::move(on_expiry)), thread_([this] { loop(); }) {}
@@ -20,8 +22,7 @@ void Watchdog::arm(double seconds, std::string what) {
     seconds_ = seconds;
     what_ = std::move(what);
     progress_seen_ = progress_.load(std::memory_order_relaxed);
-    deadline_ = std::chrono::steady_clock::now() +
-                std::chrono::duration_cast<std::chrono::steady_clock::duration>(std::chrono::duration<double>(seconds));
+    quiet_since_ = std::chrono::steady_clock::now();
   }
   wake_.notify_all();
 }
@@ -31,6 +32,14 @@ void Watchdog::disarm() {
   armed_ = false;
 }
 
+double Watchdog::look_seconds() const { return std::max(0.01, std::min(1.0, seconds_ / 10)); }
+
+namespace {
+std::chrono::steady_clock::duration in_ticks(double seconds) {
+  return std::chrono::duration_cast<std::chrono::steady_clock::duration>(std::chrono::duration<double>(seconds));
+}
+}  // namespace
+
 void Watchdog::loop() {
   std::unique_lock lock(mutex_);
   while (!stopping_) {
@@ -38,22 +47,24 @@ void Watchdog::loop() {
       wake_.wait(lock);
       continue;
     }
-    if (wake_.wait_until(lock, deadline_) == std::cv_status::timeout && armed_ && !stopping_ &&
-        std::chrono::steady_clock::now() >= deadline_) {
-      const std::uint64_t progress = progress_.load(std::memory_order_relaxed);
-      if (progress != progress_seen_) {  // slow, not stalled: another period
-        progress_seen_ = progress;
-        deadline_ = std::chrono::steady_clock::now() + std::chrono::duration_cast<std::chrono::steady_clock::duration>(
-                                                           std::chrono::duration<double>(seconds_));
-        continue;
-      }
-      armed_ = false;
-      const std::string what = what_;
-      const double seconds = seconds_;
-      lock.unlock();
-      on_expiry_(what, seconds);  // expected to end the process
-      lock.lock();
+    const auto deadline = quiet_since_ + in_ticks(seconds_);
+    const auto look = std::min(deadline, std::chrono::steady_clock::now() + in_ticks(look_seconds()));
+    // Woken early (armed again, disarmed, stopping): start over with the new state.
+    if (wake_.wait_until(lock, look) != std::cv_status::timeout || !armed_ || stopping_) continue;
+    const auto now = std::chrono::steady_clock::now();
+    const std::uint64_t progress = progress_.load(std::memory_order_relaxed);
+    if (progress != progress_seen_) {  // slow, not stalled: quiet from now on
+      progress_seen_ = progress;
+      quiet_since_ = now;
+      continue;
     }
+    if (now < deadline) continue;
+    armed_ = false;
+    const std::string what = what_;
+    const double seconds = seconds_;
+    lock.unlock();
+    on_expiry_(what, seconds);  // expected to end the process
+    lock.lock();
   }
 }
 

@@ -6,12 +6,14 @@
 // failed in the HDF5 file) and ends the process, which makes the launcher end the job.
 //
 // Slow is not stalled: work that calls progress() (the harness does after every call of
-// an op) is judged by progress, not by a budget for the whole stretch. When the deadline
-// passes and progress() was called since the last look, the deadline moves on by the
-// armed seconds; the handler fires only when a whole period passed without progress, so
-// a 128 MiB measurement of 46 calls of 1 s each survives a 60 s timeout, while a hung
-// call is noticed within one to two periods. Work that never calls progress() keeps the
-// fixed deadline.
+// an op) is judged by progress, not by a budget for the whole stretch. The thread looks
+// at the progress count every min(1 s, T/10) (at least 10 ms) and fires the handler when
+// no look for T seconds saw it move; as the last call completed at most one look before
+// the look that saw it, the handler fires between T and T + min(1 s, T/10) after the last
+// completed call, so a 128 MiB measurement of 46 calls of 1 s each survives a 60 s
+// timeout, while a hung call is noticed 60-61 s after it started. (Waiting a whole
+// period and extending by a whole period noticed it only after one to two periods: 2 T.)
+// Work that never calls progress() has the fixed deadline T after arming.
 #include <atomic>
 #include <chrono>
 #include <condition_variable>
@@ -40,6 +42,8 @@ class Watchdog {
 
  private:
   void loop();
+  // How often the armed thread looks at the progress count.
+  double look_seconds() const;
 
   Handler on_expiry_;
   std::mutex mutex_;
@@ -47,10 +51,10 @@ class Watchdog {
   bool armed_ = false;
   bool stopping_ = false;
   double seconds_ = 0;
-  std::chrono::steady_clock::time_point deadline_;
+  std::chrono::steady_clock::time_point quiet_since_;  // arming, or the last look that saw progress
   std::string what_;
   std::atomic<std::uint64_t> progress_{0};
-  std::uint64_t progress_seen_ = 0;  // progress_ at arming or at the last extension
+  std::uint64_t progress_seen_ = 0;  // progress_ at that time
   std::thread thread_;
 };
 

@@ -45,6 +45,7 @@ void record_job_facts(RunRecorder* recorder, const JobFacts& facts, const std::s
   recorder->set_attr("ranks_per_host", joined(facts.ranks_per_host));
   recorder->set_attr("cores_per_host", joined(facts.cores_per_host));
   recorder->set_attr("rank_hosts", facts.host_of_rank_list);
+  recorder->set_attr("rank_pids", facts.pid_of_rank_list);
   recorder->set_attr("oversubscribed", static_cast<std::int64_t>(!over.empty()));
   if (!over.empty()) recorder->set_attr("oversubscription", over);
   if (const double load = load_average_now(); load >= 0) recorder->set_attr("load_average_1m", load);

@@ -10,7 +10,7 @@
 
 namespace ibt::suites {
 
-// Rank 0: writes the attributes hosts, ranks_per_host, cores_per_host, rank_hosts,
+// Rank 0: writes the attributes hosts, ranks_per_host, cores_per_host, rank_hosts, rank_pids,
 // oversubscribed (0/1) and, when 1, oversubscription ("4 ranks on 2 cores of host-a");
 // prints the warning (prefixed "# warning: COMMAND: ", e.g. "ibt train") when oversubscribed, once
 // per process.

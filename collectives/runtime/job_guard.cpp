@@ -7,7 +7,9 @@
 #include <cstdio>
 #include <thread>
 
+#include "collectives/arrival_gate.hpp"
 #include "collectives/op_in_flight.hpp"
+#include "collectives/rank_identity.hpp"
 #include "collectives/runtime/job_signals.hpp"
 #include "core/errors.hpp"
 
@@ -39,6 +41,22 @@ std::string host_name() {
   gethostname(host, sizeof host - 1);
   return host;
 }
+
+// Who a stall inside an operation points at, as far as this rank can tell: it is alive
+// and every rank had arrived at the start, so one of the others stopped (or a link to it
+// did). In a 2-rank job that is the other rank; in a large one the list is cut short.
+std::string suspects(int self) {
+  constexpr std::size_t kNamedAtMost = 8;
+  const std::vector<int> others = other_ranks(self);
+  if (others.empty()) return "another rank stopped progressing, or a link to it did";
+  if (others.size() == 1)
+    return "rank " + std::to_string(others[0]) + rank_processes_suffix(others) +
+           " stopped progressing, or the link to it did";
+  if (others.size() > kNamedAtMost)
+    return "one of the other " + std::to_string(others.size()) + " ranks stopped progressing, or a link did";
+  return "one of ranks " + join_ranks(others) + rank_processes_suffix(others) +
+         " stopped progressing, or a link between them did";
+}
 }  // namespace
 
 JobGuard::JobGuard(std::string suite_name, int world_rank, RunRecorder* recorder)
@@ -50,8 +68,9 @@ JobGuard::JobGuard(std::string suite_name, int world_rank, RunRecorder* recorder
     const std::string op = describe_op_in_flight();
     fail_and_exit("timed out after " + std::string(text) + " s in " + what + (op.empty() ? "" : ", inside " + op) +
                       ": every rank had arrived at its start and nothing completed for " + text +
-                      " s, so the stall is inside the operation (noticed by rank " + std::to_string(rank_) +
-                      " on host " + host_name() + "); if one call can take that long here, raise -T/--timeout",
+                      " s, so the stall is inside the operation: " + suspects(rank_) + " (noticed by rank " +
+                      std::to_string(rank_) + " on host " + host_name() +
+                      "); if one call can take that long here, raise -T/--timeout",
                   kExitTimeout);
   });
 }

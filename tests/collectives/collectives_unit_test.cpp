@@ -304,8 +304,33 @@ TEST(Watchdog, ProgressMovesTheDeadlineAndAStallStillFires) {
     dog.progress();
   }
   EXPECT_EQ(fired.load(), 0);
-  std::this_thread::sleep_for(std::chrono::milliseconds(700));  // no progress: at most two periods
+  std::this_thread::sleep_for(std::chrono::milliseconds(700));  // no progress: at most T + T/10
   EXPECT_EQ(fired.load(), 1);
+  dog.disarm();
+}
+
+// A stall is noticed T to T + min(1 s, T/10) after the last completed call, not after up to
+// two periods (2 T) as when the deadline moved on by whole periods: what lets a stopped rank
+// end the job within the documented T + 15 s at the default T of 60 s.
+TEST(Watchdog, AStallIsNoticedWithinATenthOfThePeriodAfterTheLastCall) {
+  std::atomic<bool> fired{false};
+  Watchdog dog([&](const std::string&, double) { fired = true; });
+  const auto armed = std::chrono::steady_clock::now();
+  dog.arm(1.0, "stalls after a while");
+  // Calls every 50 ms until just past the first deadline (1.05 s): moving on by whole
+  // periods, the 1 s look sees progress, the 2 s look sees the last call, and the handler
+  // fires at 3 s, 1.95 s after it.
+  while (std::chrono::steady_clock::now() - armed < std::chrono::milliseconds(1050)) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    dog.progress();
+  }
+  const auto last_call = std::chrono::steady_clock::now();
+  while (!fired && std::chrono::steady_clock::now() - last_call < std::chrono::seconds(3))
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  const double after = std::chrono::duration<double>(std::chrono::steady_clock::now() - last_call).count();
+  ASSERT_TRUE(fired.load());
+  EXPECT_GE(after, 0.9);  // one look (0.1 s) may have seen the last call late
+  EXPECT_LT(after, 1.4);  // T + one look = 1.1 s, with room for a loaded machine
   dog.disarm();
 }
 

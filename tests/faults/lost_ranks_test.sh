@@ -1,0 +1,115 @@
+#!/usr/bin/env bash
+# A rank that stops (SIGSTOP: a hung node) or dies (SIGKILL) during `ibt collectives` ends
+# the job within the documented bound, T + 15 s from the fault (docs/exit-status.md,
+# "Watchdogs"), for rank 0 and for rank 1 alike; the message and the run record name the
+# rank, its pid and host as far as the survivors can know it, and every row stored
+# before the fault is still in the file afterwards. Rank 0 is the case that used to take
+# longest: it writes the file and decides at the start gate, so when it stops, rank 1's
+# gate or watchdog must end the job (it took 25 s at -T 10 when rank 1 waited 1.5 T + 5 s
+# and then 5 s more).
+source "$(dirname "$0")/lib.sh"
+
+timeout_s=5
+bound=$((timeout_s + 15))
+# Many small sizes, cycle after cycle: rows keep being stored until the fault.
+workload=(collectives --op all_reduce --scope world -b 8 -e 64K -f 2 -n 200 -w 2 --placement out -N 100000
+  -T "$timeout_s")
+
+# run_case LABEL RANK SIGNAL: starts the job, waits for stored rows, sends SIGNAL to rank
+# RANK and waits for the job to end. Sets file, log, status, elapsed (seconds from the
+# fault to the end), before (rows printed before the fault), pid (the rank's).
+run_case() {
+  file=$dir/$1.h5 log=$dir/$1.log
+  "${mpirun[@]}" -n 2 "$ibt" "${workload[@]}" --out "$file" >"$log" 2>&1 &
+  local job=$!
+  wait_for '^  all_reduce .* 4096 ' "$log" 60 || { cleanup_marker "$file"; fail "$1: no rows: $(tail -3 "$log")"; }
+  pid=$(rank_pid "$2" "$file") || { cleanup_marker "$file"; fail "$1: no rank $2"; }
+  before=$(grep -c '^  all_reduce ' "$log")
+  local start
+  start=$(date +%s.%N)
+  kill "-$3" "$pid"
+  status=0
+  wait "$job" || status=$?
+  elapsed=$(echo "$(date +%s.%N) - $start" | bc)
+  cleanup_marker "$file"
+  printf '%s\n' "$(grep -v '^  all_reduce \|^  *n/a' "$log" | tail -12)"
+  (($(echo "$elapsed <= $bound" | bc))) || fail "$1: ended ${elapsed}s after SIG$3 to rank $2 (bound T + 15 = ${bound}s)"
+}
+
+# kept LABEL: the file holds at least the rows printed before the fault (read by h5dump).
+kept() {
+  local n
+  n=$(rows "$file" 000001 collectives)
+  [[ -n $n ]] && ((n >= before)) || fail "$1: $n rows in the file, $before printed before the fault"
+  echo "$n"
+}
+
+# 1. rank 1 stopped: rank 0 notices (at the gate or inside the op), records and ends the job.
+run_case stopped1 1 STOP
+[[ $status -eq 3 ]] || fail "stopped1: exit status $status (expected 3, timeout)"
+grep -Eq "rank 1 did not arrive \(pid $pid on host [^)]+\)|rank 1 \(pid $pid on host [^)]+\) stopped progressing" "$log" ||
+  fail "stopped1: the message does not name rank 1 with its pid"
+[[ $(attr "$file" 000001 status) == failed ]] || fail "stopped1: run not failed in the file"
+error=$(attr "$file" 000001 error)
+[[ $error == *"rank 1"*"pid $pid"* ]] || fail "stopped1: the run's error does not name rank 1 and its pid: $error"
+n=$(kept stopped1)
+ok "stopped rank 1: exit 3 after ${elapsed}s (bound ${bound}s), $n rows kept ($before printed before), error: $error"
+
+# 2. rank 0 stopped: rank 1's gate (rank 0 does not release it) or watchdog ends the job;
+# rank 0 cannot write, the launcher SIGKILLs it, and readers show the run interrupted.
+run_case stopped0 0 STOP
+# Rank 1 exits 3; the launcher reports the first bad exit.
+[[ $status -eq 3 ]] || fail "stopped0: exit status $status (expected 3, timeout)"
+grep -Eq "waiting for rank 0 \(pid $pid on host [^)]+\) to release|rank 0 \(pid $pid on host [^)]+\) stopped progressing" "$log" ||
+  fail "stopped0: the message does not name rank 0 with its pid"
+grep -q "noticed by rank 1" "$log" || fail "stopped0: the message does not name the rank that noticed"
+shown=$("$ibt" show "$file" --run 1)
+grep -q "status  *interrupted" <<<"$shown" || fail "stopped0: ibt show does not say interrupted: $shown"
+grep -q "its writer (pid $pid on host" <<<"$shown" || fail "stopped0: ibt show does not name rank 0's pid: $shown"
+n=$(kept stopped0)
+ok "stopped rank 0: exit $status after ${elapsed}s (bound ${bound}s), $n rows kept ($before printed before), run interrupted"
+
+# 3. rank 1 killed: the launcher ends the job at once and SIGKILLs rank 0, so no rank of
+# ibt can say which one died; the launcher names its pid and host, and the run's
+# rank_pids attribute maps that pid to rank 1.
+run_case killed1 1 KILL
+# The launcher reports the killed rank's signal as its exit code ("EXIT CODE: 9").
+[[ $status -eq 9 ]] || fail "killed1: exit status $status (expected 9, the launcher's for SIGKILL)"
+grep -q "PID $pid RUNNING AT" "$log" || fail "killed1: the launcher does not name pid $pid"
+pids=$(attr "$file" 000001 rank_pids)
+[[ ,$pids, == *",r1=$pid,"* ]] || fail "killed1: rank_pids '$pids' does not map pid $pid to rank 1"
+"$ibt" show "$file" --run 1 | grep -q "status  *interrupted" || fail "killed1: the run is not shown interrupted"
+n=$(kept killed1)
+ok "killed rank 1: exit $status after ${elapsed}s, the launcher names pid $pid, rank_pids $pids, $n rows kept"
+
+# 4. rank 0 killed: the writer is gone; readers name its pid (rank 0's in rank_pids).
+run_case killed0 0 KILL
+[[ $status -eq 9 ]] || fail "killed0: exit status $status (expected 9, the launcher's for SIGKILL)"
+pids=$(attr "$file" 000001 rank_pids)
+[[ $pids == "r0=$pid,"* ]] || fail "killed0: rank_pids '$pids' does not start with rank 0's pid $pid"
+shown=$("$ibt" show "$file" --run 1)
+grep -q "its writer (pid $pid on host" <<<"$shown" || fail "killed0: ibt show does not name the writer's pid: $shown"
+n=$(kept killed0)
+ok "killed rank 0: exit $status after ${elapsed}s, ibt show names its pid $pid, $n rows kept"
+
+# 5. rank 0 stopped at a measurement's start gate (injected: it never arrives), the worst
+# case of the bound: rank 1 waits T + 5 s for the release, names rank 0, lingers 5 s.
+file=$dir/gate0.h5 log=$dir/gate0.log
+"${mpirun[@]}" -n 2 "$ibt" collectives --op all_reduce --scope world -b 8 -e 64 -n 20 -w 1 --placement out \
+  -T "$timeout_s" --inject-stall 0:2 --out "$file" >"$log" 2>&1 &
+job=$!
+# Rank 0 stops right after printing the second size (16 B), before the third's gate.
+wait_for '^  all_reduce .* 16 ' "$log" 60 || { cleanup_marker "$file"; fail "gate0: no rows: $(tail -3 "$log")"; }
+start=$(date +%s.%N)
+status=0
+wait "$job" || status=$?
+elapsed=$(echo "$(date +%s.%N) - $start" | bc)
+cleanup_marker "$file"
+grep error "$log"
+[[ $status -eq 3 ]] || fail "gate0: exit status $status (expected 3, timeout)"
+(($(echo "$elapsed <= $bound" | bc))) || fail "gate0: ended ${elapsed}s after rank 0 stopped (bound T + 15 = ${bound}s)"
+r0=$(attr "$file" 000001 rank_pids | sed -n 's/^r0=\([0-9]*\),.*/\1/p')
+grep -q "waiting for rank 0 (pid $r0 on host .*) to release the start of all_reduce (scope world, float32, 32 B)" "$log" ||
+  fail "gate0: the message does not name rank 0 (pid $r0) and the measurement it did not release"
+[[ $(rows "$file" 000001 collectives) == 2 ]] || fail "gate0: expected the 2 rows measured before the stall"
+ok "rank 0 stopped at a gate: exit 3 after ${elapsed}s (bound ${bound}s), 2 rows kept"
