@@ -1,11 +1,12 @@
 #!/usr/bin/env bash
 # check_faults_test.sh IBT MPIEXEC DIR PRELOAD EXPECTED_MISSES: `ibt train --check` against
 # executors made wrong from outside. PRELOAD (comm_fault_shim.c, then the yield shim,
-# colon-separated) changes one rank's MPI payload just above fp32 rounding: element 0 x1.001
-# of a TP all-reduce (tp2), of a PP activation send (pp2), of an EP all-to-allv (tiny-moe
-# ep2), of a ZeRO reduce-scatter (--zero 1, 2) or all-gather (--zero 3); x1.00005 of a
-# CP ring K/V block (cp2 ring); and rank 1's last DP gradient all-reduce result reversed,
-# or x1.001 (a DP replica corrupted at the last step). Per case:
+# colon-separated) changes one rank's MPI payload just above fp32 rounding: the first
+# non-zero element x1.001 of a TP all-reduce (tp2), of a PP activation send (pp2) or
+# exchange (pp2 vpp2 interleaved: MPI_Sendrecv), of an EP all-to-allv (tiny-moe ep2), of a
+# ZeRO reduce-scatter (--zero 1, 2) or all-gather (--zero 3); x1.00005 of a CP ring K/V
+# block (cp2 ring); and rank 1's last DP gradient all-reduce result reversed, or x1.001
+# (a DP replica corrupted at the last step). Per case:
 #   - the split run clean under the shim (count mode: nothing changed, the matching calls
 #     counted) passes --check with exit 0, and has the call the fault aims at;
 #   - the faulty run prints the shim's line (a fault that never fired fails the test);
@@ -96,6 +97,7 @@ while IFS='|' read -r name split fault; do
 done <<'CASES'
 tp        | --model tiny-dense --tp 2 --microbatches 2        | allreduce      1 1    scale   1.001   2
 pp        | --model tiny-dense --pp 2 --microbatches 2        | send           0 1    scale   1.001   2
+pp_vpp2   | --model tiny-dense --pp 2 --vpp 2 --microbatches 4 --schedule interleaved | sendrecv 1 1 scale 1.001 2
 ep        | --model tiny-moe --dp 2 --ep 2 --microbatches 2   | alltoallv      1 1    scale   1.001   2
 cp_ring   | --model tiny-dense --cp 2 --cp-comm ring          | isend          0 1    scale   1.00005 2
 dp_reverse| --model tiny-dense --dp 2 --microbatches 2        | allreduce      1 last reverse 1       2
