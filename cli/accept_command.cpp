@@ -243,9 +243,9 @@ int finish_accept_run(const AcceptArgs& a, const AcceptReference& ref, const std
 int judge_file(int argc, char** argv, const AcceptArgs& a, const AcceptReference& ref, const MpiSession& mpi) {
   if (mpi.size() > 1) throw UsageError("--from judges a file: run it as one process (without mpiexec)");
   const double started = MPI_Wtime();
+  if (!a.out.empty()) check_output_on_all_ranks(a.out, MPI_COMM_WORLD);
   AcceptMeasurements measured =
       read_accept_measurements(a.from, a.run_spec, a.reference_path, ref, stdout, report_width(a.wide));
-  if (!a.out.empty()) check_output_on_all_ranks(a.out, MPI_COMM_WORLD);
   RunRecorder recorder(a.out, "accept");
   recorder.set_attr("command_line", joined_command_line(argc, argv));
   recorder.set_attr("ibt_version", std::string(kVersion));
