@@ -333,7 +333,7 @@ int run(int argc, char** argv, MpiSession& mpi) {
     for (const P2pResult& r : measured.p2p->results())
       if (r.wrong > 0) measured.wrong_where.push_back(wrong_bytes_where(r, job.hosts));
     measured.wrong += measured.p2p->wrong();
-    measured.p2p->report_outliers(0.5, 64 * 1024);
+    measured.p2p->report_outliers(0.5, 64 * 1024, report_width(a.wide));
   }
 
   const std::vector<Verdict> verdicts = judge_metrics(ref, measured);
