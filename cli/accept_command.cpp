@@ -14,6 +14,7 @@
 
 #include "cli/accept_measure.hpp"
 #include "cli/cli.hpp"
+#include "cli/collectives_args.hpp"
 #include "cli/commands.hpp"
 #include "collectives/acceptance/accept_baseline.hpp"
 #include "collectives/acceptance/accept_from_file.hpp"
@@ -21,6 +22,7 @@
 #include "collectives/acceptance/accept_judge.hpp"
 #include "collectives/acceptance/accept_junit.hpp"
 #include "collectives/acceptance/accept_reference.hpp"
+#include "collectives/acceptance/accept_where.hpp"
 #include "collectives/arrival_gate.hpp"
 #include "collectives/provenance.hpp"
 #include "collectives/runtime/backends.hpp"
@@ -63,6 +65,8 @@ const char* kAbout =
 // The parsed command line.
 struct AcceptArgs {
   std::string reference_path, junit, out, backend_name = "mpi", generate_from, write_to, from, run_spec = "last";
+  std::string inject_stall;  // testing hooks, as collectives has them
+  int inject_wrong = -1;
   double timeout = 60, efficiency = 0;
   int generate_ranks = 0;
   bool force = false;
@@ -102,6 +106,14 @@ po::options_description accept_options(AcceptArgs& a) {
       "--from, or --generate-reference FILE.h5: the collectives run to read: its id (000003), its number (3) or "
       "last (the newest collectives run); --generate-reference also takes several, comma-separated (3,4,5), or "
       "all: each target is then the median over the runs");
+  po::options_description testing("Testing (fault injection)");
+  testing.add_options()("inject-stall", po::value(&a.inject_stall),
+                        "RANK:K[:inside] - RANK stops before measurement K of each op measured, to exercise "
+                        "--timeout (the JUnit file then names the rank and its host); with :inside it stops inside "
+                        "the op")("inject-wrong", po::value(&a.inject_wrong),
+                                  "RANK - perturb RANK's checked result, to exercise the correctness check (the JUnit "
+                                  "failure names the rank and its host)");
+  opts.add(testing);
   return opts;
 }
 
@@ -217,15 +229,19 @@ void start_accept_run(RunRecorder& recorder, int argc, char** argv, const MpiSes
 
 // Rank 0: the verdict lines, the JUnit file, the run's status; the exit status.
 int finish_accept_run(const AcceptArgs& a, const AcceptReference& ref, const std::vector<Verdict>& verdicts,
-                      const Failures& failed, std::uint64_t wrong, double started, RunRecorder& recorder) {
+                      const Failures& failed, const AcceptMeasurements& measured, double started,
+                      RunRecorder& recorder) {
+  const std::uint64_t wrong = measured.wrong;
   std::printf("# correctness: %llu wrong values %s\n", static_cast<unsigned long long>(wrong), wrong ? "FAIL" : "PASS");
+  for (const std::string& where : measured.wrong_where)
+    std::fputs(comment_lines("#   " + where + "\n", report_width(a.wide)).c_str(), stdout);
   const bool ok = failed.count == 0 && wrong == 0;
   const std::string verdict = std::string("# verdict: ") + (ok ? "PASS" : "FAIL") + " (" +
                               std::to_string(verdicts.size()) + " metrics, " + std::to_string(failed.count) +
                               " failed" + (failed.count ? ": " : "") + failed.names + ")\n";
   std::fputs(comment_lines(verdict, report_width(a.wide)).c_str(), stdout);
   if (!a.junit.empty()) {
-    write_junit(a.junit, ref, verdicts, wrong, MPI_Wtime() - started);
+    write_junit(a.junit, ref, verdicts, wrong, measured.wrong_where, MPI_Wtime() - started);
     std::printf("# JUnit XML: %s\n", a.junit.c_str());
   }
   recorder.set_attr("verdict", std::string(ok ? "PASS" : "FAIL"));
@@ -244,9 +260,9 @@ int finish_accept_run(const AcceptArgs& a, const AcceptReference& ref, const std
 int judge_file(int argc, char** argv, const AcceptArgs& a, const AcceptReference& ref, const MpiSession& mpi) {
   if (mpi.size() > 1) throw UsageError("--from judges a file: run it as one process (without mpiexec)");
   const double started = MPI_Wtime();
+  if (!a.out.empty()) check_output_on_all_ranks(a.out, MPI_COMM_WORLD);
   AcceptMeasurements measured =
       read_accept_measurements(a.from, a.run_spec, a.reference_path, ref, stdout, report_width(a.wide));
-  if (!a.out.empty()) check_output_on_all_ranks(a.out, MPI_COMM_WORLD);
   RunRecorder recorder(a.out, "accept");
   recorder.set_attr("command_line", joined_command_line(argc, argv));
   recorder.set_attr("ibt_version", std::string(kVersion));
@@ -261,13 +277,19 @@ int judge_file(int argc, char** argv, const AcceptArgs& a, const AcceptReference
   std::fputs(comment_lines(header, report_width(a.wide)).c_str(), stdout);
   const std::vector<Verdict> verdicts = judge_metrics(ref, measured);
   const Failures failed = print_and_record_verdicts(verdicts, recorder, report_width(a.wide));
-  return finish_accept_run(a, ref, verdicts, failed, measured.wrong, started, recorder);
+  return finish_accept_run(a, ref, verdicts, failed, measured, started, recorder);
 }
 
 int run(int argc, char** argv, MpiSession& mpi) {
   AcceptArgs a;
   if (!parse_accept_args(argc, argv, mpi, a)) return kExitOk;
   refuse_existing_outputs(a);
+  HarnessOptions faults;  // the testing hooks, checked before anything is measured
+  apply_fault_injection(a.inject_stall, a.inject_wrong, faults);
+  if ((!a.inject_stall.empty() || a.inject_wrong >= 0) && (!a.from.empty() || !a.generate_from.empty()))
+    throw UsageError("--inject-stall and --inject-wrong act on a measurement: not with --from or --generate-reference");
+  require_rank_in_job(faults.stall_rank, "--inject-stall", mpi.size());
+  require_rank_in_job(faults.corrupt_rank, "--inject-wrong", mpi.size());
   if (!a.generate_from.empty()) return write_generated_reference(a, mpi);
   const AcceptReference ref = load_job_reference(a, mpi);
   if (!a.from.empty()) return judge_file(argc, argv, a, ref, mpi);
@@ -286,11 +308,11 @@ int run(int argc, char** argv, MpiSession& mpi) {
   if (mpi.rank() == 0 && !a.junit.empty()) {
     // Written now and replaced by the verdict: a job that crashes or is killed before the
     // end still leaves CI a failed testcase; a timeout replaces it with its message.
-    write_junit(a.junit, ref, {}, 0, 0,
+    write_junit(a.junit, ref, {}, 0, {}, 0,
                 "ibt accept started but did not reach its verdict: the job crashed, was killed or is still running");
     const auto t0 = std::chrono::steady_clock::now();  // the hook runs on the watchdog thread: no MPI
     guard.set_on_failure([&a, &ref, t0](const std::string& message) {
-      write_junit(a.junit, ref, {}, 0, std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count(),
+      write_junit(a.junit, ref, {}, 0, {}, std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count(),
                   message);
       std::fprintf(stderr, "# JUnit XML: %s (the run failed: %s)\n", a.junit.c_str(), message.c_str());
     });
@@ -298,22 +320,26 @@ int run(int argc, char** argv, MpiSession& mpi) {
 
   ArrivalGate gate(MPI_COMM_WORLD);
   AcceptMeasurements measured;
-  const MeasureContext job{*backend, layout, gate, guard, recorder.get(), a.wide};
+  const MeasureContext job{
+      *backend, layout, gate, guard, recorder.get(), a.wide, hosts_by_rank(facts.host_of_rank_list, mpi.size()),
+      faults};
   try {
     measure_accept_collectives(work, ref, a.timeout, job, measured);
     if (!work.p2p_sizes.empty()) measure_accept_p2p(work, ref, a.timeout, mpi, facts, job, measured);
   } catch (const TimeoutError& e) {
-    guard.fail_and_exit(e.what(), kExitTimeout);
+    guard.fail_and_exit(timeout_with_hosts(e, job.hosts), kExitTimeout);  // names the missing ranks' hosts
   }
   if (mpi.rank() != 0) return kExitOk;
   if (measured.p2p) {
+    for (const P2pResult& r : measured.p2p->results())
+      if (r.wrong > 0) measured.wrong_where.push_back(wrong_bytes_where(r, job.hosts));
     measured.wrong += measured.p2p->wrong();
-    measured.p2p->report_outliers(0.5, 64 * 1024);
+    measured.p2p->report_outliers(0.5, 64 * 1024, report_width(a.wide));
   }
 
   const std::vector<Verdict> verdicts = judge_metrics(ref, measured);
   const Failures failed = print_and_record_verdicts(verdicts, *recorder, report_width(a.wide));
-  return finish_accept_run(a, ref, verdicts, failed, measured.wrong, started, *recorder);
+  return finish_accept_run(a, ref, verdicts, failed, measured, started, *recorder);
 }
 
 }  // namespace

@@ -5,6 +5,7 @@
 #include <cstdio>
 
 #include "cli/collectives_results.hpp"
+#include "collectives/acceptance/accept_where.hpp"
 #include "collectives/harness.hpp"
 #include "collectives/p2p_matrix.hpp"
 #include "collectives/runtime/p2p_rows.hpp"
@@ -100,12 +101,17 @@ void measure_accept_collectives(const AcceptWork& work, const AcceptReference& r
     h.iters = ref.job.iters;
     h.warmup_iters = ref.job.warmup_iters;
     h.timeout_seconds = timeout;
+    h.stall_rank = job.faults.stall_rank;
+    h.stall_at_measurement = job.faults.stall_at_measurement;
+    h.stall_inside = job.faults.stall_inside;
+    h.corrupt_rank = job.faults.corrupt_rank;
     HarnessEvents events;
     events.on_size = [&](const SizeResult& r) {
       const auto& m = r.out_of_place ? r.out_of_place : r.in_place;
       if (!m) return;
       measured.collectives[{m->op, m->scope, m->dtype, m->bytes}] = *m;
       measured.wrong += m->wrong;
+      if (m->wrong > 0) measured.wrong_where.push_back(wrong_values_where(*m, job.hosts));
       std::fputs(measured_line(job.wide)
                      .row_text({"measured", m->op, m->scope, m->dtype, std::to_string(m->bytes), "B", "mean",
                                 fixed(m->time_us, 2), "us", "p50", fixed(m->p50_us, 2), "us", "busbw",

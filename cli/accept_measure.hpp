@@ -6,6 +6,7 @@
 #include <set>
 #include <string>
 #include <tuple>
+#include <vector>
 
 #include "collectives/acceptance/accept_judge.hpp"
 #include "collectives/arrival_gate.hpp"
@@ -38,8 +39,10 @@ struct MeasureContext {
   const DomainLayout& layout;
   ArrivalGate& gate;
   JobGuard& guard;
-  RunRecorder* recorder;  // rank 0's; nullptr elsewhere
-  bool wide = false;      // --wide: the "measured" lines at the widths they always had
+  RunRecorder* recorder;           // rank 0's; nullptr elsewhere
+  bool wide = false;               // --wide: the "measured" lines at the widths they always had
+  std::vector<std::string> hosts;  // host per world rank: who held wrong values
+  HarnessOptions faults;           // only its testing hooks (--inject-stall, --inject-wrong) are read
 };
 
 // One harness pass per (scope, op, dtype); each size printed and stored (rank 0) as it comes.

@@ -7,6 +7,7 @@
 #include <boost/program_options.hpp>
 
 #include <algorithm>
+#include <cstdarg>
 #include <cstdio>
 #include <filesystem>
 #include <iostream>
@@ -22,6 +23,7 @@
 #include "collectives/sizes.hpp"
 #include "core/errors.hpp"
 #include "core/stats.hpp"
+#include "core/text_wrap.hpp"
 #include "models/checkpoint/bench_tables.hpp"
 #include "models/checkpoint/checkpointer.hpp"
 #include "models/checkpoint/shard_io.hpp"
@@ -38,8 +40,20 @@ struct BenchArgs {
   int repeats = 3;
   bool keep = false;
   bool cached_reads = false;
+  bool wide = false;  // the "#" lines on one line each, however long
   double timeout = 600;
 };
+
+// A "#" line of the report within 120 columns (continued on "#   " lines), or whole with --wide.
+void print_comment(const BenchArgs& args, const char* format, ...) __attribute__((format(printf, 2, 3)));
+void print_comment(const BenchArgs& args, const char* format, ...) {
+  char line[2048];
+  va_list list;
+  va_start(list, format);
+  std::vsnprintf(line, sizeof line, format, list);
+  va_end(list);
+  std::fputs(comment_lines(line, report_width(args.wide)).c_str(), stdout);
+}
 
 const char* kUsage = "mpiexec -n N ibt checkpoint-bench --state-bytes SIZE [--dir D] [--repeats N] [--out F] [--keep]";
 const char* kAbout =
@@ -64,7 +78,10 @@ po::options_description describe_options(BenchArgs& a) {
       "repeats", po::value(&a.repeats)->default_value(a.repeats), "write+read rounds")(
       "out", po::value(&a.out), "append this run (kind checkpoint_bench) to an HDF5 results file")(
       "keep", po::bool_switch(&a.keep), "keep the written checkpoints")(
-      "cached-reads", po::bool_switch(&a.cached_reads), "do not drop the shards from the page cache before reading")(
+      "wide", po::bool_switch(&a.wide),
+      "the header and summary lines on one line each, however long; by default every line fits 120 columns, a "
+      "long one continuing on a '#   ' line")("cached-reads", po::bool_switch(&a.cached_reads),
+                                              "do not drop the shards from the page cache before reading")(
       "timeout,T", po::value(&a.timeout)->default_value(a.timeout),
       "seconds one write+read round may take before the job is ended naming the rank, op and group (exit 3)");
   return o;
@@ -150,13 +167,13 @@ models::TrainingState synthetic_state(std::size_t bytes, int rank) {
 }
 
 void print_bench_header(const BenchArgs& args, std::size_t bytes, int size) {
-  std::printf("# ibt checkpoint-bench: %d ranks x %s per rank into %s, %d repeats\n", size, format_size(bytes).c_str(),
-              args.dir.c_str(), args.repeats);
-  std::printf("# %s\n", read_note_for(args));
-  std::printf(
-      "# %6s %14s %14s %14s %14s %9s  (GB/s = 1e9 B/s; per rank: median over ranks;"
-      " resident: max over ranks of the shard's pages in the page cache before reading)\n",
-      "repeat", "write_agg", "write_rank", "read_agg", "read_rank", "resident");
+  print_comment(args, "# ibt checkpoint-bench: %d ranks x %s per rank into %s, %d repeats\n", size,
+                format_size(bytes).c_str(), args.dir.c_str(), args.repeats);
+  print_comment(args, "# %s\n", read_note_for(args));
+  print_comment(args,
+                "# %6s %14s %14s %14s %14s %9s  (GB/s = 1e9 B/s; per rank: median over ranks;"
+                " resident: max over ranks of the shard's pages in the page cache before reading)\n",
+                "repeat", "write_agg", "write_rank", "read_agg", "read_rank", "resident");
 }
 
 // One write+read round on every rank: the shard saved, dropped from the page cache
@@ -250,15 +267,15 @@ void remove_written(const BenchArgs& args, const std::vector<std::string>& writt
 int finish_bench(const BenchArgs& args, const BenchTotals& totals, RunRecorder& recorder) {
   const Stats wr = stats_of(totals.write_rank_bw), rr = stats_of(totals.read_rank_bw), wa = stats_of(totals.write_agg),
               ra = stats_of(totals.read_agg);
-  std::printf(
-      "# %-6s per rank GB/s median %.3f (min %.3f, max %.3f); aggregate GB/s median %.3f (min %.3f, max %.3f)\n",
+  print_comment(
+      args, "# %-6s per rank GB/s median %.3f (min %.3f, max %.3f); aggregate GB/s median %.3f (min %.3f, max %.3f)\n",
       "write", wr.median * 1e-9, wr.min * 1e-9, wr.max * 1e-9, wa.median * 1e-9, wa.min * 1e-9, wa.max * 1e-9);
-  std::printf(
-      "# %-6s per rank GB/s median %.3f (min %.3f, max %.3f); aggregate GB/s median %.3f (min %.3f, max %.3f)"
-      " (optimistic: up to %.0f%% of a shard's pages were in the page cache when read, and a cache below it"
-      " may serve the rest)\n",
-      "read", rr.median * 1e-9, rr.min * 1e-9, rr.max * 1e-9, ra.median * 1e-9, ra.min * 1e-9, ra.max * 1e-9,
-      100 * totals.max_resident);
+  print_comment(args,
+                "# %-6s per rank GB/s median %.3f (min %.3f, max %.3f); aggregate GB/s median %.3f (min %.3f, max %.3f)"
+                " (optimistic: up to %.0f%% of a shard's pages were in the page cache when read, and a cache below it"
+                " may serve the rest)\n",
+                "read", rr.median * 1e-9, rr.min * 1e-9, rr.max * 1e-9, ra.median * 1e-9, ra.min * 1e-9, ra.max * 1e-9,
+                100 * totals.max_resident);
   if (recorder.active()) {
     for (auto [op, r, a] : {std::tuple{"write", wr, wa}, std::tuple{"read", rr, ra}})
       recorder.append(checkpoint::BenchSummaryRow{op, r.median * 1e-9, r.min * 1e-9, r.max * 1e-9, a.median * 1e-9,

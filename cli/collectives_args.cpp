@@ -217,18 +217,22 @@ HarnessOptions to_harness_options(const CollectivesArgs& a, const Backend& backe
   h.root = a.root;
   h.timeout_seconds = a.timeout;
   h.rotate_bytes = parse_size(a.rotate, "--rotate-bytes");
-  if (!a.inject_stall.empty()) {
-    const auto colon = a.inject_stall.find(':');
+  apply_fault_injection(a.inject_stall, a.inject_wrong, h);
+  return h;
+}
+
+void apply_fault_injection(const std::string& inject_stall, int inject_wrong, HarnessOptions& h) {
+  if (!inject_stall.empty()) {
+    const auto colon = inject_stall.find(':');
     try {
-      h.stall_rank = std::stoi(a.inject_stall.substr(0, colon));
-      h.stall_at_measurement = colon == std::string::npos ? 0 : std::stoi(a.inject_stall.substr(colon + 1));
-      h.stall_inside = a.inject_stall.ends_with(":inside");
+      h.stall_rank = std::stoi(inject_stall.substr(0, colon));
+      h.stall_at_measurement = colon == std::string::npos ? 0 : std::stoi(inject_stall.substr(colon + 1));
+      h.stall_inside = inject_stall.ends_with(":inside");
     } catch (const std::exception&) {
-      throw UsageError("--inject-stall expects RANK:K (got '" + a.inject_stall + "')");
+      throw UsageError("--inject-stall expects RANK:K (got '" + inject_stall + "')");
     }
   }
-  h.corrupt_rank = a.inject_wrong;
-  return h;
+  h.corrupt_rank = inject_wrong;
 }
 
 std::vector<Scope> feasible_scopes(const std::string& requested, const DomainLayout& layout,

@@ -41,6 +41,11 @@ std::size_t check_output_flags(CollectivesArgs& args, bool rotate_given);
 // the scopes are left to feasible_scopes.
 HarnessOptions to_harness_options(const CollectivesArgs& a, const Backend& backend);
 
+// The testing hooks into `h`: --inject-stall RANK:K[:inside] (RANK stops before measurement
+// K) and --inject-wrong RANK (RANK's checked result perturbed); UsageError naming a
+// malformed --inject-stall. Shared by collectives and accept.
+void apply_fault_injection(const std::string& inject_stall, int inject_wrong, HarnessOptions& h);
+
 // The requested scopes this job can measure; with --scope all, the ones a one-domain job
 // cannot (inter) or would measure twice (intra = world) are skipped with a note.
 std::vector<Scope> feasible_scopes(const std::string& requested, const DomainLayout& layout,

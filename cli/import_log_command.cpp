@@ -1,4 +1,4 @@
-// ibt import-log: a Megatron-LM training log as a measured run in an HDF5 results file,
+// ibt import-log: a Megatron-LM, NeMo or torchtitan training log as a measured run in an HDF5 results file,
 // in the shape `ibt train` writes (attributes model and split, table "steps"), so that
 // `ibt scaling --measured`, `ibt project-compare` and `ibt report` show it beside the
 // projections. Provenance: the log's path, format, SHA-256 and the parser's version.
@@ -20,6 +20,7 @@
 #include "ibt/version.hpp"
 #include "models/plan/accounting.hpp"
 #include "models/plan/model_file.hpp"
+#include "reports/ingest/log_format.hpp"
 #include "reports/ingest/sha256.hpp"
 #include "reports/ingest/training_log.hpp"
 #include "reports/tables/steps_table.hpp"
@@ -47,16 +48,20 @@ const LogFormat kFormats[] = {{"megatron", parse_megatron_log, false, false},
                               {"nemo", parse_nemo_log, true, false},
                               {"torchtitan", parse_torchtitan_log, true, true}};
 
-const LogFormat& find_format(const ImportArgs& a) {
+// The format named (--format, or the one the log's lines show): its row of kFormats,
+// refused when the options given do not apply to it.
+const LogFormat& find_format(const std::string& name, const ImportArgs& a) {
   for (const LogFormat& f : kFormats) {
-    if (a.format != f.name) continue;
+    if (name != f.name) continue;
+    const std::string which = a.format.empty() ? "this " + name + " log (detected)" : "a " + name + " log";
     if (!a.config.empty() && !f.takes_config)
-      throw UsageError("--config: a " + a.format + " log carries its own layout (nemo and torchtitan take --config)");
+      throw UsageError("--config: " + which + " carries its own layout (nemo and torchtitan take --config)");
     if (a.world_size != 0 && !f.takes_world_size)
-      throw UsageError("--world-size: only torchtitan logs take it (their config may leave the world open)");
+      throw UsageError("--world-size: only torchtitan logs take it (their config may leave the world open), not " +
+                       which);
     return f;
   }
-  throw UsageError("--format '" + a.format + "': the formats read are megatron, nemo and torchtitan");
+  throw UsageError("--format '" + name + "': the formats read are megatron, nemo and torchtitan");
 }
 
 // Lower-case letters and digits only: "llama3 8B" and "llama3-8b" name one model.
@@ -124,7 +129,9 @@ const char* kAbout =
     "table 'steps' (the first --warmup as step 0, which readers leave out), MFU against the\n"
     "--topology device's --dtype peak, and provenance: the log's path, format, SHA-256 and\n"
     "the parser version. The model sizes the log gives must match --model. A log has no\n"
-    "time breakdown: compute and communication columns are NaN. Formats:\n"
+    "time breakdown: compute and communication columns are NaN. Without --format the format is\n"
+    "the one the log's lines show (below); a log showing none, or two, is refused saying what\n"
+    "it found where: then name it with --format. Formats:\n"
     "  megatron    Megatron-LM: the arguments block, then 'iteration N/ M | ... elapsed time\n"
     "              per iteration (ms): X | throughput per GPU (TFLOP/s/GPU): Y' lines.\n"
     "  nemo        NeMo (Lightning): the YAML config NeMo 1.x prints after 'Experiment\n"
@@ -143,7 +150,8 @@ int import_log_main(int argc, char** argv) {
   ImportArgs a;
   po::options_description opts("options");
   opts.add_options()("help,h", "show this help")("log", po::value(&a.file), "the training log (positional)")(
-      "format", po::value(&a.format), "the log's format: megatron, nemo or torchtitan")(
+      "format", po::value(&a.format),
+      "the log's format: megatron, nemo or torchtitan (default: the one its lines show)")(
       "config", po::value(&a.config), "nemo: the run's YAML config; torchtitan: the job's TOML (required)")(
       "world-size", po::value(&a.world_size), "torchtitan: ranks in the run, where the config leaves dp open")(
       "model", po::value(&a.model_name), "the catalog model (or .json) the log trained")(
@@ -155,16 +163,15 @@ int import_log_main(int argc, char** argv) {
   pos.add("log", 1);
   po::variables_map vm;
   if (!parse_command_line(argc, argv, opts, vm, &pos)) {
-    print_help(std::cout, "ibt import-log LOG --format F [--config C] --model M --topology T --out FILE.h5", kAbout,
+    print_help(std::cout, "ibt import-log LOG [--format F] [--config C] --model M --topology T --out FILE.h5", kAbout,
                opts,
-               {"ibt import-log train.log --format megatron --model llama3-8b --topology dgx-h100 --out runs.h5",
+               {"ibt import-log train.log --model llama3-8b --topology dgx-h100 --out runs.h5",
                 "ibt import-log titan.log --format torchtitan --config llama3_8b.toml --world-size 16 "
                 "--model llama3-8b --topology dgx-h100 --out runs.h5"});
     return kExitOk;
   }
   if (a.file.empty()) throw UsageError("give the training log to import (ibt import-log LOG ...)");
-  if (a.format.empty()) throw UsageError("--format is required (megatron, nemo or torchtitan)");
-  const LogFormat& format = find_format(a);
+  if (!a.format.empty()) find_format(a.format, a);  // a misspelt --format is refused before the log is read
   if (a.model_name.empty()) throw UsageError("--model is required: the catalog model the log trained");
   if (a.topology.empty()) throw UsageError("--topology is required: the system the log ran on");
   if (a.out.empty()) throw UsageError("--out is required: the HDF5 file to store the run in");
@@ -179,6 +186,9 @@ int import_log_main(int argc, char** argv) {
   LogSource source{read_input_file(a.file, "log", kMaxLogBytes), a.file, "", a.config, a.world_size};
   if (!a.config.empty()) source.config_text = read_input_file(a.config, "--config", kMaxInputFileBytes);
   const std::string& text = source.text;
+  // Without --format the log's own lines say which framework wrote it (log_format.hpp).
+  const LogFormatMark mark = a.format.empty() ? detect_log_format(text, a.file) : LogFormatMark{a.format, 0, ""};
+  const LogFormat& format = find_format(mark.format, a);
   const TrainingLog log = format.parse(source);
   const models::ModelConfig model = models::load_model(a.model_name);
   check_model(log, model);
@@ -222,7 +232,10 @@ int import_log_main(int argc, char** argv) {
   recorder.set_attr("peak_gflops_per_rank", peak_gflops);
   recorder.set_attr("median_step_s", median_s);
   recorder.set_attr("source_file", a.file);
-  recorder.set_attr("source_format", a.format);
+  recorder.set_attr("source_format", std::string(format.name));
+  recorder.set_attr("source_format_from", a.format.empty()
+                                              ? "detected from line " + std::to_string(mark.line) + ": " + mark.evidence
+                                              : std::string("--format"));
   recorder.set_attr("source_sha256", sha256_hex(text));
   recorder.set_attr("parser_version", log.parser_version);
   if (!a.config.empty()) {
@@ -231,8 +244,9 @@ int import_log_main(int argc, char** argv) {
   }
   recorder.finish(store::RunStatus::complete);
 
-  std::printf("ibt import-log: %s (%s, %zu logged intervals, %zu after %zu warm-up)\n", a.file.c_str(),
-              a.format.c_str(), log.iterations.size(), kept.size(), warm);
+  const std::string detected = a.format.empty() ? " detected from line " + std::to_string(mark.line) : "";
+  std::printf("ibt import-log: %s (%s%s, %zu logged intervals, %zu after %zu warm-up)\n", a.file.c_str(), format.name,
+              detected.c_str(), log.iterations.size(), kept.size(), warm);
   std::printf("  %s, %s on %d x %s\n", model.name.c_str(), models::describe(split).c_str(), ranks,
               system.device.name.c_str());
   std::printf(

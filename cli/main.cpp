@@ -55,7 +55,9 @@ const std::vector<Suite>& suites() {
        ibt::suites::checkpoint_bench_main},
       {"project-compare", "projected vs measured step time of `ibt train` runs, per component",
        ibt::suites::project_compare_main},
-      {"import-log", "a Megatron-LM training log as a measured run (layout, iteration time, MFU, provenance)",
+      {"import-log",
+       "a Megatron-LM, NeMo or torchtitan training log as a measured run (format told from the log, layout, "
+       "iteration time, MFU, provenance)",
        ibt::suites::import_log_main},
       {"report", "an HTML report with figures from results files, or --compare two files", ibt::suites::report_main},
       {"show", "list the runs in a results file, or print one run", ibt::suites::show_main},

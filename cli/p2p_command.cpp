@@ -19,6 +19,7 @@
 #include "collectives/runtime/mpi_session.hpp"
 #include "collectives/runtime/p2p_rows.hpp"
 #include "collectives/sizes.hpp"
+#include "core/text_wrap.hpp"
 #include "ibt/version.hpp"
 
 extern char** environ;
@@ -32,6 +33,7 @@ struct P2pArgs {
   std::string sizes = "8,1M", out, bandwidth_from = "64K", inject_delay;
   int iters = 20, warmup = 5, check = 1, domain_size = 0;
   bool domains = false, serial = false, fail_on_outliers = false;
+  bool wide = false;  // the header and outlier lines at their old widths, one line each
   double threshold = 0.5, timeout = 60;
 };
 
@@ -66,6 +68,9 @@ po::options_description describe_options(P2pArgs& a) {
       "seconds one round may take; past it the job ends naming the ranks that did not arrive (pid and "
       "host); a rank that stops progressing, rank 0 included, ends the job within T + 15 s")(
       "out", po::value(&a.out), "append this run (kind p2p_matrix) to an HDF5 results file")(
+      "wide", po::bool_switch(&a.wide),
+      "the header and outlier lines on one line each, however long; by default every line fits 120 columns, a "
+      "long one continuing on a '#   ' line")(
       "inject-delay", po::value(&a.inject_delay),
       "RANK:US - RANK waits US microseconds before every send (testing the outlier detection)");
   return o;
@@ -156,9 +161,12 @@ int run(int argc, char** argv, MpiSession& mpi) {
     recorder->set_attr("config", config.dump());
     recorder->set_environment(allowed_environment(environ));
     collector = std::make_unique<P2pCollector>(recorder.get(), hosts_by_rank(facts.host_of_rank_list, mpi.size()));
-    std::printf("# ibt p2p-matrix %s (%s): %d ranks on %zu host(s), %d domain(s) by %s; pairs of %s, %s\n", kVersion,
-                kGitCommit, mpi.size(), facts.hosts.size(), layout.num_domains, layout.method.c_str(),
-                args.domains ? "domains (rail-aligned)" : "ranks", args.serial ? "one at a time" : "a round at once");
+    char header[1024];
+    std::snprintf(header, sizeof header,
+                  "# ibt p2p-matrix %s (%s): %d ranks on %zu host(s), %d domain(s) by %s; pairs of %s, %s\n", kVersion,
+                  kGitCommit, mpi.size(), facts.hosts.size(), layout.num_domains, layout.method.c_str(),
+                  args.domains ? "domains (rail-aligned)" : "ranks", args.serial ? "one at a time" : "a round at once");
+    std::fputs(comment_lines(header, report_width(args.wide)).c_str(), stdout);
     if (recorder->active()) std::printf("# results: %s, run %s\n", args.out.c_str(), recorder->run_id().c_str());
     print_p2p_header();
   }
@@ -172,7 +180,7 @@ int run(int argc, char** argv, MpiSession& mpi) {
   if (mpi.rank() != 0) return kExitOk;
 
   for (std::size_t bytes : p2p.sizes) collector->print_matrix(bytes, bytes >= bandwidth_from);
-  const auto outliers = collector->report_outliers(args.threshold, bandwidth_from);
+  const auto outliers = collector->report_outliers(args.threshold, bandwidth_from, report_width(args.wide));
   const std::uint64_t wrong = collector->wrong();
   std::printf("# Wrong bytes: %llu%s\n", static_cast<unsigned long long>(wrong),
               p2p.check ? "" : " (checking was off)");

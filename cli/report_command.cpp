@@ -17,6 +17,7 @@
 #include "core/data_dirs.hpp"
 #include "core/errors.hpp"
 #include "core/output_file.hpp"
+#include "core/output_path.hpp"
 #include "reports/store/store.hpp"
 
 namespace ibt::suites {
@@ -161,7 +162,11 @@ int report_main(int argc, char** argv) {
                      "choose a new or empty folder, or add --force to write into it");
   fs::create_directories(out, ec);
   if (ec || !fs::is_directory(out))
-    throw UsageError("--out " + out + ": cannot create the folder (" + ec.message() + ")");
+    throw UsageError("--out " + out + ": cannot create the folder (" + ec.message() + "): choose another --out");
+  // A folder that exists may still take no files (closed to this user, read-only): found
+  // now, not by the renderer after the figures are drawn.
+  if (const std::string why = why_not_creatable(out + "/index.html", "--out"); !why.empty())
+    throw UsageError("--out " + out + ": " + why);
 
   std::vector<std::string> args = {find_python(python), find_renderer(), "--out", out};
   if (compare) args.insert(args.end(), {"--compare", "--tolerance", std::to_string(tolerance)});

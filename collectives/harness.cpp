@@ -290,11 +290,12 @@ std::uint64_t check_results(Backend& backend, Communicator& comm, MPI_Comm contr
 // Every rank's timings and wrong values, combined over the job (all groups of the scope
 // ran concurrently).
 struct JobTimes {
-  double per_call = 0;             // seconds per call, combined by --average
-  std::vector<double> rank_means;  // rank 0, scopes with several groups: each rank's mean
-  std::vector<int> rank_groups;    // ... and its group
-  std::vector<double> slowest;     // per iteration, the slowest rank's duration
-  std::uint64_t wrong = 0;         // summed over ranks
+  double per_call = 0;                                     // seconds per call, combined by --average
+  std::vector<double> rank_means;                          // rank 0, scopes with several groups: each rank's mean
+  std::vector<int> rank_groups;                            // ... and its group
+  std::vector<double> slowest;                             // per iteration, the slowest rank's duration
+  std::uint64_t wrong = 0;                                 // summed over ranks
+  std::vector<std::pair<int, std::uint64_t>> wrong_ranks;  // rank 0: (world rank, its wrong values)
 };
 
 JobTimes combine_over_ranks(MPI_Comm control, const LocalTimes& local, std::uint64_t wrong, int calls,
@@ -331,6 +332,16 @@ JobTimes combine_over_ranks(MPI_Comm control, const LocalTimes& local, std::uint
   job.slowest.resize(durations.size());
   MPI_Allreduce(durations.data(), job.slowest.data(), static_cast<int>(durations.size()), MPI_DOUBLE, MPI_MAX, control);
   MPI_Allreduce(&wrong, &job.wrong, 1, MPI_UINT64_T, MPI_SUM, control);
+  // Who saw them: gathered only when some did (every rank knows the sum, so all take part
+  // or none), which costs a correct measurement nothing.
+  if (job.wrong > 0) {
+    int world_rank = 0;
+    MPI_Comm_rank(control, &world_rank);
+    std::vector<std::uint64_t> per_rank(world_rank == 0 ? static_cast<std::size_t>(world_size) : 0);
+    MPI_Gather(&wrong, 1, MPI_UINT64_T, per_rank.data(), 1, MPI_UINT64_T, 0, control);
+    for (std::size_t r = 0; r < per_rank.size(); ++r)
+      if (per_rank[r] > 0) job.wrong_ranks.emplace_back(static_cast<int>(r), per_rank[r]);
+  }
   return job;
 }
 
@@ -357,6 +368,7 @@ Measurement to_measurement(const Collective& op, int group_size, const MeasureRe
   m.algbw_GBps = seconds > 0 ? static_cast<double>(m.bytes) / seconds / 1e9 : 0.0;
   m.busbw_GBps = m.algbw_GBps * op.bus_factor(group_size);
   m.wrong = job.wrong;
+  m.wrong_ranks = job.wrong_ranks;
   m.checked = opt.check;
   std::map<int, Measurement::GroupTime> by_group;
   for (std::size_t r = 0; r < job.rank_means.size(); ++r) {

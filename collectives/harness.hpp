@@ -8,6 +8,7 @@
 #include <functional>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "collectives/arrival_gate.hpp"
@@ -80,6 +81,9 @@ struct Measurement {
   double time_us = 0, p50_us = 0, p99_us = 0;
   double algbw_GBps = 0, busbw_GBps = 0;
   std::uint64_t wrong = 0;
+  // Rank 0: each world rank whose checked result held wrong values, with how many (empty
+  // when none did), so that a report names the rank that saw them.
+  std::vector<std::pair<int, std::uint64_t>> wrong_ranks;
   bool checked = false;
   // One entry per group of the scope (intra: per domain; inter: per local index), in
   // group order, when the scope has more than one group: which world ranks, and the

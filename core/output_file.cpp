@@ -10,10 +10,15 @@
 #include <cstring>
 
 #include "core/errors.hpp"
+#include "core/output_path.hpp"
 
 namespace ibt {
 
 namespace {
+
+// Room a whole file needs on its file system before the work: the largest such file (a
+// JUnit report, a topology, an export of a large table) is a few MiB.
+constexpr std::uint64_t kWholeFileFreeBytes = 16ull << 20;
 
 std::string cause(int err) {
   switch (err) {
@@ -80,14 +85,19 @@ void refuse_output_over_inputs(const std::string& path, const std::string& flag,
 void refuse_existing_output(const std::string& path, const std::string& flag, bool force) {
   if (path.empty()) throw UsageError(flag + " is empty: give the file to write");
   struct stat st {};
-  if (stat(path.c_str(), &st) != 0) return;  // a new file: nothing to protect
-  if (S_ISDIR(st.st_mode)) throw UsageError(flag + " " + path + ": is a folder; give a file name");
-  if (!S_ISREG(st.st_mode))
+  const bool exists = stat(path.c_str(), &st) == 0;
+  if (exists && S_ISDIR(st.st_mode))
+    throw UsageError(flag + " " + path + ": is a folder; give a file name (a file inside it, or beside it)");
+  if (exists && !S_ISREG(st.st_mode))
     throw UsageError(flag + " " + path + ": is not a regular file (a device, FIFO or socket is never written)");
-  if (!force)
+  if (exists && !force)
     throw UsageError(flag + " " + path +
                      ": the file exists and is left as it is; choose another name, or add "
                      "--force to replace it");
+  // The file is written as a temporary beside PATH (write_output_file): that must be
+  // possible now, not found impossible after the work.
+  const std::string why = why_not_creatable(path, flag, kWholeFileFreeBytes);
+  if (!why.empty()) throw UsageError(flag + " " + path + ": " + why);
 }
 
 void write_output_file(const std::string& path, const std::string& text, const std::string& flag) {

@@ -24,7 +24,9 @@ void refuse_output_over_inputs(const std::string& path, const std::string& flag,
                                bool folder = false);
 
 // Throws UsageError naming `flag` and PATH when PATH is empty, is a folder or not a
-// regular file (a device or FIFO), or exists and `force` is false.
+// regular file (a device or FIFO), exists and `force` is false, or cannot be written now:
+// its folder missing, closed to this user, read-only, full (core/output_path.hpp). Called
+// before the work, so a bad path costs nothing.
 void refuse_existing_output(const std::string& path, const std::string& flag, bool force);
 
 // Writes `text` to PATH atomically (temporary file in PATH's folder, fsync, rename).

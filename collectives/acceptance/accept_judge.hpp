@@ -23,6 +23,7 @@ struct AcceptMeasurements {
   // (op, scope, dtype, bytes) -> the out-of-place measurement (rank 0)
   std::map<std::tuple<std::string, std::string, std::string, std::size_t>, Measurement> collectives;
   std::uint64_t wrong = 0;
+  std::vector<std::string> wrong_where;  // where they were seen, by rank and host (accept_where.hpp)
   std::unique_ptr<P2pCollector> p2p;     // rank 0, when the reference has p2p metrics
   std::vector<P2pResult> p2p_from_file;  // --from: the p2p matrix rows of the file
   bool p2p_read = false;                 // --from found a p2p matrix

@@ -4,6 +4,7 @@
 
 #include <sstream>
 
+#include "collectives/acceptance/accept_where.hpp"
 #include "core/output_file.hpp"
 
 namespace ibt::suites {
@@ -26,7 +27,8 @@ std::string xml_escape(const std::string& s) {
 }  // namespace
 
 void write_junit(const std::string& path, const AcceptReference& ref, const std::vector<Verdict>& verdicts,
-                 std::uint64_t wrong, double seconds, const std::string& run_failure) {
+                 std::uint64_t wrong, const std::vector<std::string>& wrong_where, double seconds,
+                 const std::string& run_failure) {
   std::ostringstream out;
   const std::string suite = "ibt.accept." + ref.system;
   if (!run_failure.empty()) {
@@ -64,7 +66,8 @@ void write_junit(const std::string& path, const AcceptReference& ref, const std:
   }
   out << "    <testcase classname=\"" << xml_escape(suite) << "\" name=\"correctness\">\n";
   if (wrong > 0)
-    out << "      <failure message=\"" << wrong << " wrong values in collectives or p2p transfers\" type=\"wrong\"/>\n";
+    out << "      <failure message=\"" << xml_escape(wrong_values_summary(wrong, wrong_where))
+        << "\" type=\"wrong\"/>\n";
   out << "    </testcase>\n  </testsuite>\n</testsuites>\n";
   write_output_file(path, out.str(), "--junit");
 }

@@ -3,6 +3,8 @@
 #include <cstdio>
 #include <type_traits>
 
+#include "core/text_wrap.hpp"
+
 namespace ibt::suites {
 
 namespace {
@@ -35,11 +37,14 @@ double load_average_now() {
 void record_job_facts(RunRecorder* recorder, const JobFacts& facts, const std::string& command) {
   const std::string over = facts.oversubscription();
   static bool warned = false;  // a sweep records one run per split: one warning is enough
+  // Prose, so always within the 120 columns of every command's default output.
   if (!over.empty() && !warned && (warned = true))
-    std::fprintf(stderr,
-                 "# warning: %s: oversubscribed (%s): ranks busy-poll against each other, so timings measure "
-                 "the scheduler, not the interconnect; never publish or calibrate from them\n",
-                 command.c_str(), over.c_str());
+    std::fputs(comment_lines("# warning: " + command + ": oversubscribed (" + over +
+                                 "): ranks busy-poll against each other, so timings measure the scheduler, not the "
+                                 "interconnect; never publish or calibrate from them\n",
+                             kReportColumns)
+                   .c_str(),
+               stderr);
   if (!recorder || !recorder->active()) return;
   recorder->set_attr("hosts", joined(facts.hosts));
   recorder->set_attr("ranks_per_host", joined(facts.ranks_per_host));

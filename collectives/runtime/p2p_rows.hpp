@@ -12,6 +12,7 @@
 #include "collectives/runtime/p2p_tables.hpp"
 #include "collectives/runtime/run_recorder.hpp"
 #include "collectives/sizes.hpp"
+#include "core/text_wrap.hpp"
 #include "reports/store/store.hpp"
 
 namespace ibt::suites {
@@ -48,8 +49,10 @@ class P2pCollector {
   }
   const std::string& host(int rank) const { return hosts_.at(rank); }
 
-  // Stores and prints the outliers; returns them.
-  std::vector<P2pOutlier> report_outliers(double threshold, std::size_t bandwidth_min_bytes) {
+  // Stores and prints the outliers; returns them. Each line within `width` columns (its
+  // ranks in a narrower field, a long host name continuing on a "#   " line); 0 (--wide):
+  // the 48-column field it always had, one line each.
+  std::vector<P2pOutlier> report_outliers(double threshold, std::size_t bandwidth_min_bytes, std::size_t width = 0) {
     auto outliers = find_p2p_outliers(results_, threshold, bandwidth_min_bytes);
     std::printf("# outliers (%s than the median by more than %.0f%%): %zu\n", "slower", 100 * threshold,
                 outliers.size());
@@ -57,9 +60,11 @@ class P2pCollector {
       const std::string who = o.kind == "pair" ? "ranks " + std::to_string(o.rank_a) + " (" + host(o.rank_a) +
                                                      ") <-> " + std::to_string(o.rank_b) + " (" + host(o.rank_b) + ")"
                                                : "rank " + std::to_string(o.rank_a) + " (" + host(o.rank_a) + ")";
-      std::printf("#   %-4s %-9s %9s  %-48s %10.3f vs median %10.3f %s (x%.2f)\n", o.kind.c_str(), o.metric.c_str(),
-                  format_size(o.bytes).c_str(), who.c_str(), o.value, o.median, o.metric == "bandwidth" ? "GB/s" : "us",
-                  o.ratio);
+      char line[1024];
+      std::snprintf(line, sizeof line, "#   %-4s %-9s %9s  %-*s %10.3f vs median %10.3f %s (x%.2f)\n", o.kind.c_str(),
+                    o.metric.c_str(), format_size(o.bytes).c_str(), width ? 24 : 48, who.c_str(), o.value, o.median,
+                    o.metric == "bandwidth" ? "GB/s" : "us", o.ratio);
+      std::fputs(comment_lines(line, width).c_str(), stdout);
       if (recorder_)
         recorder_->append(P2pOutlierRow{o.kind, o.metric, o.bytes, o.rank_a, o.rank_b, host(o.rank_a),
                                         o.rank_b >= 0 ? host(o.rank_b) : std::string(), o.value, o.median, o.ratio});

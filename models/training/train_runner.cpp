@@ -119,9 +119,25 @@ void record_provenance(RunRecorder* rec, int argc, char** argv, MPI_Comm world) 
   recorder.set_environment(allowed_environment(environ));
 }
 
+std::string world_size_mismatch(const ParallelSplit& s, int world) {
+  const long long model_parallel = static_cast<long long>(s.tp) * s.pp * s.cp;
+  const long long product = s.dp * model_parallel;
+  if (product == world || s.dp < 1 || model_parallel < 1) return "";  // a degree below 1 is validate()'s to name
+  const std::string names = s.cp > 1 ? "dp*tp*pp*cp" : "dp*tp*pp";
+  // The split nearest the one asked for that this job can run: the same model-parallel
+  // degrees with the data-parallel degree that fills the job, where they divide it.
+  const std::string example = world % model_parallel == 0
+                                  ? "--dp " + std::to_string(world / model_parallel)
+                                  : "--dp " + std::to_string(world) + " --tp 1 --pp 1" + (s.cp > 1 ? " --cp 1" : "");
+  return names + " (" + std::to_string(product) + ") != world size (" + std::to_string(world) +
+         "): run with mpiexec -n " + std::to_string(product) + ", or choose a split whose product is " +
+         std::to_string(world) + " (e.g. " + example + ")";
+}
+
 void check_training(const ModelConfig& model, const TrainOptions& o, MPI_Comm world) {
   int size = 1;
   MPI_Comm_size(world, &size);
+  if (const std::string mismatch = world_size_mismatch(o.split, size); !mismatch.empty()) throw UsageError(mismatch);
   const std::string why = train_executor_check(o.executor, o.split, model, size);
   if (!why.empty()) throw UsageError(why);
   const bool on_gpu = o.executor.kind == "cuda";

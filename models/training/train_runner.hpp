@@ -91,13 +91,18 @@ int blas_threads_for_run(int requested, int ranks);
 // the old spelling (a note says so; both together are refused).
 void normalize_peak_flags(bool old_spelling_given, TrainOptions& options);
 
+// "" when the split's dp*tp*pp*cp is the job's world size; else the refusal with its fix:
+// the mpiexec -n that runs the split, or a split this job can run (its --dp where the
+// model-parallel degrees divide the world).
+std::string world_size_mismatch(const models::ParallelSplit& split, int world);
+
 // Runs the steps. recorder: rank 0's (may be inactive); the caller has set the run's
 // provenance attributes, this adds model/split/config attributes and the tables
 // "steps" and "memory". Throws UsageError for a split the executor cannot run, and
 // (cuda) without a usable GPU, before any step.
-// Everything run_training refuses before it starts (executor and flag combinations, the
-// planned memory of the model at the split on every host), for a command to call before
-// it opens its run, so a refused command appends none. Collective over world.
+// Everything run_training refuses before it starts (the world size, executor and flag
+// combinations, the planned memory of the model at the split on every host), for a command
+// to call before it opens its run, so a refused command appends none. Collective over world.
 void check_training(const models::ModelConfig& model, const TrainOptions& o, MPI_Comm world);
 TrainOutcome run_training(const models::ModelConfig& model, const TrainOptions& options, MPI_Comm world,
                           RunRecorder* recorder);

@@ -8,6 +8,7 @@
 #include <filesystem>
 
 #include "core/errors.hpp"
+#include "core/output_path.hpp"
 #include "reports/store/store.hpp"
 #include "reports/store/store_undo.hpp"
 
@@ -19,17 +20,13 @@ namespace {
   throw UsageError(path + ": " + problem);
 }
 
-std::string parent_directory(const std::string& path) {
-  const std::string parent = std::filesystem::path(path).parent_path().string();
-  return parent.empty() ? "." : parent;
-}
-
 // Returns false when the path does not exist; refuses anything but a regular file.
 bool existing_regular_file(const std::string& path) {
   if (path.empty()) throw UsageError("the results file name is empty");
   struct stat st {};
   if (stat(path.c_str(), &st) != 0) {
-    if (errno == ENOENT) return false;
+    // Missing, or its folder is (or cannot be reached): require_creatable says which.
+    if (errno == ENOENT || errno == ENOTDIR || errno == EACCES) return false;
     refuse(path, std::strerror(errno));
   }
   if (S_ISDIR(st.st_mode))
@@ -40,16 +37,11 @@ bool existing_regular_file(const std::string& path) {
   return true;
 }
 
+// The folder must take a new file: the results file itself, or beside an existing one the
+// undo copy an append makes first (store_undo.hpp). Tried, not asked (core/output_path.hpp).
 void require_creatable(const std::string& path) {
-  const std::string parent = parent_directory(path);
-  struct stat st {};
-  if (stat(parent.c_str(), &st) != 0) {
-    if (errno == ENOENT) refuse(path, "directory '" + parent + "' does not exist");
-    refuse(path, "directory '" + parent + "': " + std::strerror(errno));
-  }
-  if (!S_ISDIR(st.st_mode)) refuse(path, "'" + parent + "' is not a directory");
-  if (access(parent.c_str(), W_OK | X_OK) != 0)
-    refuse(path, "directory '" + parent + "' is not writable (" + std::strerror(errno) + ")");
+  const std::string why = why_not_creatable(path, "--out");
+  if (!why.empty()) refuse(path, why);
 }
 
 void require_ibt_schema(hid_t file, const std::string& path) {
@@ -105,7 +97,9 @@ PathState check_append_target(const std::string& path) {
     return PathState::missing_but_creatable;
   }
   if (access(path.c_str(), R_OK | W_OK) != 0)
-    refuse(path, std::string("is not writable (") + std::strerror(errno) + ")");
+    refuse(path, std::string("is not writable (") + std::strerror(errno) + "): choose another --out, or " +
+                     "make it writable (chmod u+w)");
+  require_creatable(path);   // the undo copy is made beside it
   open_checked(path, true);  // closed again at once: the caller reopens it for writing
   // Every table's rows against their digest (table_digest.hpp): a run is never appended
   // to a file whose earlier runs were damaged since they were written.
@@ -117,7 +111,10 @@ PathState check_append_target(const std::string& path) {
 
 h5::Handle open_results_read_only(const std::string& path) {
   h5::silence_errors();
-  if (!existing_regular_file(path)) refuse(path, "no such file");
+  if (!existing_regular_file(path)) {
+    const int err = errno;  // of existing_regular_file's stat
+    refuse(path, err == EACCES ? "permission denied (a folder above it is closed to this user)" : "no such file");
+  }
   return open_checked(path, false);
 }
 

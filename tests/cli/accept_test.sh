@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# accept_test.sh IBT "MPIRUN" REFERENCE DIR pass|doctored|from|timeout|baseline
+# accept_test.sh IBT "MPIRUN" REFERENCE DIR pass|doctored|from|timeout|baseline|wrong|stall
 #   pass:     `ibt accept` against the shipped reference exits 0, JUnit has no failures,
 #             and every metric is stored (HDF5 table "accept").
 #   doctored: one metric of the reference is made impossible (a bandwidth target of
@@ -14,6 +14,10 @@
 #             the bandwidth fails it, and --ranks with a results file is refused.
 #   timeout:  a reference whose one metric cannot finish within -T 0.01 s: exit 3, and the
 #             JUnit file holds a failed testcase "run" with the timeout message.
+#   wrong:    rank 1's checked result perturbed (--inject-wrong 1): exit 1, and the verdict
+#             and the JUnit correctness failure name the op, size, rank 1 and its host.
+#   stall:    rank 1 stops before the first measurement (--inject-stall 1:0, -T 2): exit 3,
+#             and the JUnit "run" failure names rank 1 as not arriving, with its host.
 set -u
 ibt=$1 mpirun=$2 reference=$3 dir=$4 mode=$5
 here=$(cd "$(dirname "$0")" && pwd)
@@ -129,6 +133,38 @@ PY
     > "$dir/collectives4.log" 2>&1 || { cat "$dir/collectives4.log"; fail "1-rank collectives run failed"; }
   "$here/../expect_exit.sh" 2 "has 1 ranks, .* 2; a reference is for one job size" \
     "$ibt" accept --generate-reference "$dir/small.h5" --run all || fail "runs of two job sizes not refused"
+  echo "accept_test: ok ($mode)"
+  exit 0
+fi
+if [[ $mode == wrong || $mode == stall ]]; then
+  host=$(hostname)
+  cat > "$dir/one.json" <<'JSON'
+{"system": "one", "job": {"ranks": 2, "iters": 5, "warmup_iters": 1},
+ "metrics": [{"name": "allreduce-1K", "op": "all_reduce", "scope": "world", "bytes": 1024,
+              "quantity": "busbw_GBps", "unit": "GB/s", "target": 1e-6, "lower": -0.9, "upper": null}]}
+JSON
+  if [[ $mode == wrong ]]; then
+    $mpirun -n 2 "$ibt" accept --reference "$dir/one.json" --inject-wrong 1 --junit "$dir/junit.xml" > "$dir/out.log" 2>&1
+    status=$?
+    cat "$dir/out.log"; cat "$dir/junit.xml"
+    [[ $status -eq 1 ]] || fail "exit status $status with a wrong value, expected 1"
+    where="all_reduce world float32 1024 B: 1 wrong value on rank 1 (host $host)"
+    grep -qF "#   $where" "$dir/out.log" || fail "the verdict does not name the rank and host of the wrong value"
+    grep -qF "<failure message=\"1 wrong values in collectives or p2p transfers: $where\" type=\"wrong\"/>" \
+      "$dir/junit.xml" || fail "the JUnit correctness failure does not name the rank and host"
+  else
+    $mpirun -n 2 "$ibt" accept --reference "$dir/one.json" --inject-stall 1:0 -T 2 --junit "$dir/junit.xml" \
+      > "$dir/out.log" 2>&1
+    status=$?
+    cat "$dir/out.log"; cat "$dir/junit.xml"
+    [[ $status -eq 3 ]] || fail "exit status $status with a stalled rank, expected 3"
+    grep -Eq '<failure message="timed out after 2 s before all_reduce .*: rank 1 did not arrive \(pid [0-9]+ on host '"$host"'\)" type="run"/>' \
+      "$dir/junit.xml" || fail "the JUnit run failure does not name the stalled rank and its host"
+  fi
+  "$here/../expect_exit.sh" 2 "--inject-stall expects RANK:K \\(got 'one'\\)" \
+    $mpirun -n 2 "$ibt" accept --reference "$dir/one.json" --inject-stall one || fail "a bad --inject-stall not refused"
+  "$here/../expect_exit.sh" 2 "--inject-stall and --inject-wrong act on a measurement: not with --from" \
+    "$ibt" accept --reference "$dir/one.json" --from "$dir/x.h5" --inject-wrong 1 || fail "--inject-wrong with --from"
   echo "accept_test: ok ($mode)"
   exit 0
 fi

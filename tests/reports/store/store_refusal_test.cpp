@@ -152,7 +152,10 @@ TEST(StoreRefusal, MissingParentDirectory) {
   ScratchDir dir;
   const std::string path = dir.file("no-such-dir/results.h5");
   const std::string message = usage_error_of([&] { open_for_append(path); });
-  EXPECT_NE(message.find("directory '" + dir.file("no-such-dir") + "' does not exist"), std::string::npos) << message;
+  EXPECT_NE(message.find("folder '" + dir.file("no-such-dir") + "' does not exist: create it (mkdir -p " +
+                         dir.file("no-such-dir") + ") or choose another --out"),
+            std::string::npos)
+      << message;
   EXPECT_EQ(usage_error_of([&] { check_appendable(path); }), message);
   EXPECT_NE(usage_error_of([&] { list_runs(path); }).find("no such file"), std::string::npos);
   EXPECT_TRUE(std::filesystem::is_empty(dir.path()));
@@ -162,7 +165,8 @@ TEST(StoreRefusal, ParentIsAFile) {
   ScratchDir dir;
   test::write_bytes(dir.file("plain"), "x");
   const std::string message = usage_error_of([&] { open_for_append(dir.file("plain/results.h5")); });
-  EXPECT_NE(message.find("Not a directory"), std::string::npos) << message;
+  EXPECT_NE(message.find("'" + dir.file("plain") + "' is not a folder: choose another --out"), std::string::npos)
+      << message;
 }
 
 TEST(StoreRefusal, CheckAppendableCreatesNothing) {
@@ -213,7 +217,8 @@ TEST(StoreRefusal, UnwritableDirectory) {
   ASSERT_EQ(mkdir(readonly.c_str(), 0555), 0);
   const std::string path = readonly + "/results.h5";
   const std::string message = usage_error_unprivileged([&] { open_for_append(path); });
-  EXPECT_NE(message.find("directory '" + readonly + "' is not writable"), std::string::npos) << message;
+  EXPECT_NE(message.find("permission denied: user "), std::string::npos) << message;
+  EXPECT_NE(message.find(" cannot create files in folder '" + readonly + "'"), std::string::npos) << message;
   EXPECT_EQ(usage_error_unprivileged([&] { check_appendable(path); }), message);
   EXPECT_TRUE(std::filesystem::is_empty(readonly));
 }
