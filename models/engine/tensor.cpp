@@ -51,6 +51,7 @@ Param make_shard(std::string name, const Tensor& full, int axis, int64_t begin, 
   if (axis != 0 && axis != 1) throw std::out_of_range("make_shard: axis must be 0 (rows) or 1 (columns)");
   Param p =
       make_param(std::move(name), axis == 0 ? slice_rows(full, begin, count) : slice_cols(full, begin, count), decay);
+  if (count == full.shape[static_cast<size_t>(axis)]) return p;  // all of it (tp 1): whole, as make_param says
   p.slice.full_dims = full.shape;
   p.slice.axis = axis;
   p.slice.begin = begin;

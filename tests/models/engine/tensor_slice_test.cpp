@@ -41,6 +41,12 @@ TEST(TensorSlice, ColumnSliceMapsToItsColumns) {
   EXPECT_EQ(describe_slice(p.slice, p.value.shape), "columns 3-5 of 6");
 }
 
+TEST(TensorSlice, AShardOfEverythingIsTheWholeTensor) {
+  const Param p = make_shard("embedding.weight", counting({4, 6}), 0, 0, 4, true);  // tp 1
+  EXPECT_EQ(p.slice.axis, -1);
+  EXPECT_EQ(describe_slice(p.slice, p.value.shape), "whole");
+}
+
 TEST(TensorSlice, WholeTensorAndBadSlices) {
   const Param p = make_param("g", counting({6}), false);
   EXPECT_EQ(full_index(p.slice, p.value.shape, 5), 5);
