@@ -76,9 +76,9 @@ const char* kAbout =
     "Several systems (--topology A,B): each is priced at its own fabric only (no grid), and\n"
     "each answers in one sentence: the verdict, the gain and its uncertainty, and the part\n"
     "of the step that decides it (the largest difference between the two bests' breakdowns;\n"
-    "with PP its first stage's, as the search walks it), or why one side has no split (the global batch or model does "
-    "not divide, or\n"
-    "memory); where --gpus does not fill whole domains, it says so.\n";
+    "with PP its first stage's, as the search walks it), or why one side has no split (the\n"
+    "global batch or model does not divide, or memory); where --gpus does not fill whole\n"
+    "domains, it says so.\n";
 
 // The parsed command line.
 struct CrossoverArgs {

@@ -37,8 +37,11 @@ constexpr const char* kAbout =
     "on the CPU (fp32, OpenBLAS, one thread per rank) and prints per step: loss, step time,\n"
     "tokens/s, model TFLOP/s, MFU against the per-rank sgemm peak, and the time breakdown\n"
     "(compute; exposed communication per group tp, pp (incl. pipeline idle), dp, ep).\n"
-    "With --check, rank 0 also runs the serial reference between steps, so the other ranks'\n"
-    "communication times include waiting for it: take timings from runs without --check.\n\n"
+    "With --check, rank 0 also runs the serial reference between steps and, every step, compares\n"
+    "every rank's copy of every tensor with it element by element (gradients and weights; replicas\n"
+    "bitwise against each other), then loss and norms; a failure names step, tensor, rank, host and\n"
+    "slice, and the largest differences seen are printed (tolerances measured: docs/training.md).\n"
+    "The other ranks' communication times then include waiting: take timings from runs without it.\n\n"
     "Checkpoints: --checkpoint-every K --checkpoint-dir DIR writes the full training state\n"
     "(weights, AdamW moments and step, MoE biases, data position and RNG state = steps done\n"
     "and seed) after every K-th step to DIR/step-NNNNNN/: one serial-HDF5 shard per rank and\n"
@@ -54,10 +57,11 @@ constexpr const char* kAbout =
     "with pp > 1 are refused. fp8 is not offered (ibt gemm measures fp8 GEMMs). MFU is\n"
     "against the GPU's dense peak from the topology catalog (or --peak-tflops) and, with\n"
     "--gemm-peak-tflops or --gemm-peak-from FILE.h5, against a measured cuBLAS peak\n"
-    "(ibt gemm). --check tolerances (relative, vs the fp32 serial reference): bf16 loss\n"
-    "2e-2, grad_norm 1e-1, param_norm 1e-2; fp32 loss 1e-4, grad_norm 1e-3, param_norm\n"
-    "1e-4 -- stated, not yet verified on a GPU. Without a usable GPU it exits 2 with one\n"
-    "line naming the CUDA error.\n";
+    "(ibt gemm). The cuda executor has no per-tensor copies: its --check compares loss and\n"
+    "norms only, with tolerances (relative, vs the fp32 serial reference) bf16 loss 2e-2,\n"
+    "grad_norm 1e-1, param_norm 1e-2; fp32 loss 1e-4, grad_norm 1e-3, param_norm 1e-4 --\n"
+    "stated, not yet verified on a GPU. Without a usable GPU it exits 2 with one line naming\n"
+    "the CUDA error.\n";
 
 struct TrainArgs {
   std::string model = "tiny-dense";
@@ -86,9 +90,10 @@ po::options_description describe_options(TrainArgs& a, po::options_description& 
   o.add_options()("steps", po::value(&a.options.steps)->default_value(5), "training steps")(
       "lr", double_value(&a.options.lr), "AdamW learning rate")("seed", po::value(&a.seed)->default_value("1234"),
                                                                 "seed of weights and synthetic data, 0 to 2^63 - 1")(
-      "check", po::bool_switch(&a.options.check), "compare every step with the serial reference")(
-      "threads", po::value(&a.options.threads)->default_value(0),
-      "cpu: OpenBLAS threads per rank (default: OPENBLAS_NUM_THREADS in a one-rank run, else 1)")(
+      "check", po::bool_switch(&a.options.check),
+      "compare every step with the serial reference: every copy of every tensor element by element (cpu), "
+      "loss and norms")("threads", po::value(&a.options.threads)->default_value(0),
+                        "cpu: OpenBLAS threads per rank (default: OPENBLAS_NUM_THREADS in a one-rank run, else 1)")(
       "executor", po::value(&a.options.executor.kind)->default_value("cpu"), "cpu or cuda (one GPU per rank)")(
       "precision", po::value(&a.options.executor.precision),
       "GEMM precision: fp32 (cpu, the only one), bf16 (cuda default) or fp32 (cuda); fp8 is not offered")(
@@ -221,6 +226,7 @@ int run(int argc, char** argv, MpiSession& mpi) {
     if (outcome.mfu_gemm > 0) std::printf(" (%.2f%% of the measured GEMM peak)", 100 * outcome.mfu_gemm);
     std::printf("\n");
     if (recorder->active()) std::printf("# results: %s, run %s\n", a.out.c_str(), recorder->run_id().c_str());
+    if (a.options.check) std::printf("# check: largest relative differences: %s\n", outcome.check_margins.c_str());
     if (!outcome.check_ok)
       std::printf("# FAILED: %s\n", outcome.mismatch.c_str());
     else if (a.options.check)

@@ -32,9 +32,8 @@ LmHead::LmHead(const ModelConfig& m, uint64_t seed, Shard tp, Param* tied_table)
   if (tied_table) {
     weight_ = tied_table;
   } else {
-    own_ = make_param(
-        "lm_head.weight",
-        slice_rows(init_normal(seed, "lm_head.weight", {m.vocab, m.hidden}, init_std(m)), vocab_begin_, rows), true);
+    own_ = make_shard("lm_head.weight", init_normal(seed, "lm_head.weight", {m.vocab, m.hidden}, init_std(m)), 0,
+                      vocab_begin_, rows, true);
     weight_ = &own_;
   }
 }

@@ -13,6 +13,7 @@
 #include <string>
 #include <vector>
 
+#include "models/engine/copy_check.hpp"
 #include "models/engine/data.hpp"
 #include "models/engine/layers/transformer.hpp"
 #include "models/engine/optimizer.hpp"
@@ -48,6 +49,10 @@ struct StepStats {
   // Per tensor, in params() order: the reference's full figures; the cpu executor's
   // (with per_tensor_sums on) this rank's share, each element counted once over the world.
   std::vector<TensorSums> tensors;
+  // The cpu executor with tensor copies on: every tensor this rank holds, gradients as
+  // the update read them and values after it (copy_check.hpp); the reference's are its
+  // params themselves (model().params() after step()).
+  std::vector<TensorCopy> copies;
 };
 
 // Global L2 norm of a list of gradients, in double.

@@ -43,6 +43,18 @@ Param make_param(std::string name, Tensor value, bool decay) {
   p.grad = Tensor(value.shape);
   p.value = std::move(value);
   p.decay = decay;
+  p.slice.full_dims = p.value.shape;
+  return p;
+}
+
+Param make_shard(std::string name, const Tensor& full, int axis, int64_t begin, int64_t count, bool decay) {
+  if (axis != 0 && axis != 1) throw std::out_of_range("make_shard: axis must be 0 (rows) or 1 (columns)");
+  Param p =
+      make_param(std::move(name), axis == 0 ? slice_rows(full, begin, count) : slice_cols(full, begin, count), decay);
+  if (count == full.shape[static_cast<size_t>(axis)]) return p;  // all of it (tp 1): whole, as make_param says
+  p.slice.full_dims = full.shape;
+  p.slice.axis = axis;
+  p.slice.begin = begin;
   return p;
 }
 

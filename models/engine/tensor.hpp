@@ -32,6 +32,18 @@ struct Tensor {
   void resize(std::vector<int64_t> dims);
 };
 
+// Where a rank's tensor lies in the full tensor of the same name, so `--check` can set
+// each element of a rank's copy against the serial reference's (tensor_slice.hpp). The
+// full tensor's dims and, for a shard (a TP column/row split, a vocab or KV-head slice),
+// the axis it is cut along and its first index there; the count along that axis is the
+// local tensor's. axis -1: the rank holds the whole tensor (PP stages, EP experts, which
+// are whole tensors under their own names, and every replicated weight).
+struct SliceOfFull {
+  std::vector<int64_t> full_dims;
+  int axis = -1;
+  int64_t begin = 0;
+};
+
 // A trainable weight and its gradient (same shape). `decay` says whether AdamW's
 // weight decay applies (matrices yes; norm gains and biases no, as is customary).
 struct Param {
@@ -39,8 +51,13 @@ struct Param {
   Tensor value;
   Tensor grad;
   bool decay = true;
+  SliceOfFull slice;  // where `value` lies in the full tensor `name`
 };
+// The whole tensor `value` (slice.axis -1).
 Param make_param(std::string name, Tensor value, bool decay);
+// A shard of the fully initialised `full`: rows (axis 0) or columns (axis 1)
+// [begin, begin + count), with the slice recorded.
+Param make_shard(std::string name, const Tensor& full, int axis, int64_t begin, int64_t count, bool decay);
 
 // Rows [begin, begin+count) and columns [begin, begin+count) of a 2-D tensor: how a
 // shard takes its part of a fully initialised weight.

@@ -375,6 +375,8 @@ double CpuExecutor::zero1_reduce_and_update(double& dp_seconds, double& compute_
           sum_sq += sq;
           if (per_tensor_sums_) zero_grad_sums_[p->name] += sq;
         }
+        if (tensor_copies_)
+          copies_.push_back(copy_of(*p, true, static_cast<int64_t>(a - at), g, static_cast<int64_t>(e - a)));
         adamw_update(p->value.ptr() + (a - at), g, b.m.data() + (a - lo), b.v.data() + (a - lo),
                      static_cast<int64_t>(e - a), step_ + 1, train_.adam, p->decay);
         std::copy_n(p->value.ptr() + (a - at), e - a, values.begin() + a);
@@ -492,14 +494,17 @@ StepStats CpuExecutor::step(TimeBreakdown* time) {
   }
   apply_grad_fault();
   zero_grad_sums_.clear();
+  copies_.clear();
   double zero1_grad_sq = 0;
   if (zero_) {
     zero1_grad_sq = zero_->finish_gradients(per_tensor_sums_ ? &zero_grad_sums_ : nullptr);
+    take_grad_copies();                                // (the update clears the shards' gradients)
     zero_->update(step_ + 1, train_.adam, t.compute);  // (ZeRO-2's weight gather counts as dp)
   } else if (split_.zero >= 1) {
     zero1_grad_sq = zero1_reduce_and_update(t.dp, t.compute);  // also updates the weights
   } else {
     reduce_gradients(t.dp);
+    take_grad_copies();
   }
 
   // Step statistics, identical on every rank. Loss terms: the head's CE once per
@@ -558,6 +563,9 @@ StepStats CpuExecutor::step(TimeBreakdown* time) {
     stats.param_norm = std::sqrt(global_sum_squares(false));
   }
   if (per_tensor_sums_) stats.tensors = tensor_sums(update_sums);
+  take_value_copies();
+  stats.copies = std::move(copies_);
+  copies_.clear();
   t.other += MPI_Wtime() - t_norm;
   t.total = MPI_Wtime() - start;
   stats.seconds = t.total;

@@ -81,6 +81,10 @@ class CpuExecutor {
   // --check: every step also returns this rank's share of each tensor's sums of squares
   // (StepStats::tensors, each element counted once over the world).
   void set_per_tensor_sums(bool on) { per_tensor_sums_ = on; }
+  // --check: every step also returns every tensor this rank holds (StepStats::copies):
+  // each replica, TP/vocab slice, expert and ZeRO shard, gradients as the update reads
+  // them (reduced), values after the update (cpu_executor_copies.cpp).
+  void set_tensor_copies(bool on) { tensor_copies_ = on; }
   // Testing only (ibt train --inject-grad-fault): multiplies the gradient of the tensor
   // `name` ("*": every tensor) by `scale` before the gradients are reduced, on the ranks
   // that count that tensor's shard once, so a check must find it. Not with ZeRO-2/3
@@ -125,6 +129,11 @@ class CpuExecutor {
   // This rank's counted share of each tensor's sums (StepStats::tensors), from the
   // path the step took (AdamW's sums, ZeRO-1 slices, ZeRO-2/3 units).
   std::vector<TensorSums> tensor_sums(const std::vector<SquareSums>& update_sums);
+  // With tensor_copies_: the reduced gradients (before the update) and the values
+  // (after it) into copies_, from the path the step takes (ZeRO-1's gradient slices are
+  // taken in zero1_reduce_and_update).
+  void take_grad_copies();
+  void take_value_copies();
   // Whole-model sum of squares of values or grads, each parameter counted once.
   double global_sum_squares(bool grads);
 
@@ -144,6 +153,8 @@ class CpuExecutor {
   std::vector<StageCache> spare_caches_;
   int64_t step_ = 0;
   bool per_tensor_sums_ = false;
+  bool tensor_copies_ = false;
+  std::vector<TensorCopy> copies_;                // this step's (tensor_copies_)
   std::map<std::string, double> zero_grad_sums_;  // ZeRO-1/2/3: this step's counted gradient slices
   std::string fault_tensor_;                      // inject_grad_fault ("" = none)
   double fault_scale_ = 1.0;

@@ -273,6 +273,24 @@ double ZeroUnits::weight_sum_squares(std::map<std::string, double>* per_tensor) 
   return sum_sq;
 }
 
+void ZeroUnits::take_copies(bool grads, std::vector<TensorCopy>& out) const {
+  for (const auto& units : units_)
+    for (const Unit& u : units)
+      for (const Part& part : u.parts) {
+        const size_t lo = static_cast<size_t>(part.comm->rank()) * part.shard;
+        for_each_param(part, [&](Param& p, size_t at) {
+          if (!grads && stage_ == 2) {  // every rank holds the gathered weights
+            out.push_back(copy_of(p, false));
+            return;
+          }
+          const size_t a = std::max(at, lo), e = std::min(at + shape_elements(p.value), lo + part.shard);
+          if (a >= e) return;
+          const float* src = (grads ? part.grad.data() : part.weight.data()) + (a - lo);
+          out.push_back(copy_of(p, grads, static_cast<int64_t>(a - at), src, static_cast<int64_t>(e - a)));
+        });
+      }
+}
+
 double ZeroUnits::state_bytes() const {
   double elements = 0;
   for (const auto& units : units_)

@@ -31,6 +31,7 @@
 
 #include "collectives/communicator.hpp"
 #include "models/checkpoint/training_state.hpp"
+#include "models/engine/copy_check.hpp"
 #include "models/engine/layers/transformer.hpp"
 #include "models/engine/optimizer.hpp"
 
@@ -64,6 +65,10 @@ class ZeroUnits {
   void update(int64_t t, const AdamWConfig& config, double& compute_seconds);
   // This rank's share of the squared weight norm (each element once over the world).
   double weight_sum_squares(std::map<std::string, double>* per_tensor = nullptr) const;
+  // --check: this rank's gradient shards (after finish_gradients, before update) or
+  // weights (after update: ZeRO-3 its shards, ZeRO-2 the full weights it gathered), each
+  // parameter's part of a shard as one copy (copy_check.hpp).
+  void take_copies(bool grads, std::vector<TensorCopy>& out) const;
 
   // Bytes held between steps: shards (m, v, gradient; ZeRO-3 weights) and, with
   // ZeRO-2, the full weights.

@@ -30,12 +30,15 @@ std::string first_tensor_difference(const StepStats& got, const StepStats& ref, 
     if (it == by_name.end())
       return "step " + std::to_string(step) + ": tensor " + r.name + " of the serial reference is on no rank";
     const models::SquareSums& g = it->second->sums;
-    if (!close(std::sqrt(g.grad), std::sqrt(r.sums.grad), tol.tensor_grad))
+    // A norm's relative difference is at most its copies' (the triangle inequality): the
+    // element-wise tolerances bound it.
+    const double grad_tol = tol.gradients;
+    if (!close(std::sqrt(g.grad), std::sqrt(r.sums.grad), grad_tol))
       return difference(step, "tensor " + r.name + " gradient norm", std::sqrt(g.grad), std::sqrt(r.sums.grad),
-                        tol.tensor_grad);
-    if (!close(std::sqrt(g.value), std::sqrt(r.sums.value), tol.tensor_value))
+                        grad_tol);
+    if (!close(std::sqrt(g.value), std::sqrt(r.sums.value), tol.weights))
       return difference(step, "tensor " + r.name + " value norm", std::sqrt(g.value), std::sqrt(r.sums.value),
-                        tol.tensor_value);
+                        tol.weights);
     by_name.erase(it);
   }
   if (!by_name.empty())

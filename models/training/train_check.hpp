@@ -32,10 +32,10 @@ GradFault parse_grad_fault(const std::string& spec);
 // full tensors' sums (in the order names first appear, by rank), the others nothing.
 std::vector<models::TensorSums> gather_tensor_sums(const std::vector<models::TensorSums>& mine, MPI_Comm world);
 
-// The first difference from the reference ("" when none): loss, the two norms, then
-// each tensor in the reference's order ("step 2: tensor layers.0.attn.wq gradient norm
-// 0.0123 differs from the serial reference's 0.0246 (tolerance 1.2e-6)"). got.tensors
-// empty (an executor without per-tensor figures): the scalars only.
+// The first difference from the reference ("" when none), by the tolerances of this
+// step (tolerance_at_step): loss, each tensor in the reference's order, the two norms ("step 2: tensor layers.0.attn.wq
+// gradient norm 0.0123 differs from the serial reference's 0.0246 (tolerance 1.2e-6)"). got.tensors empty (an executor
+// without per-tensor figures): the scalars only.
 std::string first_difference(const models::StepStats& got, const models::StepStats& ref, const CheckTolerance& tol,
                              int step);
 

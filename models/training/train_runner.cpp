@@ -26,9 +26,11 @@
 #include "core/text_table.hpp"
 #include "ibt/version.hpp"
 #include "models/engine/blas.hpp"
+#include "models/engine/check_margins.hpp"
 #include "models/engine/data.hpp"
 #include "models/engine/reference_trainer.hpp"
 #include "models/engine/sgemm_peak.hpp"
+#include "models/executor/copy_gather.hpp"
 #include "models/plan/accounting.hpp"
 #include "models/training/train_check.hpp"
 #include "models/training/train_checkpoints.hpp"
@@ -176,7 +178,8 @@ struct TrainSetup {
   std::unique_ptr<TrainExecutor> executor;
   Peak peak, gemm_peak;  // per rank
   CheckTolerance tol{};
-  bool per_tensor = false;  // --check on an executor with per-tensor figures (cpu)
+  bool per_tensor = false;  // --check on an executor with per-tensor figures and copies (cpu)
+  CheckMargins margins;     // rank 0, --check: the largest differences so far
   double flops_per_step = 0;
   std::unique_ptr<ReferenceTrainer> reference;  // rank 0, with --check or --dump
   std::unique_ptr<store::Store> dump_store;
@@ -228,13 +231,14 @@ void set_up_training(TrainSetup& s, const ModelConfig& model, const TrainOptions
   s.executor = make_train_executor(o.executor, model, o.split, s.train, *s.data, world);
   s.peak = rank_peak(o, *s.executor, world, threads);
   s.gemm_peak = gemm_peak_of(o, *s.executor, world);
-  s.tol = check_tolerance(s.executor->kind(), s.executor->precision());
+  s.tol = check_tolerance(s.executor->kind(), s.executor->precision(), model.tied_embeddings);
   const GradFault fault = parse_grad_fault(o.inject_grad_fault);
   models::CpuExecutor* cpu = s.executor->checkpointable();  // (the cpu executor)
   if (!fault.tensor.empty() && !cpu) throw UsageError("--inject-grad-fault: the cpu executor's");
   if (!fault.tensor.empty()) cpu->inject_grad_fault(fault.tensor, fault.scale);
   s.per_tensor = o.check && cpu;
   if (cpu) cpu->set_per_tensor_sums(s.per_tensor);
+  if (cpu) cpu->set_tensor_copies(s.per_tensor);
   s.flops_per_step = model_flops_per_step(model, static_cast<double>(o.split.global_batch()));
   if ((o.check || !o.dump_path.empty()) && rank == 0)
     s.reference = std::make_unique<ReferenceTrainer>(model, s.train, *s.data);
@@ -285,6 +289,9 @@ void record_training_attrs(RunRecorder& recorder, const ModelConfig& model, cons
                         {"cuda_attention", o.executor.cuda_attention}};
   recorder.set_attr("config", cfg.dump());
   if (o.check) recorder.set_attr("check_tolerance", std::string(s.tol.text));
+  if (o.check && !s.per_tensor)
+    recorder.set_attr("check_scope", std::string("scalars only: loss and the gradient and parameter norms (the " +
+                                                 exec.kind() + " executor has no per-tensor copies)"));
 }
 
 // The step lines' columns at the printf widths they always had, each line laid out on its
@@ -375,12 +382,21 @@ struct StepVerdict {
 };
 
 // Rank 0 with a reference: steps it (dumping step 0's gradients) and, with --check,
-// compares the loss, the norms and each tensor (train_check.hpp).
+// compares every copy of every tensor element by element first (its message is the most
+// specific), then the loss, the norms and each tensor's norms (train_check.hpp).
 void step_reference(const TrainOptions& o, TrainSetup& s, const StepStats& st, int step, StepVerdict& v) {
   v.ref = s.reference->step();
   if (s.dump && step == 0) dump_tensors(*s.dump, *s.reference, "grads", true);
   if (!o.check) return;
-  v.mismatch = first_difference(st, v.ref, s.tol, step);
+  const CheckTolerance tol = tolerance_at_step(s.tol, step);
+  if (s.per_tensor) {
+    const CopyCheck c =
+        check_copies(st.copies, s.reference->model().params(), {tol.weights, tol.gradients}, step, true);
+    s.margins.add(c);
+    v.mismatch = c.failure;
+  }
+  s.margins.add(st, v.ref);
+  if (v.mismatch.empty()) v.mismatch = first_difference(st, v.ref, tol, step);
   v.bad = v.mismatch.empty() ? 0 : 1;
 }
 
@@ -459,7 +475,10 @@ TimedSteps run_steps(const TrainOptions& o, TrainSetup& s, TrainCheckpoints& che
     gate.pass("train step " + std::to_string(step), o.timeout_s);
     if (o.watchdog) o.watchdog->arm(o.timeout_s, "train step " + std::to_string(step));
     StepFigures f = run_and_time_step(o, s, step, rank, size, world);
-    if (s.per_tensor) f.st.tensors = gather_tensor_sums(f.st.tensors, world);
+    if (s.per_tensor) {
+      f.st.tensors = gather_tensor_sums(f.st.tensors, world);
+      f.st.copies = gather_copies(f.st.copies, world);
+    }
     StepVerdict v;
     if (s.dump) dump_batch(*s.dump, *s.reference, step);
     losses.push_back(f.st.loss);
@@ -563,6 +582,11 @@ TrainOutcome run_training(const ModelConfig& model, const TrainOptions& o, MPI_C
   ArrivalGate gate(world);
   const TimedSteps timed = run_steps(o, setup, checkpoints, gate, first_step, rank, size, world, recorder, losses, out);
   finish_training(model, o, setup, checkpoints, losses, timed, size, out);
+  if (o.check && rank == 0) {
+    out.check_margins = setup.margins.text();
+    if (!setup.per_tensor) out.check_margins += " (scalars only: no per-tensor copies on this executor)";
+    if (recorder && recorder->active()) recorder->set_attr("check_margins", out.check_margins);
+  }
   report_memory(model, o, *setup.executor, rank, size, world, recorder);
   return out;
 }

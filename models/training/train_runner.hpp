@@ -72,6 +72,9 @@ struct TrainOutcome {
   int first_step = 0;  // > 0 after --resume
   bool check_ok = true;
   std::string mismatch;  // "step 3: loss ..." when check failed, or a NaN/inf loss
+  // --check, rank 0: the largest relative differences from the reference over the steps
+  // run ("weights 3e-07, gradients 2e-06, loss ...", models/engine/check_margins.hpp).
+  std::string check_margins;
 };
 
 // OpenBLAS sgemm throughput at `threads` threads by the one CPU peak rule

@@ -30,10 +30,10 @@ SelfAttention::SelfAttention(const ModelConfig& m, uint64_t seed, int layer, Sha
   const Tensor k = init_normal(seed, p + "wk", {m.kv_heads * d, h}, init_std(m));
   const Tensor v = init_normal(seed, p + "wv", {m.kv_heads * d, h}, init_std(m));
   const Tensor o = init_normal(seed, p + "wo", {h, m.heads * d}, residual_init_std(m));
-  wq = make_param(p + "wq", slice_rows(q, tp.index * heads_ * d, heads_ * d), true);
-  wk = make_param(p + "wk", slice_rows(k, kv_first * d, kv_heads_ * d), true);
-  wv = make_param(p + "wv", slice_rows(v, kv_first * d, kv_heads_ * d), true);
-  wo = make_param(p + "wo", slice_cols(o, tp.index * heads_ * d, heads_ * d), true);
+  wq = make_shard(p + "wq", q, 0, tp.index * heads_ * d, heads_ * d, true);
+  wk = make_shard(p + "wk", k, 0, kv_first * d, kv_heads_ * d, true);
+  wv = make_shard(p + "wv", v, 0, kv_first * d, kv_heads_ * d, true);
+  wo = make_shard(p + "wo", o, 1, tp.index * heads_ * d, heads_ * d, true);
 }
 
 void SelfAttention::forward(const Tensor& x, int batch, int seq, Tensor& out, AttentionCache& c,

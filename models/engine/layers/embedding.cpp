@@ -10,7 +10,7 @@ Embedding::Embedding(const ModelConfig& m, uint64_t seed, Shard tp) : hidden_(m.
   const int64_t rows = tp.size_of(m.vocab, "vocab");
   vocab_begin_ = tp.begin_of(m.vocab, "vocab");
   const Tensor full = init_normal(seed, "embedding.weight", {m.vocab, m.hidden}, init_std(m));
-  table = make_param("embedding.weight", slice_rows(full, vocab_begin_, rows), true);
+  table = make_shard("embedding.weight", full, 0, vocab_begin_, rows, true);
 }
 
 void Embedding::forward(const std::vector<int32_t>& tokens, Tensor& out) const {

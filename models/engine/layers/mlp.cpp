@@ -61,12 +61,11 @@ Mlp::Mlp(const MlpShape& shape, uint64_t seed, const std::string& prefix, Shard 
   const int64_t begin = tp.begin_of(shape.ffn, prefix + "ffn size");
   const int64_t h = shape.hidden, f = shape.ffn;
   if (shape.activation == Activation::swiglu)
-    w_gate = make_param(prefix + "w_gate",
-                        slice_rows(init_normal(seed, prefix + "w_gate", {f, h}, std), begin, ffn_local_), true);
-  w_up =
-      make_param(prefix + "w_up", slice_rows(init_normal(seed, prefix + "w_up", {f, h}, std), begin, ffn_local_), true);
-  w_down = make_param(prefix + "w_down",
-                      slice_cols(init_normal(seed, prefix + "w_down", {h, f}, out_std), begin, ffn_local_), true);
+    w_gate =
+        make_shard(prefix + "w_gate", init_normal(seed, prefix + "w_gate", {f, h}, std), 0, begin, ffn_local_, true);
+  w_up = make_shard(prefix + "w_up", init_normal(seed, prefix + "w_up", {f, h}, std), 0, begin, ffn_local_, true);
+  w_down =
+      make_shard(prefix + "w_down", init_normal(seed, prefix + "w_down", {h, f}, out_std), 1, begin, ffn_local_, true);
 }
 
 std::vector<Param*> Mlp::params() {

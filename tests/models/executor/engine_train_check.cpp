@@ -1,8 +1,13 @@
 // Conformance driver run under mpiexec by CTest: trains a catalog model with the cpu
 // executor at the given split and, on every rank, the serial reference with the same
-// seed and global batch, and compares each step's loss, gradient norm and parameter
-// norm. Exit 0 when all match within the tolerances, 1 (naming the step and the
-// quantity) when not, 2 on bad arguments.
+// seed and global batch, and compares at each step every copy of every tensor that any
+// rank holds, element by element (gradients and weights, replicas bitwise against each
+// other: models/engine/copy_check.hpp, gathered to rank 0), then the loss, gradient norm
+// and parameter norm. Exit 0 when all match within the tolerances, 1 (naming the step
+// and the quantity) when not, 2 on bad arguments. The last line before OK gives the
+// largest relative differences seen ("margins: ..."), which
+// scripts/check/check_margins.sh collects over every split; --margins-only 1 prints them
+// for every step of a longer run without judging (how their growth was measured).
 //
 //   mpiexec -n 4 engine_train_check --model tiny-dense --dp 2 --tp 2 --steps 3
 //   mpiexec -n 4 engine_train_check --model tiny-dense --cp 2 --tp 2 --steps 3
@@ -19,8 +24,10 @@
 
 #include "core/errors.hpp"
 #include "models/engine/blas.hpp"
+#include "models/engine/check_margins.hpp"
 #include "models/engine/check_tolerance.hpp"
 #include "models/engine/reference_trainer.hpp"
+#include "models/executor/copy_gather.hpp"
 #include "models/executor/cpu_executor.hpp"
 #include "models/plan/accounting.hpp"
 #include "models/plan/model_file.hpp"
@@ -38,6 +45,7 @@ struct Args {
   int layers = 0;             // > 0: the model with this many layers (dualpipev at pp 4 needs 8)
   double aux_loss = 0;        // > 0: switch the model to the classic aux loss with this weight
   bool memory_check = false;  // also compare the held model state and ZeRO buffers with the plan
+  bool margins_only = false;  // measure: print every step's margins, fail on nothing (check_margins.sh)
 };
 
 Args parse(int argc, char** argv) {
@@ -89,6 +97,8 @@ Args parse(int argc, char** argv) {
       a.aux_loss = std::atof(v.c_str());
     else if (k == "--memory-check")
       a.memory_check = num() != 0;
+    else if (k == "--margins-only")
+      a.margins_only = num() != 0;
     else
       throw ibt::UsageError("unknown option " + k);
   }
@@ -120,6 +130,8 @@ int main(int argc, char** argv) {
     train.data_parallel = a.split.dp;
     SyntheticData data(m.vocab, m.seq_len, train.seed);
     CpuExecutor exec(m, a.split, train, data, MPI_COMM_WORLD);
+    exec.set_tensor_copies(true);
+    CheckMargins margins;
     TrainConfig ref_train = train;
     if (a.reference_lr > 0) ref_train.adam.lr = a.reference_lr;
     ReferenceTrainer ref(m, ref_train, data);
@@ -135,19 +147,42 @@ int main(int argc, char** argv) {
             s, got.loss, want.loss, got.grad_norm, want.grad_norm, got.param_norm, want.param_norm, t.total, t.compute,
             t.tp, t.pp, t.dp, t.ep, t.cp);
       if (rank == 0 && got.aux_loss > 0) std::printf("        aux_loss %.9g (ref %.9g)\n", got.aux_loss, want.aux_loss);
-      const CheckTolerance& tol = kFp32Cpu;
+      const CheckTolerance tol = tolerance_at_step(check_tolerance("cpu", "fp32", m.tied_embeddings), s);
+      const std::vector<TensorCopy> copies = gather_copies(got.copies, MPI_COMM_WORLD);
+      int copies_bad = 0;
+      if (rank == 0) {
+        const CopyCheck c = check_copies(copies, ref.model().params(), {tol.weights, tol.gradients}, s, true);
+        CheckMargins here;
+        here.add(c);
+        here.add(got, want);
+        margins.add(here);
+        std::printf("margins at step %d: %s\n", s, here.text().c_str());
+        if (!c.failure.empty()) std::fprintf(stderr, "MISMATCH at %s\n", c.failure.c_str());
+        std::printf("        largest: weights %.2g at %s; gradients %.2g at %s\n", c.weights, c.weights_at.c_str(),
+                    c.gradients, c.gradients_at.c_str());
+        copies_bad = c.failure.empty() ? 0 : 1;
+      }
+      MPI_Bcast(&copies_bad, 1, MPI_INT, 0, MPI_COMM_WORLD);
+      if (copies_bad && !a.margins_only) {
+        status = 1;
+        break;
+      }
       const char* bad = !close(got.loss, want.loss, tol.loss)                     ? "loss"
                         : !close(got.grad_norm, want.grad_norm, tol.grad_norm)    ? "grad_norm"
                         : !close(got.param_norm, want.param_norm, tol.param_norm) ? "param_norm"
                         : !close(got.aux_loss, want.aux_loss, tol.aux_loss)       ? "aux_loss"
                                                                                   : nullptr;
-      if (bad) {
+      if (bad && !a.margins_only) {
         if (rank == 0) std::fprintf(stderr, "MISMATCH at step %d: %s differs from the serial reference\n", s, bad);
         status = 1;
         break;
       }
     }
-    if (rank == 0 && status == 0) std::printf("OK: matches the serial reference for %d steps\n", a.steps);
+    if (rank == 0) std::printf("margins: %s\n", margins.text().c_str());
+    if (rank == 0 && status == 0 && a.margins_only)
+      std::printf("measured %d steps (--margins-only 1: differences not judged)\n", a.steps);
+    else if (rank == 0 && status == 0)
+      std::printf("OK: matches the serial reference for %d steps\n", a.steps);
     if (a.memory_check && status == 0) {
       // What this rank holds between steps (weights, gradients, AdamW m and v; ZeRO
       // shards) and the peak of ZeRO's gathered weights and unit gradients during the
