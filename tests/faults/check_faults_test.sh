@@ -24,6 +24,7 @@ fail() { echo "check_faults_test: FAIL: $*" >&2; exit 1; }
 rm -rf "$dir" && mkdir -p "$dir" || fail "cannot make $dir"
 [ -r "$expected" ] || fail "no expectation file $expected"
 steps=2
+check_flag=(--check)
 
 # run NAME SPLIT FAULT_ENV...: a 2-rank `train --check` of SPLIT under the shim with the
 # IBT_FAULT_* settings FAULT_ENV (VAR=VALUE words), its last step checkpointed in
@@ -36,7 +37,7 @@ run() {
   local flags
   read -r -a flags <<<"$split"
   status=0
-  timeout 300 "$mpiexec" "${genv[@]}" -n 2 "$ibt" train "${flags[@]}" --steps $steps --check \
+  timeout 300 "$mpiexec" "${genv[@]}" -n 2 "$ibt" train "${flags[@]}" --steps $steps ${check_flag[@]+"${check_flag[@]}"} \
     --checkpoint-every $steps --checkpoint-dir "$dir/$name.ckpt" </dev/null >"$dir/$name.log" 2>&1 || status=$?
 }
 
@@ -65,6 +66,7 @@ while IFS='|' read -r name split fault; do
   [ -z "$name" ] && continue
   [[ $name =~ ^(${CHECK_FAULTS_ONLY:-.*})$ ]] || continue
   read -r op rank call mode scale size <<<"$fault"
+  aimed=$call
   common=(IBT_FAULT_OP="$op" IBT_FAULT_RANK="$rank" IBT_FAULT_COMM_SIZE="$size")
   run "$name.clean" "$split" "${common[@]}" IBT_FAULT_MODE=count
   [ "$status" = 0 ] && grep -q "check: every step matches" "$dir/$name.clean.log" ||
@@ -74,14 +76,25 @@ while IFS='|' read -r name split fault; do
   [ -n "$calls" ] && ((calls >= call)) ||
     { cat "$dir/$name.clean.log"; fail "$name: the clean run has ${calls:-no} matching $op calls, the fault aims at call $call"; }
   run "$name" "$split" "${common[@]}" IBT_FAULT_CALL="$call" IBT_FAULT_MODE="$mode" IBT_FAULT_SCALE="$scale"
-  log=$dir/$name.log
+  log=$dir/$name.log checked_status=$status
   fired=$(grep -c "^comm_fault_shim: rank $rank .* call $call\b" "$log")
   [ "$fired" = 1 ] || { cat "$log"; fail "$name: the fault fired $fired times, not once"; }
-  shift_=$(python3 "$here/weight_shift.py" "$dir/$name.clean.ckpt" "$dir/$name.ckpt") ||
-    fail "$name: weight_shift.py failed on $dir/$name.clean.ckpt and $dir/$name.ckpt"
+  # How far the fault moves the trained weights: the same pair trained without --check (a
+  # caught fault stops the checked run before its checkpoint), the call counted afresh.
+  check_flag=()
+  run "$name.clean.train" "$split" "${common[@]}" IBT_FAULT_MODE=count
+  [ "$status" = 0 ] || { cat "$dir/$name.clean.train.log"; fail "$name: clean run without --check exited $status"; }
+  train_call=$(sed -n "s/^comm_fault_shim: rank $rank: \([0-9]*\) matching .* calls, 0 changed$/\1/p" "$dir/$name.clean.train.log")
+  [ "$aimed" = last ] || train_call=$call
+  run "$name.train" "$split" "${common[@]}" IBT_FAULT_CALL="$train_call" IBT_FAULT_MODE="$mode" IBT_FAULT_SCALE="$scale"
+  [ "$status" = 0 ] || { cat "$dir/$name.train.log"; fail "$name: faulty run without --check exited $status"; }
+  check_flag=(--check)
+  shift_=$(python3 "$here/weight_shift.py" "$dir/$name.clean.train.ckpt" "$dir/$name.train.ckpt") ||
+    fail "$name: weight_shift.py failed on $dir/$name.clean.train.ckpt and $dir/$name.train.ckpt"
   # A case that leaves the weights bitwise as they were tests nothing: aim it elsewhere.
   [ "$shift_" != 0 ] || fail "$name: the fault fired but the trained weights are bitwise those of the clean run"
   message=$(grep -m1 -o "FAILED: .*" "$log")
+  status=$checked_status
   case $status in
     1) grep -Eq "FAILED: step [0-9]+" "$log" || { cat "$log"; fail "$name: exit 1 without naming a step"; }
        verdict=caught ;;
