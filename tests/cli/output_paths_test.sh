@@ -97,8 +97,13 @@ if [[ $(id -u) -eq 0 ]]; then
   refused "root: report --out under /sys" "--out /sys/ibt-report: cannot create the folder" \
     "$ibt" report "$dir/r.h5" --out /sys/ibt-report
 fi
-closed=$dir/closed
-mkdir -p "$closed" && chmod 0555 "$closed" && chmod 0755 "$dir"
+# Under /tmp, not the build folder: a checkout inside a closed home folder (or mktemp -d's
+# 0700 folder) would refuse the other user a folder above, another reason than this one.
+closed_root=$(mktemp -d /tmp/ibt-output-paths.XXXXXX)
+closed=$closed_root/closed
+trap 'rm -rf "$closed_root"' EXIT
+mkdir -p "$closed" && cp "$dir/r.h5" "$reference" "$closed_root/" && chmod 0555 "$closed" && chmod -R a+rX "$closed_root"
+readable=$closed_root/r.h5 readable_ref=$closed_root/$(basename "$reference")
 as_user=()
 if [[ $(id -u) -eq 0 ]]; then
   if command -v setpriv >/dev/null && setpriv --reuid=65534 --regid=65534 --clear-groups true 2>/dev/null; then
@@ -113,12 +118,13 @@ if [[ $(id -u) -ne 0 || ${#as_user[@]} -gt 0 ]]; then
   refused "unprivileged: --out in a 0555 folder" "$closed/x.h5: $denied" \
     "${as_user[@]}" "$ibt" project --model llama3-8b --topology dgx-h100 --gpus 8 --out "$closed/x.h5"
   refused "unprivileged: --junit in a 0555 folder" "--junit $closed/a.xml: $denied" \
-    "${as_user[@]}" "$ibt" accept --reference "$reference" --from "$dir/r.h5" --junit "$closed/a.xml"
+    "${as_user[@]}" "$ibt" accept --reference "$readable_ref" --from "$readable" --junit "$closed/a.xml"
   refused "unprivileged: --write in a 0555 folder" "--write $closed/r.json: $denied" \
     "${as_user[@]}" "$ibt" accept --generate-reference dgx-h100 --ranks 16 --write "$closed/r.json"
   refused "unprivileged: report into a 0555 folder" "--out $closed: $denied" \
-    "${as_user[@]}" "$ibt" report "$dir/r.h5" --out "$closed" --force
+    "${as_user[@]}" "$ibt" report "$readable" --out "$closed" --force
 fi
+rm -rf "$closed_root"
 
 # 4. /proc takes no files: once reported as "disk full" (statvfs says 0 bytes free there).
 refused "--out under /proc" "/proc/x.h5: folder '/proc' takes no new files (a virtual file system such as /proc)" \
