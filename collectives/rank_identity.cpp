@@ -44,6 +44,11 @@ long rank_pid(int world_rank) {
   return ranks && world_rank >= 0 && world_rank < static_cast<int>(ranks->size()) ? (*ranks)[world_rank].pid : 0;
 }
 
+std::string rank_host(int world_rank) {
+  const auto* ranks = known();
+  return ranks && world_rank >= 0 && world_rank < static_cast<int>(ranks->size()) ? (*ranks)[world_rank].host : "";
+}
+
 std::string describe_rank_process(int world_rank) {
   const auto* ranks = known();
   if (!ranks || world_rank < 0 || world_rank >= static_cast<int>(ranks->size())) return "";

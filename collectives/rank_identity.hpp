@@ -22,6 +22,8 @@ struct RankIdentity {
 void gather_rank_identities(MPI_Comm world);
 // The rank's pid; 0 when not gathered (or no such rank).
 long rank_pid(int world_rank);
+// The rank's host; "" when not gathered (or no such rank).
+std::string rank_host(int world_rank);
 // "pid 4711 on host node-3", or "" when rank identities were not gathered (or no such rank).
 std::string describe_rank_process(int world_rank);
 // " (rank 1: pid 4711 on host node-3; rank 2: ...)", or "" when nothing is known: the

@@ -6,6 +6,7 @@
 #include <stdexcept>
 #include <string>
 
+#include "collectives/rank_identity.hpp"
 #include "core/errors.hpp"
 
 namespace ibt::models {
@@ -95,11 +96,9 @@ std::vector<TensorCopy> gather_copies(const std::vector<TensorCopy>& mine, MPI_C
   int rank = 0, size = 1;
   MPI_Comm_rank(world, &rank);
   MPI_Comm_size(world, &size);
-  char host[MPI_MAX_PROCESSOR_NAME] = {};
-  int host_len = 0;
-  MPI_Get_processor_name(host, &host_len);
-  std::vector<char> hosts(rank == 0 ? static_cast<size_t>(size) * MPI_MAX_PROCESSOR_NAME : 0);
-  MPI_Gather(host, MPI_MAX_PROCESSOR_NAME, MPI_CHAR, hosts.data(), MPI_MAX_PROCESSOR_NAME, MPI_CHAR, 0, world);
+  // The hosts are the job's (rank_identity.hpp): gathered once per process, usually
+  // already by the run's first arrival gate, not again every checked step.
+  gather_rank_identities(world);
 
   const std::vector<char> bytes = pack_copies(mine);
   // Each rank's size as a 64-bit count, so a world total past int is refused, not wrapped.
@@ -121,11 +120,7 @@ std::vector<TensorCopy> gather_copies(const std::vector<TensorCopy>& mine, MPI_C
   std::vector<TensorCopy> out;
   if (rank != 0) return out;
   for (int r = 0; r < size; ++r)
-    unpack_copies(
-        all.data() + at[r], static_cast<size_t>(counts[r]), r,
-        std::string(hosts.data() + static_cast<size_t>(r) * MPI_MAX_PROCESSOR_NAME,
-                    strnlen(hosts.data() + static_cast<size_t>(r) * MPI_MAX_PROCESSOR_NAME, MPI_MAX_PROCESSOR_NAME)),
-        out);
+    unpack_copies(all.data() + at[r], static_cast<size_t>(counts[r]), r, rank_host(r), out);
   return out;
 }
 
