@@ -7,6 +7,7 @@
 
 #include "core/errors.hpp"
 #include "models/plan/model_file.hpp"
+#include "tests/topologies/studies/projection_parts.hpp"
 #include "topologies/studies/atlas.hpp"
 
 namespace ibt::topo {
@@ -23,15 +24,7 @@ TEST(Atlas, AgreementRules) {
   EXPECT_THROW(atlas_agreement("maybe", "pp"), RuntimeError);
 }
 
-Projection breakdown(int pp, double compute, Exposure e, double exposed) {
-  Projection p;
-  p.feasible = true;
-  p.split.pp = pp;
-  p.compute_s = compute;
-  p.exposed_s[static_cast<int>(e)] = exposed;
-  p.step_s = compute + exposed;
-  return p;
-}
+constexpr auto breakdown = testing::projection_of_parts;
 
 TEST(Atlas, DecidingTermIsThePartTheWinnerSavesMostOn) {
   AtlasCell c;

@@ -7,21 +7,14 @@
 #include <limits>
 
 #include "models/plan/model_file.hpp"
+#include "tests/topologies/studies/projection_parts.hpp"
 #include "topologies/studies/crossover_table.hpp"
 #include "topologies/studies/verdict_reason.hpp"
 
 namespace ibt::topo {
 namespace {
 
-Projection part(int pp, double compute, Exposure e, double exposed) {
-  Projection p;
-  p.feasible = true;
-  p.split.pp = pp;
-  p.compute_s = compute;
-  p.exposed_s[static_cast<int>(e)] = exposed;
-  p.step_s = compute + exposed;
-  return p;
-}
+constexpr auto part = testing::projection_of_parts;
 
 TEST(VerdictReason, DomainFitNoteSaysWhereAJobLeavesAPartialDomain) {
   EXPECT_EQ(domain_fit_note(1024, 72), "1024 devices fill 14 domains of 72 and 16 devices of a 15th");
