@@ -44,9 +44,30 @@ kept() {
   echo "$n"
 }
 
+# expect_status LABEL WANT: the job's exit status is WANT, ibt's own code for the end it
+# decided; or, as docs/exit-status.md allows, the code the launcher reports for a rank it
+# ended itself. Which rank's end mpiexec reports first depends on the order it reaps them,
+# so under load (CI) it varies: after a timeout it can report the SIGKILL of the stopped
+# rank (9); after a kill, a survivor whose transport aborted on the dead peer (6) before
+# the launcher's SIGKILL reached it. Only with the launcher's own record of that end in
+# the log ("Killed (signal 9)", or the killed pid with "EXIT CODE: 9") is the other code
+# accepted; what ibt decided is checked from its message and the file by the caller.
+expect_status() {
+  ((status == $2)) && return
+  if (($2 == 3 && status == 9)) && grep -q "EXIT STRING: Killed (signal 9)" "$log"; then
+    echo "$1: mpiexec reported the stopped rank's SIGKILL (9) before ibt's timeout (3)"
+    return
+  fi
+  if (($2 == 9 && status == 6)) && grep -A1 "PID $pid RUNNING AT" "$log" | grep -q "EXIT CODE: 9"; then
+    echo "$1: mpiexec reported a survivor's transport abort (6) after the kill of pid $pid (9)"
+    return
+  fi
+  fail "$1: exit status $status (expected $2$( (($2 == 3)) && echo ', timeout' || echo ", the launcher's for SIGKILL"))"
+}
+
 # 1. rank 1 stopped: rank 0 notices (at the gate or inside the op), records and ends the job.
 run_case stopped1 1 STOP
-[[ $status -eq 3 ]] || fail "stopped1: exit status $status (expected 3, timeout)"
+expect_status stopped1 3
 grep -Eq "rank 1 did not arrive \(pid $pid on host [^)]+\)|rank 1 \(pid $pid on host [^)]+\) stopped progressing" "$log" ||
   fail "stopped1: the message does not name rank 1 with its pid"
 [[ $(attr "$file" 000001 status) == failed ]] || fail "stopped1: run not failed in the file"
@@ -59,7 +80,7 @@ ok "stopped rank 1: exit 3 after ${elapsed}s (bound ${bound}s), $n rows kept ($b
 # rank 0 cannot write, the launcher SIGKILLs it, and readers show the run interrupted.
 run_case stopped0 0 STOP
 # Rank 1 exits 3; the launcher reports the first bad exit.
-[[ $status -eq 3 ]] || fail "stopped0: exit status $status (expected 3, timeout)"
+expect_status stopped0 3
 grep -Eq "waiting for rank 0 \(pid $pid on host [^)]+\) to release|rank 0 \(pid $pid on host [^)]+\) stopped progressing" "$log" ||
   fail "stopped0: the message does not name rank 0 with its pid"
 grep -q "noticed by rank 1" "$log" || fail "stopped0: the message does not name the rank that noticed"
@@ -74,7 +95,7 @@ ok "stopped rank 0: exit $status after ${elapsed}s (bound ${bound}s), $n rows ke
 # rank_pids attribute maps that pid to rank 1.
 run_case killed1 1 KILL
 # The launcher reports the killed rank's signal as its exit code ("EXIT CODE: 9").
-[[ $status -eq 9 ]] || fail "killed1: exit status $status (expected 9, the launcher's for SIGKILL)"
+expect_status killed1 9
 grep -q "PID $pid RUNNING AT" "$log" || fail "killed1: the launcher does not name pid $pid"
 pids=$(attr "$file" 000001 rank_pids)
 [[ ,$pids, == *",r1=$pid,"* ]] || fail "killed1: rank_pids '$pids' does not map pid $pid to rank 1"
@@ -84,7 +105,7 @@ ok "killed rank 1: exit $status after ${elapsed}s, the launcher names pid $pid, 
 
 # 4. rank 0 killed: the writer is gone; readers name its pid (rank 0's in rank_pids).
 run_case killed0 0 KILL
-[[ $status -eq 9 ]] || fail "killed0: exit status $status (expected 9, the launcher's for SIGKILL)"
+expect_status killed0 9
 pids=$(attr "$file" 000001 rank_pids)
 [[ $pids == "r0=$pid,"* ]] || fail "killed0: rank_pids '$pids' does not start with rank 0's pid $pid"
 shown=$("$ibt" show "$file" --run 1)
@@ -106,7 +127,7 @@ wait "$job" || status=$?
 elapsed=$(echo "$(date +%s.%N) - $start" | bc)
 cleanup_marker "$file"
 grep error "$log"
-[[ $status -eq 3 ]] || fail "gate0: exit status $status (expected 3, timeout)"
+expect_status gate0 3
 (($(echo "$elapsed <= $bound" | bc))) || fail "gate0: ended ${elapsed}s after rank 0 stopped (bound T + 15 = ${bound}s)"
 r0=$(attr "$file" 000001 rank_pids | sed -n 's/^r0=\([0-9]*\),.*/\1/p')
 grep -q "waiting for rank 0 (pid $r0 on host .*) to release the start of all_reduce (scope world, float32, 32 B)" "$log" ||
