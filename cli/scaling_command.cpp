@@ -381,6 +381,10 @@ void add_measured(std::vector<std::pair<std::string, std::vector<topo::ScalingPo
   for (auto& [path, points] : measured) {
     std::printf("\nmeasured (%s): %zu point(s) of %s (fastest timed step of each run; the best run per size)\n",
                 path.c_str(), points.size(), model.name.c_str());
+    // Why this figure is not the median step that train, sweep and the report show.
+    std::printf(
+        "  the fastest step, as calibration fits it: interference only adds time; train, sweep and the\n"
+        "  report show the same run's median step, so their MFU reads lower\n");
     for (auto& pt : points) topo::price_own_split(pt, model, own_split_system(pt, systems, generations));
     std::vector<topo::ScalingPoint> shown = points;
     take_points(std::move(points), model.name, mode, generations, recorder, all, a.wide);

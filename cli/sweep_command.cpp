@@ -30,7 +30,8 @@ namespace {
 constexpr const char* kUsage = "mpiexec -n N ibt sweep --model NAME [--steps S] [--microbatches 1,2,4] [--out FILE.h5]";
 constexpr const char* kAbout =
     "Runs every split (dp, tp, pp, ep, schedule, microbatches) the executor can run on N\n"
-    "ranks for --steps steps and ranks them by MFU (mean over the steps after the first).\n"
+    "ranks for --steps steps and ranks them by MFU (median over the steps after the first, as\n"
+    "`ibt report` shows it).\n"
     "--executor cuda sweeps on one GPU per rank (dense models; see ibt train --help).\n";
 
 std::vector<int> parse_int_list(const std::string& csv, const char* option) {
@@ -153,7 +154,7 @@ std::vector<Ranked> train_splits(const std::vector<models::ParallelSplit>& split
       if (!r.outcome.check_ok)
         std::printf("  [%zu/%zu] FAILED: %s\n", i + 1, splits.size(), r.outcome.mismatch.c_str());
       std::printf("  [%zu/%zu] %-48s %8.4f s/step  MFU %6.3f%%\n", i + 1, splits.size(),
-                  models::describe(splits[i]).c_str(), r.outcome.mean_step_s, 100 * r.outcome.mfu);
+                  models::describe(splits[i]).c_str(), r.outcome.median_step_s, 100 * r.outcome.mfu);
       std::fflush(stdout);
     }
     guard.set_recorder(nullptr);
@@ -166,7 +167,7 @@ std::vector<Ranked> train_splits(const std::vector<models::ParallelSplit>& split
 void print_ranking(std::vector<Ranked> results, const std::string& out) {
   std::stable_sort(results.begin(), results.end(),
                    [](const Ranked& a, const Ranked& b) { return a.outcome.mfu > b.outcome.mfu; });
-  std::printf("\n# ranked by MFU (PP = uses pipeline parallelism)\n");
+  std::printf("\n# ranked by MFU, medians over the steps after the first (PP = uses pipeline parallelism)\n");
   using Align = TextTable::Align;
   TextTable table;  // at the printf widths it always had, each row laid out on its own
   table.add_column({"rank", Align::right, "", 4});
@@ -188,7 +189,7 @@ void print_ranking(std::vector<Ranked> results, const std::string& out) {
     const Ranked& r = results[i];
     std::printf("%s", table
                           .row_text({std::to_string(i + 1), models::describe(r.split), r.split.pp > 1 ? "PP" : "",
-                                     fixed(r.outcome.mean_step_s, 4), fixed(r.outcome.tokens_per_s, 1),
+                                     fixed(r.outcome.median_step_s, 4), fixed(r.outcome.tokens_per_s, 1),
                                      fixed(100 * r.outcome.mfu, 3) + "%",
                                      fixed(100 * r.outcome.bubble_fraction, 1) + "%", r.run_id},
                                     style)

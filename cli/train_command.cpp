@@ -220,8 +220,8 @@ int run(int argc, char** argv, MpiSession& mpi) {
     throw;
   }
   if (mpi.rank() == 0) {
-    std::printf("# mean over steps %d..%d: %.4f s/step, %.1f tokens/s, %.5f model TFLOP/s, MFU %.2f%%",
-                std::min(outcome.first_step + 1, a.options.steps - 1), a.options.steps - 1, outcome.mean_step_s,
+    std::printf("# median over steps %d..%d: %.4f s/step, %.1f tokens/s, %.5f model TFLOP/s, MFU %.2f%%",
+                std::min(outcome.first_step + 1, a.options.steps - 1), a.options.steps - 1, outcome.median_step_s,
                 outcome.tokens_per_s, outcome.model_tflops, 100 * outcome.mfu);
     if (outcome.mfu_gemm > 0) std::printf(" (%.2f%% of the measured GEMM peak)", 100 * outcome.mfu_gemm);
     std::printf("\n");

@@ -23,6 +23,7 @@
 #include "collectives/runtime/run_recorder.hpp"
 #include "core/command_line.hpp"
 #include "core/errors.hpp"
+#include "core/stats.hpp"
 #include "core/text_table.hpp"
 #include "ibt/version.hpp"
 #include "models/engine/blas.hpp"
@@ -459,9 +460,11 @@ tables::StepRow step_row(int step, const StepFigures& f, const StepVerdict& v, b
 }
 
 // Sums over the timed steps (every step after the first one run, or that one alone).
+// The timed steps' own figures: every figure a run reports is the median over them, the
+// statistic `ibt report` draws from the same run's steps table (issue 41: one statistic
+// per figure across commands).
 struct TimedSteps {
-  double seconds = 0, bubble = 0;
-  int count = 0;
+  std::vector<double> step_s, tokens_per_s, tflops, mfu, mfu_gemm, bubble;
 };
 
 // The steps from first_step on, each behind the arrival gate and the watchdog: timed,
@@ -493,9 +496,12 @@ TimedSteps run_steps(const TrainOptions& o, TrainSetup& s, TrainCheckpoints& che
     if (!v.diverged) checkpoints.after_step(step, s.executor->checkpointable());
     if (o.watchdog) o.watchdog->arm(o.timeout_s, "train (between steps)");
     if (step > first_step || o.steps == first_step + 1) {
-      timed.seconds += f.step_time;
-      timed.bubble += f.parts[2] / f.step_time;
-      ++timed.count;
+      timed.step_s.push_back(f.step_time);
+      timed.tokens_per_s.push_back(f.tokens_per_s);
+      timed.tflops.push_back(f.tflops);
+      timed.mfu.push_back(f.mfu);
+      timed.mfu_gemm.push_back(f.mfu_gemm);
+      timed.bubble.push_back(f.parts[2] / f.step_time);
     }
     out.final_loss = f.st.loss;
     if (v.bad) {
@@ -532,23 +538,23 @@ void report_memory(const ModelConfig& model, const TrainOptions& o, TrainExecuto
   }
 }
 
-// After the last step: checkpoint totals, the dump's losses and status, the means over
+// After the last step: checkpoint totals, the dump's losses and status, the medians over
 // the timed steps.
-void finish_training(const ModelConfig& model, const TrainOptions& o, const TrainSetup& s,
-                     TrainCheckpoints& checkpoints, const std::vector<double>& losses, const TimedSteps& timed,
-                     int size, TrainOutcome& out) {
+void finish_training(const TrainOptions& o, const TrainSetup& s, TrainCheckpoints& checkpoints,
+                     const std::vector<double>& losses, const TimedSteps& timed, TrainOutcome& out) {
   if (o.watchdog) o.watchdog->arm(o.timeout_s, "train (finishing: checkpoints, memory statistics)");
   checkpoints.finish();
   if (s.dump) {
     s.dump->write_array("losses", {static_cast<std::uint64_t>(losses.size())}, losses.data());
     s.dump->finish(out.check_ok ? store::RunStatus::complete : store::RunStatus::failed, out.mismatch);
   }
-  out.mean_step_s = timed.seconds / std::max(timed.count, 1);
-  out.tokens_per_s = static_cast<double>(o.split.global_batch()) * model.seq_len / out.mean_step_s;
-  out.model_tflops = s.flops_per_step / out.mean_step_s * 1e-12;
-  out.mfu = s.flops_per_step / (out.mean_step_s * size * s.peak.gflops * 1e9);
-  out.mfu_gemm = s.gemm_peak.gflops > 0 ? s.flops_per_step / (out.mean_step_s * size * s.gemm_peak.gflops * 1e9) : 0.0;
-  out.bubble_fraction = timed.bubble / std::max(timed.count, 1);
+  out.timed_steps = static_cast<int>(timed.step_s.size());
+  out.median_step_s = median(timed.step_s);
+  out.tokens_per_s = median(timed.tokens_per_s);
+  out.model_tflops = median(timed.tflops);
+  out.mfu = median(timed.mfu);
+  out.mfu_gemm = s.gemm_peak.gflops > 0 ? median(timed.mfu_gemm) : 0.0;
+  out.bubble_fraction = median(timed.bubble);
 }
 
 }  // namespace
@@ -581,7 +587,7 @@ TrainOutcome run_training(const ModelConfig& model, const TrainOptions& o, MPI_C
   out.first_step = first_step;
   ArrivalGate gate(world);
   const TimedSteps timed = run_steps(o, setup, checkpoints, gate, first_step, rank, size, world, recorder, losses, out);
-  finish_training(model, o, setup, checkpoints, losses, timed, size, out);
+  finish_training(o, setup, checkpoints, losses, timed, out);
   if (o.check && rank == 0) {
     out.check_margins = setup.margins.text();
     if (!setup.per_tensor) out.check_margins += " (scalars only: no per-tensor copies on this executor)";

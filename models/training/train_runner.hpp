@@ -62,7 +62,10 @@ struct TrainOptions {
 };
 
 struct TrainOutcome {
-  double mean_step_s = 0;  // over steps after the first (the first warms caches)
+  // Every figure below is the median over the timed steps: the steps after the first (it
+  // warms caches), or the only one; the statistic `ibt report` uses for the same run.
+  int timed_steps = 0;
+  double median_step_s = 0;
   double tokens_per_s = 0;
   double model_tflops = 0;  // model TFLOP/s of the whole job
   double mfu = 0;

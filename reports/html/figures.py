@@ -357,7 +357,7 @@ def training_figures(runs):
         ax.set_xticklabels([str(d) for d in counts])
         ax.minorticks_off()
         ax.set_xlabel("devices")
-        ax.set_ylabel("MFU (%, axis 0-100)")
+        ax.set_ylabel("MFU (%, axis 0-100; measured: median step after the first)")
         FS.mfu_axis(ax, values_pct=[100 * p[4] for p in mine])
         lines_said = "one line" if len(best) == 1 else f"the {len(best)} best lines"
         FS.title(fig, f"{model} on {where}: MFU against devices ({lines_said})")

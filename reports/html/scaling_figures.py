@@ -152,8 +152,8 @@ def scaling_figures(runs):
                               _cell(float(r[SCALE.energy_J_per_token]), "{:.3g}")])
         devices = sorted({int(r[SCALE.devices]) for r in mine if int(r[SCALE.feasible])})
         ax_eff.axhline(100, color="#888888", ls=":", lw=1.2, label="ideal scaling (100%)")
-        for ax, ylabel in ((ax_mfu, "MFU (%, axis 0-100)"), (ax_tok, "tokens/s per device"),
-                           (ax_eff, "scaling efficiency (%)")):
+        for ax, ylabel in ((ax_mfu, "MFU (%, axis 0-100; measured: fastest step)"),
+                           (ax_tok, "tokens/s per device"), (ax_eff, "scaling efficiency (%)")):
             ax.set_xscale("log", base=2)
             ax.set_xticks(devices)
             ax.set_xticklabels([str(d) for d in devices])

@@ -5,13 +5,21 @@ Prints one line per sweep run, best MFU first, as "run<TAB>split<TAB>PP|-<TAB>s/
 (s/step to 4 decimals, MFU in percent to 3, as `ibt sweep` prints them); with --best
 without|with, only "split<TAB>MFU%" of the best run without or with pipeline parallelism.
 
-The figures are the sweep's own (models/training/train_runner.cpp): s/step is the mean step_time of
-the timed steps (every recorded step after the first, or the first alone), MFU is
-model_flops_per_step / (s/step * world_size * peak_gflops_per_rank * 1e9); runs of equal
+The figures are the sweep's own (models/training/train_runner.cpp), medians over the timed steps
+(every recorded step after the first, or the first alone) as in `ibt report`: s/step is the
+median step_time, MFU the median of each step's model_flops_per_step / (step_time * world_size *
+peak_gflops_per_rank * 1e9); runs of equal
 MFU keep their sweep order (sweep_index). Only the json module is needed, so any python3 runs it.
 """
 import json
 import sys
+
+
+def median(xs):
+    """The middle value, or the mean of the two middle ones (as core/stats.cpp and numpy)."""
+    v = sorted(xs)
+    n = len(v)
+    return v[n // 2] if n % 2 else 0.5 * (v[n // 2 - 1] + v[n // 2])
 
 
 def ranking(export):
@@ -24,12 +32,11 @@ def ranking(export):
         timed = rows[1:] if len(rows) > 1 else rows
         if not timed:
             continue  # a run that recorded no step is not in the sweep's ranking either
-        seconds = 0.0
-        for r in timed:
-            seconds += r["step_time"]
-        mean = seconds / len(timed)
-        mfu = attrs["model_flops_per_step"] / (mean * attrs["world_size"] * attrs["peak_gflops_per_rank"] * 1e9)
-        runs.append((attrs["sweep_index"], run["id"], attrs["split"], "PP" if attrs["uses_pp"] else "-", mean, mfu))
+        times = [r["step_time"] for r in timed]
+        mfus = [attrs["model_flops_per_step"] / (t * attrs["world_size"] * attrs["peak_gflops_per_rank"] * 1e9)
+                for t in times]
+        runs.append((attrs["sweep_index"], run["id"], attrs["split"], "PP" if attrs["uses_pp"] else "-",
+                     median(times), median(mfus)))
     runs.sort(key=lambda r: r[0])
     runs.sort(key=lambda r: -r[5])  # stable: equal MFU keeps the sweep order
     return runs
@@ -43,9 +50,9 @@ def main():
     elif args:
         sys.exit("usage: ibt export FILE.h5 --json | sweep_ranking.py [--best with|without]")
     runs = ranking(json.load(sys.stdin))
-    for _, run_id, split, pp, mean, mfu in runs:
+    for _, run_id, split, pp, step_s, mfu in runs:
         if best is None:
-            print("%s\t%s\t%s\t%.4f\t%.3f" % (run_id, split, pp, mean, 100 * mfu))
+            print("%s\t%s\t%s\t%.4f\t%.3f" % (run_id, split, pp, step_s, 100 * mfu))
         elif (pp == "PP") == (best == "with"):
             print("%s\t%.3f" % (split, 100 * mfu))
             break

@@ -76,9 +76,25 @@ grep -q "no split fits in memory" "$dir/none.log" || { cat "$dir/none.log"; fail
   --out "$dir/s.h5" > /dev/null
 # A stated per-rank peak (1 TFLOP/s, above any one CPU core's sgemm): the point's MFU
 # then depends on this run only, not on an sgemm peak measured while the machine is busy.
-$mpirun -n 1 "$ibt" train --model tiny-dense --steps 4 --peak-tflops 1 --out "$dir/m.h5" > /dev/null
+$mpirun -n 1 "$ibt" train --model tiny-dense --steps 4 --peak-tflops 1 --out "$dir/m.h5" > "$dir/m.log"
 "$ibt" scaling --model tiny-dense --topology local-cpu --gpus 1,2 --global-batch 4 --measured "$dir/m.h5" \
   --out "$dir/s.h5" > "$dir/measured.log"
+# One statistic per figure (issue 41): train prints the median over the timed steps, the
+# report's statistic, and scaling --measured the fastest step, saying why it differs. Both
+# are recomputed here from the steps table, independently of ibt.
+"$py" - "$dir/m.h5" "$dir/m.log" "$dir/measured.log" <<'EOF' || fail "the MFU statistics"
+import re, sys
+import h5py, numpy as np
+with h5py.File(sys.argv[1], "r") as f:
+    run = f["runs"][sorted(f["runs"])[-1]]
+    mfu = np.asarray(run["steps"]["mfu"][:], dtype=float)
+printed = float(re.search(r"^# median over steps 1\.\.3: .* MFU ([0-9.]+)%", open(sys.argv[2]).read(), re.M).group(1))
+assert abs(printed - round(100 * np.median(mfu[1:]), 2)) < 0.006, (printed, 100 * mfu)
+scaled = open(sys.argv[3]).read()
+shown = float(re.search(r"measured MFU ([0-9.]+)%", scaled).group(1))
+assert abs(shown - 100 * mfu[1:].max()) < 0.051, (shown, 100 * mfu)  # printed to 0.1%
+assert "report show the same run's median step" in scaled, scaled
+EOF
 grep -q "^measured ($dir/m.h5): 1 point(s) of tiny-dense" "$dir/measured.log" ||
   { cat "$dir/measured.log"; fail "the measured train run did not join"; }
 # ... beside the projection of its own split (like for like), not only the best split's.
