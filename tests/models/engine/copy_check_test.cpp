@@ -9,17 +9,14 @@
 #include <string>
 #include <vector>
 
+#include "engine_test_util.hpp"
 #include "models/engine/copy_check.hpp"
 
 namespace ibt::models {
 namespace {
 
 // A 4x6 tensor whose element i holds 1 + i (no zero: relative differences are defined).
-Tensor counting(std::vector<int64_t> dims) {
-  Tensor t(std::move(dims));
-  for (size_t i = 0; i < t.data.size(); ++i) t.data[i] = 1.0f + static_cast<float>(i);
-  return t;
-}
+using test::counting;
 
 Param full_param(const std::string& name) {
   Param p = make_param(name, counting({4, 6}), true);

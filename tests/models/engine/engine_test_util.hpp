@@ -18,6 +18,14 @@ inline Tensor random_tensor(std::vector<int64_t> shape, uint64_t seed, double st
   return init_normal(seed, "test", std::move(shape), std);
 }
 
+// 1, 2, 3, ... in storage order: every element names its own position, so a slice or a
+// copy that lands on the wrong elements shows which ones.
+inline Tensor counting(std::vector<int64_t> dims) {
+  Tensor t(std::move(dims));
+  for (size_t i = 0; i < t.data.size(); ++i) t.data[i] = 1.0f + static_cast<float>(i);
+  return t;
+}
+
 // sum(a * b) in double: the scalar "loss" L = <r, y> whose gradient w.r.t. y is r.
 inline double dot(const Tensor& a, const Tensor& b) {
   double s = 0;

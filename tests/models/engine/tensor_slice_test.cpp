@@ -5,17 +5,14 @@
 #include <stdexcept>
 #include <vector>
 
+#include "engine_test_util.hpp"
 #include "models/engine/tensor_slice.hpp"
 
 namespace ibt::models {
 namespace {
 
 // Element i holds 1 + i.
-Tensor counting(std::vector<int64_t> dims) {
-  Tensor t(std::move(dims));
-  for (size_t i = 0; i < t.data.size(); ++i) t.data[i] = 1.0f + static_cast<float>(i);
-  return t;
-}
+using test::counting;
 
 TEST(TensorSlice, RowSliceMapsToItsRows) {
   const Tensor full = counting({4, 6});
