@@ -79,20 +79,13 @@ def parse_args():
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("imb", help="path of an IMB-MPI1 executable")
     p.add_argument("ibt", help="path of the ibt executable")
-    p.add_argument("--ranks", type=int, default=2)
-    p.add_argument("--reps", type=int, default=5, help="alternating repetitions (medians are reported)")
-    p.add_argument("--iters", type=int, default=100, help="timed iterations per size, both tools")
-    p.add_argument("--lo", type=int, default=3, help="smallest size, log2 bytes (IMB's size)")
-    p.add_argument("--hi", type=int, default=26, help="largest size, log2 bytes (IMB's size)")
+    add_run_args(p, hi_default=26)
     p.add_argument("--modes", default="imb,loop", help="ibt timing modes to run")
-    p.add_argument("--ops", default=",".join(OPS), help="ibt ops to compare")
     p.add_argument("--preload", help="LD_PRELOAD for every rank of both tools")
     p.add_argument("--realtime", action="store_true", help="SCHED_FIFO ranks (see above)")
     p.add_argument("--nice", type=int, help="run every rank of both tools at this nice value (e.g. -20): "
                                                "for ranks that outnumber cores, where SCHED_FIFO ranks cannot share one")
     p.add_argument("--rank-timeout", type=int, default=600, help="seconds before a --realtime or --nice rank is killed")
-    p.add_argument("--bind-to", help="hydra's -bind-to for both tools (e.g. core): the same placement for both, "
-                                      "instead of wherever the scheduler puts unbound ranks")
     p.add_argument("--mpiexec", default="mpiexec.mpich")
     p.add_argument("--imb-buffers", choices=("page+16", "native"), default="page+16",
                    help="page+16: IMB's MPI_Alloc_mem buffers 16 bytes past a page, where ibt's imb timing puts its "
@@ -113,12 +106,7 @@ def parse_args():
         if not os.path.exists(a.alloc_shim):
             p.error(f"--imb-buffers page+16 needs the shim {a.alloc_shim} (built with ibt: target "
                     "ibt_alloc_mem_offset); pass --alloc-shim PATH or --imb-buffers native")
-    a.ops = [o for o in a.ops.split(",") if o]
-    for o in a.ops:
-        if o not in OPS:
-            p.error(f"unknown op {o} (expected some of {', '.join(OPS)})")
-    if a.ranks != 2 and "ping_pong" in a.ops:
-        a.ops.remove("ping_pong")  # IMB runs PingPong on two ranks only
+    check_run_args(p, a)
     a.modes = [m for m in a.modes.split(",") if m]
     if a.preload:
         a.preload = os.path.abspath(a.preload)
@@ -139,6 +127,44 @@ def launcher(a, preload=()):
     elif a.nice is not None:
         cmd += ["timeout", "-s", "KILL", str(a.rank_timeout), "nice", "-n", str(a.nice)]
     return cmd
+
+
+def add_run_args(p, hi_default):
+    """The run's shape, alike for every comparison script: ranks, repetitions, sizes, ops."""
+    p.add_argument("--ranks", type=int, default=2)
+    p.add_argument("--reps", type=int, default=5, help="alternating repetitions (medians are reported)")
+    p.add_argument("--iters", type=int, default=100, help="timed iterations per size, both tools")
+    p.add_argument("--lo", type=int, default=3, help="smallest size, log2 bytes (IMB's size)")
+    p.add_argument("--hi", type=int, default=hi_default, help="largest size, log2 bytes (IMB's size)")
+    p.add_argument("--ops", default=",".join(OPS), help="ibt ops to compare")
+    p.add_argument("--bind-to", help="hydra's -bind-to for both tools (e.g. core): the same placement for both, "
+                                      "instead of wherever the scheduler puts unbound ranks")
+
+
+def check_run_args(p, a):
+    """Refuses what add_run_args took and cannot run (exit 2 naming it); a.ops becomes a list,
+    without ping_pong off two ranks (IMB runs PingPong on two ranks only)."""
+    for name in ("ranks", "reps", "iters"):
+        if getattr(a, name) < 1:
+            p.error(f"--{name} must be at least 1")
+    if not 2 <= a.lo <= a.hi <= 30:
+        p.error("need 2 <= --lo <= --hi <= 30 (4 B to 1 GiB)")
+    a.ops = [o for o in a.ops.split(",") if o]
+    for o in a.ops:
+        if o not in OPS:
+            p.error(f"unknown op {o} (expected some of {', '.join(OPS)})")
+    if a.ranks != 2 and "ping_pong" in a.ops:
+        a.ops.remove("ping_pong")
+    if not a.ops:
+        p.error("no op left to compare")
+
+
+def ibt_collectives_args(ibt, mode, iters, op, first, last, factor, out):
+    """ibt's command line for one op, timed as IMB times it: IMB's warm-up count, no check
+    in the timed loop, float32, broadcast in place (IMB's Bcast has one buffer)."""
+    return [ibt, "collectives", "--timing", mode, "-a", "avg", "-n", str(iters), "-w", str(warmups(iters)), "-c", "0",
+            "-d", "float32", "--placement", "in" if op == "broadcast" else "out", "--scope", "world", "--op", op,
+            "-b", str(first), "-e", str(last), "-f", str(factor), "--out", out]
 
 
 def warmups(iters):
@@ -171,10 +197,7 @@ def run_ibt(a, mode, scratch, ops, lo, hi):
         out = os.path.join(scratch, f"{mode}-{op}.h5")
         if os.path.exists(out):
             os.remove(out)
-        cmd = launcher(a) + [a.ibt, "collectives", "--timing", mode, "-a", "avg", "-n", str(a.iters),
-                             "-w", str(warmups(a.iters)), "-c", "0", "-d", "float32",
-                             "--placement", "in" if op == "broadcast" else "out", "--scope", "world", "--op", op,
-                             "-b", str((1 << lo) * scale), "-e", str((1 << hi) * scale), "-f", "2", "--out", out]
+        cmd = launcher(a) + ibt_collectives_args(a.ibt, mode, a.iters, op, (1 << lo) * scale, (1 << hi) * scale, 2, out)
         subprocess.run(cmd, capture_output=True, text=True, check=True)
         table = subprocess.run([a.ibt, "export", out, "--csv"], capture_output=True, text=True, check=True).stdout
         for row in csv.DictReader(io.StringIO(table)):
