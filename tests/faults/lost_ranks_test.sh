@@ -62,6 +62,9 @@ expect_status() {
     echo "$1: mpiexec reported a survivor's transport abort (6) after the kill of pid $pid (9)"
     return
   fi
+  # Everything but the rows, so that an end nobody has explained yet shows the launcher's
+  # banner and whatever the ranks and their transport printed last.
+  grep -v '^  all_reduce \|^  *n/a' "$log" | tail -40 >&2
   fail "$1: exit status $status (expected $2$( (($2 == 3)) && echo ', timeout' || echo ", the launcher's for SIGKILL"))"
 }
 
