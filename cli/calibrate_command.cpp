@@ -44,14 +44,20 @@ const char* kAbout =
     "names; the others are then reported as held out), model.gemm_efficiency is fitted so that\n"
     "the sim's compute time matches the measured one (its fastest step after the first), and each\n"
     "run's residual is printed. Without train runs the base topology's efficiency stays (say\n"
-    "--measure-local to measure this machine's sgemm and memcpy first).\n";
+    "--measure-local to measure this machine's sgemm and memcpy first).\n\n"
+    "Your own training logs: runs imported with `ibt import-log` (Megatron, NeMo, torchtitan) are\n"
+    "fitted the same way to their logged step time (median iteration), projected in the log's\n"
+    "dtype on --topology (the system they ran on; required), whose network figures stay; no\n"
+    "collectives run is needed. Hold runs out with --fit-train to see the error at the splits the\n"
+    "fit did not see, then project or crossover with the written topology.\n";
 
 // The parsed command line.
 struct CalibrateArgs {
   std::vector<std::string> inputs;
   std::string out, base = "local-cpu", name;
   bool measure_local = false, allow_oversubscribed = false, force = false;
-  bool wide = false;  // the residual table at its old fixed widths
+  bool wide = false;            // the residual table at its old fixed widths
+  bool topology_given = false;  // --topology (or --base) on the command line
   std::vector<std::string> fit_train;
 };
 
@@ -88,10 +94,12 @@ bool parse_calibrate_args(int argc, char** argv, CalibrateArgs& a) {
   if (!parse_command_line(argc, argv, opts, vm, &pos, "", &old_spellings)) {
     print_help(std::cout, "ibt calibrate FILE.h5 [FILE.h5 ...] --out TOPOLOGY.json [options]", kAbout, opts,
                {"ibt calibrate results/quickstart.h5 --topology local-cpu --out my-cluster.json",
-                "ibt calibrate fit.h5 held.h5 --fit-train fit.h5 --out mine.json"});
+                "ibt calibrate fit.h5 held.h5 --fit-train fit.h5 --out mine.json",
+                "ibt calibrate logs.h5 --topology dgx-h100 --fit-train logs.h5:000001 --out my-h100.json"});
     return false;
   }
   take_alias(vm, "base", "topology", a.base);
+  a.topology_given = vm.count("base") || (vm.count("topology") && !vm["topology"].defaulted());
   return true;
 }
 
@@ -233,8 +241,16 @@ void fit_compute_efficiency(topo::Topology& topology, const TrainRunChoice& runs
     return;
   }
   const topo::ComputeFit cf = topo::fit_compute(topology, runs.fit, runs.held_out);
-  std::printf("compute fit: gemm_efficiency %.4f of fp32 peak %.4f TFLOP/s = %.2f GFLOP/s achieved, from %zu run(s)\n",
-              cf.gemm_efficiency, topology.device.fp32.get(), cf.achieved_gflops, runs.fit.size());
+  if (cf.from_logs)
+    std::printf(
+        "compute fit: gemm_efficiency %.4f of %s peak %.1f TFLOP/s = %.1f TFLOP/s, from %zu logged run(s) "
+        "(their step times: a log has no compute breakdown)\n",
+        cf.gemm_efficiency, cf.dtype.c_str(), topology.device.peak(cf.dtype).get(), cf.achieved_gflops / 1e3,
+        runs.fit.size());
+  else
+    std::printf(
+        "compute fit: gemm_efficiency %.4f of fp32 peak %.4f TFLOP/s = %.2f GFLOP/s achieved, from %zu run(s)\n",
+        cf.gemm_efficiency, topology.device.fp32.get(), cf.achieved_gflops, runs.fit.size());
   using Align = TextTable::Align;
   // Wide (width 0): the printf widths it always had, each row laid out on its own. Otherwise
   // the columns as wide as their cells, run and split wrapping within `width`.
@@ -259,11 +275,12 @@ void fit_compute_efficiency(topo::Topology& topology, const TrainRunChoice& runs
   style.rule = false;
   style.width = width;
   auto cells = [](const topo::TrainResidual& r) -> std::vector<std::string> {
+    const bool breakdown = r.measured_compute_s > 0;  // an imported log has none
     return {r.fitted ? "fit" : "held-out",
             r.label,
-            fixed(r.measured_compute_s, 5),
-            fixed(r.projected_compute_s, 5),
-            signed_fixed(100 * (r.projected_compute_s / r.measured_compute_s - 1), 1) + "%",
+            breakdown ? fixed(r.measured_compute_s, 5) : "-",
+            breakdown ? fixed(r.projected_compute_s, 5) : "-",
+            breakdown ? signed_fixed(100 * (r.projected_compute_s / r.measured_compute_s - 1), 1) + "%" : "-",
             fixed(r.measured_step_s, 5),
             fixed(r.projected_step_s, 5),
             signed_fixed(100 * (r.projected_step_s / r.measured_step_s - 1), 1) + "%",
@@ -287,19 +304,30 @@ int calibrate_main(int argc, char** argv) {
   check_out_and_name(a);
   const topo::Topology base_topology = topo::load_topology(a.base);
   const Measurements measured = read_measurements(a.inputs);
-  if (measured.rows.empty())
-    throw UsageError("no collectives run in the given files: nothing to fit communication from");
+  if (measured.rows.empty() && measured.train.empty())
+    throw UsageError("no collectives or train run in the given files: nothing to fit");
   // Train runs are checked where the compute fit takes them, below.
   if (!measured.oversubscribed.empty()) refuse_or_warn_oversubscribed(measured.oversubscribed, a.allow_oversubscribed);
   const auto layout = topo::agreed_layout(measured.layouts);  // refuses mixed layouts, naming the files
+  const TrainRunChoice train_runs = choose_train_runs(a.fit_train, measured.train);
+  const bool logs = !train_runs.fit.empty() && !train_runs.fit.front().source_format.empty();
+  if (logs && !a.topology_given)
+    throw UsageError(
+        "the runs to fit were imported from training logs: give --topology, the system they ran on "
+        "(e.g. dgx-h100, or a calibrated topology of your cluster), not the default local-cpu");
   topo::CalibrationReport rep = topo::calibrate(base_topology, measured.rows, a.inputs, a.name);
   // The fits hold on the layout they were measured on: take its domain size, and price
   // groups spanning domains from the inter fits (calibration_layout.hpp).
   if (layout) std::printf("layout: %s\n", topo::apply_measured_layout(rep.topology, *layout, "calibration").c_str());
   if (a.measure_local)
     topo::measure_local_compute(rep.topology, models::measure_sgemm_peak_gflops(1), models::sgemm_peak_rule());
-  const TrainRunChoice train_runs = choose_train_runs(a.fit_train, measured.train);
-  print_fits(rep, a.measure_local);
+  if (measured.rows.empty()) {
+    if (!logs) throw UsageError("no collectives run in the given files: nothing to fit communication from");
+    std::printf("communication: no collectives run in the files, so priced by the network figures of '%s'\n",
+                base_topology.name.c_str());
+  } else {
+    print_fits(rep, a.measure_local);
+  }
   std::vector<std::string> oversubscribed_fit;
   for (const auto& r : train_runs.fit)
     if (!r.oversubscription.empty()) oversubscribed_fit.push_back(r.label() + " (" + r.oversubscription + ")");
@@ -308,8 +336,10 @@ int calibrate_main(int argc, char** argv) {
   const std::string text = topo::to_json(rep.topology);
   topo::parse_topology(text, a.out);  // what we write must load back
   write_output_file(a.out, text, "--out");
-  const std::string wrote = "wrote " + a.out + " (" + std::to_string(rep.topology.fits.size()) +
-                            " fits); use it as --topology " + a.out + "\n";
+  const std::string what = measured.rows.empty()
+                               ? "the compute efficiency of the logs, the network of '" + base_topology.name + "'"
+                               : std::to_string(rep.topology.fits.size()) + " fits";
+  const std::string wrote = "wrote " + a.out + " (" + what + "); use it as --topology " + a.out + "\n";
   std::printf("%s", wrap_lines(wrote, a.wide ? 0 : kReportColumns, 2).c_str());
   return kExitOk;
 }

@@ -93,7 +93,8 @@ Agreement compare_run(const MeasuredTrainRun& run, const models::ModelConfig& mo
   a.topology = topology.name;
   // The step statistics are the engine's, not the step program's: priced here and
   // added to the sim's step (every rank runs them after its last op).
-  const EngineExtras extra = engine_extras(model, run.split, topology);
+  // A run imported from a framework's log ran that framework, not ibt's engine: no extras.
+  const EngineExtras extra = run.source_format.empty() ? engine_extras(model, run.split, topology) : EngineExtras{};
   a.measured_step_s = run.step_s;
   a.projected_step_s = p.step_s + extra.statistics_s + extra.gradient_packing_s;
   a.rel_diff = (a.projected_step_s - run.step_s) / run.step_s;

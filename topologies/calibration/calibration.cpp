@@ -151,6 +151,14 @@ CalibrationReport calibrate(const Topology& base, const std::vector<MeasuredColl
   t.name = name;
   std::string files;
   for (const auto& f : inputs) files += (files.empty() ? "" : ", ") + f;
+  if (rows.empty()) {
+    // Training runs only (imported logs): the network is the base's, fits included.
+    t.description = "Calibrated from the train runs in " + files + " on top of '" + base.name +
+                    "' (its network "
+                    "figures kept): " +
+                    base.description;
+    return rep;
+  }
   const std::string src = "calibration";
   t.sources.erase(std::remove_if(t.sources.begin(), t.sources.end(), [&](const Source& s) { return s.id == src; }),
                   t.sources.end());

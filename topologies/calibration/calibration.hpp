@@ -58,7 +58,9 @@ struct CalibrationReport {
 };
 
 // Fits every (op, scope, group size) with >= 2 distinct sizes; send_recv/ping_pong rows
-// are fitted as send_recv. `inputs` names the files for the calibration source.
+// are fitted as send_recv. `inputs` names the files for the calibration source. Without
+// rows the base is only renamed (its network figures and fits kept), for a calibration
+// from training runs alone.
 CalibrationReport calibrate(const Topology& base, const std::vector<MeasuredCollective>& rows,
                             const std::vector<std::string>& inputs, const std::string& name);
 

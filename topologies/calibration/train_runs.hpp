@@ -22,7 +22,8 @@ struct MeasuredTrainRun {
   models::ParallelSplit split;  // parsed from the "split" attribute
   int timed_steps = 0;
   // The fastest timed step, seconds: step_s is the slowest rank's step time, the
-  // components are means over ranks (train_runner.cpp).
+  // components are means over ranks (train_runner.cpp). For a run imported from a log,
+  // step_s is the median timed iteration instead (what the log and import-log state).
   double step_s = 0;
   double compute_s = 0, tp_s = 0, pp_s = 0, dp_s = 0, ep_s = 0, other_s = 0;
   // Made with --check: rank 0 also ran the serial reference between steps, so the
