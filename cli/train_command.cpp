@@ -41,6 +41,8 @@ constexpr const char* kAbout =
     "every rank's copy of every tensor with it element by element (gradients and weights; replicas\n"
     "bitwise against each other), then loss and norms; a failure names step, tensor, rank, host and\n"
     "slice, and the largest differences seen are printed (tolerances measured: docs/training.md).\n"
+    "After each step that passes, the reference takes the split's weights, so every step is judged\n"
+    "from the same weights (its gradients by the reduction order alone), not from a drifted copy.\n"
     "The other ranks' communication times then include waiting: take timings from runs without it.\n\n"
     "Checkpoints: --checkpoint-every K --checkpoint-dir DIR writes the full training state\n"
     "(weights, AdamW moments and step, MoE biases, data position and RNG state = steps done\n"
@@ -227,6 +229,9 @@ int run(int argc, char** argv, MpiSession& mpi) {
     std::printf("\n");
     if (recorder->active()) std::printf("# results: %s, run %s\n", a.out.c_str(), recorder->run_id().c_str());
     if (a.options.check) std::printf("# check: largest relative differences: %s\n", outcome.check_margins.c_str());
+    if (!outcome.check_margins_reseeded.empty())
+      std::printf("# check: after the first step (each from the split's weights): %s\n",
+                  outcome.check_margins_reseeded.c_str());
     if (!outcome.check_ok)
       std::printf("# FAILED: %s\n", outcome.mismatch.c_str());
     else if (a.options.check)

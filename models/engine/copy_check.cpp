@@ -155,4 +155,20 @@ CopyCheck check_copies(const std::vector<TensorCopy>& copies, const std::vector<
   return out;
 }
 
+void reseed_reference(const std::vector<TensorCopy>& copies, const std::vector<Param*>& reference) {
+  std::map<std::string, Param*> by_name;
+  for (Param* p : reference) by_name[p->name] = p;
+  for (const TensorCopy& c : copies) {
+    if (c.grad) continue;
+    const auto it = by_name.find(c.name);
+    if (it == by_name.end()) throw std::out_of_range("reseed_reference: " + c.name + " is not in the reference");
+    Tensor& full = it->second->value;
+    for (size_t i = 0; i < c.data.size(); ++i) {
+      const int64_t at = full_index(c.slice, c.local_dims, c.first + static_cast<int64_t>(i));
+      if (at >= full.numel()) throw std::out_of_range("reseed_reference: past the reference tensor " + c.name);
+      full.data[static_cast<size_t>(at)] = c.data[i];
+    }
+  }
+}
+
 }  // namespace ibt::models

@@ -62,4 +62,14 @@ struct CopyCheck {
 CopyCheck check_copies(const std::vector<TensorCopy>& copies, const std::vector<Param*>& reference,
                        const CopyTolerance& tol, int step, bool grads);
 
+// Rank 0 after a step whose copies passed check_copies: the split's weights written into
+// the reference (every value copy at its mapped positions; replicas are bitwise equal, so
+// the order does not matter), so that the next step of both starts from the same weights.
+// Each step is then judged alone: its gradients differ from the reference's by the
+// reduction order only, as at step 0, instead of inheriting the weights' drift (AdamW's
+// first update amplifies rounding in the entries whose gradient is near eps). The
+// optimizer moments stay each run's own; they differ by rounding, never amplified. Throws
+// std::out_of_range when a copy does not fit its tensor (check_copies refuses those first).
+void reseed_reference(const std::vector<TensorCopy>& copies, const std::vector<Param*>& reference);
+
 }  // namespace ibt::models

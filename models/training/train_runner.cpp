@@ -179,8 +179,10 @@ struct TrainSetup {
   std::unique_ptr<TrainExecutor> executor;
   Peak peak, gemm_peak;  // per rank
   CheckTolerance tol{};
-  bool per_tensor = false;  // --check on an executor with per-tensor figures and copies (cpu)
-  CheckMargins margins;     // rank 0, --check: the largest differences so far
+  bool per_tensor = false;        // --check on an executor with per-tensor figures and copies (cpu)
+  CheckMargins margins;           // rank 0, --check: the largest differences so far
+  CheckMargins reseeded_margins;  // the same over the steps after the first, each from the split's weights
+  int first_checked_step = 0;     // a resumed run's first step: its reference replayed, not reseeded
   double flops_per_step = 0;
   std::unique_ptr<ReferenceTrainer> reference;  // rank 0, with --check or --dump
   std::unique_ptr<store::Store> dump_store;
@@ -232,7 +234,7 @@ void set_up_training(TrainSetup& s, const ModelConfig& model, const TrainOptions
   s.executor = make_train_executor(o.executor, model, o.split, s.train, *s.data, world);
   s.peak = rank_peak(o, *s.executor, world, threads);
   s.gemm_peak = gemm_peak_of(o, *s.executor, world);
-  s.tol = check_tolerance(s.executor->kind(), s.executor->precision(), model.tied_embeddings);
+  s.tol = check_tolerance(s.executor->kind(), s.executor->precision(), model.tied_embeddings, model.is_moe());
   const GradFault fault = parse_grad_fault(o.inject_grad_fault);
   models::CpuExecutor* cpu = s.executor->checkpointable();  // (the cpu executor)
   if (!fault.tensor.empty() && !cpu) throw UsageError("--inject-grad-fault: the cpu executor's");
@@ -389,16 +391,24 @@ void step_reference(const TrainOptions& o, TrainSetup& s, const StepStats& st, i
   v.ref = s.reference->step();
   if (s.dump && step == 0) dump_tensors(*s.dump, *s.reference, "grads", true);
   if (!o.check) return;
-  const CheckTolerance tol = tolerance_at_step(s.tol, step);
+  // Every step after the first starts from the split's weights when the element-wise
+  // check runs (below), and is held to the tolerances measured so (check_tolerance.hpp).
+  const bool reseeded = s.per_tensor && step > s.first_checked_step;
+  const CheckTolerance tol = tolerance_at_step(s.tol, step, reseeded);
+  CheckMargins here;
   if (s.per_tensor) {
     const CopyCheck c =
         check_copies(st.copies, s.reference->model().params(), {tol.weights, tol.gradients}, step, true);
-    s.margins.add(c);
+    here.add(c);
     v.mismatch = c.failure;
   }
-  s.margins.add(st, v.ref);
+  here.add(st, v.ref);
+  s.margins.add(here);
+  if (reseeded) s.reseeded_margins.add(here);
   if (v.mismatch.empty()) v.mismatch = first_difference(st, v.ref, tol, step);
   v.bad = v.mismatch.empty() ? 0 : 1;
+  // Judge each step alone: the next one starts from the split's weights (copy_check.hpp).
+  if (s.per_tensor && !v.bad) reseed_reference(st.copies, s.reference->model().params());
 }
 
 // Collective: a loss or gradient that is no longer finite on any rank ends the run,
@@ -582,6 +592,7 @@ TrainOutcome run_training(const ModelConfig& model, const TrainOptions& o, MPI_C
   // --check after a resume: the reference replays the steps before it (it has no
   // checkpoint of its own), so every step run here is still compared.
   for (int s = 0; setup.reference && s < first_step; ++s) setup.reference->step();
+  setup.first_checked_step = first_step;
 
   TrainOutcome out;
   out.first_step = first_step;
@@ -591,7 +602,11 @@ TrainOutcome run_training(const ModelConfig& model, const TrainOptions& o, MPI_C
   if (o.check && rank == 0) {
     out.check_margins = setup.margins.text();
     if (!setup.per_tensor) out.check_margins += " (scalars only: no per-tensor copies on this executor)";
-    if (recorder && recorder->active()) recorder->set_attr("check_margins", out.check_margins);
+    if (setup.per_tensor && o.steps - first_step > 1) out.check_margins_reseeded = setup.reseeded_margins.text();
+    if (recorder && recorder->active()) {
+      recorder->set_attr("check_margins", out.check_margins);
+      if (!out.check_margins_reseeded.empty()) recorder->set_attr("check_margins_reseeded", out.check_margins_reseeded);
+    }
   }
   report_memory(model, o, *setup.executor, rank, size, world, recorder);
   return out;

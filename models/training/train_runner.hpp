@@ -78,6 +78,9 @@ struct TrainOutcome {
   // --check, rank 0: the largest relative differences from the reference over the steps
   // run ("weights 3e-07, gradients 2e-06, loss ...", models/engine/check_margins.hpp).
   std::string check_margins;
+  // The same over the steps after the first, each started from the split's weights
+  // (reseeded: copy_check.hpp reseed_reference); "" with one step or scalars only.
+  std::string check_margins_reseeded;
 };
 
 // OpenBLAS sgemm throughput at `threads` threads by the one CPU peak rule

@@ -60,7 +60,10 @@ table=$dir/table.txt
 printf '%-11s %-5s %-4s %-11s %s\n' case fired exit weights message >"$table"
 wrong=()
 # name | split | IBT_FAULT_OP RANK CALL MODE SCALE COMM_SIZE (CALL "last": the last
-# matching call of the clean run, which falls in the last step)
+# matching call of the clean run, which falls in the last step; "step1+K": K calls after the
+# first of the second step). The _late cases fault the second step, which --check judges from the
+# split's own weights (the reference reseeded after step 0): their tolerances are those
+# measured for reseeded steps, not step 0's.
 while IFS='|' read -r name split fault; do
   name=${name// /}
   [ -z "$name" ] && continue
@@ -73,6 +76,10 @@ while IFS='|' read -r name split fault; do
     { cat "$dir/$name.clean.log"; fail "$name: clean run ($split) exited $status"; }
   calls=$(sed -n "s/^comm_fault_shim: rank $rank: \([0-9]*\) matching .* calls, 0 changed$/\1/p" "$dir/$name.clean.log")
   [ "$call" = last ] && call=$calls
+  # "step1[+K]": the first matching call of the second step (every step makes the same
+  # calls), or K calls after it.
+  second() { local k=${1#step1}; k=${k#+}; echo $(($2 / steps + 1 + ${k:-0})); }
+  [[ $call == step1* ]] && call=$(second "$call" "$calls")
   [ -n "$calls" ] && ((calls >= call)) ||
     { cat "$dir/$name.clean.log"; fail "$name: the clean run has ${calls:-no} matching $op calls, the fault aims at call $call"; }
   run "$name" "$split" "${common[@]}" IBT_FAULT_CALL="$call" IBT_FAULT_MODE="$mode" IBT_FAULT_SCALE="$scale"
@@ -84,8 +91,10 @@ while IFS='|' read -r name split fault; do
   check_flag=()
   run "$name.clean.train" "$split" "${common[@]}" IBT_FAULT_MODE=count
   [ "$status" = 0 ] || { cat "$dir/$name.clean.train.log"; fail "$name: clean run without --check exited $status"; }
-  train_call=$(sed -n "s/^comm_fault_shim: rank $rank: \([0-9]*\) matching .* calls, 0 changed$/\1/p" "$dir/$name.clean.train.log")
-  [ "$aimed" = last ] || train_call=$call
+  train_calls=$(sed -n "s/^comm_fault_shim: rank $rank: \([0-9]*\) matching .* calls, 0 changed$/\1/p" "$dir/$name.clean.train.log")
+  train_call=$call
+  [ "$aimed" = last ] && train_call=$train_calls
+  [[ $aimed == step1* ]] && train_call=$(second "$aimed" "$train_calls")
   run "$name.train" "$split" "${common[@]}" IBT_FAULT_CALL="$train_call" IBT_FAULT_MODE="$mode" IBT_FAULT_SCALE="$scale"
   [ "$status" = 0 ] || { cat "$dir/$name.train.log"; fail "$name: faulty run without --check exited $status"; }
   check_flag=(--check)
@@ -118,6 +127,9 @@ dp_scale  | --model tiny-dense --dp 2 --microbatches 2        | allreduce      1
 zero1     | --model tiny-dense --dp 2 --microbatches 2 --zero 1 | reduce_scatter 1 last scale  1.001   2
 zero2     | --model tiny-dense --dp 2 --microbatches 2 --zero 2 | reduce_scatter 1 1  scale   1.001   2
 zero3     | --model tiny-dense --dp 2 --microbatches 2 --zero 3 | allgather      1 1  scale   1.001   2
+cp_ring_late | --model tiny-dense --cp 2 --cp-comm ring       | isend          0 step1 scale  1.00005 2
+zero2_late| --model tiny-dense --dp 2 --microbatches 2 --zero 2 | reduce_scatter 1 step1 scale 1.001  2
+zero3_late| --model tiny-dense --dp 2 --microbatches 2 --zero 3 | allgather      1 step1+1 scale 1.001 2
 CASES
 cat "$table"
 for w in "${wrong[@]}"; do echo "check_faults_test: $w" >&2; done

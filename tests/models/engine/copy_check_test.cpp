@@ -1,7 +1,8 @@
 // --check element by element (models/engine/copy_check.hpp) on hand-made tensors: the
 // verdicts on copies of row and column slices (exact, off by 1e-4, one element off by
 // 1e-3, a replica one ulp apart, elements no rank holds, a ZeRO flat shard, a name the
-// reference lacks, a NaN).
+// reference lacks, a NaN), and the reseed that writes a split's weights back into the
+// reference.
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -137,6 +138,41 @@ TEST(CopyCheck, UnknownTensorsAndNaNsFail) {
   copies[2].data[0] = std::nanf("");
   EXPECT_NE(check_copies(copies, {&ref}, {1, 1}, 0, true).failure.find("weights differ from the serial reference"),
             std::string::npos);
+}
+
+TEST(CopyCheck, ReseedWritesEveryWeightCopyAtItsPositionsAndLeavesGradients) {
+  // The split's weights: rows 0-1 and 2-3 (rank 0 and 1, replicated on 2 and 3), each
+  // element 10x the reference's; a ZeRO part of a column slice on top, 100x.
+  Param ref = full_param("w");
+  Param split = full_param("w");
+  for (float& v : split.value.data) v *= 10.0f;
+  std::vector<TensorCopy> copies = both(split, 4);
+  Param shard = make_shard("w", split.value, 1, 3, 3, true);
+  for (float& v : shard.value.data) v *= 10.0f;
+  copies.push_back(copy_of(shard, false, 4, shard.value.ptr() + 4, 6));  // local 4-9 of columns 3-5
+  const Tensor grads_before = ref.grad;
+  reseed_reference(copies, {&ref});
+  EXPECT_EQ(ref.grad.data, grads_before.data);  // gradient copies are not written
+  for (int64_t row = 0; row < 4; ++row)
+    for (int64_t col = 0; col < 6; ++col) {
+      const float base = 10.0f * (1 + row * 6 + col);
+      // The shard's local elements 4-9: row 1's columns 4-5, row 2's 3-5, row 3's 3.
+      const int64_t local = row * 3 + (col - 3);
+      const bool in_part = col >= 3 && local >= 4 && local <= 9;
+      EXPECT_EQ(ref.value.data[row * 6 + col], in_part ? 10.0f * base : base) << row << "," << col;
+    }
+  // Reseeded from exact copies, a check passes with zero margins.
+  EXPECT_EQ(check_copies(both(split, 2), {&split}, {1e-9, 1e-9}, 1, true).failure, "");
+}
+
+TEST(CopyCheck, ReseedRefusesACopyThatDoesNotFit) {
+  Param ref = full_param("w");
+  std::vector<TensorCopy> copies = both(ref, 2);
+  copies.back().first = 100;
+  EXPECT_THROW(reseed_reference(copies, {&ref}), std::out_of_range);
+  TensorCopy stranger = both(ref, 2).back();
+  stranger.name = "v";
+  EXPECT_THROW(reseed_reference({stranger}, {&ref}), std::out_of_range);
 }
 
 }  // namespace
