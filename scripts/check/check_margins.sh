@@ -16,12 +16,13 @@ set -eu
 build=${1:?usage: check_margins.sh BUILD [REGEX]}
 regex=${2:-'^(engine_conformance_|train_check_(?!tensors$))'}
 [ -f "$build/CTestTestfile.cmake" ] || { echo "check_margins.sh: $build is not a configured build directory" >&2; exit 2; }
-exec python3 - "$build" "$regex" <<'PY'
-import json, os, re, subprocess, sys
+exec python3 - "$build" "$regex" "$(dirname "$0")" <<'PY'
+import os, re, subprocess, sys
 
 build, regex = sys.argv[1], sys.argv[2]
-info = json.loads(subprocess.run(["ctest", "--test-dir", build, "--show-only=json-v1"], check=True,
-                                 capture_output=True, text=True).stdout)
+sys.path.insert(0, sys.argv[3])
+from ctest_cases import passing_cases  # noqa: E402
+
 keys = ["weights", "gradients", "loss", "grad_norm", "param_norm", "aux_loss"]
 line = re.compile(r"(?:^margins: |# check: largest relative differences: )(.*)$", re.M)
 step_line = re.compile(r"^margins at step (\d+): (.*)$", re.M)
@@ -34,28 +35,23 @@ def parse(text):
 
 
 rows, bad = [], []
-for t in info["tests"]:
-    if not re.search(regex, t["name"]):
-        continue
-    props = {p["name"]: p["value"] for p in t.get("properties", [])}
-    if "PASS_REGULAR_EXPRESSION" in props or props.get("WILL_FAIL"):
-        continue
-    run = subprocess.run(t["command"], cwd=props.get("WORKING_DIRECTORY", build), capture_output=True, text=True,
+for name, command, props in passing_cases(build, regex):
+    run = subprocess.run(command, cwd=props.get("WORKING_DIRECTORY", build), capture_output=True, text=True,
                          timeout=900)
     if logs:
-        with open(os.path.join(logs, t["name"] + ".log"), "w") as f:
+        with open(os.path.join(logs, name + ".log"), "w") as f:
             f.write(run.stdout + run.stderr)
     m = line.findall(run.stdout)
     if run.returncode != 0 or not m:
-        bad.append(t["name"])
-        print(f"{t['name']}: exit {run.returncode}, no margins" if not m else f"{t['name']}: exit {run.returncode}",
+        bad.append(name)
+        print(f"{name}: exit {run.returncode}, no margins" if not m else f"{name}: exit {run.returncode}",
               file=sys.stderr)
         sys.stderr.write(run.stdout[-2000:] + run.stderr[-2000:])
         continue
-    moe = any("moe" in a for a in t["command"])
+    moe = any("moe" in a for a in command)
     steps = {int(k): parse(v) for k, v in step_line.findall(run.stdout)}
-    rows.append((t["name"], moe, parse(m[-1]), steps))
-    print(f"{t['name']:<52}" + "".join(f"{v:>11.2g}" for v in rows[-1][2]), flush=True)
+    rows.append((name, moe, parse(m[-1]), steps))
+    print(f"{name:<52}" + "".join(f"{v:>11.2g}" for v in rows[-1][2]), flush=True)
 print(f"{'case':<52}" + "".join(f"{k:>11}" for k in keys))
 for label, pick in (("largest, dense", False), ("largest, MoE", True)):
     sel = [r[2] for r in rows if r[1] == pick]

@@ -19,28 +19,23 @@ steps=${2:-8}
 regex=${3:-'^engine_conformance_'}
 [ -f "$build/CTestTestfile.cmake" ] || { echo "reseeded_margins.sh: $build is not a configured build directory" >&2; exit 2; }
 [[ $steps =~ ^[0-9]+$ ]] && ((steps >= 2)) || { echo "reseeded_margins.sh: STEPS must be 2 or more" >&2; exit 2; }
-exec python3 - "$build" "$steps" "$regex" <<'PY'
-import json, os, re, subprocess, sys
+exec python3 - "$build" "$steps" "$regex" "$(dirname "$0")" <<'PY'
+import os, re, subprocess, sys
 
 build, steps, regex = os.path.abspath(sys.argv[1]), sys.argv[2], sys.argv[3]
-info = json.loads(subprocess.run(["ctest", "--test-dir", build, "--show-only=json-v1"], check=True,
-                                 capture_output=True, text=True).stdout)
+sys.path.insert(0, sys.argv[4])
+from ctest_cases import passing_cases  # noqa: E402
+
 keys = ["weights", "gradients", "loss", "grad_norm", "param_norm"]
 reseeded = re.compile(r"^# check: after the first step \(each from the split's weights\): (.*)$", re.M)
 shim = os.path.join(build, "scripts", "libibt-ucx-yield.so")
 driver_only = ("--sequence-parallel", "--aux-loss", "--layers", "--reference-lr")
 rows, bad = [], []
-for t in info["tests"]:
-    if not re.search(regex, t["name"]):
-        continue
-    props = {p["name"]: p["value"] for p in t.get("properties", [])}
-    if "PASS_REGULAR_EXPRESSION" in props or props.get("WILL_FAIL"):
-        continue  # a case meant to fail (an invalid split, a detected mismatch)
-    cmd = t["command"]
+for name, cmd, props in passing_cases(build, regex):
     at = next(i for i, a in enumerate(cmd) if a.endswith("engine_train_check"))
     launcher, args = cmd[:at], cmd[at + 1:]
     if any(a in driver_only for a in args):
-        print(f"{t['name']}: skipped (a conformance-driver flag ibt train does not have)", file=sys.stderr)
+        print(f"{name}: skipped (a conformance-driver flag ibt train does not have)", file=sys.stderr)
         continue
     out, i = [], 0
     while i < len(args):  # the driver's spellings of ibt train's flags
@@ -62,15 +57,15 @@ for t in info["tests"]:
                          text=True, timeout=900, stdin=subprocess.DEVNULL)
     m = reseeded.findall(run.stdout)
     if run.returncode != 0 or not m:
-        bad.append(t["name"])
-        print(f"{t['name']}: exit {run.returncode}" + ("" if m else ", no reseeded margins"), file=sys.stderr)
+        bad.append(name)
+        print(f"{name}: exit {run.returncode}" + ("" if m else ", no reseeded margins"), file=sys.stderr)
         sys.stderr.write(run.stdout[-1500:] + run.stderr[-1500:])
         continue
     values = dict(kv.split(" ", 1) for kv in m[-1].split(", "))
     model = out[out.index("--model") + 1]
     kind = "tied" if "tied" in model else "MoE" if "moe" in model else "dense"
-    rows.append((t["name"], kind, [float(values[k]) for k in keys]))
-    print(f"{t['name']:<52}" + "".join(f"{v:>11.2g}" for v in rows[-1][2]), flush=True)
+    rows.append((name, kind, [float(values[k]) for k in keys]))
+    print(f"{name:<52}" + "".join(f"{v:>11.2g}" for v in rows[-1][2]), flush=True)
 print(f"{'case (' + steps + ' steps, reseeded steps only)':<52}" + "".join(f"{k:>11}" for k in keys))
 for kind in ("dense", "MoE", "tied"):
     sel = [r[2] for r in rows if r[1] == kind]
