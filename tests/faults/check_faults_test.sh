@@ -127,8 +127,6 @@ dp_scale  | --model tiny-dense --dp 2 --microbatches 2        | allreduce      1
 zero1     | --model tiny-dense --dp 2 --microbatches 2 --zero 1 | reduce_scatter 1 last scale  1.001   2
 zero2     | --model tiny-dense --dp 2 --microbatches 2 --zero 2 | reduce_scatter 1 1  scale   1.001   2
 zero3     | --model tiny-dense --dp 2 --microbatches 2 --zero 3 | allgather      1 1  scale   1.001   2
-cp_ring_late | --model tiny-dense --cp 2 --cp-comm ring       | isend          0 step1 scale  1.00005 2
-zero2_late| --model tiny-dense --dp 2 --microbatches 2 --zero 2 | reduce_scatter 1 step1 scale 1.001  2
 zero3_late| --model tiny-dense --dp 2 --microbatches 2 --zero 3 | allgather      1 step1+1 scale 1.001 2
 CASES
 cat "$table"
