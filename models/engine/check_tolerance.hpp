@@ -25,13 +25,13 @@ struct CheckTolerance {
 // The tolerances of step `step` (0-based, as the run counts: a resumed run's first step
 // is not step 0, and its weights already differ from the reference's). `gradients` is then
 // the gradient tolerance of that step: gradients_step0 at step 0. After the 12 steps
-// measured, every tolerance but the weights' widens in proportion to the step,
+// measured, every tolerance but the unreseeded weights' widens in proportion to the step,
 // (step + 1) / 12: the measured margins of the loss, the norms, the aux loss and (less)
-// the gradients grow about linearly with the step (docs/training.md), the weights' do not.
-// `reseeded`: the reference started this step from the split's weights (`ibt train
-// --check` does so after every passing step: copy_check.hpp reseed_reference), so its
-// gradients differ by the reduction order only, as at step 0, and are held to
-// gradients_step0 at every step.
+// the gradients grow about linearly with the step (docs/training.md), the unreseeded
+// weights' do not. `reseeded`: the reference started this step from the split's weights
+// (`ibt train --check` does so after every passing step: copy_check.hpp reseed_reference),
+// so after step 0 the gradients and weights are held to gradients_reseeded and
+// weights_reseeded, their margins measured so.
 inline CheckTolerance tolerance_at_step(CheckTolerance t, int step, bool reseeded = false) {
   const double widen = step + 1 > 12 ? (step + 1) / 12.0 : 1.0;
   t.gradients = step == 0 ? t.gradients_step0 : (reseeded ? t.gradients_reseeded : t.gradients) * widen;

@@ -154,9 +154,7 @@ CalibrationReport calibrate(const Topology& base, const std::vector<MeasuredColl
   if (rows.empty()) {
     // Training runs only (imported logs): the network is the base's, fits included.
     t.description = "Calibrated from the train runs in " + files + " on top of '" + base.name +
-                    "' (its network "
-                    "figures kept): " +
-                    base.description;
+                    "' (its network figures kept): " + base.description;
     return rep;
   }
   const std::string src = "calibration";

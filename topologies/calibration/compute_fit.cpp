@@ -67,8 +67,9 @@ ComputeFit fit_compute(const Topology& t, const std::vector<MeasuredTrainRun>& f
                        ": made with --check (rank 0 also ran the serial reference, the times "
                        "include it): fit to a run without --check");
   }
+  // The peak the efficiency is a fraction of: the log's dtype (ibt's engine computes in fp32).
+  const std::string dtype = !logs ? "fp32" : fit_runs.front().dtype.empty() ? default_dtype(t) : fit_runs.front().dtype;
   if (logs) {
-    const std::string dtype = fit_runs.front().dtype.empty() ? default_dtype(t) : fit_runs.front().dtype;
     if (!t.device.peak(dtype).known())
       throw UsageError("compute fit: " + fit_runs.front().label() + " trained in " + dtype + " and the --topology (" +
                        t.device.name + ") has no " + dtype + " peak: give the --topology the logs ran on");
@@ -95,7 +96,7 @@ ComputeFit fit_compute(const Topology& t, const std::vector<MeasuredTrainRun>& f
   const double log_e = golden_section_min(cost, std::log(1e-3), std::log(hi), 60, 1e-5);
   ComputeFit f;
   f.from_logs = logs;
-  f.dtype = logs ? (fit_runs.front().dtype.empty() ? default_dtype(t) : fit_runs.front().dtype) : "fp32";
+  f.dtype = dtype;
   f.gemm_efficiency = std::exp(log_e);
   f.achieved_gflops = f.gemm_efficiency * t.device.peak(f.dtype).get() * 1e3;
   if (logs && f.gemm_efficiency > 0.995) {

@@ -7,6 +7,7 @@
 #include <nlohmann/json.hpp>
 
 #include "core/errors.hpp"
+#include "core/stats.hpp"
 #include "reports/store/store.hpp"
 #include "reports/tables/steps_table.hpp"
 
@@ -68,11 +69,7 @@ MeasuredTrainRun from_run(const std::string& path, const store::RunInfo& run) {
   m.step_s = best->step_time;
   // A log comes from a cluster the job had to itself, and its framework and `import-log`
   // state the median iteration: the figure the user saw is the one compared and fitted.
-  if (!m.source_format.empty()) {
-    std::sort(times.begin(), times.end());
-    const std::size_t n = times.size();
-    m.step_s = n % 2 ? times[n / 2] : 0.5 * (times[n / 2 - 1] + times[n / 2]);
-  }
+  if (!m.source_format.empty()) m.step_s = median(times);
   m.compute_s = best->compute;
   m.tp_s = best->tp_comm;
   m.pp_s = best->pp_comm_and_bubble;
