@@ -87,7 +87,33 @@ def apct(x):
 
 
 ROW_FIELDS = ["family", "model", "topology", "gpus", "split", "recompute", "fits", "metric", "published",
-              "projected", "mfu", "error", "memory"]
+              "projected", "mfu", "error", "memory", "stacked"]
+
+# The software stack of each family: the code that ran, whatever its version or hardware
+# (a family is one stack's era on one generation). Leave-one-stack-out holds out a stack
+# on a generation as a whole -- every family of it -- which LOFO never does: LOFO keeps the
+# other eras of the same software on the same hardware. A family not listed is refused.
+STACK = {
+    "megatron": "NVIDIA Megatron (Megatron-LM, NeMo, Megatron-Bridge)",
+    "nemo": "NVIDIA Megatron (Megatron-LM, NeMo, Megatron-Bridge)",
+    "mbridge": "NVIDIA Megatron (Megatron-LM, NeMo, Megatron-Bridge)",
+    "nemo2502": "NVIDIA Megatron (Megatron-LM, NeMo, Megatron-Bridge)",
+    "nemo2504": "NVIDIA Megatron (Megatron-LM, NeMo, Megatron-Bridge)",
+    "deepspeed": "Megatron-DeepSpeed",
+    "llama3": "Meta's Llama 3 stack",
+    "deepseek": "DeepSeek HAI-LLM",
+    "maxtext": "MaxText (JAX)",
+    "torchtitan": "torchtitan (PyTorch-native)",
+    "fsdp": "PyTorch FSDP",
+}
+
+
+def stack_of(family):
+    """The stack of a family named generation-stack-era (h100-mbridge-fp8, tpu-v5p-maxtext)."""
+    for key in family.split("-"):
+        if key in STACK:
+            return STACK[key]
+    usage(f"family '{family}': no word of it names a stack of lofo_fit.py's STACK table (add it)")
 
 
 def load(argv):
@@ -117,6 +143,8 @@ def load(argv):
     for r in rows:
         r["error"] = None if r["error"] == "NA" else float(r["error"])
         r["gen"] = GENERATION.get(r["topology"], r["topology"])
+        r["stack"] = stack_of(r["family"])
+        r["stacked"] = r.get("stacked") == "1"
         r["errs"] = []
     for _, path in grids:
         with open(path) as f:
@@ -151,12 +179,22 @@ class Fitter:
         return 1 / ratio - 1
 
     def fit(self, subset):
+        # Rows priced with --stack take no fitted efficiency (their error is the same at
+        # every grid value): they neither fit the constant nor move it.
+        subset = [r for r in subset if not r.get("stacked")]
+        if not subset:
+            return float("nan")
         return min(self.fine, key=lambda eta: (median([abs(self.err_at(r, eta)) for r in subset]), eta))
 
     def value_without(self, rows, gen, left_out):
         """The efficiency of `gen` fitted on its rows outside the families `left_out`, or the
         prior when none is left (then also 'prior')."""
-        others = [r for r in rows if r["gen"] == gen and r["family"] not in left_out]
+        others = [r for r in rows if r["gen"] == gen and r["family"] not in left_out and not r.get("stacked")]
+        return (self.fit(others), "fit") if others else (PRIOR.get(gen, float("nan")), "prior")
+
+    def value_without_stack(self, rows, gen, stack):
+        """The efficiency of `gen` fitted on its rows of other stacks, or the prior."""
+        others = [r for r in rows if r["gen"] == gen and r["stack"] != stack and not r.get("stacked")]
         return (self.fit(others), "fit") if others else (PRIOR.get(gen, float("nan")), "prior")
 
 
@@ -225,6 +263,13 @@ def main():
         lofo_eta[fam], lofo_how[fam] = F.value_without(priced, g, {fam})
     for r in priced:
         r["lofo"] = F.err_at(r, lofo_eta[r["family"]])
+    # LOSO: each stack on a generation at the value fitted on the generation's other stacks
+    # (the prior where it has none); a row priced with --stack has nothing fitted to hold out.
+    loso_eta = {}
+    for key in sorted({(r["stack"], r["gen"]) for r in priced}):
+        loso_eta[key] = F.value_without_stack(priced, key[1], key[0])
+    for r in priced:
+        r["loso"] = r["error"] if r["stacked"] else F.err_at(r, loso_eta[(r["stack"], r["gen"])][0])
 
     # ---- per row ---------------------------------------------------------------------------
     print(f"{'family':20s} {'model':16s} {'topology':11s} {'gpus':>5s} {'split':26s} {'recompute':10s} "
@@ -249,6 +294,11 @@ def main():
           f"{len(priced)} rows of {len(families)} families")
     print(f"in-sample (the catalog's fitted values, fitted on these same rows): median |MFU error| "
           f"{100 * median(ins_abs):.1f}%")
+    loso_abs = [abs(r["loso"]) for r in priced]
+    stacks_on_gens = sorted({(r["stack"], r["gen"]) for r in priced})
+    print(f"OUT OF STACK (leave-one-stack-out: a stack on a generation held out as a whole, every era of it): "
+          f"median |MFU error| {100 * median(loso_abs):.1f}% over {len(priced)} rows of {len(stacks_on_gens)} "
+          f"stacks-on-generations; signed median {pct(median([r['loso'] for r in priced])).strip()}")
     nofit = [r for r in rows if r["fits"] != "1"]
     print(f"published runs whose split does not fit ibt's memory plan at the recompute they used (auto: at any): "
           f"{len(nofit)}, {sum(1 for r in nofit if not r['reason'])} of them without a cited reason "
@@ -274,6 +324,20 @@ def main():
         how = "" if lofo_how[fam] == "fit" else " (prior: no other family of its generation)"
         print(f"  {fam:20s} {sub[0]['gen']:10s} {len(sub):4d} {lofo_eta[fam]:9.3f}  {apct(s['lofo_median_abs']):>10s} "
               f"{pct(s['lofo_mean']):>9s}  {apct(s['median_abs']):>15s} {pct(s['mean']):>7s}{how}")
+
+    print()
+    print("per stack on a generation (LOSO: at the GEMM efficiency fitted on the generation's OTHER stacks; rows priced")
+    print("with --stack take the stack file's cited figures, nothing fitted)")
+    print(f"  {'stack':52s} {'generation':10s} {'rows':>4s} {'LOSO eta':>9s}  {'LOSO |err|':>10s} {'LOSO mean':>9s}")
+    for key in stacks_on_gens:
+        sub = [r for r in priced if (r["stack"], r["gen"]) == key]
+        eta, how = loso_eta[key]
+        lo = [r["loso"] for r in sub]
+        stacked = sum(r["stacked"] for r in sub)
+        eta_txt = "stack" if stacked == len(sub) else f"{eta:9.3f}"
+        note = "" if how == "fit" or stacked == len(sub) else " (prior: no other stack on its generation)"
+        print(f"  {key[0][:52]:52s} {key[1]:10s} {len(sub):4d} {eta_txt:>9s}  {apct(median([abs(e) for e in lo])):>10s} "
+              f"{pct(statistics.mean(lo)):>9s}{note}")
 
     # ---- fitted constants ------------------------------------------------------------------
     print()
@@ -361,7 +425,8 @@ def main():
         print(f"bands written to {bands_out}")
 
     if check:
-        return run_check(rows, priced, fam_stats, median(lofo_abs), median(ins_abs), coverage, nofit)
+        return run_check(rows, priced, fam_stats, median(lofo_abs), median(ins_abs), coverage, nofit,
+                         median(loso_abs))
     return 0
 
 
@@ -420,13 +485,14 @@ RECORDED = {
                                                # (priced as MaxText runs it) would need 85% HFU
     },
     "lofo_median_abs": None,  # None: the target itself (8%)
+    "loso_median_abs": 0.19,  # 16.7% measured 2026-12-04 (60 rows, 7 stacks on generations), about 2 points over
     "coverage": 0.75,         # 80% measured (48/60; 85% before Llama 3 ran at its interleaved schedule, 78% of
                               # the 54 rows before the 26.02/25.09 Megatron-Bridge rows): held to 75% so one row
                               # moving does not fail CI
 }
 
 
-def run_check(rows, priced, fam_stats, lofo_med, ins_med, coverage, nofit):
+def run_check(rows, priced, fam_stats, lofo_med, ins_med, coverage, nofit, loso_med):
     bad, gaps = [], []
     unpriced = [r for r in rows if r["error"] is None]
     if unpriced:
@@ -440,6 +506,12 @@ def run_check(rows, priced, fam_stats, lofo_med, ins_med, coverage, nofit):
         bad.append(f"LOFO median |error| {100 * lofo_med:.1f}% > {100 * ceiling:.1f}%")
     elif lofo_med > TARGETS["lofo_median_abs"]:
         gaps.append(f"LOFO median |error| {100 * lofo_med:.1f}% (target 8%)")
+    # LOSO has no target met today: held to its recorded figure so a change that makes
+    # ibt transfer worse across stacks fails.
+    if loso_med > RECORDED["loso_median_abs"]:
+        bad.append(f"LOSO median |error| {100 * loso_med:.1f}% > recorded {100 * RECORDED['loso_median_abs']:.1f}%")
+    else:
+        gaps.append(f"LOSO median |error| {100 * loso_med:.1f}% (target 8%)")
     if ins_med > TARGETS["insample_median_abs"]:
         bad.append(f"in-sample median |error| {100 * ins_med:.1f}% > 8%")
     floor = RECORDED["coverage"] or TARGETS["coverage"]

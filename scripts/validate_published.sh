@@ -85,6 +85,9 @@ project_once() {
               --framework "$fw" --wide)  # --wide: each figure on its own unwrapped line
   [ "$sched" = interleaved ] && args+=(--vpp "$vpp")
   [ "$fp8" = 1 ] && args+=(--fp8)
+  # framework "stack:NAME": the row ran on a software stack ibt describes only by its stack
+  # file (topologies/stacks/NAME.json; PyTorch-native runs): always priced with --stack.
+  if [ "${fw#stack:}" != "$fw" ]; then args=("${args[@]/--framework/--stack}"); args=("${args[@]/#stack:/}"); fi
   local out
   # IBT_VALIDATE_STACKS=1: a row whose framework has a stack file (topologies/stacks) is
   # priced with --stack instead, where the stack covers the device and the row is bf16;
@@ -178,7 +181,7 @@ while IFS=, read -r family model topo gpus tp pp vpp sched ep cp mbs gb rec zero
   split="tp$tp pp$pp v$vpp_used ep$ep cp$cp b$mbs"
   case "$sched" in 1f1b|interleaved) ;; *) split="$split $sched" ;; esac
   if [ -z "$res" ]; then
-    printf '%s\t%s\t%s\t%s\t%s\t-\t0\t%s\t%s\t-\t-\tNA\tINFEASIBLE\n' "$family" "$model" "$topo" "$gpus" "$split" "$metric" "$value" >> "$rows"
+    printf '%s\t%s\t%s\t%s\t%s\t-\t0\t%s\t%s\t-\t-\tNA\tINFEASIBLE\t0\n' "$family" "$model" "$topo" "$gpus" "$split" "$metric" "$value" >> "$rows"
     echo "-" >> "$argsf"
     [ -z "$rows_out" ] || echo "$family,$model,$topo,$gpus,$tp,$pp,$vpp,$ep,$cp,$mbs,$gb,,,,," >> "$rows_out"
     [ -z "$errors" ] || echo "$family $topo $model $gpus NA" >> "$errors"
@@ -198,8 +201,11 @@ while IFS=, read -r family model topo gpus tp pp vpp sched ep cp mbs gb rec zero
     err=$(awk -v t="$tps" -v g="$gpus" -v v="$value" 'BEGIN {printf "%.4f", t / g / v - 1}')
     shown="$value"
   fi
-  printf '%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n' "$family" "$model" "$topo" "$gpus" "$split" "$used" "$fits" \
-    "$metric" "$shown" "$projected" "$mfu" "$err" "$mem" >> "$rows"
+  # stacked: priced with --stack (its figures are the stack file's, no fitted efficiency enters).
+  stacked=0
+  case " ${res#*|} " in *" --stack "*) stacked=1 ;; esac
+  printf '%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n' "$family" "$model" "$topo" "$gpus" "$split" "$used" "$fits" \
+    "$metric" "$shown" "$projected" "$mfu" "$err" "$mem" "$stacked" >> "$rows"
   [ -z "$rows_out" ] || echo "$family,$model,$topo,$gpus,$tp,$pp,$vpp,$ep,$cp,$mbs,$gb,$used,$(awk -v t="$tps" -v g="$gpus" 'BEGIN {printf "%.6g", t / g}'),$mfu,$err,${vpp_used%(auto)}" >> "$rows_out"
   [ -z "$errors" ] || echo "$family $topo $model $gpus $err" >> "$errors"
 done < <(grep -v '^#' "$csv")
