@@ -26,6 +26,7 @@
 #include "topologies/studies/scaling.hpp"
 #include "topologies/studies/scaling_generations.hpp"
 #include "topologies/studies/scaling_table.hpp"
+#include "topologies/studies/verdict_reason.hpp"
 
 namespace ibt::suites {
 namespace {
@@ -298,6 +299,19 @@ topo::ProjectionFlags scaling_flags(const ScalingArgs& a) {
   return f;
 }
 
+// A device count that leaves a scale-up domain part-filled (1,024 GPUs on 72-GPU NVL72
+// racks: 14 racks and 16 GPUs of a 15th) is said once per system: its last domain's
+// traffic crosses the network more than the domain size suggests, and the rack is bought whole.
+void print_partial_domains(const topo::Topology& topology, const std::vector<int>& gpus, bool wide) {
+  std::string notes;
+  for (const int n : gpus) {
+    const std::string note = topo::domain_fit_note(n, topology.domain_size());
+    if (!note.empty()) notes += (notes.empty() ? "" : "; ") + note;
+  }
+  if (notes.empty()) return;
+  std::printf("%s", wrap_lines("  partial domains: " + notes + "\n", wide ? 0 : kReportColumns, 4).c_str());
+}
+
 void project_systems(const std::vector<topo::Topology>& systems, const ScalingArgs& a, const ScalingAxis& axis,
                      const models::ModelConfig& model, const std::optional<topo::SoftwareStack>& stack,
                      const topo::ScalingBatch& batch, const GenerationContext& generations, RunRecorder& recorder,
@@ -308,6 +322,7 @@ void project_systems(const std::vector<topo::Topology>& systems, const ScalingAr
     std::printf("\n%s: %s, %d per scale-up domain, MFU against %s peak\n", topology.name.c_str(),
                 topology.device.name.c_str(), topology.domain_size(), options.dtype.c_str());
     if (stack) std::printf("%s", topo::describe_stack(*stack, model, topology).c_str());
+    print_partial_domains(topology, axis.gpus, a.wide);
     take_points(topo::project_scaling(model, topology, axis.gpus, batch, options), model.name, axis.mode, generations,
                 recorder, all, a.wide);
   }

@@ -119,9 +119,15 @@ std::string domain_fit_note(int devices, int domain_size) {
                        : nth % 10 == 2                      ? "nd"
                        : nth % 10 == 3                      ? "rd"
                                                             : "th";
+  // "an" where the ordinal is said with a vowel first: eight..., eleven, eighteen (also as
+  // the leading group of thousands: 11,000th, 18,000th).
+  int lead = nth;
+  while (lead >= 1000) lead /= 1000;
+  const std::string digits = std::to_string(nth);
+  const bool an = digits.front() == '8' || lead == 11 || lead == 18;
   return std::to_string(devices) + " devices fill " + std::to_string(full) + (full == 1 ? " domain" : " domains") +
-         " of " + std::to_string(domain_size) + " and " + std::to_string(rest) + " devices of a " +
-         std::to_string(nth) + suffix;
+         " of " + std::to_string(domain_size) + " and " + std::to_string(rest) + " devices of " + (an ? "an " : "a ") +
+         digits + suffix;
 }
 
 }  // namespace ibt::topo

@@ -19,6 +19,10 @@ constexpr auto part = testing::projection_of_parts;
 TEST(VerdictReason, DomainFitNoteSaysWhereAJobLeavesAPartialDomain) {
   EXPECT_EQ(domain_fit_note(1024, 72), "1024 devices fill 14 domains of 72 and 16 devices of a 15th");
   EXPECT_EQ(domain_fit_note(100, 72), "100 devices fill 1 domain of 72 and 28 devices of a 2nd");
+  EXPECT_EQ(domain_fit_note(512, 72), "512 devices fill 7 domains of 72 and 8 devices of an 8th");
+  EXPECT_EQ(domain_fit_note(730, 72), "730 devices fill 10 domains of 72 and 10 devices of an 11th");
+  EXPECT_EQ(domain_fit_note(1300, 72), "1300 devices fill 18 domains of 72 and 4 devices of a 19th");
+  EXPECT_EQ(domain_fit_note(5700, 72), "5700 devices fill 79 domains of 72 and 12 devices of an 80th");
   EXPECT_EQ(domain_fit_note(64, 72), "64 devices in one domain of 72");
   EXPECT_EQ(domain_fit_note(144, 72), "");
   EXPECT_EQ(domain_fit_note(2048, 8), "");
