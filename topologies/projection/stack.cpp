@@ -13,6 +13,7 @@
 #include "core/errors.hpp"
 #include "core/input_file.hpp"
 #include "core/json_reader.hpp"
+#include "core/text_wrap.hpp"
 #include "topologies/projection/framework.hpp"
 #include "topologies/projection/projection.hpp"
 
@@ -128,6 +129,27 @@ StackGeneration generation(const JsonReader& r, const SoftwareStack& s) {
   return g;
 }
 
+StackHeldOut held_out(const JsonReader& r, const SoftwareStack& s) {
+  r.allow({"rows", "min_error", "median_error", "max_error", "source", "note"});
+  StackHeldOut h;
+  h.rows = static_cast<int>(r.integer("rows", 1, 100000));
+  h.source = r.str("source");
+  h.note = r.str("note", false);
+  if (!s.find_source(h.source)) r.fail("source", "'" + h.source + "' is not listed in 'sources'");
+  const auto error = [&](const char* key) {
+    const double e = r.number(key);
+    if (!(e > -1 && e < 100))
+      r.fail(key, "must be an error projected / published - 1, above -1 (got " + std::to_string(e) + ")");
+    return e;
+  };
+  h.min_error = error("min_error");
+  h.median_error = error("median_error");
+  h.max_error = error("max_error");
+  if (!(h.min_error <= h.median_error && h.median_error <= h.max_error))
+    r.fail("median_error", "must lie between min_error and max_error");
+  return h;
+}
+
 void read_sources(const JsonReader& r, SoftwareStack& s) {
   const json& v = r.at("sources");
   if (!v.is_object() || v.empty()) r.fail("sources", "must be an object of id: reference");
@@ -195,7 +217,7 @@ SoftwareStack parse_stack(const std::string& json_text, const std::string& origi
     throw UsageError(origin + ": not valid JSON (" + e.what() + ")");
   }
   const JsonReader r(j, origin);
-  r.allow({"name", "description", "framework", "sources", "overlap", "notes", "generations"});
+  r.allow({"name", "description", "framework", "sources", "overlap", "notes", "held_out", "generations"});
   SoftwareStack s;
   s.origin = origin;
   s.name = r.str("name");
@@ -218,6 +240,7 @@ SoftwareStack parse_stack(const std::string& json_text, const std::string& origi
   if (s.fsdp_prefetch_units.value != 1)
     o.fail("fsdp_prefetch_units.value", "only 1 (one unit gathered ahead) is modelled by the step program");
   if (r.has("notes")) s.notes = strings(r, "notes");
+  if (r.has("held_out")) s.held_out = held_out(r.child("held_out"), s);
   for (const JsonReader& g : objects(r, "generations")) s.generations.push_back(generation(g, s));
   return s;
 }
@@ -296,7 +319,23 @@ std::string describe_stack(const SoftwareStack& stack, const models::ModelConfig
                   g.attention->backward_TFLOPs(model.seq_len, model.qk_head_dim()), model.seq_len, model.qk_head_dim());
     rates = ", attention " + g.attention->kernel + numbers;
   }
-  return "stack: " + stack.name + " (" + stack.origin + "), generation " + g.name + rates + "\n";
+  std::string out = "stack: " + stack.name + " (" + stack.origin + "), generation " + g.name + rates + "\n";
+  if (stack.held_out) {
+    // Said beside every projection with the stack: the MFU band printed below pools other
+    // stacks' published runs, and this is what the stack's own runs say.
+    const StackHeldOut& h = *stack.held_out;
+    const std::string& ref = *stack.find_source(h.source);
+    const std::string where = ref.substr(0, ref.find(": "));  // the file, not its description
+    char line[512];
+    std::snprintf(
+        line, sizeof line,
+        "held out: on %d published run%s of this stack that fitted nothing, projected tokens/s ran %+.0f%% "
+        "to %+.0f%% against published (median %+.0f%%; %s); calibrate on your own runs (ibt calibrate --from-log) "
+        "before trusting this projection\n",
+        h.rows, h.rows == 1 ? "" : "s", 100 * h.min_error, 100 * h.max_error, 100 * h.median_error, where.c_str());
+    out += wrap_lines(line, kReportColumns, 10);
+  }
+  return out;
 }
 
 }  // namespace ibt::topo

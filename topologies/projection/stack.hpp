@@ -63,6 +63,16 @@ struct StackGeneration {
   std::optional<AttentionKernel> attention;
 };
 
+// How far the stack's projections were off on published runs of that stack which fitted
+// nothing (scripts/validate_published.sh --csv on the file `source` names): error =
+// projected tokens/s / published - 1, its least, median and greatest over `rows` runs.
+// ctest topologies_stack_held_out recomputes them, so the file cannot keep stale figures.
+struct StackHeldOut {
+  int rows = 0;
+  double min_error = 0, median_error = 0, max_error = 0;
+  std::string source, note;
+};
+
 struct SoftwareStack {
   std::string name, description, origin;
   std::string framework;                                     // framework.hpp profile: memory policy and fusions
@@ -70,6 +80,7 @@ struct SoftwareStack {
   StackSwitch overlap_grad_reduce, tp_comm_overlap, dispatch_overlaps_compute;
   StackFigure fsdp_prefetch_units;  // units gathered ahead (the step program prefetches 1)
   std::vector<std::string> notes;
+  std::optional<StackHeldOut> held_out;
   std::vector<StackGeneration> generations;
   // The generation whose devices match `device_name`; UsageError naming the stack's
   // generations when none does.

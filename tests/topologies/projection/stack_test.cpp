@@ -117,6 +117,43 @@ TEST(Stack, BadFilesNameTheField) {
   EXPECT_NE(usage_error([&] { load_stack("megatron-cor"); }).find("did you mean 'megatron-core'?"), std::string::npos);
 }
 
+// The held-out block: its figures read, said beside the projection with the file it came
+// from, and each bad form refused naming the field.
+TEST(Stack, HeldOutFiguresAreSaidAndBadOnesRefused) {
+  const std::string block =
+      "\"held_out\": {\"rows\": 5, \"min_error\": 0.42, \"median_error\": 0.85, \"max_error\": 0.91, "
+      "\"source\": \"h\"},\n  \"generations\"";
+  const std::string good = with(with(good_stack(), "\"generations\"", block), "\"s\": \"a kernel benchmark\"",
+                                "\"s\": \"a kernel benchmark\", \"h\": \"runs.csv: five runs\"");
+  const SoftwareStack s = parse_stack(good, "t.json");
+  ASSERT_TRUE(s.held_out);
+  EXPECT_EQ(s.held_out->rows, 5);
+  EXPECT_DOUBLE_EQ(s.held_out->median_error, 0.85);
+  const std::string said = describe_stack(s, models::load_model("llama3-8b"), load_topology("dgx-h100"));
+  EXPECT_NE(
+      said.find("held out: on 5 published runs of this stack that fitted nothing, projected tokens/s ran +42% to"),
+      std::string::npos)
+      << said;
+  EXPECT_NE(said.find("(median +85%; runs.csv)"), std::string::npos) << said;
+  EXPECT_EQ(
+      describe_stack(parse_stack(good_stack(), "t.json"), models::load_model("llama3-8b"), load_topology("dgx-h100"))
+          .find("held out"),
+      std::string::npos);
+  const auto refused = [&](const std::string& from, const std::string& to) {
+    return usage_error([&] { parse_stack(with(good, from, to), "t.json"); });
+  };
+  EXPECT_NE(refused("\"rows\": 5", "\"runs\": 5").find("held_out.runs': unknown field (known: rows"),
+            std::string::npos);
+  EXPECT_NE(refused("\"rows\": 5", "\"rows\": 0").find("held_out.rows"), std::string::npos);
+  EXPECT_NE(refused("\"min_error\": 0.42", "\"min_error\": 0.95").find("must lie between min_error and max_error"),
+            std::string::npos);
+  EXPECT_NE(refused("\"min_error\": 0.42", "\"min_error\": -1.5").find("held_out.min_error': must be an error"),
+            std::string::npos);
+  EXPECT_NE(refused("\"source\": \"h\"}", "\"source\": \"x\"}").find("'x' is not listed in 'sources'"),
+            std::string::npos);
+  EXPECT_NE(refused("\"max_error\": 0.91", "\"max_error\": \"big\"").find("held_out.max_error"), std::string::npos);
+}
+
 TEST(Stack, AppliedFiguresAndAttentionRates) {
   const SoftwareStack s = parse_stack(good_stack(), "t.json");
   models::ModelConfig model = models::load_model("llama3-8b");  // head dim 128
