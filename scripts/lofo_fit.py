@@ -93,12 +93,13 @@ ROW_FIELDS = ["family", "model", "topology", "gpus", "split", "recompute", "fits
 # (a family is one stack's era on one generation). Leave-one-stack-out holds out a stack
 # on a generation as a whole -- every family of it -- which LOFO never does: LOFO keeps the
 # other eras of the same software on the same hardware. A family not listed is refused.
+MEGATRON = "NVIDIA Megatron (Megatron-LM, NeMo, Megatron-Bridge)"
 STACK = {
-    "megatron": "NVIDIA Megatron (Megatron-LM, NeMo, Megatron-Bridge)",
-    "nemo": "NVIDIA Megatron (Megatron-LM, NeMo, Megatron-Bridge)",
-    "mbridge": "NVIDIA Megatron (Megatron-LM, NeMo, Megatron-Bridge)",
-    "nemo2502": "NVIDIA Megatron (Megatron-LM, NeMo, Megatron-Bridge)",
-    "nemo2504": "NVIDIA Megatron (Megatron-LM, NeMo, Megatron-Bridge)",
+    "megatron": MEGATRON,
+    "nemo": MEGATRON,
+    "mbridge": MEGATRON,
+    "nemo2502": MEGATRON,
+    "nemo2504": MEGATRON,
     "deepspeed": "Megatron-DeepSpeed",
     "llama3": "Meta's Llama 3 stack",
     "deepseek": "DeepSeek HAI-LLM",
@@ -179,23 +180,27 @@ class Fitter:
         return 1 / ratio - 1
 
     def fit(self, subset):
-        # Rows priced with --stack take no fitted efficiency (their error is the same at
-        # every grid value): they neither fit the constant nor move it.
-        subset = [r for r in subset if not r.get("stacked")]
+        """The least-median-|error| efficiency on `subset`, NaN when none of it fits: rows priced
+        with --stack take no fitted efficiency (their error is the same at every grid value),
+        so they neither fit the constant nor move it."""
+        subset = [r for r in subset if not r["stacked"]]
         if not subset:
             return float("nan")
         return min(self.fine, key=lambda eta: (median([abs(self.err_at(r, eta)) for r in subset]), eta))
 
+    def value_fitted_without(self, rows, gen, held_out):
+        """The efficiency of `gen` fitted on its rows that `held_out(row)` does not hold out, or
+        the prior when none of them fits (then also 'prior')."""
+        eta = self.fit([r for r in rows if r["gen"] == gen and not held_out(r)])
+        return (eta, "fit") if not math.isnan(eta) else (PRIOR.get(gen, float("nan")), "prior")
+
     def value_without(self, rows, gen, left_out):
-        """The efficiency of `gen` fitted on its rows outside the families `left_out`, or the
-        prior when none is left (then also 'prior')."""
-        others = [r for r in rows if r["gen"] == gen and r["family"] not in left_out and not r.get("stacked")]
-        return (self.fit(others), "fit") if others else (PRIOR.get(gen, float("nan")), "prior")
+        """LOFO: the efficiency of `gen` fitted without the families `left_out`, or the prior."""
+        return self.value_fitted_without(rows, gen, lambda r: r["family"] in left_out)
 
     def value_without_stack(self, rows, gen, stack):
-        """The efficiency of `gen` fitted on its rows of other stacks, or the prior."""
-        others = [r for r in rows if r["gen"] == gen and r["stack"] != stack and not r.get("stacked")]
-        return (self.fit(others), "fit") if others else (PRIOR.get(gen, float("nan")), "prior")
+        """LOSO: the efficiency of `gen` fitted without every family of `stack`, or the prior."""
+        return self.value_fitted_without(rows, gen, lambda r: r["stack"] == stack)
 
 
 def conformal(errors, coverage=COVERAGE):
@@ -265,9 +270,8 @@ def main():
         r["lofo"] = F.err_at(r, lofo_eta[r["family"]])
     # LOSO: each stack on a generation at the value fitted on the generation's other stacks
     # (the prior where it has none); a row priced with --stack has nothing fitted to hold out.
-    loso_eta = {}
-    for key in sorted({(r["stack"], r["gen"]) for r in priced}):
-        loso_eta[key] = F.value_without_stack(priced, key[1], key[0])
+    stacks_on_gens = sorted({(r["stack"], r["gen"]) for r in priced})
+    loso_eta = {key: F.value_without_stack(priced, key[1], key[0]) for key in stacks_on_gens}
     for r in priced:
         r["loso"] = r["error"] if r["stacked"] else F.err_at(r, loso_eta[(r["stack"], r["gen"])][0])
 
@@ -295,7 +299,6 @@ def main():
     print(f"in-sample (the catalog's fitted values, fitted on these same rows): median |MFU error| "
           f"{100 * median(ins_abs):.1f}%")
     loso_abs = [abs(r["loso"]) for r in priced]
-    stacks_on_gens = sorted({(r["stack"], r["gen"]) for r in priced})
     print(f"OUT OF STACK (leave-one-stack-out: a stack on a generation held out as a whole, every era of it): "
           f"median |MFU error| {100 * median(loso_abs):.1f}% over {len(priced)} rows of {len(stacks_on_gens)} "
           f"stacks-on-generations; signed median {pct(median([r['loso'] for r in priced])).strip()}")

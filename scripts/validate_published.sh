@@ -201,11 +201,12 @@ while IFS=, read -r family model topo gpus tp pp vpp sched ep cp mbs gb rec zero
     err=$(awk -v t="$tps" -v g="$gpus" -v v="$value" 'BEGIN {printf "%.4f", t / g / v - 1}')
     shown="$value"
   fi
-  # stacked: priced with --stack (its figures are the stack file's, no fitted efficiency enters).
-  stacked=0
-  case " ${res#*|} " in *" --stack "*) stacked=1 ;; esac
+  # by_stack (rows.tsv's 'stacked'): priced with --stack, whose figures are the stack file's; no
+  # fitted efficiency enters.
+  by_stack=0
+  case " ${res#*|} " in *" --stack "*) by_stack=1 ;; esac
   printf '%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n' "$family" "$model" "$topo" "$gpus" "$split" "$used" "$fits" \
-    "$metric" "$shown" "$projected" "$mfu" "$err" "$mem" "$stacked" >> "$rows"
+    "$metric" "$shown" "$projected" "$mfu" "$err" "$mem" "$by_stack" >> "$rows"
   [ -z "$rows_out" ] || echo "$family,$model,$topo,$gpus,$tp,$pp,$vpp,$ep,$cp,$mbs,$gb,$used,$(awk -v t="$tps" -v g="$gpus" 'BEGIN {printf "%.6g", t / g}'),$mfu,$err,${vpp_used%(auto)}" >> "$rows_out"
   [ -z "$errors" ] || echo "$family $topo $model $gpus $err" >> "$errors"
 done < <(grep -v '^#' "$csv")

@@ -326,13 +326,14 @@ std::string describe_stack(const SoftwareStack& stack, const models::ModelConfig
     const StackHeldOut& h = *stack.held_out;
     const std::string& ref = *stack.find_source(h.source);
     const std::string where = ref.substr(0, ref.find(": "));  // the file, not its description
-    char line[512];
-    std::snprintf(
-        line, sizeof line,
-        "held out: on %d published run%s of this stack that fitted nothing, projected tokens/s ran %+.0f%% "
-        "to %+.0f%% against published (median %+.0f%%; %s); calibrate on your own runs (ibt calibrate --from-log) "
-        "before trusting this projection\n",
-        h.rows, h.rows == 1 ? "" : "s", 100 * h.min_error, 100 * h.max_error, 100 * h.median_error, where.c_str());
+    // Only the figures go through snprintf: the source's path has no bound.
+    char errors[96];
+    std::snprintf(errors, sizeof errors, "%+.0f%% to %+.0f%% against published (median %+.0f%%", 100 * h.min_error,
+                  100 * h.max_error, 100 * h.median_error);
+    const std::string line =
+        "held out: on " + std::to_string(h.rows) + " published run" + (h.rows == 1 ? "" : "s") +
+        " of this stack that fitted nothing, projected tokens/s ran " + errors + "; " + where +
+        "); calibrate on your own runs (ibt calibrate --from-log) before trusting this projection\n";
     out += wrap_lines(line, kReportColumns, 10);
   }
   return out;

@@ -3,6 +3,7 @@
 rows made here (no ibt run): every family names its stack, a family that names none is
 refused with exit 2 naming it, a stack held out is fitted only on the generation's other
 stacks (the prior when there are none), and rows priced with --stack move no fit."""
+import csv
 import os
 import subprocess
 import sys
@@ -23,8 +24,7 @@ def expect(cond, what):
 
 # Every family of the published set names a stack (the CSV's first column).
 with open(os.path.join(src, "topologies", "validation", "published-runs.csv")) as f:
-    families = {line.split(",")[0] for line in f if line.strip() and not line.startswith("#") and
-                not line.startswith("family,")}
+    families = {r["family"] for r in csv.DictReader(line for line in f if not line.startswith("#"))}
 for fam in sorted(families):
     expect(L.stack_of(fam) in L.STACK.values(), f"{fam}: no stack")
 expect(L.stack_of("h100-mbridge-fp8") == L.stack_of("a100-megatron-2021"), "Megatron eras are one stack")
