@@ -4,8 +4,8 @@
 # colon-separated) changes one rank's MPI payload just above fp32 rounding: the first
 # non-zero element x1.001 of a TP all-reduce (tp2), of a PP activation send (pp2) or
 # exchange (pp2 vpp2 interleaved: MPI_Sendrecv), of an EP all-to-allv (tiny-moe ep2), of a
-# ZeRO reduce-scatter (--zero 1, 2) or all-gather (--zero 3); x1.00005 of a CP ring K/V
-# block (cp2 ring); and rank 1's last DP gradient all-reduce result reversed, or x1.001
+# ZeRO reduce-scatter (--zero 1, 2) or all-gather (--zero 3); x1.00005 and x1.02 of a CP
+# ring K/V block (cp2 ring: the smallest scale step 0 catches there); and rank 1's last DP gradient all-reduce result reversed, or x1.001
 # (a DP replica corrupted at the last step). Per case:
 #   - the split run clean under the shim (count mode: nothing changed, the matching calls
 #     counted) passes --check with exit 0, and has the call the fault aims at;
@@ -57,7 +57,7 @@ bad_env IBT_FAULT_COMM_SIZE=0 IBT_FAULT_OP=allreduce
 echo "check_faults_test: malformed shim settings refused"
 
 table=$dir/table.txt
-printf '%-11s %-5s %-4s %-11s %s\n' case fired exit weights message >"$table"
+printf '%-12s %-5s %-4s %-11s %s\n' case fired exit weights message >"$table"
 wrong=()
 # name | split | IBT_FAULT_OP RANK CALL MODE SCALE COMM_SIZE (CALL "last": the last
 # matching call of the clean run, which falls in the last step; "step1+K": K calls after the
@@ -111,7 +111,7 @@ while IFS='|' read -r name split fault; do
        verdict=missed message="(passed: every step matches)" ;;
     *) cat "$log"; fail "$name: exited $status" ;;
   esac
-  printf '%-11s %-5s %-4s %-11s %s\n' "$name" yes "$status" "$shift_" "$message" >>"$table"
+  printf '%-12s %-5s %-4s %-11s %s\n' "$name" yes "$status" "$shift_" "$message" >>"$table"
   listed=no
   grep -qx "$name" <(sed 's/#.*//; s/[[:space:]]//g' "$expected") && listed=yes
   [ $verdict = caught ] && [ $listed = yes ] && wrong+=("$name is caught but listed in $expected: remove it there")
@@ -122,6 +122,7 @@ pp        | --model tiny-dense --pp 2 --microbatches 2        | send           0
 pp_vpp2   | --model tiny-dense --pp 2 --vpp 2 --microbatches 4 --schedule interleaved | sendrecv 1 1 scale 1.001 2
 ep        | --model tiny-moe --dp 2 --ep 2 --microbatches 2   | alltoallv      1 1    scale   1.001   2
 cp_ring   | --model tiny-dense --cp 2 --cp-comm ring          | isend          0 1    scale   1.00005 2
+cp_ring_x102 | --model tiny-dense --cp 2 --cp-comm ring     | isend          0 1    scale   1.02    2
 dp_reverse| --model tiny-dense --dp 2 --microbatches 2        | allreduce      1 last reverse 1       2
 dp_scale  | --model tiny-dense --dp 2 --microbatches 2        | allreduce      1 last scale   1.001   2
 zero1     | --model tiny-dense --dp 2 --microbatches 2 --zero 1 | reduce_scatter 1 last scale  1.001   2
