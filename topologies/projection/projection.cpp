@@ -99,6 +99,7 @@ TopologyPricer make_pricer(const models::ModelConfig& model, const Topology& top
   if (options.tp_comm_overlap) pricer.set_tp_comm_overlap(model, options.precision.activation_bytes);
   if (options.attention_score_passes > 0)
     pricer.add_attention_score_traffic(model, options.attention_score_passes, options.precision.activation_bytes);
+  if (options.eager_elementwise) pricer.set_eager_elementwise(model, options.precision.activation_bytes);
   return pricer;
 }
 

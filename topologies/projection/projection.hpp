@@ -54,6 +54,10 @@ struct ProjectionOptions {
   // The linear layers' GEMMs in fp8 (Transformer Engine), MFU still against `dtype`'s
   // peak (bf16): sim_pricer.hpp states the cost.
   bool fp8_gemms = false;
+  // Norms, rotary, the SwiGLU product and residual adds as eager PyTorch runs them, one
+  // kernel per operator (a stack's "elementwise": "eager"; eager_elementwise.hpp states
+  // the bytes). false: fused, as the step program prices them.
+  bool eager_elementwise = false;
   // The framework's memory policy (framework.hpp): what "selective" recompute keeps, and
   // whether fp8 GEMMs keep their inputs for the weight gradient in fp8 (Transformer
   // Engine). memory_precision() folds them into `precision` for the memory plan.

@@ -88,6 +88,18 @@ StackSwitch on_off(const JsonReader& parent, const std::string& key, const Softw
   return f;
 }
 
+// "elementwise": {"value": "eager" | "fused", "source": id}.
+StackSwitch elementwise(const JsonReader& parent, const SoftwareStack& s) {
+  const JsonReader r = parent.child("elementwise");
+  StackSwitch f;
+  sourced(r, s, f);
+  const json& v = r.at("value");
+  if (!v.is_string() || (v.get<std::string>() != "eager" && v.get<std::string>() != "fused"))
+    r.fail("value", "must be \"eager\" (one kernel per operator) or \"fused\"");
+  f.value = v.get<std::string>() == "eager";
+  return f;
+}
+
 AttentionCurve curve(const JsonReader& r) {
   r.allow({"head_dim", "seq_lens", "forward_TFLOPs", "backward_TFLOPs"});
   AttentionCurve c;
@@ -217,7 +229,8 @@ SoftwareStack parse_stack(const std::string& json_text, const std::string& origi
     throw UsageError(origin + ": not valid JSON (" + e.what() + ")");
   }
   const JsonReader r(j, origin);
-  r.allow({"name", "description", "framework", "sources", "overlap", "notes", "held_out", "generations"});
+  r.allow(
+      {"name", "description", "framework", "sources", "overlap", "elementwise", "notes", "held_out", "generations"});
   SoftwareStack s;
   s.origin = origin;
   s.name = r.str("name");
@@ -239,6 +252,7 @@ SoftwareStack parse_stack(const std::string& json_text, const std::string& origi
   // documents another depth would be priced as if it were 1, so it is refused instead.
   if (s.fsdp_prefetch_units.value != 1)
     o.fail("fsdp_prefetch_units.value", "only 1 (one unit gathered ahead) is modelled by the step program");
+  if (r.has("elementwise")) s.eager_elementwise = elementwise(r, s);
   if (r.has("notes")) s.notes = strings(r, "notes");
   if (r.has("held_out")) s.held_out = held_out(r.child("held_out"), s);
   for (const JsonReader& g : objects(r, "generations")) s.generations.push_back(generation(g, s));
@@ -291,6 +305,7 @@ void apply_stack(const SoftwareStack& stack, const models::ModelConfig& model, T
   options.overlap_grad_reduce = stack.overlap_grad_reduce.value;
   options.tp_comm_overlap = stack.tp_comm_overlap.value;
   options.dispatch_overlaps_compute = stack.dispatch_overlaps_compute.value;
+  options.eager_elementwise = stack.eager_elementwise.value;
   const std::string id = "stack:" + stack.name;
   if (!topology.find_source(id))
     topology.sources.push_back({id, SourceKind::public_ref, stack.origin + " (" + stack.description + ")"});
@@ -319,6 +334,7 @@ std::string describe_stack(const SoftwareStack& stack, const models::ModelConfig
                   g.attention->backward_TFLOPs(model.seq_len, model.qk_head_dim()), model.seq_len, model.qk_head_dim());
     rates = ", attention " + g.attention->kernel + numbers;
   }
+  if (stack.eager_elementwise.value) rates += ", element-wise ops eager (one kernel each)";
   std::string out = "stack: " + stack.name + " (" + stack.origin + "), generation " + g.name + rates + "\n";
   if (stack.held_out) {
     // Said beside every projection with the stack: the MFU band printed below pools other

@@ -79,6 +79,9 @@ struct SoftwareStack {
   std::vector<std::pair<std::string, std::string>> sources;  // id, reference
   StackSwitch overlap_grad_reduce, tp_comm_overlap, dispatch_overlaps_compute;
   StackFigure fsdp_prefetch_units;  // units gathered ahead (the step program prefetches 1)
+  // "elementwise": "eager" (value true: one kernel per operator, eager_elementwise.hpp) or
+  // "fused" (false, the default when the field is absent).
+  StackSwitch eager_elementwise;
   std::vector<std::string> notes;
   std::optional<StackHeldOut> held_out;
   std::vector<StackGeneration> generations;

@@ -83,6 +83,12 @@ void TopologyPricer::add_attention_score_traffic(const models::ModelConfig& mode
   score_bytes_forward_ = passes * element_bytes * split_.micro_batch_size * heads * seq * seq;
 }
 
+void TopologyPricer::set_eager_elementwise(const models::ModelConfig& model, double element_bytes) {
+  eager_model_ = model;
+  eager_ = eager_elementwise_bytes(model, split_, element_bytes);
+  eager_element_bytes_ = element_bytes;
+}
+
 void TopologyPricer::set_fp8_gemms() {
   const Figure& fp8 = t_.device.peak("fp8");
   if (!fp8.known())
@@ -178,6 +184,14 @@ double TopologyPricer::op_us(const models::StepProgram&, const Op& op) {
       return compute_at_us(op.flops, op.bytes + (backward ? 2.0 : 1.0) * score_bytes_forward_,
                            rate > 0 ? rate : flops_per_us_);
     }
+    case OpKind::attn_norm:
+    case OpKind::mlp_norm:
+    case OpKind::final_norm:
+      if (eager_model_) {
+        const double bytes = op.bytes + eager_extra_bytes(eager_, *eager_model_, op, eager_element_bytes_);
+        return compute_us(op.flops, bytes);
+      }
+      [[fallthrough]];
     default: {
       const bool fp8 = gemm_flops_per_us_ != flops_per_us_ && is_linear_gemm(op.kind);
       const double roofline =

@@ -54,6 +54,7 @@
 #include "topologies/hardware/collective_model.hpp"
 #include "topologies/hardware/gemm_shape.hpp"
 #include "topologies/hardware/topology.hpp"
+#include "topologies/sim/eager_elementwise.hpp"
 #include "topologies/sim/sim_executor.hpp"
 
 namespace ibt::topo {
@@ -92,6 +93,9 @@ class TopologyPricer : public OpPricer {
   // Replicated KV heads (model_config.hpp kv_replicas(tp)): the size of the tp_kv group
   // their gradients are summed over (1 unless tp > kv_heads).
   void set_kv_replicas(int replicas);
+  // Eager element-wise kernels (an eager stack, eager_elementwise.hpp): their extra bytes
+  // are added to each block's norm op, priced at memory bandwidth like the norm.
+  void set_eager_elementwise(const models::ModelConfig& model, double element_bytes);
 
  private:
   // The roofline of a compute op at `flops_per_us` (its passes' tile efficiencies
@@ -108,8 +112,11 @@ class TopologyPricer : public OpPricer {
   double cast_bytes_per_gemm_byte_ = 0;
   double bytes_per_us_ = 0;  // memory bandwidth * efficiency
   double overhead_us_ = 0;
-  bool dispatch_overlaps_ = false;  // max(roofline, overhead) instead of their sum
-  double score_bytes_forward_ = 0;  // extra attention-core bytes per forward op
+  bool dispatch_overlaps_ = false;                  // max(roofline, overhead) instead of their sum
+  double score_bytes_forward_ = 0;                  // extra attention-core bytes per forward op
+  std::optional<models::ModelConfig> eager_model_;  // set: eager element-wise kernels
+  EagerElementwise eager_{};
+  double eager_element_bytes_ = 0;
   double attention_forward_flops_per_us_ = 0, attention_backward_flops_per_us_ = 0;  // 0: flops_per_us_
   // TP overlap: GEMM FLOPs hiding a collective, per byte of it (0 = no overlap).
   double tp_overlap_flops_per_byte_ = 0;

@@ -1,5 +1,6 @@
 // The framework choices' costs priced by hand (sim_pricer.hpp states them): TP overlap,
-// FP8 GEMMs, parallel attention+MLP blocks, replicated KV heads, a segmented job's EP groups.
+// FP8 GEMMs, parallel attention+MLP blocks, replicated KV heads, a segmented job's EP groups,
+// eager element-wise kernels.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -139,6 +140,63 @@ TEST(TopologyPricer, EpGroupsOfASegmentedJobStayInsideARack) {
   EXPECT_EQ(pricer.placement(models::Group::ep).per_domain, 32);
   // The pipeline's stages are 32 ranks apart: two per rack, so stage 1 -> 2 crosses.
   EXPECT_EQ(pricer.placement(models::Group::pp).per_domain, 2);
+}
+
+// Eager element-wise kernels (eager_elementwise.hpp): a block's norm op pays the bytes the
+// header counts, per token of the op, at memory bandwidth; other ops pay nothing more.
+// The figures below are the header's table written out for llama2-7b (hidden 4096, 32
+// heads of 128, MHA, SwiGLU ffn 11008) in bf16 (b = 2, fp32 4).
+TEST(Pricer, EagerElementwiseKernelsAddTheirBytesToTheBlockNorms) {
+  const auto m = models::load_model("llama2-7b");
+  const Topology t = load_topology("dgx-h100");
+  models::ParallelSplit s;
+  models::StepProgram none;
+  const double tokens = 8192,
+               bytes_per_us = t.device.memory_bandwidth_GBps.get() * 1e3 * t.model.memory_efficiency.get();
+  const auto norm_op = [&](OpKind kind, models::Phase phase, double op_tokens) {
+    models::Op op;
+    op.kind = kind;
+    op.phase = phase;
+    op.layer = 3;
+    op.bytes = 2.0 * op_tokens * m.hidden * 2;  // step_emit.cpp's fused norm
+    return op;
+  };
+  // Per token: norm beyond its fused pass + residual add, per hidden element; rotary on q
+  // and k (20 B per element); SwiGLU 10 B forward, 18 B backward per ffn element.
+  const double attn_fwd = 4096.0 * (32 + 6) + 2 * 4096.0 * 20, attn_bwd = 4096.0 * (60 + 6) + 2 * 4096.0 * 20;
+  const double mlp_fwd = 4096.0 * (32 + 6) + 11008.0 * 10, mlp_bwd = 4096.0 * (60 + 6) + 11008.0 * 18;
+  const auto extra_us = [&](const models::ParallelSplit& split, const models::Op& op) {
+    TopologyPricer fused(t, split, "bf16"), eager(t, split, "bf16");
+    eager.set_eager_elementwise(m, 2);
+    return eager.op_us(none, op) - fused.op_us(none, op);
+  };
+  using models::Phase;
+  EXPECT_NEAR(extra_us(s, norm_op(OpKind::attn_norm, Phase::forward, tokens)), tokens * attn_fwd / bytes_per_us, 1e-6);
+  EXPECT_NEAR(extra_us(s, norm_op(OpKind::attn_norm, Phase::backward, tokens)), tokens * attn_bwd / bytes_per_us, 1e-6);
+  EXPECT_NEAR(extra_us(s, norm_op(OpKind::mlp_norm, Phase::forward, tokens)), tokens * mlp_fwd / bytes_per_us, 1e-6);
+  EXPECT_NEAR(extra_us(s, norm_op(OpKind::mlp_norm, Phase::backward, tokens)), tokens * mlp_bwd / bytes_per_us, 1e-6);
+  // Recompute replays the forward's kernels.
+  EXPECT_NEAR(extra_us(s, norm_op(OpKind::mlp_norm, Phase::recompute, tokens)), tokens * mlp_fwd / bytes_per_us, 1e-6);
+  // TP2 without sequence parallelism: the norm runs on every token, rotary and SwiGLU on
+  // half the width; with it the norm op counts half the tokens and the same rank does
+  // the halves at full width per norm token.
+  models::ParallelSplit tp2 = s;
+  tp2.tp = 2;
+  EXPECT_NEAR(extra_us(tp2, norm_op(OpKind::mlp_norm, Phase::forward, tokens)),
+              tokens * (4096.0 * 38 + 11008.0 * 10 / 2) / bytes_per_us, 1e-6);
+  tp2.sequence_parallel = true;
+  EXPECT_NEAR(extra_us(tp2, norm_op(OpKind::mlp_norm, Phase::forward, tokens / 2)),
+              tokens / 2 * (4096.0 * 38 + 11008.0 * 10) / bytes_per_us, 1e-6);
+  // The final norm pays the norm's chain only; a GEMM nothing.
+  EXPECT_NEAR(extra_us(s, norm_op(OpKind::final_norm, Phase::forward, tokens)), tokens * 4096.0 * 32 / bytes_per_us,
+              1e-6);
+  models::Op gemm = norm_op(OpKind::mlp_down_gemm, Phase::forward, tokens);
+  gemm.flops = 2.0 * tokens * m.hidden * m.ffn_hidden;
+  EXPECT_DOUBLE_EQ(extra_us(s, gemm), 0);
+  // GQA (llama3-8b: 8 KV heads for 32): repeat_kv writes k and v at 32 heads from 8.
+  const auto gqa = models::load_model("llama3-8b");
+  const EagerElementwise e = eager_elementwise_bytes(gqa, s, 2);
+  EXPECT_DOUBLE_EQ(e.attention_forward, 4096.0 * 38 + (32 + 8) * 128.0 * 20 + 2 * (8 + 32) * 128.0 * 2);
 }
 
 }  // namespace
