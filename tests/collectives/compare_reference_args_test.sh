@@ -39,14 +39,15 @@ expect 2 "--reps must be at least 1" "${py[@]}" "$ibt" "$plain" --reps 0
 expect 2 "plain_mpi_loop executable not found" "${py[@]}" "$ibt" /nonexistent/plain
 expect 2 "no op left" "${py[@]}" "$ibt" "$plain" --ranks 3 --ops ping_pong
 expect 1 "exited [0-9]+:" "${py[@]}" "$ibt" "$plain" --mpiexec /bin/false --reps 1
-# The gross band can fail: a reference whose every time reads 8x (as a harness that timed
-# the wrong thing would) puts every repetition of every cell near 0.125.
-slow=$(mktemp -d)/plain_times_8
+# The gross band can fail: a reference whose every time reads 100x (as a harness that timed
+# the wrong thing would) puts every repetition of every cell near 0.01. (At 8x, near 0.125,
+# one repetition of a 5-iteration cell read 0.51 under CI's load.)
+slow=$(mktemp -d)/plain_times_100
 trap 'rm -rf "$(dirname "$slow")"' EXIT
-printf '#!/bin/sh\n"%s" "$@" | awk '"'"'{ $3 = $3 * 8; print }'"'"'\n' "$plain" >"$slow"
+printf '#!/bin/sh\n"%s" "$@" | awk '"'"'{ $3 = $3 * 100; print }'"'"'\n' "$plain" >"$slow"
 chmod +x "$slow"
 out=$("${py[@]}" "$ibt" "$slow" --mpiexec "${mpirun[*]}" --reps 2 --iters 5 --lo 10 --hi 12 --ops all_reduce 2>&1)
-(($? == 1)) || fail "8x slower reference: not failed: $out"
+(($? == 1)) || fail "100x slower reference: not failed: $out"
 grep -q "FAILED: 3 cell(s) outside the gross band 0.5-2 in every repetition" <<<"$out" ||
-  fail "8x slower reference: the message does not name the cells: $out"
+  fail "100x slower reference: the message does not name the cells: $out"
 echo "compare_reference_args_test: ok"
