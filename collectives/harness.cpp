@@ -451,6 +451,14 @@ void run_harness(Backend& backend, MPI_Comm control, const DomainLayout& layout,
       continue;
     }
     const GroupKey key = group_key(scope, layout);
+    // The split is a collective outside every measurement: it passes the gate first (a
+    // rank that stopped before it is named) and is watched (one that stops inside it ends
+    // the job), as each measurement is. Unguarded, a rank 0 stopped between two cycles
+    // left the others in MPI_Comm_split for ever (tests/faults/lost_ranks_test.sh
+    // stopped0: once in CI, once in 30 runs here).
+    const std::string what = "the communicator split of scope " + std::string(to_string(scope));
+    gate.pass(what, opt.timeout_seconds);
+    WatchdogScope guard(watchdog, opt.timeout_seconds, what);
     groups.push_back({scope, backend.split(key.color, key.key), group_count(scope, layout), key.color});
   }
 
