@@ -94,9 +94,9 @@ StackSwitch elementwise(const JsonReader& parent, const SoftwareStack& s) {
   StackSwitch f;
   sourced(r, s, f);
   const json& v = r.at("value");
-  if (!v.is_string() || (v.get<std::string>() != "eager" && v.get<std::string>() != "fused"))
-    r.fail("value", "must be \"eager\" (one kernel per operator) or \"fused\"");
-  f.value = v.get<std::string>() == "eager";
+  const std::string value = v.is_string() ? v.get<std::string>() : "";
+  if (value != "eager" && value != "fused") r.fail("value", "must be \"eager\" (one kernel per operator) or \"fused\"");
+  f.value = value == "eager";
   return f;
 }
 

@@ -30,36 +30,42 @@ EagerElementwise eager_elementwise_bytes(const models::ModelConfig& m, const mod
   const double gated_fwd = m.activation == models::Activation::swiglu ? 5 * b : 2 * b;
   const double gated_bwd = m.activation == models::Activation::swiglu ? 9 * b : 3 * b;
   const double attention_body = shard * (rope_width * rotary(b) + repeat_width * b);
-  EagerElementwise e;
-  e.attention_forward = h * (norm_forward(b) + residual(b)) + attention_body;
-  e.attention_backward = h * (norm_backward(b) + residual(b)) + attention_body;
   const double dense_ffn = shard * m.ffn_hidden;
   const double moe_ffn = shard * (m.top_k + m.shared_experts) * static_cast<double>(m.expert_ffn_hidden);
-  e.mlp_forward = h * (norm_forward(b) + residual(b)) + dense_ffn * gated_fwd;
-  e.mlp_backward = h * (norm_backward(b) + residual(b)) + dense_ffn * gated_bwd;
-  e.moe_forward = h * (norm_forward(b) + residual(b)) + moe_ffn * gated_fwd;
-  e.moe_backward = h * (norm_backward(b) + residual(b)) + moe_ffn * gated_bwd;
+  // Every block starts with a norm and ends in a residual add.
+  const double block_forward = h * (norm_forward(b) + residual(b));
+  const double block_backward = h * (norm_backward(b) + residual(b));
+  EagerElementwise e;
+  e.attention_forward = block_forward + attention_body;
+  e.attention_backward = block_backward + attention_body;
   if (m.parallel_block) {  // one norm and one residual add start both branches
-    e.attention_forward = h * (norm_forward(b) + residual(b)) + attention_body + dense_ffn * gated_fwd;
-    e.attention_backward = h * (norm_backward(b) + residual(b)) + attention_body + dense_ffn * gated_bwd;
+    e.attention_forward += dense_ffn * gated_fwd;
+    e.attention_backward += dense_ffn * gated_bwd;
   }
+  e.mlp_forward = block_forward + dense_ffn * gated_fwd;
+  e.mlp_backward = block_backward + dense_ffn * gated_bwd;
+  e.moe_forward = block_forward + moe_ffn * gated_fwd;
+  e.moe_backward = block_backward + moe_ffn * gated_bwd;
   e.final_forward = h * norm_forward(b);
   e.final_backward = h * norm_backward(b);
+  e.norm_bytes_per_token = 2.0 * h * b;
+  e.first_moe_layer = m.is_moe() ? m.first_dense_layers : m.layers;
+  e.layers = m.layers;
   return e;
 }
 
-double eager_extra_bytes(const EagerElementwise& e, const models::ModelConfig& m, const models::Op& op, double b) {
+double eager_extra_bytes(const EagerElementwise& e, const models::Op& op) {
   using models::OpKind;
-  if (op.kind != OpKind::attn_norm && op.kind != OpKind::mlp_norm && op.kind != OpKind::final_norm) return 0;
-  const double tokens = op.bytes / (2.0 * m.hidden * b);
+  const double tokens = op.bytes / e.norm_bytes_per_token;
   const bool backward = op.phase == models::Phase::backward;  // recompute replays the forward
   switch (op.kind) {
     case OpKind::attn_norm: return tokens * (backward ? e.attention_backward : e.attention_forward);
     case OpKind::mlp_norm: {
-      const bool moe = op.layer >= 0 && op.layer < m.layers && m.layer_is_moe(op.layer);
+      const bool moe = op.layer >= e.first_moe_layer && op.layer < e.layers;
       return tokens * (moe ? (backward ? e.moe_backward : e.moe_forward) : (backward ? e.mlp_backward : e.mlp_forward));
     }
-    default: return tokens * (backward ? e.final_backward : e.final_forward);
+    case OpKind::final_norm: return tokens * (backward ? e.final_backward : e.final_forward);
+    default: return 0;
   }
 }
 

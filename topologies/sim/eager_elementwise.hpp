@@ -42,14 +42,17 @@ struct EagerElementwise {
   double mlp_forward = 0, mlp_backward = 0;              // per token of mlp_norm (a dense layer)
   double moe_forward = 0, moe_backward = 0;              // per token of mlp_norm (an MoE layer)
   double final_forward = 0, final_backward = 0;          // per token of final_norm
+  // What turns a norm op into its tokens and its layer's kind: a norm's fused bytes per
+  // token (2 x hidden x element bytes), and the layers that are MoE ([first_moe_layer, layers)).
+  double norm_bytes_per_token = 0;
+  int first_moe_layer = 0, layers = 0;
 };
 
 EagerElementwise eager_elementwise_bytes(const models::ModelConfig& model, const models::ParallelSplit& split,
                                          double element_bytes);
 
 // The extra bytes of one norm op (its kind, phase, layer, and its own bytes, which give
-// its token count: 2 x tokens x hidden x element_bytes); 0 for any other op.
-double eager_extra_bytes(const EagerElementwise& e, const models::ModelConfig& model, const models::Op& op,
-                         double element_bytes);
+// its token count); 0 for any other op.
+double eager_extra_bytes(const EagerElementwise& e, const models::Op& op);
 
 }  // namespace ibt::topo

@@ -84,9 +84,7 @@ void TopologyPricer::add_attention_score_traffic(const models::ModelConfig& mode
 }
 
 void TopologyPricer::set_eager_elementwise(const models::ModelConfig& model, double element_bytes) {
-  eager_model_ = model;
   eager_ = eager_elementwise_bytes(model, split_, element_bytes);
-  eager_element_bytes_ = element_bytes;
 }
 
 void TopologyPricer::set_fp8_gemms() {
@@ -187,10 +185,7 @@ double TopologyPricer::op_us(const models::StepProgram&, const Op& op) {
     case OpKind::attn_norm:
     case OpKind::mlp_norm:
     case OpKind::final_norm:
-      if (eager_model_) {
-        const double bytes = op.bytes + eager_extra_bytes(eager_, *eager_model_, op, eager_element_bytes_);
-        return compute_us(op.flops, bytes);
-      }
+      if (eager_) return compute_us(op.flops, op.bytes + eager_extra_bytes(*eager_, op));
       [[fallthrough]];
     default: {
       const bool fp8 = gemm_flops_per_us_ != flops_per_us_ && is_linear_gemm(op.kind);

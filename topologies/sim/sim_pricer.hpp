@@ -112,11 +112,9 @@ class TopologyPricer : public OpPricer {
   double cast_bytes_per_gemm_byte_ = 0;
   double bytes_per_us_ = 0;  // memory bandwidth * efficiency
   double overhead_us_ = 0;
-  bool dispatch_overlaps_ = false;                  // max(roofline, overhead) instead of their sum
-  double score_bytes_forward_ = 0;                  // extra attention-core bytes per forward op
-  std::optional<models::ModelConfig> eager_model_;  // set: eager element-wise kernels
-  EagerElementwise eager_{};
-  double eager_element_bytes_ = 0;
+  bool dispatch_overlaps_ = false;         // max(roofline, overhead) instead of their sum
+  double score_bytes_forward_ = 0;         // extra attention-core bytes per forward op
+  std::optional<EagerElementwise> eager_;  // set: eager element-wise kernels
   double attention_forward_flops_per_us_ = 0, attention_backward_flops_per_us_ = 0;  // 0: flops_per_us_
   // TP overlap: GEMM FLOPs hiding a collective, per byte of it (0 = no overlap).
   double tp_overlap_flops_per_byte_ = 0;
