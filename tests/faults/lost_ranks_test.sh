@@ -142,8 +142,10 @@ ready='^  all_reduce '
 run_case stopped0_cycles 0 STOP
 expect_status stopped0_cycles 3
 grep -Eq "rank 0 \(pid $pid on host [^)]+\)" "$log" || fail "stopped0_cycles: the message does not name rank 0 with its pid"
+"$ibt" show "$file" --run 1 | grep -q "status  *interrupted" || fail "stopped0_cycles: the run is not shown interrupted"
+n=$(kept stopped0_cycles)
 workload=("${saved_workload[@]}") ready=$saved_ready
-ok "stopped rank 0 between tiny cycles: exit $status after ${elapsed}s (bound ${bound}s)"
+ok "stopped rank 0 between tiny cycles: exit $status after ${elapsed}s (bound ${bound}s), $n rows kept, run interrupted"
 
 # 3. rank 1 killed: the launcher ends the job at once and SIGKILLs rank 0, so no rank of
 # ibt can say which one died; the launcher names its pid and host, and the run's
